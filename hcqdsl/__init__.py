@@ -1,0 +1,1 @@
+"""hcqdsl: a language and toolchain for AMD hardware command queues."""

@@ -1,0 +1,285 @@
+"""The .hcq program as immutable data. Every later stage (check, compile, run, emit) reads only this module.
+
+Source positions (`Span`) and comments are carried on every node but excluded from equality, so two programs
+that mean the same thing compare equal whatever their layout.
+"""
+from __future__ import annotations
+from typing import Iterator, Optional
+import attrs
+
+__all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
+           "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
+           "Program", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN"]
+
+U32_MAX = 2**32 - 1
+ARCHS = ("gfx942", "gfx1100", "gfx1201")
+# dtype -> (numpy type code, size in bytes)
+DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
+          "u64": ("u8", 8), "i64": ("i8", 8), "f16": ("f2", 2), "f32": ("f4", 4), "f64": ("f8", 8)}
+KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size compute copy in out inout wait exec "
+                     "barrier timestamp epoch grid block submit".split())
+
+def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
+def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
+
+@attrs.frozen
+class Span:
+  """1-based line and column of the first character, and of the character just past the end."""
+  file: str
+  line: int
+  column: int
+  end_line: int
+  end_column: int
+  def __str__(self): return f"{self.file}:{self.line}:{self.column}"
+  def to(self, other: Optional["Span"]) -> "Span":
+    return self if other is None else Span(self.file, self.line, self.column, other.end_line, other.end_column)
+
+NO_SPAN = Span("<generated>", 0, 0, 0, 0)
+
+@attrs.frozen
+class Ref:
+  """A use of a name. `D.timeline` and `D.epoch` are single names containing a dot."""
+  name: str
+  span: Optional[Span] = _meta()
+  def __str__(self): return self.name
+
+@attrs.frozen
+class Expr:
+  """`offset`, or `var + offset` when `var` is set (a `var` or `D.epoch`)."""
+  var: Optional[Ref]
+  offset: int = 0
+  span: Optional[Span] = _meta()
+  def eval(self, env: dict) -> int: return self.offset if self.var is None else env[self.var.name] + self.offset
+  def __str__(self):
+    if self.var is None: return str(self.offset)
+    return self.var.name if self.offset == 0 else f"{self.var.name} {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
+
+@attrs.frozen
+class Slice:
+  """A buffer, or the byte range [start, end) of it; a missing bound means the buffer's start or end."""
+  buffer: Ref
+  start: Optional[int] = None
+  end: Optional[int] = None
+  ranged: bool = False   # written with [..]; kept so that `a[:]` formats back as written
+  span: Optional[Span] = _meta()
+  def bounds(self, size: int) -> tuple[int, int]:
+    return (0 if self.start is None else self.start, size if self.end is None else self.end)
+
+@attrs.frozen
+class Data:
+  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes."""
+  dtype: str
+  values: tuple
+  span: Optional[Span] = _meta()
+  @property
+  def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
+  def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
+    return isinstance(other, Data) and self.dtype == other.dtype and len(self.values) == len(other.values) and \
+      all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+  def __hash__(self): return hash((self.dtype, len(self.values)))
+
+@attrs.frozen
+class Param:
+  mode: str  # in | out | inout
+  name: str
+  span: Optional[Span] = _meta()
+  @property
+  def reads(self) -> bool: return self.mode in ("in", "inout")
+  @property
+  def writes(self) -> bool: return self.mode in ("out", "inout")
+
+@attrs.frozen
+class Impl:
+  """How the emulator computes a kernel: a built-in (`builtin add<f32>(2)`), C source (`c "..."`), and/or a real AMD
+  code object file (`amd "k.co"`, path relative to the program)."""
+  builtin: Optional[str] = None
+  dtype: Optional[str] = None
+  args: tuple = ()
+  c_source: Optional[str] = None
+  amd_code: Optional[str] = None
+  span: Optional[Span] = _meta()
+
+# ---- declarations
+
+@attrs.frozen
+class Device:
+  name: str
+  vendor: str
+  index: int
+  arch: Optional[str] = None
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Buffer:
+  name: str
+  device: Optional[Ref]  # None: host memory
+  size: int
+  init: Optional[Data] = None
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Signal:
+  name: str
+  device: Optional[Ref]  # None: host memory
+  init: int = 0
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Var:
+  name: str
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Kernel:
+  name: str
+  params: tuple  # of Param
+  impl: Optional[Impl] = None
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+# ---- statements (queue and host)
+
+@attrs.frozen
+class Wait:
+  signal: Ref
+  value: Expr
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class SignalWrite:
+  signal: Ref
+  value: Expr
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Exec:
+  kernel: Ref
+  args: tuple  # of Slice
+  grid: Optional[tuple] = None   # (x, y, z)
+  block: Optional[tuple] = None  # (x, y, z)
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Copy:
+  dst: Slice
+  src: Slice
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Barrier:
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Timestamp:
+  signal: Ref
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Epoch:
+  """`wait D.timeline >= D.epoch - 1` for the queue's device D."""
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Submit:
+  queues: tuple  # of Ref; empty: every queue not yet submitted in this launch
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+Stmt = (Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit)
+
+# ---- blocks and the program
+
+@attrs.frozen
+class Queue:
+  name: str
+  engine: str  # compute | copy
+  device: Ref
+  body: tuple  # of statements
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()        # after `{`
+  end_comments: tuple = _comments()       # own-line comments before `}`
+  end_comment: Optional[str] = _meta()    # after `}`
+
+@attrs.frozen
+class Host:
+  body: tuple
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+  end_comments: tuple = _comments()
+  end_comment: Optional[str] = _meta()
+
+@attrs.frozen
+class Expect:
+  target: Slice
+  data: Data
+  approx: bool = False  # `~=`: floats compared with numpy.allclose defaults
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()
+  comment: Optional[str] = _meta()
+
+Decl = (Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect)
+
+@attrs.frozen
+class Program:
+  """Declarations in source order. Lookups by kind are derived, never stored twice."""
+  decls: tuple
+  file: str = attrs.field(default="<input>", eq=False)
+  end_comments: tuple = _comments()  # comments after the last declaration
+
+  def of(self, kind) -> Iterator: return (d for d in self.decls if isinstance(d, kind))
+  @property
+  def devices(self) -> list[Device]: return list(self.of(Device))
+  @property
+  def buffers(self) -> list[Buffer]: return list(self.of(Buffer))
+  @property
+  def signals(self) -> list[Signal]:
+    """Declared signals followed by every device's implicit `D.timeline`."""
+    return list(self.of(Signal)) + [Signal(f"{d.name}.timeline", Ref(d.name, span=d.span), 0, span=d.span)
+                                     for d in self.of(Device)]
+  @property
+  def vars(self) -> list[str]:
+    """Declared vars followed by every device's implicit `D.epoch`."""
+    return [v.name for v in self.of(Var)] + [f"{d.name}.epoch" for d in self.of(Device)]
+  @property
+  def kernels(self) -> list[Kernel]: return list(self.of(Kernel))
+  @property
+  def queues(self) -> list[Queue]: return list(self.of(Queue))
+  @property
+  def host(self) -> Optional[Host]: return next(self.of(Host), None)
+  @property
+  def expects(self) -> list[Expect]: return list(self.of(Expect))
+  def lookup(self) -> dict:
+    """name -> declaration (devices, buffers, signals incl. timelines, vars incl. epochs, kernels, queues)."""
+    names: dict = {}
+    for d in self.decls:
+      if isinstance(d, (Device, Buffer, Signal, Var, Kernel, Queue)): names.setdefault(d.name, d)
+    for d in self.of(Device):
+      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name, span=d.span), 0, span=d.span))
+      names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
+    return names
