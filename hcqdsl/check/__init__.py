@@ -1,0 +1,28 @@
+"""`hcqdsl check`: static checks, then the happens-before analyses over several launches."""
+from __future__ import annotations
+from typing import Optional
+from ..ir import Program
+from ..diagnostics import Diagnostic
+from .static import check_static, StaticCheck
+
+__all__ = ["check", "check_text", "check_static", "StaticCheck"]
+
+def _sorted(diags: list[Diagnostic]) -> list[Diagnostic]:
+  return sorted(diags, key=lambda d: (d.span.file, d.span.line, d.span.column) if d.span else ("", 0, 0))
+
+def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True) -> list[Diagnostic]:
+  """Every diagnostic for `program` over `launches` consecutive launches. When `syntax` or `name` errors are present
+  only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses."""
+  diags = check_static(program) if static else []
+  if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
+    return _sorted([d for d in diags if d.code in ("syntax", "name")])
+  from .analyze import analyze
+  return _sorted(diags + analyze(program, launches=launches, var_values=var_values))
+
+def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None) -> list[Diagnostic]:
+  """Parse and check; never raises on any input text."""
+  from ..syntax import parse_syntax
+  prog, diags = parse_syntax(text, filename)
+  if prog is None: return diags
+  if any(d.code == "syntax" for d in diags): return _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])
+  return _sorted(diags + check(prog, launches, var_values))

@@ -1,0 +1,33 @@
+"""The decoded form of one packet, shared by the PM4 and SDMA decoders (and by the emulator that executes them)."""
+from __future__ import annotations
+from typing import Optional
+import attrs
+
+M32 = 0xFFFFFFFF
+
+@attrs.define(frozen=True, eq=True, hash=False, slots=True)
+class Packet:
+  """`offset`: dword index of the header in the buffer that was decoded; `length`: dwords including the header.
+  `fields`: named values (ints; `values` of SET_*_REG is a tuple). `note` is set when the packet is raw: unknown,
+  malformed or truncated; such a packet still has a length, so a walker always advances."""
+  offset: int
+  name: str
+  length: int
+  fields: dict
+  dwords: tuple
+  note: Optional[str] = None
+  @property
+  def raw(self) -> bool: return self.note is not None
+
+def raw_packet(dwords, offset: int, length: int, note: str, name: str = "RAW") -> Packet:
+  return Packet(offset, name, length, {}, tuple(dwords[offset:offset + length]), note)
+
+def join64(fields: dict) -> dict:
+  """`x_31_0` + `x_63_32` (or `x_lo` + `x_hi`) also give `x`; a low part `x_31_3` is a dword-aligned address >> 3."""
+  out = dict(fields)
+  for k, v in fields.items():
+    for lo_sfx, hi_sfx in (("_31_0", "_63_32"), ("_31_3", "_63_32"), ("_31_2", "_63_32"), ("_lo", "_hi")):
+      if k.endswith(lo_sfx) and (hk := k[:-len(lo_sfx)] + hi_sfx) in fields:
+        sh = int(lo_sfx.rsplit("_", 1)[1]) if lo_sfx[-1].isdigit() else 0
+        out.setdefault(k[:-len(lo_sfx)], (v << sh) | (fields[hk] << 32))
+  return out

@@ -1,0 +1,165 @@
+"""Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
+(`overflow`), and statements in the wrong kind of block (`syntax`)."""
+from __future__ import annotations
+from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
+                  Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
+from ..diagnostics import Diagnostic
+
+__all__ = ["check_static", "StaticCheck"]
+
+_KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
+_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
+
+def _what(decl) -> str:
+  if decl is None: return "nothing"
+  k = _KIND.get(type(decl), "name")
+  if isinstance(decl, Signal) and decl.name.endswith(".timeline"): return "a signal"
+  if isinstance(decl, Var) and decl.name.endswith(".epoch"): return "a var"
+  return f"a {k}" if k[0] not in "aeiou" else f"an {k}"
+
+class StaticCheck:
+  """Walks the program once, collecting every problem it can find (several errors per run)."""
+  name = "static"
+
+  def run(self, prog: Program) -> list[Diagnostic]:
+    self.prog, self.diags = prog, []
+    self.names = self._declare(prog)
+    for d in prog.decls: getattr(self, f"_{type(d).__name__.lower()}")(d)
+    return self.diags
+
+  def _err(self, code, msg, span, severity="error"): self.diags.append(Diagnostic(code, msg, span, severity))
+
+  def _declare(self, prog: Program) -> dict:
+    names: dict = {}
+    hosts = 0
+    for d in prog.decls:
+      if isinstance(d, Host):
+        hosts += 1
+        if hosts > 1: self._err("syntax", "a program has at most one `host` block", d.span)
+        continue
+      if isinstance(d, Expect): continue
+      if d.name in KEYWORDS: self._err("syntax", f"`{d.name}` is a keyword and cannot be used as a name", d.span); continue
+      if d.name in names:
+        first = names[d.name]
+        self._err("name", f"`{d.name}` is already declared as {_what(first)} at line {first.span.line}", d.span)
+        continue
+      names[d.name] = d
+    for d in prog.of(Device):
+      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name, span=d.span), 0, span=d.span))
+      names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
+    return names
+
+  def _need(self, ref: Ref, kind, what: str):
+    d = self.names.get(ref.name)
+    if d is None:
+      base, _, attr = ref.name.partition(".")
+      if attr and isinstance(self.names.get(base), Device): self._err("name", f"a device has `.timeline` and `.epoch`, not `.{attr}`", ref.span)
+      elif attr: self._err("name", f"unknown device `{base}` in `{ref.name}`", ref.span)
+      else: self._err("name", f"unknown {what} `{ref.name}`", ref.span)
+      return None
+    if not isinstance(d, kind):
+      self._err("name", f"`{ref.name}` is {_what(d)}, not {'an' if what[0] in 'aeiou' else 'a'} {what}", ref.span)
+      return None
+    return d
+
+  # ---- declarations
+  def _device(self, d: Device):
+    if d.vendor != "AMD": self._err("name", f"unknown device kind `{d.vendor}` (only `AMD` is supported)", d.span)
+    if d.arch is not None and d.arch not in ARCHS: self._err("name", f"unknown architecture `{d.arch}` (one of {', '.join(ARCHS)})", d.span)
+    for o in self.prog.of(Device):
+      if o is d: break
+      if (o.vendor, o.index) == (d.vendor, d.index): self._err("name", f"{d.vendor}:{d.index} is already device `{o.name}`", d.span)
+
+  def _buffer(self, b: Buffer):
+    if b.device is not None: self._need(b.device, Device, "device")
+    if b.size <= 0: self._err("bounds", f"buffer `{b.name}` has size {b.size}; sizes are at least 1 byte", b.span)
+    if b.init is not None and b.init.nbytes > b.size:
+      self._err("bounds", f"{len(b.init.values)} {b.init.dtype} values are {b.init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", b.init.span)
+
+  def _signal(self, s: Signal):
+    if s.device is not None: self._need(s.device, Device, "device")
+    if not 0 <= s.init <= U32_MAX: self._err("overflow", f"initial value {s.init} is outside 32 bits", s.span)
+
+  def _var(self, v: Var): pass
+
+  def _kernel(self, k: Kernel):
+    seen: dict = {}
+    for p in k.params:
+      if p.name in seen: self._err("name", f"parameter `{p.name}` appears twice in kernel `{k.name}`", p.span)
+      seen[p.name] = p
+    if k.impl is not None and k.impl.dtype is not None and k.impl.dtype not in DTYPES:
+      self._err("name", f"unknown dtype `{k.impl.dtype}` (one of {', '.join(DTYPES)})", k.impl.span)
+
+  def _queue(self, q: Queue):
+    self._need(q.device, Device, "device")
+    for s in q.body:
+      if isinstance(s, Submit): self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span); continue
+      if isinstance(s, Exec) and q.engine == "copy":
+        self._err("name", f"`exec` on copy queue `{q.name}`: kernels run on compute queues", s.span)
+      if isinstance(s, Copy) and q.engine == "compute":
+        self._err("name", f"`copy` on compute queue `{q.name}`: copies run on copy queues", s.span)
+      self._stmt(s)
+
+  def _host(self, h: Host):
+    submitted: dict = {}
+    for s in h.body:
+      if type(s) in _QUEUE_ONLY:
+        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit)", s.span)
+        continue
+      if isinstance(s, Submit):
+        for r in s.queues:
+          if self._need(r, Queue, "queue") is None: continue
+          if r.name in submitted: self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", r.span)
+          else: submitted[r.name] = r.span
+        continue
+      self._stmt(s)
+
+  def _expect(self, e: Expect):
+    b = self._slice(e.target)
+    if b is None: return
+    lo, hi = e.target.bounds(b.size)
+    if e.data.nbytes > hi - lo:
+      self._err("bounds", f"{len(e.data.values)} {e.data.dtype} values are {e.data.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(e.target)}`", e.data.span)
+
+  # ---- statements
+  def _stmt(self, s):
+    if isinstance(s, (Wait, SignalWrite)):
+      self._need(s.signal, Signal, "signal")
+      self._expr(s.value)
+    elif isinstance(s, Timestamp): self._need(s.signal, Signal, "signal")
+    elif isinstance(s, Exec): self._exec(s)
+    elif isinstance(s, Copy): self._copy(s)
+
+  def _expr(self, e: Expr):
+    if e.var is not None: self._need(e.var, Var, "var")
+    elif not 0 <= e.offset <= U32_MAX: self._err("overflow", f"{e.offset} is outside 32 bits", e.span)
+
+  def _slice(self, s: Slice):
+    b = self._need(s.buffer, Buffer, "buffer")
+    if b is None: return None
+    lo, hi = s.bounds(b.size)
+    if lo > hi: self._err("bounds", f"range `{_fmt_slice(s)}` ends before it starts", s.span)
+    elif hi > b.size: self._err("bounds", f"range `{_fmt_slice(s)}` is outside buffer `{b.name}` ({b.size} bytes)", s.span)
+    elif lo == hi: self._err("bounds", f"range `{_fmt_slice(s)}` is empty", s.span)
+    return b
+
+  def _exec(self, s: Exec):
+    k = self._need(s.kernel, Kernel, "kernel")
+    for a in s.args: self._slice(a)
+    if k is not None and len(s.args) != len(k.params):
+      self._err("name", f"kernel `{k.name}` takes {len(k.params)} argument{'s' * (len(k.params) != 1)}, {len(s.args)} given", s.span)
+    for dims, what in ((s.grid, "grid"), (s.block, "block")):
+      if dims is not None and any(not 1 <= x <= U32_MAX for x in dims): self._err("bounds", f"{what} dimensions are 1 .. {U32_MAX}", s.span)
+
+  def _copy(self, s: Copy):
+    bd, bs = self._slice(s.dst), self._slice(s.src)
+    if bd is None or bs is None: return
+    (a, b), (c, d) = s.dst.bounds(bd.size), s.src.bounds(bs.size)
+    if b - a != d - c:
+      self._err("bounds", f"copy of unequal lengths: `{_fmt_slice(s.dst)}` is {b - a} bytes, `{_fmt_slice(s.src)}` is {d - c}", s.span)
+
+def _fmt_slice(s: Slice) -> str:
+  if not s.ranged: return s.buffer.name
+  return f"{s.buffer.name}[{'' if s.start is None else s.start}:{'' if s.end is None else s.end}]"
+
+def check_static(prog: Program) -> list[Diagnostic]: return StaticCheck().run(prog)

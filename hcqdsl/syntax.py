@@ -1,0 +1,448 @@
+"""Text ⇄ IR: the lark (LALR) parser with source spans and comments, and the formatter printing canonical text.
+
+`format(parse(t))` is a fixed point, and `parse(format(p)) == p`.
+"""
+from __future__ import annotations
+import bisect, math, pathlib
+from typing import Optional
+import attrs
+from lark import Lark, Transformer, Token
+from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedCharacters, UnexpectedEOF, VisitError
+from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
+                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX)
+from .diagnostics import Diagnostic, HcqError
+
+__all__ = ["parse", "parse_file", "format_program", "parse_with_diagnostics", "parse_syntax", "format_stmt", "format_decl"]
+
+_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+
+def _tok_span(t: Token, file: str) -> Span: return Span(file, t.line, t.column, t.end_line, t.end_column)
+
+def _span(items, file: str) -> Span:
+  first, last = items[0], items[-1]
+  a = first.span if not isinstance(first, Token) else _tok_span(first, file)
+  b = last.span if not isinstance(last, Token) else _tok_span(last, file)
+  return Span(file, a.line, a.column, b.end_line, b.end_column)
+
+class _Build(Transformer):
+  """Tree → IR, run inline by the LALR parser (no parse tree is built). Problems that are syntax in the user's eyes
+  but not in the grammar's (a size suffix on a signal value, a float in a u32 list) are collected, not raised."""
+  def __init__(self, file: str):
+    super().__init__()
+    self.file, self.diags, self.lbraces = file, [], {}
+
+  def _err(self, code, msg, span): self.diags.append(Diagnostic(code, msg, span))
+
+  def _int(self, t: Token, sized=False) -> int:
+    s = t.value.replace("_", "")
+    mul = 1
+    if s[-1] in _SUFFIX:
+      if not sized: self._err("syntax", f"a size suffix (`{s[-1]}`) is only allowed on sizes and byte ranges", _tok_span(t, self.file))
+      mul, s = _SUFFIX[s[-1]], s[:-1]
+    try: return int(s, 0) * mul
+    except ValueError:
+      self._err("syntax", f"`{t.value}` is not a number", _tok_span(t, self.file))
+      return 0
+
+  # ---- declarations
+  def start(self, c): return [x for x in c if not isinstance(x, Token)]
+  def place(self, c): return None if c[0].type == "HOST" else Ref(c[0].value, span=_tok_span(c[0], self.file))
+  def device(self, c):
+    arch = c[6].value if len(c) > 6 else None
+    return Device(c[1].value, c[3].value, self._int(c[5]), arch, span=_span(c, self.file))
+  def buffer(self, c):
+    return Buffer(c[1].value, c[3], self._int(c[5], sized=True), c[7] if len(c) > 7 else None, span=_span(c, self.file))
+  def signal_decl(self, c):
+    init = self._int(c[5]) if len(c) > 5 else 0
+    return Signal(c[1].value, c[3], init, span=_span(c, self.file))
+  def var_decl(self, c): return Var(c[1].value, span=_span(c, self.file))
+  def param(self, c): return Param(c[0].value, c[1].value, span=_span(c, self.file))
+  def kernel(self, c):
+    params = tuple(x for x in c if isinstance(x, Param))
+    impls = [x for x in c if isinstance(x, Impl)]
+    impl = None
+    if impls:
+      fields: dict = {}
+      for i in impls:
+        for k, v in attrs.asdict(i, recurse=False).items():
+          if k == "span" or v in (None, ()): continue
+          if k in fields or (k in ("dtype", "args") and "builtin" in fields and i.builtin is None):
+            self._err("syntax", "a kernel has at most one implementation of each kind (builtin, c, amd)", i.span)
+          fields[k] = v
+      impl = Impl(**fields, span=impls[0].span.to(impls[-1].span))
+    return Kernel(c[1].value, params, impl, span=_span(c, self.file))
+  def impl_builtin(self, c):
+    dtype = next((c[i + 1].value for i, x in enumerate(c) if isinstance(x, Token) and x.type == "LT"), None)
+    args = tuple(x.v for x in c if isinstance(x, _Val))
+    return Impl(builtin=c[1].value, dtype=dtype, args=args, span=_span(c, self.file))
+  def impl_c(self, c): return Impl(c_source=_unquote(c[1].value), span=_span(c, self.file))
+  def impl_amd(self, c): return Impl(amd_code=_unquote(c[1].value), span=_span(c, self.file))
+  def value(self, c):
+    t = c[-1]
+    neg = len(c) == 2
+    if t.type == "NAME":
+      if t.value not in ("inf", "nan"): self._err("syntax", f"expected a number, found `{t.value}`", _tok_span(t, self.file))
+      v = float(t.value) if t.value in ("inf", "nan") else 0
+    elif t.type == "FLOAT": v = float(t.value.replace("_", ""))
+    else: v = self._int(t)
+    return _Val(-v if neg else v, _span(c, self.file), isinstance(v, float))
+  def data(self, c):
+    dtype = c[0].value
+    vals = [x for x in c if isinstance(x, _Val)]
+    span = _span(c, self.file)
+    if dtype not in DTYPES:
+      self._err("name", f"unknown dtype `{dtype}` (one of {', '.join(DTYPES)})", _tok_span(c[0], self.file))
+      return Data("u8", (), span=span)
+    out = []
+    for v in vals:
+      if dtype[0] == "f": out.append(float(v.v))
+      elif v.is_float:
+        self._err("syntax", f"`{dtype}` values are integers", v.span); out.append(0)
+      else:
+        bits = DTYPES[dtype][1] * 8
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype[0] == "i" else (0, (1 << bits) - 1)
+        if not lo <= v.v <= hi: self._err("overflow", f"{v.v} does not fit {dtype} ({lo} .. {hi})", v.span)
+        out.append(v.v)
+    return Data(dtype, tuple(out), span=span)
+  def queue(self, c):
+    body, lb = self._body(c)
+    span = _span(c, self.file)
+    self.lbraces[(span.line, span.column)] = lb
+    return Queue(c[1].value, c[2].value, Ref(c[4].value, span=_tok_span(c[4], self.file)), body, span=span)
+  def host(self, c):
+    body, lb = self._body(c)
+    span = _span(c, self.file)
+    self.lbraces[(span.line, span.column)] = lb
+    return Host(body, span=span)
+  def _body(self, c):
+    lb = next(x for x in c if isinstance(x, Token) and x.type == "LBRACE")
+    return tuple(x for x in c if not isinstance(x, Token)), (lb.line, lb.column)
+  def expect(self, c): return Expect(c[1], c[3], c[2].type == "APPROX", span=_span(c, self.file))
+
+  # ---- statements
+  def sigref(self, c):
+    name = c[0].value if len(c) == 1 else f"{c[0].value}.timeline"
+    return Ref(name, span=_span(c, self.file))
+  def varref(self, c):
+    name = c[0].value if len(c) == 1 else f"{c[0].value}.epoch"
+    return Ref(name, span=_span(c, self.file))
+  def _u32(self, t: Token) -> int:
+    v = self._int(t)
+    if v > U32_MAX: self._err("overflow", f"{v} is outside 32 bits (signal values are 0 .. {U32_MAX})", _tok_span(t, self.file))
+    return v
+  def expr_const(self, c): return Expr(None, self._u32(c[0]), span=_span(c, self.file))
+  def expr_var(self, c): return Expr(c[0], 0, span=_span(c, self.file))
+  def expr_add(self, c): return Expr(c[0], self._u32(c[2]), span=_span(c, self.file))
+  def expr_sub(self, c): return Expr(c[0], -self._u32(c[2]), span=_span(c, self.file))
+  def wait(self, c): return Wait(c[1], c[3], span=_span(c, self.file))
+  def signal(self, c): return SignalWrite(c[1], c[3], span=_span(c, self.file))
+  def dim3(self, c):
+    dims = [self._int(x) for x in c if x.type == "NUMBER"]
+    if len(dims) > 3: self._err("syntax", "grid and block take at most 3 dimensions", _span(c, self.file))
+    return _Val(tuple((dims + [1, 1])[:3]), _span(c, self.file), False)
+  def exec(self, c):
+    args = tuple(x for x in c if isinstance(x, Slice))
+    grid = block = None
+    for i, x in enumerate(c):
+      if isinstance(x, Token) and x.type == "GRID": grid = c[i + 1].v
+      if isinstance(x, Token) and x.type == "BLOCK": block = c[i + 1].v
+    return Exec(Ref(c[1].value, span=_tok_span(c[1], self.file)), args, grid, block, span=_span(c, self.file))
+  def copy(self, c): return Copy(c[1], c[3], span=_span(c, self.file))
+  def barrier(self, c): return Barrier(span=_span(c, self.file))
+  def timestamp(self, c): return Timestamp(c[1], span=_span(c, self.file))
+  def epoch(self, c): return Epoch(span=_span(c, self.file))
+  def submit(self, c):
+    qs = tuple(Ref(x.value, span=_tok_span(x, self.file)) for x in c if x.type == "NAME")
+    return Submit(qs, span=_span(c, self.file))
+  def slice(self, c):
+    ref = Ref(c[0].value, span=_tok_span(c[0], self.file))
+    if len(c) == 1: return Slice(ref, span=ref.span)
+    colon = next(i for i, x in enumerate(c) if x.type == "COLON")
+    start = self._int(c[2], sized=True) if colon == 3 else None
+    end = self._int(c[colon + 1], sized=True) if c[colon + 1].type == "NUMBER" else None
+    return Slice(ref, start, end, True, span=_span(c, self.file))
+
+@attrs.frozen
+class _Val:
+  v: object
+  span: Span
+  is_float: bool
+
+def _unquote(s: str) -> str:
+  if s.startswith('"""'): return s[3:-3]
+  out, i, body = [], 0, s[1:-1]
+  esc = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
+  while i < len(body):
+    ch = body[i]
+    if ch == "\\" and i + 1 < len(body): out.append(esc.get(body[i + 1], "\\" + body[i + 1])); i += 2
+    else: out.append(ch); i += 1
+  return "".join(out)
+
+# ---- syntax errors in words
+
+_WORDS = {"NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
+          "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
+          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
+          "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
+          "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "`in`, `out` or `inout`",
+          "GRID": "`grid`", "BLOCK": "`block`", "COMMENT": "a comment"}
+_STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
+_DECL_KW = {"DEVICE", "BUFFER", "SIGNAL", "VAR", "KERNEL", "QUEUE", "HOST", "EXPECT"}
+# the name that follows a keyword, for "after the signal name"
+_ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "the signal name",
+         "exec": "the kernel name", "copy": "the buffer name", "device": "the device name",
+         "buffer": "the buffer name", "var": "the var name", "kernel": "the kernel name", "queue": "the queue name",
+         "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
+         "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
+
+def _word(term: str) -> str:
+  if term in _WORDS: return _WORDS[term]
+  return f"`{term.lower()}`" if term.isidentifier() and not term.startswith("_") else term
+
+def _expected(terms) -> str:
+  terms = set(terms) - {"COMMENT"}
+  if {"DOT"} < terms: terms.discard("DOT")  # `s.timeline` is a detail when something else was expected
+  if len(terms & _STMT_KW) >= 4: terms = (terms - _STMT_KW) | {"a statement (`wait`, `signal`, `exec`, `copy`, ...)"}
+  if len(terms & _DECL_KW) >= 4: terms = (terms - _DECL_KW) | {"a declaration (`device`, `buffer`, `signal`, `queue`, ...)"}
+  words = sorted({_word(t) if t.isupper() or t.startswith(("_", "$")) else t for t in terms}, key=lambda w: (w.startswith("a "), w))
+  if not words: return "something else"
+  return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+def _describe(stack) -> Optional[str]:
+  if not stack: return None
+  last = stack[-1]
+  if isinstance(last, Token):
+    prev = stack[-2] if len(stack) >= 2 and isinstance(stack[-2], Token) else None
+    if last.type == "NAME" and prev is not None and prev.value in _ROLE: return _ROLE[prev.value]
+    if last.type == "_NL": return None
+    return f"`{last.value}`"
+  return {Ref: "the signal name", Expr: "the value", Slice: "the buffer range", Param: "the parameter",
+          Impl: "the implementation", Data: "the data"}.get(type(last))
+
+def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
+  if isinstance(e, UnexpectedCharacters):
+    line, col = e.line, e.column
+    ch = e.char
+    span = Span(file, line, col, line, col + 1)
+    if ch == '"': return Diagnostic("syntax", "unterminated string", span)
+    return Diagnostic("syntax", f"unexpected character `{ch}`", span)
+  tok = getattr(e, "token", None)
+  stack = []
+  ip = getattr(e, "interactive_parser", None)
+  if ip is not None: stack = list(ip.parser_state.value_stack)
+  after = _describe(stack)
+  try: acc = ip.accepts() if ip is not None else set()
+  except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
+  exp = _expected(acc or getattr(e, "expected", None) or ())
+  if tok is None or tok.type == "$END":
+    line, col = (stack[-1].end_line, stack[-1].end_column) if stack and isinstance(stack[-1], Token) else (e.line, e.column)
+    return Diagnostic("syntax", f"expected {exp} before the end of the file", Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1) + 1))
+  span = _tok_span(tok, file)
+  if tok.type == "_NL": found = "end of line"; span = Span(file, tok.line, tok.column, tok.line, tok.column + 1)
+  else: found = f"`{tok.value}`"
+  if tok.type not in ("_NL", "NAME", "NUMBER", "FLOAT", "STRING") and tok.value.isidentifier() and "NAME" in (getattr(e, "expected", None) or ()):
+    return Diagnostic("syntax", f"`{tok.value}` is a keyword and cannot be used as a name", span)
+  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}", span)
+
+# ---- the parser
+
+_GRAMMAR = (pathlib.Path(__file__).parent / "grammar.lark").read_text()
+_parser: Optional[Lark] = None
+_comments: list = []
+
+def _lark() -> Lark:
+  global _parser
+  if _parser is None:
+    _parser = Lark(_GRAMMAR, parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=False,
+                   lexer_callbacks={"COMMENT": _comments.append}, cache=False)
+  return _parser
+
+def _parse_once(text: str, file: str):
+  del _comments[:]
+  b = _Build(file)
+  tree = _lark().parse(text)
+  return b.transform(tree), b, list(_comments)
+
+def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
+  """Parse and run the static checks. Returns (program or None, diagnostics). Never raises on any input text."""
+  from .check.static import check_static
+  prog, diags = parse_syntax(text, filename)
+  if prog is None: return None, diags
+  diags = diags + check_static(prog)
+  diags.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+  return prog, diags
+
+def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
+  diags: list[Diagnostic] = []
+  lines = text.split("\n")
+  work = text
+  last_pos = (0, 0)
+  for _ in range(20):  # recover from a syntax error by blanking its line and parsing again
+    try:
+      items, b, comments = _parse_once(work, file)
+    except UnexpectedInput as e:
+      d = _syntax_diag(e, file)
+      pos = (d.span.line, d.span.column)
+      if pos <= last_pos and diags: break
+      diags.append(d); last_pos = pos
+      ln = d.span.line
+      if not 1 <= ln <= len(lines) or any(ch in lines[ln - 1] for ch in "{}\"") or isinstance(e, UnexpectedEOF): break
+      wl = work.split("\n"); wl[ln - 1] = ""; work = "\n".join(wl)
+      continue
+    except VisitError as e:  # a bug of ours, but still never a traceback on user input
+      diags.append(Diagnostic("syntax", f"could not read the program: {e.orig_exc}", Span(file, 1, 1, 1, 2)))
+      return None, diags
+    if diags: return None, diags
+    diags.extend(b.diags)
+    prog = Program(tuple(items), file=file)
+    if comments: prog = _attach_comments(prog, comments, lines, b.lbraces)
+    return prog, diags
+  return None, diags
+
+def parse(text: str, filename: str = "<input>") -> Program:
+  """Parse .hcq text into a Program. Raises HcqError (with every diagnostic) if the text has errors."""
+  prog, diags = parse_with_diagnostics(text, filename)
+  if prog is None or any(d.severity == "error" for d in diags): raise HcqError(diags, {filename: text})
+  return prog
+
+def parse_file(path) -> Program:
+  p = pathlib.Path(path)
+  return parse(p.read_text(), str(path))
+
+# ---- comments: parsed by the lexer, attached to the node they precede or end the line of
+
+def _attach_comments(prog: Program, comments: list, lines: list, lbraces: dict) -> Program:
+  anchors: list = []     # ((line, col), path, role) for own-line comments
+  trailing: dict = {}    # line -> [(end_col, path, role)]
+  def trail(line, col, path, role): trailing.setdefault(line, []).append((col, path, role))
+  for i, d in enumerate(prog.decls):
+    s = d.span
+    anchors.append(((s.line, s.column), (i,), "comments"))
+    if isinstance(d, (Queue, Host)):
+      lb = lbraces.get((s.line, s.column), (s.line, s.column))
+      trail(lb[0], lb[1] + 1, (i,), "comment")
+      for j, st in enumerate(d.body):
+        anchors.append(((st.span.line, st.span.column), (i, j), "comments"))
+        trail(st.span.end_line, st.span.end_column, (i, j), "comment")
+      anchors.append(((s.end_line, s.end_column - 1), (i,), "end_comments"))
+      trail(s.end_line, s.end_column, (i,), "end_comment")
+    else: trail(s.end_line, s.end_column, (i,), "comment")
+  anchors.sort(key=lambda a: a[0])
+  keys = [a[0] for a in anchors]
+  edits: dict = {}
+  for c in comments:
+    text = c.value.rstrip()
+    if lines[c.line - 1][:c.column - 1].strip() == "":
+      k = bisect.bisect_left(keys, (c.line, c.column))
+      if k == len(anchors): edits.setdefault((), {}).setdefault("end_comments", []).append(text); continue
+      _, path, role = anchors[k]
+      edits.setdefault(path, {}).setdefault(role, []).append(text)
+    else:
+      cands = [t for t in trailing.get(c.line, []) if t[0] <= c.column]
+      if not cands: continue
+      _, path, role = max(cands, key=lambda t: t[0])
+      edits.setdefault(path, {})[role] = text
+  def fix(node, path):
+    e = edits.get(path)
+    if not e: return node
+    return attrs.evolve(node, **{k: tuple(v) if isinstance(v, list) else v for k, v in e.items()})
+  decls = list(prog.decls)
+  for i, d in enumerate(decls):
+    if isinstance(d, (Queue, Host)) and any(len(p) == 2 and p[0] == i for p in edits):
+      d = attrs.evolve(d, body=tuple(fix(st, (i, j)) for j, st in enumerate(d.body)))
+    decls[i] = fix(d, (i,))
+  out = attrs.evolve(prog, decls=tuple(decls))
+  return fix(out, ())
+
+# ---- the formatter
+
+def _num(v: int, sized=False) -> str:
+  if sized and v:
+    for suf, mul in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+      if v % mul == 0: return f"{v // mul}{suf}"
+  return str(v)
+
+def _float(v: float) -> str:
+  if math.isnan(v): return "nan"
+  if math.isinf(v): return "inf" if v > 0 else "-inf"
+  r = repr(float(v))
+  return r if ("." in r or "e" in r or "n" in r) else r + ".0"
+
+def _data(d: Data) -> str:
+  vals = [_float(v) if d.dtype[0] == "f" else str(v) for v in d.values]
+  return f"{d.dtype} [{', '.join(vals)}]"
+
+def _slice(s: Slice) -> str:
+  if not s.ranged: return s.buffer.name
+  a = "" if s.start is None else _num(s.start, True)
+  b = "" if s.end is None else _num(s.end, True)
+  return f"{s.buffer.name}[{a}:{b}]"
+
+def _impl(i: Impl) -> str:
+  parts = []
+  if i.builtin is not None:
+    p = f"builtin {i.builtin}"
+    if i.dtype: p += f"<{i.dtype}>"
+    if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
+    parts.append(p)
+  if i.c_source is not None: parts.append("c " + _quote(i.c_source))
+  if i.amd_code is not None: parts.append("amd " + _quote(i.amd_code))
+  return " ".join(parts)
+
+def _quote(s: str) -> str:
+  if "\n" in s and '"""' not in s: return f'"""{s}"""'
+  return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0") + '"'
+
+def _dim(d) -> str: return f"({', '.join(map(str, d))})"
+
+def format_stmt(s) -> str:
+  if isinstance(s, Wait): return f"wait {s.signal.name} >= {s.value}"
+  if isinstance(s, SignalWrite): return f"signal {s.signal.name} = {s.value}"
+  if isinstance(s, Exec):
+    out = f"exec {s.kernel.name}({', '.join(map(_slice, s.args))})"
+    if s.grid is not None: out += f" grid {_dim(s.grid)}"
+    if s.block is not None: out += f" block {_dim(s.block)}"
+    return out
+  if isinstance(s, Copy): return f"copy {_slice(s.dst)} <- {_slice(s.src)}"
+  if isinstance(s, Barrier): return "barrier"
+  if isinstance(s, Timestamp): return f"timestamp {s.signal.name}"
+  if isinstance(s, Epoch): return "epoch"
+  if isinstance(s, Submit): return "submit" + (" " + ", ".join(q.name for q in s.queues) if s.queues else "")
+  raise TypeError(f"not a statement: {s!r}")
+
+def format_decl(d) -> str:
+  if isinstance(d, Device): return f"device {d.name} = {d.vendor}:{d.index}" + (f" {d.arch}" if d.arch else "")
+  if isinstance(d, Buffer):
+    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {_num(d.size, True)}"
+    return out + (f" = {_data(d.init)}" if d.init is not None else "")
+  if isinstance(d, Signal):
+    return f"signal {d.name} on {d.device.name if d.device else 'host'}" + (f" = {d.init}" if d.init else "")
+  if isinstance(d, Var): return f"var {d.name}"
+  if isinstance(d, Kernel):
+    out = f"kernel {d.name}({', '.join(f'{p.mode} {p.name}' for p in d.params)})"
+    return out + (f" = {_impl(d.impl)}" if d.impl is not None else "")
+  if isinstance(d, Expect): return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}"
+  raise TypeError(f"not a declaration: {d!r}")
+
+def _line(text: str, node, indent: str) -> list[str]:
+  out = [indent + c for c in node.comments]
+  out.append(indent + text + (f"  {node.comment}" if node.comment else ""))
+  return out
+
+def format_program(prog: Program) -> str:
+  """Canonical text: one declaration or statement per line, two-space indent, a blank line around blocks."""
+  out: list[str] = []
+  prev_block = False
+  for i, d in enumerate(prog.decls):
+    block = isinstance(d, (Queue, Host))
+    if i and (block or prev_block or d.comments or type(d) is not type(prog.decls[i - 1])): out.append("")
+    if block:
+      head = f"queue {d.name} {d.engine} on {d.device.name} {{" if isinstance(d, Queue) else "host {"
+      out += _line(head, d, "")
+      for s in d.body: out += _line(format_stmt(s), s, "  ")
+      out += ["  " + c for c in d.end_comments]
+      out.append("}" + (f"  {d.end_comment}" if d.end_comment else ""))
+    else: out += _line(format_decl(d), d, "")
+    prev_block = block
+  if prog.end_comments: out += ([""] if out else []) + list(prog.end_comments)
+  return "\n".join(out) + "\n"
