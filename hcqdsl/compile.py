@@ -1,0 +1,350 @@
+"""Program -> Image: a memory plan, one command buffer per queue (the launch template, filled in for launch 1) and a
+patch table of every dword that changes between launches. Packet layouts live in hcqdsl/amd; this module only lays
+out memory and walks statements. The on-disk format is described in docs/amd.md."""
+from __future__ import annotations
+import bisect, json, pathlib, struct, sys
+from typing import Optional
+import attrs
+from .ir import (Program, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
+                 ARCHS, U32_MAX, NO_SPAN, Span)
+from .diagnostics import Diagnostic, HcqError
+
+__all__ = ["compile_program", "Image", "QueueImage", "Patch", "Region", "add_compile_args", "cli_compile"]
+
+M32 = U32_MAX
+MAGIC, VERSION = b"HCQIMG\0\0", 1
+HOST_BASE = 0x10_0000_0000         # system memory
+DEVICE_BASE = 0x1000_0000_0000     # device i's memory starts at DEVICE_BASE * (i + 1): addresses need both dwords
+SIGNAL_SLOT = 16                    # value (u64, 32 bits used) at +0, timestamp (u64) at +8
+ALIGN = {"signals": 0x1000, "buffer": 0x1000, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
+
+@attrs.define
+class Region:
+  """One allocation of the memory plan. kind: signals | buffer | code | kernargs | scratch | cmdbuf."""
+  name: str
+  kind: str
+  device: Optional[str]  # None: host memory
+  addr: int
+  size: int
+  meta: dict = attrs.field(factory=dict)
+
+@attrs.define
+class Patch:
+  """Dword `offset` of `queue`'s command buffer holds `(var + add) mod 2**32` (var None: a constant)."""
+  queue: str
+  offset: int
+  var: Optional[str]
+  add: int
+  encoding: str = "u32"
+  def value(self, env: dict) -> int: return ((env[self.var] if self.var is not None else 0) + self.add) & M32
+  def expr(self) -> str: return str(Expr(Ref(self.var) if self.var else None, self.add))
+
+@attrs.define
+class QueueImage:
+  name: str
+  engine: str   # compute (PM4) | copy (SDMA)
+  device: str
+  arch: str
+  addr: int     # where the command buffer lives (its cmdbuf region)
+  dwords: list  # the template, filled in for launch 1
+  patches: list  # of Patch
+  stmts: list   # (dword offset, dword length, line, column, end_line, end_column, statement text), in order
+  @property
+  def packet_format(self) -> str: return "pm4" if self.engine == "compute" else "sdma"
+  def span_at(self, offset: int) -> Optional[tuple]:
+    """The statement (offset, length, line, col, end_line, end_col, text) whose packets cover dword `offset`."""
+    i = bisect.bisect_right([s[0] for s in self.stmts], offset) - 1
+    while i >= 0 and self.stmts[i][1] == 0: i -= 1  # statements without packets (barrier on SDMA) cover nothing
+    return self.stmts[i] if i >= 0 and offset < self.stmts[i][0] + self.stmts[i][1] else None
+
+@attrs.define
+class Image:
+  target: str
+  file: str
+  devices: list   # {"name", "index", "arch"}
+  vars: list      # every var incl. D.epoch
+  regions: list   # of Region
+  signals: dict   # name -> address of the value (timestamp at +8)
+  buffers: dict   # name -> (address, size)
+  kernels: list   # {"name", "device", "code_addr", "prog_addr", "kd_addr", "synthetic", "kernarg_size"}
+  queues: list    # of QueueImage
+  data: list      # (address, bytes): initial memory contents (signal values, buffer inits, code, kernargs)
+  host: list      # host statements with resolved addresses, see docs/amd.md
+  expects: list = attrs.field(factory=list)
+
+  def queue(self, name: str) -> QueueImage: return next(q for q in self.queues if q.name == name)
+  def env(self, launch: int = 1, **overrides) -> dict: return {**{v: launch for v in self.vars}, **overrides}
+  def patched(self, q: QueueImage, env: dict) -> list:
+    dw = list(q.dwords)
+    for p in q.patches: dw[p.offset] = p.value(env)
+    return dw
+  def name_at(self, addr: int) -> Optional[str]:
+    """`sig`, `sig.timestamp`, `buf`, `buf+0x10`, `kernel.code`, ... for an address inside the memory plan."""
+    for n, a in self.signals.items():
+      if a <= addr < a + SIGNAL_SLOT: return n if addr == a else f"{n}.timestamp" if addr == a + 8 else f"{n}+{addr - a}"
+    for r in self.regions:
+      if r.kind != "signals" and r.addr <= addr < r.addr + max(r.size, 1):
+        return r.name if addr == r.addr else f"{r.name}+{addr - r.addr:#x}"
+    return None
+
+  # ---- on-disk format: MAGIC, u32 version, u32 json length, JSON, zero pad to 8, blob (docs/amd.md)
+  def to_bytes(self) -> bytes:
+    blob = bytearray()
+    def put(b: bytes) -> list:
+      off = len(blob); blob.extend(b); blob.extend(b"\0" * (-len(blob) % 8))
+      return [off, len(b)]
+    meta = {"target": self.target, "file": self.file, "devices": self.devices, "vars": self.vars,
+            "regions": [attrs.asdict(r) for r in self.regions], "signals": self.signals,
+            "buffers": {k: list(v) for k, v in self.buffers.items()}, "kernels": self.kernels, "host": self.host,
+            "expects": self.expects,
+            "queues": [{"name": q.name, "engine": q.engine, "device": q.device, "arch": q.arch, "addr": q.addr,
+                        "dwords": put(struct.pack(f"<{len(q.dwords)}I", *q.dwords)),
+                        "patches": [[p.offset, p.var, p.add, p.encoding] for p in q.patches],
+                        "stmts": [list(s) for s in q.stmts]} for q in self.queues],
+            "data": [[a, put(b)] for a, b in self.data]}
+    js = json.dumps(meta, separators=(",", ":")).encode()
+    head = MAGIC + struct.pack("<II", VERSION, len(js)) + js
+    return head + b"\0" * (-len(head) % 8) + bytes(blob)
+
+  @staticmethod
+  def from_bytes(b: bytes) -> "Image":
+    if len(b) < 16 or b[:8] != MAGIC: raise ValueError("not an hcqdsl image (bad magic)")
+    ver, n = struct.unpack_from("<II", b, 8)
+    if ver != VERSION: raise ValueError(f"unsupported image version {ver} (this hcqdsl reads {VERSION})")
+    if 16 + n > len(b): raise ValueError("truncated image (metadata)")
+    try: m = json.loads(b[16:16 + n])
+    except ValueError as e: raise ValueError(f"corrupt image metadata: {e}") from None
+    base = 16 + n + (-(16 + n) % 8)
+    def get(ref) -> bytes:
+      off, ln = ref
+      if base + off + ln > len(b): raise ValueError("truncated image (data)")
+      return bytes(b[base + off:base + off + ln])
+    try:
+      queues = [QueueImage(q["name"], q["engine"], q["device"], q["arch"], q["addr"],
+                           list(struct.unpack(f"<{q['dwords'][1] // 4}I", get(q["dwords"]))),
+                           [Patch(q["name"], o, v, a, e) for o, v, a, e in q["patches"]], [tuple(s) for s in q["stmts"]])
+                for q in m["queues"]]
+      return Image(m["target"], m["file"], m["devices"], m["vars"], [Region(**r) for r in m["regions"]], m["signals"],
+                   {k: tuple(v) for k, v in m["buffers"].items()}, m["kernels"], queues,
+                   [(a, get(r)) for a, r in m["data"]], m["host"], m.get("expects", []))
+    except (KeyError, TypeError, struct.error) as e: raise ValueError(f"corrupt image metadata: {e!r}") from None
+
+  def save(self, path) -> None: pathlib.Path(path).write_bytes(self.to_bytes())
+  @staticmethod
+  def load(path) -> "Image": return Image.from_bytes(pathlib.Path(path).read_bytes())
+
+# ---------------------------------------------------------------- compiler
+
+class _Alloc:
+  def __init__(self, base: int): self.base, self.top = base, base
+  def take(self, size: int, align: int) -> int:
+    self.top += -self.top % align
+    a, self.top = self.top, self.top + max(size, 1)
+    return a
+
+def _err(code: str, msg: str, span) -> HcqError: return HcqError([Diagnostic(code, msg, span)])
+
+def _stmt_text(s) -> str:
+  try:
+    from .syntax import format_stmt  # type: ignore
+    return format_stmt(s)
+  except Exception: return type(s).__name__.lower()
+
+def compile_program(program: Program, target: str = "gfx1100") -> Image:
+  """Lower `program` for AMD. Each device uses its declared arch, else `target`. Raises HcqError (code `name` or
+  `bounds`) on a program that cannot be lowered; run `check` first for the full set of diagnostics."""
+  from .amd import pm4, sdma
+  from .amd.targets import get_target
+  from .amd.codeobj import synthetic, from_elf, ENTRY_OFFSET
+  if target not in ARCHS: raise ValueError(f"unknown target {target!r} (known: {', '.join(ARCHS)})")
+  names = program.lookup()
+  devices = program.devices
+  arch = {d.name: d.arch or target for d in devices}
+  allocs = {None: _Alloc(HOST_BASE), **{d.name: _Alloc(DEVICE_BASE * (i + 1)) for i, d in enumerate(devices)}}
+  regions: list[Region] = []
+  data: list = []
+  def region(name, kind, dev, size, **meta) -> int:
+    if dev not in allocs: raise _err("name", f"unknown device `{dev}`", None)
+    a = allocs[dev].take(size, ALIGN[kind])
+    regions.append(Region(name, kind, dev, a, size, meta))
+    return a
+  def dev_of(ref) -> Optional[str]: return None if ref is None else ref.name
+
+  # signals: one 16-byte slot each, packed into one region per memory
+  signals: dict[str, int] = {}
+  by_mem: dict = {}
+  for s in program.signals: by_mem.setdefault(dev_of(s.device), []).append(s)
+  for mem, sigs in by_mem.items():
+    base = region(f"signals@{mem or 'host'}", "signals", mem, SIGNAL_SLOT * len(sigs), names=[s.name for s in sigs])
+    for i, s in enumerate(sigs):
+      signals[s.name] = base + SIGNAL_SLOT * i
+      if s.init: data.append((signals[s.name], struct.pack("<Q", s.init & M32)))
+  buffers: dict[str, tuple] = {}
+  for b in program.buffers:
+    buffers[b.name] = (a := region(b.name, "buffer", dev_of(b.device), b.size), b.size)
+    if b.init is not None:
+      import numpy as np
+      data.append((a, np.array(b.init.values, dtype=np.dtype(DTYPES[b.init.dtype][0]).newbyteorder("<")).tobytes()))
+
+  def sig_addr(ref: Ref) -> int:
+    if ref.name not in signals: raise _err("name", f"`{ref.name}` is not a signal", ref.span)
+    return signals[ref.name]
+  def slice_range(sl: Slice) -> tuple:
+    if sl.buffer.name not in buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", sl.buffer.span)
+    a, size = buffers[sl.buffer.name]
+    lo, hi = sl.bounds(size)
+    if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", sl.span)
+    return a + lo, hi - lo
+  env1 = {v: 1 for v in program.vars}
+  def value(e: Expr, at: int, q: str, patches: list) -> int:
+    if e.var is None: return e.offset & M32
+    if e.var.name not in env1: raise _err("name", f"`{e.var.name}` is not a var", e.var.span)
+    patches.append(Patch(q, at, e.var.name, e.offset))
+    return (env1[e.var.name] + e.offset) & M32
+
+  kernels: list = []
+  code: dict = {}  # (kernel, device) -> (CodeObject, code address)
+  base_dir = pathlib.Path(program.file).parent if program.file and not program.file.startswith("<") else pathlib.Path(".")
+  def code_for(kname: str, dev: str, span):
+    if (kname, dev) in code: return code[kname, dev]
+    k = names.get(kname)
+    if k is None or type(k).__name__ != "Kernel": raise _err("name", f"`{kname}` is not a kernel", span)
+    t = get_target(arch[dev])
+    if k.impl is not None and k.impl.amd_code:
+      path = base_dir / k.impl.amd_code
+      try: co = from_elf(t, path.read_bytes())
+      except (OSError, ValueError) as e: raise _err("name", f"kernel `{kname}`: cannot load AMD code object {path}: {e}", k.impl.span or k.span)
+    else: co = synthetic(t, kname, len(k.params))
+    a = region(f"{kname}.code@{dev}", "code", dev, len(co.image) + (-len(co.image) % 4), kernel=kname)
+    if (a + co.entry_offset) % 256: raise _err("name", f"kernel `{kname}`: entry point is not 256-byte aligned", span)
+    data.append((a, co.image))
+    kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
+                    "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
+                    "params": [[p.mode, p.name] for p in k.params]})
+    code[kname, dev] = (co, a)
+    return code[kname, dev]
+  scratch: dict = {}
+  def scratch_for(dev: str) -> int:
+    if dev not in scratch: scratch[dev] = region(f"scratch@{dev}", "scratch", dev, SCRATCH_SIZE)
+    return scratch[dev]
+
+  queues: list[QueueImage] = []
+  for q in program.queues:
+    dev = q.device.name
+    if dev not in arch: raise _err("name", f"queue `{q.name}`: unknown device `{dev}`", q.device.span)
+    t = arch[dev]
+    enc = pm4.encoder(t) if q.engine == "compute" else sdma.encoder(t)
+    out: list = []
+    patches: list = []
+    stmts: list = []
+    for n, s in enumerate(q.body):
+      start = len(out)
+      if isinstance(s, Epoch): s_eff = Wait(Ref(f"{dev}.timeline"), Expr(Ref(f"{dev}.epoch"), -1))
+      else: s_eff = s
+      if isinstance(s_eff, Wait):
+        a = sig_addr(s_eff.signal)
+        enc.wait(out, a, value(s_eff.value, start + enc.WAIT_VALUE_AT, q.name, patches))
+      elif isinstance(s_eff, SignalWrite):
+        a = sig_addr(s_eff.signal)
+        enc.signal(out, a, value(s_eff.value, start + enc.SIGNAL_VALUE_AT, q.name, patches))
+      elif isinstance(s, Barrier): enc.barrier(out)
+      elif isinstance(s, Timestamp): enc.timestamp(out, sig_addr(s.signal) + 8)
+      elif isinstance(s, Copy):
+        if q.engine != "copy": raise _err("name", "`copy` on a compute queue", s.span)
+        (da, dn), (sa, sn) = slice_range(s.dst), slice_range(s.src)
+        if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
+        enc.copy(out, da, sa, dn)
+      elif isinstance(s, Exec):
+        if q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
+        co, ca = code_for(s.kernel.name, dev, s.kernel.span)
+        k = names[s.kernel.name]
+        if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
+        ptrs = [slice_range(sl)[0] for sl in s.args]
+        grid, block = s.grid or (1, 1, 1), s.block or (1, 1, 1)
+        kasz = max(8 * len(ptrs), co.kernarg_size)
+        ka = region(f"{q.name}.kernargs.{n}", "kernargs", dev, kasz + (64 if co.dispatch_ptr else 0), kernel=k.name,
+                    args=[[sl.buffer.name, sl.start, sl.end, sl.ranged] for sl in s.args])
+        data.append((ka, struct.pack(f"<{len(ptrs)}Q", *ptrs).ljust(kasz, b"\0")))
+        user = []
+        if co.private_segment_sgpr:  # scratch buffer resource, as tinygrad sets it up
+          sc = scratch_for(dev)
+          user += [sc & M32, (sc >> 32) | 1 << 31, M32, 0x20c14000]
+        if co.dispatch_ptr: user += [(ka + kasz) & M32, (ka + kasz) >> 32]; data.append((ka + kasz, _dispatch_packet(co, grid, block, ka)))
+        user += [ka & M32, ka >> 32]
+        enc.exec(out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, _tmpring(t, co),
+                 scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid, block, co.wave32)
+      else: raise _err("syntax", f"`{type(s).__name__}` is not a queue statement", getattr(s, "span", None))
+      sp = s.span or NO_SPAN
+      stmts.append((start, len(out) - start, sp.line, sp.column, sp.end_line, sp.end_column, _stmt_text(s)))
+    ca = region(f"{q.name}.cmdbuf", "cmdbuf", dev, 4 * len(out), queue=q.name)
+    queues.append(QueueImage(q.name, q.engine, dev, t, ca, out, patches, stmts))
+
+  host = []
+  if (h := program.host) is not None:
+    for s in h.body:
+      sp = s.span or NO_SPAN
+      if isinstance(s, Submit): host.append({"op": "submit", "queues": [r.name for r in s.queues], "line": sp.line})
+      elif isinstance(s, (Wait, SignalWrite)):
+        v = s.value
+        host.append({"op": "wait" if isinstance(s, Wait) else "signal", "signal": s.signal.name, "addr": sig_addr(s.signal),
+                     "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line})
+  expects = []
+  for e in program.expects:
+    a, n = slice_range(e.target)
+    expects.append({"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
+                    "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
+                    "approx": e.approx, "line": (e.span or NO_SPAN).line})
+  return Image(target, program.file, [{"name": d.name, "index": d.index, "arch": arch[d.name]} for d in devices],
+               list(program.vars), regions, signals, buffers, kernels, queues, data, host, expects)
+
+SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
+
+def _tmpring(t: str, co) -> int:
+  """COMPUTE_TMPRING_SIZE: 0 without private memory; else WAVESIZE (per-wave bytes / 256, gfx9: / 1024) and as many
+  waves as fit SCRATCH_SIZE."""
+  if not co.private_segment_size: return 0
+  from tinygrad.runtime.autogen import hsa
+  from .amd.targets import get_target
+  gen = get_target(t).gen
+  align = 1024 if gen == 9 else 256
+  wavesize = -(-64 * (co.private_segment_size + 3 & ~3) // align)
+  ty = getattr(hsa, f'union_COMPUTE_TMPRING_SIZE{"_GFX" + str(gen) if gen != 9 else ""}_bitfields')
+  return int.from_bytes(ty(WAVES=min(SCRATCH_SIZE // (wavesize * align), 0x3FF), WAVESIZE=wavesize), "little")
+
+def _dispatch_packet(co, grid, block, kernarg_addr) -> bytes:
+  from tinygrad.runtime.autogen import hsa
+  dp = hsa.hsa_kernel_dispatch_packet_t()
+  dp.workgroup_size_x, dp.workgroup_size_y, dp.workgroup_size_z = block
+  dp.grid_size_x, dp.grid_size_y, dp.grid_size_z = (g * b for g, b in zip(grid, block))
+  dp.group_segment_size, dp.private_segment_size = co.group_segment_size, co.private_segment_size
+  dp.kernarg_address = kernarg_addr
+  return bytes(dp)
+
+# ---------------------------------------------------------------- CLI
+
+def add_compile_args(p) -> None:
+  p.add_argument("file", help="a .hcq program")
+  p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one (default gfx1100)")
+  p.add_argument("-o", "--output", metavar="FILE", help="write the image here (default: FILE with suffix .hcqimg)")
+  p.add_argument("--hex", action="store_true", help="print each queue's dwords (patched for launch 1) instead of writing an image")
+
+def cli_compile(a) -> int:
+  from .diagnostics import render_text
+  try: text = pathlib.Path(a.file).read_bytes().decode("utf-8", errors="replace")
+  except OSError as e:
+    sys.stderr.write(f"hcqdsl: error: {a.file}: {e.strerror or e}\n"); return 2
+  from .syntax import parse
+  try: img = compile_program(parse(text, a.file), a.target)
+  except HcqError as e:
+    sys.stderr.write(render_text(e.diagnostics, {a.file: text})); return 1
+  if a.hex:
+    for q in img.queues:
+      print(f"queue {q.name} {q.engine}: " + " ".join(f"{x:08x}" for x in img.patched(q, img.env(1))))
+    return 0
+  out = a.output or str(pathlib.Path(a.file).with_suffix(".hcqimg"))
+  try: img.save(out)
+  except OSError as e:
+    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n"); return 2
+  sys.stderr.write(f"wrote {out}: {len(img.queues)} queue{'s' * (len(img.queues) != 1)}, "
+                   f"{sum(len(q.dwords) for q in img.queues)} dwords, {sum(len(q.patches) for q in img.queues)} patches\n")
+  return 0
