@@ -186,19 +186,19 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
       import numpy as np
       data.append((a, np.array(b.init.values, dtype=np.dtype(DTYPES[b.init.dtype][0]).newbyteorder("<")).tobytes()))
 
-  def sig_addr(ref: Ref) -> int:
-    if ref.name not in signals: raise _err("name", f"`{ref.name}` is not a signal", ref.span)
+  def sig_addr(ref: Ref, span=None) -> int:
+    if ref.name not in signals: raise _err("name", f"`{ref.name}` is not a signal", span)
     return signals[ref.name]
-  def slice_range(sl: Slice) -> tuple:
-    if sl.buffer.name not in buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", sl.buffer.span)
+  def slice_range(sl: Slice, span=None) -> tuple:
+    if sl.buffer.name not in buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
     a, size = buffers[sl.buffer.name]
     lo, hi = sl.bounds(size)
-    if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", sl.span)
+    if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
     return a + lo, hi - lo
   env1 = {v: 1 for v in program.vars}
-  def value(e: Expr, at: int, q: str, patches: list) -> int:
+  def value(e: Expr, at: int, q: str, patches: list, span=None) -> int:
     if e.var is None: return e.offset & M32
-    if e.var.name not in env1: raise _err("name", f"`{e.var.name}` is not a var", e.var.span)
+    if e.var.name not in env1: raise _err("name", f"`{e.var.name}` is not a var", span)
     patches.append(Patch(q, at, e.var.name, e.offset))
     return (env1[e.var.name] + e.offset) & M32
 
@@ -213,7 +213,7 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     if k.impl is not None and k.impl.amd_code:
       path = base_dir / k.impl.amd_code
       try: co = from_elf(t, path.read_bytes())
-      except (OSError, ValueError) as e: raise _err("name", f"kernel `{kname}`: cannot load AMD code object {path}: {e}", k.impl.span or k.span)
+      except (OSError, ValueError) as e: raise _err("name", f"kernel `{kname}`: cannot load AMD code object {path}: {e}", span or k.span)
     else: co = synthetic(t, kname, len(k.params))
     a = region(f"{kname}.code@{dev}", "code", dev, len(co.image) + (-len(co.image) % 4), kernel=kname)
     if (a + co.entry_offset) % 256: raise _err("name", f"kernel `{kname}`: entry point is not 256-byte aligned", span)
@@ -231,7 +231,7 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
   queues: list[QueueImage] = []
   for q in program.queues:
     dev = q.device.name
-    if dev not in arch: raise _err("name", f"queue `{q.name}`: unknown device `{dev}`", q.device.span)
+    if dev not in arch: raise _err("name", f"queue `{q.name}`: unknown device `{dev}`", q.span)
     t = arch[dev]
     enc = pm4.encoder(t) if q.engine == "compute" else sdma.encoder(t)
     out: list = []
@@ -239,27 +239,28 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     stmts: list = []
     for n, s in enumerate(q.body):
       start = len(out)
+      sp = s.span
       if isinstance(s, Epoch): s_eff = Wait(Ref(f"{dev}.timeline"), Expr(Ref(f"{dev}.epoch"), -1))
       else: s_eff = s
       if isinstance(s_eff, Wait):
-        a = sig_addr(s_eff.signal)
-        enc.wait(out, a, value(s_eff.value, start + enc.WAIT_VALUE_AT, q.name, patches))
+        a = sig_addr(s_eff.signal, sp)
+        enc.wait(out, a, value(s_eff.value, start + enc.WAIT_VALUE_AT, q.name, patches, sp))
       elif isinstance(s_eff, SignalWrite):
-        a = sig_addr(s_eff.signal)
-        enc.signal(out, a, value(s_eff.value, start + enc.SIGNAL_VALUE_AT, q.name, patches))
+        a = sig_addr(s_eff.signal, sp)
+        enc.signal(out, a, value(s_eff.value, start + enc.SIGNAL_VALUE_AT, q.name, patches, sp))
       elif isinstance(s, Barrier): enc.barrier(out)
-      elif isinstance(s, Timestamp): enc.timestamp(out, sig_addr(s.signal) + 8)
+      elif isinstance(s, Timestamp): enc.timestamp(out, sig_addr(s.signal, sp) + 8)
       elif isinstance(s, Copy):
         if q.engine != "copy": raise _err("name", "`copy` on a compute queue", s.span)
-        (da, dn), (sa, sn) = slice_range(s.dst), slice_range(s.src)
+        (da, dn), (sa, sn) = slice_range(s.dst, sp), slice_range(s.src, sp)
         if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
         enc.copy(out, da, sa, dn)
       elif isinstance(s, Exec):
         if q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
-        co, ca = code_for(s.kernel.name, dev, s.kernel.span)
+        co, ca = code_for(s.kernel.name, dev, sp)
         k = names[s.kernel.name]
         if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
-        ptrs = [slice_range(sl)[0] for sl in s.args]
+        ptrs = [slice_range(sl, sp)[0] for sl in s.args]
         grid, block = s.grid or (1, 1, 1), s.block or (1, 1, 1)
         kasz = max(8 * len(ptrs), co.kernarg_size)
         ka = region(f"{q.name}.kernargs.{n}", "kernargs", dev, kasz + (64 if co.dispatch_ptr else 0), kernel=k.name,
@@ -286,11 +287,11 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
       if isinstance(s, Submit): host.append({"op": "submit", "queues": [r.name for r in s.queues], "line": sp.line})
       elif isinstance(s, (Wait, SignalWrite)):
         v = s.value
-        host.append({"op": "wait" if isinstance(s, Wait) else "signal", "signal": s.signal.name, "addr": sig_addr(s.signal),
+        host.append({"op": "wait" if isinstance(s, Wait) else "signal", "signal": s.signal.name, "addr": sig_addr(s.signal, sp),
                      "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line})
   expects = []
   for e in program.expects:
-    a, n = slice_range(e.target)
+    a, n = slice_range(e.target, e.span)
     expects.append({"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
                     "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
                     "approx": e.approx, "line": (e.span or NO_SPAN).line})
