@@ -1,0 +1,255 @@
+"""One small class per diagnostic code: each has a `name` and one `run` method turning what the happens-before pass
+(hb.Trace) or the explorer (explore.Exploration) found into Diagnostics. Findings are deduplicated by statement:
+each distinct problem is reported once, at the first launch where it shows."""
+from __future__ import annotations
+from typing import Optional
+from ..ir import Epoch, Expr, Ref, U32_MAX
+from ..diagnostics import Diagnostic, Related
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, R, W, RW
+
+__all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
+           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "deadlock_diags"]
+
+_RW = {R: "reads", W: "writes", RW: "reads and writes"}
+
+def _who(u: Unrolled, i: int) -> str: return "the host" if i == 0 else u.seqs[i].name
+def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
+def _launch(u: Unrolled, i: int, pos: int) -> int: return (pos - 1) // len(u.seqs[i].ops) + 1
+def _op(u: Unrolled, i: int, pos: int): return u.seqs[i].ops[(pos - 1) % len(u.seqs[i].ops)]
+def _key(u: Unrolled, i: int, pos: int): return (i, (pos - 1) % len(u.seqs[i].ops))
+def _expr(op, shift: int = 0) -> str:
+  return str(Expr(None if op[2] is None else Ref(op[2]), op[3] - (shift if op[2] is not None else 0)))
+
+def _sortkey(u: Unrolled, i: int, pos: int):
+  sp = u.span(i, pos)
+  return (_launch(u, i, pos), sp.line if sp else 0, sp.column if sp else 0, i)
+
+class OverflowAnalysis:
+  """`var + n` / `var - n` evaluating outside 0..2**32-1 in a checked launch (literals are the static check's)."""
+  name = "overflow"
+  def run(self, u: Unrolled) -> list[Diagnostic]:
+    out = []
+    for s in u.seqs:
+      for idx, op in enumerate(s.ops):
+        if op[0] not in (WAIT, WRITE) or op[2] is None: continue
+        for k in range(1, u.launches + 1):
+          raw = u.raw(op, k)
+          if not 0 <= raw <= U32_MAX:
+            st = s.stmts[idx]
+            what = "epoch" if isinstance(st, Epoch) else f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}"
+            out.append(Diagnostic("overflow", f"{_expr(op)} = {raw} in launch {k} ({op[2]} = {u.envs[k - 1][op[2]]}) "
+                                  f"is outside the 32-bit signal range 0..{U32_MAX} ({what} in {_who(u, s.index)})",
+                                  st.span if st is not None else None, extra={"launch": k, "value": raw}))
+            break
+    return out
+
+def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
+  """(statement key, launch, Diagnostic) for every blocked wait of a state where nothing can run."""
+  S = len(u.seqs)
+  lens = [len(s.ops) for s in u.seqs]
+  state = {}  # blocked seq -> ("wait", signal, need, pos) | ("gate", launch, host pos)
+  for i in range(S):
+    if done[i] >= u.total(i): continue
+    k, idx = divmod(done[i], lens[i])
+    g = u.gate_pos(i, k + 1) if i and idx == 0 else 0
+    if done[0] < g: state[i] = ("gate", k + 1, g)
+    else:
+      op = u.seqs[i].ops[idx]
+      state[i] = ("wait", op[1], u.value(op, k + 1), done[i] + 1)
+  wanted = {st[1] for st in state.values() if st[0] == "wait"}
+  future: dict = {}  # (seq, signal) -> [(pos, value)] writes not yet run
+  for j in state:
+    ops = u.seqs[j].ops
+    for p in range(done[j], u.total(j)):
+      op = ops[p % lens[j]]
+      if op[0] == WRITE and op[1] in wanted: future.setdefault((j, op[1]), []).append((p + 1, u.value(op, p // lens[j] + 1)))
+  writes_any = {op[1] for s in u.seqs for op in s.ops if op[0] == WRITE}
+  edges: dict = {}  # blocked seq -> [(other seq, position of the step it waits for)]
+  for i, st in state.items():
+    if st[0] == "gate": edges[i] = [(0, st[2])]; continue
+    edges[i] = []
+    for j in state:
+      w = next((p for p, v in future.get((j, st[1]), ()) if v >= st[2]), None)
+      if w is not None: edges[i].append((j, w))
+
+  def cycle(i):  # shortest path i -> ... -> i over the wait-for edges (BFS), as the list of sequences from i
+    prev, frontier, last = {}, [i], None
+    while frontier and last is None:
+      nxt = []
+      for a in frontier:
+        for b, _ in edges.get(a, ()):
+          if b == i: last = a; break
+          if b not in prev and b in state: prev[b] = a; nxt.append(b)
+        if last is not None: break
+      frontier = nxt
+    if last is None: return None
+    path = [last]
+    while path[-1] != i: path.append(prev[path[-1]])
+    return path[::-1]
+
+  out = []
+  for i, st in state.items():
+    if st[0] != "wait": continue
+    _, s, need, pos = st
+    k = _launch(u, i, pos)
+    msg = f"{_who(u, i)} waits forever for {_sig(u, s)} >= {need} (launch {k}); {_sig(u, s)} is stuck at {values[s]}"
+    ws = edges[i]
+    if s not in writes_any: msg += f", and nothing writes {_sig(u, s)}"
+    elif not ws: msg += f", and no write left in the checked launches brings it to {need}"
+    else:
+      msg += "; " + ", ".join(f"{_who(u, j)} would write {_sig(u, s)} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
+                              f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
+    related, notes = [], []
+    cyc = cycle(i)
+    if cyc:
+      names = [_who(u, h) for h in cyc]
+      notes.append("cycle of waits: " + " -> ".join(names + names[:1]))
+      for n, h in enumerate(cyc):
+        nx = cyc[(n + 1) % len(cyc)]
+        hs = state[h]
+        if hs[0] == "gate":
+          related.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host runs its submit at "
+                                 f"{u.line(0, hs[2])}", u.span(h, done[h] + 1)))
+        else:
+          w = next(p for j, p in edges[h] if j == nx)
+          related.append(Related(f"{_who(u, h)} waits for {_sig(u, hs[1])} >= {hs[2]} (launch {_launch(u, h, hs[3])}), "
+                                 f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
+    out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
+               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]})))
+  return out
+
+class DeadlockAnalysis:
+  name = "deadlock"
+  def run(self, u: Unrolled, states) -> list[Diagnostic]:
+    """`states`: the stuck states (done, values) — the one the happens-before pass ends in, or the explorer's."""
+    best: dict = {}
+    for done, values in states:
+      for key, k, d in deadlock_diags(u, done, values):
+        if key not in best or k < best[key][0]: best[key] = (k, d)
+    return [d for _, d in best.values()]
+
+def _rng(a) -> str: return f"[{a[1]}:{a[2]}]"
+
+class RaceAnalysis:
+  name = "race"
+  def run(self, u: Unrolled, races: dict) -> list[Diagnostic]:
+    out = []
+    for _, x, y in races.values():
+      first, second = sorted((x, y), key=lambda a: _sortkey(u, a[0], a[1]))
+      (j, q, aj), (i, p, ai) = first, second
+      b = u.buffers[ai[0]].name
+      kj, ki = _launch(u, j, q), _launch(u, i, p)
+      msg = (f"{_who(u, i)} {_RW[ai[3]]} {b}{_rng(ai)} at {u.line(i, p)} (launch {ki}) and {_who(u, j)} {_RW[aj[3]]} "
+             f"{b}{_rng(aj)} at {u.line(j, q)} (launch {kj}) with no happens-before order between them")
+      # the missing order: a signal sequence j already writes after its access, and a wait on it before the other
+      ops, L = u.seqs[j].ops, len(u.seqs[j].ops)
+      w = next((t for t in range(q + 1, u.total(j) + 1) if ops[(t - 1) % L][0] == WRITE), None)
+      if w is not None:
+        op = ops[(w - 1) % L]
+        hint = (f"add `wait {_sig(u, op[1])} >= {_expr(op, ki - _launch(u, j, w))}` in {_who(u, i)} before {u.line(i, p)}"
+                f" ({_who(u, j)} signals it at {u.line(j, w)}, after its access)")
+      else:
+        hint = (f"{_who(u, j)} writes no signal after {u.line(j, q)}: add one there, and a wait on it in {_who(u, i)} "
+                f"before {u.line(i, p)}")
+      out.append(Diagnostic("race", msg, u.span(i, p),
+                            related=(Related(f"{_who(u, j)} {_RW[aj[3]]} {b}{_rng(aj)} here (launch {kj})", u.span(j, q)),),
+                            notes=(hint,),
+                            extra={"launch": ki, "queue": _who(u, i), "buffer": b, "range": [ai[1], ai[2]],
+                                   "other": {"launch": kj, "queue": _who(u, j), "range": [aj[1], aj[2]],
+                                             "line": u.span(j, q).line if u.span(j, q) else None}}))
+    return out
+
+class SignalRaceAnalysis:
+  name = "signal-race"
+  def run(self, u: Unrolled, pairs) -> list[Diagnostic]:
+    """`pairs`: ((seq, pos), (seq, pos)) of writes to one signal from different sequences that are not ordered."""
+    out, seen = [], set()
+    for a, b in pairs:
+      a, b = sorted((a, b), key=lambda x: _sortkey(u, *x))
+      key = (_key(u, *a), _key(u, *b))
+      if key in seen: continue
+      seen.add(key)
+      s = _sig(u, _op(u, *b)[1])
+      out.append(Diagnostic("signal-race", f"{_who(u, b[0])} writes {s} at {u.line(*b)} (launch {_launch(u, *b)}) and "
+                            f"{_who(u, a[0])} writes it at {u.line(*a)} (launch {_launch(u, *a)}) with no order between them",
+                            u.span(*b), related=(Related(f"{_who(u, a[0])} writes {s} here (launch {_launch(u, *a)})", u.span(*a)),),
+                            extra={"launch": _launch(u, *b), "queue": _who(u, b[0]), "signal": s}))
+    return out
+
+class NonMonotonicAnalysis:
+  """One report per lowering write statement (its first launch), naming the unordered uses of the signal."""
+  name = "non-monotonic"
+  def run(self, u: Unrolled, items) -> list[Diagnostic]:
+    """`items`: (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)."""
+    by: dict = {}
+    for w, o, cur, new in sorted(items, key=lambda x: (_launch(u, *x[0]), _sortkey(u, *x[1]))):
+      by.setdefault(_key(u, *w), []).append((w, o, cur, new))
+    out = []
+    for found in by.values():
+      w, o, cur, new = found[0]
+      op, s = _op(u, *w), _sig(u, _op(u, *w)[1])
+      use = lambda o: "wait on" if _op(u, *o)[0] == WAIT else "write"
+      frm = f" from {cur} to {new}" if cur is not None else ""
+      related, seen = [], set()
+      for _, o2, _, _ in found:
+        if _key(u, *o2) in seen: continue
+        seen.add(_key(u, *o2))
+        related.append(Related(f"{_who(u, o2[0])} may {use(o2)} {s} here (launch {_launch(u, *o2)})", u.span(*o2)))
+      out.append(Diagnostic("non-monotonic", f"{_who(u, w[0])} lowers {s}{frm} at {u.line(*w)} (launch {_launch(u, *w)}) "
+                            f"while {_who(u, o[0])} may {use(o)} it at {u.line(*o)} (launch {_launch(u, *o)}): the lowering "
+                            f"write is not ordered against every other use of {s}", u.span(*w), related=tuple(related),
+                            extra={"launch": _launch(u, *w), "queue": _who(u, w[0]), "signal": s}))
+    return out
+
+class RedundantWaitAnalysis:
+  """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
+  launch. `epoch` is exempt: it also orders the queue after work outside the program (tinygrad waits its timeline
+  for the same reason even when the host already did)."""
+  name = "redundant-wait"
+  def run(self, u: Unrolled, wstats: dict) -> list[Diagnostic]:
+    out = []
+    for (i, idx), (n, red) in wstats.items():
+      st = u.seqs[i].stmts[idx]
+      if n and n == red and st is not None and not isinstance(st, Epoch):
+        out.append(Diagnostic("redundant-wait", f"this wait never orders anything: in every checked launch "
+                              f"{st.signal.name} >= {st.value} already holds by happens-before when {_who(u, i)} gets here",
+                              st.span, severity="warning", extra={"queue": _who(u, i)}))
+    return out
+
+class VisibilityAnalysis:
+  """A cross-device read (the buffer lives on another device, or another device's queue wrote it) ordered after the
+  write by a wait (or a submit) with no `barrier` between that wait and the read. The start of each launch counts as a
+  barrier (tinygrad opens every queue with one)."""
+  name = "visibility"
+  def run(self, u: Unrolled, vis: dict) -> list[Diagnostic]:
+    out = []
+    for i, p, a, j, q, aj in vis.values():
+      b = u.buffers[a[0]]
+      where = f" (on {b.device.name if b.device else 'host'})"
+      out.append(Diagnostic("visibility", f"{_who(u, i)} on {u.seqs[i].device} reads {b.name}{_rng(a)}{where} at "
+                            f"{u.line(i, p)} (launch {_launch(u, i, p)}), written by {_who(u, j)} on {u.seqs[j].device} at "
+                            f"{u.line(j, q)}, with no `barrier` after the wait that orders them", u.span(i, p),
+                            severity="warning",
+                            related=(Related(f"{_who(u, j)} writes {b.name}{_rng(aj)} here (launch {_launch(u, j, q)})",
+                                             u.span(j, q)),),
+                            extra={"launch": _launch(u, i, p), "queue": _who(u, i), "buffer": b.name}))
+    return out
+
+class UnusedSignalAnalysis:
+  """A signal written but waited on by nobody. `D.timeline` is exempt: it is the device's completion signal, waited on
+  outside the program (tinygrad's synchronize and the next launch's host wait)."""
+  name = "unused-signal"
+  def run(self, u: Unrolled) -> list[Diagnostic]:
+    waited = {op[1] for s in u.seqs for op in s.ops if op[0] == WAIT}
+    first: dict = {}
+    for s in u.seqs:
+      for idx, op in enumerate(s.ops):
+        if op[0] == WRITE and op[1] not in waited and op[1] not in first: first[op[1]] = (s.index, idx)
+    out = []
+    for sid, (i, idx) in first.items():
+      name = u.signals[sid].name
+      if name.endswith(".timeline"): continue
+      st = u.seqs[i].stmts[idx]
+      out.append(Diagnostic("unused-signal", f"{name} is written but no queue or host statement waits on it", st.span,
+                            severity="warning", related=(Related(f"{name} is declared here", u.signals[sid].span),)))
+    return out

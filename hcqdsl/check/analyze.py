@@ -1,0 +1,58 @@
+"""The dynamic half of `hcqdsl check`: unroll, one happens-before pass, and exploration when the program is outside
+the fragment where happens-before is exact. See docs/check.md."""
+from __future__ import annotations
+from typing import Optional
+import attrs
+from ..ir import Program
+from ..diagnostics import Diagnostic
+from .unroll import unroll, Unrolled
+from .hb import happens_before
+from .explore import explore
+from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
+                       RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis)
+
+__all__ = ["analyze", "BUDGET"]
+
+BUDGET = 200_000  # explored states before the verdict of a program outside the exact fragment is called incomplete
+
+def _why(u: Unrolled, v) -> str:
+  code, a, b, s = v
+  who = lambda i: "the host" if i == 0 else u.seqs[i].name
+  if code == "signal-race":
+    return f"{who(a[0])} ({u.line(*a)}) and {who(b[0])} ({u.line(*b)}) write {u.signals[s].name} with no order between them"
+  return (f"the write lowering {u.signals[s].name} at {u.line(*a)} in {who(a[0])} is not ordered against its use at "
+          f"{u.line(*b)} in {who(b[0])}")
+
+def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, budget: int = BUDGET) -> list[Diagnostic]:
+  """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), and the warnings redundant-wait,
+  unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
+  `var_values` pins them (a name -> int, or a list of per-launch ints)."""
+  u = unroll(program, launches, var_values)
+  diags = OverflowAnalysis().run(u)
+  t = happens_before(u)
+  if t.exact:
+    diags += DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else [])
+    diags += RaceAnalysis().run(u, t.races)
+    diags += RedundantWaitAnalysis().run(u, t.wstats)
+    diags += VisibilityAnalysis().run(u, t.vis)
+  else:
+    why = _why(u, t.violations[0])
+    e = explore(u, budget)
+    if e.complete:
+      dyn = (DeadlockAnalysis().run(u, e.deadlocks) + RaceAnalysis().run(u, e.races)
+             + SignalRaceAnalysis().run(u, [(a, b) for _, a, b in e.signal_races.values()])
+             + NonMonotonicAnalysis().run(u, [(w, o, cur, new) for _, w, o, _s, cur, new in e.nonmono.values()]))
+      note = (f"this program is outside the fragment where happens-before is exact ({why}); "
+              f"the verdict comes from exploring all {e.states} reachable states")
+    else:
+      dyn = (DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else []) + RaceAnalysis().run(u, t.races)
+             + SignalRaceAnalysis().run(u, [(a, b) for c, a, b, _ in t.violations if c == "signal-race"])
+             + NonMonotonicAnalysis().run(u, [(a, b, None, None) for c, a, b, _ in t.violations if c == "non-monotonic"]))
+      note = (f"this program is outside the fragment where happens-before is exact ({why}), and exploring it "
+              f"exceeded the budget of {budget} states: the verdict is incomplete (problems may be missing, and these "
+              f"come from one execution)")
+      dyn.append(Diagnostic("incomplete", note, u.host_span or (program.queues[0].span if program.queues else None),
+                            severity="note"))
+    diags += [attrs.evolve(d, notes=d.notes + (note,)) if d.code != "incomplete" else d for d in dyn]
+  diags += UnusedSignalAnalysis().run(u)
+  return diags

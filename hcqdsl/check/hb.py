@@ -1,0 +1,177 @@
+"""Happens-before over an unrolled program, in one pass.
+
+Every sequence runs until it blocks (at a wait whose condition does not hold, or at the start of a launch the host has
+not submitted yet); a write wakes the sequences waiting for a value it reaches. In the exact fragment (writes to each
+signal totally ordered, lowering writes ordered against every other use of their signal) progress is confluent, so
+this one execution decides `deadlock`, and the clocks it builds are the happens-before of every execution.
+
+Clocks: `vc[i][j]` = the last position of sequence j known to happen before sequence i's current step. A wait joins
+the clock of the write that satisfies it (the first write reaching the value since the last lowering write); a
+queue's first step of a launch joins the host's clock at the submit. Clocks are snapshotted (tuples, shared until the
+next join) only at writes, submits and barriers, so memory is O(writes * sequences) and time O(steps + joins *
+sequences).
+
+Races: for each buffer and sequence we keep the positions of its accesses. An access X of sequence i is unordered with
+an earlier-executed access Y of sequence j iff pos(Y) > vc[i][j]; those Y are a suffix of j's list, empty in a
+race-free program, so the check is O(sequences touching the buffer) per access.
+"""
+from __future__ import annotations
+from array import array
+from bisect import bisect_left, bisect_right
+from heapq import heappush, heappop
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
+
+__all__ = ["Trace", "happens_before"]
+
+SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
+VIS_CAP = 64      # ordered accesses looked at per cross-device read
+
+class Trace:
+  """What the one execution found. Positions are 1-based; a step is (seq, pos)."""
+  def __init__(self, **kw): self.__dict__.update(kw)
+  @property
+  def exact(self) -> bool: return not self.violations
+
+def happens_before(u: Unrolled) -> Trace:
+  seqs, N = u.seqs, u.launches
+  S = len(seqs)
+  lens = [len(s.ops) for s in seqs]
+  totals = [n * N for n in lens]
+  H = lens[0]
+  gates = [s.gate for s in seqs]
+  devs = [s.device for s in seqs]
+  envs = u.envs
+  nsig = len(u.signals)
+  done = [0] * S
+  vc = [[0] * S for _ in range(S)]
+  snap: list = [None] * S
+  value = list(u.sig_init)
+  hv = [[v] for v in value]              # values since the last lowering write: non-decreasing
+  hw: list = [[None] for _ in value]     # their writers (seq, pos, clock); None: the initial value
+  last_w: list = [None] * nsig           # latest write in execution order
+  last_reset: list = [None] * nsig       # latest lowering write
+  last_wait = [dict() for _ in range(nsig)]
+  waiters: list = [[] for _ in range(nsig)]
+  sub: list = [[None] * N for _ in range(S)]
+  gate_blocked = [False] * S
+  users = [dict() for _ in u.buffers]
+  bufdev = u.buf_device
+  bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
+  races: dict = {}
+  vis: dict = {}
+  violations: list = []
+  wstats: dict = {}                      # (seq, op index) -> [instances run, instances already implied]
+  ready = list(range(S - 1, -1, -1))
+
+  def race(j, q, aj, i, p, ai):
+    kj, ki = (q - 1) // lens[j] + 1, (p - 1) // lens[i] + 1
+    a, b = (j, (q - 1) % lens[j]), (i, (p - 1) % lens[i])
+    key = (min(a, b), max(a, b), aj[0])
+    old = races.get(key)
+    if old is None or max(kj, ki) < old[0]: races[key] = (max(kj, ki), (j, q, aj), (i, p, ai))
+
+  while ready:
+    i = ready.pop()
+    if done[i] >= totals[i]: continue
+    ops, L, p, v = seqs[i].ops, lens[i], done[i], vc[i]
+    while p < totals[i]:
+      k, idx = divmod(p, L)
+      if idx == 0 and i:
+        s_ = sub[i][k]
+        if s_ is None:
+          gate_blocked[i] = True
+          break
+        hp, hclk = s_
+        if hp > v[0]:
+          v = vc[i] = list(map(max, v, hclk)); v[0] = hp; snap[i] = None
+        bar[i] = tuple(v)
+      op = ops[idx]
+      kind = op[0]
+      pos = p + 1
+      if kind == ACCESS:
+        for acc in op[1]:
+          b, lo, hi, m = acc
+          ub = users[b]
+          for j, arr in ub.items():
+            if j == i: continue
+            cj = v[j]
+            if arr[-1] > cj:
+              oj, Lj, t, n = seqs[j].ops, lens[j], len(arr) - 1, 0
+              while t >= 0 and arr[t] > cj and n < SCAN_CAP:
+                q = arr[t]
+                for a2 in oj[(q - 1) % Lj][1]:
+                  if a2[0] == b and (m != R or a2[3] != R) and lo < a2[2] and a2[1] < hi: race(j, q, a2, i, pos, acc)
+                t -= 1; n += 1
+            if m != W and i and (bufdev[b] != devs[i] or devs[j] != devs[i]):
+              lowb = bar[i][j] if bar[i] is not None else 0
+              if cj > lowb:   # j's accesses in (lowb, cj] are ordered before this read but not before a barrier
+                oj, Lj, n = seqs[j].ops, lens[j], 0
+                t = bisect_right(arr, cj) - 1
+                while t >= 0 and arr[t] > lowb and n < VIS_CAP:
+                  q = arr[t]
+                  hit = next((a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[3] != R and lo < a2[2] and a2[1] < hi), None)
+                  if hit is not None:
+                    vis.setdefault((i, idx), (i, pos, acc, j, q, hit))
+                    break
+                  t -= 1; n += 1
+          ar = ub.get(i)
+          if ar is None: ub[i] = array("q", (pos,))
+          elif ar[-1] != pos: ar.append(pos)
+      elif kind == WAIT:
+        s = op[1]
+        need = (op[3] if op[2] is None else envs[k][op[2]] + op[3]) & MASK
+        if value[s] < need:
+          heappush(waiters[s], (need, i))
+          break
+        w = hw[s][bisect_left(hv[s], need)]
+        st = wstats.get((i, idx))
+        if st is None: st = wstats[(i, idx)] = [0, 0]
+        st[0] += 1
+        if w is None or w[0] == i or w[1] <= v[w[0]]: st[1] += 1
+        else:
+          v = vc[i] = list(map(max, v, w[2])); v[w[0]] = w[1]; snap[i] = None
+        last_wait[s][i] = pos
+        r = last_reset[s]
+        if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
+      elif kind == WRITE:
+        s = op[1]
+        val = (op[3] if op[2] is None else envs[k][op[2]] + op[3]) & MASK
+        lw = last_w[s]
+        if lw is not None and lw[0] != i and lw[1] > v[lw[0]]: violations.append(("signal-race", lw, (i, pos), s))
+        clk = snap[i]
+        if clk is None: clk = snap[i] = tuple(v)
+        if val < value[s]:
+          for j, wp in last_wait[s].items():
+            if j != i and wp > v[j]: violations.append(("non-monotonic", (i, pos), (j, wp), s))
+          hv[s], hw[s] = [val], [(i, pos, clk)]
+          last_reset[s] = (i, pos)
+        else:
+          hv[s].append(val); hw[s].append((i, pos, clk))
+        value[s] = val
+        last_w[s] = (i, pos)
+        wq = waiters[s]
+        while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
+      elif kind == SUBMIT:
+        clk = snap[i]
+        if clk is None: clk = snap[i] = tuple(v)
+        for q in op[1]:
+          sub[q][k] = (pos, clk)
+          if gate_blocked[q]:
+            gate_blocked[q] = False
+            ready.append(q)
+      elif kind == BARRIER:
+        bar[i] = tuple(v)
+      p = pos
+    done[i] = p
+
+  # a blocked wait must be ordered after the latest lowering write of its signal, or another execution runs it first
+  blocked = {}
+  for i in range(S):
+    if done[i] >= totals[i]: continue
+    if gate_blocked[i]: blocked[i] = "gate"; continue
+    blocked[i] = "wait"
+    s = seqs[i].ops[done[i] % lens[i]][1]
+    r = last_reset[s]
+    if r is not None and r[0] != i and r[1] > vc[i][r[0]]: violations.append(("non-monotonic", r, (i, done[i] + 1), s))
+  return Trace(done=done, values=value, blocked=blocked, races=races, vis=vis, violations=violations,
+               wstats=wstats, vc=vc)

@@ -1,0 +1,129 @@
+"""A Program unrolled over N launches: the host and every queue as a sequence of small op tuples.
+
+Steps are not materialised (a 1M-statement program over 2 launches would be 2M objects): a sequence keeps one op per
+statement, and its step at 1-based position `pos` is op `(pos-1) % len(ops)` of launch `(pos-1) // len(ops) + 1`.
+Sequence 0 is always the host (it holds the implicit submit of queues no `submit` names), queues follow in order.
+"""
+from __future__ import annotations
+from typing import Optional
+from ..ir import (Program, Queue, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Span, U32_MAX)
+
+__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "unroll"]
+
+# op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
+# NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
+WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT = range(6)
+MASK = U32_MAX
+R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
+_MODE = {"in": R, "out": W, "inout": RW}
+
+class Seq:
+  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate")
+  def __init__(self, index, name, device, queue, stmts, ops):
+    self.index, self.name, self.device, self.queue, self.stmts, self.ops = index, name, device, queue, stmts, ops
+    self.gate = -1  # queues: index in the host's ops of the submit that hands this queue over, each launch
+  def __repr__(self): return f"Seq({self.name})"
+
+class Unrolled:
+  """Everything the analyses need, with names turned into small ints."""
+  def __init__(self, program: Program, launches: int, envs: list, seqs: list, signals: list, buffers: list,
+               host_span: Optional[Span]):
+    self.program, self.launches, self.envs, self.seqs = program, launches, envs, seqs
+    self.signals = signals          # [Signal]; id = index
+    self.buffers = buffers          # [Buffer]; id = index
+    self.sig_init = [s.init & MASK for s in signals]
+    self.sig_device = [s.device.name if s.device is not None else None for s in signals]
+    self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
+    self.host_span = host_span
+
+  def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
+
+  def where(self, i: int, pos: int) -> tuple[int, int]:
+    """(launch, op index) of sequence i's step at 1-based position pos."""
+    k, idx = divmod(pos - 1, len(self.seqs[i].ops))
+    return k + 1, idx
+
+  def raw(self, op, launch: int) -> int:
+    """The unwrapped value of a WAIT/WRITE op in a launch (may be outside 32 bits: `overflow`)."""
+    return op[3] if op[2] is None else self.envs[launch - 1][op[2]] + op[3]
+
+  def value(self, op, launch: int) -> int: return self.raw(op, launch) & MASK  # what the 32-bit packets see
+
+  def gate_pos(self, i: int, launch: int) -> int:
+    """The host position that submits queue i for `launch` (0: none needed)."""
+    s = self.seqs[i]
+    return 0 if s.gate < 0 else (launch - 1) * len(self.seqs[0].ops) + s.gate + 1
+
+  def stmt(self, i: int, pos: int):
+    return self.seqs[i].stmts[(pos - 1) % len(self.seqs[i].ops)]
+
+  def span(self, i: int, pos: int) -> Optional[Span]:
+    st = self.stmt(i, pos)
+    return st.span if st is not None else self.host_span
+
+  def line(self, i: int, pos: int) -> str:
+    sp = self.span(i, pos)
+    return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
+
+def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[dict]:
+  out = []
+  for k in range(1, launches + 1):
+    env = {}
+    for name in program.vars:
+      v = (var_values or {}).get(name, k)
+      env[name] = v[k - 1] if isinstance(v, (list, tuple)) else v(k) if callable(v) else v
+    out.append(env)
+  return out
+
+def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
+  signals = program.signals
+  sig_id = {s.name: i for i, s in enumerate(signals)}
+  buffers = program.buffers
+  buf_id = {b.name: i for i, b in enumerate(buffers)}
+  kernels = {k.name: k for k in program.kernels}
+  queues = program.queues
+  q_id = {q.name: i + 1 for i, q in enumerate(queues)}
+
+  def access(sl, mode):
+    b = buf_id.get(sl.buffer.name)
+    if b is None: return None
+    lo, hi = sl.bounds(buffers[b].size)
+    return (b, lo, hi, mode)
+
+  def lower(st, q: Optional[Queue]):
+    if isinstance(st, Epoch):
+      d = q.device.name
+      return (WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1)
+    if isinstance(st, (Wait, SignalWrite)):
+      return (WAIT if isinstance(st, Wait) else WRITE, sig_id[st.signal.name],
+              st.value.var.name if st.value.var is not None else None, st.value.offset)
+    if isinstance(st, Exec):
+      k = kernels.get(st.kernel.name)
+      accs = [] if k is None else [access(a, _MODE[p.mode]) for p, a in zip(k.params, st.args)]
+      return (ACCESS, tuple(a for a in accs if a is not None))
+    if isinstance(st, Copy): return (ACCESS, tuple(a for a in (access(st.src, R), access(st.dst, W)) if a))
+    if isinstance(st, Barrier): return (BARRIER,)
+    return (NOP,)
+
+  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), [lower(st, q) for st in q.body])
+                   for i, q in enumerate(queues)]
+  # the host: resolve which submit hands over which queue (the same in every launch)
+  host = program.host
+  body = list(host.body) if host is not None else []
+  covered: dict[int, int] = {}  # queue seq -> index in host body of its submit
+  hops = []
+  for n, st in enumerate(body):
+    if isinstance(st, Submit):
+      names = [r.name for r in st.queues] if st.queues else [q.name for q in queues]
+      qs = tuple(q_id[x] for x in names if x in q_id and q_id[x] not in covered)
+      for x in qs: covered[x] = n
+      hops.append((SUBMIT, qs))
+    else: hops.append(lower(st, None))
+  rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
+  shift = 1 if rest else 0  # queues no submit covers are submitted before the first host statement
+  stmts = ([None] if rest else []) + body
+  ops = ([(SUBMIT, rest)] if rest else []) + hops
+  seqs[0] = Seq(0, "host", None, None, stmts, ops)
+  for i in range(1, len(seqs)): seqs[i].gate = covered[i] + shift if i in covered else 0
+  return Unrolled(program, launches, _envs(program, launches, var_values), seqs, signals, buffers,
+                  host.span if host is not None else None)
