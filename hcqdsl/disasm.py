@@ -1,0 +1,189 @@
+"""Disassembler: command buffers -> a packet listing in the manner of Mesa's ac_parse_ib (offset, packet name, then
+one line per field), with addresses named by the image's memory plan and each packet's .hcq line; and the lifter
+`as_hcq`, which turns command buffers back into .hcq queue statements. Never raises on any dword input."""
+from __future__ import annotations
+import pathlib, struct, sys
+from typing import Optional
+from .ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref, Slice, ARCHS
+from .compile import Image, QueueImage, MAGIC, M32
+
+__all__ = ["disasm_image", "disasm_dwords", "lift_queue", "as_hcq", "add_disasm_args", "cli_disasm"]
+
+_FUNC = {0: "always", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
+# fields not worth a line: the opcode is the name, halves of joined 64-bit values are shown whole
+_HIDE = {"opcode", "op", "sub_op"}
+
+def _decoder(engine: str, target: str):
+  from .amd import pm4, sdma
+  return (pm4 if engine in ("compute", "pm4") else sdma).decoder(target)
+
+def _fmt_field(k: str, v, img: Optional[Image]) -> str:
+  if isinstance(v, tuple): return " ".join(f"{x:#010x}" for x in v)
+  if not isinstance(v, int): return str(v)
+  s = f"{v:#x}" if v > 9 else str(v)
+  if k == "function" or k == "func": s += f" ({_FUNC.get(v, '?')})"
+  if img is not None and (k.endswith("addr") or k in ("addr", "coher_base")) and (n := img.name_at(v)): s += f" ({n})"
+  return s
+
+def _fields(p) -> list:
+  f = p.fields
+  hidden = set(_HIDE)
+  for k in f:  # a joined 64-bit value replaces its halves
+    for lo, hi in (("_31_0", "_63_32"), ("_31_3", "_63_32"), ("_31_2", "_63_32"), ("_lo", "_hi")):
+      if k + lo in f and k + hi in f: hidden |= {k + lo, k + hi}
+  return [(k, v) for k, v in f.items() if k not in hidden]
+
+def disasm_packets(packets, img: Optional[Image] = None, q: Optional[QueueImage] = None, base: int = 0) -> list[str]:
+  out = []
+  patches = {p.offset: p for p in q.patches} if q else {}
+  last = None
+  for p in packets:
+    where = ""
+    if q is not None and (st := q.span_at(p.offset)) is not None and st is not last:  # the line, once per statement
+      where, last = f"  ; {img.file if img else ''}:{st[2]}  {st[6]}", st
+    out.append(f"{base + p.offset:6d}  {p.name}{where}")
+    if p.note: out.append(f"          ; {p.note}: " + " ".join(f"{x:08x}" for x in p.dwords))
+    if p.name == "SET_SH_REG" or p.name == "SET_UCONFIG_REG":
+      out.append(f"          {p.fields.get('reg', hex(p.fields['reg_addr'])):<34} " + " ".join(f"{x:#x}" for x in p.fields["values"]))
+    else:
+      for k, v in _fields(p): out.append(f"          {k:<34} {_fmt_field(k, v, img)}")
+    for o in range(p.offset, p.offset + p.length):
+      if o in patches: out.append(f"          dword +{o - p.offset}: patched per launch = {patches[o].expr()}")
+  return out
+
+def disasm_dwords(dwords, engine: str, target: str) -> str:
+  """A listing of raw dwords (no image: addresses are not named)."""
+  return "\n".join(disasm_packets(_decoder(engine, target).decode(dwords))) + "\n"
+
+def disasm_image(img: Image) -> str:
+  out = []
+  for q in img.queues:
+    out.append(f"queue {q.name} {q.engine} on {q.device} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
+               f"{len(q.patches)} patched")
+    out += disasm_packets(_decoder(q.engine, q.arch).decode(q.dwords), img, q)
+    out.append("")
+  return "\n".join(out)
+
+# ---------------------------------------------------------------- lifting back to .hcq
+
+def _signal_at(img: Image, addr: int) -> Optional[str]:
+  return next((n for n, a in img.signals.items() if a == addr), None)
+
+def _buffer_slice(img: Image, addr: int, size: int) -> Optional[Slice]:
+  for n, (a, sz) in img.buffers.items():
+    if a <= addr and addr + size <= a + sz:
+      lo = addr - a
+      return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
+  return None
+
+class _Unliftable(Exception): pass
+
+def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
+  """The statements a group of packets (one statement's, or one packet without a source map) stands for."""
+  patches = {p.offset: p for p in q.patches}
+  def expr(off: int, v: int) -> Expr:
+    p = patches.get(off)
+    return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
+  def wait(sig_addr: int, off: int, v: int):
+    name = _signal_at(img, sig_addr)
+    if name is None: raise _Unliftable(f"wait on {sig_addr:#x}, which is no signal")
+    e = expr(off, v)
+    if name == f"{q.device}.timeline" and e == Expr(Ref(f"{q.device}.epoch"), -1): return Epoch()
+    return Wait(Ref(name), e)
+  def sig(addr: int) -> str:
+    if (name := _signal_at(img, addr)) is None: raise _Unliftable(f"write to {addr:#x}, which is no signal")
+    return name
+  names = [p.name for p in pk]
+  f = [p.fields for p in pk]
+  if any(p.note for p in pk): raise _Unliftable(pk[0].note or "raw packet")
+  if engine == "compute":
+    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1: return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"])]
+    if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 1: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 5, f[0]["data_lo"]))]
+    if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == 3: return [Timestamp(Ref(sig(f[1]["addr"] - 8)))]
+    if "DISPATCH_DIRECT" in names:
+      regs = {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
+      pgm, user, start = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0"), regs.get("regCOMPUTE_START_X")
+      if not pgm or not user or len(user) < 2 or not start or len(start) < 6: raise _Unliftable("dispatch without program/user data")
+      prog = ((pgm[1] << 32) | pgm[0]) << 8
+      k = next((k for k in img.kernels if k["prog_addr"] == prog), None)
+      ka = (user[-1] << 32) | user[-2]
+      kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
+      if k is None or kr is None: raise _Unliftable(f"dispatch of unknown program {prog:#x}")
+      args = tuple(Slice(Ref(b), lo, hi, bool(rg)) for b, lo, hi, rg in kr.meta["args"])
+      d = f[names.index("DISPATCH_DIRECT")]
+      grid, block = (d["dim_x"], d["dim_y"], d["dim_z"]), tuple(start[3:6])
+      return [Exec(Ref(k["name"]), args, None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)]
+  else:
+    if not pk: return [Barrier()]  # the only statement with no SDMA packets
+    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"])]
+    if names == ["FENCE"]: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 3, f[0]["data"]))]
+    if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(sig(f[0]["write_addr"] - 8)))]
+    if names and all(n == "COPY_LINEAR" for n in names):
+      src, dst = f[0]["src_addr"], f[0]["dst_addr"]
+      size = sum(x["count"] + 1 for x in f)
+      s, d = _buffer_slice(img, src, size), _buffer_slice(img, dst, size)
+      if s is None or d is None: raise _Unliftable("copy outside every buffer")
+      return [Copy(d, s)]
+  raise _Unliftable("packets " + ", ".join(names) + " are no .hcq statement")
+
+def lift_queue(img: Image, q: QueueImage) -> list:
+  """The queue's statements, recovered from its packets; the image's statement boundaries group the packets (a copy
+  split into several COPY_LINEAR packets stays one `copy`). A group that is no statement lifts to a comment string."""
+  pk = _decoder(q.engine, q.arch).decode(q.dwords)
+  groups = [[p for p in pk if s[0] <= p.offset < s[0] + s[1]] for s in q.stmts] if q.stmts else [[p] for p in pk]
+  out: list = []
+  for g in groups:
+    try: out += _lift_group(img, q, g, q.engine)
+    except (_Unliftable, KeyError, IndexError) as e: out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")
+  return out
+
+def as_hcq(img: Image) -> str:
+  from .syntax import format_stmt
+  out = [f"# lifted from {img.file} ({img.target})"]
+  for q in img.queues:
+    out.append(f"queue {q.name} {q.engine} on {q.device} {{")
+    out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in lift_queue(img, q)]
+    out.append("}")
+  return "\n".join(out) + "\n"
+
+# ---------------------------------------------------------------- CLI
+
+def add_disasm_args(p) -> None:
+  p.add_argument("file", help="an image (.hcqimg) or raw dwords (hex text, or little-endian binary)")
+  p.add_argument("--as-hcq", action="store_true", help="print .hcq queue statements instead of packets (images only)")
+  p.add_argument("--engine", choices=("pm4", "sdma", "compute", "copy"), help="packet format of raw input")
+  p.add_argument("--target", choices=ARCHS, default="gfx1100", help="arch of raw input (default gfx1100)")
+
+def read_raw(b: bytes) -> list:
+  """Hex text (`0x` optional; `queue NAME ENGINE:` prefixes of `compile --hex` skipped) or little-endian binary."""
+  try:
+    words = []
+    for line in b.decode("ascii").splitlines():
+      line = line.split("#")[0]
+      if ":" in line: line = line.split(":", 1)[1]
+      words += [int(w, 16) & M32 for w in line.replace(",", " ").split()]
+    return words
+  except (UnicodeDecodeError, ValueError): pass
+  if len(b) % 4: raise ValueError(f"binary input of {len(b)} bytes is not a whole number of dwords")
+  return list(struct.unpack(f"<{len(b) // 4}I", b))
+
+def cli_disasm(a) -> int:
+  try: b = pathlib.Path(a.file).read_bytes()
+  except OSError as e:
+    sys.stderr.write(f"hcqdsl: error: {a.file}: {e.strerror or e}\n"); return 2
+  if b[:8] == MAGIC:
+    try: img = Image.from_bytes(b)
+    except ValueError as e:
+      sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 1
+    sys.stdout.write(as_hcq(img) if a.as_hcq else disasm_image(img))
+    return 0
+  if a.as_hcq:
+    sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n"); return 2
+  if a.engine is None:
+    sys.stderr.write(f"hcqdsl: error: {a.file} is not an image; give --engine pm4|sdma (and --target) for raw dwords\n"); return 2
+  try: dw = read_raw(b)
+  except ValueError as e:
+    sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 1
+  sys.stdout.write(disasm_dwords(dw, "compute" if a.engine in ("pm4", "compute") else "copy", a.target))
+  return 0

@@ -1,0 +1,150 @@
+"""Decoders and disassembler never crash; compile -> lift (as .hcq) gives back the program's queue statements; the
+image survives save/load; the CLI entry points report errors without tracebacks."""
+import argparse, glob, os, struct
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+from hcqdsl.amd import pm4, sdma
+from hcqdsl.amd.targets import ARCHS
+from hcqdsl.syntax import parse, format_decl
+from hcqdsl.compile import compile_program, Image, add_compile_args, cli_compile
+from hcqdsl.disasm import disasm_dwords, disasm_image, lift_queue, as_hcq, add_disasm_args, cli_disasm
+from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue
+from test_amd_encode import PROGRAM
+
+u32s = st.lists(st.integers(0, 2**32 - 1), max_size=64)
+# dwords that look like packets (valid headers followed by junk) reach deeper than uniform noise
+pm4_like = st.lists(st.one_of(st.integers(0, 2**32 - 1), st.builds(lambda op, n: (3 << 30) | (n << 16) | (op << 8),
+                                                                  st.sampled_from([0x10, 0x15, 0x3C, 0x46, 0x49, 0x58, 0x76, 0x79, 0x3F, 0x37, 0x40, 0x23, 0xEE]),
+                                                                  st.integers(0, 12))), max_size=64)
+sdma_like = st.lists(st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 17), st.builds(lambda op, sub: op | sub << 8, st.integers(0, 17), st.integers(0, 3))), max_size=64)
+
+def _walk_ok(pk, n):
+  assert sum(p.length for p in pk) == n and all(p.length >= 1 for p in pk)
+  off = 0
+  for p in pk: assert p.offset == off; off += p.length
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(u32s, pm4_like), st.sampled_from(ARCHS))
+def test_pm4_fuzz(dw, arch):
+  _walk_ok(pm4.decode(dw, arch), len(dw))
+  assert isinstance(disasm_dwords(dw, "pm4", arch), str)
+
+@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.one_of(u32s, sdma_like), st.sampled_from(ARCHS))
+def test_sdma_fuzz(dw, arch):
+  _walk_ok(sdma.decode(dw, arch), len(dw))
+  assert isinstance(disasm_dwords(dw, "sdma", arch), str)
+
+def test_truncated_and_unknown():
+  e, out = pm4.encoder("gfx1100"), []
+  e.signal(out, 0x1000, 5)
+  p = pm4.decode(out[:-2], "gfx1100")
+  assert len(p) == 1 and p[0].raw and "truncated" in p[0].note
+  p = pm4.decode([(3 << 30) | (0xEE << 8)] + [0], "gfx1100")
+  assert p[0].raw and "unknown" in p[0].note
+  p = pm4.decode([(3 << 30) | (2 << 16) | (0x49 << 8), 0, 0, 0], "gfx1100")
+  assert p[0].raw and "malformed" in p[0].note
+  s, out = sdma.encoder("gfx942"), []
+  s.wait(out, 0x1000, 5)
+  p = sdma.decode(out[:3], "gfx942")
+  assert p[0].raw and "truncated" in p[0].note
+  assert sdma.decode([0xFF], "gfx942")[0].raw
+
+def test_decoded_fields():
+  out = []
+  pm4.encoder("gfx942").wait(out, 0x1_0000_1000, 42)
+  w = pm4.decode(out, "gfx942")[0]
+  assert (w.name, w.fields["addr"], w.fields["reference"], w.fields["function"], w.fields["mem_space"]) == ("WAIT_REG_MEM", 0x1_0000_1000, 42, 5, 1)
+  out = []
+  sdma.encoder("gfx1201").copy(out, 0x2000, 0x1000, 100)
+  c = sdma.decode(out, "gfx1201")[0]
+  assert (c.name, c.fields["src_addr"], c.fields["dst_addr"], c.fields["count"]) == ("COPY_LINEAR", 0x1000, 0x2000, 99)
+
+# ---- round trip
+
+def _norm(img, stmts, dev):
+  """Statements up to what packets cannot tell apart: `wait D.timeline >= D.epoch - 1` is `epoch`, a copy's slices are
+  byte ranges, grid/block (1, 1, 1) is the default."""
+  out = []
+  for s in stmts:
+    if isinstance(s, Wait) and s.signal.name == f"{dev}.timeline" and s.value == Expr(Ref(f"{dev}.epoch"), -1): s = Epoch()
+    if isinstance(s, Copy):
+      r = lambda sl: (sl.buffer.name, *sl.bounds(img.buffers[sl.buffer.name][1]))
+      s = ("copy", r(s.dst), r(s.src))
+    if isinstance(s, Exec): s = ("exec", s.kernel.name, s.args, s.grid or (1, 1, 1), s.block or (1, 1, 1))
+    out.append(s)
+  return out
+
+def _programs():
+  here = os.path.dirname(__file__)
+  files = sorted(glob.glob(os.path.join(here, "..", "programs", "**", "*.hcq"), recursive=True))
+  return [("PROGRAM-" + a, PROGRAM.format(a0=a, a1=b)) for a, b in (("gfx1100", "gfx942"), ("gfx1201", "gfx1201"))] + \
+         [(os.path.basename(f), open(f).read()) for f in files]
+
+@pytest.mark.parametrize("name,text", _programs(), ids=lambda x: x if len(x) < 40 else None)
+def test_roundtrip_as_hcq(name, text):
+  try: p = parse(text, name)
+  except Exception as e: pytest.skip(f"does not parse with the current parser: {e}")
+  for target in ("gfx1100", "gfx942"):
+    try: img = compile_program(p, target)
+    except Exception as e:
+      if type(e).__name__ == "HcqError": pytest.skip(f"not compilable: {e}")
+      raise
+    lifted_text = as_hcq(img)
+    assert "cannot lift" not in lifted_text
+    # the lifted queue blocks parse together with the program's declarations
+    decls = "\n".join(format_decl(d) for d in p.decls if not isinstance(d, Queue) and type(d).__name__ not in ("Host", "Expect"))
+    back = parse(decls + "\n" + lifted_text, "lifted.hcq")
+    for q in p.queues:
+      got = next(x for x in back.queues if x.name == q.name)
+      assert _norm(img, got.body, q.device.name) == _norm(img, q.body, q.device.name), q.name
+      assert _norm(img, lift_queue(img, img.queue(q.name)), q.device.name) == _norm(img, q.body, q.device.name)
+
+def test_image_save_load(tmp_path):
+  img = compile_program(parse(PROGRAM.format(a0="gfx942", a1="gfx1201"), "t.hcq"))
+  img.save(tmp_path / "t.hcqimg")
+  back = Image.load(tmp_path / "t.hcqimg")
+  assert back == img and disasm_image(back) == disasm_image(img)
+  b = img.to_bytes()
+  for bad in (b[:10], b"HCQIMG\0\0" + b"\xff" * 8, b[:40], b[:-8] if len(b) > 8 else b""):
+    with pytest.raises(ValueError): Image.from_bytes(bad)
+
+def test_span_map():
+  img = compile_program(parse(PROGRAM.format(a0="gfx1100", a1="gfx1100"), "t.hcq"))
+  c0 = img.queue("c0")
+  assert c0.span_at(0)[2] == 15 and c0.span_at(len(c0.dwords) - 1)[6] == "signal g0.timeline = g0.epoch"
+  for p in pm4.decode(c0.dwords, "gfx1100"): assert c0.span_at(p.offset) is not None
+
+# ---- CLI entry points
+
+def _args(adder, argv):
+  ap = argparse.ArgumentParser(); adder(ap); return ap.parse_args(argv)
+
+def test_cli(tmp_path, capsys):
+  src = tmp_path / "p.hcq"
+  src.write_text(PROGRAM.format(a0="gfx1100", a1="gfx942"))
+  assert cli_compile(_args(add_compile_args, [str(src), "--hex"])) == 0
+  lines = capsys.readouterr().out.splitlines()
+  assert lines[0].startswith("queue c0 compute: c0053c00 ")
+  assert cli_compile(_args(add_compile_args, [str(src), "-o", str(tmp_path / "p.img")])) == 0
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "p.img")])) == 0
+  assert "WAIT_REG_MEM" in capsys.readouterr().out
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "p.img"), "--as-hcq"])) == 0
+  assert "copy b <- a" in capsys.readouterr().out
+  raw = tmp_path / "raw.txt"
+  raw.write_text(lines[1].split(":", 1)[1])
+  assert cli_disasm(_args(add_disasm_args, [str(raw), "--engine", "sdma", "--target", "gfx942"])) == 0
+  assert "POLL_REGMEM" in capsys.readouterr().out
+  (tmp_path / "raw.bin").write_bytes(struct.pack("<3I", 0xc0053c00, 1, 2))
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "raw.bin"), "--engine", "pm4"])) == 0
+  assert "truncated" in capsys.readouterr().out
+  # errors: missing file, bad program, bad image, raw without engine
+  assert cli_compile(_args(add_compile_args, [str(tmp_path / "nope.hcq")])) == 2
+  (tmp_path / "bad.hcq").write_text("queue {\n")
+  assert cli_compile(_args(add_compile_args, [str(tmp_path / "bad.hcq")])) == 1
+  (tmp_path / "bad.img").write_bytes(b"HCQIMG\0\0garbage")
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 1
+  assert cli_disasm(_args(add_disasm_args, [str(raw)])) == 2
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "nope")])) == 2
+  (tmp_path / "odd.bin").write_bytes(b"\x01\x02\xff")
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 1
