@@ -11,13 +11,13 @@ queue's first step of a launch joins the host's clock at the submit. Clocks are 
 next join) only at writes, submits and barriers, so memory is O(writes * sequences) and time O(steps + joins *
 sequences).
 
-Races: for each buffer and sequence we keep the positions of its accesses. An access X of sequence i is unordered with
-an earlier-executed access Y of sequence j iff pos(Y) > vc[i][j]; those Y are a suffix of j's list, empty in a
-race-free program, so the check is O(sequences touching the buffer) per access.
+Races: for each buffer we keep its distinct byte ranges (sorted, with the longest length, so the ranges overlapping
+[lo, hi) are found by bisection) and, per range and sequence j, the positions of j's accesses. An access X of sequence i
+is unordered with an earlier-executed access Y of j iff pos(Y) > vc[i][j]: a suffix of the range's positions, empty
+in a race-free program. So an access costs O(log ranges + overlapping ranges * sequences touching them).
 """
 from __future__ import annotations
-from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left, bisect_right, insort
 from heapq import heappush, heappop
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 
@@ -54,7 +54,7 @@ def happens_before(u: Unrolled) -> Trace:
   waiters: list = [[] for _ in range(nsig)]
   sub: list = [[None] * N for _ in range(S)]
   gate_blocked = [False] * S
-  users = [dict() for _ in u.buffers]
+  users = [[[], {}, 0] for _ in u.buffers]
   bufdev = u.buf_device
   bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
   races: dict = {}
@@ -67,8 +67,9 @@ def happens_before(u: Unrolled) -> Trace:
     kj, ki = (q - 1) // lens[j] + 1, (p - 1) // lens[i] + 1
     a, b = (j, (q - 1) % lens[j]), (i, (p - 1) % lens[i])
     key = (min(a, b), max(a, b), aj[0])
+    rank = (max(kj, ki),) + ((kj, ki) if a <= b else (ki, kj))  # the same instance the explorer keeps
     old = races.get(key)
-    if old is None or max(kj, ki) < old[0]: races[key] = (max(kj, ki), (j, q, aj), (i, p, ai))
+    if old is None or rank < old[0]: races[key] = (rank, (j, q, aj), (i, p, ai))
 
   while ready:
     i = ready.pop()
@@ -90,39 +91,60 @@ def happens_before(u: Unrolled) -> Trace:
       pos = p + 1
       if kind == ACCESS:
         for acc in op[1]:
-          b, lo, hi, m = acc
-          ub = users[b]
-          for j, arr in ub.items():
-            if j == i: continue
-            cj = v[j]
-            if arr[-1] > cj:
-              oj, Lj, t, n = seqs[j].ops, lens[j], len(arr) - 1, 0
-              while t >= 0 and arr[t] > cj and n < SCAN_CAP:
-                q = arr[t]
-                for a2 in oj[(q - 1) % Lj][1]:
-                  if a2[0] == b and (m != R or a2[3] != R) and lo < a2[2] and a2[1] < hi: race(j, q, a2, i, pos, acc)
-                t -= 1; n += 1
-            if m != W and i and (bufdev[b] != devs[i] or devs[j] != devs[i]):
-              lowb = bar[i][j] if bar[i] is not None else 0
-              if cj > lowb:   # j's accesses in (lowb, cj] are ordered before this read but not before a barrier
-                oj, Lj, n = seqs[j].ops, lens[j], 0
-                t = bisect_right(arr, cj) - 1
-                while t >= 0 and arr[t] > lowb and n < VIS_CAP:
-                  q = arr[t]
-                  hit = next((a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[3] != R and lo < a2[2] and a2[1] < hi), None)
-                  if hit is not None:
-                    vis.setdefault((i, idx), (i, pos, acc, j, q, hit))
-                    break
-                  t -= 1; n += 1
-          ar = ub.get(i)
-          if ar is None: ub[i] = array("q", (pos,))
-          elif ar[-1] != pos: ar.append(pos)
+          b, lo, hi, m, key, probe = acc
+          ub = users[b]   # [sorted distinct ranges, range -> {seq: [positions]}, longest range]
+          rmap = ub[1]
+          if rmap:
+            keys, lim = ub[0], lo - ub[2]
+            vis_on = m != W and i and (i, idx) not in vis
+            far = bufdev[b] != devs[i]
+            t = bisect_left(keys, probe)
+            while t > 0:   # the ranges starting before hi, back to where none can reach lo
+              t -= 1
+              k2 = keys[t]
+              if k2[0] <= lim: break
+              if k2[1] <= lo: continue
+              for j, pl in rmap[k2].items():
+                if j == i: continue
+                cj = v[j]
+                if pl[-1] > cj:   # j's accesses of this range after cj are not ordered before this one
+                  oj, Lj, n, c = seqs[j].ops, lens[j], len(pl) - 1, 0
+                  while n >= 0 and pl[n] > cj and c < SCAN_CAP:
+                    q = pl[n]
+                    for a2 in oj[(q - 1) % Lj][1]:
+                      if a2[0] == b and a2[4] == k2 and (m != R or a2[3] != R): race(j, q, a2, i, pos, acc)
+                    n -= 1; c += 1
+                if vis_on and (far or devs[j] != devs[i]):
+                  lowb = bar[i][j] if bar[i] is not None else 0
+                  if cj > lowb:   # j's writes in (lowb, cj] are ordered before this read, but not before a barrier
+                    oj, Lj, c = seqs[j].ops, lens[j], 0
+                    n = bisect_right(pl, cj) - 1
+                    while n >= 0 and pl[n] > lowb and c < VIS_CAP:
+                      q = pl[n]
+                      hit = next((a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[4] == k2 and a2[3] != R), None)
+                      if hit is not None:
+                        vis[(i, idx)] = (i, pos, acc, j, q, hit)
+                        vis_on = False
+                        break
+                      n -= 1; c += 1
+          by = rmap.get(key)
+          if by is None:
+            insort(ub[0], key); rmap[key] = {i: [pos]}
+            if hi - lo > ub[2]: ub[2] = hi - lo
+          else:
+            pl = by.get(i)
+            if pl is None: by[i] = [pos]
+            elif pl[-1] != pos: pl.append(pos)
       elif kind == WAIT:
         s = op[1]
         need = (op[3] if op[2] is None else envs[k][op[2]] + op[3]) & MASK
         if value[s] < need:
           heappush(waiters[s], (need, i))
           break
+        # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
+        # anything): else the wait could also run, or sit blocked, while it lowers the signal
+        r = last_reset[s]
+        if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
         w = hw[s][bisect_left(hv[s], need)]
         st = wstats.get((i, idx))
         if st is None: st = wstats[(i, idx)] = [0, 0]
@@ -131,8 +153,6 @@ def happens_before(u: Unrolled) -> Trace:
         else:
           v = vc[i] = list(map(max, v, w[2])); v[w[0]] = w[1]; snap[i] = None
         last_wait[s][i] = pos
-        r = last_reset[s]
-        if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
       elif kind == WRITE:
         s = op[1]
         val = (op[3] if op[2] is None else envs[k][op[2]] + op[3]) & MASK

@@ -10,7 +10,7 @@ from ..ir import (Program, Queue, Wait, SignalWrite, Exec, Copy, Barrier, Timest
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "unroll"]
 
-# op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
+# op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode, ...), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
 WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT = range(6)
 MASK = U32_MAX
@@ -88,7 +88,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     b = buf_id.get(sl.buffer.name)
     if b is None: return None
     lo, hi = sl.bounds(buffers[b].size)
-    return (b, lo, hi, mode)
+    return (b, lo, hi, mode, (lo, hi), (hi,))  # the last two: keys for hb's sorted range lists
 
   def lower(st, q: Optional[Queue]):
     if isinstance(st, Epoch):

@@ -1,0 +1,55 @@
+"""Random small .hcq programs for the check property tests (hypothesis strategies)."""
+from __future__ import annotations
+from hypothesis import strategies as st
+
+SLICES = ["", "[0:32]", "[32:64]", "[16:48]"]
+EXPRS = ["0", "1", "2", "kick", "kick + 1", "kick - 1"]
+
+@st.composite
+def programs(draw, max_queues: int = 4, max_body: int = 4):
+  """Program text: 1-2 devices, 2-4 queues, 1-3 signals, 1-2 buffers of 64 bytes, sometimes a host block with waits,
+  resets and submits. Biased towards statements that make waits satisfiable, so all verdicts show up."""
+  ndev = draw(st.integers(1, 2))
+  nq = draw(st.integers(2, max_queues))
+  nsig = draw(st.integers(1, 3))
+  nbuf = draw(st.integers(1, 2))
+  out = [f"device gpu{d} = AMD:{d}" for d in range(ndev)]
+  out += [f"buffer b{n} on gpu{draw(st.integers(0, ndev - 1))} size 64" for n in range(nbuf)]
+  out += [f"signal s{n} on gpu0" for n in range(nsig)]
+  out += ["var kick", "kernel rd(in x)", "kernel wr(out x)", "kernel rw(inout x)"]
+  sigs = [f"s{n}" for n in range(nsig)] + [f"gpu{d}.timeline" for d in range(ndev)]
+  qnames = [f"q{n}" for n in range(nq)]
+  for n in range(nq):
+    dev = draw(st.integers(0, ndev - 1))
+    copyq = draw(st.integers(0, 4)) == 0
+    body = []
+    for _ in range(draw(st.integers(1, max_body))):
+      kind = draw(st.sampled_from(["wait", "signal", "signal", "access", "access", "epoch", "barrier"]))
+      if kind == "wait": body.append(f"wait {draw(st.sampled_from(sigs))} >= {draw(st.sampled_from(EXPRS))}")
+      elif kind == "signal":
+        s = draw(st.sampled_from(sigs + [f"gpu{dev}.timeline"]))
+        body.append(f"signal {s} = {draw(st.sampled_from(EXPRS if not s.endswith('timeline') else ['gpu%d.epoch' % dev] + EXPRS))}")
+      elif kind == "access":
+        b = f"b{draw(st.integers(0, nbuf - 1))}"
+        if copyq:
+          b2 = f"b{draw(st.integers(0, nbuf - 1))}"
+          s1 = draw(st.sampled_from(["[0:32]", "[32:64]"])); s2 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
+          body.append(f"copy {b}{s1} <- {b2}{s2}")
+        else: body.append(f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}({b}{draw(st.sampled_from(SLICES))})")
+      elif kind == "epoch": body.append("epoch")
+      else: body.append("barrier")
+    out.append(f"queue q{n} {'copy' if copyq else 'compute'} on gpu{dev} {{\n  " + "\n  ".join(body) + "\n}")
+  if draw(st.booleans()):
+    hb, named = [], set()
+    for _ in range(draw(st.integers(1, 4))):
+      kind = draw(st.sampled_from(["wait", "reset", "signal", "submit", "submit"]))
+      if kind == "wait": hb.append(f"wait {draw(st.sampled_from(sigs))} >= {draw(st.sampled_from(EXPRS))}")
+      elif kind == "reset": hb.append(f"signal {draw(st.sampled_from(sigs[:nsig]))} = 0")
+      elif kind == "signal": hb.append(f"signal {draw(st.sampled_from(sigs[:nsig]))} = {draw(st.sampled_from(EXPRS))}")
+      else:
+        left = [q for q in qnames if q not in named]
+        pick = draw(st.lists(st.sampled_from(left), max_size=2, unique=True)) if left else []
+        named |= set(pick)
+        hb.append("submit " + ", ".join(pick) if pick else "submit")
+    out.append("host {\n  " + "\n  ".join(hb) + "\n}")
+  return "\n".join(out) + "\n"
