@@ -5,6 +5,7 @@ that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
 from typing import Iterator, Optional
+import functools
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
@@ -22,6 +23,9 @@ KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size 
 def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
 def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
+@functools.lru_cache(maxsize=4)
+def _lines(source: str) -> list: return source.split("\n")
+
 @attrs.frozen
 class Span:
   """1-based line and column of the first character, and of the character just past the end."""
@@ -38,9 +42,10 @@ NO_SPAN = Span("<generated>", 0, 0, 0, 0)
 
 @attrs.frozen
 class Ref:
-  """A use of a name. `D.timeline` and `D.epoch` are single names containing a dot."""
+  """A use of a name. `D.timeline` and `D.epoch` are single names containing a dot. Refs, Exprs, Slices and Params are
+  plain values (no span, shared between statements); the statement or declaration holding them has the span, and
+  `Program.locate` finds a name inside it."""
   name: str
-  span: Optional[Span] = _meta()
   def __str__(self): return self.name
 
 @attrs.frozen
@@ -48,7 +53,6 @@ class Expr:
   """`offset`, or `var + offset` when `var` is set (a `var` or `D.epoch`)."""
   var: Optional[Ref]
   offset: int = 0
-  span: Optional[Span] = _meta()
   def eval(self, env: dict) -> int: return self.offset if self.var is None else env[self.var.name] + self.offset
   def __str__(self):
     if self.var is None: return str(self.offset)
@@ -61,7 +65,6 @@ class Slice:
   start: Optional[int] = None
   end: Optional[int] = None
   ranged: bool = False   # written with [..]; kept so that `a[:]` formats back as written
-  span: Optional[Span] = _meta()
   def bounds(self, size: int) -> tuple[int, int]:
     return (0 if self.start is None else self.start, size if self.end is None else self.end)
 
@@ -82,7 +85,6 @@ class Data:
 class Param:
   mode: str  # in | out | inout
   name: str
-  span: Optional[Span] = _meta()
   @property
   def reads(self) -> bool: return self.mode in ("in", "inout")
   @property
@@ -251,6 +253,26 @@ class Program:
   decls: tuple
   file: str = attrs.field(default="<input>", eq=False)
   end_comments: tuple = _comments()  # comments after the last declaration
+  source: Optional[str] = attrs.field(default=None, eq=False, repr=False)  # the text it was parsed from
+
+  def locate(self, name: str, within: Optional[Span], nth: int = 1) -> Optional[Span]:
+    """The span of the `nth` whole-word occurrence of `name` inside `within` (a statement's span), else `within`."""
+    if within is None or self.source is None or within.line < 1: return within
+    lines = _lines(self.source) if within.line == within.end_line else None
+    if not lines or within.line > len(lines): return within
+    line = lines[within.line - 1]
+    lo, hi = within.column - 1, within.end_column - 1
+    i = lo
+    while True:
+      i = line.find(name, i, hi)
+      if i < 0: return within
+      before = line[i - 1] if i > 0 else " "
+      after = line[i + len(name)] if i + len(name) < len(line) else " "
+      if not (before.isalnum() or before in "_.") and not (after.isalnum() or after == "_"):
+        nth -= 1
+      if nth == 0:
+        return Span(within.file, within.line, i + 1, within.line, i + 1 + len(name))
+      i += 1
 
   def of(self, kind) -> Iterator: return (d for d in self.decls if isinstance(d, kind))
   @property
@@ -260,7 +282,7 @@ class Program:
   @property
   def signals(self) -> list[Signal]:
     """Declared signals followed by every device's implicit `D.timeline`."""
-    return list(self.of(Signal)) + [Signal(f"{d.name}.timeline", Ref(d.name, span=d.span), 0, span=d.span)
+    return list(self.of(Signal)) + [Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span)
                                      for d in self.of(Device)]
   @property
   def vars(self) -> list[str]:
@@ -280,6 +302,6 @@ class Program:
     for d in self.decls:
       if isinstance(d, (Device, Buffer, Signal, Var, Kernel, Queue)): names.setdefault(d.name, d)
     for d in self.of(Device):
-      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name, span=d.span), 0, span=d.span))
+      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
       names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
     return names

@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect, math, pathlib
 from typing import Optional
 import attrs
-from lark import Lark, Transformer, Token
+from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedCharacters, UnexpectedEOF, VisitError
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX)
@@ -46,19 +46,20 @@ class _Build(Transformer):
 
   # ---- declarations
   def start(self, c): return [x for x in c if not isinstance(x, Token)]
-  def place(self, c): return None if c[0].type == "HOST" else Ref(c[0].value, span=_tok_span(c[0], self.file))
+  def place(self, c):
+    return _Val(None if c[0].type == "HOST" else Ref(c[0].value), _tok_span(c[0], self.file))
   def device(self, c):
     arch = c[6].value if len(c) > 6 else None
     return Device(c[1].value, c[3].value, self._int(c[5]), arch, span=_span(c, self.file))
   def buffer(self, c):
-    return Buffer(c[1].value, c[3], self._int(c[5], sized=True), c[7] if len(c) > 7 else None, span=_span(c, self.file))
+    return Buffer(c[1].value, c[3].v, self._int(c[5], sized=True), c[7] if len(c) > 7 else None, span=_span(c, self.file))
   def signal_decl(self, c):
     init = self._int(c[5]) if len(c) > 5 else 0
-    return Signal(c[1].value, c[3], init, span=_span(c, self.file))
+    return Signal(c[1].value, c[3].v, init, span=_span(c, self.file))
   def var_decl(self, c): return Var(c[1].value, span=_span(c, self.file))
-  def param(self, c): return Param(c[0].value, c[1].value, span=_span(c, self.file))
+  def param(self, c): return _Val(Param(c[0].value, c[1].value), _span(c, self.file))
   def kernel(self, c):
-    params = tuple(x for x in c if isinstance(x, Param))
+    params = tuple(x.v for x in c if isinstance(x, _Val))
     impls = [x for x in c if isinstance(x, Impl)]
     impl = None
     if impls:
@@ -108,7 +109,7 @@ class _Build(Transformer):
     body, lb = self._body(c)
     span = _span(c, self.file)
     self.lbraces[(span.line, span.column)] = lb
-    return Queue(c[1].value, c[2].value, Ref(c[4].value, span=_tok_span(c[4], self.file)), body, span=span)
+    return Queue(c[1].value, c[2].value, Ref(c[4].value), body, span=span)
   def host(self, c):
     body, lb = self._body(c)
     span = _span(c, self.file)
@@ -117,56 +118,57 @@ class _Build(Transformer):
   def _body(self, c):
     lb = next(x for x in c if isinstance(x, Token) and x.type == "LBRACE")
     return tuple(x for x in c if not isinstance(x, Token)), (lb.line, lb.column)
-  def expect(self, c): return Expect(c[1], c[3], c[2].type == "APPROX", span=_span(c, self.file))
+  def expect(self, c): return Expect(c[1].v, c[3], c[2].type == "APPROX", span=_span(c, self.file))
 
   # ---- statements
   def sigref(self, c):
     name = c[0].value if len(c) == 1 else f"{c[0].value}.timeline"
-    return Ref(name, span=_span(c, self.file))
+    return _Val(Ref(name), _span(c, self.file))
   def varref(self, c):
     name = c[0].value if len(c) == 1 else f"{c[0].value}.epoch"
-    return Ref(name, span=_span(c, self.file))
+    return _Val(Ref(name), _span(c, self.file))
   def _u32(self, t: Token) -> int:
     v = self._int(t)
     if v > U32_MAX: self._err("overflow", f"{v} is outside 32 bits (signal values are 0 .. {U32_MAX})", _tok_span(t, self.file))
     return v
-  def expr_const(self, c): return Expr(None, self._u32(c[0]), span=_span(c, self.file))
-  def expr_var(self, c): return Expr(c[0], 0, span=_span(c, self.file))
-  def expr_add(self, c): return Expr(c[0], self._u32(c[2]), span=_span(c, self.file))
-  def expr_sub(self, c): return Expr(c[0], -self._u32(c[2]), span=_span(c, self.file))
-  def wait(self, c): return Wait(c[1], c[3], span=_span(c, self.file))
-  def signal(self, c): return SignalWrite(c[1], c[3], span=_span(c, self.file))
+  def expr_const(self, c): return _Val(Expr(None, self._u32(c[0])), _span(c, self.file))
+  def expr_var(self, c): return _Val(Expr(c[0].v, 0), _span(c, self.file))
+  def expr_add(self, c): return _Val(Expr(c[0].v, self._u32(c[2])), _span(c, self.file))
+  def expr_sub(self, c): return _Val(Expr(c[0].v, -self._u32(c[2])), _span(c, self.file))
+  def wait(self, c): return Wait(c[1].v, c[3].v, span=_span(c, self.file))
+  def signal(self, c): return SignalWrite(c[1].v, c[3].v, span=_span(c, self.file))
   def dim3(self, c):
     dims = [self._int(x) for x in c if x.type == "NUMBER"]
     if len(dims) > 3: self._err("syntax", "grid and block take at most 3 dimensions", _span(c, self.file))
     return _Val(tuple((dims + [1, 1])[:3]), _span(c, self.file), False)
   def exec(self, c):
-    args = tuple(x for x in c if isinstance(x, Slice))
+    args = tuple(x.v for x in c if isinstance(x, _Val) and isinstance(x.v, Slice))
     grid = block = None
     for i, x in enumerate(c):
       if isinstance(x, Token) and x.type == "GRID": grid = c[i + 1].v
       if isinstance(x, Token) and x.type == "BLOCK": block = c[i + 1].v
-    return Exec(Ref(c[1].value, span=_tok_span(c[1], self.file)), args, grid, block, span=_span(c, self.file))
-  def copy(self, c): return Copy(c[1], c[3], span=_span(c, self.file))
+    return Exec(Ref(c[1].value), args, grid, block, span=_span(c, self.file))
+  def copy(self, c): return Copy(c[1].v, c[3].v, span=_span(c, self.file))
   def barrier(self, c): return Barrier(span=_span(c, self.file))
-  def timestamp(self, c): return Timestamp(c[1], span=_span(c, self.file))
+  def timestamp(self, c): return Timestamp(c[1].v, span=_span(c, self.file))
   def epoch(self, c): return Epoch(span=_span(c, self.file))
   def submit(self, c):
-    qs = tuple(Ref(x.value, span=_tok_span(x, self.file)) for x in c if x.type == "NAME")
+    qs = tuple(Ref(x.value) for x in c if x.type == "NAME")
     return Submit(qs, span=_span(c, self.file))
   def slice(self, c):
-    ref = Ref(c[0].value, span=_tok_span(c[0], self.file))
-    if len(c) == 1: return Slice(ref, span=ref.span)
+    ref = Ref(c[0].value)
+    if len(c) == 1: return _Val(Slice(ref), _tok_span(c[0], self.file))
     colon = next(i for i, x in enumerate(c) if x.type == "COLON")
     start = self._int(c[2], sized=True) if colon == 3 else None
     end = self._int(c[colon + 1], sized=True) if c[colon + 1].type == "NUMBER" else None
-    return Slice(ref, start, end, True, span=_span(c, self.file))
+    return _Val(Slice(ref, start, end, True), _span(c, self.file))
 
 @attrs.frozen
 class _Val:
+  """A parsed value with the position it was written at, for the statement that holds it."""
   v: object
   span: Span
-  is_float: bool
+  is_float: bool = False
 
 def _unquote(s: str) -> str:
   if s.startswith('"""'): return s[3:-3]
@@ -195,12 +197,18 @@ _ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "t
          "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
          "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
 
+_RULE_ROLE = {"place": "the device name", "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
+              "expr_var": "the value", "expr_add": "the value", "expr_sub": "the value", "param": "the parameter",
+              "impl_builtin": "the implementation", "impl_c": "the implementation", "impl_amd": "the implementation",
+              "data": "the values", "dim3": "the dimensions", "value": "the value"}
+
 def _word(term: str) -> str:
   if term in _WORDS: return _WORDS[term]
   return f"`{term.lower()}`" if term.isidentifier() and not term.startswith("_") else term
 
-def _expected(terms) -> str:
+def _expected(terms, after_separator=False) -> str:
   terms = set(terms) - {"COMMENT"}
+  if after_separator: terms -= {"SEMI", "_NL"}
   if {"DOT"} < terms: terms.discard("DOT")  # `s.timeline` is a detail when something else was expected
   if len(terms & _STMT_KW) >= 4: terms = (terms - _STMT_KW) | {"a statement (`wait`, `signal`, `exec`, `copy`, ...)"}
   if len(terms & _DECL_KW) >= 4: terms = (terms - _DECL_KW) | {"a declaration (`device`, `buffer`, `signal`, `queue`, ...)"}
@@ -216,8 +224,10 @@ def _describe(stack) -> Optional[str]:
     if last.type == "NAME" and prev is not None and prev.value in _ROLE: return _ROLE[prev.value]
     if last.type == "_NL": return None
     return f"`{last.value}`"
-  return {Ref: "the signal name", Expr: "the value", Slice: "the buffer range", Param: "the parameter",
-          Impl: "the implementation", Data: "the data"}.get(type(last))
+  if isinstance(last, Tree):
+    if last.data == "slice": return "the byte range" if len(last.children) > 1 else "the buffer name"
+    return _RULE_ROLE.get(last.data)
+  return None
 
 def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   if isinstance(e, UnexpectedCharacters):
@@ -233,7 +243,8 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   after = _describe(stack)
   try: acc = ip.accepts() if ip is not None else set()
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
-  exp = _expected(acc or getattr(e, "expected", None) or ())
+  sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
+  exp = _expected(acc or getattr(e, "expected", None) or (), sep)
   if tok is None or tok.type == "$END":
     line, col = (stack[-1].end_line, stack[-1].end_column) if stack and isinstance(stack[-1], Token) else (e.line, e.column)
     return Diagnostic("syntax", f"expected {exp} before the end of the file", Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1) + 1))
@@ -273,6 +284,9 @@ def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Option
   return prog, diags
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
+  from .scan import scan
+  prog = scan(text, file)
+  if prog is not None: return prog, []
   diags: list[Diagnostic] = []
   lines = text.split("\n")
   work = text
@@ -294,7 +308,7 @@ def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], l
       return None, diags
     if diags: return None, diags
     diags.extend(b.diags)
-    prog = Program(tuple(items), file=file)
+    prog = Program(tuple(items), file=file, source=text)
     if comments: prog = _attach_comments(prog, comments, lines, b.lbraces)
     return prog, diags
   return None, diags

@@ -4,6 +4,7 @@ from __future__ import annotations
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
                   Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
 from ..diagnostics import Diagnostic
+import attrs
 
 __all__ = ["check_static", "StaticCheck"]
 
@@ -38,27 +39,29 @@ class StaticCheck:
         if hosts > 1: self._err("syntax", "a program has at most one `host` block", d.span)
         continue
       if isinstance(d, Expect): continue
-      if d.name in KEYWORDS: self._err("syntax", f"`{d.name}` is a keyword and cannot be used as a name", d.span); continue
+      if d.name in KEYWORDS: self._err("syntax", f"`{d.name}` is a keyword and cannot be used as a name", prog.locate(d.name, d.span)); continue
       if d.name in names:
         first = names[d.name]
         self._err("name", f"`{d.name}` is already declared as {_what(first)} at line {first.span.line}", d.span)
         continue
       names[d.name] = d
     for d in prog.of(Device):
-      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name, span=d.span), 0, span=d.span))
+      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
       names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
     return names
 
-  def _need(self, ref: Ref, kind, what: str):
+  def _need(self, ref: Ref, kind, what: str, at):
+    """The declaration `ref` names, if it is a `kind`; else an error at the name inside span `at`."""
     d = self.names.get(ref.name)
+    span = self.prog.locate(ref.name, at)
     if d is None:
       base, _, attr = ref.name.partition(".")
-      if attr and isinstance(self.names.get(base), Device): self._err("name", f"a device has `.timeline` and `.epoch`, not `.{attr}`", ref.span)
-      elif attr: self._err("name", f"unknown device `{base}` in `{ref.name}`", ref.span)
-      else: self._err("name", f"unknown {what} `{ref.name}`", ref.span)
+      if attr and isinstance(self.names.get(base), Device): self._err("name", f"a device has `.timeline` and `.epoch`, not `.{attr}`", span)
+      elif attr: self._err("name", f"unknown device `{base}` in `{ref.name}`", span)
+      else: self._err("name", f"unknown {what} `{ref.name}`", span)
       return None
     if not isinstance(d, kind):
-      self._err("name", f"`{ref.name}` is {_what(d)}, not {'an' if what[0] in 'aeiou' else 'a'} {what}", ref.span)
+      self._err("name", f"`{ref.name}` is {_what(d)}, not {'an' if what[0] in 'aeiou' else 'a'} {what}", span)
       return None
     return d
 
@@ -71,27 +74,27 @@ class StaticCheck:
       if (o.vendor, o.index) == (d.vendor, d.index): self._err("name", f"{d.vendor}:{d.index} is already device `{o.name}`", d.span)
 
   def _buffer(self, b: Buffer):
-    if b.device is not None: self._need(b.device, Device, "device")
+    if b.device is not None: self._need(b.device, Device, "device", b.span)
     if b.size <= 0: self._err("bounds", f"buffer `{b.name}` has size {b.size}; sizes are at least 1 byte", b.span)
     if b.init is not None and b.init.nbytes > b.size:
-      self._err("bounds", f"{len(b.init.values)} {b.init.dtype} values are {b.init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", b.init.span)
+      self._err("bounds", f"{len(b.init.values)} {b.init.dtype} values are {b.init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", b.init.span or b.span)
 
   def _signal(self, s: Signal):
-    if s.device is not None: self._need(s.device, Device, "device")
-    if not 0 <= s.init <= U32_MAX: self._err("overflow", f"initial value {s.init} is outside 32 bits", s.span)
+    if s.device is not None: self._need(s.device, Device, "device", s.span)
+    if not 0 <= s.init <= U32_MAX: self._err("overflow", f"initial value {s.init} is outside 32 bits", self.prog.locate(str(s.init), s.span))
 
   def _var(self, v: Var): pass
 
   def _kernel(self, k: Kernel):
     seen: dict = {}
     for p in k.params:
-      if p.name in seen: self._err("name", f"parameter `{p.name}` appears twice in kernel `{k.name}`", p.span)
+      if p.name in seen: self._err("name", f"parameter `{p.name}` appears twice in kernel `{k.name}`", k.span)
       seen[p.name] = p
     if k.impl is not None and k.impl.dtype is not None and k.impl.dtype not in DTYPES:
-      self._err("name", f"unknown dtype `{k.impl.dtype}` (one of {', '.join(DTYPES)})", k.impl.span)
+      self._err("name", f"unknown dtype `{k.impl.dtype}` (one of {', '.join(DTYPES)})", k.impl.span or k.span)
 
   def _queue(self, q: Queue):
-    self._need(q.device, Device, "device")
+    self._need(q.device, Device, "device", q.span)
     for s in q.body:
       if isinstance(s, Submit): self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span); continue
       if isinstance(s, Exec) and q.engine == "copy":
@@ -103,56 +106,63 @@ class StaticCheck:
   def _host(self, h: Host):
     submitted: dict = {}
     for s in h.body:
+      seen: dict = {}
       if type(s) in _QUEUE_ONLY:
         self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit)", s.span)
         continue
       if isinstance(s, Submit):
         for r in s.queues:
-          if self._need(r, Queue, "queue") is None: continue
-          if r.name in submitted: self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", r.span)
-          else: submitted[r.name] = r.span
+          seen[r.name] = seen.get(r.name, 0) + 1
+          if self._need(r, Queue, "queue", s.span) is None: continue
+          if r.name in submitted:
+            self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", self.prog.locate(r.name, s.span, seen[r.name]))
+          else: submitted[r.name] = s.span
         continue
       self._stmt(s)
 
   def _expect(self, e: Expect):
-    b = self._slice(e.target)
+    b = self._slice(e.target, e.span)
     if b is None: return
     lo, hi = e.target.bounds(b.size)
     if e.data.nbytes > hi - lo:
-      self._err("bounds", f"{len(e.data.values)} {e.data.dtype} values are {e.data.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(e.target)}`", e.data.span)
+      self._err("bounds", f"{len(e.data.values)} {e.data.dtype} values are {e.data.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(e.target)}`", e.data.span or e.span)
 
   # ---- statements
   def _stmt(self, s):
     if isinstance(s, (Wait, SignalWrite)):
-      self._need(s.signal, Signal, "signal")
-      self._expr(s.value)
-    elif isinstance(s, Timestamp): self._need(s.signal, Signal, "signal")
+      self._need(s.signal, Signal, "signal", s.span)
+      self._expr(s.value, s.span)
+    elif isinstance(s, Timestamp): self._need(s.signal, Signal, "signal", s.span)
     elif isinstance(s, Exec): self._exec(s)
     elif isinstance(s, Copy): self._copy(s)
 
-  def _expr(self, e: Expr):
-    if e.var is not None: self._need(e.var, Var, "var")
-    elif not 0 <= e.offset <= U32_MAX: self._err("overflow", f"{e.offset} is outside 32 bits", e.span)
+  def _expr(self, e: Expr, at):
+    if e.var is not None: self._need(e.var, Var, "var", at)
+    elif not 0 <= e.offset <= U32_MAX: self._err("overflow", f"{e.offset} is outside 32 bits", self.prog.locate(str(e.offset), at))
 
-  def _slice(self, s: Slice):
-    b = self._need(s.buffer, Buffer, "buffer")
+  def _slice(self, s: Slice, at):
+    b = self._need(s.buffer, Buffer, "buffer", at)
     if b is None: return None
+    span = self.prog.locate(s.buffer.name, at)
+    if s.ranged and span is not at and span.line == at.line:  # widen to `name[a:b]`
+      text = _fmt_slice(s)
+      span = attrs.evolve(span, end_column=min(at.end_column, span.column + len(text)))
     lo, hi = s.bounds(b.size)
-    if lo > hi: self._err("bounds", f"range `{_fmt_slice(s)}` ends before it starts", s.span)
-    elif hi > b.size: self._err("bounds", f"range `{_fmt_slice(s)}` is outside buffer `{b.name}` ({b.size} bytes)", s.span)
-    elif lo == hi: self._err("bounds", f"range `{_fmt_slice(s)}` is empty", s.span)
+    if lo > hi: self._err("bounds", f"range `{_fmt_slice(s)}` ends before it starts", span)
+    elif hi > b.size: self._err("bounds", f"range `{_fmt_slice(s)}` is outside buffer `{b.name}` ({b.size} bytes)", span)
+    elif lo == hi: self._err("bounds", f"range `{_fmt_slice(s)}` is empty", span)
     return b
 
   def _exec(self, s: Exec):
-    k = self._need(s.kernel, Kernel, "kernel")
-    for a in s.args: self._slice(a)
+    k = self._need(s.kernel, Kernel, "kernel", s.span)
+    for a in s.args: self._slice(a, s.span)
     if k is not None and len(s.args) != len(k.params):
       self._err("name", f"kernel `{k.name}` takes {len(k.params)} argument{'s' * (len(k.params) != 1)}, {len(s.args)} given", s.span)
     for dims, what in ((s.grid, "grid"), (s.block, "block")):
       if dims is not None and any(not 1 <= x <= U32_MAX for x in dims): self._err("bounds", f"{what} dimensions are 1 .. {U32_MAX}", s.span)
 
   def _copy(self, s: Copy):
-    bd, bs = self._slice(s.dst), self._slice(s.src)
+    bd, bs = self._slice(s.dst, s.span), self._slice(s.src, s.span)
     if bd is None or bs is None: return
     (a, b), (c, d) = s.dst.bounds(bd.size), s.src.bounds(bs.size)
     if b - a != d - c:
