@@ -108,8 +108,10 @@ def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
         nx = cyc[(n + 1) % len(cyc)]
         hs = state[h]
         if hs[0] == "gate":
-          related.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host runs its submit at "
-                                 f"{u.line(0, hs[2])}", u.span(h, done[h] + 1)))
+          when = (f"runs its submit at {u.line(0, hs[2])}" if u.stmt(0, hs[2]) is not None else
+                  f"starts launch {hs[1]} (queues no `submit` names are submitted before its first statement)")
+          related.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host {when}",
+                                 u.span(h, done[h] + 1)))
         else:
           w = next(p for j, p in edges[h] if j == nx)
           related.append(Related(f"{_who(u, h)} waits for {_sig(u, hs[1])} >= {hs[2]} (launch {_launch(u, h, hs[3])}), "

@@ -60,7 +60,8 @@ def happens_before(u: Unrolled) -> Trace:
   races: dict = {}
   vis: dict = {}
   violations: list = []
-  wstats: dict = {}                      # (seq, op index) -> [instances run, instances already implied]
+  wrun = [[0] * n for n in lens]         # per wait statement: instances run,
+  wred = [[0] * n for n in lens]         # and instances already implied by happens-before
   ready = list(range(S - 1, -1, -1))
 
   def race(j, q, aj, i, p, ai):
@@ -74,9 +75,13 @@ def happens_before(u: Unrolled) -> Trace:
   while ready:
     i = ready.pop()
     if done[i] >= totals[i]: continue
-    ops, L, p, v = seqs[i].ops, lens[i], done[i], vc[i]
-    while p < totals[i]:
-      k, idx = divmod(p, L)
+    ops, L, p, v, T = seqs[i].ops, lens[i], done[i], vc[i], totals[i]
+    k, idx = divmod(p, L)
+    envk = envs[k]
+    wr_i, wd_i = wrun[i], wred[i]
+    while p < T:
+      if idx == L:
+        idx = 0; k += 1; envk = envs[k]
       if idx == 0 and i:
         s_ = sub[i][k]
         if s_ is None:
@@ -96,7 +101,7 @@ def happens_before(u: Unrolled) -> Trace:
           rmap = ub[1]
           if rmap:
             keys, lim = ub[0], lo - ub[2]
-            vis_on = m != W and i and (i, idx) not in vis
+            vis_on = m != W and i
             far = bufdev[b] != devs[i]
             t = bisect_left(keys, probe)
             while t > 0:   # the ranges starting before hi, back to where none can reach lo
@@ -116,7 +121,7 @@ def happens_before(u: Unrolled) -> Trace:
                     n -= 1; c += 1
                 if vis_on and (far or devs[j] != devs[i]):
                   lowb = bar[i][j] if bar[i] is not None else 0
-                  if cj > lowb:   # j's writes in (lowb, cj] are ordered before this read, but not before a barrier
+                  if cj > lowb and (i, idx) not in vis:   # j's writes in (lowb, cj] are ordered before this read, but not before a barrier
                     oj, Lj, c = seqs[j].ops, lens[j], 0
                     n = bisect_right(pl, cj) - 1
                     while n >= 0 and pl[n] > lowb and c < VIS_CAP:
@@ -137,7 +142,7 @@ def happens_before(u: Unrolled) -> Trace:
             elif pl[-1] != pos: pl.append(pos)
       elif kind == WAIT:
         s = op[1]
-        need = (op[3] if op[2] is None else envs[k][op[2]] + op[3]) & MASK
+        need = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
         if value[s] < need:
           heappush(waiters[s], (need, i))
           break
@@ -146,16 +151,14 @@ def happens_before(u: Unrolled) -> Trace:
         r = last_reset[s]
         if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
         w = hw[s][bisect_left(hv[s], need)]
-        st = wstats.get((i, idx))
-        if st is None: st = wstats[(i, idx)] = [0, 0]
-        st[0] += 1
-        if w is None or w[0] == i or w[1] <= v[w[0]]: st[1] += 1
+        wr_i[idx] += 1
+        if w is None or w[0] == i or w[1] <= v[w[0]]: wd_i[idx] += 1
         else:
           v = vc[i] = list(map(max, v, w[2])); v[w[0]] = w[1]; snap[i] = None
         last_wait[s][i] = pos
       elif kind == WRITE:
         s = op[1]
-        val = (op[3] if op[2] is None else envs[k][op[2]] + op[3]) & MASK
+        val = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
         lw = last_w[s]
         if lw is not None and lw[0] != i and lw[1] > v[lw[0]]: violations.append(("signal-race", lw, (i, pos), s))
         clk = snap[i]
@@ -181,7 +184,7 @@ def happens_before(u: Unrolled) -> Trace:
             ready.append(q)
       elif kind == BARRIER:
         bar[i] = tuple(v)
-      p = pos
+      p = pos; idx += 1
     done[i] = p
 
   # a blocked wait must be ordered after the latest lowering write of its signal, or another execution runs it first
@@ -193,5 +196,6 @@ def happens_before(u: Unrolled) -> Trace:
     s = seqs[i].ops[done[i] % lens[i]][1]
     r = last_reset[s]
     if r is not None and r[0] != i and r[1] > vc[i][r[0]]: violations.append(("non-monotonic", r, (i, done[i] + 1), s))
+  wstats = {(i, idx): (n, wred[i][idx]) for i in range(S) for idx, n in enumerate(wrun[i]) if n}
   return Trace(done=done, values=value, blocked=blocked, races=races, vis=vis, violations=violations,
                wstats=wstats, vc=vc)
