@@ -15,7 +15,7 @@ _W = r"[ \t]*"
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)(?![A-Za-z0-9_.])"      # no size suffix: those lines take the grammar
 _SNUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)[KMG]?(?![A-Za-z0-9_.])"
-_EXPR = rf"(?:(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)"
+_EXPR = rf"(?P<e>(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)"
 _SIG = rf"(?P<s>{_NAME}(?:\.timeline)?)(?![A-Za-z0-9_.])"
 _P = rf"(?:inout|in|out)[ \t]+{_NAME}"
 _SLICE = re.compile(rf"({_NAME})(?:{_W}\[{_W}({_SNUM})?{_W}:{_W}({_SNUM})?{_W}\])?")
@@ -155,14 +155,13 @@ class _Scan:
       if kw == "epoch": return Epoch(span=span, comments=cs, comment=c)
       sig = self._ref(m.group("s"))
       if kw == "timestamp": return Timestamp(sig, span=span, comments=cs, comment=c)
-      key = (m.group("n"), m.group("v"), m.group("op"), m.group("k"))
-      e = self.exprs.get(key)
+      e = self.exprs.get(m.group("e"))
       if e is None:
-        n, vn, op, k = key
+        n, vn, op, k = m.group("n", "v", "op", "k")
         if n is not None: e = Expr(None, _int(n))
         else: e = Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
         if abs(e.offset) > U32_MAX: raise _GiveUp
-        self.exprs[key] = e
+        self.exprs[m.group("e")] = e
       return (Wait if kw == "wait" else SignalWrite)(sig, e, span=span, comments=cs, comment=c)
     if kw == "exec": return self._exec(body, span, cs, c)
     if kw == "copy":
@@ -183,11 +182,11 @@ class _Scan:
   def _slice(self, body, pos):
     m = _SLICE.match(body, pos)
     if m is None: raise _GiveUp
-    key = (m.group(1), m.group(2), m.group(3), m.end() != m.end(1))
-    s = self.slices.get(key)
+    s = self.slices.get(m.group())
     if s is None:
-      name, a, b, ranged = key
-      s = self.slices[key] = Slice(self._ref(name), None if a is None else _int(a), None if b is None else _int(b), ranged)
+      name, a, b = m.group(1, 2, 3)
+      s = self.slices[m.group()] = Slice(self._ref(name), None if a is None else _int(a), None if b is None else _int(b),
+                                         m.end() != m.end(1))
     return s, m.end()
 
   def _exec(self, body, span, cs, c):

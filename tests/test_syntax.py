@@ -53,7 +53,8 @@ def test_fast_path_takes_formatted_programs():
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
 def test_programs_parse_and_are_formatted(path):
   text = path.read_text()
-  prog = parse(text, str(path))
+  prog, diags = parse_syntax(text, str(path))
+  assert prog is not None and not [d for d in diags if d.code == "syntax"]
   assert format(prog) == text, f"run: hcqdsl fmt {path.relative_to(ROOT)}"
 
 def test_layout_does_not_matter():
