@@ -2,6 +2,7 @@
 the fragment where happens-before is exact. See docs/check.md."""
 from __future__ import annotations
 from typing import Optional
+import gc
 import attrs
 from ..ir import Program
 from ..diagnostics import Diagnostic
@@ -27,6 +28,14 @@ def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = No
   """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), and the warnings redundant-wait,
   unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
   `var_values` pins them (a name -> int, or a list of per-launch ints)."""
+  # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again
+  enabled = gc.isenabled()
+  gc.disable()
+  try: return _analyze(program, launches, var_values, budget)
+  finally:
+    if enabled: gc.enable()
+
+def _analyze(program: Program, launches: int, var_values: Optional[dict], budget: int) -> list[Diagnostic]:
   u = unroll(program, launches, var_values)
   diags = OverflowAnalysis().run(u)
   t = happens_before(u)
