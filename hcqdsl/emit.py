@@ -1,0 +1,520 @@
+"""`hcqdsl emit`: tinygrad schedule -> .hcq Program.
+
+tinygrad schedules and runs the tensors on its CPU devices ("CPU", "CPU:1", ...), which stand in for AMD:0..N-1 in order
+of first use. Kernels, copies and buffers come from `Tensor.linear_with_vars()` -> `compile_linear()`; the schedule is
+run once on CPU to get the inputs' contents and tinygrad's results. Two planners turn the command list into queues:
+`tinygrad` (translates hcq2's own plan: `_finalize_batch`) and `hcqdsl` (minimal waits by vector clocks). See docs/emit.md.
+Only this module (and the tinygrad device) imports tinygrad."""
+from __future__ import annotations
+import argparse, importlib.util, inspect, os, pathlib, re, sys
+from dataclasses import dataclass, field
+from typing import Any, Optional
+from .ir import (Program, Device, Buffer, Signal, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite, Exec,
+                 Copy, Barrier, Epoch, Submit, Ref, Expr, Slice)
+
+__all__ = ["emit", "emit_jit", "EmitError", "add_emit_args", "cli_emit", "Schedule", "schedule", "plan", "PLANNERS"]
+
+PLANNERS = ("hcqdsl", "tinygrad")
+MAX_VALUES = 256
+
+class EmitError(Exception): pass
+
+# tinygrad dtype name -> .hcq dtype
+_DT = {"float": "f32", "half": "f16", "double": "f64", "int": "i32", "uint": "u32", "char": "i8", "uchar": "u8",
+       "bool": "u8", "short": "i16", "ushort": "u16", "long": "i64", "ulong": "u64"}
+
+# ---- the schedule, independent of planner
+
+@dataclass
+class Cmd:
+  """One lane of one tinygrad call: an exec or copy on `dev`'s `engine` queue."""
+  index: int              # call index in the schedule
+  lane: int
+  dev: str                # hcq device name (g0..)
+  engine: str             # compute | copy
+  stmt: Any               # Exec | Copy (no comments yet)
+  access: list            # (buffer, start, end, writes)
+  label: str              # tinygrad's name of the call
+
+@dataclass
+class Schedule:
+  devices: list           # tinygrad device names, index = AMD index
+  buffers: list           # Buffer decls
+  kernels: list           # Kernel decls
+  calls: list             # (tinygrad call UOp, enqueue devices tuple)
+  cmds: list              # Cmd, schedule order
+  by_call: dict           # call index -> [Cmd per lane]
+  expects: list           # Expect decls
+  buf_dev: dict = field(default_factory=dict)   # buffer name -> hcq device name
+
+def _tg():
+  os.environ.setdefault("DEV", "CPU")
+  import tinygrad
+  return tinygrad
+
+def _strip(name: str) -> str:
+  from tinygrad.helpers import ansistrip
+  return re.sub(r"[^A-Za-z0-9_]", "_", ansistrip(name))
+
+_VEC = re.compile(r"typedef ([^;]+?) (\w+) __attribute__\(\(aligned\((\d+)\),ext_vector_type\((\d+)\)\)\);")
+
+def _c_source(prg, name: str) -> str:
+  """tinygrad's CPU C for a PROGRAM, as `void name(T0* p0, T1* p1, ...)` (one pointer per buffer argument): gcc-friendly
+  vector typedefs, and a wrapper when tinygrad's signature has more (`core_id` threads)."""
+  from tinygrad.uop.ops import Ops
+  src = next(s.arg for s in prg.src if s.op is Ops.SOURCE)
+  info, fn = prg.arg, prg.arg.function_name
+  # clang's ext_vector_type -> GCC vector extension (both compilers take it; power-of-two sizes only)
+  src = _VEC.sub(lambda m: m.group(0) if int(m.group(4)) & (int(m.group(4)) - 1) else
+                 f"typedef {m.group(1)} {m.group(2)} __attribute__((vector_size({m.group(4)}*sizeof({m.group(1)}))));", src)
+  if list(info.globals) != list(range(len(info.globals))): raise EmitError(f"{fn}: unexpected buffer order {info.globals}")
+  extra = [v.expr for v in info.vars]
+  if any(v != "core_id" for v in extra): raise EmitError(f"{fn}: symbolic variables {extra} are not supported")
+  if not extra and fn == name: return src
+  body = f"{name}_body" if extra else name
+  src = re.sub(rf"\b{re.escape(fn)}\(", f"{body}(", src, count=1)
+  if not extra: return src
+  n, threads = len(info.globals), info.global_size[0]
+  ps, args = ", ".join(f"void* p{i}" for i in range(n)), ", ".join(f"p{i}" for i in range(n))
+  return src + (f"\n/* tinygrad runs {threads} threads, core_id = 0..{threads - 1} */\nvoid {name}({ps}) {{\n"
+                f"  for (int c = 0; c < {threads}; c++) {body}({args}, c);\n}}\n")
+
+def _np(buf):
+  import numpy as np
+  return np.frombuffer(bytes(buf.as_memoryview()), dtype=np.uint8)
+
+def _data(raw, dtype) -> Data:
+  import numpy as np
+  dt = _DT.get(dtype.name)
+  if dt is None: return Data("u8", tuple(int(x) for x in raw))
+  from .ir import DTYPES
+  arr = raw.view(np.dtype(DTYPES[dt][0]))
+  return Data(dt, tuple(float(x) for x in arr) if dt[0] == "f" else tuple(int(x) for x in arr))
+
+def _is_sched_dev(d) -> bool: return all(str(x).split(":")[0] == "CPU" or str(x).split(":")[0] == "AMD" for x in (d if isinstance(d, tuple) else (d,)))
+
+def schedule(*tensors, max_values: int = MAX_VALUES) -> Schedule:
+  """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands."""
+  _tg()
+  from tinygrad import Tensor
+  from tinygrad.uop.ops import Ops, UOp
+  from tinygrad.device import MultiBuffer
+  from tinygrad.engine.realize import compile_linear, run_linear, get_call_arg_uops, get_call_outs_ins, get_call_name
+  from tinygrad.runtime.support.hcq2 import _get_enqueue_devs
+  from tinygrad.helpers import to_tuple
+  tensors = [t for t in tensors if t is not None]
+  if not tensors: raise EmitError("nothing to emit: the function returned no tensors")
+  linear, var_vals = Tensor.linear_with_vars(*tensors)
+  if var_vals: raise EmitError(f"symbolic variables {sorted(var_vals)} are not supported")
+  linear = compile_linear(linear)
+  # uploads from host memory (NPY, PYTHON, ...) become initial contents; run them now
+  def host_src(c): return c.src[0].op is Ops.COPY and not _is_sched_dev(get_call_arg_uops(c)[1].device)
+  uploads = [c for c in linear.src if host_src(c)]
+  calls = [c for c in linear.src if not host_src(c)]
+  if uploads: run_linear(UOp(Ops.LINEAR, src=tuple(uploads)))
+  for c in calls:
+    if c.src[0].op not in (Ops.PROGRAM, Ops.COPY) or _get_enqueue_devs(c) is None:
+      raise EmitError(f"cannot emit a `{c.src[0].op}` call ({get_call_name(c, get_call_arg_uops(c))})")
+
+  def lanes(u):  # per-lane tinygrad Buffers of an argument
+    b = u.buffer
+    return list(b.bufs) if isinstance(b, MultiBuffer) else [b]
+  devices: list = []
+  def dev_index(d: str) -> int:
+    from tinygrad.device import canonicalize_device
+    d = canonicalize_device(d)
+    if d not in devices: devices.append(d)
+    return devices.index(d)
+  # devices in order of first use, buffers by base
+  bases: dict = {}   # id(base) -> (base Buffer, [written?, read before written?])
+  order: list = []
+  for c in calls:
+    outs, ins = get_call_outs_ins(c)
+    for d in to_tuple(_get_enqueue_devs(c)): dev_index(d)
+    for i, u in enumerate(get_call_arg_uops(c)):
+      for b in lanes(u):
+        dev_index(b.device)
+        st = bases.setdefault(id(b.base), (b.base, [False, False]))[1]
+        if id(b.base) not in order: order.append(id(b.base))
+        if i in ins and not st[0]: st[1] = True
+        if i in outs: st[0] = True
+  out_ids = {}
+  for k, t in enumerate(tensors):
+    for b in lanes(t.uop):
+      out_ids.setdefault(id(b.base), []).append((k, b))
+  names, decl_info, n = {}, {}, {"in": 0, "out": 0, "buf": 0}
+  for bid in order:
+    base, (written, read_first) = bases[bid]
+    kind = "out" if bid in out_ids else "in" if read_first else "buf"
+    names[bid] = f"{kind}{n[kind]}"; n[kind] += 1
+  # snapshot inputs (anything read before written: uploads, realized tensors) before the schedule changes them
+  inits = {bid: _np(bases[bid][0]) for bid in order if bases[bid][1][1] and bases[bid][0].is_allocated()}
+  run_linear(UOp(Ops.LINEAR, src=tuple(calls)))
+  buffers, buf_dev = [], {}
+  for bid in order:
+    base = bases[bid][0]
+    dev = f"g{dev_index(base.device)}"
+    buf_dev[names[bid]] = dev
+    init = _data(inits[bid], base.dtype) if bid in inits else None
+    if init is not None and not any(init.values): init = None  # all zero: the default contents
+    buffers.append(Buffer(names[bid], Ref(dev), base.nbytes, init,
+                          comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if bid in inits else "")))
+  def sl(b) -> Slice:
+    nm = names[id(b.base)]
+    return Slice(Ref(nm)) if b.offset == 0 and b.nbytes == b.base.nbytes else Slice(Ref(nm), b.offset, b.offset + b.nbytes, True)
+  # kernels: one declaration per distinct (name, source)
+  kernels, kern_by_key, used = [], {}, set()
+  cmds, by_call = [], {}
+  for ci, c in enumerate(calls):
+    args, (outs, ins) = get_call_arg_uops(c), get_call_outs_ins(c)
+    edevs = to_tuple(_get_enqueue_devs(c))
+    label = _strip(get_call_name(c, args)) if c.src[0].op is Ops.PROGRAM else "copy"
+    kname = None
+    if c.src[0].op is Ops.PROGRAM:
+      prg = c.src[0]
+      src = next(s.arg for s in prg.src if s.op is Ops.SOURCE)
+      key = (label, src)
+      if key not in kern_by_key:
+        kname, i = label, 1
+        while kname in used: kname, i = f"{label}_{i}", i + 1
+        used.add(kname)
+        modes = tuple(Param("inout" if i in outs and i in ins else "out" if i in outs else "in", f"data{i}") for i in range(len(args)))
+        kernels.append(Kernel(kname, modes, Impl(c_source=_c_source(prg, kname)), comment=f"# tinygrad {label}"))
+        kern_by_key[key] = kname
+      kname = kern_by_key[key]
+    per_lane = [lanes(u) for u in args]
+    nl = len(edevs)
+    lane_cmds = []
+    for j in range(nl):
+      bufs = [lb[j] if len(lb) > 1 else lb[0] for lb in per_lane]
+      acc = [(names[id(b.base)], b.offset, b.offset + b.nbytes, i in outs) for i, b in enumerate(bufs)]
+      dev = f"g{dev_index(edevs[j])}"
+      if kname is not None:
+        stmt, eng = Exec(Ref(kname), tuple(sl(b) for b in bufs)), "compute"
+      else:
+        stmt, eng = Copy(sl(bufs[0]), sl(bufs[1])), "copy"
+      lbl = label + (f" lane {j}" if nl > 1 else "")
+      if kname is None: lbl = f"copy {bufs[1].device} -> {bufs[0].device}" + (f" lane {j}" if nl > 1 else "")
+      lane_cmds.append(Cmd(ci, j, dev, eng, stmt, acc, lbl))
+    cmds += lane_cmds
+    by_call[ci] = lane_cmds
+  expects = []
+  for bid, uses in out_ids.items():
+    if bid not in names: continue
+    for k, b in uses:
+      raw = _np(b.base)[b.offset:b.offset + b.nbytes]
+      d = _data(raw, b.dtype)
+      if len(d.values) > max_values: continue
+      expects.append(Expect(sl(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
+  return Schedule(devices, buffers, kernels, [(c, to_tuple(_get_enqueue_devs(c))) for c in calls], cmds, by_call, expects,
+                  buf_dev)
+
+# ---- planners
+
+def _cmd_stmt(c: Cmd):
+  import attrs
+  return attrs.evolve(c.stmt, comment=f"# {c.label}")
+
+def _epoch(dev: str): return Expr(Ref(f"{dev}.epoch"))
+
+class _Q:
+  def __init__(self, name, engine, dev):
+    self.name, self.engine, self.dev, self.body = name, engine, dev, []
+    self.cmd_pos: list = []  # body index of each command
+
+def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
+  """Compute and copy queues per device; a signal after each command some other queue must wait for (value D.epoch,
+  monotonic over launches, so no resets and no host waits); only waits that happens-before does not already imply
+  (vector clocks, greedy cover); `epoch` on first use, a `wait E.timeline` before the first touch of another device E's
+  memory; per device a finalizer at the end of its compute queue."""
+  qs: dict = {}
+  def queue(dev, eng) -> _Q:
+    k = (dev, eng)
+    if k not in qs: qs[k] = _Q(f"{dev}_{eng}", eng, dev)
+    return qs[k]
+  vc: dict = {}      # queue name -> {queue name: last command index ordered before its current end}
+  snap: dict = {}    # (queue, cmd index) -> vector clock at that command
+  sig_after: dict = {}  # (queue name, cmd index) -> signal name
+  signals: list = []
+  history: dict = {}  # buffer -> [(start, end, writes, queue name, cmd index)]
+  last_mem: dict = {}   # (device, queue name) -> last cmd index touching device's memory
+  qobj: dict = {}
+  n_waits = 0
+
+  def ensure_signal(q: _Q, i: int) -> str:
+    k = (q.name, i)
+    if k not in sig_after:
+      name = f"{q.name}_s{sum(1 for x in sig_after if x[0] == q.name)}"
+      sig_after[k] = name
+      signals.append(Signal(name, Ref(q.dev), comment=f"# {q.name} is past its command {i}"))
+    return sig_after[k]
+
+  def cover(q: _Q, need: dict) -> list:
+    """Waits for q so that vc[q][P] >= need[P] for every P: greedy, each step picks the wait implying the most."""
+    out, clock = [], vc.setdefault(q.name, {})
+    while True:
+      unmet = {p: i for p, i in need.items() if clock.get(p, -1) < i}
+      if not unmet: return out
+      def gain(p): return sum(1 for p2, i2 in unmet.items() if max(snap[(p, unmet[p])].get(p2, -1), unmet[p] if p2 == p else -1) >= i2)
+      p = max(unmet, key=lambda p: (gain(p), -list(qobj).index(p)))
+      i = unmet[p]
+      for k, v in snap[(p, i)].items(): clock[k] = max(clock.get(k, -1), v)
+      clock[p] = max(clock.get(p, -1), i)
+      out.append((p, i))
+
+  def add_waits(q: _Q, waits: list, why: str):
+    nonlocal n_waits
+    cross = False
+    for p, i in waits:
+      src = qobj[p]
+      q.body.append(Wait(Ref(ensure_signal(src, i)), _epoch(src.dev), comment=f"# {why}: {p} past {_label(src, i)}"))
+      n_waits += 1
+      cross |= src.dev != q.dev
+    return cross
+
+  def _label(q: _Q, i: int) -> str: return q.body[q.cmd_pos[i]].comment[2:] if q.body[q.cmd_pos[i]].comment else str(i)
+
+  for c in s.cmds:
+    q = queue(c.dev, c.engine)
+    qobj[q.name] = q
+    idx = len(q.cmd_pos)
+    if idx == 0: q.body.append(Epoch(comment="# the previous launch is done with this device"))
+    need: dict = {}
+    mems = {s.buf_dev[b] for b, *_ in c.access}  # devices whose memory this command touches
+    for b, st, en, w in c.access:
+      for (st2, en2, w2, p, i) in history.get(b, ()):
+        if p != q.name and st < en2 and st2 < en and (w or w2): need[p] = max(need.get(p, -1), i)
+    cross = add_waits(q, cover(q, need), "data")
+    clock = vc.setdefault(q.name, {})
+    clock[("tl", q.dev)] = 0  # `epoch`: ordered after the previous launch's finalizer of this device
+    for m in sorted(mems):
+      if ("tl", m) in clock: continue  # already ordered after m's previous launch (itself, or through a wait)
+      q.body.append(Wait(Ref(f"{m}.timeline"), Expr(Ref(f"{m}.epoch"), -1),
+                         comment=f"# the previous launch is done with {m}'s memory"))
+      clock[("tl", m)] = 0; cross = True
+    if cross: q.body.append(Barrier(comment="# see memory written on another device"))
+    q.cmd_pos.append(len(q.body))
+    q.body.append(_cmd_stmt(c))
+    clock[q.name] = idx
+    snap[(q.name, idx)] = dict(clock)
+    for b, st, en, w in c.access:
+      history.setdefault(b, []).append((st, en, w, q.name, idx))
+      last_mem[(s.buf_dev[b], q.name)] = idx
+  # finalizers
+  for d in [f"g{i}" for i in range(len(s.devices))]:
+    f = queue(d, "compute")
+    qobj[f.name] = f
+    need = {p: i for (m, p), i in last_mem.items() if m == d and p != f.name}
+    for q in list(qs.values()):
+      if q.dev == d and q.name != f.name and q.cmd_pos: need[q.name] = max(need.get(q.name, -1), len(q.cmd_pos) - 1)
+    add_waits(f, cover(f, need), "finalizer")
+    f.body.append(SignalWrite(Ref(f"{d}.timeline"), _epoch(d), comment="# finalizer: this launch is done with the device"))
+  queues = []
+  for q in sorted(qs.values(), key=lambda q: (int(q.dev[1:]), q.engine != "compute")):
+    after = {q.cmd_pos[i]: sig for (qn, i), sig in sig_after.items() if qn == q.name}
+    body = []
+    for k, st in enumerate(q.body):
+      body.append(st)
+      if k in after: body.append(SignalWrite(Ref(after[k]), _epoch(q.dev)))
+    queues.append(Queue(q.name, q.engine, Ref(q.dev), tuple(body)))
+  return signals, queues, None
+
+def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
+  """Translate tinygrad's own hcq2 plan (`_finalize_batch`) statement by statement."""
+  from tinygrad.uop.ops import Ops
+  from tinygrad.runtime.support.hcq2 import _finalize_batch, get_submit
+  from tinygrad.helpers import to_tuple, dedup
+  from tinygrad.device import canonicalize_device
+  dmap = {d: f"g{i}" for i, d in enumerate(s.devices)}
+  def hd(d) -> str: return dmap[canonicalize_device(d)]
+  batch = [(c, devs) for c, devs in s.calls]
+  batch_info = [(devs, "COMPUTE:0" if c.src[0].op is Ops.PROGRAM else "COPY:0") for c, devs in batch]
+  out = _finalize_batch(batch, False)
+  eng = {"COMPUTE:0": "compute", "COPY:0": "copy"}
+  qs: dict = {}
+  def queue(dev, e):
+    if (dev, e) not in qs: qs[(dev, e)] = Queue(f"{dev}_{e}", e, Ref(dev), ())
+    return (dev, e)
+  bodies: dict = {}
+  slot_q: dict = {}   # signal slot -> tinygrad queue name
+  sig_decls: dict = {}
+  def sig(dev: str, q: str) -> str:
+    name = f"{dev}_{eng[q]}_sig"
+    if name not in sig_decls: sig_decls[name] = Signal(name, Ref(dev), comment=f"# tinygrad's {q} signal of {dev}")
+    return name
+  # the per-call lane commands, matched back by the call's sources
+  pending: dict = {}
+  for ci, (c, _) in enumerate(batch): pending.setdefault(c.src, []).append(ci)
+  def lane_of(u, j):
+    if u.op is Ops.MSTACK: return u.src[j]
+    return u
+  host: list = []
+  first_store_slots = {}
+  for call in out:
+    name = call.arg.name
+    body = call.src[0]
+    devs = to_tuple(call.arg.aux.device)
+    if name == "hcq_fence":
+      for d in devs: host.append(Wait(Ref(f"{hd(d)}.timeline"), Expr(Ref(f"{hd(d)}.epoch"), -1),
+                                      comment="# tinygrad hcq_fence: this schedule's previous epoch is done"))
+      continue
+    if name == "hcq_reset":
+      params = [u for u in body.toposort() if u.op is Ops.PARAM and u.tag == "signal"]
+      qnames = dedup([qn for bdevs, qn in batch_info if set(bdevs) & set(devs)])
+      for p, qn in zip(params, qnames):
+        slot_q[p.arg.slot] = qn
+        for d in to_tuple(p.device): host.append(SignalWrite(Ref(sig(hd(d), qn)), Expr(None, 0), comment="# tinygrad hcq_reset"))
+      continue
+    sub = get_submit(body)
+    sdevs, qn = sub.src[0].arg
+    fin = name == "hcq_finalizer"
+    for ins in sub.src[0].src:
+      ci = pending[ins.src].pop(0) if ins.op is Ops.CALL else None
+      for j, d in enumerate(sdevs):
+        key = queue(hd(d), eng[qn])
+        b = bodies.setdefault(key, [])
+        if ins.op is Ops.CALL:
+          c = s.by_call[ci][j]
+          b.append(_cmd_stmt(c)); continue
+        if ins.arg == "barrier": b.append(Barrier(comment="# tinygrad: first use of this queue in the batch")); continue
+        p, val = lane_of(ins.src[0], j), ins.src[1]
+        if ins.arg == "wait":
+          if p.tag == "timeline_signal": b.append(Epoch(comment="# tinygrad: wait timeline >= timeline_value - 1")); continue
+          if p.tag == "sentinel_signal": continue  # tinygrad's always-satisfied placeholder for a lane without deps
+          assert p.tag == "signal" and val.op is Ops.CONST, (p.tag, val)
+          b.append(Wait(Ref(sig(hd(p.device), slot_q.get(p.arg.slot) or _slot_queue(p.arg.slot, out))), Expr(None, int(val.arg)),
+                        comment="# tinygrad finalizer dependency" if fin else None))
+        elif ins.arg == "store":
+          if p.tag == "timeline_signal":
+            b.append(SignalWrite(Ref(f"{hd(d)}.timeline"), _epoch(hd(d)), comment="# tinygrad hcq_finalizer"))
+          else:
+            slot_q[p.arg.slot] = qn
+            b.append(SignalWrite(Ref(sig(hd(d), qn)), Expr(None, int(val.arg))))
+        else: raise EmitError(f"unknown tinygrad queue instruction {ins.arg}")
+  host.append(Submit((), comment="# tinygrad's queue submits, then the finalizers (on each device's compute queue)"))
+  queues = [Queue(q.name, q.engine, q.device, tuple(bodies.get(k, ()))) for k, q in sorted(qs.items(), key=lambda kv: (int(kv[0][0][1:]), kv[0][1] != "compute"))]
+  return list(sig_decls.values()), queues, Host(tuple(host))
+
+_SLOTS: dict = {}
+def _slot_queue(slot: int, out) -> str:
+  """The tinygrad queue name of a signal slot seen only in a wait: find the store to it."""
+  from tinygrad.uop.ops import Ops
+  from tinygrad.runtime.support.hcq2 import get_submit
+  for call in out:
+    if call.arg.name in ("hcq_fence", "hcq_reset"): continue
+    sub = get_submit(call.src[0])
+    for ins in sub.src[0].src:
+      if ins.op is Ops.INS and ins.arg == "store":
+        ps = ins.src[0].src if ins.src[0].op is Ops.MSTACK else (ins.src[0],)
+        if any(p.op is Ops.PARAM and p.arg.slot == slot for p in ps): return sub.src[0].arg[1]
+  raise EmitError(f"tinygrad signal slot {slot} is never written")
+
+def plan(s: Schedule, planner: str = "hcqdsl") -> tuple[list, list, Optional[Host]]:
+  if planner == "hcqdsl": return plan_hcqdsl(s)
+  if planner == "tinygrad": return plan_tinygrad(s)
+  raise EmitError(f"unknown planner {planner!r} (one of {', '.join(PLANNERS)})")
+
+def program(s: Schedule, planner: str = "hcqdsl", title: str = "") -> Program:
+  signals, queues, host = plan(s, planner)
+  devs = [Device(f"g{i}", "AMD", i, comment=f"# tinygrad {d}") for i, d in enumerate(s.devices)]
+  head = (f"# emitted by `hcqdsl emit` from a tinygrad schedule{': ' + title if title else ''} (planner {planner})",
+          f"# {len([c for c in s.cmds if c.engine == 'compute'])} execs, {len([c for c in s.cmds if c.engine == 'copy'])} copies "
+          f"on {len(devs)} device{'s' * (len(devs) != 1)}")
+  import attrs
+  if devs: devs[0] = attrs.evolve(devs[0], comments=head)
+  decls = devs + s.buffers + signals + s.kernels + queues + ([host] if host else []) + s.expects
+  return Program(tuple(decls), file="<emit>")
+
+# ---- API
+
+def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
+  """The .hcq Program that realizes `tensors` the way tinygrad schedules them (runs them once on tinygrad's CPU)."""
+  if len(tensors) == 1 and isinstance(tensors[0], (tuple, list)): tensors = tuple(tensors[0])
+  return program(schedule(*tensors, max_values=max_values), planner, title)
+
+def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, **kwargs) -> Program:
+  """Emit what `fn(*args)` returns (a tensor or a tuple of them); a TinyJit is unwrapped to its function."""
+  _tg()
+  fn = getattr(fn, "fxn", fn)
+  out = fn(*args, **kwargs)
+  return emit(*(out if isinstance(out, (tuple, list)) else (out,)), planner=planner, max_values=max_values,
+              title=getattr(fn, "__name__", ""))
+
+def load_function(spec: str, default: str = "main"):
+  path, _, fname = spec.partition(":")
+  p = pathlib.Path(path)
+  if not p.is_file(): raise EmitError(f"{path}: no such file")
+  _tg()
+  mspec = importlib.util.spec_from_file_location(f"_hcq_emit_{p.stem}", p)
+  mod = importlib.util.module_from_spec(mspec)
+  sys.path.insert(0, str(p.parent.resolve()))
+  try: mspec.loader.exec_module(mod)
+  finally: sys.path.pop(0)
+  fname = fname or default
+  fn = getattr(mod, fname, None)
+  if not callable(fn): raise EmitError(f"{path}: no function `{fname}`")
+  return fn
+
+def call_script(fn, devices: Optional[int] = None):
+  kw = {}
+  if devices is not None and "devices" in inspect.signature(fn).parameters: kw["devices"] = devices
+  out = fn(**kw)
+  return out if isinstance(out, (tuple, list)) else (out,)
+
+# ---- CLI
+
+def add_emit_args(p: argparse.ArgumentParser):
+  p.add_argument("script", metavar="SCRIPT.py[:FUNCTION]", help="a script whose function (default `main`) returns tensors")
+  p.add_argument("-o", "--output", metavar="OUT.hcq", help="write here (default: stdout)")
+  p.add_argument("--devices", type=int, help="passed to the function's `devices` parameter; the schedule may use at most N")
+  p.add_argument("--planner", choices=PLANNERS, default="hcqdsl")
+  p.add_argument("--max-values", type=int, default=MAX_VALUES, help=f"largest output with an `expect` (default {MAX_VALUES})")
+  p.add_argument("--amd-code", action="store_true", help="also compile gfx1100 code objects with tinygrad (needs libllvm19)")
+
+def cli_emit(a) -> int:
+  from .syntax import format_program
+  from .cli import UsageError
+  try:
+    fn = load_function(a.script)
+    tensors = call_script(fn, a.devices)
+    s = schedule(*tensors, max_values=a.max_values)
+    if a.devices is not None and len(s.devices) > a.devices:
+      raise EmitError(f"the schedule uses {len(s.devices)} devices, more than --devices {a.devices}")
+    prog = program(s, a.planner, f"{a.script}")
+    if a.amd_code:
+      prog = attach_amd_code(prog, s, pathlib.Path(a.output).parent if a.output else pathlib.Path("."))
+  except EmitError as e: raise UsageError(str(e))
+  text = format_program(prog)
+  if a.output: pathlib.Path(a.output).write_text(text)
+  else: sys.stdout.write(text)
+  return 0
+
+def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path) -> Program:
+  """Compile each kernel's AST for gfx1100 with tinygrad's AMD LLVM renderer and reference the code objects."""
+  import attrs
+  from tinygrad.uop.ops import Ops
+  try:
+    from tinygrad.engine.realize import to_program
+    from tinygrad.renderer.llvmir import AMDLLVMRenderer
+    from tinygrad.runtime.support.compiler_amd import AMDLLVMCompiler
+    ren, comp = AMDLLVMRenderer("gfx1100"), AMDLLVMCompiler("gfx1100")
+  except Exception as e: raise EmitError(f"--amd-code needs tinygrad's AMD LLVM backend (libllvm19): {e}")
+  code = {}
+  for c, _ in s.calls:
+    if c.src[0].op is not Ops.PROGRAM: continue
+    src = next(x.arg for x in c.src[0].src if x.op is Ops.SOURCE)
+    name = next((k.name for k in s.kernels if k.impl.c_source and k.comment == f"# tinygrad {_strip(get_name(c))}"
+                 and _c_source(c.src[0], k.name) == k.impl.c_source), None)
+    if name is None or name in code: continue
+    prg = to_program(c.src[0].src[0], ren)
+    psrc = next(x.arg for x in prg.src if x.op is Ops.SOURCE)
+    lib = comp.compile(psrc)
+    (outdir / f"{name}.co").write_bytes(lib)
+    code[name] = f"{name}.co"
+  decls = tuple(attrs.evolve(d, impl=attrs.evolve(d.impl, amd_code=code[d.name])) if isinstance(d, Kernel) and d.name in code else d
+                for d in prog.decls)
+  return attrs.evolve(prog, decls=decls)
+
+def get_name(c) -> str:
+  from tinygrad.engine.realize import get_call_name, get_call_arg_uops
+  return get_call_name(c, get_call_arg_uops(c))
