@@ -1,0 +1,162 @@
+"""`hcqdsl run`: compile a program, submit its launches to a device (the built-in AMD emulator by default) and check
+its `expect`s. Python API: `run(program_or_text, launches=1, seed=None, ...) -> RunResult`, `run_schedules(...)`."""
+from __future__ import annotations
+import json
+from typing import Optional, Union
+import attrs
+import numpy as np
+from ..ir import Program, DTYPES
+from ..diagnostics import HcqError
+
+__all__ = ["run", "run_schedules", "RunResult", "QueueStats", "ExpectResult", "Race"]
+
+@attrs.define
+class QueueStats:
+  name: str
+  engine: str
+  device: str
+  packets: int
+  by_name: dict
+  time_us: float
+  patched: list   # dwords the submit interpreter rewrote, per launch
+
+@attrs.define
+class ExpectResult:
+  line: int
+  buffer: str
+  ok: bool
+  message: str
+
+@attrs.define
+class RunResult:
+  file: str
+  launches: int
+  seed: Optional[int]
+  memory: dict          # buffer name -> final bytes
+  signals: dict         # signal name -> final 32-bit value
+  queues: dict          # queue name -> QueueStats
+  time_us: float
+  host_steps: int = 0
+  hang: Optional[object] = None    # emulator.Hang
+  fault: Optional[object] = None   # emulator.Fault
+  expects: list = attrs.field(factory=list)
+  trace: Optional[dict] = None
+  @property
+  def ok(self) -> bool: return self.hang is None and self.fault is None and all(e.ok for e in self.expects)
+  def buffer(self, name: str, dtype: str = "u8") -> np.ndarray:
+    return np.frombuffer(self.memory[name], np.dtype(DTYPES[dtype][0]).newbyteorder("<"))
+  def summary(self) -> str:
+    seed = f", seed {self.seed}" if self.seed is not None else ""
+    out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}{seed}, {self.time_us:.1f} us emulated"]
+    for q in self.queues.values():
+      top = ", ".join(f"{k} {v}" for k, v in sorted(q.by_name.items(), key=lambda kv: -kv[1]))
+      out.append(f"  {q.name} ({q.engine} on {q.device}): {q.packets} packets, done at {q.time_us:.1f} us  [{top}]")
+    out.append("  signals: " + " ".join(f"{k}={v}" for k, v in self.signals.items()))
+    for e in self.expects: out.append(f"  expect line {e.line}: {e.message}")
+    if self.fault is not None: out.append(str(self.fault))
+    if self.hang is not None: out.append(str(self.hang))
+    out.append("ok" if self.ok else "FAILED")
+    return "\n".join(out)
+
+@attrs.define
+class Race:
+  """Final memory that differs between schedules: a race witnessed at run time."""
+  buffer: str
+  offsets: list         # first differing byte offsets
+  values: dict          # seed -> bytes at those offsets
+  def __str__(self):
+    vals = "; ".join(f"seed {s}: {' '.join(f'{b:02x}' for b in v)}" for s, v in self.values.items())
+    return f"race witnessed: `{self.buffer}` differs between schedules at byte{'s' * (len(self.offsets) != 1)} " \
+           f"{', '.join(hex(o) for o in self.offsets)} ({vals})"
+
+def _program(p: Union[Program, str], filename: str) -> Program:
+  if isinstance(p, Program): return p
+  from ..syntax import parse_with_diagnostics
+  from ..diagnostics import has_errors
+  prog, diags = parse_with_diagnostics(p, filename)
+  if prog is None or has_errors(diags): raise HcqError([d for d in diags if d.severity == "error"], {filename: p})
+  return prog
+
+def _value(v):
+  return float(v) if isinstance(v, str) else v
+
+def _check_expect(e: dict, data: bytes) -> ExpectResult:
+  dt = np.dtype(DTYPES[e["dtype"]][0]).newbyteorder("<")
+  want = np.array([_value(v) for v in e["values"]], dtype=dt)
+  n = min(len(want), len(data) // dt.itemsize)
+  got = np.frombuffer(data[:n * dt.itemsize], dt)
+  if n < len(want): return ExpectResult(e["line"], e["buffer"], False, f"`{e['buffer']}` holds {n} elements, expected {len(want)}")
+  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True))
+  else: ok = got.tobytes() == want.tobytes()
+  if ok: return ExpectResult(e["line"], e["buffer"], True, f"`{e['buffer']}` ok")
+  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True) if e["approx"] else got != want)
+  if not len(bad): bad = np.arange(min(n, 1))  # -0.0 vs 0.0 and NaN payloads differ only in bytes
+  i = int(bad[0])
+  return ExpectResult(e["line"], e["buffer"], False,
+                      f"`{e['buffer']}` element {i}: got {got[i]!r}, expected {want[i]!r} ({len(bad)} of {n} differ)")
+
+def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
+        var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
+        ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000) -> RunResult:
+  """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
+  that cannot be compiled); a hang or device fault is reported in the result, never raised."""
+  from ..compile import compile_program
+  from .emulator import Emulator, Fault
+  from .submit import Submitter
+  from .kernels import make_kernel, KernelError
+  prog = _program(program, filename)
+  img = compile_program(prog, target)
+  emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
+  sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us)
+  emu.locate, emu.namer = sub.locate, img.name_at
+  emu.buffers = sorted((a, a + n, name) for name, (a, n) in img.buffers.items())
+  for r in img.regions:
+    if r.kind == "kernargs":
+      ranges = []
+      for b, lo, hi, _ in r.meta.get("args", []):
+        a, n = img.buffers[b]
+        ranges.append((a + (lo or 0), a + (n if hi is None else hi)))
+      emu.kernarg_ranges[r.addr] = ranges
+  kdecl = {k.name: k for k in prog.kernels}
+  try:
+    for k in img.kernels: emu.add_kernel(k["prog_addr"], k["name"], make_kernel(kdecl[k["name"]]), len(k["params"]))
+  except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
+  if emu.fault is None: emu.run(sub.host(launches))
+  mem = {name: emu.read(a, n) for name, (a, n) in img.buffers.items()}
+  sigs = {name: emu.mem.r32(a) for name, a in img.signals.items()}
+  queues = {}
+  for e in emu.engines:
+    qs = sub.queues[e.name]
+    queues[e.name] = QueueStats(e.name, qs.qi.engine, e.device, e.packets, dict(e.by_name), e.clock, qs.patched)
+  res = RunResult(img.file if isinstance(program, Program) else filename, launches, seed, mem, sigs, queues, emu.time_us,
+                  emu.host_actor.steps if emu.host_actor else 0, emu.hang, emu.fault)
+  if emu.hang is None and emu.fault is None:
+    res.expects = [_check_expect(e, emu.read(e["addr"], e["size"])) for e in img.expects]
+  if trace:
+    from .trace import chrome_trace
+    res.trace = chrome_trace(emu)
+  return res
+
+def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
+  """Run once per seed; returns (results, races): races lists each buffer whose final bytes differ between the
+  schedules that completed."""
+  prog = _program(program, kw.get("filename", "<input>"))
+  results = [run(prog, seed=s, **kw) for s in seeds]
+  return results, compare(results)
+
+def compare(results: list, max_offsets: int = 8) -> list:
+  done = [r for r in results if r.hang is None and r.fault is None]
+  races = []
+  if len(done) < 2: return races
+  for name in done[0].memory:
+    arrs = [np.frombuffer(r.memory[name], np.uint8) for r in done]
+    diff = np.zeros(len(arrs[0]), bool)
+    for a in arrs[1:]: diff |= a != arrs[0]
+    if diff.any():
+      offs = np.flatnonzero(diff)[:max_offsets].tolist()
+      seen: dict = {}
+      for r, a in zip(done, arrs):
+        key = bytes(a[offs])
+        if key not in seen.values(): seen[r.seed] = key
+      races.append(Race(name, offs, seen))
+  return races

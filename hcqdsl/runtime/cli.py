@@ -1,0 +1,53 @@
+"""`hcqdsl run FILE`: exit 0 when every expect holds, 1 on a failed expect, hang, fault, witnessed race or a program
+with errors, 2 on an unusable invocation."""
+from __future__ import annotations
+import json, pathlib, sys
+from ..ir import ARCHS
+
+def add_run_args(p) -> None:
+  p.add_argument("file", help="a .hcq program")
+  p.add_argument("--launches", type=int, default=1, help="consecutive launches (default 1)")
+  g = p.add_mutually_exclusive_group()
+  g.add_argument("--seed", type=int, help="a random fair interleaving of the queues and the host (default: time order)")
+  g.add_argument("--schedules", type=int, metavar="K", help="run K seeds (0..K-1) and report final memory that differs")
+  p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
+  p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one")
+  p.add_argument("--var", action="append", metavar="NAME=VALUE", help="pin a var (or D.epoch) in every launch")
+  p.add_argument("--timeout", type=float, default=10.0, help="host wait timeout in emulated seconds (default 10)")
+
+def cli_run(a) -> int:
+  from ..cli import read_source, parse_vars, UsageError
+  from ..diagnostics import HcqError, render_text
+  from . import run, compare
+  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
+  text = read_source(a.file)
+  var_values = parse_vars(a.var)
+  kw = dict(launches=a.launches, target=a.target, var_values=var_values, filename=a.file, timeout_us=a.timeout * 1e6)
+  try:
+    from ..syntax import parse_with_diagnostics
+    from ..diagnostics import has_errors
+    prog, diags = parse_with_diagnostics(text, a.file)
+    if prog is None or has_errors(diags):
+      sys.stdout.write(render_text(diags, {a.file: text})); return 1
+    if unknown := [v for v in var_values if v not in prog.vars]:
+      raise UsageError(f"--var: `{unknown[0]}` is not a var of {a.file} (vars: {', '.join(prog.vars) or 'none'})")
+    seeds = list(range(a.schedules)) if a.schedules else [a.seed]
+    results = [run(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
+  except HcqError as e:
+    sys.stdout.write(render_text(e.diagnostics, {a.file: text})); return 1
+  res = results[0]
+  if a.trace and res.trace is not None:
+    try: pathlib.Path(a.trace).write_text(json.dumps(res.trace))
+    except OSError as e: raise UsageError(f"{a.trace}: {e.strerror or e}")
+  rc = 0
+  if len(results) == 1: print(res.summary())
+  else:
+    bad = [r for r in results if not r.ok]
+    for r in bad[:3]: print(r.summary())
+    print(f"{a.file}: {len(results)} schedules, {len(results) - len(bad)} ok, {len(bad)} failed; "
+          f"{res.time_us:.1f} us emulated (seed 0)")
+    races = compare(results)
+    for r in races: print(str(r))
+    if races or bad: rc = 1
+  return 1 if rc or not res.ok else 0

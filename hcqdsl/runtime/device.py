@@ -1,0 +1,109 @@
+"""The device interface the submit interpreter drives, and the sparse numpy memory the emulator implements it with.
+
+A device owns one virtual address space. The submit interpreter only ever:
+  allocate(addr, size, name, device)   place a region at an address of the image's memory plan (or a ring)
+  map(addr, size) -> np.ndarray        a writable CPU view (uint8) of mapped bytes
+  write(addr, data) / read(addr, n)    bytes in and out
+  write_dwords(addr, idx, values)      scatter u32 values at dword indices (the patch path)
+  create_queue(name, engine, device, arch, ring_size) -> Ring   a hardware queue with its ring and pointers
+  doorbell(ring, wptr)                 publish a new write pointer (units: dwords for PM4, bytes for SDMA)
+  read_ptr(ring) -> int                how far the engine has read (same units)
+and hands the host program (a generator, see submit.py) to `run`, which interleaves it with the device's engines. A
+real-hardware device (tinygrad) implements the same calls over its mapped memory and runs the host generator by
+spinning on signal memory with a timeout.
+"""
+from __future__ import annotations
+import bisect
+from typing import Optional
+import attrs
+import numpy as np
+
+__all__ = ["Device", "Ring", "Memory", "MemRegion", "DeviceFault"]
+
+class DeviceFault(Exception):
+  """An access or packet the device cannot perform; the emulator turns it into a Fault report."""
+
+@attrs.define(eq=False)
+class Ring:
+  name: str       # the queue's .hcq name
+  engine: str     # compute (PM4) | copy (SDMA)
+  device: str
+  arch: str
+  addr: int       # ring base address
+  size: int       # bytes, a power of two
+  wptr: int = 0   # what the host has published (absolute, never wrapped)
+  @property
+  def unit(self) -> int: return 4 if self.engine == "compute" else 1  # bytes per write-pointer unit
+
+class Device:
+  """Base class: the calls submit.py makes. See the module docstring."""
+  def allocate(self, addr: int, size: int, name: str, device: Optional[str]) -> None: raise NotImplementedError
+  def map(self, addr: int, size: int) -> np.ndarray: raise NotImplementedError
+  def write(self, addr: int, data) -> None: self.map(addr, len(data))[:] = np.frombuffer(bytes(data), np.uint8)
+  def read(self, addr: int, size: int) -> bytes: return self.map(addr, size).tobytes()
+  def write_dwords(self, addr: int, idx: np.ndarray, values: np.ndarray) -> None: raise NotImplementedError
+  def create_queue(self, name: str, engine: str, device: str, arch: str, ring_size: int) -> Ring: raise NotImplementedError
+  def doorbell(self, ring: Ring, wptr: int) -> None: raise NotImplementedError
+  def read_ptr(self, ring: Ring) -> int: raise NotImplementedError
+  def signal_write(self, addr: int, value: int) -> None:
+    """A host `signal` statement: a 32-bit store to signal memory."""
+    self.write(addr, (value & 0xFFFFFFFF).to_bytes(4, "little"))
+  def run(self, host): raise NotImplementedError
+
+class MemRegion:
+  __slots__ = ("base", "end", "size", "name", "device", "u8", "u32")
+  def __init__(self, base: int, size: int, name: str, device: Optional[str]):
+    self.base, self.size, self.end, self.name, self.device = base, size, base + size, name, device
+    self.u8 = np.zeros(size + (-size % 8), np.uint8)  # padded so the u32 view covers every byte
+    self.u32 = self.u8.view("<u4")
+
+class Memory:
+  """Sparse address space: non-overlapping regions found by bisection, the last hit cached. Every write bumps
+  `writes` (the scheduler retries a blocked wait only after something was written)."""
+  def __init__(self):
+    self.starts: list = []
+    self.regions: list = []
+    self.last: Optional[MemRegion] = None
+    self.writes = 0
+
+  def add(self, base: int, size: int, name: str, device: Optional[str] = None) -> MemRegion:
+    size = max(size, 1)
+    i = bisect.bisect_right(self.starts, base)
+    if (i and self.regions[i - 1].end > base) or (i < len(self.starts) and self.starts[i] < base + size):
+      raise DeviceFault(f"region {name} at {base:#x} overlaps another")
+    r = MemRegion(base, size, name, device)
+    self.starts.insert(i, base); self.regions.insert(i, r)
+    return r
+
+  def find(self, addr: int, n: int = 1) -> MemRegion:
+    r = self.last
+    if r is not None and r.base <= addr and addr + n <= r.end: return r
+    i = bisect.bisect_right(self.starts, addr) - 1
+    if i < 0 or addr >= (r := self.regions[i]).end:
+      raise DeviceFault(f"access to unmapped address {addr:#x}")
+    if addr + n > r.end: raise DeviceFault(f"access of {n} bytes at {addr:#x} runs past the end of {r.name}")
+    self.last = r
+    return r
+
+  def view(self, addr: int, n: int) -> np.ndarray:
+    r = self.find(addr, n)
+    return r.u8[addr - r.base:addr - r.base + n]
+
+  def r32(self, addr: int) -> int:
+    if addr & 3: raise DeviceFault(f"unaligned 32-bit read at {addr:#x}")
+    r = self.find(addr, 4)
+    return int(r.u32[(addr - r.base) >> 2])
+
+  def w32(self, addr: int, v: int) -> None:
+    if addr & 3: raise DeviceFault(f"unaligned 32-bit write at {addr:#x}")
+    r = self.find(addr, 4)
+    r.u32[(addr - r.base) >> 2] = v & 0xFFFFFFFF
+    self.writes += 1
+
+  def w64(self, addr: int, v: int) -> None:
+    self.w32(addr, v & 0xFFFFFFFF); self.w32(addr + 4, (v >> 32) & 0xFFFFFFFF)
+
+  def write(self, addr: int, data) -> None:
+    b = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)
+    self.view(addr, len(b))[:] = b
+    self.writes += 1

@@ -1,0 +1,595 @@
+"""The built-in AMD emulator: one sparse numpy address space per machine, and per hardware queue a ring with read and
+write pointers and an engine (PM4 for compute queues, SDMA for copy queues) that decodes the bytes in its ring with
+hcqdsl.amd's decoders and executes them. See docs/run.md for the model, the cost table and the scheduler.
+
+Decoding is content-addressed: the packet's dwords (a bytes object) key a per-(engine, arch) cache of prepared ops, so
+a packet is decoded once however often it is submitted; executing it is a header read, a slice, a dict lookup and a
+handler call. An unknown, malformed or unsupported packet, or an access outside mapped memory, is a Fault naming the
+queue, the ring offset and the decoded packet; the emulator never lets a Python exception out of an engine."""
+from __future__ import annotations
+import bisect, random
+from collections import Counter, deque
+from typing import Callable, Optional
+import attrs
+import numpy as np
+from ..amd import pm4, sdma
+from ..amd.packet import Packet, M32
+from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
+from .device import Device, Ring, Memory, DeviceFault
+from .kernels import KernelError
+
+__all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace"]
+
+# ---- cost model (emulated microseconds); see docs/run.md
+COST = {"NOP": 0.02, "TYPE2_NOP": 0.01, "WAIT_REG_MEM": 0.3, "POLL_REGMEM": 0.3, "RELEASE_MEM": 0.8, "FENCE": 0.5,
+        "ACQUIRE_MEM": 0.4, "EVENT_WRITE": 0.2, "SET_SH_REG": 0.05, "SET_UCONFIG_REG": 0.05, "INDIRECT_BUFFER": 0.1,
+        "DISPATCH_DIRECT": 4.0, "COPY_LINEAR": 1.0, "TIMESTAMP_GET_GLOBAL": 0.2, "TRAP": 0.2, "WRITE_UNTILED": 0.3,
+        "WRITE_DATA": 0.3, "CONSTANT_FILL": 0.5}
+KERNEL_BYTES_PER_US = 500_000   # a dispatch also costs its argument bytes at 500 GB/s
+COPY_BYTES_PER_US = 25_000      # SDMA copies at 25 GB/s
+CLOCK_MHZ = 100                 # the GPU clock counter RELEASE_MEM / TIMESTAMP write (AMD's 100 MHz reference)
+HOST_COST = {"submit": 1.0, "submit_dword": 0.001, "signal": 0.1, "wait": 0.5}
+MAX_BATCH = 256                 # packets an engine runs before the scheduler looks again (time-ordered mode)
+
+FUNCS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
+         4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
+FUNC_TEXT = {0: "always", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
+
+PROGRESS, BLOCKED, IDLE, FAULT, DONE = range(5)
+
+# ---- reports
+
+@attrs.define
+class Fault:
+  queue: str
+  device: Optional[str]
+  ring_offset: Optional[int]   # bytes into the ring (None: the host)
+  packet: Optional[Packet]
+  message: str
+  launch: Optional[int] = None
+  line: Optional[int] = None
+  stmt: Optional[str] = None
+  ib: Optional[tuple] = None   # (IB address, dword offset) when the packet came from an indirect buffer
+  def __str__(self):
+    where = f"ring offset {self.ring_offset:#x}" if self.ring_offset is not None else "host"
+    if self.ib: where += f", IB {self.ib[0]:#x}+{4 * self.ib[1]:#x}"
+    s = f"fault on queue {self.queue} ({where}): {self.message}"
+    if self.packet is not None:
+      s += f"\n    packet {self.packet.name} [{' '.join(f'{d:08x}' for d in self.packet.dwords[:16])}" \
+           f"{' ...' if len(self.packet.dwords) > 16 else ''}]" + (f" ({self.packet.note})" if self.packet.note else "")
+    if self.line: s += f"\n    from line {self.line}: `{self.stmt}` (launch {self.launch})"
+    return s
+
+@attrs.define
+class Blocked:
+  """One blocked queue (or the host) in a hang."""
+  queue: str
+  device: Optional[str]
+  ring_offset: Optional[int]
+  packet: Optional[Packet]
+  signal: Optional[str]      # .hcq name of the polled address (None: not a signal)
+  addr: Optional[int]
+  func: str
+  needed: Optional[int]
+  now: Optional[int]
+  launch: Optional[int] = None
+  line: Optional[int] = None
+  stmt: Optional[str] = None
+  reason: str = "wait"       # wait | ring-full | timeout
+  def __str__(self):
+    where = f"ring offset {self.ring_offset:#x} {self.packet.name if self.packet else ''}".rstrip() if self.ring_offset is not None else "host"
+    if self.reason == "ring-full": what = f"ring full: needs {self.needed} free bytes, has {self.now}"
+    else: what = f"waits {self.signal or hex(self.addr or 0)} {self.func} {self.needed}, value now {self.now}"
+    s = f"{self.queue}{f' ({self.device})' if self.device else ''} [{where}]: {what}"
+    if self.reason == "timeout": s += " (timed out)"
+    if self.line: s += f"\n      at line {self.line}: `{self.stmt}` (launch {self.launch})"
+    return s
+
+@attrs.define
+class Hang:
+  blocked: list
+  def __str__(self): return "hang: no queue can progress\n" + "\n".join(f"  {b}" for b in self.blocked)
+  @property
+  def lines(self) -> set: return {b.line for b in self.blocked if b.line}
+
+# ---- host-side blocking conditions (yielded by the host program, see submit.py)
+
+class Block:
+  def ready(self, mem: Memory) -> bool: raise NotImplementedError
+
+@attrs.define(eq=False)
+class HostWait(Block):
+  addr: int
+  value: int
+  signal: str
+  line: int
+  launch: int
+  stmt: str
+  timeout_us: float = 10_000_000.0
+  def ready(self, mem): return mem.r32(self.addr) >= self.value
+
+@attrs.define(eq=False)
+class RingSpace(Block):
+  ring: Ring
+  need: int          # bytes
+  emu: "Emulator"
+  def free(self) -> int: return self.ring.size - (self.ring.wptr - self.emu.read_ptr(self.ring)) * self.ring.unit
+  def ready(self, mem): return self.free() >= self.need
+
+# ---- ops: packet name -> prepare(fields, ctx) -> args; handler(engine, args) -> True (done) | False (blocked)
+
+def _fault(e, msg): raise DeviceFault(msg)
+
+def _wait_mem(e, a):
+  addr, ref, mask, func = a
+  return e.poll(addr, e.mem.r32(addr), ref, mask, func)
+
+def _wait_reg(e, a):
+  req, done, ref, mask, func, op = a
+  if op == 1: e.regs[req] = e.regs[done] = ref  # write, wait, write (HDP flush): the flush completes at once
+  v = e.regs.get(done, 0)
+  return e.poll(None, v, ref, mask, func)
+
+def _release(e, a):
+  sel, addr = a[0], a[1]
+  if sel == 0: return True
+  end = e.clock + e.cost
+  if sel == 1: e.mem.w32(addr, a[2])
+  elif sel == 2: e.mem.w64(addr, a[2] | a[3] << 32)
+  else: e.mem.w64(addr, int(end * CLOCK_MHZ))  # 3: GPU clock counter
+  e.m.note_write(addr, end, e)
+  return True
+
+def _nothing(e, a): return True
+
+def _set_reg(e, a):
+  off, vals = a
+  for i, v in enumerate(vals): e.regs[off + i] = v
+  if off == e.R_UD: e.ud_count = len(vals)
+  return True
+
+def _dispatch(e, a): e.dispatch(a); return True
+
+def _ib(e, a):
+  base, size, valid, chain = a
+  if valid and size: e.push = (base, size, chain)
+  return True
+
+def _write_data(e, a):
+  addr, data = a
+  for i, v in enumerate(data): e.mem.w32(addr + 4 * i, v)
+  e.m.note_write(addr, e.clock + e.cost, e)
+  return True
+
+def _copy(e, a):
+  src, dst, n = a
+  s, d = e.mem.view(src, n), e.mem.view(dst, n)
+  d[:] = s.copy() if np.shares_memory(s, d) else s
+  e.mem.writes += 1
+  e.cost += n / COPY_BYTES_PER_US
+  return True
+
+def _fence(e, a):
+  addr, v = a
+  e.mem.w32(addr, v)
+  e.m.note_write(addr, e.clock + e.cost, e)
+  return True
+
+def _timestamp(e, a):
+  e.mem.w64(a, int((e.clock + e.cost) * CLOCK_MHZ))
+  return True
+
+def _const_fill(e, a):
+  dst, n, v, dw = a
+  d = e.mem.view(dst, n)
+  if dw: d[:n - n % 4].view("<u4")[:] = v
+  else: d[:] = v & 0xFF
+  e.mem.writes += 1
+  return True
+
+def _prep_wrm(f, c):
+  if f["function"] not in FUNCS: raise DeviceFault(f"WAIT_REG_MEM function {f['function']} is reserved")
+  if f["mem_space"] == 1: return _wait_mem, (f["addr"], f["reference"], f["mask"], f["function"])
+  return _wait_reg, (f["addr_lo"], f["addr_hi"], f["reference"], f["mask"], f["function"], f["operation"])
+
+def _prep_release(f, c):
+  if f["data_sel"] not in (0, 1, 2, 3): raise DeviceFault(f"RELEASE_MEM data_sel {f['data_sel']} is not supported")
+  if f.get("dst_sel", 0) not in (0, 1): raise DeviceFault(f"RELEASE_MEM dst_sel {f['dst_sel']} is not supported")
+  return _release, (f["data_sel"], f["addr"], f["data_lo"], f["data_hi"])
+
+def _prep_poll(f, c):
+  if f["func"] not in FUNCS: raise DeviceFault(f"POLL_REGMEM function {f['func']} is reserved")
+  if not f["mem_poll"]: raise DeviceFault("POLL_REGMEM of a register is not supported by the emulator")
+  return _wait_mem, (f["addr"], f["value"], f["mask"], f["func"])
+
+PM4_OPS: dict[str, Callable] = {
+  "NOP": lambda f, c: (_nothing, None), "TYPE2_NOP": lambda f, c: (_nothing, None),
+  "WAIT_REG_MEM": _prep_wrm, "RELEASE_MEM": _prep_release,
+  "ACQUIRE_MEM": lambda f, c: (_nothing, None),     # memory is coherent: cache actions only cost time
+  "EVENT_WRITE": lambda f, c: (_nothing, None),     # dispatches complete before the next packet: flushes are free
+  "SET_SH_REG": lambda f, c: (_set_reg, (f["reg_offset"], f["values"])),
+  "SET_UCONFIG_REG": lambda f, c: (_set_reg, (0x10000 + f["reg_offset"], f["values"])),
+  "DISPATCH_DIRECT": lambda f, c: (_dispatch, (f["dim_x"], f["dim_y"], f["dim_z"], f["dispatch_initiator"])),
+  "INDIRECT_BUFFER": lambda f, c: (_ib, (f["ib_base"], f["ib_size"], f["valid"], f["chain"])),
+  "WRITE_DATA": lambda f, c: (_write_data, (f["dst_addr_lo"] | f["dst_addr_hi"] << 32, f["data"])),
+}
+SDMA_OPS: dict[str, Callable] = {
+  "NOP": lambda f, c: (_nothing, None), "TRAP": lambda f, c: (_nothing, None),  # the interrupt has no listener
+  "COPY_LINEAR": lambda f, c: (_copy, (f["src_addr"], f["dst_addr"], f["count"] + 1)),
+  "FENCE": lambda f, c: (_fence, (f["addr"], f["data"])),
+  "POLL_REGMEM": _prep_poll,
+  "TIMESTAMP_GET_GLOBAL": lambda f, c: (_timestamp, f["write_addr"]),
+  "WRITE_UNTILED": lambda f, c: (_write_data, (f["dst_addr"], (f["data0"],) + tuple(f.get("data", ())[1:]))),
+  "CONSTANT_FILL": lambda f, c: (_const_fill, (f["dst_addr"], f["count"] + 1, f["src_data_31_0"], f["fillsize"] == 2)),
+}
+
+def _pm4_len(h: int, get) -> int: return ((h >> 16) & 0x3FFF) + 2 if h >> 30 == 3 else 1
+
+class _SdmaLen:
+  def __init__(self, dec): self.dec, self.memo = dec, {}
+  def __call__(self, h: int, get) -> int:
+    n = self.memo.get(h)
+    if n is None:
+      name = self.dec.ops.get((h & 0xFF, (h >> 8) & 0xFF))
+      n = self.memo[h] = -1 if name == "WRITE_UNTILED" else 1 if name is None else \
+        1 + ((h >> 16) & 0x3FFF) if name == "NOP" else self.dec.lengths[name]
+    return n if n > 0 else 5 + (get(3) & 0xFFFFF)
+
+class _Codec:
+  """Per (engine kind, arch): decoder, length function, handler table and the content-addressed op cache."""
+  def __init__(self, kind: str, arch: str):
+    self.kind, self.arch = kind, arch
+    if kind == "pm4":
+      self.dec, self.length, self.table = pm4.decoder(arch), _pm4_len, PM4_OPS
+      enc = pm4.encoder(arch)
+      self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
+    else:
+      self.dec, self.table = sdma.decoder(arch), SDMA_OPS
+      self.length = _SdmaLen(self.dec)
+      self.R_PGM_LO = self.R_UD = -1
+    self.cache: dict = {}
+
+  def op(self, key: bytes) -> tuple:
+    """(handler, args, packet, cost) for the packet whose dwords are `key`."""
+    op = self.cache.get(key)
+    if op is None:
+      dws = np.frombuffer(key, "<u4").tolist()
+      p = self.dec.decode_one(dws, 0)
+      prep = self.table.get(p.name)
+      if p.raw: op = (_fault, p.note, p, 0.0)
+      elif prep is None: op = (_fault, f"{p.name} is not supported by the emulator", p, 0.0)
+      else:
+        try: h, a = prep(p.fields, self)
+        except DeviceFault as e: h, a = _fault, str(e)
+        except (KeyError, TypeError) as e: h, a = _fault, f"malformed {p.name} ({e!r})"
+        op = (h, a, p, COST.get(p.name, 0.1) + (0.02 * (p.length - 1) if p.name == "NOP" else 0.0))
+      if len(self.cache) > 1 << 16: self.cache.clear()  # random rings: do not grow without bound
+      self.cache[key] = op
+    return op
+
+# ---- engines
+
+class Engine:
+  def __init__(self, m: "Emulator", ring: Ring):
+    self.m, self.mem, self.ring, self.name, self.device = m, m.mem, ring, ring.name, ring.device
+    self.kind = "pm4" if ring.engine == "compute" else "sdma"
+    self.codec = m.codec(self.kind, ring.arch)
+    self.length, self.R_UD, self.R_PGM_LO = self.codec.length, self.codec.R_UD, self.codec.R_PGM_LO
+    r = self.mem.find(ring.addr, ring.size)
+    self.ring_u32 = r.u32[(ring.addr - r.base) >> 2:(ring.addr - r.base + ring.size) >> 2]
+    self.ndw, self.unit = ring.size // 4, ring.unit
+    self.rptr = 0
+    self.starts: deque = deque()  # (write pointer before a doorbell, host time of the doorbell)
+    self.ib: list = []           # PM4 indirect buffers being executed: [base, size dwords, position dwords]
+    self.push = None
+    self.regs: dict = {}
+    self.ud_count = 0
+    self.clock = 0.0
+    self.cost = 0.0
+    self.packets = 0
+    self.by_name: Counter = Counter()
+    self.blocked_at = -1         # mem.writes when the current wait last failed
+    self.wait_info = None        # (addr, ref, mask, func, value) of the failing wait
+    self.cur = None              # (packet, ring offset, ib) of the packet being executed
+    self.index = 0
+
+  def busy(self) -> bool: return bool(self.ib) or self.rptr != self.ring.wptr
+
+  def fetch(self):
+    """(dwords as bytes, length) of the next packet, or None when there is nothing to run."""
+    if self.ib:
+      f = self.ib[-1]
+      base, size, pos = f
+      if pos >= size:
+        self.ib.pop()
+        return self.fetch()
+      a = base + 4 * pos
+      mem = self.mem
+      h = mem.r32(a)
+      n = self.length(h, lambda i: mem.r32(a + 4 * i))
+      if pos + n > size: raise DeviceFault(f"packet of {n} dwords runs past the end of the indirect buffer ({size - pos} left)")
+      self.cur_pos = (None, (base, pos))
+      return mem.view(a, 4 * n).tobytes(), n
+    avail = (self.ring.wptr - self.rptr) * self.unit
+    st = self.starts
+    while st and st[0][0] <= self.rptr:  # a submission cannot start before its doorbell rang
+      if st[0][1] > self.clock: self.clock = st[0][1]
+      st.popleft()
+    if avail <= 0:
+      if avail < 0: raise DeviceFault(f"write pointer {self.ring.wptr} is behind the read pointer {self.rptr}")
+      return None
+    if avail & 3 or self.rptr * self.unit & 3: raise DeviceFault("ring pointers are not dword aligned")
+    ndw, ring = self.ndw, self.ring_u32
+    i = (self.rptr * self.unit >> 2) % ndw
+    self.cur_pos = (4 * i, None)
+    n = self.length(int(ring[i]), lambda k: int(ring[(i + k) % ndw]))
+    if 4 * n > avail: raise DeviceFault(f"packet of {n} dwords runs past the write pointer ({avail // 4} dwords published)")
+    if i + n <= ndw: return ring[i:i + n].tobytes(), n
+    return np.concatenate((ring[i:], ring[:i + n - ndw])).tobytes(), n
+
+  def step(self) -> int:
+    try:
+      got = self.fetch()
+      if got is None: return IDLE
+      key, n = got
+      h, a, p, cost = self.codec.op(key)
+      self.cur, self.cost = p, cost
+      if h is _fault: raise DeviceFault(a)
+      start, r0 = self.clock, self.rptr
+      if not h(self, a):
+        self.blocked_at = self.mem.writes
+        return BLOCKED
+      self.clock += self.cost  # a wait may have moved the clock to the time its value was written
+      if self.ib: self.ib[-1][2] += n
+      else: self.rptr += 4 * n // self.unit
+      if self.push is not None:
+        base, size, chain = self.push
+        self.push = None
+        if chain and self.ib: self.ib.pop()
+        if len(self.ib) >= 2: raise DeviceFault("INDIRECT_BUFFER nested deeper than 2 levels")
+        if base & 3: raise DeviceFault(f"INDIRECT_BUFFER base {base:#x} is not dword aligned")
+        self.ib.append([base, size, 0])
+      self.packets += 1
+      self.by_name[p.name] += 1
+      if self.m.tracing: self.m.trace_packet(self, p, start, self.clock, r0)
+      self.blocked_at = -1
+      return PROGRESS
+    except (DeviceFault, KernelError) as e:
+      self.m.fault = self.make_fault(str(e))
+      return FAULT
+    except Exception as e:  # a bug of ours still is a report, never a traceback out of the device
+      self.m.fault = self.make_fault(f"internal emulator error: {e!r}")
+      return FAULT
+
+  def poll(self, addr, v, ref, mask, func) -> bool:
+    if FUNCS[func](v & mask, ref):
+      if addr is not None: self.m.wait_satisfied(self, addr)
+      self.wait_info = None
+      return True
+    self.wait_info = (addr, ref, mask, func, v)
+    return False
+
+  def position(self):
+    ring_off, ib = getattr(self, "cur_pos", (None, None))
+    return ring_off, ib
+
+  def locate(self, rptr: Optional[int] = None):
+    """(launch, stmt tuple) of the packet at the read pointer, from the submitter's source map."""
+    if self.ib or self.m.locate is None: return None, None
+    return self.m.locate(self.ring, (self.rptr if rptr is None else rptr) * self.unit >> 2)
+
+  def make_fault(self, msg: str) -> Fault:
+    ring_off, ib = self.position()
+    launch, st = self.locate()
+    return Fault(self.name, self.device, ring_off, self.cur, msg, launch, st[2] if st else None, st[6] if st else None, ib)
+
+  def dispatch(self, a):
+    regs, mem, m = self.regs, self.mem, self.m
+    prog = ((regs.get(self.R_PGM_LO + 1, 0) << 32) | regs.get(self.R_PGM_LO, 0)) << 8
+    k = m.kernels.get(prog)
+    if k is None:
+      try: marker = mem.view(prog - ENTRY_OFFSET + 64, 64).tobytes()
+      except DeviceFault: marker = b""
+      name = marker[len(SYNTH_MAGIC):].split(b"\0")[0].decode(errors="replace") if marker.startswith(SYNTH_MAGIC) else None
+      k = m.kernels_by_name.get(name)
+      if k is None: raise DeviceFault(f"DISPATCH_DIRECT: no known kernel at program address {prog:#x}"
+                                      + (f" (marker names `{name}`)" if name else ""))
+    fn, nparams = k
+    n = self.ud_count
+    if n < 2: raise DeviceFault("DISPATCH_DIRECT: no kernarg pointer in COMPUTE_USER_DATA")
+    ka = regs.get(self.R_UD + n - 2, 0) | regs.get(self.R_UD + n - 1, 0) << 32
+    views, nbytes = [], 0
+    for i in range(nparams):
+      ptr = mem.r32(ka + 8 * i) | mem.r32(ka + 8 * i + 4) << 32
+      lo, hi = m.arg_range(ka, i, ptr)
+      views.append(mem.view(lo, hi - lo))
+      nbytes += hi - lo
+    try: fn.run(views)
+    except KernelError as e: raise DeviceFault(f"kernel `{fn.name}`: {e}") from None
+    mem.writes += 1
+    self.cost += nbytes / KERNEL_BYTES_PER_US + fn.extra_us
+
+class HostActor:
+  name, device, index = "host", None, 0
+  def __init__(self, m: "Emulator", gen):
+    self.m, self.gen, self.clock, self.pending, self.done, self.blocked_at, self.steps = m, gen, 0.0, None, False, -1, 0
+    self.blocked_since = 0.0
+  def busy(self) -> bool: return not self.done
+  def step(self) -> int:
+    m = self.m
+    try:
+      if self.pending is not None:
+        b = self.pending
+        if not b.ready(m.mem):
+          self.blocked_at = m.mem.writes
+          return BLOCKED
+        if isinstance(b, HostWait):
+          t0 = self.clock
+          m.wait_satisfied(self, b.addr)
+          self.clock += HOST_COST["wait"]
+          if m.tracing: m.trace_host(self, t0, self.clock, b.stmt, b.line, b.launch)
+          if self.clock - t0 > b.timeout_us:
+            m.hang = Hang([Blocked("host", None, None, None, b.signal, b.addr, ">=", b.value, None, b.launch, b.line, b.stmt, "timeout")])
+            return FAULT
+        self.pending = None
+      try: item = next(self.gen)
+      except StopIteration:
+        self.done = True
+        return DONE
+      self.steps += 1
+      if isinstance(item, Block): self.pending = item
+      else:  # (cost, what, line, launch) of a statement the host just performed
+        t0 = self.clock
+        self.clock += item[0]
+        if m.tracing: m.trace_host(self, t0, self.clock, *item[1:])
+      self.blocked_at = -1
+      return PROGRESS
+    except DeviceFault as e:
+      m.fault = Fault("host", None, None, None, str(e))
+      return FAULT
+
+class Emulator(Device):
+  """A machine: memory, engines, kernels. `run(host)` interleaves the host program with the engines until all are
+  done, a queue faults, or nothing can progress (a hang)."""
+  def __init__(self, seed: Optional[int] = None, trace: bool = False, max_steps: int = 50_000_000):
+    self.mem = Memory()
+    self.engines: list[Engine] = []
+    self.by_ring: dict = {}
+    self.kernels: dict = {}          # program address -> (KernelFn, nparams)
+    self.kernels_by_name: dict = {}
+    self.buffers: list = []          # sorted (addr, end, name) for kernel argument ranges
+    self.kernarg_ranges: dict = {}   # kernarg address -> [(lo, hi)] per parameter
+    self.rng = random.Random(seed) if seed is not None else None
+    self.seed, self.max_steps = seed, max_steps
+    self.tracing, self.events, self.flows = trace, [], []
+    self.last_write: dict = {}       # signal address -> (time, writer event index)
+    self.fault: Optional[Fault] = None
+    self.hang: Optional[Hang] = None
+    self.locate: Optional[Callable] = None   # (ring, absolute dword) -> (launch, stmt) from the submitter
+    self.namer: Callable = lambda addr: None
+    self._codecs: dict = {}
+    self.ring_top: dict = {}
+    self.host_actor: Optional[HostActor] = None
+
+  def codec(self, kind: str, arch: str) -> _Codec:
+    if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch)
+    return self._codecs[kind, arch]
+
+  # ---- Device interface
+  def allocate(self, addr, size, name, device=None): self.mem.add(addr, size, name, device)
+  def map(self, addr, size): return self.mem.view(addr, size)
+  def write(self, addr, data): self.mem.write(addr, data)
+  def read(self, addr, size): return self.mem.view(addr, size).tobytes()
+  def write_dwords(self, addr, idx, values):
+    r = self.mem.find(addr, 4)
+    r.u32[(addr - r.base >> 2) + idx] = values
+    self.mem.writes += 1
+  def create_queue(self, name, engine, device, arch, ring_size, addr: Optional[int] = None) -> Ring:
+    if addr is None: addr = self.ring_top.get(device, RING_BASE[0] + RING_BASE[1] * len(self.ring_top))
+    self.ring_top[device] = addr + ring_size
+    self.allocate(addr, ring_size, f"{name}.ring", device)
+    ring = Ring(name, engine, device, arch, addr, ring_size)
+    e = Engine(self, ring)
+    e.index = len(self.engines) + 1
+    self.engines.append(e); self.by_ring[id(ring)] = e
+    return ring
+  def doorbell(self, ring, wptr):
+    h = self.host_actor
+    self.by_ring[id(ring)].starts.append((ring.wptr, (h.clock if h else 0.0) + HOST_COST["submit"]))
+    ring.wptr = wptr
+    self.mem.writes += 1
+  def read_ptr(self, ring): return self.by_ring[id(ring)].rptr
+  def signal_write(self, addr, value):
+    """A host `signal`: a 32-bit store the waits that it satisfies are ordered after (time, trace flows)."""
+    self.mem.w32(addr, value)
+    h = self.host_actor
+    if h is not None: self.note_write(addr, h.clock + HOST_COST["signal"], h)
+
+  # ---- kernels
+  def add_kernel(self, prog_addr: int, name: str, fn, nparams: int):
+    self.kernels[prog_addr] = self.kernels_by_name[name] = (fn, nparams)
+  def arg_range(self, ka: int, i: int, ptr: int) -> tuple:
+    """The byte range kernel parameter i sees: the kernarg block's recorded range if the pointer is the one the
+    image put there, else from the pointer to the end of its buffer."""
+    rs = self.kernarg_ranges.get(ka)
+    if rs is not None and i < len(rs) and rs[i][0] == ptr: return rs[i]
+    j = bisect.bisect_right(self.buffers, (ptr, float("inf"))) - 1
+    if j >= 0 and self.buffers[j][0] <= ptr <= self.buffers[j][1]: return ptr, self.buffers[j][1]
+    raise DeviceFault(f"kernel argument {i} points at {ptr:#x}, outside every buffer")
+
+  # ---- time and flows
+  def note_write(self, addr: int, t: float, who):
+    self.last_write[addr] = (t, len(self.events) if self.tracing else None, who.name)
+  def wait_satisfied(self, who, addr: int):
+    w = self.last_write.get(addr)
+    if w is None: return
+    if w[0] > who.clock: who.clock = w[0]
+    if self.tracing and w[1] is not None: self.flows.append((w[1], len(self.events), who.name))
+
+  # ---- trace
+  def trace_packet(self, e: Engine, p: Packet, t0: float, t1: float, rptr: int):
+    launch, st = e.locate(rptr)
+    self.events.append((e.name, e.device, launch, st[0] if st else None, st[6] if st else p.name, t0, t1, p.name,
+                        st[2] if st else None))
+  def trace_host(self, h: HostActor, t0: float, t1: float, what: str, line, launch):
+    self.events.append(("host", None, launch, h.steps, what, t0, t1, "host", line))
+
+  # ---- the scheduler
+  def run(self, host) -> None:
+    """Interleave `host` (a generator, see submit.py) with the engines. Default: the ready actor with the smallest
+    emulated clock runs next (ties round-robin), for a batch while it stays the earliest; with a seed: a uniformly
+    random ready actor runs one step. Sets self.fault / self.hang."""
+    H = self.host_actor = HostActor(self, host)
+    actors = [H, *self.engines]
+    n, rr, steps, rng = len(actors), 0, 0, self.rng
+    mem = self.mem
+    while True:
+      w = mem.writes
+      cands = [a for a in actors if a.busy() and a.blocked_at != w]
+      if not cands:
+        if H.done and not any(e.busy() for e in self.engines): return
+        self.hang = self.hang_report(); return
+      if rng is not None:
+        a = cands[rng.randrange(len(cands))]
+        budget, limit = 1, None
+      else:
+        if len(cands) == 1: a, limit = cands[0], None
+        else:
+          cands.sort(key=lambda x: (x.clock, (x.index - rr) % n))
+          a, limit = cands[0], cands[1].clock
+        budget = MAX_BATCH
+      rr = a.index + 1
+      for _ in range(budget):
+        st = a.step()
+        steps += 1
+        if st != PROGRESS or (limit is not None and a.clock > limit): break
+      if st == FAULT: return
+      if steps > self.max_steps:
+        self.fault = Fault("machine", None, None, None, f"step limit ({self.max_steps} steps) reached"); return
+
+  def hang_report(self) -> Hang:
+    out = []
+    H = self.host_actor
+    for e in self.engines:
+      if not e.busy(): continue
+      ring_off, ib = e.position()
+      launch, st = e.locate()
+      wi = e.wait_info or (None, None, None, 5, None)
+      addr = wi[0]
+      out.append(Blocked(e.name, e.device, ring_off, e.cur, self.namer(addr) if addr is not None else None, addr,
+                         FUNC_TEXT.get(wi[3], "?"), wi[1], wi[4], launch, st[2] if st else None, st[6] if st else None))
+    if H is not None and not H.done and H.pending is not None:
+      b = H.pending
+      if isinstance(b, HostWait):
+        out.insert(0, Blocked("host", None, None, None, b.signal, b.addr, ">=", b.value, self.mem.r32(b.addr), b.launch, b.line, b.stmt))
+      elif isinstance(b, RingSpace):
+        out.insert(0, Blocked("host", None, None, None, None, None, ">=", b.need, b.free(), None, None,
+                              f"submit {b.ring.name}", "ring-full"))
+    return Hang(out)
+
+  @property
+  def time_us(self) -> float:
+    return max([e.clock for e in self.engines] + [self.host_actor.clock if self.host_actor else 0.0])
+
+# rings live high in each device's part of the address space, far above the image's memory plan
+RING_BASE = (0x0800_0000_0000 + 0x1000_0000_0000, 0x1000_0000_0000)

@@ -1,0 +1,121 @@
+"""Kernels the emulator can run: built-ins named by `= builtin NAME<dtype>(args)` and C source compiled with the host
+compiler. A kernel is called with one numpy byte view per parameter (the argument's byte range in emulated memory);
+builtins reinterpret those bytes as their dtype (trailing bytes that do not fill an element are left alone).
+
+Built-ins (dtype default f32; `n` = elements of the shortest argument involved):
+  fill<T>(value)    (out dst)                dst[:] = value
+  iota<T>(start=0)  (out dst)                dst[i] = start + i
+  add<T>            (out c, in a, in b)      c[:n] = a[:n] + b[:n]
+  mul<T>            (out c, in a, in b)      c[:n] = a[:n] * b[:n]
+  scale<T>(factor)  (inout x) | (out y, in x)  x *= factor | y[:n] = x[:n] * factor
+  copy              (out dst, in src)        bytes dst[:n] = src[:n]
+  sum<T>            (out dst, in src)        dst[0] = sum(src)
+  spin(us)          (any)                    touches nothing; costs `us` emulated microseconds
+Anything else (wrong parameter count, unknown name) is a KernelError, reported as a device fault at dispatch.
+"""
+from __future__ import annotations
+import ctypes, hashlib, os, pathlib, shutil, subprocess, tempfile
+from typing import Callable, Optional
+import numpy as np
+from ..ir import DTYPES
+
+__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "BUILTINS"]
+
+class KernelError(Exception): pass
+
+def _dt(t: str) -> np.dtype: return np.dtype(DTYPES[t][0]).newbyteorder("<")
+def _as(v: np.ndarray, dt: np.dtype) -> np.ndarray: return v[:len(v) - len(v) % dt.itemsize].view(dt)
+def _arg(args: tuple, i: int, default=None):
+  if i < len(args): return args[i]
+  if default is None: raise KernelError(f"needs argument {i + 1}")
+  return default
+
+def _fill(views, dt, args):
+  _need(views, 1); _as(views[0], dt)[:] = _arg(args, 0)
+def _iota(views, dt, args):
+  _need(views, 1); d = _as(views[0], dt); d[:] = np.arange(len(d)) + _arg(args, 0, 0)
+def _binop(f):
+  def run(views, dt, args):
+    _need(views, 3)
+    c, a, b = (_as(v, dt) for v in views)
+    n = min(len(a), len(b), len(c))
+    f(a[:n], b[:n], out=c[:n])
+  return run
+def _scale(views, dt, args):
+  k = _arg(args, 0)
+  if len(views) == 1: x = _as(views[0], dt); x[:] = x * k
+  else:
+    _need(views, 2); y, x = _as(views[0], dt), _as(views[1], dt); n = min(len(x), len(y)); y[:n] = x[:n] * k
+def _copy(views, dt, args):
+  _need(views, 2); n = min(len(views[0]), len(views[1])); views[0][:n] = views[1][:n]
+def _sum(views, dt, args):
+  _need(views, 2); d = _as(views[0], dt)
+  if len(d): d[0] = _as(views[1], dt).sum(dtype=dt)
+def _spin(views, dt, args): pass
+def _need(views, n):
+  if len(views) != n: raise KernelError(f"takes {n} parameters, got {len(views)}")
+
+# name -> (run(views, dtype, args), extra cost in µs from args)
+BUILTINS: dict[str, tuple] = {
+  "fill": (_fill, None), "iota": (_iota, None), "add": (_binop(np.add), None), "mul": (_binop(np.multiply), None),
+  "scale": (_scale, None), "copy": (_copy, None), "sum": (_sum, None), "spin": (_spin, lambda a: float(_arg(a, 0))),
+}
+
+class KernelFn:
+  """What a dispatch runs: `run(views)`; `extra_us` is added to the kernel's cost (spin)."""
+  def __init__(self, name: str, run: Callable, extra_us: float = 0.0):
+    self.name, self.run, self.extra_us = name, run, extra_us
+
+def make_kernel(k, cache_dir: Optional[str] = None) -> KernelFn:
+  """A KernelFn for an ir.Kernel. C source wins over builtin (it is the emitted, exact one); no implementation (or only
+  an AMD code object, which the emulator cannot execute) touches nothing."""
+  impl = k.impl
+  if impl is not None and impl.c_source is not None:
+    fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir)
+    def run_c(views):
+      fn(*[ctypes.c_void_p(v.ctypes.data) for v in views])
+    return KernelFn(k.name, run_c)
+  if impl is not None and impl.builtin is not None:
+    if impl.builtin not in BUILTINS: raise KernelError(f"unknown builtin `{impl.builtin}` (known: {', '.join(BUILTINS)})")
+    run, extra = BUILTINS[impl.builtin]
+    dt, args = _dt(impl.dtype or "f32"), tuple(impl.args)
+    def run_b(views):
+      try: run(views, dt, args)
+      except KernelError as e: raise KernelError(f"builtin {impl.builtin}: {e}") from None
+    return KernelFn(k.name, run_b, extra(args) if extra else 0.0)
+  return KernelFn(k.name, lambda views: None)
+
+# ---- C kernels
+
+def find_cc() -> Optional[str]:
+  """The host C compiler: $CC, else clang, cc, gcc (first on PATH)."""
+  if (cc := os.environ.get("CC")) and shutil.which(cc): return cc
+  return next((c for c in ("clang", "cc", "gcc") if shutil.which(c)), None)
+
+def _cache_dir(cache_dir: Optional[str]) -> pathlib.Path:
+  d = pathlib.Path(cache_dir or os.environ.get("HCQDSL_CACHE") or pathlib.Path(tempfile.gettempdir()) / f"hcqdsl-kernels-{os.getuid()}")
+  d.mkdir(parents=True, exist_ok=True)
+  return d
+
+_loaded: dict = {}
+
+def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None):
+  """Compile `source` to a shared library (cached by hash of compiler + source) and return its function `name`, typed
+  as taking `nparams` pointers."""
+  cc = find_cc()
+  if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
+  key = hashlib.sha256(f"{cc}\0{source}".encode()).hexdigest()[:24]
+  if key not in _loaded:
+    so = _cache_dir(cache_dir) / f"{key}.so"
+    if not so.exists():
+      src = so.with_suffix(".c")
+      src.write_text(source)
+      tmp = so.with_suffix(f".{os.getpid()}.tmp")
+      r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(tmp), str(src)], capture_output=True, text=True)
+      if r.returncode != 0: raise KernelError(f"C kernel `{name}` does not compile:\n{r.stderr.strip()}")
+      os.replace(tmp, so)  # atomic: concurrent runs share the cache
+    _loaded[key] = ctypes.CDLL(str(so))
+  try: fn = getattr(_loaded[key], name)
+  except AttributeError: raise KernelError(f"C kernel source defines no function `{name}`") from None
+  fn.argtypes, fn.restype = [ctypes.c_void_p] * nparams, None
+  return fn

@@ -1,0 +1,185 @@
+"""The CPU-side submit interpreter: resolve each launch's variables, patch the dwords whose value changed, put the
+queues' commands on their rings, publish write pointers, ring doorbells, and run the host statements.
+
+Commands go on the ring directly (tinygrad's unbound `_submit`), not as an INDIRECT_BUFFER to a resident command
+buffer: the host may submit launch k+1 while launch k still runs on the queue (only `wait`s order them), and patching
+a resident buffer would then rewrite commands under the engine's read pointer. A ring copy per launch is one numpy
+slice assignment, so exactness costs about a microsecond per kilobyte. The patched template stays on the host and
+only dwords whose value differs from the previous launch are rewritten there (vectorised compare-and-scatter).
+
+Rings: PM4 write pointers count dwords and a packet may wrap around the ring end (the CP reads modulo the ring);
+SDMA write pointers count bytes and packets never straddle the end: the submission is split at a packet boundary and
+the rest of the ring is filled with one SDMA NOP.
+
+The host program is a generator the device runs (device.run): it performs submits and signal writes itself through
+the device interface, yields `(cost µs, what, line, launch)` after each statement, and yields a Block (HostWait,
+RingSpace) when it must wait; the device resumes it once the condition holds."""
+from __future__ import annotations
+import bisect
+from typing import Optional
+import numpy as np
+from ..amd.packet import M32
+from ..amd.targets import get_target
+from ..compile import Image, QueueImage, DEVICE_BASE
+from .device import Device, Ring
+from .emulator import HostWait, RingSpace, HOST_COST
+
+__all__ = ["Submitter", "QueueState", "RING_MIN"]
+
+RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue's commands, rounded up to a power of 2
+RING_OFFSET = 0x0800_0000_0000  # rings sit here inside each device's part of the address space
+
+def _expr(var, add) -> str:
+  if var is None: return str(add & M32)
+  return var if add == 0 else f"{var} {'+' if add > 0 else '-'} {abs(add)}"
+
+class QueueState:
+  """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
+  def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict):
+    self.qi, self.name, self.ring, self.ring_u32 = qi, qi.name, ring, ring_u32
+    self.pm4 = qi.engine == "compute"
+    self.tmpl = np.array(qi.dwords, dtype=np.uint32)
+    ps = qi.patches
+    self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
+    self.pvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in ps], dtype=np.intp)
+    self.padd = np.array([p.add for p in ps], dtype=np.int64)
+    self.prev = self.tmpl[self.poffs].copy()
+    self.ndw = len(self.tmpl)
+    self.ndw_ring = ring.size // 4
+    self.bounds = _packet_starts(qi) if not self.pm4 else None
+    self.seg_starts: list = []   # absolute ring dword of each submission's first command dword
+    self.segs: list = []         # (abs start dword, dwords, launch, template offset)
+    self.patched: list = []      # dwords rewritten per launch
+    self.submitted = 0           # launches submitted
+
+def _packet_starts(qi: QueueImage) -> list:
+  from ..amd import sdma
+  return [p.offset for p in sdma.decoder(qi.arch).decode(qi.dwords)] + [len(qi.dwords)]
+
+class Submitter:
+  def __init__(self, image: Image, device: Device, var_values: Optional[dict] = None, ring_size: Optional[int] = None,
+               timeout_us: float = 10_000_000.0):
+    self.image, self.dev, self.overrides, self.timeout_us = image, device, dict(var_values or {}), timeout_us
+    self.vars = list(image.vars)
+    self.var_index = {v: i for i, v in enumerate(self.vars)}
+    for r in image.regions: device.allocate(r.addr, r.size, r.name, r.device)
+    for a, b in image.data: device.write(a, b)
+    for q in image.queues:  # the resident command buffer: what a disassembler of device memory finds there
+      if q.dwords: device.write(q.addr, np.array(q.dwords, dtype="<u4").tobytes())
+    dev_index = {d["name"]: d["index"] for d in image.devices}
+    order = {d["name"]: i for i, d in enumerate(image.devices)}
+    top: dict = {}
+    self.queues: dict[str, QueueState] = {}
+    self.by_ring: dict = {}
+    for q in image.queues:
+      size = ring_size or max(RING_MIN, 1 << (16 * len(q.dwords) + 64).bit_length())
+      base = top.get(q.device, DEVICE_BASE * (order[q.device] + 1) + RING_OFFSET)
+      top[q.device] = base + size
+      ring = device.create_queue(q.name, q.engine, q.device, q.arch, size, addr=base)
+      qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index)
+      self.queues[q.name] = qs
+      self.by_ring[id(ring)] = qs
+    if any(not qs.pm4 for qs in self.queues.values()):
+      t = get_target(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4)).sdma
+      self.sdma_nop = lambda n: t.SDMA_OP_NOP | t.SDMA_PKT_NOP_HEADER_COUNT(n - 1)
+    self._dev_index = dev_index
+
+  # ---- variables and patches
+  def env_vector(self, launch: int) -> np.ndarray:
+    env = self.image.env(launch, **self.overrides)
+    return np.array([env[v] for v in self.vars] + [0], dtype=np.int64)  # last slot: constant patches
+
+  def patch(self, qs: QueueState, vec: np.ndarray) -> int:
+    """Rewrite the template dwords whose value changed since the last launch; returns how many."""
+    if not len(qs.poffs): return 0
+    vals = ((vec[qs.pvar] + qs.padd) & M32).astype(np.uint32)
+    ch = vals != qs.prev
+    n = int(np.count_nonzero(ch))
+    if n:
+      qs.tmpl[qs.poffs[ch]] = vals[ch]
+      qs.prev = vals
+    return n
+
+  # ---- rings
+  def layout(self, qs: QueueState) -> tuple:
+    """(bytes the submission takes on the ring incl. padding, split dword index or None, pad dwords)."""
+    r = qs.ring
+    pos = (r.wptr * r.unit >> 2) % qs.ndw_ring
+    if qs.pm4 or pos + qs.ndw <= qs.ndw_ring: return 4 * qs.ndw, None, 0
+    room = qs.ndw_ring - pos
+    b = qs.bounds[bisect.bisect_right(qs.bounds, room) - 1]  # last packet boundary that fits before the end
+    return 4 * (qs.ndw + room - b), b, room - b
+
+  def put(self, qs: QueueState, launch: int, split, pad: int) -> None:
+    """Copy the patched template onto the ring and ring the doorbell (space already checked)."""
+    r, ring, nd, t = qs.ring, qs.ring_u32, qs.ndw_ring, qs.tmpl
+    abs_dw = r.wptr * r.unit >> 2
+    pos = abs_dw % nd
+    if split is None:
+      end = pos + qs.ndw
+      if end <= nd: ring[pos:end] = t
+      else: ring[pos:] = t[:nd - pos]; ring[:end - nd] = t[nd - pos:]
+      self._seg(qs, abs_dw, 0, qs.ndw, launch)
+    else:
+      ring[pos:pos + split] = t[:split]
+      self._seg(qs, abs_dw, 0, split, launch)
+      p, left = pos + split, pad
+      while left:  # NOP count is 14 bits
+        k = min(left, 0x4000)
+        ring[p] = self.sdma_nop(k); ring[p + 1:p + k] = 0
+        p += k; left -= k
+      ring[:qs.ndw - split] = t[split:]
+      self._seg(qs, abs_dw + split + pad, split, qs.ndw - split, launch)
+    total = qs.ndw + pad
+    self.dev.doorbell(r, r.wptr + 4 * total // r.unit)
+
+  def _seg(self, qs, abs_dw, off, n, launch):
+    if n: qs.seg_starts.append(abs_dw); qs.segs.append((abs_dw, n, launch, off))
+
+  def locate(self, ring: Ring, abs_dw: int):
+    """(launch, statement tuple of the image's source map) of the command at absolute ring dword `abs_dw`."""
+    qs = self.by_ring.get(id(ring))
+    if qs is None: return None, None
+    i = bisect.bisect_right(qs.seg_starts, abs_dw) - 1
+    if i < 0: return None, None
+    start, n, launch, off = qs.segs[i]
+    if abs_dw >= start + n: return None, None
+    return launch, qs.qi.span_at(off + abs_dw - start)
+
+  # ---- the host program
+  def submit(self, qs: QueueState, launch: int, vec: np.ndarray, line):
+    qs.patched.append(self.patch(qs, vec))
+    need, split, pad = self.layout(qs)
+    if need > qs.ring.size: raise ValueError(f"queue {qs.name}: {need} bytes of commands do not fit its {qs.ring.size}-byte ring")
+    space = RingSpace(qs.ring, need, self.dev)
+    if not space.ready(None): yield space
+    self.put(qs, launch, split, pad)
+    qs.submitted = launch
+    yield (HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.ndw, f"submit {qs.name}", line, launch)
+
+  def host(self, launches: int):
+    """The host program of `launches` consecutive launches, as a generator (see the module docstring)."""
+    img = self.image
+    named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
+    bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
+    for k in range(1, launches + 1):
+      vec = self.env_vector(k)
+      env = dict(zip(self.vars, vec.tolist()))
+      done: set = set()
+      def sub(names, line):
+        for name in names:
+          if name in done: continue
+          done.add(name)
+          yield from self.submit(self.queues[name], k, vec, line)
+      # queues that no submit covers go first (a bare submit covers every queue)
+      yield from sub([] if bare else [q.name for q in img.queues if q.name not in named], None)
+      for st in img.host:
+        op = st["op"]
+        if op == "submit": yield from sub(st["queues"] or [q.name for q in img.queues], st["line"])
+        else:
+          v = ((env[st["var"]] if st["var"] is not None else 0) + st["add"]) & M32
+          text = f"{op} {st['signal']} {'>=' if op == 'wait' else '='} {_expr(st['var'], st['add'])}"
+          if op == "signal":
+            self.dev.signal_write(st["addr"], v)
+            yield (HOST_COST["signal"], text, st["line"], k)
+          else: yield HostWait(st["addr"], v, st["signal"], st["line"], k, text, self.timeout_us)
