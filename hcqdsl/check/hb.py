@@ -7,9 +7,9 @@ this one execution decides `deadlock`, and the clocks it builds are the happens-
 
 Clocks: `vc[i][j]` = the last position of sequence j known to happen before sequence i's current step. A wait joins
 the clock of the write that satisfies it (the first write reaching the value since the last lowering write); a
-queue's first step of a launch joins the host's clock at the submit. Clocks are snapshotted (tuples, shared until the
-next join) only at writes, submits and barriers, so memory is O(writes * sequences) and time O(steps + joins *
-sequences).
+queue's first step of a launch joins the host's clock at the submit. A join builds a new list and nothing mutates it
+afterwards, so the list itself is the snapshot a write or submit keeps (no copy per write): memory is O(joins *
+sequences) and time O(steps + joins * sequences).
 
 Races: for each buffer we keep its distinct byte ranges (sorted, with the longest length, so the ranges overlapping
 [lo, hi) are found by bisection) and, per range and sequence j, the positions of j's accesses. An access X of sequence i
@@ -44,10 +44,11 @@ def happens_before(u: Unrolled) -> Trace:
   nsig = len(u.signals)
   done = [0] * S
   vc = [[0] * S for _ in range(S)]
-  snap: list = [None] * S
   value = list(u.sig_init)
   hv = [[v] for v in value]              # values since the last lowering write: non-decreasing
-  hw: list = [[None] for _ in value]     # their writers (seq, pos, clock); None: the initial value
+  hs: list = [[-1] for _ in value]       # their writers' sequence (-1: the initial value),
+  hp_: list = [[0] for _ in value]       # position,
+  hc: list = [[None] for _ in value]     # and clock
   last_w: list = [None] * nsig           # latest write in execution order
   last_reset: list = [None] * nsig       # latest lowering write
   last_wait = [dict() for _ in range(nsig)]
@@ -89,8 +90,8 @@ def happens_before(u: Unrolled) -> Trace:
           break
         hp, hclk = s_
         if hp > v[0]:
-          v = vc[i] = list(map(max, v, hclk)); v[0] = hp; snap[i] = None
-        bar[i] = tuple(v)
+          v = vc[i] = list(map(max, v, hclk)); v[0] = hp
+        bar[i] = v
       op = ops[idx]
       kind = op[0]
       pos = p + 1
@@ -150,40 +151,37 @@ def happens_before(u: Unrolled) -> Trace:
         # anything): else the wait could also run, or sit blocked, while it lowers the signal
         r = last_reset[s]
         if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
-        w = hw[s][bisect_left(hv[s], need)]
+        x = bisect_left(hv[s], need)
+        wj = hs[s][x]
         wr_i[idx] += 1
-        if w is None or w[0] == i or w[1] <= v[w[0]]: wd_i[idx] += 1
+        if wj < 0 or wj == i or hp_[s][x] <= v[wj]: wd_i[idx] += 1
         else:
-          v = vc[i] = list(map(max, v, w[2])); v[w[0]] = w[1]; snap[i] = None
+          v = vc[i] = list(map(max, v, hc[s][x])); v[wj] = hp_[s][x]
         last_wait[s][i] = pos
       elif kind == WRITE:
         s = op[1]
         val = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
         lw = last_w[s]
         if lw is not None and lw[0] != i and lw[1] > v[lw[0]]: violations.append(("signal-race", lw, (i, pos), s))
-        clk = snap[i]
-        if clk is None: clk = snap[i] = tuple(v)
         if val < value[s]:
           for j, wp in last_wait[s].items():
             if j != i and wp > v[j]: violations.append(("non-monotonic", (i, pos), (j, wp), s))
-          hv[s], hw[s] = [val], [(i, pos, clk)]
+          hv[s], hs[s], hp_[s], hc[s] = [val], [i], [pos], [v]
           last_reset[s] = (i, pos)
         else:
-          hv[s].append(val); hw[s].append((i, pos, clk))
+          hv[s].append(val); hs[s].append(i); hp_[s].append(pos); hc[s].append(v)
         value[s] = val
         last_w[s] = (i, pos)
         wq = waiters[s]
         while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
       elif kind == SUBMIT:
-        clk = snap[i]
-        if clk is None: clk = snap[i] = tuple(v)
         for q in op[1]:
-          sub[q][k] = (pos, clk)
+          sub[q][k] = (pos, v)
           if gate_blocked[q]:
             gate_blocked[q] = False
             ready.append(q)
       elif kind == BARRIER:
-        bar[i] = tuple(v)
+        bar[i] = v
       p = pos; idx += 1
     done[i] = p
 

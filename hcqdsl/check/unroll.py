@@ -87,22 +87,24 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   def access(sl, mode):
     b = buf_id.get(sl.buffer.name)
     if b is None: return None
-    lo, hi = sl.bounds(buffers[b].size)
+    lo = 0 if sl.start is None else sl.start
+    hi = buffers[b].size if sl.end is None else sl.end
     return (b, lo, hi, mode, (lo, hi), (hi,))  # the last two: keys for hb's sorted range lists
 
   def lower(st, q: Optional[Queue]):
-    if isinstance(st, Epoch):
-      d = q.device.name
-      return (WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1)
-    if isinstance(st, (Wait, SignalWrite)):
-      return (WAIT if isinstance(st, Wait) else WRITE, sig_id[st.signal.name],
-              st.value.var.name if st.value.var is not None else None, st.value.offset)
-    if isinstance(st, Exec):
+    t = type(st)  # exact types: this runs once per statement of a possibly huge program
+    if t is Wait or t is SignalWrite:
+      v = st.value
+      return (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
+    if t is Exec:
       k = kernels.get(st.kernel.name)
       accs = [] if k is None else [access(a, _MODE[p.mode]) for p, a in zip(k.params, st.args)]
       return (ACCESS, tuple(a for a in accs if a is not None))
-    if isinstance(st, Copy): return (ACCESS, tuple(a for a in (access(st.src, R), access(st.dst, W)) if a))
-    if isinstance(st, Barrier): return (BARRIER,)
+    if t is Copy: return (ACCESS, tuple(a for a in (access(st.src, R), access(st.dst, W)) if a))
+    if t is Epoch:
+      d = q.device.name
+      return (WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1)
+    if t is Barrier: return (BARRIER,)
     return (NOP,)
 
   seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), [lower(st, q) for st in q.body])
