@@ -96,6 +96,8 @@ def _lazy(module: str, fn: str):
 
 def build_parser() -> argparse.ArgumentParser:
   ap = argparse.ArgumentParser(prog="hcqdsl", description="A language and toolchain for AMD hardware command queues.")
+  from . import __version__
+  ap.add_argument("--version", action="version", version=f"hcqdsl {__version__}")
   sub = ap.add_subparsers(dest="command", metavar="COMMAND")
   sub.required = True
   p = sub.add_parser("parse", help="parse a program and print its IR")
