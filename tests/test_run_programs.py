@@ -1,0 +1,75 @@
+"""Every program in programs/: clean ones with expects run to their expected data under >= 20 seeds, deadlocking ones
+hang naming the waits `check` names, racy ones show differing final memory across seeds."""
+import pathlib, re
+import pytest
+from hcqdsl.syntax import parse
+from hcqdsl.runtime import run, run_schedules
+from hcqdsl.check import check_text
+
+PROGRAMS = sorted((pathlib.Path(__file__).parent.parent / "programs").glob("*.hcq"))
+MARK = re.compile(r"#\s*E:\s*([a-z-]+)")
+
+def header(text: str) -> dict:
+  m = re.search(r"^#\s*hcq:(.*)$", text, re.M)
+  return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else {}
+
+def markers(text: str) -> dict:
+  out: dict = {}
+  for i, line in enumerate(text.split("\n"), 1):
+    for code in MARK.findall(line): out.setdefault(code, set()).add(i)
+  return out
+
+def load(path):
+  text = path.read_text()
+  return text, parse(text, str(path)), header(text), markers(text)
+
+CLEAN = [p for p in PROGRAMS if not markers(p.read_text()) and parse(p.read_text(), str(p)).expects]
+DEADLOCK = [p for p in PROGRAMS if "deadlock" in markers(p.read_text())]
+# races show in data only where the racing kernels compute something: programs with a `# hcq:` run header
+RACY = [p for p in PROGRAMS if "race" in markers(p.read_text()) and header(p.read_text())]
+
+def test_programs_found():
+  assert CLEAN and DEADLOCK and RACY
+
+@pytest.mark.parametrize("path", CLEAN, ids=lambda p: p.name)
+def test_clean_program_runs_to_expected_data(path):
+  text, prog, h, _ = load(path)
+  launches = h.get("launches", 2)
+  for seed in [None, *range(max(20, h.get("seeds", 20)))]:
+    r = run(prog, launches=launches, seed=seed)
+    assert r.ok, f"seed {seed}:\n{r.summary()}"
+    assert r.expects and all(e.ok for e in r.expects)
+
+@pytest.mark.parametrize("path", DEADLOCK, ids=lambda p: p.name)
+def test_deadlock_program_hangs_naming_checks_waits(path):
+  text, prog, h, marks = load(path)
+  launches = h.get("launches", 2)  # check's default
+  diags = [d for d in check_text(text, str(path), launches) if d.code == "deadlock"]
+  hung = 0
+  for seed in [None, *range(20)]:
+    r = run(prog, launches=launches, seed=seed)
+    assert r.fault is None
+    if r.hang is None: continue  # a deadlock in *some* execution: this schedule escaped it
+    hung += 1
+    assert not r.ok and "hang: no queue can progress" in str(r.hang)
+    assert r.hang.lines <= marks["deadlock"] and r.hang.lines <= {d.span.line for d in diags}
+    for b in r.hang.blocked:
+      assert b.signal and b.needed is not None and b.now is not None and b.stmt and b.line
+      assert b.now < b.needed
+      if b.queue != "host": assert b.packet is not None and b.packet.name in ("WAIT_REG_MEM", "POLL_REGMEM")
+  assert hung, "no schedule hung"
+
+def test_run_deadlock_names_exactly_checks_waits():
+  path = next(p for p in DEADLOCK if p.name == "run_deadlock.hcq")
+  text, prog, h, marks = load(path)
+  r = run(prog, launches=2)
+  assert r.hang.lines == marks["deadlock"] == {d.span.line for d in check_text(text, str(path)) if d.code == "deadlock"}
+  assert {b.signal for b in r.hang.blocked} == {"s", "t"}
+
+@pytest.mark.parametrize("path", RACY, ids=lambda p: p.name)
+def test_racy_program_differs_across_seeds(path):
+  text, prog, h, marks = load(path)
+  results, races = run_schedules(prog, range(max(20, h.get("seeds", 20))), launches=h.get("launches", 1))
+  assert all(r.hang is None and r.fault is None for r in results)
+  assert races, "no schedule witnessed the race"
+  assert len(races[0].values) >= 2 and "differs between schedules" in str(races[0])
