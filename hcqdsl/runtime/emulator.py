@@ -310,6 +310,7 @@ class Engine:
       if pos + n > size: raise DeviceFault(f"packet of {n} dwords runs past the end of the indirect buffer ({size - pos} left)")
       self.cur_pos = (None, (base, pos))
       return mem.view(a, 4 * n).tobytes(), n
+    self.cur_pos = ((self.rptr * self.unit) % self.ring.size, None)
     avail = (self.ring.wptr - self.rptr) * self.unit
     st = self.starts
     while st and st[0][0] <= self.rptr:  # a submission cannot start before its doorbell rang
@@ -328,6 +329,7 @@ class Engine:
     return np.concatenate((ring[i:], ring[:i + n - ndw])).tobytes(), n
 
   def step(self) -> int:
+    self.cur = None
     try:
       got = self.fetch()
       if got is None: return IDLE
