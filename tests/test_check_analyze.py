@@ -44,6 +44,8 @@ CASES = [
   ("disjoint", "queue c0 compute on gpu0 {\n exec fill(a[0:2K])\n}\nqueue c1 compute on gpu0 {\n exec fill(a[2K:])\n}\n", set()),
   ("overlap", "queue c0 compute on gpu0 {\n exec fill(a[0:2K])\n}\nqueue c1 compute on gpu0 {\n exec fill(a[2K-1:])\n}\n".replace("2K-1", "2047"),
    {"race"}),
+  ("wide_after_disjoint", "queue c0 compute on gpu0 {\n exec fill(a[0:1K])\n exec fill(a[2K:3K])\n}\nqueue c1 compute on gpu0 {\n"
+   " exec use(a[512:2560])\n}\n", {"race"}),
   ("copy_src_dst", "queue x0 copy on gpu0 {\n copy a[0:1K] <- a[1K:2K]\n}\nqueue x1 copy on gpu0 {\n copy a[2K:3K] <- a[1K:2K]\n}\n", set()),
   ("copy_dst_src", "queue x0 copy on gpu0 {\n copy a[0:1K] <- a[1K:2K]\n}\nqueue x1 copy on gpu0 {\n copy a[2K:3K] <- a[0:1K]\n}\n",
    {"race"}),

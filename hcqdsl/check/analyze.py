@@ -14,7 +14,8 @@ from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalR
 
 __all__ = ["analyze", "BUDGET"]
 
-BUDGET = 200_000  # explored states before the verdict of a program outside the exact fragment is called incomplete
+# states explored (a few seconds) before the verdict on a program outside the exact fragment is called incomplete
+BUDGET = 50_000
 
 def _why(u: Unrolled, v) -> str:
   code, a, b, s = v

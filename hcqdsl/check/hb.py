@@ -12,12 +12,14 @@ afterwards, so the list itself is the snapshot a write or submit keeps (no copy 
 sequences) and time O(steps + joins * sequences).
 
 Races: for each buffer we keep its distinct byte ranges (sorted, with the longest length, so the ranges overlapping
-[lo, hi) are found by bisection) and, per range and sequence j, the positions of j's accesses. An access X of sequence i
+[lo, hi) are found by bisection; while a buffer's ranges are pairwise disjoint, as slices of one buffer usually are,
+only the identical range can overlap and a dict lookup suffices) and, per range and sequence j, the positions of j's
+accesses. An access X of sequence i
 is unordered with an earlier-executed access Y of j iff pos(Y) > vc[i][j]: a suffix of the range's positions, empty
 in a race-free program. So an access costs O(log ranges + overlapping ranges * sequences touching them).
 """
 from __future__ import annotations
-from bisect import bisect_left, bisect_right, insort
+from bisect import bisect_left, bisect_right
 from heapq import heappush, heappop
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 
@@ -55,7 +57,7 @@ def happens_before(u: Unrolled) -> Trace:
   waiters: list = [[] for _ in range(nsig)]
   sub: list = [[None] * N for _ in range(S)]
   gate_blocked = [False] * S
-  users = [[[], {}, 0] for _ in u.buffers]
+  users = [[[], {}, 0, True] for _ in u.buffers]
   bufdev = u.buf_device
   bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
   races: dict = {}
@@ -98,18 +100,27 @@ def happens_before(u: Unrolled) -> Trace:
       if kind == ACCESS:
         for acc in op[1]:
           b, lo, hi, m, key, probe = acc
-          ub = users[b]   # [sorted distinct ranges, range -> {seq: [positions]}, longest range]
+          ub = users[b]   # [sorted distinct ranges, range -> {seq: [positions]}, longest range, ranges all disjoint]
           rmap = ub[1]
-          if rmap:
+          by = rmap.get(key)
+          if by is None and ub[3] and rmap:   # a new range: do the ranges stay pairwise disjoint?
+            keys = ub[0]
+            t = bisect_left(keys, key)
+            if (t and keys[t - 1][1] > lo) or (t < len(keys) and keys[t][0] < hi): ub[3] = False
+          if ub[3]: cands = (key,) if by is not None else ()  # disjoint ranges: only the same range can overlap
+          elif rmap:
             keys, lim = ub[0], lo - ub[2]
-            vis_on = m != W and i
-            far = bufdev[b] != devs[i]
-            t = bisect_left(keys, probe)
+            t, cands = bisect_left(keys, probe), []
             while t > 0:   # the ranges starting before hi, back to where none can reach lo
               t -= 1
               k2 = keys[t]
               if k2[0] <= lim: break
-              if k2[1] <= lo: continue
+              if k2[1] > lo: cands.append(k2)
+          else: cands = ()
+          if cands:
+            vis_on = m != W and i
+            far = bufdev[b] != devs[i]
+            for k2 in cands:
               for j, pl in rmap[k2].items():
                 if j == i: continue
                 cj = v[j]
@@ -122,7 +133,7 @@ def happens_before(u: Unrolled) -> Trace:
                     n -= 1; c += 1
                 if vis_on and (far or devs[j] != devs[i]):
                   lowb = bar[i][j] if bar[i] is not None else 0
-                  if cj > lowb and (i, idx) not in vis:   # j's writes in (lowb, cj] are ordered before this read, but not before a barrier
+                  if cj > lowb and (i, idx) not in vis:   # j's writes in (lowb, cj] are ordered before it, not before a barrier
                     oj, Lj, c = seqs[j].ops, lens[j], 0
                     n = bisect_right(pl, cj) - 1
                     while n >= 0 and pl[n] > lowb and c < VIS_CAP:
@@ -133,9 +144,9 @@ def happens_before(u: Unrolled) -> Trace:
                         vis_on = False
                         break
                       n -= 1; c += 1
-          by = rmap.get(key)
           if by is None:
-            insort(ub[0], key); rmap[key] = {i: [pos]}
+            keys = ub[0]
+            keys.insert(bisect_left(keys, key), key); rmap[key] = {i: [pos]}
             if hi - lo > ub[2]: ub[2] = hi - lo
           else:
             pl = by.get(i)
