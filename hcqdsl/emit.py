@@ -58,6 +58,9 @@ def _strip(name: str) -> str:
 
 _VEC = re.compile(r"typedef ([^;]+?) (\w+) __attribute__\(\(aligned\((\d+)\),ext_vector_type\((\d+)\)\)\);")
 
+_BITCAST = ("#ifndef __clang__\n#define __builtin_bit_cast(T, v) ({ __typeof__(v) _bc_v = (v); T _bc_r; "
+            "__builtin_memcpy(&_bc_r, &_bc_v, sizeof(_bc_r)); _bc_r; })\n#endif\n")
+
 def _c_source(prg, name: str) -> str:
   """tinygrad's CPU C for a PROGRAM, as `void name(T0* p0, T1* p1, ...)` (one pointer per buffer argument): gcc-friendly
   vector typedefs, and a wrapper when tinygrad's signature has more (`core_id` threads)."""
@@ -67,6 +70,8 @@ def _c_source(prg, name: str) -> str:
   # clang's ext_vector_type -> GCC vector extension (both compilers take it; power-of-two sizes only)
   src = _VEC.sub(lambda m: m.group(0) if int(m.group(4)) & (int(m.group(4)) - 1) else
                  f"typedef {m.group(1)} {m.group(2)} __attribute__((vector_size({m.group(4)}*sizeof({m.group(1)}))));", src)
+  if "__builtin_bit_cast" in src:  # clang-only in C; GCC gets the same through memcpy
+    src = _BITCAST + src
   if list(info.globals) != list(range(len(info.globals))): raise EmitError(f"{fn}: unexpected buffer order {info.globals}")
   extra = [v.expr for v in info.vars]
   if any(v != "core_id" for v in extra): raise EmitError(f"{fn}: symbolic variables {extra} are not supported")
