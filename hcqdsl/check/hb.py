@@ -107,7 +107,8 @@ def happens_before(u: Unrolled) -> Trace:
             keys = ub[0]
             t = bisect_left(keys, key)
             if (t and keys[t - 1][1] > lo) or (t < len(keys) and keys[t][0] < hi): ub[3] = False
-          if ub[3]: cands = (key,) if by is not None else ()  # disjoint ranges: only the same range can overlap
+          if ub[3]:   # disjoint ranges: only the same range can overlap, and only another sequence's accesses matter
+            cands = (key,) if by is not None and (len(by) > 1 or i not in by) else ()
           elif rmap:
             keys, lim = ub[0], lo - ub[2]
             t, cands = bisect_left(keys, probe), []
