@@ -86,7 +86,7 @@ def _c_source(prg, name: str) -> str:
 
 def _np(buf):
   import numpy as np
-  return np.frombuffer(bytes(buf.as_memoryview()), dtype=np.uint8)
+  return np.frombuffer(buf.as_memoryview(allow_zero_copy=True), dtype=np.uint8).copy()
 
 def _data(raw, dtype) -> Data:
   import numpy as np
@@ -98,8 +98,11 @@ def _data(raw, dtype) -> Data:
 
 def _is_sched_dev(d) -> bool: return all(str(x).split(":")[0] == "CPU" or str(x).split(":")[0] == "AMD" for x in (d if isinstance(d, tuple) else (d,)))
 
-def schedule(*tensors, max_values: int = MAX_VALUES) -> Schedule:
-  """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands."""
+def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None) -> Schedule:
+  """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands. `timings`, if
+  given, gets the seconds spent inside tinygrad ("tinygrad") and in total ("total")."""
+  import time
+  t_start = time.perf_counter()
   _tg()
   from tinygrad import Tensor
   from tinygrad.uop.ops import Ops, UOp
@@ -109,6 +112,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES) -> Schedule:
   from tinygrad.helpers import to_tuple
   tensors = [t for t in tensors if t is not None]
   if not tensors: raise EmitError("nothing to emit: the function returned no tensors")
+  t0 = time.perf_counter()
   linear, var_vals = Tensor.linear_with_vars(*tensors)
   if var_vals: raise EmitError(f"symbolic variables {sorted(var_vals)} are not supported")
   linear = compile_linear(linear)
@@ -116,14 +120,18 @@ def schedule(*tensors, max_values: int = MAX_VALUES) -> Schedule:
   def host_src(c): return c.src[0].op is Ops.COPY and not _is_sched_dev(get_call_arg_uops(c)[1].device)
   uploads = [c for c in linear.src if host_src(c)]
   calls = [c for c in linear.src if not host_src(c)]
-  if uploads: run_linear(UOp(Ops.LINEAR, src=tuple(uploads)))
+  if uploads: run_linear(UOp(Ops.LINEAR, src=tuple(uploads)), jit=True)  # already compiled above
+  t_tg = time.perf_counter() - t0
   for c in calls:
     if c.src[0].op not in (Ops.PROGRAM, Ops.COPY) or _get_enqueue_devs(c) is None:
       raise EmitError(f"cannot emit a `{c.src[0].op}` call ({get_call_name(c, get_call_arg_uops(c))})")
 
-  def lanes(u):  # per-lane tinygrad Buffers of an argument
-    b = u.buffer
-    return list(b.bufs) if isinstance(b, MultiBuffer) else [b]
+  lane_cache: dict = {}
+  def lanes(u):  # per-lane tinygrad Buffers of an argument (a view's Buffer is rebuilt on every `.buffer`: cache it)
+    if (r := lane_cache.get(u)) is None:
+      b = u.buffer
+      r = lane_cache[u] = list(b.bufs) if isinstance(b, MultiBuffer) else [b]
+    return r
   devices: list = []
   def dev_index(d: str) -> int:
     from tinygrad.device import canonicalize_device
@@ -154,7 +162,9 @@ def schedule(*tensors, max_values: int = MAX_VALUES) -> Schedule:
     names[bid] = f"{kind}{n[kind]}"; n[kind] += 1
   # snapshot inputs (anything read before written: uploads, realized tensors) before the schedule changes them
   inits = {bid: _np(bases[bid][0]) for bid in order if bases[bid][1][1] and bases[bid][0].is_allocated()}
-  run_linear(UOp(Ops.LINEAR, src=tuple(calls)))
+  t0 = time.perf_counter()
+  run_linear(UOp(Ops.LINEAR, src=tuple(calls)), jit=True)
+  t_tg += time.perf_counter() - t0
   buffers, buf_dev = [], {}
   for bid in order:
     base = bases[bid][0]
@@ -211,6 +221,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES) -> Schedule:
       d = _data(raw, b.dtype)
       if len(d.values) > max_values: continue
       expects.append(Expect(sl(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
+  if timings is not None: timings.update(tinygrad=t_tg, total=time.perf_counter() - t_start)
   return Schedule(devices, buffers, kernels, [(c, to_tuple(_get_enqueue_devs(c))) for c in calls], cmds, by_call, expects,
                   buf_dev)
 
