@@ -1,0 +1,205 @@
+"""`hcqdsl graph FILE [-o OUT.dot|OUT.svg|OUT.png] [--launches N]`: the program as a picture.
+
+One cluster per device holding one lane per queue, the host as its own lane; a node per statement (its text and
+line), program order down each lane, and an arrow from each signal write to the waits it satisfies (the first write
+that reaches the waited-for value since the signal's last lowering write, as `check` orders them), found by running
+the unrolled program over the checked launches until every sequence is done or blocked. Errors of `check` are red:
+the statements it reports (both sides of a race, every wait of a deadlock), with a dashed red edge between the two
+sides of a race and from each blocked wait's would-be writers; warnings are orange.
+"""
+from __future__ import annotations
+import bisect, shutil, subprocess, sys
+from typing import Optional
+from .ir import Program, Submit
+from .syntax import format_stmt
+from .check.unroll import unroll, WAIT, WRITE, SUBMIT, MASK
+
+__all__ = ["to_dot", "signal_edges", "add_graph_args", "cli_graph"]
+
+RED, ORANGE = "#d62728", "#ff7f0e"
+
+def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict] = None):
+  """Run the unrolled program (each sequence until it blocks; a write wakes its waiters) and return
+  (edges, submits, blocked, unrolled):
+  edges: {(writer seq, op index, wait seq, op index): set of (writer launch, wait launch)};
+  submits: {(host op index, queue seq): blocked?} for each submit of a queue;
+  blocked: {seq: (op index, launch, needed value)} for the sequences stuck at a wait."""
+  u = unroll(program, launches, var_values)
+  seqs = u.seqs
+  S = len(seqs)
+  lens = [len(s.ops) for s in seqs]
+  totals = [n * launches for n in lens]
+  done = [0] * S
+  value = list(u.sig_init)
+  hist = [([v], [None]) for v in value]   # per signal: values since its last lowering write, and their writers
+  submitted = [set() for _ in range(S)]   # launches each queue has been submitted for
+  edges: dict = {}
+  submits: dict = {}
+  progress = True
+  while progress:  # a fixpoint instead of wake-up queues: graphs are small
+    progress = False
+    for i in range(S):
+      while done[i] < totals[i]:
+        k, idx = divmod(done[i], lens[i])
+        if i and idx == 0 and (k + 1) not in submitted[i]: break  # not submitted for this launch yet
+        op = seqs[i].ops[idx]
+        if op[0] == WAIT:
+          s, need = op[1], u.value(op, k + 1)
+          if value[s] < need: break
+          vals, who = hist[s]
+          w = who[bisect.bisect_left(vals, need)]
+          if w is not None and w[0] != i: edges.setdefault((w[0], w[1], i, idx), set()).add((w[2], k + 1))
+        elif op[0] == WRITE:
+          s, val = op[1], u.value(op, k + 1)
+          if val < value[s]: hist[s] = ([val], [(i, idx, k + 1)])
+          else: hist[s][0].append(val); hist[s][1].append((i, idx, k + 1))
+          value[s] = val
+        elif op[0] == SUBMIT:
+          for q in op[1]: submitted[q].add(k + 1)
+        done[i] += 1
+        progress = True
+  blocked = {}
+  for i in range(S):
+    if done[i] < totals[i]:
+      k, idx = divmod(done[i], lens[i])
+      op = seqs[i].ops[idx]
+      if op[0] == WAIT and not (i and idx == 0 and (k + 1) not in submitted[i]):
+        blocked[i] = (idx, k + 1, u.value(op, k + 1))
+  for idx, op in enumerate(seqs[0].ops):
+    if op[0] == SUBMIT:
+      for q in op[1]: submits[(idx, q)] = any(l not in submitted[q] for l in range(1, launches + 1))
+  return edges, submits, blocked, u
+
+def _q(s: str) -> str: return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int = 1, var_values: Optional[dict] = None) -> str:
+  """DOT text for `program`; `diagnostics` (from `check`) are highlighted; signal edges over `launches` launches."""
+  diagnostics = diagnostics or []
+  edges, submits, blocked, u = signal_edges(program, launches, var_values)
+  seqs = u.seqs
+  nid = lambda i, idx: f"n{i}_{idx}"
+  # statement spans -> nodes, to place diagnostics
+  at: dict = {}
+  for i, s in enumerate(seqs):
+    for idx, st in enumerate(s.stmts):
+      if st is not None and st.span is not None: at.setdefault(st.span.line, []).append((st.span.column, st.span.end_column, nid(i, idx)))
+  def node_of(span):
+    if span is None: return None
+    cands = at.get(span.line, [])
+    for c0, c1, n in cands:
+      if c0 <= span.column < max(c1, c0 + 1): return n
+    return cands[0][2] if cands else None
+  color: dict = {}
+  extra: list = []
+  for d in diagnostics:
+    if d.severity not in ("error", "warning"): continue
+    c = RED if d.severity == "error" else ORANGE
+    n = node_of(d.span)
+    if n is not None and color.get(n) != RED: color[n] = c
+    rel = [node_of(r.span) for r in d.related]
+    for r in rel:
+      if r is not None and d.code in ("race", "signal-race", "non-monotonic", "deadlock") and color.get(r) != RED: color[r] = c
+    if d.code in ("race", "signal-race", "non-monotonic") and n is not None and rel and rel[0] not in (None, n):
+      extra.append(f"  {n} -> {rel[0]} [color={_q(c)}, fontcolor={_q(c)}, style=dashed, dir=both, constraint=false, "
+                   f"penwidth=2, label={_q(d.code + (' on ' + str(d.extra['buffer']) if d.extra.get('buffer') else ''))}];")
+
+  out = [f"digraph {_q(program.file)} {{",
+         "  graph [rankdir=TB, compound=true, fontname=\"Helvetica\", labelloc=t, nodesep=0.3, ranksep=0.35, "
+         f"label={_q(program.file + (f' ({launches} launches)' if launches > 1 else ''))}];",
+         "  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Courier\", fontsize=11];",
+         "  edge [fontname=\"Helvetica\", fontsize=9];"]
+  def lane(i, title, ind):
+    s = seqs[i]
+    lines = [f"{ind}subgraph cluster_s{i} {{", f"{ind}  label={_q(title)}; style=\"rounded\"; color=gray50;"]
+    for idx, st in enumerate(s.stmts):
+      if st is None: text, line = "submit (implicit)", ""
+      else: text, line = format_stmt(st), f"{st.span.line}: " if st.span is not None and st.span.line > 0 else ""
+      c = color.get(nid(i, idx))
+      style = f", color={_q(c)}, fontcolor={_q(c)}, penwidth=2" if c else ""
+      if c and i in blocked and blocked[i][0] == idx: style += ", fillcolor=\"#fde0e0\""
+      lines.append(f"{ind}  {nid(i, idx)} [label={_q(line + text)}{style}];")
+    if not s.stmts: lines.append(f"{ind}  {nid(i, 'empty')} [label=\"(empty)\", style=dashed];")
+    for idx in range(1, len(s.stmts)):
+      lines.append(f"{ind}  {nid(i, idx - 1)} -> {nid(i, idx)} [color=gray40, weight=10];")
+    lines.append(f"{ind}}}")
+    return lines
+  # without a `host` block the host only submits every queue: leave it out of the picture
+  show_host = program.host is not None
+  if show_host: out += lane(0, "host", "  ")
+  for dev in program.devices:
+    out.append(f"  subgraph {_q('cluster_dev_' + dev.name)} {{")
+    out.append(f"    label={_q(f'{dev.name} ({dev.vendor}:{dev.index}' + (f' {dev.arch})' if dev.arch else ')'))}; "
+               f"style=\"filled,rounded\"; fillcolor=\"#f3f6fb\"; color=gray60;")
+    for i in range(1, len(seqs)):
+      if seqs[i].device == dev.name: out += lane(i, f"{seqs[i].name} ({seqs[i].queue.engine})", "    ")
+    out.append("  }")
+  # host submits -> the first statement of each queue they hand over
+  for (idx, q), stuck in sorted(submits.items()):
+    if not seqs[q].stmts or not (show_host or stuck): continue
+    st = f"color={_q(RED)}, style=dashed, penwidth=2, label=\"never submitted\", fontcolor={_q(RED)}" if stuck else "color=gray60, style=dotted"
+    out.append(f"  {nid(0, idx)} -> {nid(q, 0)} [{st}];")
+  # signal write -> the wait it satisfies
+  for (wi, widx, ri, ridx), ls in sorted(edges.items()):
+    wait = seqs[ri].stmts[ridx]
+    cond = f"{wait.signal.name} >= {wait.value}" if hasattr(wait, "signal") else format_stmt(wait)
+    if type(wait).__name__ == "Epoch": cond = f"{seqs[ri].device}.timeline >= {seqs[ri].device}.epoch - 1"
+    same = all(a == b for a, b in ls)
+    if not same:
+      shift = sorted({b - a for a, b in ls})
+      cond += " (next launch)" if shift == [1] else f" (launch +{', +'.join(map(str, shift))})"
+    style = "" if same else ", style=dashed, constraint=false"
+    out.append(f"  {nid(wi, widx)} -> {nid(ri, ridx)} [color=\"#1f77b4\", fontcolor=\"#1f77b4\", penwidth=1.5, "
+               f"label={_q(cond)}{style}];")
+  # a blocked wait <- the statements that would write the value it needs, but are themselves stuck
+  for i, (idx, launch, need) in sorted(blocked.items()):
+    sig = seqs[i].ops[idx][1]
+    for j, s in enumerate(seqs):
+      if j == i: continue
+      for widx, op in enumerate(s.ops):
+        if op[0] == WRITE and op[1] == sig and u.value(op, launch) >= need:
+          out.append(f"  {nid(j, widx)} -> {nid(i, idx)} [color={_q(RED)}, fontcolor={_q(RED)}, style=dashed, penwidth=2, "
+                     f"constraint=false, label={_q(f'needs {u.signals[sig].name} >= {need} (launch {launch}): never')}];")
+          break
+  out += extra
+  out.append("}")
+  return "\n".join(out) + "\n"
+
+# ---- CLI
+
+def add_graph_args(p) -> None:
+  p.add_argument("file", help="a .hcq program")
+  p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), or OUT.svg / OUT.png / OUT.pdf through "
+                 "Graphviz `dot`; default: DOT text on stdout")
+  p.add_argument("--launches", type=int, default=2, help="launches to check and to follow signal edges over (default 2)")
+  p.add_argument("--var", action="append", metavar="NAME=VALUE", help="pin a var (or D.epoch) in every launch")
+
+def cli_graph(a) -> int:
+  from .cli import read_source, parse_vars, UsageError
+  from .syntax import parse_with_diagnostics
+  from .diagnostics import render_text, has_errors
+  from .check import check
+  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  var_values = parse_vars(a.var)
+  text = read_source(a.file)
+  prog, diags = parse_with_diagnostics(text, a.file)
+  if prog is None or has_errors(diags):
+    sys.stderr.write(render_text(diags, {a.file: text}))
+    return 1
+  dot = to_dot(prog, check(prog, a.launches, var_values), a.launches, var_values)
+  if not a.output:
+    sys.stdout.write(dot)
+    return 0
+  fmt = a.output.rsplit(".", 1)[-1].lower() if "." in a.output else "dot"
+  if fmt in ("dot", "gv"):
+    try:
+      with open(a.output, "w") as f: f.write(dot)
+    except OSError as e: raise UsageError(f"{a.output}: {e.strerror or e}")
+    return 0
+  if fmt not in ("svg", "png", "pdf"): raise UsageError(f"{a.output}: write .dot, .svg, .png or .pdf")
+  exe = shutil.which("dot")
+  if exe is None: raise UsageError(f"{a.output}: Graphviz `dot` is not installed (apt-get install graphviz), or write .dot")
+  r = subprocess.run([exe, f"-T{fmt}", "-o", a.output], input=dot.encode(), capture_output=True)
+  if r.returncode != 0:
+    sys.stderr.write(r.stderr.decode(errors="replace"))
+    return 1
+  return 0
