@@ -134,6 +134,14 @@ def test_deadlock_unwritten_message():
   [d] = diags("queue c0 compute on gpu0 {\n wait s0 >= kick\n}\n")
   assert d.message == "c0 waits forever for s0 >= 1 (launch 1); s0 is stuck at 0, and nothing writes s0"
 
+def test_epoch_without_finalizer():
+  [d] = diags("queue c0 compute on gpu0 {\n epoch\n exec fill(a)\n}\n")
+  assert (d.code, d.span.line, d.extra["launch"]) == ("deadlock", 12, 2)
+  assert d.message == ("c0 waits forever for gpu0.timeline >= 1 (launch 2); gpu0.timeline is stuck at 0, and nothing "
+                       "writes gpu0.timeline")
+  assert "finalizer" in d.notes[0]
+  assert codes("queue c0 compute on gpu0 {\n epoch\n exec fill(a)\n}\n", 1) == set()
+
 def test_race_message_and_extra():
   [d] = diags("queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n wait s0 >= kick\n"
               " exec use(a[0:256])\n}\n")

@@ -100,6 +100,10 @@ def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
       msg += "; " + ", ".join(f"{_who(u, j)} would write {_sig(u, s)} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
                               f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
     related, notes = [], []
+    if s not in writes_any and _sig(u, s).endswith(".timeline"):
+      d = _sig(u, s)[:-len(".timeline")]
+      notes.append(f"`epoch` waits for the previous launch's `signal {d}.timeline = {d}.epoch`: end the launch with "
+                   f"a finalizer that waits for the device's work and writes it")
     cyc = cycle(i)
     if cyc:
       names = [_who(u, h) for h in cyc]
