@@ -512,8 +512,8 @@ def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path) -> Program
   try:
     from tinygrad.engine.realize import to_program
     from tinygrad.renderer.llvmir import AMDLLVMRenderer
-    from tinygrad.runtime.support.compiler_amd import AMDLLVMCompiler
-    ren, comp = AMDLLVMRenderer("gfx1100"), AMDLLVMCompiler("gfx1100")
+    ren = AMDLLVMRenderer("gfx1100")
+    comp = ren.compiler  # tinygrad's AMD LLVM compiler (loads libLLVM)
   except Exception as e: raise EmitError(f"--amd-code needs tinygrad's AMD LLVM backend (libllvm19): {e}")
   code = {}
   for c, _ in s.calls:
@@ -522,9 +522,10 @@ def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path) -> Program
     name = next((k.name for k in s.kernels if k.impl.c_source and k.comment == f"# tinygrad {_strip(get_name(c))}"
                  and _c_source(c.src[0], k.name) == k.impl.c_source), None)
     if name is None or name in code: continue
-    prg = to_program(c.src[0].src[0], ren)
-    psrc = next(x.arg for x in prg.src if x.op is Ops.SOURCE)
-    lib = comp.compile(psrc)
+    try:
+      prg = to_program(c.src[0].src[0], ren)
+      lib = comp.compile(next(x.arg for x in prg.src if x.op is Ops.SOURCE))
+    except Exception as e: raise EmitError(f"--amd-code: compiling {name} for gfx1100 failed (needs libllvm19): {e}")
     (outdir / f"{name}.co").write_bytes(lib)
     code[name] = f"{name}.co"
   decls = tuple(attrs.evolve(d, impl=attrs.evolve(d.impl, amd_code=code[d.name])) if isinstance(d, Kernel) and d.name in code else d
