@@ -295,6 +295,7 @@ class Engine:
     self.ring_u32 = r.u32[(ring.addr - r.base) >> 2:(ring.addr - r.base + ring.size) >> 2]
     self.ndw, self.unit = ring.size // 4, ring.unit
     self.pcache: list = [None] * self.ndw  # ring dword -> (op, length) decoded there since the last doorbell
+    self.published: list = []              # ring dword ranges published by doorbells, not yet refreshed
     self.rptr = 0
     self.starts: deque = deque()  # (write pointer before a doorbell, host time of the doorbell)
     self.ib: list = []           # PM4 indirect buffers being executed: [base, size dwords, position dwords]
@@ -345,6 +346,18 @@ class Engine:
     if i + n <= ndw: return ring[i:i + n].tobytes(), n
     return np.concatenate((ring[i:], ring[:i + n - ndw])).tobytes(), n
 
+  def refresh(self) -> None:
+    """Invalidate and predecode the ring ranges published since the engine last ran."""
+    for a, b in self.published:
+      if b - a >= self.ndw: self.pcache[:] = [None] * self.ndw
+      elif b > a:
+        x, y = a % self.ndw, b % self.ndw
+        if x < y: self.pcache[x:y] = [None] * (y - x)
+        else: self.pcache[x:] = [None] * (self.ndw - x); self.pcache[:y] = [None] * y
+    pub, self.published = self.published, []
+    for a, b in pub:
+      if 0 < b - a < self.ndw: self.predecode(a, b)
+
   def predecode(self, a: int, b: int) -> None:
     """Decode the packets just published in ring dwords [a, b) (absolute) in one pass: one bulk copy of the dwords,
     then per packet a length, a bytes slice and an op-cache lookup. Anything odd is left to the slow path in fetch."""
@@ -372,6 +385,7 @@ class Engine:
 
   def step(self) -> int:
     self.cur = None
+    if self.published: self.refresh()
     try:
       # fast path: a ring position decoded since its doorbell (positions are invalidated when the host publishes
       # new bytes there, so the cache always describes the ring's current contents between rptr and wptr)
@@ -422,6 +436,7 @@ class Engine:
     predecoded at doorbell time with no tracing; everything else goes through step()."""
     ring, unit, nd, pc, mem = self.ring, self.unit, self.ndw, self.pcache, self.mem
     counts = self.counts
+    if self.published: self.refresh()
     st = PROGRESS
     while budget > 0:
       budget -= 1
@@ -592,13 +607,9 @@ class Emulator(Device):
   def doorbell(self, ring, wptr):
     h, e = self.host_actor, self.by_ring[id(ring)]
     e.starts.append((ring.wptr, (h.clock if h else 0.0) + HOST_COST["submit"]))
-    a, b = ring.wptr * ring.unit >> 2, -(-wptr * ring.unit >> 2)  # the dwords just published: forget their decode
-    if b - a >= e.ndw: e.pcache[:] = [None] * e.ndw
-    elif b > a:
-      x, y = a % e.ndw, b % e.ndw
-      if x < y: e.pcache[x:y] = [None] * (y - x)
-      else: e.pcache[x:] = [None] * (e.ndw - x); e.pcache[:y] = [None] * y
-      e.predecode(a, b)
+    # the dwords just published: the engine forgets their old decode and predecodes them when it next runs (the
+    # doorbell itself stays an MMIO-cheap store for the submitting CPU)
+    e.published.append((ring.wptr * ring.unit >> 2, -(-wptr * ring.unit >> 2)))
     ring.wptr = wptr
     self.mem.writes += 1
   def read_ptr(self, ring): return self.by_ring[id(ring)].rptr
