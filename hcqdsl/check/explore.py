@@ -5,8 +5,9 @@ host has submitted its launch; a wait runs only when its condition holds, every 
 read off every reachable state. Used as the test oracle for the happens-before analysis, and by `check` for programs
 outside the exact fragment (with a state budget).
 
-The one reduction: a `barrier`/`timestamp` step touches no state and takes part in no verdict, so when one is about to
-run we take it alone (every state the other orders reach has the same verdicts as one reached this way).
+The one reduction: a `barrier`/`timestamp` step, or an access that overlaps no other sequence's conflicting access,
+touches no state and takes part in no verdict, so when one is about to run we take it alone (it commutes with every
+step, and the states the other orders reach have the verdicts of states reached this way).
 """
 from __future__ import annotations
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R
@@ -45,6 +46,13 @@ def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Expl
       else: st.append((op[0], None, None, None))
       gt.append(u.gate_pos(i, k + 1) if i and idx == 0 else 0)
     steps.append(st); gate.append(gt)
+  # accesses that conflict with no other sequence's access can never race: like barriers, they are run alone
+  by_seq = [[a for op in s.ops if op[0] == ACCESS for a in op[1]] for s in seqs]
+  def conflicts(i, acc):
+    return any(a[0] == acc[0] and (a[3] != R or acc[3] != R) and a[1] < acc[2] and acc[1] < a[2]
+               for j in range(S) if j != i for a in by_seq[j])
+  quiet_op = [[op[0] in (NOP, BARRIER) or (op[0] == ACCESS and not any(conflicts(i, a) for a in op[1])) for op in s.ops]
+              for i, s in enumerate(seqs)]
   ex = Exploration()
 
   def first(d: dict, key, launch, *rest):
@@ -87,7 +95,7 @@ def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Expl
     if not enabled:
       if any(done[i] < totals[i] for i in range(S)) and len(ex.deadlocks) < max_deadlocks: ex.deadlocks.append((done, vals))
       continue
-    quiet = [i for i in enabled if steps[i][done[i]][0] in (NOP, BARRIER)]
+    quiet = [i for i in enabled if quiet_op[i][done[i] % len(seqs[i].ops)]]
     for i in quiet[:1] or enabled:
       kind, s, v, _ = steps[i][done[i]]
       nd = done[:i] + (done[i] + 1,) + done[i + 1:]
