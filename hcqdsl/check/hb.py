@@ -78,123 +78,129 @@ def happens_before(u: Unrolled) -> Trace:
   while ready:
     i = ready.pop()
     if done[i] >= totals[i]: continue
-    ops, L, p, v, T = seqs[i].ops, lens[i], done[i], vc[i], totals[i]
-    k, idx = divmod(p, L)
-    envk = envs[k]
+    ops, L, v = seqs[i].ops, lens[i], vc[i]
     wr_i, wd_i = wrun[i], wred[i]
-    while p < T:
-      if idx == L:
-        idx = 0; k += 1; envk = envs[k]
-      if idx == 0 and i:
+    k, idx0 = divmod(done[i], L)
+    p = totals[i]
+    while k < N:   # one launch of this sequence per round, from idx0 until it blocks
+      if idx0 == 0 and i:
         s_ = sub[i][k]
         if s_ is None:
           gate_blocked[i] = True
+          p = k * L
           break
         hp, hclk = s_
         if hp > v[0]:
           v = vc[i] = list(map(max, v, hclk)); v[0] = hp
         bar[i] = v
-      op = ops[idx]
-      kind = op[0]
-      pos = p + 1
-      if kind == ACCESS:
-        for acc in op[1]:
-          b, lo, hi, m, key, probe = acc
-          ub = users[b]   # [sorted distinct ranges, range -> {seq: [positions]}, longest range, ranges all disjoint]
-          rmap = ub[1]
-          by = rmap.get(key)
-          if by is None and ub[3] and rmap:   # a new range: do the ranges stay pairwise disjoint?
-            keys = ub[0]
-            t = bisect_left(keys, key)
-            if (t and keys[t - 1][1] > lo) or (t < len(keys) and keys[t][0] < hi): ub[3] = False
-          if ub[3]:   # disjoint ranges: only the same range can overlap, and only another sequence's accesses matter
-            cands = (key,) if by is not None and (len(by) > 1 or i not in by) else ()
-          elif rmap:
-            keys, lim = ub[0], lo - ub[2]
-            t, cands = bisect_left(keys, probe), []
-            while t > 0:   # the ranges starting before hi, back to where none can reach lo
-              t -= 1
-              k2 = keys[t]
-              if k2[0] <= lim: break
-              if k2[1] > lo: cands.append(k2)
-          else: cands = ()
-          if cands:
-            vis_on = m != W and i
-            far = bufdev[b] != devs[i]
-            for k2 in cands:
-              for j, pl in rmap[k2].items():
-                if j == i: continue
-                cj = v[j]
-                if pl[-1] > cj:   # j's accesses of this range after cj are not ordered before this one
-                  oj, Lj, n, c = seqs[j].ops, lens[j], len(pl) - 1, 0
-                  while n >= 0 and pl[n] > cj and c < SCAN_CAP:
-                    q = pl[n]
-                    for a2 in oj[(q - 1) % Lj][1]:
-                      if a2[0] == b and a2[4] == k2 and (m != R or a2[3] != R): race(j, q, a2, i, pos, acc)
-                    n -= 1; c += 1
-                if vis_on and (far or devs[j] != devs[i]):
-                  lowb = bar[i][j] if bar[i] is not None else 0
-                  if cj > lowb and (i, idx) not in vis:   # j's writes in (lowb, cj] are ordered before it, not before a barrier
-                    oj, Lj, c = seqs[j].ops, lens[j], 0
-                    n = bisect_right(pl, cj) - 1
-                    while n >= 0 and pl[n] > lowb and c < VIS_CAP:
+      envk, base = envs[k], k * L
+      for idx in range(idx0, L):
+        op = ops[idx]
+        kind = op[0]
+        pos = base + idx + 1
+        if kind == ACCESS:
+          for acc in op[1]:
+            b, lo, hi, m, key, probe = acc
+            ub = users[b]   # [sorted distinct ranges, range -> {seq: [positions]}, longest range, ranges all disjoint]
+            rmap = ub[1]
+            by = rmap.get(key)
+            if by is None and ub[3] and rmap:   # a new range: do the ranges stay pairwise disjoint?
+              keys = ub[0]
+              t = bisect_left(keys, key)
+              if (t and keys[t - 1][1] > lo) or (t < len(keys) and keys[t][0] < hi): ub[3] = False
+            if ub[3]:   # disjoint ranges: only the same range can overlap, and only another sequence's accesses matter
+              cands = (key,) if by is not None and (len(by) > 1 or i not in by) else ()
+            elif rmap:
+              keys, lim = ub[0], lo - ub[2]
+              t, cands = bisect_left(keys, probe), []
+              while t > 0:   # the ranges starting before hi, back to where none can reach lo
+                t -= 1
+                k2 = keys[t]
+                if k2[0] <= lim: break
+                if k2[1] > lo: cands.append(k2)
+            else: cands = ()
+            if cands:
+              vis_on = m != W and i
+              far = bufdev[b] != devs[i]
+              for k2 in cands:
+                for j, pl in rmap[k2].items():
+                  if j == i: continue
+                  cj = v[j]
+                  if pl[-1] > cj:   # j's accesses of this range after cj are not ordered before this one
+                    oj, Lj, n, c = seqs[j].ops, lens[j], len(pl) - 1, 0
+                    while n >= 0 and pl[n] > cj and c < SCAN_CAP:
                       q = pl[n]
-                      hit = next((a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[4] == k2 and a2[3] != R), None)
-                      if hit is not None:
-                        vis[(i, idx)] = (i, pos, acc, j, q, hit)
-                        vis_on = False
-                        break
+                      for a2 in oj[(q - 1) % Lj][1]:
+                        if a2[0] == b and a2[4] == k2 and (m != R or a2[3] != R): race(j, q, a2, i, pos, acc)
                       n -= 1; c += 1
-          if by is None:
-            keys = ub[0]
-            keys.insert(bisect_left(keys, key), key); rmap[key] = {i: [pos]}
-            if hi - lo > ub[2]: ub[2] = hi - lo
+                  if vis_on and (far or devs[j] != devs[i]):
+                    # j's writes in (lowb, cj] are ordered before this read, but not before a barrier
+                    lowb = bar[i][j] if bar[i] is not None else 0
+                    if cj > lowb and (i, idx) not in vis:
+                      oj, Lj, c = seqs[j].ops, lens[j], 0
+                      n = bisect_right(pl, cj) - 1
+                      while n >= 0 and pl[n] > lowb and c < VIS_CAP:
+                        q = pl[n]
+                        hit = next((a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[4] == k2 and a2[3] != R), None)
+                        if hit is not None:
+                          vis[(i, idx)] = (i, pos, acc, j, q, hit)
+                          vis_on = False
+                          break
+                        n -= 1; c += 1
+            if by is None:
+              keys = ub[0]
+              keys.insert(bisect_left(keys, key), key); rmap[key] = {i: [pos]}
+              if hi - lo > ub[2]: ub[2] = hi - lo
+            else:
+              pl = by.get(i)
+              if pl is None: by[i] = [pos]
+              elif pl[-1] != pos: pl.append(pos)
+        elif kind == WAIT:
+          s = op[1]
+          need = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
+          if value[s] < need:
+            heappush(waiters[s], (need, i))
+            break
+          # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
+          # anything): else the wait could also run, or sit blocked, while it lowers the signal
+          r = last_reset[s]
+          if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
+          x = bisect_left(hv[s], need)
+          wj = hs[s][x]
+          wr_i[idx] += 1
+          if wj < 0 or wj == i or hp_[s][x] <= v[wj]: wd_i[idx] += 1
           else:
-            pl = by.get(i)
-            if pl is None: by[i] = [pos]
-            elif pl[-1] != pos: pl.append(pos)
-      elif kind == WAIT:
-        s = op[1]
-        need = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
-        if value[s] < need:
-          heappush(waiters[s], (need, i))
-          break
-        # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
-        # anything): else the wait could also run, or sit blocked, while it lowers the signal
-        r = last_reset[s]
-        if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
-        x = bisect_left(hv[s], need)
-        wj = hs[s][x]
-        wr_i[idx] += 1
-        if wj < 0 or wj == i or hp_[s][x] <= v[wj]: wd_i[idx] += 1
-        else:
-          v = vc[i] = list(map(max, v, hc[s][x])); v[wj] = hp_[s][x]
-        last_wait[s][i] = pos
-      elif kind == WRITE:
-        s = op[1]
-        val = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
-        lw = last_w[s]
-        if lw is not None and lw[0] != i and lw[1] > v[lw[0]]: violations.append(("signal-race", lw, (i, pos), s))
-        if val < value[s]:
-          for j, wp in last_wait[s].items():
-            if j != i and wp > v[j]: violations.append(("non-monotonic", (i, pos), (j, wp), s))
-          hv[s], hs[s], hp_[s], hc[s] = [val], [i], [pos], [v]
-          last_reset[s] = (i, pos)
-        else:
-          hv[s].append(val); hs[s].append(i); hp_[s].append(pos); hc[s].append(v)
-        value[s] = val
-        last_w[s] = (i, pos)
-        wq = waiters[s]
-        while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
-      elif kind == SUBMIT:
-        for q in op[1]:
-          sub[q][k] = (pos, v)
-          if gate_blocked[q]:
-            gate_blocked[q] = False
-            ready.append(q)
-      elif kind == BARRIER:
-        bar[i] = v
-      p = pos; idx += 1
+            v = vc[i] = list(map(max, v, hc[s][x])); v[wj] = hp_[s][x]
+          last_wait[s][i] = pos
+        elif kind == WRITE:
+          s = op[1]
+          val = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
+          lw = last_w[s]
+          if lw is not None and lw[0] != i and lw[1] > v[lw[0]]: violations.append(("signal-race", lw, (i, pos), s))
+          if val < value[s]:
+            for j, wp in last_wait[s].items():
+              if j != i and wp > v[j]: violations.append(("non-monotonic", (i, pos), (j, wp), s))
+            hv[s], hs[s], hp_[s], hc[s] = [val], [i], [pos], [v]
+            last_reset[s] = (i, pos)
+          else:
+            hv[s].append(val); hs[s].append(i); hp_[s].append(pos); hc[s].append(v)
+          value[s] = val
+          last_w[s] = (i, pos)
+          wq = waiters[s]
+          while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
+        elif kind == SUBMIT:
+          for q in op[1]:
+            sub[q][k] = (pos, v)
+            if gate_blocked[q]:
+              gate_blocked[q] = False
+              ready.append(q)
+        elif kind == BARRIER:
+          bar[i] = v
+      else:
+        k += 1; idx0 = 0
+        continue
+      p = base + idx   # blocked at a wait
+      break
     done[i] = p
 
   # a blocked wait must be ordered after the latest lowering write of its signal, or another execution runs it first
