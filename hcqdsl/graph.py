@@ -175,17 +175,20 @@ def add_graph_args(p) -> None:
 
 def cli_graph(a) -> int:
   from .cli import read_source, parse_vars, UsageError
-  from .syntax import parse_with_diagnostics
-  from .diagnostics import render_text, has_errors
+  from .syntax import parse_syntax
+  from .diagnostics import render_text
   from .check import check
   if a.launches < 1: raise UsageError("--launches must be at least 1")
   var_values = parse_vars(a.var)
   text = read_source(a.file)
-  prog, diags = parse_with_diagnostics(text, a.file)
-  if prog is None or has_errors(diags):
-    sys.stderr.write(render_text(diags, {a.file: text}))
+  prog, diags = parse_syntax(text, a.file)
+  # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red
+  diags = diags if prog is None or any(d.code == "syntax" for d in diags) else diags + check(prog, a.launches, var_values)
+  bad = [d for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
+  if bad:
+    sys.stderr.write(render_text(bad, {a.file: text}))
     return 1
-  dot = to_dot(prog, check(prog, a.launches, var_values), a.launches, var_values)
+  dot = to_dot(prog, diags, a.launches, var_values)
   if not a.output:
     sys.stdout.write(dot)
     return 0
