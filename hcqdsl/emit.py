@@ -46,6 +46,7 @@ class Schedule:
   by_call: dict           # call index -> [Cmd per lane]
   expects: list           # Expect decls
   buf_dev: dict = field(default_factory=dict)   # buffer name -> hcq device name
+  asts: dict = field(default_factory=dict)      # kernel name -> tinygrad's device-independent AST (SINK), for --amd-code
 
 def _tg():
   os.environ.setdefault("DEV", "CPU")
@@ -115,7 +116,9 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   t0 = time.perf_counter()
   linear, var_vals = Tensor.linear_with_vars(*tensors)
   if var_vals: raise EmitError(f"symbolic variables {sorted(var_vals)} are not supported")
+  pre = linear.src  # compile_linear swaps each call's SINK for the CPU PROGRAM in place; --amd-code needs the SINK
   linear = compile_linear(linear)
+  ast_of = {id(c): a.src[0] for a, c in zip(pre, linear.src) if a.src[0].op is Ops.SINK}
   # uploads from host memory (NPY, PYTHON, ...) become initial contents; run them now
   def host_src(c): return c.src[0].op is Ops.COPY and not _is_sched_dev(get_call_arg_uops(c)[1].device)
   uploads = [c for c in linear.src if host_src(c)]
@@ -178,7 +181,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
     nm = names[id(b.base)]
     return Slice(Ref(nm)) if b.offset == 0 and b.nbytes == b.base.nbytes else Slice(Ref(nm), b.offset, b.offset + b.nbytes, True)
   # kernels: one declaration per distinct (name, source)
-  kernels, kern_by_key, used = [], {}, set()
+  kernels, kern_by_key, used, asts = [], {}, set(), {}
   cmds, by_call = [], {}
   for ci, c in enumerate(calls):
     args, (outs, ins) = get_call_arg_uops(c), get_call_outs_ins(c)
@@ -196,6 +199,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
         modes = tuple(Param("inout" if i in outs and i in ins else "out" if i in outs else "in", f"data{i}") for i in range(len(args)))
         kernels.append(Kernel(kname, modes, Impl(c_source=_c_source(prg, kname)), comment=f"# tinygrad {label}"))
         kern_by_key[key] = kname
+        if id(c) in ast_of: asts[kname] = ast_of[id(c)]
       kname = kern_by_key[key]
     per_lane = [lanes(u) for u in args]
     nl = len(edevs)
@@ -223,7 +227,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
       expects.append(Expect(sl(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
   if timings is not None: timings.update(tinygrad=t_tg, total=time.perf_counter() - t_start)
   return Schedule(devices, buffers, kernels, [(c, to_tuple(_get_enqueue_devs(c))) for c in calls], cmds, by_call, expects,
-                  buf_dev)
+                  buf_dev, asts)
 
 # ---- planners
 
@@ -505,33 +509,48 @@ def cli_emit(a) -> int:
   else: sys.stdout.write(text)
   return 0
 
-def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path) -> Program:
-  """Compile each kernel's AST for gfx1100 with tinygrad's AMD LLVM renderer and reference the code objects."""
-  import attrs
-  from tinygrad.uop.ops import Ops
-  try:
-    from tinygrad.engine.realize import to_program
-    from tinygrad.renderer.llvmir import AMDLLVMRenderer
-    ren = AMDLLVMRenderer("gfx1100")
-    comp = ren.compiler  # tinygrad's AMD LLVM compiler (loads libLLVM)
-  except Exception as e: raise EmitError(f"--amd-code needs tinygrad's AMD LLVM backend (libllvm19): {e}")
-  code = {}
-  for c, _ in s.calls:
-    if c.src[0].op is not Ops.PROGRAM: continue
-    src = next(x.arg for x in c.src[0].src if x.op is Ops.SOURCE)
-    name = next((k.name for k in s.kernels if k.impl.c_source and k.comment == f"# tinygrad {_strip(get_name(c))}"
-                 and _c_source(c.src[0], k.name) == k.impl.c_source), None)
-    if name is None or name in code: continue
-    try:
-      prg = to_program(c.src[0].src[0], ren)
-      lib = comp.compile(next(x.arg for x in prg.src if x.op is Ops.SOURCE))
-    except Exception as e: raise EmitError(f"--amd-code: compiling {name} for gfx1100 failed (needs libllvm19): {e}")
-    (outdir / f"{name}.co").write_bytes(lib)
-    code[name] = f"{name}.co"
-  decls = tuple(attrs.evolve(d, impl=attrs.evolve(d.impl, amd_code=code[d.name])) if isinstance(d, Kernel) and d.name in code else d
-                for d in prog.decls)
-  return attrs.evolve(prog, decls=decls)
+AMD_ARCH = "gfx1100"
 
-def get_name(c) -> str:
-  from tinygrad.engine.realize import get_call_name, get_call_arg_uops
-  return get_call_name(c, get_call_arg_uops(c))
+def amd_renderer(arch: str = AMD_ARCH):
+  """tinygrad's AMD LLVM renderer for `arch`, built the way `DEV=AMD:AMDLLVM:gfx1100` builds it (0.14 renderers take a
+  Target); its compiler loads libLLVM (Debian: libllvm19)."""
+  from tinygrad.helpers import Target
+  from tinygrad.renderer.llvmir import AMDLLVMRenderer
+  return AMDLLVMRenderer(Target(device="AMD", renderer="AMDLLVM", arch=arch))
+
+def amd_code(s: Schedule, arch: str = AMD_ARCH) -> dict:
+  """kernel name -> (ELF code object bytes, global_size, local_size): each kernel's AST lowered and compiled for `arch`
+  by tinygrad (its own AMD optimizations, so the launch dims are AMD's, not the CPU's)."""
+  from tinygrad.uop.ops import Ops
+  from tinygrad.codegen import to_program
+  try: ren = amd_renderer(arch)
+  except Exception as e: raise EmitError(f"--amd-code needs tinygrad's AMD LLVM backend (libllvm19): {type(e).__name__}: {e}")
+  out = {}
+  for k in s.kernels:
+    if (ast := s.asts.get(k.name)) is None: raise EmitError(f"--amd-code: no tinygrad AST for kernel {k.name}")
+    try: prg = to_program(ast, ren)
+    except Exception as e: raise EmitError(f"--amd-code: compiling {k.name} for {arch} failed: {type(e).__name__}: {e}")
+    info = prg.arg
+    # hcqdsl passes one pointer per parameter, in order: the code object must take exactly that
+    if list(info.globals) != list(range(len(k.params))) or info.vars:
+      raise EmitError(f"--amd-code: {k.name}: unexpected {arch} signature (buffers {info.globals}, vars {[v.expr for v in info.vars]})")
+    lib = next(x.arg for x in prg.src if x.op is Ops.BINARY)
+    out[k.name] = (lib, tuple(info.global_size), tuple(info.local_size))
+  return out
+
+def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path, arch: str = AMD_ARCH) -> Program:
+  """Write each kernel's gfx1100 code object to OUTDIR/NAME.co, reference it (`amd "NAME.co"`), and give every exec of
+  it tinygrad's AMD launch dims (grid = workgroups, block = workgroup size; the C kernels ignore them)."""
+  import attrs
+  code = amd_code(s, arch)
+  for name, (lib, _, _) in code.items(): (outdir / f"{name}.co").write_bytes(lib)
+  def dims(st):
+    if not isinstance(st, Exec) or st.kernel.name not in code: return st
+    _, g, l = code[st.kernel.name]
+    return attrs.evolve(st, grid=g, block=l)
+  decls = []
+  for d in prog.decls:
+    if isinstance(d, Kernel) and d.name in code: d = attrs.evolve(d, impl=attrs.evolve(d.impl, amd_code=f"{d.name}.co"))
+    elif isinstance(d, Queue): d = attrs.evolve(d, body=tuple(dims(st) for st in d.body))
+    decls.append(d)
+  return attrs.evolve(prog, decls=tuple(decls))

@@ -75,10 +75,10 @@ def test_runtime_matches_tinygrad(name, planner):
   for seed in range(10):
     res = run(prog, seed=seed)
     assert res.hang is None and res.fault is None, f"seed {seed}: {res.hang or res.fault}"
-    # tinygrad compiles its CPU kernels with -march=native (FMA), the emulator without: allow a few ulps beyond
-    # allclose's defaults, which `~=` uses
-    mem = {k: np.frombuffer(bytes(v), np.uint8) for k, v in res.memory.items()}
-    assert not emit_sim.expects_ok(prog, mem), f"seed {seed}"
+    # the runtime's own `expect` verdicts (`~=` is numpy.allclose with its defaults): C kernels are compiled with
+    # tinygrad's CPU flags (-march=native: the same FMA contractions), so tinygrad's values hold without extra slack
+    assert len(res.expects) == len(prog.expects), f"seed {seed}"
+    assert all(e.ok for e in res.expects), f"seed {seed}: " + "; ".join(f"line {e.line}: {e.message}" for e in res.expects if not e.ok)
 
 def _without(prog, qname: str, idx: int):
   decls = tuple(attrs.evolve(d, body=d.body[:idx] + d.body[idx + 1:]) if isinstance(d, Queue) and d.name == qname else d
@@ -130,3 +130,74 @@ def test_api_emit_jit():
 def test_comments_name_tinygrad_kernels():
   _, text = emitted("matmul_sum", "hcqdsl")
   assert "exec r_8_8_8(" in text and "# r_8_8_8" in text and "kernel r_8_8_8(out data0, in data1, in data2)" in text
+
+# ---- --amd-code: real gfx1100 code objects through tinygrad's AMD LLVM backend
+
+def _llvm_missing():
+  try: E.amd_renderer()
+  except Exception as e: return f"tinygrad's AMDLLVM compiler cannot load libLLVM (Debian: apt-get install libllvm19): {e}"
+  return None
+
+def _tinygrad_amd_program(lib: bytes, name: str, va: int):
+  """tinygrad's own AMDProgram for `lib`, its code placed at `va`, on the stand-in device (no GPU: allocation, copy-in
+  and scratch setup are stubs)."""
+  import itertools, types
+  from tinygrad.runtime.ops_amd import AMDProgram
+  from tinygrad.device import TinyELF
+  from tinygrad.helpers import Target
+  from amd_standin import StandinDevice
+  d = StandinDevice("gfx1100", scratch_addr=0, tmpring_size=0)
+  d.allocator = types.SimpleNamespace(alloc=lambda size, spec: types.SimpleNamespace(va_addr=va, size=size),
+                                      _copyin=lambda dst, src: None, free=lambda *a: None)
+  d.synchronize, d._ensure_has_local_memory = (lambda: None), (lambda n: None)
+  d.iface, d.device, d.prof_prg_counter = types.SimpleNamespace(props={"lds_size_in_kb": 64}), "AMD", itertools.count()
+  return d, AMDProgram(d, TinyELF(lib, name, Target("AMD", "AMDLLVM", "gfx1100"), ()))
+
+@pytest.mark.skipif(_llvm_missing() is not None, reason=str(_llvm_missing()))
+@pytest.mark.parametrize("name", ["matmul_sum", "mlp_train"])
+def test_amd_code_objects(name, tmp_path):
+  """`--amd-code`: real ELF code objects next to the .hcq; compile loads each one's kernel descriptor, and the dispatch
+  packets are exactly what tinygrad's AMDComputeQueue.exec builds for its own AMDProgram of the same bytes."""
+  from hcqdsl.amd.codeobj import from_elf
+  from hcqdsl.amd.targets import get_target
+  from amd_standin import compute_queue, args_state
+  spec, _ = WORKLOADS[name]
+  out = tmp_path / f"{name}.hcq"
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"{EX}/{spec}", "-o", str(out), "--amd-code"],
+                     capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DEV": "CPU"})
+  assert r.returncode == 0, r.stderr
+  prog = parse(out.read_text(), str(out))
+  assert prog.kernels and all(k.impl.amd_code == f"{k.name}.co" and k.impl.c_source for k in prog.kernels)
+  img = compile_program(prog, "gfx1100")
+  t = get_target("gfx1100")
+  assert all(not k["synthetic"] for k in img.kernels)
+  for k in img.kernels:
+    lib = (tmp_path / f"{k['name']}.co").read_bytes()
+    assert lib[:4] == b"\x7fELF"
+    co = from_elf(t, lib)
+    assert k["prog_addr"] == k["code_addr"] + co.entry_offset and k["kd_addr"] == k["code_addr"] + co.kd_offset
+    _, tp = _tinygrad_amd_program(lib, k["name"], k["code_addr"])
+    assert (co.rsrc1, co.rsrc2, co.rsrc3, co.wave32) == (tp.rsrc1, tp.rsrc2, tp.rsrc3, tp.wave32)
+    assert (k["prog_addr"], co.kernarg_size, co.group_segment_size, co.private_segment_size) == \
+           (tp.prog_addr, tp.kernargs_segment_size, tp.group_segment_size, tp.private_segment_size)
+    assert co.rsrc1 & (1 << 20)  # gfx11: PRIV set like tinygrad's CWSR workaround
+  # every exec's packets == tinygrad's exec of its AMDProgram (same addresses, dims from tinygrad's AMD lowering)
+  q = prog.queues[0]
+  qi = img.queue(q.name)
+  kargs = iter(r for r in img.regions if r.kind == "kernargs" and r.name.startswith(q.name + "."))
+  n = 0
+  for i, st in enumerate(q.body):
+    if type(st).__name__ != "Exec": continue
+    k = next(k for k in img.kernels if k["name"] == st.kernel.name)
+    d, tp = _tinygrad_amd_program((tmp_path / f"{k['name']}.co").read_bytes(), k["name"], k["code_addr"])
+    tq = compute_queue(d)
+    tq.exec(tp, args_state(next(kargs).addr), st.grid, st.block)
+    off, ln = qi.stmts[i][:2]
+    assert qi.dwords[off:off + ln] == [x & 0xFFFFFFFF for x in tq._q], st.kernel.name
+    assert st.grid and st.block  # tinygrad's AMD launch dims, written out
+    n += 1
+  assert n == len(q.body) - sum(type(s).__name__ != "Exec" for s in q.body)
+  # the emulator still runs the C source, and the program's own expects hold
+  from hcqdsl.runtime import run
+  res = run(prog, seed=0)
+  assert res.hang is None and res.fault is None and res.expects and all(e.ok for e in res.expects)

@@ -97,21 +97,38 @@ def _cache_dir(cache_dir: Optional[str]) -> pathlib.Path:
   d.mkdir(parents=True, exist_ok=True)
   return d
 
+def _arch_flags() -> list:
+  """tinygrad's CPU device arch flags (ClangCompiler on `<machine>,native`: -march=native on x86_64, -mcpu=native and
+  -ffixed-x18 on arm64), so kernels get the same FMA contraction and vector ISA as tinygrad's."""
+  import platform
+  try:
+    from tinygrad.runtime.support.compiler_cpu import ClangCompiler
+    m = platform.machine().lower()
+    return list(ClangCompiler([{"amd64": "x86_64", "aarch64": "arm64"}.get(m, m), "native"]).args)
+  except Exception: return []  # an arch tinygrad does not know: plain -O2 code
+
+# tinygrad's ClangCompiler.compile codegen flags (its -nostdlib/--target=*-none-elf only matter for its own loader);
+# FLAGS are tried first, BASE_FLAGS when the host compiler rejects them
+BASE_FLAGS = ["-shared", "-fPIC", "-O2"]
+FLAGS = BASE_FLAGS + ["-ffreestanding", "-fno-math-errno", *_arch_flags()]
+
 _loaded: dict = {}
 
 def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None):
-  """Compile `source` to a shared library (cached by hash of compiler + source) and return its function `name`, typed
-  as taking `nparams` pointers."""
+  """Compile `source` to a shared library with tinygrad's CPU flags (cached by hash of compiler + flags + source) and
+  return its function `name`, typed as taking `nparams` pointers."""
   cc = find_cc()
   if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
-  key = hashlib.sha256(f"{cc}\0{source}".encode()).hexdigest()[:24]
+  key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
   if key not in _loaded:
     so = _cache_dir(cache_dir) / f"{key}.so"
     if not so.exists():
       src = so.with_suffix(".c")
       src.write_text(source)
       tmp = so.with_suffix(f".{os.getpid()}.tmp")
-      r = subprocess.run([cc, "-shared", "-fPIC", "-O2", "-o", str(tmp), str(src)], capture_output=True, text=True)
+      for flags in (FLAGS, BASE_FLAGS):
+        r = subprocess.run([cc, *flags, "-o", str(tmp), str(src)], capture_output=True, text=True)
+        if r.returncode == 0: break
       if r.returncode != 0: raise KernelError(f"C kernel `{name}` does not compile:\n{r.stderr.strip()}")
       os.replace(tmp, so)  # atomic: concurrent runs share the cache
     _loaded[key] = ctypes.CDLL(str(so))
