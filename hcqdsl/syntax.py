@@ -127,14 +127,10 @@ class _Build(Transformer):
   def varref(self, c):
     name = c[0].value if len(c) == 1 else f"{c[0].value}.epoch"
     return _Val(Ref(name), _span(c, self.file))
-  def _u32(self, t: Token) -> int:
-    v = self._int(t)
-    if v > U32_MAX: self._err("overflow", f"{v} is outside 32 bits (signal values are 0 .. {U32_MAX})", _tok_span(t, self.file))
-    return v
-  def expr_const(self, c): return _Val(Expr(None, self._u32(c[0])), _span(c, self.file))
+  def expr_const(self, c): return _Val(Expr(None, self._int(c[0])), _span(c, self.file))
   def expr_var(self, c): return _Val(Expr(c[0].v, 0), _span(c, self.file))
-  def expr_add(self, c): return _Val(Expr(c[0].v, self._u32(c[2])), _span(c, self.file))
-  def expr_sub(self, c): return _Val(Expr(c[0].v, -self._u32(c[2])), _span(c, self.file))
+  def expr_add(self, c): return _Val(Expr(c[0].v, self._int(c[2])), _span(c, self.file))
+  def expr_sub(self, c): return _Val(Expr(c[0].v, -self._int(c[2])), _span(c, self.file))
   def wait(self, c): return Wait(c[1].v, c[3].v, span=_span(c, self.file))
   def signal(self, c): return SignalWrite(c[1].v, c[3].v, span=_span(c, self.file))
   def dim3(self, c):

@@ -1,7 +1,7 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
 (`overflow`), and statements in the wrong kind of block (`syntax`)."""
 from __future__ import annotations
-from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
+from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
                   Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
 from ..diagnostics import Diagnostic
 import attrs
@@ -138,7 +138,18 @@ class StaticCheck:
 
   def _expr(self, e: Expr, at):
     if e.var is not None: self._need(e.var, Var, "var", at)
-    elif not 0 <= e.offset <= U32_MAX: self._err("overflow", f"{e.offset} is outside 32 bits", self.prog.locate(str(e.offset), at))
+    elif not 0 <= e.offset <= U32_MAX:
+      self._err("overflow", f"{e.offset} ({e.offset:#x}) is outside 32 bits (signal values are 0 .. {U32_MAX})", self._value_span(at))
+
+  def _value_span(self, at):
+    """The value of a `wait`/`signal` statement: the text after its `=` or `>=`."""
+    src = self.prog.source
+    if at is None or src is None or at.line != at.end_line: return at
+    line = src.split("\n", at.line)[at.line - 1]
+    text = line[at.column - 1:at.end_column - 1]
+    i = text.rfind("=") + 1
+    while i < len(text) and text[i] in " \t": i += 1
+    return Span(at.file, at.line, at.column + i, at.line, at.end_column) if 0 < i < len(text) else at
 
   def _slice(self, s: Slice, at):
     b = self._need(s.buffer, Buffer, "buffer", at)

@@ -93,7 +93,7 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
   if not len(bad): bad = np.arange(min(n, 1))  # -0.0 vs 0.0 and NaN payloads differ only in bytes
   i = int(bad[0])
   return ExpectResult(e["line"], e["buffer"], False,
-                      f"`{e['buffer']}` element {i}: got {got[i]!r}, expected {want[i]!r} ({len(bad)} of {n} differ)")
+                      f"`{e['buffer']}` element {i}: got {got[i]}, expected {want[i]} ({len(bad)} of {n} differ)")
 
 def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
