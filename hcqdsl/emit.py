@@ -92,10 +92,10 @@ def _np(buf):
 def _data(raw, dtype) -> Data:
   import numpy as np
   dt = _DT.get(dtype.name)
-  if dt is None: return Data("u8", tuple(int(x) for x in raw))
+  if dt is None: return Data("u8", tuple(raw.tolist()))
   from .ir import DTYPES
-  arr = raw.view(np.dtype(DTYPES[dt][0]))
-  return Data(dt, tuple(float(x) for x in arr) if dt[0] == "f" else tuple(int(x) for x in arr))
+  # tolist: Python floats/ints in one C pass (float32 -> float exactly, as float(x) did)
+  return Data(dt, tuple(raw.view(np.dtype(DTYPES[dt][0])).tolist()))
 
 def _is_sched_dev(d) -> bool: return all(str(x).split(":")[0] == "CPU" or str(x).split(":")[0] == "AMD" for x in (d if isinstance(d, tuple) else (d,)))
 
@@ -125,28 +125,38 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   calls = [c for c in linear.src if not host_src(c)]
   if uploads: run_linear(UOp(Ops.LINEAR, src=tuple(uploads)), jit=True)  # already compiled above
   t_tg = time.perf_counter() - t0
+  enq = {}  # call -> its enqueue devices (tinygrad's _get_enqueue_devs walks the call: once per call)
   for c in calls:
-    if c.src[0].op not in (Ops.PROGRAM, Ops.COPY) or _get_enqueue_devs(c) is None:
+    if c.src[0].op not in (Ops.PROGRAM, Ops.COPY) or (e := _get_enqueue_devs(c)) is None:
       raise EmitError(f"cannot emit a `{c.src[0].op}` call ({get_call_name(c, get_call_arg_uops(c))})")
+    enq[c] = to_tuple(e)
 
   lane_cache: dict = {}
-  def lanes(u):  # per-lane tinygrad Buffers of an argument (a view's Buffer is rebuilt on every `.buffer`: cache it)
+  def lanes(u):  # per-lane tinygrad Buffers of an argument
+    nonlocal t_tg
     if (r := lane_cache.get(u)) is None:
+      # tinygrad's time: run_linear resolves every call argument with this same `UOp.buffer` (a view's is a graph rewrite,
+      # contiguous_view, ~2 ms each) and caches it; resolved here first, run_linear below finds it cached
+      t0 = time.perf_counter()
       b = u.buffer
+      t_tg += time.perf_counter() - t0
       r = lane_cache[u] = list(b.bufs) if isinstance(b, MultiBuffer) else [b]
     return r
+  from tinygrad.device import canonicalize_device
   devices: list = []
+  dev_idx: dict = {}  # device string as tinygrad spells it -> index
   def dev_index(d: str) -> int:
-    from tinygrad.device import canonicalize_device
-    d = canonicalize_device(d)
-    if d not in devices: devices.append(d)
-    return devices.index(d)
+    if (i := dev_idx.get(d)) is None:
+      cd = canonicalize_device(d)
+      if cd not in devices: devices.append(cd)
+      i = dev_idx[d] = devices.index(cd)
+    return i
   # devices in order of first use, buffers by base
   bases: dict = {}   # id(base) -> (base Buffer, [written?, read before written?])
   order: list = []
   for c in calls:
     outs, ins = get_call_outs_ins(c)
-    for d in to_tuple(_get_enqueue_devs(c)): dev_index(d)
+    for d in enq[c]: dev_index(d)
     for i, u in enumerate(get_call_arg_uops(c)):
       for b in lanes(u):
         dev_index(b.device)
@@ -185,7 +195,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   cmds, by_call = [], {}
   for ci, c in enumerate(calls):
     args, (outs, ins) = get_call_arg_uops(c), get_call_outs_ins(c)
-    edevs = to_tuple(_get_enqueue_devs(c))
+    edevs = enq[c]
     label = _strip(get_call_name(c, args)) if c.src[0].op is Ops.PROGRAM else "copy"
     kname = None
     if c.src[0].op is Ops.PROGRAM:
@@ -226,7 +236,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
       if len(d.values) > max_values: continue
       expects.append(Expect(sl(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
   if timings is not None: timings.update(tinygrad=t_tg, total=time.perf_counter() - t_start)
-  return Schedule(devices, buffers, kernels, [(c, to_tuple(_get_enqueue_devs(c))) for c in calls], cmds, by_call, expects,
+  return Schedule(devices, buffers, kernels, [(c, enq[c]) for c in calls], cmds, by_call, expects,
                   buf_dev, asts)
 
 # ---- planners

@@ -379,7 +379,9 @@ def _float(v: float) -> str:
   return r if ("." in r or "e" in r or "n" in r) else r + ".0"
 
 def _data(d: Data) -> str:
-  vals = [_float(v) if d.dtype[0] == "f" else str(v) for v in d.values]
+  # repr of a Python float is exactly _float's text (shortest round-trip, always a '.' or 'e', and nan/inf/-inf), so
+  # the C-level map is the fast path for emitted buffers of thousands of values
+  vals = map(repr, map(float, d.values)) if d.dtype[0] == "f" else map(str, d.values)
   return f"{d.dtype} [{', '.join(vals)}]"
 
 def _slice(s: Slice) -> str:
