@@ -138,9 +138,26 @@ def _rng(a) -> str: return f"[{a[1]}:{a[2]}]"
 
 class RaceAnalysis:
   name = "race"
-  def run(self, u: Unrolled, races: dict) -> list[Diagnostic]:
+  def _next_write(self, u: Unrolled, j: int, q: int) -> Optional[int]:
+    """Position of sequence j's first signal write after position q (per-sequence table: racy programs are big)."""
+    if j not in self.nxt:
+      ops = u.seqs[j].ops
+      nxt, after = [None] * len(ops), None
+      for idx in range(len(ops) - 1, -1, -1):
+        nxt[idx] = after
+        if ops[idx][0] == WRITE: after = idx
+      self.nxt[j] = (nxt, after)  # after: the first write of a launch
+    nxt, first = self.nxt[j]
+    L = len(u.seqs[j].ops)
+    k, idx = divmod(q - 1, L)
+    if nxt[idx] is not None: return k * L + nxt[idx] + 1
+    return (k + 1) * L + first + 1 if first is not None and k + 1 < u.launches else None
+
+  def run(self, u: Unrolled, races: dict, limit: int = 1000) -> list[Diagnostic]:
+    self.nxt: dict = {}
     out = []
-    for _, x, y in races.values():
+    found = sorted(races.values(), key=lambda r: (r[0], r[1][0], r[1][1], r[2][0], r[2][1]))
+    for _, x, y in found[:limit]:
       first, second = sorted((x, y), key=lambda a: _sortkey(u, a[0], a[1]))
       (j, q, aj), (i, p, ai) = first, second
       b = u.buffers[ai[0]].name
@@ -149,7 +166,7 @@ class RaceAnalysis:
              f"{b}{_rng(aj)} at {u.line(j, q)} (launch {kj}) with no happens-before order between them")
       # the missing order: a signal sequence j already writes after its access, and a wait on it before the other
       ops, L = u.seqs[j].ops, len(u.seqs[j].ops)
-      w = next((t for t in range(q + 1, u.total(j) + 1) if ops[(t - 1) % L][0] == WRITE), None)
+      w = self._next_write(u, j, q)
       if w is not None:
         op = ops[(w - 1) % L]
         hint = (f"add `wait {_sig(u, op[1])} >= {_expr(op, ki - _launch(u, j, w))}` in {_who(u, i)} before {u.line(i, p)}"
@@ -163,6 +180,9 @@ class RaceAnalysis:
                             extra={"launch": ki, "queue": _who(u, i), "buffer": b, "range": [ai[1], ai[2]],
                                    "other": {"launch": kj, "queue": _who(u, j), "range": [aj[1], aj[2]],
                                              "line": u.span(j, q).line if u.span(j, q) else None}}))
+    if len(found) > limit:  # a racy program of thousands of statements: the first ones say what is wrong
+      out.append(Diagnostic("race", f"{len(found) - limit} more racing pairs of statements are not listed", None,
+                            extra={"more": len(found) - limit}))
     return out
 
 class SignalRaceAnalysis:

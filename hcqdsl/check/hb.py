@@ -26,7 +26,7 @@ from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 __all__ = ["Trace", "happens_before"]
 
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
-VIS_CAP = 64      # ordered accesses looked at per cross-device read
+RACE_CAP = 16     # racing statements reported per statement and buffer
 
 class Trace:
   """What the one execution found. Positions are 1-based; a step is (seq, pos)."""
@@ -61,6 +61,7 @@ def happens_before(u: Unrolled) -> Trace:
   bufdev = u.buf_device
   bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
   races: dict = {}
+  partners: dict = {}   # (seq, op index, buffer) -> racing statements found: a racy program stops at RACE_CAP each
   vis: dict = {}
   violations: list = []
   wrun = [[0] * n for n in lens]         # per wait statement: instances run,
@@ -73,7 +74,10 @@ def happens_before(u: Unrolled) -> Trace:
     key = (min(a, b), max(a, b), aj[0])
     rank = (max(kj, ki),) + ((kj, ki) if a <= b else (ki, kj))  # the same instance the explorer keeps
     old = races.get(key)
-    if old is None or rank < old[0]: races[key] = (rank, (j, q, aj), (i, p, ai))
+    if old is None:
+      races[key] = (rank, (j, q, aj), (i, p, ai))
+      for x in (a, b): partners[x + (aj[0],)] = partners.get(x + (aj[0],), 0) + 1
+    elif rank < old[0]: races[key] = (rank, (j, q, aj), (i, p, ai))
 
   while ready:
     i = ready.pop()
@@ -101,7 +105,7 @@ def happens_before(u: Unrolled) -> Trace:
         if kind == ACCESS:
           for acc in op[1]:
             b, lo, hi, m, key, probe = acc
-            ub = users[b]   # [sorted distinct ranges, range -> {seq: [positions]}, longest range, ranges all disjoint]
+            ub = users[b]   # [sorted distinct ranges, range -> {seq: [writes, reads]}, longest range, all disjoint]
             rmap = ub[1]
             by = rmap.get(key)
             if by is None and ub[3] and rmap:   # a new range: do the ranges stay pairwise disjoint?
@@ -123,38 +127,43 @@ def happens_before(u: Unrolled) -> Trace:
               vis_on = m != W and i
               far = bufdev[b] != devs[i]
               for k2 in cands:
-                for j, pl in rmap[k2].items():
+                for j, e in rmap[k2].items():   # e: [j's write positions, j's read positions] of range k2
                   if j == i: continue
                   cj = v[j]
-                  if pl[-1] > cj:   # j's accesses of this range after cj are not ordered before this one
-                    oj, Lj, n, c = seqs[j].ops, lens[j], len(pl) - 1, 0
-                    while n >= 0 and pl[n] > cj and c < SCAN_CAP:
-                      q = pl[n]
-                      for a2 in oj[(q - 1) % Lj][1]:
-                        if a2[0] == b and a2[4] == k2 and (m != R or a2[3] != R): race(j, q, a2, i, pos, acc)
-                      n -= 1; c += 1
-                  if vis_on and (far or devs[j] != devs[i]):
-                    # j's writes in (lowb, cj] are ordered before this read, but not before a barrier
-                    lowb = bar[i][j] if bar[i] is not None else 0
-                    if cj > lowb and (i, idx) not in vis:
-                      oj, Lj, c = seqs[j].ops, lens[j], 0
-                      n = bisect_right(pl, cj) - 1
-                      while n >= 0 and pl[n] > lowb and c < VIS_CAP:
+                  oj, Lj = seqs[j].ops, lens[j]
+                  # j's accesses after cj are not ordered before this one: its writes race with anything, its reads
+                  # only with a write (so shared read-only data costs nothing)
+                  for pl, wr in ((e[0], True), (e[1], False)) if m != R else ((e[0], True),):
+                    if pl and pl[-1] > cj and partners.get((i, idx, b), 0) < RACE_CAP:
+                      n, c = len(pl) - 1, 0
+                      while n >= 0 and pl[n] > cj and c < SCAN_CAP and partners.get((i, idx, b), 0) < RACE_CAP:
                         q = pl[n]
-                        hit = next((a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[4] == k2 and a2[3] != R), None)
-                        if hit is not None:
-                          vis[(i, idx)] = (i, pos, acc, j, q, hit)
-                          vis_on = False
-                          break
+                        for a2 in oj[(q - 1) % Lj][1]:
+                          if a2[0] == b and a2[4] == k2 and (a2[3] != R) == wr: race(j, q, a2, i, pos, acc)
                         n -= 1; c += 1
+                  if vis_on and e[0] and (far or devs[j] != devs[i]):
+                    # j's last write ordered before this read: is it also ordered before this queue's last barrier?
+                    lowb = bar[i][j] if bar[i] is not None else 0
+                    pl = e[0]
+                    n = bisect_right(pl, cj) - 1
+                    if n >= 0 and pl[n] > lowb and (i, idx) not in vis:
+                      q = pl[n]
+                      hit = next(a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[4] == k2 and a2[3] != R)
+                      vis[(i, idx)] = (i, pos, acc, j, q, hit)
+                      vis_on = False
+            slot = 0 if m != R else 1
             if by is None:
               keys = ub[0]
-              keys.insert(bisect_left(keys, key), key); rmap[key] = {i: [pos]}
+              keys.insert(bisect_left(keys, key), key)
+              rmap[key] = {i: [[pos], None] if slot == 0 else [None, [pos]]}
               if hi - lo > ub[2]: ub[2] = hi - lo
             else:
-              pl = by.get(i)
-              if pl is None: by[i] = [pos]
-              elif pl[-1] != pos: pl.append(pos)
+              e = by.get(i)
+              if e is None: by[i] = [[pos], None] if slot == 0 else [None, [pos]]
+              else:
+                pl = e[slot]
+                if pl is None: e[slot] = [pos]
+                elif pl[-1] != pos: pl.append(pos)
         elif kind == WAIT:
           s = op[1]
           need = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
