@@ -196,3 +196,15 @@ def test_program_markers(name):
   ds = check_text(text, path)
   got = {(d.span.line, "E" if d.severity == "error" else "W", d.code) for d in ds if d.severity in ("error", "warning")}
   assert got == want, render_text(ds, {path: text})
+
+def test_racy_program_stays_fast_and_bounded():
+  # 3 unsynchronized queues, 400 writes each to one buffer: every pair races; each statement reports at most
+  # RACE_CAP partners, at most 1000 pairs are listed, then one summary
+  body = "".join(f"queue q{n} compute on gpu0 {{\n" + " exec upd(a)\n" * 400 + "}\n" for n in range(3))
+  ds = diags(body)
+  races = [d for d in ds if d.code == "race"]
+  assert len(races) == 1001 and races[-1].span is None and "more racing pairs" in races[-1].message
+
+def test_shared_read_only_buffer_is_free():
+  body = "".join(f"queue q{n} compute on gpu0 {{\n" + " exec use(a)\n" * 2000 + "}\n" for n in range(4))
+  assert diags(body) == []
