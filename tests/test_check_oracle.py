@@ -45,3 +45,13 @@ def test_hb_matches_explorer(data, launches): _run(data, launches)
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data(), st.integers(1, 3))
 def test_hb_matches_explorer_many(data, launches): _run(data, launches)
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(1, 3))
+def test_analyze_total_on_bigger_programs(data, launches):
+  # bigger than the explorer can finish: every path (incomplete verdicts included) must still produce diagnostics
+  from hcqdsl.check.analyze import analyze
+  text = data.draw(programs(max_queues=6, max_body=8))
+  ds = analyze(parse(text, "gen.hcq"), launches, budget=2_000)
+  assert all(d.span is not None or d.code in ("incomplete", "race") for d in ds)
+  assert sum(d.code == "incomplete" for d in ds) <= 1
