@@ -85,9 +85,10 @@ def _c_source(prg, name: str) -> str:
   return src + (f"\n/* tinygrad runs {threads} threads, core_id = 0..{threads - 1} */\nvoid {name}({ps}) {{\n"
                 f"  for (int c = 0; c < {threads}; c++) {body}({args}, c);\n}}\n")
 
-def _np(buf):
+def _np(buf, lo: int = 0, hi: Optional[int] = None):
+  """A copy of bytes [lo:hi) of a tinygrad Buffer (zero-copy view first: only the range is copied)."""
   import numpy as np
-  return np.frombuffer(buf.as_memoryview(allow_zero_copy=True), dtype=np.uint8).copy()
+  return np.frombuffer(buf.as_memoryview(allow_zero_copy=True), dtype=np.uint8)[lo:hi].copy()
 
 def _data(raw, dtype) -> Data:
   import numpy as np
@@ -125,6 +126,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   calls = [c for c in linear.src if not host_src(c)]
   if uploads: run_linear(UOp(Ops.LINEAR, src=tuple(uploads)), jit=True)  # already compiled above
   t_tg = time.perf_counter() - t0
+  args_of: dict = {}  # call -> (argument uops, (outs, ins))
   enq = {}  # call -> its enqueue devices (tinygrad's _get_enqueue_devs walks the call: once per call)
   for c in calls:
     if c.src[0].op not in (Ops.PROGRAM, Ops.COPY) or (e := _get_enqueue_devs(c)) is None:
@@ -153,15 +155,15 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
     return i
   # devices in order of first use, buffers by base
   bases: dict = {}   # id(base) -> (base Buffer, [written?, read before written?])
-  order: list = []
+  order: dict = {}   # id(base) -> None: bases in order of first use (a dict: O(1) membership)
   for c in calls:
-    outs, ins = get_call_outs_ins(c)
+    args_of[c] = args, (outs, ins) = get_call_arg_uops(c), get_call_outs_ins(c)
     for d in enq[c]: dev_index(d)
-    for i, u in enumerate(get_call_arg_uops(c)):
+    for i, u in enumerate(args):
       for b in lanes(u):
         dev_index(b.device)
         st = bases.setdefault(id(b.base), (b.base, [False, False]))[1]
-        if id(b.base) not in order: order.append(id(b.base))
+        if id(b.base) not in order: order[id(b.base)] = None
         if i in ins and not st[0]: st[1] = True
         if i in outs: st[0] = True
   out_ids = {}
@@ -194,7 +196,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   kernels, kern_by_key, used, asts = [], {}, set(), {}
   cmds, by_call = [], {}
   for ci, c in enumerate(calls):
-    args, (outs, ins) = get_call_arg_uops(c), get_call_outs_ins(c)
+    args, (outs, ins) = args_of[c]
     edevs = enq[c]
     label = _strip(get_call_name(c, args)) if c.src[0].op is Ops.PROGRAM else "copy"
     kname = None
@@ -231,7 +233,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   for bid, uses in out_ids.items():
     if bid not in names: continue
     for k, b in uses:
-      raw = _np(b.base)[b.offset:b.offset + b.nbytes]
+      raw = _np(b.base, b.offset, b.offset + b.nbytes)
       d = _data(raw, b.dtype)
       if len(d.values) > max_values: continue
       expects.append(Expect(sl(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
@@ -269,12 +271,18 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
   history: dict = {}  # buffer -> [(start, end, writes, queue name, cmd index)]
   last_mem: dict = {}   # (device, queue name) -> last cmd index touching device's memory
   qobj: dict = {}
+  qpos: dict = {}    # queue name -> order of first use (tie-break of the greedy cover)
+  n_sig: dict = {}   # queue name -> signals placed after its commands so far
   n_waits = 0
+  def use(q: _Q):
+    qobj[q.name] = q
+    qpos.setdefault(q.name, len(qpos))
 
   def ensure_signal(q: _Q, i: int) -> str:
     k = (q.name, i)
     if k not in sig_after:
-      name = f"{q.name}_s{sum(1 for x in sig_after if x[0] == q.name)}"
+      name = f"{q.name}_s{n_sig.get(q.name, 0)}"
+      n_sig[q.name] = n_sig.get(q.name, 0) + 1
       sig_after[k] = name
       signals.append(Signal(name, Ref(q.dev), comment=f"# {q.name} is past its command {i}"))
     return sig_after[k]
@@ -286,7 +294,7 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
       unmet = {p: i for p, i in need.items() if clock.get(p, -1) < i}
       if not unmet: return out
       def gain(p): return sum(1 for p2, i2 in unmet.items() if max(snap[(p, unmet[p])].get(p2, -1), unmet[p] if p2 == p else -1) >= i2)
-      p = max(unmet, key=lambda p: (gain(p), -list(qobj).index(p)))
+      p = max(unmet, key=lambda p: (gain(p), -qpos[p]))
       i = unmet[p]
       for k, v in snap[(p, i)].items(): clock[k] = max(clock.get(k, -1), v)
       clock[p] = max(clock.get(p, -1), i)
@@ -306,7 +314,7 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
 
   for c in s.cmds:
     q = queue(c.dev, c.engine)
-    qobj[q.name] = q
+    use(q)
     idx = len(q.cmd_pos)
     if idx == 0: q.body.append(Epoch(comment="# the previous launch is done with this device"))
     need: dict = {}
@@ -333,15 +341,16 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
   # finalizers
   for d in [f"g{i}" for i in range(len(s.devices))]:
     f = queue(d, "compute")
-    qobj[f.name] = f
+    use(f)
     need = {p: i for (m, p), i in last_mem.items() if m == d and p != f.name}
     for q in list(qs.values()):
       if q.dev == d and q.name != f.name and q.cmd_pos: need[q.name] = max(need.get(q.name, -1), len(q.cmd_pos) - 1)
     add_waits(f, cover(f, need), "finalizer")
     f.body.append(SignalWrite(Ref(f"{d}.timeline"), _epoch(d), comment="# finalizer: this launch is done with the device"))
-  queues = []
+  queues, after_of = [], {}
+  for (qn, i), sig in sig_after.items(): after_of.setdefault(qn, {})[qobj[qn].cmd_pos[i]] = sig
   for q in sorted(qs.values(), key=lambda q: (int(q.dev[1:]), q.engine != "compute")):
-    after = {q.cmd_pos[i]: sig for (qn, i), sig in sig_after.items() if qn == q.name}
+    after = after_of.get(q.name, {})
     body = []
     for k, st in enumerate(q.body):
       body.append(st)
