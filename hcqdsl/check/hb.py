@@ -42,6 +42,8 @@ def happens_before(u: Unrolled) -> Trace:
   H = lens[0]
   gates = [s.gate for s in seqs]
   devs = [s.device for s in seqs]
+  # only a compute queue's reads can see stale caches: SDMA reads memory directly, and `barrier` is no packet there
+  cached = [s.queue is not None and s.queue.engine == "compute" for s in seqs]
   envs = u.envs
   nsig = len(u.signals)
   done = [0] * S
@@ -124,7 +126,7 @@ def happens_before(u: Unrolled) -> Trace:
                 if k2[1] > lo: cands.append(k2)
             else: cands = ()
             if cands:
-              vis_on = m != W and i
+              vis_on = m != W and cached[i]
               far = bufdev[b] != devs[i]
               for k2 in cands:
                 for j, e in rmap[k2].items():   # e: [j's write positions, j's read positions] of range k2
