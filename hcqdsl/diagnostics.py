@@ -20,6 +20,7 @@ CODES = {
   "redundant-wait": "a wait already implied by happens-before",
   "unused-signal": "a signal written but never waited on",
   "visibility": "a cross-device read with no barrier after the wait that orders it",
+  "incomplete": "exhaustive exploration ran past its state budget: the verdict covers the states explored",
 }
 
 @attrs.frozen
