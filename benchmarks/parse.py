@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse, random, time
 import hcqdsl.scan
 from hcqdsl.syntax import parse_syntax, format_program
+from hcqdsl.check.static import check_static
 
 def generate(n: int, queues: int = 16, devices: int = 8, seed: int = 0) -> str:
   """A program with n statements over `queues` queues on `devices` devices: varied waits, signals, execs, copies."""
@@ -52,7 +53,7 @@ def main():
   ap.add_argument("--sizes", default="10000,100000,1000000")
   ap.add_argument("--grammar-max", type=int, default=100000, help="largest size to time the lark grammar on")
   a = ap.parse_args()
-  print(f"{'statements':>11} {'parse stmt/s':>13} {'grammar stmt/s':>15} {'ratio':>6} {'format stmt/s':>14}")
+  print(f"{'statements':>11} {'parse stmt/s':>13} {'+static stmt/s':>15} {'grammar stmt/s':>15} {'ratio':>6} {'format stmt/s':>14}")
   for n in map(int, a.sizes.split(",")):
     text = generate(n)
     prog, diags = parse_syntax(text, "bench.hcq")
@@ -60,7 +61,10 @@ def main():
     repeat = 3 if n <= 100000 else 1
     fast = rate(lambda t: parse_syntax(t, "bench.hcq"), text, n, repeat)
     slow = rate(grammar_only, text, n, 1) if n <= a.grammar_max else float("nan")
+    full = rate(lambda t: check_static(parse_syntax(t, "bench.hcq")[0]), text, n, repeat)
     fmt = rate(lambda _: format_program(prog), text, n, repeat)
-    print(f"{n:>11} {fast:>13,.0f} {slow:>15,.0f} {fast / slow:>5.1f}x {fmt:>14,.0f}")
+    ratio = f"{fast / slow:>5.1f}x" if slow == slow else f"{'-':>6}"
+    slow_s = f"{slow:>15,.0f}" if slow == slow else f"{'-':>15}"
+    print(f"{n:>11} {fast:>13,.0f} {full:>15,.0f} {slow_s} {ratio} {fmt:>14,.0f}")
 
 if __name__ == "__main__": main()

@@ -53,6 +53,7 @@ class StaticCheck:
   def _need(self, ref: Ref, kind, what: str, at):
     """The declaration `ref` names, if it is a `kind`; else an error at the name inside span `at`."""
     d = self.names.get(ref.name)
+    if d is not None and isinstance(d, kind): return d
     span = self.prog.locate(ref.name, at)
     if d is None:
       base, _, attr = ref.name.partition(".")
@@ -154,15 +155,19 @@ class StaticCheck:
   def _slice(self, s: Slice, at):
     b = self._need(s.buffer, Buffer, "buffer", at)
     if b is None: return None
-    span = self.prog.locate(s.buffer.name, at)
-    if s.ranged and span is not at and span.line == at.line:  # widen to `name[a:b]`
-      text = _fmt_slice(s)
-      span = attrs.evolve(span, end_column=min(at.end_column, span.column + len(text)))
     lo, hi = s.bounds(b.size)
-    if lo > hi: self._err("bounds", f"range `{_fmt_slice(s)}` ends before it starts", span)
-    elif hi > b.size: self._err("bounds", f"range `{_fmt_slice(s)}` is outside buffer `{b.name}` ({b.size} bytes)", span)
-    elif lo == hi: self._err("bounds", f"range `{_fmt_slice(s)}` is empty", span)
+    if lo > hi: self._err("bounds", f"range `{_fmt_slice(s)}` ends before it starts", self._slice_span(s, at))
+    elif hi > b.size: self._err("bounds", f"range `{_fmt_slice(s)}` is outside buffer `{b.name}` ({b.size} bytes)", self._slice_span(s, at))
+    elif lo == hi: self._err("bounds", f"range `{_fmt_slice(s)}` is empty", self._slice_span(s, at))
     return b
+
+  def _slice_span(self, s: Slice, at):
+    """`name[a:b]` inside the statement at `at` (found only when there is an error to show)."""
+    span = self.prog.locate(s.buffer.name, at)
+    if not s.ranged or span is at: return span
+    line = self.prog.source.split("\n", span.line)[span.line - 1]
+    close = line.find("]", span.end_column - 1, at.end_column - 1)
+    return span if close < 0 else attrs.evolve(span, end_column=close + 2)
 
   def _exec(self, s: Exec):
     k = self._need(s.kernel, Kernel, "kernel", s.span)
