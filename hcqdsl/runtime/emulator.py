@@ -3,9 +3,12 @@ write pointers and an engine (PM4 for compute queues, SDMA for copy queues) that
 hcqdsl.amd's decoders and executes them. See docs/run.md for the model, the cost table and the scheduler.
 
 Decoding is content-addressed: the packet's dwords (a bytes object) key a per-(engine, arch) cache of prepared ops, so
-a packet is decoded once however often it is submitted; executing it is a header read, a slice, a dict lookup and a
-handler call. An unknown, malformed or unsupported packet, or an access outside mapped memory, is a Fault naming the
-queue, the ring offset and the decoded packet; the emulator never lets a Python exception out of an engine."""
+a packet is decoded once however often it is submitted. An op is a flat tuple (handler, operands, packet, cost, ...)
+whose operands are pre-extracted and, for the hot packets (waits, signal writes, copies), pre-resolved to memoryview
+cells of emulated memory; a doorbell's dwords are mapped to ops in one pass, and the engine then runs them in a tight
+loop: a list index, a tuple unpack and a handler that is a couple of int ops. An unknown, malformed or unsupported
+packet, or an access outside mapped memory, is a Fault naming the queue, the ring offset and the decoded packet; the
+emulator never lets a Python exception out of an engine."""
 from __future__ import annotations
 import bisect, random
 from collections import Counter, deque
@@ -30,6 +33,7 @@ COPY_BYTES_PER_US = 25_000      # SDMA copies at 25 GB/s
 CLOCK_MHZ = 100                 # the GPU clock counter RELEASE_MEM / TIMESTAMP write (AMD's 100 MHz reference)
 HOST_COST = {"submit": 1.0, "submit_dword": 0.001, "signal": 0.1, "wait": 0.5}
 MAX_BATCH = 256                 # packets an engine runs before the scheduler looks again (time-ordered mode)
+INF = float("inf")
 
 FUNCS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
          4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
@@ -124,14 +128,33 @@ def _wait_mem(e, a):
   addr, ref, mask, func = a
   return e.poll(addr, e.mem.r32(addr), ref, mask, func)
 
-def _wait_ge(e, a):
-  addr, ref = a
-  if e.mem.r32(addr) >= ref:
-    if addr in e.m.last_write: e.m.wait_satisfied(e, addr)
-    e.wait_info = None
+# Fast variants of the hot handlers, chosen at prepare time when the run is not traced and the address is mapped (so
+# the resolved memoryview cell stays valid: regions never move or go away). Their operands carry the cell, the
+# emulator's write-time table and the Memory, so they touch no attribute chains and allocate nothing. Otherwise the
+# generic handlers above run, and an unmapped or misaligned address faults at execution, as it always did.
+
+def _wait_ge_cell(e, a):  # WAIT_REG_MEM / POLL_REGMEM, memory, `>=`, full mask
+  cell, i, ref, addr, last_write = a
+  v = cell[i]
+  if v >= ref:
+    t = last_write.get(addr)
+    if t is not None and t > e.clock: e.clock = t  # the wait ends when the satisfying write landed
     return True
-  e.wait_info = (addr, ref, M32, 5, e.mem.r32(addr))
+  e.wait_info = (addr, ref, M32, 5, v)
   return False
+
+def _store_cell(e, a):  # RELEASE_MEM 32-bit data, FENCE
+  cell, i, v, addr, mem, last_write = a
+  cell[i] = v
+  mem.writes += 1
+  last_write[addr] = e.clock + e.cost  # the write lands at the end of the packet
+  return True
+
+def _copy_spans(e, a):  # COPY_LINEAR; its per-byte cost is in the op's cost
+  dst, src, mem = a
+  dst[:] = src  # a memmove: overlapping ranges copy as if through a buffer
+  mem.writes += 1
+  return True
 
 def _wait_reg(e, a):
   req, done, ref, mask, func, op = a
@@ -196,23 +219,38 @@ def _const_fill(e, a):
   e.mem.writes += 1
   return True
 
+def _prep_wait(addr, ref, mask, func, c):
+  cell = c.cell(addr) if func == 5 and mask == M32 else None
+  if cell is not None: return _wait_ge_cell, (*cell, ref, addr, c.m.last_write)
+  return _wait_mem, (addr, ref, mask, func)
+
+def _prep_store(addr, v, c):
+  cell = c.cell(addr)
+  if cell is not None: return _store_cell, (*cell, v & M32, addr, c.m.mem, c.m.last_write)
+  return _fence, (addr, v)
+
+def _prep_copy(f, c):
+  src, dst, n = f["src_addr"], f["dst_addr"], f["count"] + 1
+  if c.fast:
+    try: return _copy_spans, (c.m.mem.span(dst, n), c.m.mem.span(src, n), c.m.mem)
+    except DeviceFault: pass
+  return _copy, (src, dst, n)
+
 def _prep_wrm(f, c):
   if f["function"] not in FUNCS: raise DeviceFault(f"WAIT_REG_MEM function {f['function']} is reserved")
-  if f["mem_space"] == 1:
-    if f["function"] == 5 and f["mask"] == M32: return _wait_ge, (f["addr"], f["reference"])
-    return _wait_mem, (f["addr"], f["reference"], f["mask"], f["function"])
+  if f["mem_space"] == 1: return _prep_wait(f["addr"], f["reference"], f["mask"], f["function"], c)
   return _wait_reg, (f["addr_lo"], f["addr_hi"], f["reference"], f["mask"], f["function"], f["operation"])
 
 def _prep_release(f, c):
   if f["data_sel"] not in (0, 1, 2, 3): raise DeviceFault(f"RELEASE_MEM data_sel {f['data_sel']} is not supported")
   if f.get("dst_sel", 0) not in (0, 1): raise DeviceFault(f"RELEASE_MEM dst_sel {f['dst_sel']} is not supported")
+  if f["data_sel"] == 1: return _prep_store(f["addr"], f["data_lo"], c)
   return _release, (f["data_sel"], f["addr"], f["data_lo"], f["data_hi"])
 
 def _prep_poll(f, c):
   if f["func"] not in FUNCS: raise DeviceFault(f"POLL_REGMEM function {f['func']} is reserved")
   if not f["mem_poll"]: raise DeviceFault("POLL_REGMEM of a register is not supported by the emulator")
-  if f["func"] == 5 and f["mask"] == M32: return _wait_ge, (f["addr"], f["value"])
-  return _wait_mem, (f["addr"], f["value"], f["mask"], f["func"])
+  return _prep_wait(f["addr"], f["value"], f["mask"], f["func"], c)
 
 PM4_OPS: dict[str, Callable] = {
   "NOP": lambda f, c: (_nothing, None), "TYPE2_NOP": lambda f, c: (_nothing, None),
@@ -227,8 +265,8 @@ PM4_OPS: dict[str, Callable] = {
 }
 SDMA_OPS: dict[str, Callable] = {
   "NOP": lambda f, c: (_nothing, None), "TRAP": lambda f, c: (_nothing, None),  # the interrupt has no listener
-  "COPY_LINEAR": lambda f, c: (_copy, (f["src_addr"], f["dst_addr"], f["count"] + 1)),
-  "FENCE": lambda f, c: (_fence, (f["addr"], f["data"])),
+  "COPY_LINEAR": _prep_copy,
+  "FENCE": lambda f, c: _prep_store(f["addr"], f["data"], c),
   "POLL_REGMEM": _prep_poll,
   "TIMESTAMP_GET_GLOBAL": lambda f, c: (_timestamp, f["write_addr"]),
   "WRITE_UNTILED": lambda f, c: (_write_data, (f["dst_addr"], (f["data0"],) + tuple(f.get("data", ())[1:]))),
@@ -248,9 +286,13 @@ class _SdmaLen:
     return n if n > 0 else 5 + (get(3) & 0xFFFFF)
 
 class _Codec:
-  """Per (engine kind, arch): decoder, length function, handler table and the content-addressed op cache."""
-  def __init__(self, kind: str, arch: str):
-    self.kind, self.arch = kind, arch
+  """Per (engine kind, arch) of one machine: decoder, length function, handler table and the content-addressed op
+  cache. An op is the flat tuple (handler, operands, packet, cost, dwords, read-pointer advance, op index); the op
+  index numbers distinct packets for the engines' execution counts (`names[index]` is the packet's name)."""
+  def __init__(self, kind: str, arch: str, m: "Emulator"):
+    self.kind, self.arch, self.m = kind, arch, m
+    self.fast = not m.tracing  # traced runs use the generic handlers, which record trace events and flows
+    self.unit = 4 if kind == "pm4" else 1  # bytes per write-pointer unit: PM4 counts dwords, SDMA bytes
     if kind == "pm4":
       self.dec, self.length, self.table = pm4.decoder(arch), _pm4_len, PM4_OPS
       enc = pm4.encoder(arch)
@@ -260,27 +302,36 @@ class _Codec:
       self.length = _SdmaLen(self.dec)
       self.R_PGM_LO = self.R_UD = -1
     self.cache: dict = {}
-    self.names: dict = {}   # id(packet) -> name, for per-queue counts
-    self.keep: list = []
+    self.names: list = []   # op index -> packet name
+
+  def cell(self, addr: int):
+    """The memoryview cell of a mapped, aligned dword for a fast handler, or None (traced run, or the access would
+    fault: then the generic handler faults when the packet executes)."""
+    if not self.fast: return None
+    try: return self.m.mem.cell(addr)
+    except DeviceFault: return None
 
   def op(self, key: bytes) -> tuple:
-    """(handler, args, packet, cost) for the packet whose dwords are `key`."""
+    """The op for the packet whose dwords are `key`."""
     op = self.cache.get(key)
     if op is None:
       dws = np.frombuffer(key, "<u4").tolist()
       p = self.dec.decode_one(dws, 0)
       prep = self.table.get(p.name)
-      if p.raw: op = (_fault, p.note, p, 0.0)
-      elif prep is None: op = (_fault, f"{p.name} is not supported by the emulator", p, 0.0)
+      cost = 0.0
+      if p.raw: h, a = _fault, p.note
+      elif prep is None: h, a = _fault, f"{p.name} is not supported by the emulator"
       else:
         try: h, a = prep(p.fields, self)
         except DeviceFault as e: h, a = _fault, str(e)
         except (KeyError, TypeError) as e: h, a = _fault, f"malformed {p.name} ({e!r})"
-        op = (h, a, p, COST.get(p.name, 0.1) + (0.02 * (p.length - 1) if p.name == "NOP" else 0.0))
+        cost = COST.get(p.name, 0.1) + (0.02 * (p.length - 1) if p.name == "NOP" else 0.0)
+        if h is _copy_spans: cost += a[0].nbytes / COPY_BYTES_PER_US  # what _copy adds at run time
+      n = len(dws)
+      op = (h, a, p, cost, n, 4 * n // self.unit, len(self.names))
       if len(self.cache) > 1 << 16: self.cache.clear()  # random rings: do not grow without bound
       self.cache[key] = op
-      self.names[id(p)] = p.name
-      self.keep.append(p)  # ids stay unique while the packet lives
+      self.names.append(p.name)
     return op
 
 # ---- engines
@@ -294,7 +345,7 @@ class Engine:
     r = self.mem.find(ring.addr, ring.size)
     self.ring_u32 = r.u32[(ring.addr - r.base) >> 2:(ring.addr - r.base + ring.size) >> 2]
     self.ndw, self.unit = ring.size // 4, ring.unit
-    self.pcache: list = [None] * self.ndw  # ring dword -> (op, length) decoded there since the last doorbell
+    self.pcache: list = [None] * self.ndw  # ring dword -> op decoded there since the last doorbell (None: step())
     self.published: list = []              # ring dword ranges published by doorbells, not yet refreshed
     self.rptr = 0
     self.starts: deque = deque()  # (write pointer before a doorbell, host time of the doorbell)
@@ -305,9 +356,10 @@ class Engine:
     self.clock = 0.0
     self.cost = 0.0
     self.packets = 0
-    self.counts: dict = {}       # decoded packet -> times executed (by_name sums them)
+    self.counts: list = []       # op index -> times executed (by_name sums them per name)
+    self.first: list = []        # op indices in order of first execution (by_name lists names in that order)
     self.blocked_at = -1         # mem.writes when the current wait last failed
-    self.wait_info = None        # (addr, ref, mask, func, value) of the failing wait
+    self.wait_info = None        # (addr, ref, mask, func, value) of the failing wait (valid while blocked)
     self.cur = None              # (packet, ring offset, ib) of the packet being executed
     self.index = 0
 
@@ -359,13 +411,13 @@ class Engine:
       if 0 < b - a < self.ndw: self.predecode(a, b)
 
   def predecode(self, a: int, b: int) -> None:
-    """Decode the packets just published in ring dwords [a, b) (absolute) in one pass: one bulk copy of the dwords,
+    """Map the packets just published in ring dwords [a, b) (absolute) to ops in one pass: one bulk copy of the dwords,
     then per packet a length, a bytes slice and an op-cache lookup. Anything odd is left to the slow path in fetch."""
     nd, ring = self.ndw, self.ring_u32
     x, y = a % nd, b % nd
     arr = ring[x:y] if x < y else np.concatenate((ring[x:], ring[:y]))
     lst, buf, pc = arr.tolist(), arr.tobytes(), self.pcache
-    cache, op = self.codec.cache, self.codec.op
+    cache, op_of = self.codec.cache, self.codec.op
     memo = None if self.kind == "pm4" else self.length.memo
     i, n_all = 0, len(lst)
     try:
@@ -378,40 +430,46 @@ class Engine:
         j = i + n
         if j > n_all: break
         key = buf[4 * i:4 * j]
-        o = cache.get(key)
-        pc[(x + i) % nd] = (o if o is not None else op(key), n)
+        op = cache.get(key) or op_of(key)
+        pc[(x + i) % nd] = op if op[0] is not _ib else None  # the indirect-buffer stack is step()'s business
         i = j
     except IndexError: pass
+    self.grow_counts()
+
+  def grow_counts(self) -> None:
+    """Make room in `counts` for every op index the codec has handed out (ops are numbered as they are decoded)."""
+    k = len(self.codec.names) - len(self.counts)
+    if k > 0: self.counts.extend([0] * k)
 
   def step(self) -> int:
+    """One packet (or IDLE / BLOCKED / FAULT) through the general path: indirect buffers, doorbell times, tracing,
+    packets not predecoded."""
     self.cur = None
     if self.published: self.refresh()
     try:
-      # fast path: a ring position decoded since its doorbell (positions are invalidated when the host publishes
-      # new bytes there, so the cache always describes the ring's current contents between rptr and wptr)
+      # a ring position decoded since its doorbell (positions are invalidated when the host publishes new bytes
+      # there, so the cache always describes the ring's current contents between rptr and wptr)
+      op = None
       if not self.ib and (not self.starts or self.starts[0][0] > self.rptr):
         pos = (self.rptr * self.unit >> 2) % self.ndw
-        ent = self.pcache[pos]
-        if ent is not None and 4 * ent[1] <= (self.ring.wptr - self.rptr) * self.unit:
-          (h, a, p, cost), n = ent
-          self.cur_pos = (4 * pos, None)
-        else: ent = None
-      else: ent = None
-      if ent is None:
+        op = self.pcache[pos]
+        if op is not None and self.rptr + op[5] <= self.ring.wptr: self.cur_pos = (4 * pos, None)
+        else: op = None
+      if op is None:
         got = self.fetch()
         if got is None: return IDLE
-        key, n = got
-        h, a, p, cost = op = self.codec.op(key)
-        if not self.ib: self.pcache[(self.rptr * self.unit >> 2) % self.ndw] = (op, n)
-      self.cur, self.cost = p, cost
-      if h is _fault: raise DeviceFault(a)
+        op = self.codec.op(got[0])
+        if not self.ib and op[0] is not _ib: self.pcache[(self.rptr * self.unit >> 2) % self.ndw] = op
+        self.grow_counts()
+      h, a, p, self.cost, n, adv, k = op
+      self.cur = p
       start, r0 = self.clock, self.rptr
       if not h(self, a):
         self.blocked_at = self.mem.writes
         return BLOCKED
       self.clock += self.cost  # a wait may have moved the clock to the time its value was written
       if self.ib: self.ib[-1][2] += n
-      else: self.rptr += 4 * n // self.unit
+      else: self.rptr += adv
       if self.push is not None:
         base, size, chain = self.push
         self.push = None
@@ -420,7 +478,9 @@ class Engine:
         if base & 3: raise DeviceFault(f"INDIRECT_BUFFER base {base:#x} is not dword aligned")
         self.ib.append([base, size, 0])
       self.packets += 1
-      self.counts[id(p)] = self.counts.get(id(p), 0) + 1
+      c = self.counts[k]
+      self.counts[k] = c + 1
+      if not c: self.first.append(k)
       if self.m.tracing: self.m.trace_packet(self, p, start, self.clock, r0)
       self.blocked_at = -1
       return PROGRESS
@@ -432,44 +492,67 @@ class Engine:
       return FAULT
 
   def run_batch(self, budget: int, limit) -> int:
-    """Up to `budget` packets while the clock stays <= limit (None: no limit). The fast path runs ring packets
-    predecoded at doorbell time with no tracing; everything else goes through step()."""
-    ring, unit, nd, pc, mem = self.ring, self.unit, self.ndw, self.pcache, self.mem
-    counts = self.counts
+    """Up to `budget` packets while the clock stays <= limit (None: no limit). Runs of predecoded ring packets go
+    through run_ring; the packet that stops one (an indirect buffer, a new submission's doorbell time, a position
+    not predecoded, a traced run) goes through step()."""
     if self.published: self.refresh()
+    lim = INF if limit is None else limit
+    fast = not self.m.tracing
     st = PROGRESS
     while budget > 0:
+      if fast and not self.ib:
+        ran, st = self.run_ring(budget, lim)
+        budget -= ran
+        if st is not None: return st
+        if budget <= 0: return PROGRESS
       budget -= 1
-      ent = None
-      if not self.ib and not self.m.tracing and (not self.starts or self.starts[0][0] > self.rptr):
-        pos = (self.rptr * unit >> 2) % nd
-        ent = pc[pos]
-        if ent is not None and 4 * ent[1] <= (ring.wptr - self.rptr) * unit and ent[0][0] is not _fault:
-          (h, a, p, cost), n = ent
-          self.cur, self.cost, self.cur_pos = p, cost, (4 * pos, None)
-          try: ok = h(self, a)
-          except (DeviceFault, KernelError) as e:
-            self.m.fault = self.make_fault(str(e)); return FAULT
-          if not ok:
-            self.blocked_at = mem.writes; return BLOCKED
-          self.clock += self.cost
-          self.rptr += 4 * n // unit
-          if self.push is not None:  # an IB: let step() finish the bookkeeping next time round
-            self.rptr -= 4 * n // unit; self.clock -= self.cost; self.push = None; ent = None
-          else:
-            counts[id(p)] = counts.get(id(p), 0) + 1
-            self.packets += 1
-            self.blocked_at = -1
-            if limit is not None and self.clock > limit: return PROGRESS
-            continue
       st = self.step()
-      if st != PROGRESS or (limit is not None and self.clock > limit): return st
+      if st != PROGRESS or self.clock > lim: return st
     return st
+
+  def run_ring(self, budget: int, lim: float) -> tuple:
+    """The hot loop: execute predecoded ring packets, up to `budget` of them, until one blocks or faults or the clock
+    passes `lim`. Returns (packets run, status), status None when the next packet needs step(). Everything step()
+    keeps per packet that nobody reads in between (read pointer, packet counts, current packet) is kept in locals
+    and stored once on the way out."""
+    pc, nd, unit, wptr, counts, first = self.pcache, self.ndw, self.unit, self.ring.wptr, self.counts, self.first
+    nxt = self.starts[0][0] if self.starts else INF  # the next submission must wait for its doorbell: step()
+    rptr = rptr0 = self.rptr
+    ran, st, op = 0, None, None
+    try:
+      while ran < budget and rptr < nxt:
+        op = pc[(rptr * unit >> 2) % nd]
+        if op is None or rptr + op[5] > wptr: break
+        h, a, _, self.cost, _, adv, k = op
+        if not h(self, a):
+          st = BLOCKED
+          break
+        self.clock += self.cost  # a wait may have moved the clock to the time its value was written
+        rptr += adv
+        c = counts[k]
+        counts[k] = c + 1
+        if not c: first.append(k)
+        ran += 1
+        if self.clock > lim:
+          st = PROGRESS
+          break
+    except (DeviceFault, KernelError) as e:
+      st, msg = FAULT, str(e)
+    except Exception as e:  # a bug of ours still is a report, never a traceback out of the device
+      st, msg = FAULT, f"internal emulator error: {e!r}"
+    self.rptr = rptr
+    self.packets += ran
+    if ran: self.blocked_at = -1
+    if st == BLOCKED or st == FAULT:  # the packet that stopped: what hang and fault reports show
+      self.cur, self.cur_pos = op[2], (4 * ((rptr * unit >> 2) % nd), None)
+      if st == BLOCKED: self.blocked_at = self.mem.writes
+      else: self.m.fault = self.make_fault(msg)
+    return ran, st
 
   @property
   def by_name(self) -> Counter:
     c: Counter = Counter()
-    for i, k in self.counts.items(): c[self.codec.names[i]] += k
+    for k in self.first: c[self.codec.names[k]] += self.counts[k]
     return c
 
   def poll(self, addr, v, ref, mask, func) -> bool:
@@ -573,7 +656,8 @@ class Emulator(Device):
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
     self.tracing, self.events, self.flows = trace, [], []
-    self.last_write: dict = {}       # signal address -> (time, writer event index)
+    self.last_write: dict = {}       # signal address -> emulated time of its last write (a float: no allocation)
+    self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
     self.fault: Optional[Fault] = None
     self.hang: Optional[Hang] = None
     self.locate: Optional[Callable] = None   # (ring, absolute dword) -> (launch, stmt) from the submitter
@@ -583,7 +667,7 @@ class Emulator(Device):
     self.host_actor: Optional[HostActor] = None
 
   def codec(self, kind: str, arch: str) -> _Codec:
-    if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch)
+    if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
     return self._codecs[kind, arch]
 
   # ---- Device interface
@@ -633,12 +717,13 @@ class Emulator(Device):
 
   # ---- time and flows
   def note_write(self, addr: int, t: float, who):
-    self.last_write[addr] = (t, len(self.events) if self.tracing else None, who.name)
+    self.last_write[addr] = t
+    if self.tracing: self.write_event[addr] = len(self.events)
   def wait_satisfied(self, who, addr: int):
-    w = self.last_write.get(addr)
-    if w is None: return
-    if w[0] > who.clock: who.clock = w[0]
-    if self.tracing and w[1] is not None: self.flows.append((w[1], len(self.events), who.name))
+    t = self.last_write.get(addr)
+    if t is None: return
+    if t > who.clock: who.clock = t
+    if self.tracing: self.flows.append((self.write_event[addr], len(self.events), who.name))
 
   # ---- trace
   def trace_packet(self, e: Engine, p: Packet, t0: float, t1: float, rptr: int):
