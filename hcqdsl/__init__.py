@@ -3,13 +3,29 @@
     prog = hcqdsl.parse(text, filename="x.hcq")   # raises hcqdsl.HcqError with diagnostics
     hcqdsl.format(prog)                           # canonical text
     hcqdsl.check(prog, launches=2)                # list of Diagnostic
+    img = hcqdsl.compile_program(prog, "gfx942")  # PM4/SDMA command buffers, patch table, memory plan
+    hcqdsl.run(prog, launches=3, seed=1)          # the built-in AMD emulator
+    hcqdsl.emit(*tensors)                         # a Program from a tinygrad schedule
+    hcqdsl.to_dot(prog)                           # the picture
 """
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
 from .diagnostics import Diagnostic, Related, HcqError, render_text, render_json, render_sarif
 from .syntax import parse, parse_file, format_program as format, parse_with_diagnostics
 from .check import check, check_text
+from .emit import emit, emit_jit  # eager: a lazy `emit` would be shadowed by the submodule of that name once imported
 
 __version__ = "0.1.0"
+
+# stages that pull in numpy, the AMD tables or tinygrad load on first use
+_LAZY = {"compile_program": "compile", "Image": "compile", "disasm_image": "disasm", "as_hcq": "disasm",
+         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph"}
+
+def __getattr__(name: str):
+  if name in _LAZY:
+    import importlib
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+  raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")
+
 __all__ = list(_ir_all) + ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif",
-                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text"]
+                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text", "emit", "emit_jit"] + list(_LAZY)

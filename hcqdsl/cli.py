@@ -88,12 +88,6 @@ def cmd_check(a) -> int:
     if diags: print(f"{errs} error{'s' * (errs != 1)}, {warns} warning{'s' * (warns != 1)}")
   return 1 if has_errors(diags) else 0
 
-def _lazy(module: str, fn: str):
-  def run(a):
-    import importlib
-    return getattr(importlib.import_module(f"hcqdsl.{module}"), fn)(a)
-  return run
-
 def build_parser() -> argparse.ArgumentParser:
   ap = argparse.ArgumentParser(prog="hcqdsl", description="A language and toolchain for AMD hardware command queues.")
   from . import __version__
@@ -114,19 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
   p.add_argument("--var", action="append", metavar="NAME=VALUE", help="pin a var (or D.epoch) in every launch")
   p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
   p.set_defaults(run=cmd_check)
+  import importlib
   for name, module, helptext in (("compile", "compile", "compile to AMD command buffers"),
                                  ("disasm", "disasm", "disassemble command buffers"),
                                  ("run", "runtime.cli", "run a program on the built-in AMD emulator"),
                                  ("emit", "emit", "emit .hcq from a tinygrad schedule"),
                                  ("graph", "graph", "draw a program's queues and signals (DOT/SVG)")):
-    try:
-      import importlib
-      mod = importlib.import_module(f"hcqdsl.{module}")
-    except ImportError: continue
-    adder = getattr(mod, f"add_{name}_args", None)
-    if adder is None: continue
+    mod = importlib.import_module(f"hcqdsl.{module}")
     p = sub.add_parser(name, help=helptext)
-    adder(p)
+    getattr(mod, f"add_{name}_args")(p)
     p.set_defaults(run=getattr(mod, f"cli_{name}"))
   return ap
 
