@@ -13,19 +13,21 @@ from .ir import __all__ as _ir_all
 from .diagnostics import Diagnostic, Related, HcqError, render_text, render_json, render_sarif
 from .syntax import parse, parse_file, format_program as format, parse_with_diagnostics
 from .check import check, check_text
-from .emit import emit, emit_jit  # eager: a lazy `emit` would be shadowed by the submodule of that name once imported
 
 __version__ = "0.1.0"
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use
 _LAZY = {"compile_program": "compile", "Image": "compile", "disasm_image": "disasm", "as_hcq": "disasm",
-         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph"}
+         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "emit"}
 
 def __getattr__(name: str):
+  if name == "emit":  # the module, callable as `hcqdsl.emit(*tensors)`
+    import importlib
+    return importlib.import_module(".emit", __name__)
   if name in _LAZY:
     import importlib
     return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
   raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")
 
 __all__ = list(_ir_all) + ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif",
-                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text", "emit", "emit_jit"] + list(_LAZY)
+                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text", "emit"] + list(_LAZY)

@@ -6,7 +6,7 @@ run once on CPU to get the inputs' contents and tinygrad's results. Two planners
 `tinygrad` (translates hcq2's own plan: `_finalize_batch`) and `hcqdsl` (minimal waits by vector clocks). See docs/emit.md.
 Only this module (and the tinygrad device) imports tinygrad."""
 from __future__ import annotations
-import argparse, importlib.util, inspect, os, pathlib, re, sys
+import argparse, importlib.util, inspect, os, pathlib, re, sys, types
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from .ir import (Program, Device, Buffer, Signal, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite, Exec,
@@ -573,3 +573,10 @@ def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path, arch: str 
     elif isinstance(d, Queue): d = attrs.evolve(d, body=tuple(dims(st) for st in d.body))
     decls.append(d)
   return attrs.evolve(prog, decls=tuple(decls))
+
+class _CallableModule(types.ModuleType):
+  """`hcqdsl.emit(*tensors)` is the API the issue names, and `hcqdsl.emit` is also this module: calling the module
+  calls `emit`, so neither spelling shadows the other."""
+  def __call__(self, *tensors, **kw): return emit(*tensors, **kw)
+
+sys.modules[__name__].__class__ = _CallableModule

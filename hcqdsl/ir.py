@@ -10,7 +10,7 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN"]
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN"]
 
 U32_MAX = 2**32 - 1
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
@@ -101,149 +101,109 @@ class Impl:
   amd_code: Optional[str] = None
   span: Optional[Span] = _meta()
 
+@attrs.frozen
+class Node:
+  """A declaration or statement: where it was written and the comments around it (neither part of equality)."""
+  span: Optional[Span] = _meta()
+  comments: tuple = _comments()        # own-line comments just before it
+  comment: Optional[str] = _meta()     # the comment ending its line
+
 # ---- declarations
 
 @attrs.frozen
-class Device:
+class Device(Node):
   name: str
   vendor: str
   index: int
   arch: Optional[str] = None
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Buffer:
+class Buffer(Node):
   name: str
   device: Optional[Ref]  # None: host memory
   size: int
   init: Optional[Data] = None
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Signal:
+class Signal(Node):
   name: str
   device: Optional[Ref]  # None: host memory
   init: int = 0
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Var:
+class Var(Node):
   name: str
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Kernel:
+class Kernel(Node):
   name: str
   params: tuple  # of Param
   impl: Optional[Impl] = None
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 # ---- statements (queue and host)
 
 @attrs.frozen
-class Wait:
+class Wait(Node):
   signal: Ref
   value: Expr
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class SignalWrite:
+class SignalWrite(Node):
   signal: Ref
   value: Expr
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Exec:
+class Exec(Node):
   kernel: Ref
   args: tuple  # of Slice
   grid: Optional[tuple] = None   # (x, y, z)
   block: Optional[tuple] = None  # (x, y, z)
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Copy:
+class Copy(Node):
   dst: Slice
   src: Slice
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Barrier:
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
+class Barrier(Node):
+  """Later commands see memory written by work this queue has waited for."""
 
 @attrs.frozen
-class Timestamp:
+class Timestamp(Node):
   signal: Ref
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Epoch:
+class Epoch(Node):
   """`wait D.timeline >= D.epoch - 1` for the queue's device D."""
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Submit:
+class Submit(Node):
   queues: tuple  # of Ref; empty: every queue not yet submitted in this launch
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 Stmt = (Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit)
 
 # ---- blocks and the program
 
 @attrs.frozen
-class Queue:
+class Queue(Node):
   name: str
   engine: str  # compute | copy
   device: Ref
   body: tuple  # of statements
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()        # after `{`
   end_comments: tuple = _comments()       # own-line comments before `}`
   end_comment: Optional[str] = _meta()    # after `}`
 
 @attrs.frozen
-class Host:
+class Host(Node):
   body: tuple
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
   end_comments: tuple = _comments()
   end_comment: Optional[str] = _meta()
 
 @attrs.frozen
-class Expect:
+class Expect(Node):
   target: Slice
   data: Data
   approx: bool = False  # `~=`: floats compared with numpy.allclose defaults
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()
-  comment: Optional[str] = _meta()
 
 Decl = (Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect)
 
