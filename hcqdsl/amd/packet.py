@@ -31,3 +31,13 @@ def join64(fields: dict) -> dict:
         sh = int(lo_sfx.rsplit("_", 1)[1]) if lo_sfx[-1].isdigit() else 0
         out.setdefault(k[:-len(lo_sfx)], (v << sh) | (fields[hk] << 32))
   return out
+
+class Walker:
+  """Decodes a dword stream packet by packet; subclasses provide `decode_one(dw, i) -> Packet` (never raising)."""
+  def decode(self, dw, start: int = 0, end: int | None = None) -> list[Packet]:
+    dw = [int(x) & M32 for x in dw]
+    end, out, i = len(dw) if end is None else end, [], start
+    while i < end:
+      out.append(p := self.decode_one(dw, i))
+      i += p.length
+    return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 from tinygrad.runtime.autogen.am import pm4_nv
 from .targets import Target, get_target, unmasked
-from .packet import Packet, raw_packet, join64, M32
+from .packet import Walker, Packet, raw_packet, join64, M32
 
 # function codes of WAIT_REG_MEM (shared by SDMA POLL_REGMEM); only the gfx10+ header names them
 FUNC_GE = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__GREATER_THAN_OR_EQUAL_REFERENCE_VALUE
@@ -165,7 +165,7 @@ _SPECS = {
 _FIXED = {"WAIT_REG_MEM": 6, "RELEASE_MEM": 7, "DISPATCH_DIRECT": 4}
 _REG_WRITES = ("SET_SH_REG", "SET_UCONFIG_REG")
 
-class Decoder:
+class Decoder(Walker):
   def __init__(self, t: Target):
     p, self.t = t.pm4, t
     self.ops: dict[int, str] = {}
@@ -210,13 +210,6 @@ class Decoder:
     if "event_type" in fields: fields["event"] = self.events.get(fields["event_type"], str(fields["event_type"]))
     return Packet(i, name, body + 1, join64(fields), tuple(dw[i:i + 1 + body]))
 
-  def decode(self, dw, start: int = 0, end: int | None = None) -> list[Packet]:
-    dw = [int(x) & M32 for x in dw]
-    end, out, i = len(dw) if end is None else end, [], start
-    while i < end:
-      out.append(p := self.decode_one(dw, i))
-      i += p.length
-    return out
 
 class _FlagMod:
   """A header module with a few extra names (used for the OR of a packet's flag constants)."""

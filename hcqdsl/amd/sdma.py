@@ -4,7 +4,7 @@ tinygrad's sdma_4_0_0 / sdma_6_0_0 headers."""
 from __future__ import annotations
 import functools, re
 from .targets import Target, get_target
-from .packet import Packet, raw_packet, join64, M32
+from .packet import Walker, Packet, raw_packet, join64, M32
 from .pm4 import FUNC_GE
 
 class SDMA:
@@ -82,7 +82,7 @@ def _layouts(mod) -> dict:
     out.setdefault(pkt, []).append((off, fname, getattr(mod, base + "_shift"), getattr(mod, base + "_mask")))
   return out
 
-class Decoder:
+class Decoder(Walker):
   def __init__(self, t: Target):
     s, self.t = t.sdma, t
     self.layouts = _layouts(s)
@@ -113,13 +113,6 @@ class Decoder:
     if name == "WRITE_UNTILED": fields["data"] = tuple(dw[i + 4:i + ln])
     return Packet(i, name, ln, join64(fields), tuple(dw[i:i + ln]))
 
-  def decode(self, dw, start: int = 0, end: int | None = None) -> list[Packet]:
-    dw = [int(x) & M32 for x in dw]
-    end, out, i = len(dw) if end is None else end, [], start
-    while i < end:
-      out.append(p := self.decode_one(dw, i))
-      i += p.length
-    return out
 
 @functools.cache
 def decoder(target: str) -> Decoder: return Decoder(get_target(target))
