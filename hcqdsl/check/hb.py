@@ -53,7 +53,7 @@ def happens_before(u: Unrolled) -> Trace:
   hs: list = [[-1] for _ in value]       # their writers' sequence (-1: the initial value),
   hp_: list = [[0] for _ in value]       # position,
   hc: list = [[None] for _ in value]     # and clock
-  last_w: list = [None] * nsig           # latest write in execution order
+  lw_s, lw_p = [-1] * nsig, [0] * nsig  # latest write in execution order: its sequence and position
   last_reset: list = [None] * nsig       # latest lowering write
   last_wait = [dict() for _ in range(nsig)]
   waiters: list = [[] for _ in range(nsig)]
@@ -80,6 +80,17 @@ def happens_before(u: Unrolled) -> Trace:
       races[key] = (rank, (j, q, aj), (i, p, ai))
       for x in (a, b): partners[x + (aj[0],)] = partners.get(x + (aj[0],), 0) + 1
     elif rank < old[0]: races[key] = (rank, (j, q, aj), (i, p, ai))
+
+  def scan(j, e, cj, k2, b, i, idx, pos, acc, m):   # j's accesses of range k2 after cj race with this one
+    oj, Lj = seqs[j].ops, lens[j]
+    for pl, wr in ((e[0], True), (e[1], False)) if m != R else ((e[0], True),):
+      if pl and pl[-1] > cj and partners.get((i, idx, b), 0) < RACE_CAP:
+        n, c = len(pl) - 1, 0
+        while n >= 0 and pl[n] > cj and c < SCAN_CAP and partners.get((i, idx, b), 0) < RACE_CAP:
+          q = pl[n]
+          for a2 in oj[(q - 1) % Lj][1]:
+            if a2[0] == b and a2[4] == k2 and (a2[3] != R) == wr: race(j, q, a2, i, pos, acc)
+          n -= 1; c += 1
 
   while ready:
     i = ready.pop()
@@ -110,10 +121,11 @@ def happens_before(u: Unrolled) -> Trace:
             ub = users[b]   # [sorted distinct ranges, range -> {seq: [writes, reads]}, longest range, all disjoint]
             rmap = ub[1]
             by = rmap.get(key)
-            if by is None and ub[3] and rmap:   # a new range: do the ranges stay pairwise disjoint?
+            if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?
               keys = ub[0]
-              t = bisect_left(keys, key)
-              if (t and keys[t - 1][1] > lo) or (t < len(keys) and keys[t][0] < hi): ub[3] = False
+              nk = len(keys)
+              ti = nk if not nk or keys[-1] < key else bisect_left(keys, key)  # ranges mostly come in increasing order
+              if ub[3] and ((ti and keys[ti - 1][1] > lo) or (ti < nk and keys[ti][0] < hi)): ub[3] = False
             if ub[3]:   # disjoint ranges: only the same range can overlap, and only another sequence's accesses matter
               cands = (key,) if by is not None and (len(by) > 1 or i not in by) else ()
             elif rmap:
@@ -132,31 +144,23 @@ def happens_before(u: Unrolled) -> Trace:
                 for j, e in rmap[k2].items():   # e: [j's write positions, j's read positions] of range k2
                   if j == i: continue
                   cj = v[j]
-                  oj, Lj = seqs[j].ops, lens[j]
+                  pl = e[0]
                   # j's accesses after cj are not ordered before this one: its writes race with anything, its reads
                   # only with a write (so shared read-only data costs nothing)
-                  for pl, wr in ((e[0], True), (e[1], False)) if m != R else ((e[0], True),):
-                    if pl and pl[-1] > cj and partners.get((i, idx, b), 0) < RACE_CAP:
-                      n, c = len(pl) - 1, 0
-                      while n >= 0 and pl[n] > cj and c < SCAN_CAP and partners.get((i, idx, b), 0) < RACE_CAP:
-                        q = pl[n]
-                        for a2 in oj[(q - 1) % Lj][1]:
-                          if a2[0] == b and a2[4] == k2 and (a2[3] != R) == wr: race(j, q, a2, i, pos, acc)
-                        n -= 1; c += 1
-                  if vis_on and e[0] and (far or devs[j] != devs[i]):
+                  if (pl and pl[-1] > cj) or (m != R and e[1] and e[1][-1] > cj): scan(j, e, cj, k2, b, i, idx, pos, acc, m)
+                  if vis_on and pl and (far or devs[j] != devs[i]):
                     # j's last write ordered before this read: is it also ordered before this queue's last barrier?
                     lowb = bar[i][j] if bar[i] is not None else 0
-                    pl = e[0]
                     n = bisect_right(pl, cj) - 1
                     if n >= 0 and pl[n] > lowb and (i, idx) not in vis:
                       q = pl[n]
-                      hit = next(a2 for a2 in oj[(q - 1) % Lj][1] if a2[0] == b and a2[4] == k2 and a2[3] != R)
+                      hit = next(a2 for a2 in seqs[j].ops[(q - 1) % lens[j]][1] if a2[0] == b and a2[4] == k2 and a2[3] != R)
                       vis[(i, idx)] = (i, pos, acc, j, q, hit)
                       vis_on = False
             slot = 0 if m != R else 1
             if by is None:
-              keys = ub[0]
-              keys.insert(bisect_left(keys, key), key)
+              if ti == nk: keys.append(key)
+              else: keys.insert(ti, key)
               rmap[key] = {i: [[pos], None] if slot == 0 else [None, [pos]]}
               if hi - lo > ub[2]: ub[2] = hi - lo
             else:
@@ -186,8 +190,8 @@ def happens_before(u: Unrolled) -> Trace:
         elif kind == WRITE:
           s = op[1]
           val = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
-          lw = last_w[s]
-          if lw is not None and lw[0] != i and lw[1] > v[lw[0]]: violations.append(("signal-race", lw, (i, pos), s))
+          j = lw_s[s]
+          if j >= 0 and j != i and lw_p[s] > v[j]: violations.append(("signal-race", (j, lw_p[s]), (i, pos), s))
           if val < value[s]:
             for j, wp in last_wait[s].items():
               if j != i and wp > v[j]: violations.append(("non-monotonic", (i, pos), (j, wp), s))
@@ -196,7 +200,7 @@ def happens_before(u: Unrolled) -> Trace:
           else:
             hv[s].append(val); hs[s].append(i); hp_[s].append(pos); hc[s].append(v)
           value[s] = val
-          last_w[s] = (i, pos)
+          lw_s[s] = i; lw_p[s] = pos
           wq = waiters[s]
           while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
         elif kind == SUBMIT:
