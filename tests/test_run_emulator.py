@@ -155,3 +155,25 @@ def test_cli_exit_codes(tmp_path, capsys):
   assert main(["run", str(ok), "--var", "nope=1"]) == 2
   with pytest.raises(SystemExit) as e: main(["run", str(ok), "--seed", "1", "--schedules", "2"])
   assert e.value.code == 2
+
+def test_overlapping_copy_is_buffered():
+  from hcqdsl.amd import sdma
+  out: list = []
+  sdma.encoder("gfx1100").copy(out, 0x2000_0000_0008, 0x2000_0000_0000, 32)  # dst overlaps the source's tail
+  emu = Emulator()
+  ring = emu.create_queue("q", "copy", "gpu0", "gfx1100", 4096, addr=0x1000_0000_0000)
+  emu.allocate(0x2000_0000_0000, 4096, "scratch", "gpu0")
+  emu.write(0x2000_0000_0000, bytes(range(64)))
+  emu.write(ring.addr, np.array(out, dtype="<u4").tobytes())
+  emu.doorbell(ring, 4 * len(out))
+  emu.run(iter(()))
+  assert emu.fault is None
+  assert emu.read(0x2000_0000_0000, 64) == bytes(range(8)) + bytes(range(32)) + bytes(range(40, 64))
+
+def test_traced_run_matches_untraced():
+  # traced runs execute through the generic handlers, untraced ones through the pre-resolved fast ones
+  plain, traced = run(CHAIN, launches=4), run(CHAIN, launches=4, trace=True)
+  assert plain.ok and traced.ok
+  assert plain.memory == traced.memory and plain.time_us == traced.time_us
+  assert {q: (s.packets, s.by_name, s.time_us) for q, s in plain.queues.items()} == \
+         {q: (s.packets, s.by_name, s.time_us) for q, s in traced.queues.items()}

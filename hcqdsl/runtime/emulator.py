@@ -169,7 +169,7 @@ def _release(e, a):
   if sel == 1: e.mem.w32(addr, a[2])
   elif sel == 2: e.mem.w64(addr, a[2] | a[3] << 32)
   else: e.mem.w64(addr, int(end * CLOCK_MHZ))  # 3: GPU clock counter
-  e.m.note_write(addr, end, e)
+  e.m.note_write(addr, end)
   return True
 
 def _nothing(e, a): return True
@@ -190,7 +190,7 @@ def _ib(e, a):
 def _write_data(e, a):
   addr, data = a
   for i, v in enumerate(data): e.mem.w32(addr + 4 * i, v)
-  e.m.note_write(addr, e.clock + e.cost, e)
+  e.m.note_write(addr, e.clock + e.cost)
   return True
 
 def _copy(e, a):
@@ -204,7 +204,7 @@ def _copy(e, a):
 def _fence(e, a):
   addr, v = a
   e.mem.w32(addr, v)
-  e.m.note_write(addr, e.clock + e.cost, e)
+  e.m.note_write(addr, e.clock + e.cost)
   return True
 
 def _timestamp(e, a):
@@ -701,7 +701,7 @@ class Emulator(Device):
     """A host `signal`: a 32-bit store the waits that it satisfies are ordered after (time, trace flows)."""
     self.mem.w32(addr, value)
     h = self.host_actor
-    if h is not None: self.note_write(addr, h.clock + HOST_COST["signal"], h)
+    if h is not None: self.note_write(addr, h.clock + HOST_COST["signal"])
 
   # ---- kernels
   def add_kernel(self, prog_addr: int, name: str, fn, nparams: int):
@@ -716,7 +716,7 @@ class Emulator(Device):
     raise DeviceFault(f"kernel argument {i} points at {ptr:#x}, outside every buffer")
 
   # ---- time and flows
-  def note_write(self, addr: int, t: float, who):
+  def note_write(self, addr: int, t: float):
     self.last_write[addr] = t
     if self.tracing: self.write_event[addr] = len(self.events)
   def wait_satisfied(self, who, addr: int):
