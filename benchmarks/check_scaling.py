@@ -8,7 +8,11 @@ waiting for every queue and bumping its timeline; the host waits for the timelin
 tinygrad's HCQGraph does between launches) and submits. They are race- and deadlock-free, so the whole run is the
 one happens-before pass.
 
+When `spin` (and gcc) are on PATH, the small sizes are also translated to Promela (hcqdsl.check.promela) and
+checked by SPIN for deadlock, and a table prints SPIN's time beside ours (cap: SPIN_CAP seconds, default 60).
+
 Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1000000)
+       python benchmarks/check_scaling.py --spin            (the SPIN table only)
 """
 from __future__ import annotations
 import random, shutil, subprocess, sys, time, tempfile, os
@@ -19,7 +23,8 @@ from hcqdsl.check.analyze import analyze
 
 NDEV, NQ, SLICE = 8, 16, 256
 
-def make(n: int, seed: int = 0) -> Program:
+def make(n: int, seed: int = 0, ndev: int = NDEV) -> Program:
+  NQ = 2 * ndev
   rnd = random.Random(seed)
   line = [0]
   def sp():
@@ -27,7 +32,7 @@ def make(n: int, seed: int = 0) -> Program:
     return Span("bench.hcq", line[0], 3, line[0], 20)
   qname = lambda i: f"{'c' if i % 2 == 0 else 'x'}{i // 2}"
   steps = max(1, n // NQ // 3)
-  decls = [Device(f"gpu{d}", "AMD", d, "gfx1100", span=sp()) for d in range(NDEV)]
+  decls = [Device(f"gpu{d}", "AMD", d, "gfx1100", span=sp()) for d in range(ndev)]
   decls += [Buffer(f"buf_{qname(i)}", Ref(f"gpu{i // 2}"), steps * SLICE, span=sp()) for i in range(NQ)]
   decls.append(Buffer("weights", None, SLICE, span=sp()))  # host memory, only read
   decls += [Signal(f"sig_{qname(i)}", Ref(f"gpu{i // 2}"), span=sp()) for i in range(NQ)]
@@ -55,7 +60,7 @@ def make(n: int, seed: int = 0) -> Program:
       body += [Wait(Ref(f"sig_{qname(j)}"), Expr(None, steps), span=sp()) for j in range(NQ) if j != i]
       body.append(SignalWrite(Ref(f"gpu{i // 2}.timeline"), Expr(Ref(f"gpu{i // 2}.epoch")), span=sp()))
     decls.append(Queue(qname(i), "compute" if i % 2 == 0 else "copy", Ref(f"gpu{i // 2}"), tuple(body), span=sp()))
-  host = [Wait(Ref(f"gpu{d}.timeline"), Expr(Ref(f"gpu{d}.epoch"), -1), span=sp()) for d in range(NDEV)]
+  host = [Wait(Ref(f"gpu{d}.timeline"), Expr(Ref(f"gpu{d}.epoch"), -1), span=sp()) for d in range(ndev)]
   host += [SignalWrite(Ref(f"sig_{qname(i)}"), Expr(None, 0), span=sp()) for i in range(NQ)]
   host.append(Submit((), span=sp()))
   decls.append(Host(tuple(host), span=sp()))
@@ -84,7 +89,41 @@ def main(sizes):
   if 100_000 in times and 1_000_000 in times:
     print(f"t(1M)/t(100k) = {times[1_000_000][0] / times[100_000][0]:.2f} wall, "
           f"{times[1_000_000][1] / times[100_000][1]:.2f} cpu")
-  if shutil.which("spin") is None: print("spin: not installed, Promela comparison skipped")
+  if shutil.which("spin") is None or shutil.which("gcc") is None:
+    print("spin: not installed (or no gcc), Promela comparison skipped")
+  else: spin_table()
+
+SPIN_CAP = float(os.environ.get("SPIN_CAP", 60))   # seconds per SPIN run (spin -a + gcc + pan)
+
+def spin_table(cases=None):
+  """The same programs (and, where SPIN can finish, a 2-device / 4-queue variant) through SPIN: the Promela model from
+  hcqdsl.check.promela, `spin -a`, `gcc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=1024`, `pan`; deadlock only. SPIN's time
+  is the whole run (its compile step included: that is what using it costs); `pan s` is the search alone."""
+  from hcqdsl.check.promela import to_promela, spin_verify
+  cases = cases or [(100, NDEV), (1_000, NDEV), (10_000, NDEV), (100, 2), (1_000, 2), (10_000, 2)]
+  print(f"\nSPIN {subprocess.run(['spin', '-V'], capture_output=True, text=True).stdout.strip()}, cap {SPIN_CAP:.0f} s, "
+        f"memory bound 1 GB; hcqdsl: best of 3, deadlock + races + the rest")
+  print(f"{'statements':>11} {'queues':>6} {'hcqdsl s':>9} {'SPIN s':>16} {'pan s':>7} {'states':>10} {'ratio':>8}  verdicts")
+  for n, ndev in cases:
+    p = make(n, ndev=ndev)
+    m = count(p)
+    ours = min(_timed(p) for _ in range(3))
+    dl = any(x.code == "deadlock" for x in analyze(p, launches=2))
+    r = spin_verify(to_promela(p, launches=2), timeout=SPIN_CAP)
+    if r["timeout"]: spin_s, ratio = f"timeout >{SPIN_CAP:.0f}", f">{SPIN_CAP / ours:.0f}x"
+    elif r["deadlock"] is None: spin_s, ratio = f"no verdict {r['total']:.1f}", "-"
+    else: spin_s, ratio = f"{r['total']:.2f}", f"{r['total'] / ours:.0f}x"
+    why = ("out of memory" if r["memlim"] else "incomplete") if not r["timeout"] and r["deadlock"] is None else ""
+    st = r["states"] if r["states"] is not None else "-"
+    verdict = f"check: {'deadlock' if dl else 'no deadlock'}, SPIN: " + (
+      "timeout" if r["timeout"] else why if why else "deadlock" if r["deadlock"] else "no deadlock")
+    print(f"{m:>11} {2 * ndev:>6} {ours:>9.3f} {spin_s:>16} {r['t_pan']:>7.1f} {st:>10} {ratio:>8}  {verdict}")
+
+def _timed(p) -> float:
+  t0 = time.perf_counter()
+  analyze(p, launches=2)
+  return time.perf_counter() - t0
 
 if __name__ == "__main__":
-  main([int(x) for x in sys.argv[1:]] or [10_000, 100_000, 1_000_000])
+  if sys.argv[1:] == ["--spin"]: spin_table()
+  else: main([int(x) for x in sys.argv[1:]] or [10_000, 100_000, 1_000_000])

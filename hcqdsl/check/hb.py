@@ -14,7 +14,7 @@ sequences) and time O(steps + joins * sequences).
 Races: for each buffer we keep its distinct byte ranges (sorted, with the longest length, so the ranges overlapping
 [lo, hi) are found by bisection; while a buffer's ranges are pairwise disjoint, as slices of one buffer usually are,
 only the identical range can overlap and a dict lookup suffices) and, per range and sequence j, the positions of j's
-accesses. An access X of sequence i
+accesses (one flat list per range: [j, j's writes, j's reads, j', ...]). An access X of sequence i
 is unordered with an earlier-executed access Y of j iff pos(Y) > vc[i][j]: a suffix of the range's positions, empty
 in a race-free program. So an access costs O(log ranges + overlapping ranges * sequences touching them).
 """
@@ -81,9 +81,9 @@ def happens_before(u: Unrolled) -> Trace:
       for x in (a, b): partners[x + (aj[0],)] = partners.get(x + (aj[0],), 0) + 1
     elif rank < old[0]: races[key] = (rank, (j, q, aj), (i, p, ai))
 
-  def scan(j, e, cj, k2, b, i, idx, pos, acc, m):   # j's accesses of range k2 after cj race with this one
+  def scan(j, jw, jr, cj, k2, b, i, idx, pos, acc, m):   # j's accesses of range k2 after cj race with this one
     oj, Lj = seqs[j].ops, lens[j]
-    for pl, wr in ((e[0], True), (e[1], False)) if m != R else ((e[0], True),):
+    for pl, wr in ((jw, True), (jr, False)) if m != R else ((jw, True),):
       if pl and pl[-1] > cj and partners.get((i, idx, b), 0) < RACE_CAP:
         n, c = len(pl) - 1, 0
         while n >= 0 and pl[n] > cj and c < SCAN_CAP and partners.get((i, idx, b), 0) < RACE_CAP:
@@ -117,8 +117,10 @@ def happens_before(u: Unrolled) -> Trace:
         pos = base + idx + 1
         if kind == ACCESS:
           for acc in op[1]:
-            b, lo, hi, m, key, probe = acc
-            ub = users[b]   # [sorted distinct ranges, range -> {seq: [writes, reads]}, longest range, all disjoint]
+            b, lo, hi, m, key = acc
+            # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
+            # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
+            ub = users[b]
             rmap = ub[1]
             by = rmap.get(key)
             if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?
@@ -127,10 +129,10 @@ def happens_before(u: Unrolled) -> Trace:
               ti = nk if not nk or keys[-1] < key else bisect_left(keys, key)  # ranges mostly come in increasing order
               if ub[3] and ((ti and keys[ti - 1][1] > lo) or (ti < nk and keys[ti][0] < hi)): ub[3] = False
             if ub[3]:   # disjoint ranges: only the same range can overlap, and only another sequence's accesses matter
-              cands = (key,) if by is not None and (len(by) > 1 or i not in by) else ()
+              cands = (key,) if by is not None and (len(by) > 3 or by[0] != i) else ()
             elif rmap:
               keys, lim = ub[0], lo - ub[2]
-              t, cands = bisect_left(keys, probe), []
+              t, cands = bisect_left(keys, (hi,)), []
               while t > 0:   # the ranges starting before hi, back to where none can reach lo
                 t -= 1
                 k2 = keys[t]
@@ -141,13 +143,15 @@ def happens_before(u: Unrolled) -> Trace:
               vis_on = m != W and cached[i]
               far = bufdev[b] != devs[i]
               for k2 in cands:
-                for j, e in rmap[k2].items():   # e: [j's write positions, j's read positions] of range k2
+                e = rmap[k2]
+                for x in range(0, len(e), 3):   # e[x]: a sequence j; e[x + 1], e[x + 2]: its write, read positions
+                  j = e[x]
                   if j == i: continue
                   cj = v[j]
-                  pl = e[0]
+                  pl, jr = e[x + 1], e[x + 2]
                   # j's accesses after cj are not ordered before this one: its writes race with anything, its reads
                   # only with a write (so shared read-only data costs nothing)
-                  if (pl and pl[-1] > cj) or (m != R and e[1] and e[1][-1] > cj): scan(j, e, cj, k2, b, i, idx, pos, acc, m)
+                  if (pl and pl[-1] > cj) or (m != R and jr and jr[-1] > cj): scan(j, pl, jr, cj, k2, b, i, idx, pos, acc, m)
                   if vis_on and pl and (far or devs[j] != devs[i]):
                     # j's last write ordered before this read: is it also ordered before this queue's last barrier?
                     lowb = bar[i][j] if bar[i] is not None else 0
@@ -161,14 +165,16 @@ def happens_before(u: Unrolled) -> Trace:
             if by is None:
               if ti == nk: keys.append(key)
               else: keys.insert(ti, key)
-              rmap[key] = {i: [[pos], None] if slot == 0 else [None, [pos]]}
+              rmap[key] = [i, [pos], None] if slot == 0 else [i, None, [pos]]
               if hi - lo > ub[2]: ub[2] = hi - lo
             else:
-              e = by.get(i)
-              if e is None: by[i] = [[pos], None] if slot == 0 else [None, [pos]]
+              x, n3 = 0, len(by)
+              while x < n3 and by[x] != i: x += 3
+              if x == n3: by += (i, [pos], None) if slot == 0 else (i, None, [pos])
               else:
-                pl = e[slot]
-                if pl is None: e[slot] = [pos]
+                x += 1 + slot
+                pl = by[x]
+                if pl is None: by[x] = [pos]
                 elif pl[-1] != pos: pl.append(pos)
         elif kind == WAIT:
           s = op[1]

@@ -74,17 +74,18 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
   return "\n".join(out) + "\n"
 
 def spin_verify(model: str, timeout: float = 60.0, depth: Optional[int] = None, memlim_mb: int = 1024) -> dict:
-  """Run SPIN on a model from `to_promela`: `spin -a`, `gcc -O2 -DSAFETY`, `./pan`, each under what is left of
-  `timeout` seconds. Returns {"deadlock": bool or None (timeout / no verdict), "errors", "states", "timeout",
+  """Run SPIN on a model from `to_promela`: `spin -a`, `gcc -O2 -DSAFETY -DCOLLAPSE -DMEMLIM=...`, `./pan -m<depth>`, each
+  under what is left of `timeout` seconds. Returns {"deadlock": bool, or None when SPIN gave no verdict (timeout, or
+  the search hit the memory bound with no error found), "errors", "states", "timeout", "complete", "memlim",
   "t_spin", "t_gcc", "t_pan", "total"} (times in seconds)."""
   if depth is None: depth = model.count("\n") + 1000   # every step is one line: no run is deeper
   if shutil.which("spin") is None or shutil.which("gcc") is None: raise RuntimeError("spin and gcc are needed")
-  res = {"deadlock": None, "errors": None, "states": None, "timeout": False, "t_spin": 0.0, "t_gcc": 0.0, "t_pan": 0.0}
+  res = {"deadlock": None, "errors": None, "states": None, "timeout": False, "complete": False, "memlim": False, "t_spin": 0.0, "t_gcc": 0.0, "t_pan": 0.0}
   start = time.perf_counter()
   with tempfile.TemporaryDirectory(prefix="hcq-spin-") as d:
     with open(os.path.join(d, "model.pml"), "w") as f: f.write(model)
     steps = [("t_spin", ["spin", "-a", "model.pml"]),
-             ("t_gcc", ["gcc", "-O2", "-w", "-DSAFETY", f"-DMEMLIM={memlim_mb}", "-o", "pan", "pan.c"]),
+             ("t_gcc", ["gcc", "-O2", "-w", "-DSAFETY", "-DCOLLAPSE", f"-DMEMLIM={memlim_mb}", "-o", "pan", "pan.c"]),
              ("t_pan", ["./pan", f"-m{depth}"])]
     out = ""
     for key, cmd in steps:
@@ -106,7 +107,10 @@ def spin_verify(model: str, timeout: float = 60.0, depth: Optional[int] = None, 
     res["errors"] = int(m.group(1))
     st = re.search(r"(\d+) states, stored", out)
     res["states"] = int(st.group(1)) if st else None
-    if "max search depth too small" in out or "out of memory" in out.lower(): res["deadlock"] = None if res["errors"] == 0 else True
-    else: res["deadlock"] = res["errors"] > 0 and "invalid end state" in out
+    # an error found is a verdict; no error is one only if the search completed (not cut by memory or depth)
+    res["complete"] = "Search not completed" not in out and "max search depth too small" not in out
+    res["memlim"] = "MEMLIM bound" in out or "out of memory" in out.lower()
+    if res["errors"]: res["deadlock"] = "invalid end state" in out
+    elif res["complete"]: res["deadlock"] = False
     res["output"] = out
   return res

@@ -80,7 +80,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   sig_id = {s.name: i for i, s in enumerate(signals)}
   buffers = program.buffers
   buf_id = {b.name: i for i, b in enumerate(buffers)}
-  kernels = {k.name: k for k in program.kernels}
+  kmodes = {k.name: [_MODE[p.mode] for p in k.params] for k in program.kernels}
   queues = program.queues
   q_id = {q.name: i + 1 for i, q in enumerate(queues)}
 
@@ -89,7 +89,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     if b is None: return None
     lo = 0 if sl.start is None else sl.start
     hi = buffers[b].size if sl.end is None else sl.end
-    return (b, lo, hi, mode, (lo, hi), (hi,))  # the last two: keys for hb's sorted range lists
+    return (b, lo, hi, mode, (lo, hi))  # the last: the key of hb's per-buffer range map and sorted range list
 
   def lower(st, q: Optional[Queue]):
     t = type(st)  # exact types: this runs once per statement of a possibly huge program
@@ -97,10 +97,13 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       v = st.value
       return (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
     if t is Exec:
-      k = kernels.get(st.kernel.name)
-      accs = [] if k is None else [access(a, _MODE[p.mode]) for p, a in zip(k.params, st.args)]
-      return (ACCESS, tuple(a for a in accs if a is not None))
-    if t is Copy: return (ACCESS, tuple(a for a in (access(st.src, R), access(st.dst, W)) if a))
+      ms = kmodes.get(st.kernel.name)
+      if ms is None: return (ACCESS, ())
+      accs = list(map(access, st.args, ms))   # params and args pair up to the shorter, as zip does
+      return (ACCESS, tuple(accs) if None not in accs else tuple([a for a in accs if a is not None]))
+    if t is Copy:
+      a, b = access(st.src, R), access(st.dst, W)
+      return (ACCESS, (a, b) if a is not None and b is not None else tuple([x for x in (a, b) if x is not None]))
     if t is Epoch:
       d = q.device.name
       return (WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1)
