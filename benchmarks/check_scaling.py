@@ -13,6 +13,7 @@ checked by SPIN for deadlock, and a table prints SPIN's time beside ours (cap: S
 
 Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1000000)
        python benchmarks/check_scaling.py --spin            (the SPIN table only)
+       python benchmarks/check_scaling.py --no-spin [sizes] (no SPIN table)
 """
 from __future__ import annotations
 import random, shutil, subprocess, sys, time, tempfile, os
@@ -22,6 +23,7 @@ from hcqdsl.ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queu
 from hcqdsl.check.analyze import analyze
 
 NDEV, NQ, SLICE = 8, 16, 256
+REPS_1M = int(os.environ.get("REPS_1M", 2))   # best of 2 at 1M (each run is ~10 s), of 3 below
 
 def make(n: int, seed: int = 0, ndev: int = NDEV) -> Program:
   NQ = 2 * ndev
@@ -68,7 +70,7 @@ def make(n: int, seed: int = 0, ndev: int = NDEV) -> Program:
 
 def count(p: Program) -> int: return sum(len(q.body) for q in p.queues) + len(p.host.body)
 
-def main(sizes):
+def main(sizes, spin=True):
   # wall time and CPU time of this process: the dev box has 2 cores shared with other jobs, and CPU time is what
   # the analysis costs whatever else runs
   print(f"load average {os.getloadavg()[0]:.2f}")
@@ -78,7 +80,7 @@ def main(sizes):
     p = make(n)
     m = count(p)
     best = None
-    for _ in range(1 if n >= 1_000_000 else 3):
+    for _ in range(REPS_1M if n >= 1_000_000 else 3):
       t0, c0 = time.perf_counter(), time.process_time()
       d = analyze(p, launches=2)
       dt = (time.perf_counter() - t0, time.process_time() - c0)
@@ -89,7 +91,8 @@ def main(sizes):
   if 100_000 in times and 1_000_000 in times:
     print(f"t(1M)/t(100k) = {times[1_000_000][0] / times[100_000][0]:.2f} wall, "
           f"{times[1_000_000][1] / times[100_000][1]:.2f} cpu")
-  if shutil.which("spin") is None or shutil.which("gcc") is None:
+  if not spin: pass
+  elif shutil.which("spin") is None or shutil.which("gcc") is None:
     print("spin: not installed (or no gcc), Promela comparison skipped")
   else: spin_table()
 
@@ -126,4 +129,6 @@ def _timed(p) -> float:
 
 if __name__ == "__main__":
   if sys.argv[1:] == ["--spin"]: spin_table()
-  else: main([int(x) for x in sys.argv[1:]] or [10_000, 100_000, 1_000_000])
+  else:
+    args = [x for x in sys.argv[1:] if x != "--no-spin"]
+    main([int(x) for x in args] or [10_000, 100_000, 1_000_000], spin="--no-spin" not in sys.argv)
