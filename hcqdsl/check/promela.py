@@ -18,7 +18,7 @@ see them — are replaced by their rank among that signal's distinct values. Ran
 so `sig` is a `short`/`int` array with no sign or overflow issue, and the state vector stays small.
 """
 from __future__ import annotations
-import os, re, shutil, subprocess, tempfile, time
+import os, re, shutil, signal, subprocess, tempfile, time
 from typing import Optional
 from ..ir import Program
 from .unroll import unroll, WAIT, WRITE, SUBMIT
@@ -91,15 +91,24 @@ def spin_verify(model: str, timeout: float = 60.0, depth: Optional[int] = None, 
     for key, cmd in steps:
       left = timeout - (time.perf_counter() - start)
       t0 = time.perf_counter()
+      # its own process group, so a timeout also ends what it started (gcc's cc1 outlives a killed gcc driver)
+      proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True)
       try:
-        r = subprocess.run(cmd, cwd=d, capture_output=True, text=True, timeout=max(left, 0.01))
+        stdout, stderr = proc.communicate(timeout=max(left, 0.01))
       except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
         res[key] = time.perf_counter() - t0
         res["timeout"] = True
         break
+      except BaseException:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        raise
       res[key] = time.perf_counter() - t0
-      if r.returncode != 0 and key != "t_pan": raise RuntimeError(f"{cmd[0]} failed: {r.stdout[-2000:]}{r.stderr[-2000:]}")
-      out = r.stdout
+      if proc.returncode != 0 and key != "t_pan": raise RuntimeError(f"{cmd[0]} failed: {stdout[-2000:]}{stderr[-2000:]}")
+      out = stdout
   res["total"] = time.perf_counter() - start
   if not res["timeout"]:
     m = re.search(r"errors: (\d+)", out)
