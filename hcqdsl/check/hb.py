@@ -21,6 +21,7 @@ in a race-free program. So an access costs O(log ranges + overlapping ranges * s
 from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from heapq import heappush, heappop
+from itertools import compress
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 
 __all__ = ["Trace", "happens_before"]
@@ -233,6 +234,6 @@ def happens_before(u: Unrolled) -> Trace:
     s = seqs[i].ops[done[i] % lens[i]][1]
     r = last_reset[s]
     if r is not None and r[0] != i and r[1] > vc[i][r[0]]: violations.append(("non-monotonic", r, (i, done[i] + 1), s))
-  wstats = {(i, idx): (n, wred[i][idx]) for i in range(S) for idx, n in enumerate(wrun[i]) if n}
+  wstats = {(i, idx): (wrun[i][idx], wred[i][idx]) for i in range(S) for idx in compress(range(lens[i]), wrun[i])}
   return Trace(done=done, values=value, blocked=blocked, races=races, vis=vis, violations=violations,
                wstats=wstats, vc=vc)
