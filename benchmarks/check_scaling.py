@@ -23,7 +23,7 @@ from hcqdsl.ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queu
 from hcqdsl.check.analyze import analyze
 
 NDEV, NQ, SLICE = 8, 16, 256
-REPS_1M = int(os.environ.get("REPS_1M", 2))   # best of 2 at 1M (each run is ~10 s), of 3 below
+REPS = int(os.environ.get("REPS", 3))   # best of 3 at every size (1M: ~6-9 s a run)
 
 def make(n: int, seed: int = 0, ndev: int = NDEV) -> Program:
   NQ = 2 * ndev
@@ -75,17 +75,18 @@ def main(sizes, spin=True):
   # the analysis costs whatever else runs
   print(f"load average {os.getloadavg()[0]:.2f}")
   print(f"{'statements':>11} {'steps':>9} {'wall s':>8} {'cpu s':>8} {'diags':>6}")
-  times = {}
-  for n in sizes:
-    p = make(n)
-    m = count(p)
-    best = None
-    for _ in range(REPS_1M if n >= 1_000_000 else 3):
+  # the rounds go over every size in turn (best of REPS per size), so a slow spell of the shared box (its speed drifts
+  # by 1.5x over minutes) hits the sizes alike instead of skewing t(1M)/t(100k)
+  progs = {n: make(n) for n in sizes}
+  times, res = {}, {}
+  for _ in range(REPS):
+    for n in sizes:
       t0, c0 = time.perf_counter(), time.process_time()
-      d = analyze(p, launches=2)
+      res[n] = analyze(progs[n], launches=2)
       dt = (time.perf_counter() - t0, time.process_time() - c0)
-      best = dt if best is None else min(best, dt)
-    times[n] = best
+      times[n] = dt if n not in times else min(times[n], dt)
+  for n in sizes:
+    m, d, best = count(progs[n]), res[n], times[n]
     codes = sorted({x.code for x in d})
     print(f"{m:>11} {2 * m:>9} {best[0]:>8.3f} {best[1]:>8.3f} {len(d):>6} {' '.join(codes)}")
   if 100_000 in times and 1_000_000 in times:
