@@ -26,14 +26,6 @@ def parse_vars(items) -> dict:
     except ValueError: raise UsageError(f"--var takes name=value with an integer value, got `{it}`")
   return out
 
-def load_program(path: str, out=sys.stdout):
-  """Parse + static checks; prints diagnostics. Returns (program or None, source text)."""
-  from .syntax import parse_with_diagnostics
-  text = read_source(path)
-  prog, diags = parse_with_diagnostics(text, path)
-  if diags: out.write(render_text(diags, {path: text}))
-  return (None if prog is None or has_errors(diags) else prog), text
-
 # ---- subcommands
 
 def cmd_parse(a) -> int:
