@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse, importlib.util, inspect, os, pathlib, re, sys, types
 from dataclasses import dataclass, field
 from typing import Any, Optional
+from .host_cc import gcc_compatible, use_for_tinygrad, NoCompilerError
 from .ir import (Program, Device, Buffer, Signal, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite, Exec,
                  Copy, Barrier, Epoch, Submit, Ref, Expr, Slice)
 
@@ -50,6 +51,8 @@ class Schedule:
 
 def _tg():
   os.environ.setdefault("DEV", "CPU")
+  try: use_for_tinygrad()  # no clang (a fresh machine): tinygrad's CPU device compiles with gcc
+  except NoCompilerError as e: raise EmitError(str(e))
   import tinygrad
   return tinygrad
 
@@ -57,22 +60,13 @@ def _strip(name: str) -> str:
   from tinygrad.helpers import ansistrip
   return re.sub(r"[^A-Za-z0-9_]", "_", ansistrip(name))
 
-_VEC = re.compile(r"typedef ([^;]+?) (\w+) __attribute__\(\(aligned\((\d+)\),ext_vector_type\((\d+)\)\)\);")
-
-_BITCAST = ("#ifndef __clang__\n#define __builtin_bit_cast(T, v) ({ __typeof__(v) _bc_v = (v); T _bc_r; "
-            "__builtin_memcpy(&_bc_r, &_bc_v, sizeof(_bc_r)); _bc_r; })\n#endif\n")
-
 def _c_source(prg, name: str) -> str:
   """tinygrad's CPU C for a PROGRAM, as `void name(T0* p0, T1* p1, ...)` (one pointer per buffer argument): gcc-friendly
   vector typedefs, and a wrapper when tinygrad's signature has more (`core_id` threads)."""
   from tinygrad.uop.ops import Ops
   src = next(s.arg for s in prg.src if s.op is Ops.SOURCE)
   info, fn = prg.arg, prg.arg.function_name
-  # clang's ext_vector_type -> GCC vector extension (both compilers take it; power-of-two sizes only)
-  src = _VEC.sub(lambda m: m.group(0) if int(m.group(4)) & (int(m.group(4)) - 1) else
-                 f"typedef {m.group(1)} {m.group(2)} __attribute__((vector_size({m.group(4)}*sizeof({m.group(1)}))));", src)
-  if "__builtin_bit_cast" in src:  # clang-only in C; GCC gets the same through memcpy
-    src = _BITCAST + src
+  src = gcc_compatible(src)  # the runtime compiles it with whichever of clang or gcc the machine has
   if list(info.globals) != list(range(len(info.globals))): raise EmitError(f"{fn}: unexpected buffer order {info.globals}")
   extra = [v.expr for v in info.vars]
   if any(v != "core_id" for v in extra): raise EmitError(f"{fn}: symbolic variables {extra} are not supported")
@@ -114,6 +108,8 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   from tinygrad.helpers import to_tuple
   tensors = [t for t in tensors if t is not None]
   if not tensors: raise EmitError("nothing to emit: the function returned no tensors")
+  if bad := [t for t in tensors if not isinstance(t, Tensor)]:
+    raise EmitError(f"the function must return tensors, got {type(bad[0]).__name__} `{str(bad[0])[:40]}`")
   t0 = time.perf_counter()
   linear, var_vals = Tensor.linear_with_vars(*tensors)
   if var_vals: raise EmitError(f"symbolic variables {sorted(var_vals)} are not supported")
@@ -488,11 +484,22 @@ def load_function(spec: str, default: str = "main"):
   mod = importlib.util.module_from_spec(mspec)
   sys.path.insert(0, str(p.parent.resolve()))
   try: mspec.loader.exec_module(mod)
+  except Exception as e: raise script_error(e, spec, "importing the script failed") from None
   finally: sys.path.pop(0)
   fname = fname or default
   fn = getattr(mod, fname, None)
   if not callable(fn): raise EmitError(f"{path}: no function `{fname}`")
   return fn
+
+def script_error(e: BaseException, spec: str, what: str = "the script failed") -> EmitError:
+  """One line for an exception out of the user's script (or tinygrad under it): the script's innermost line, then the
+  exception, instead of tinygrad's traceback."""
+  import traceback
+  path = pathlib.Path(spec.partition(":")[0]).resolve()
+  frames = [f for f in traceback.extract_tb(e.__traceback__) if pathlib.Path(f.filename).resolve() == path]
+  where = f"{spec.partition(':')[0]}:{frames[-1].lineno}: " if frames else ""
+  msg = str(e).strip().splitlines()
+  return EmitError(f"{where}{what}: {type(e).__name__}" + (f": {msg[-1]}" if msg else ""))
 
 def call_script(fn, devices: Optional[int] = None):
   kw = {}
@@ -515,8 +522,11 @@ def cli_emit(a) -> int:
   from .cli import UsageError
   try:
     fn = load_function(a.script)
-    tensors = call_script(fn, a.devices)
-    s = schedule(*tensors, max_values=a.max_values)
+    try: tensors = call_script(fn, a.devices)
+    except Exception as e: raise script_error(e, a.script) from None
+    try: s = schedule(*tensors, max_values=a.max_values)
+    except EmitError: raise
+    except Exception as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None
     if a.devices is not None and len(s.devices) > a.devices:
       raise EmitError(f"the schedule uses {len(s.devices)} devices, more than --devices {a.devices}")
     prog = program(s, a.planner, f"{a.script}")
@@ -537,18 +547,33 @@ def amd_renderer(arch: str = AMD_ARCH):
   from tinygrad.renderer.llvmir import AMDLLVMRenderer
   return AMDLLVMRenderer(Target(device="AMD", renderer="AMDLLVM", arch=arch))
 
+LLVM_HINT = "tinygrad's AMD LLVM backend needs libLLVM 19 (Debian: apt-get install libllvm19)"
+
+def amd_code_unavailable(arch: str = AMD_ARCH) -> Optional[str]:
+  """None when `--amd-code` works on this machine, else why (a one-element kernel compiled for `arch` as the probe:
+  with only an older libLLVM, tinygrad loads it and fails at the first compile)."""
+  if arch not in _amd_probe:
+    try:
+      from tinygrad import Tensor
+      amd_code(schedule(Tensor([1.0, 2.0]).contiguous() + 1), arch)
+      _amd_probe[arch] = None
+    except Exception as e: _amd_probe[arch] = f"{e}".splitlines()[0]
+  return _amd_probe[arch]
+_amd_probe: dict = {}
+
 def amd_code(s: Schedule, arch: str = AMD_ARCH) -> dict:
   """kernel name -> (ELF code object bytes, global_size, local_size): each kernel's AST lowered and compiled for `arch`
   by tinygrad (its own AMD optimizations, so the launch dims are AMD's, not the CPU's)."""
   from tinygrad.uop.ops import Ops
   from tinygrad.codegen import to_program
   try: ren = amd_renderer(arch)
-  except Exception as e: raise EmitError(f"--amd-code needs tinygrad's AMD LLVM backend (libllvm19): {type(e).__name__}: {e}")
+  except Exception as e: raise EmitError(f"--amd-code: {LLVM_HINT}: {type(e).__name__}: {e}")
   out = {}
   for k in s.kernels:
     if (ast := s.asts.get(k.name)) is None: raise EmitError(f"--amd-code: no tinygrad AST for kernel {k.name}")
     try: prg = to_program(ast, ren)
-    except Exception as e: raise EmitError(f"--amd-code: compiling {k.name} for {arch} failed: {type(e).__name__}: {e}")
+    except Exception as e:
+      raise EmitError(f"--amd-code: compiling {k.name} for {arch} failed ({LLVM_HINT}): {type(e).__name__}: {e}")
     info = prg.arg
     # hcqdsl passes one pointer per parameter, in order: the code object must take exactly that
     if list(info.globals) != list(range(len(k.params))) or info.vars:

@@ -17,7 +17,7 @@ def test_translation_shape():
   assert "(sig[0] >= 1);" in m and "go[0] = 1;" in m and "  go[1];" in m
 
 needs_spin = pytest.mark.skipif(shutil.which("spin") is None or shutil.which("gcc") is None,
-                                reason="SPIN (`spin`) and gcc are not installed: the Promela comparison needs both")
+                                reason="optional extra: the Promela comparison needs SPIN and gcc (apt-get install spin gcc)")
 
 @needs_spin
 @pytest.mark.parametrize("name", PROGRAMS)

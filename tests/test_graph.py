@@ -62,7 +62,7 @@ def test_cli(tmp_path, capsys):
   assert main(["graph", str(bad)]) == 1
   assert "error[name]" in capsys.readouterr().err
 
-@pytest.mark.skipif(shutil.which("dot") is None, reason="Graphviz `dot` is not installed")
+@pytest.mark.skipif(shutil.which("dot") is None, reason="optional extra: Graphviz `dot` is not installed (apt-get install graphviz)")
 def test_cli_svg(tmp_path):
   out = tmp_path / "g.svg"
   assert main(["graph", str(ROOT / "spec_example.hcq"), "-o", str(out)]) == 0

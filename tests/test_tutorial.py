@@ -1,7 +1,7 @@
 """docs/tutorial.md as a test: every ```sh block's `$ command` lines are run in a scratch directory (holding symlinks
 to programs/ and examples/) and their output must match the lines shown under them. A line `...` stands for any number
 of lines; `...` inside a line for any text."""
-import os, pathlib, re, subprocess, sys
+import os, pathlib, re, shutil, subprocess, sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -39,15 +39,22 @@ def env(tmp_path_factory):
   return dict(os.environ, PATH=f"{bin_}{os.pathsep}{os.environ.get('PATH', '')}")
 
 BLOCKS = blocks(DOC.read_text())
+GRAPHVIZ_OUT = re.compile(r"\bhcqdsl graph\b.*-o \S+\.(svg|png|pdf)\b")
 
 def test_tutorial_has_blocks():
   assert len(BLOCKS) >= 6 and sum(len(b) for b in BLOCKS) >= 12
 
 @pytest.mark.parametrize("n", range(len(BLOCKS)), ids=lambda n: f"block{n + 1}")
 def test_tutorial_block(n, scratch, env):
+  needs_dot = []
   for cmd, want in BLOCKS[n]:
+    if GRAPHVIZ_OUT.search(cmd) and shutil.which("dot") is None:
+      needs_dot.append(cmd); continue
     r = subprocess.run(["bash", "-c", cmd], cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
     got = (r.stdout + r.stderr).rstrip("\n")
     got_lines = got.split("\n") if got else []
     assert matches(want, got_lines), f"$ {cmd}\n--- shown in docs/tutorial.md:\n" + "\n".join(want) + \
       f"\n--- got (exit {r.returncode}):\n{got}"
+  if needs_dot:  # only after every other command of the block matched
+    pytest.skip(f"optional extra: `{needs_dot[0]}` needs Graphviz `dot` (apt-get install graphviz); "
+                f"the block's other {len(BLOCKS[n]) - len(needs_dot)} commands passed")

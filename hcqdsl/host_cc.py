@@ -1,0 +1,84 @@
+"""tinygrad's CPU device on a machine without clang: gcc behind clang's command line.
+
+tinygrad 0.14's CPU device compiles every kernel (and, at start-up, its own queue workers) with
+`$CC -c -x c ... --target=<arch>-none-unknown-elf -march=native - -o -` and loads the object with its own ELF loader.
+A fresh Debian machine has gcc but no clang. gcc takes the same C once three clang-only spellings in tinygrad's C are
+rewritten (`gcc_compatible`), `--target=` is dropped (gcc has one target) and the object goes through a file (gcc's
+`as` cannot write to stdout). `use_for_tinygrad()` points `CC` at a two-line wrapper that runs this file as a script;
+it does nothing when the user set `CC` or clang is on PATH. The runtime's C kernels take the same rewrite.
+
+Standalone on purpose: the wrapper runs it with `python -I -S`, once per compiled kernel, so it imports only the
+standard library."""
+from __future__ import annotations
+import os, re, shutil, subprocess, sys, tempfile
+
+__all__ = ["gcc_compatible", "use_for_tinygrad", "wrapper", "find_gcc", "NoCompilerError"]
+
+class NoCompilerError(RuntimeError): pass
+
+_VEC = re.compile(r"typedef ([^;]+?) (\w+) __attribute__\(\(aligned\((\d+)\),ext_vector_type\((\d+)\)\)\);")
+_BITCAST = ("#ifndef __clang__\n#define __builtin_bit_cast(T, v) ({ __typeof__(v) _bc_v = (v); T _bc_r; "
+            "__builtin_memcpy(&_bc_r, &_bc_v, sizeof(_bc_r)); _bc_r; })\n#endif\n")
+_FP16 = "#if !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n#define __fp16 _Float16\n#endif\n"
+
+def gcc_compatible(src: str) -> str:
+  """tinygrad's clang C, accepted by both clang and gcc with the same meaning: `ext_vector_type(N)` becomes GCC's
+  `vector_size` (power-of-two N, the only sizes tinygrad's CPU renderer makes), `__builtin_bit_cast` a memcpy,
+  and `__fp16` (ARM-only in gcc) `_Float16` on x86."""
+  src = _VEC.sub(lambda m: m.group(0) if int(m.group(4)) & (int(m.group(4)) - 1) else
+                 f"typedef {m.group(1)} {m.group(2)} __attribute__((vector_size({m.group(4)}*sizeof({m.group(1)}))));", src)
+  if "__builtin_bit_cast" in src and _BITCAST not in src: src = _BITCAST + src
+  if "__fp16" in src and _FP16 not in src: src = _FP16 + src
+  return src
+
+def find_gcc() -> str | None:
+  return next((p for c in ("gcc", "cc") if (p := shutil.which(c))), None)
+
+def _wrapper_path() -> str:
+  d = os.environ.get("HCQDSL_CACHE") or os.path.join(tempfile.gettempdir(), f"hcqdsl-kernels-{os.getuid()}")
+  os.makedirs(d, exist_ok=True)
+  return os.path.join(d, "tinygrad-cc")
+
+def use_for_tinygrad() -> str | None:
+  """Make tinygrad's CPU device compile with gcc when there is no clang: sets `CC` (before tinygrad first compiles) to a
+  wrapper around this module and returns its path; None when `CC` is already set or clang is on PATH."""
+  if os.environ.get("CC") or shutil.which("clang"): return None
+  os.environ["CC"] = path = wrapper()
+  return path
+
+def wrapper() -> str:
+  """The path of an executable that takes clang's command line and runs gcc (written once per interpreter)."""
+  gcc = find_gcc()
+  if gcc is None: raise NoCompilerError("tinygrad's CPU device needs a C compiler and none is on PATH "
+                                        "(install one: `apt-get install gcc`, or clang)")
+  path = _wrapper_path()
+  text = f'#!/bin/sh\nHCQDSL_GCC="{gcc}" exec "{sys.executable}" -I -S "{os.path.abspath(__file__)}" "$@"\n'
+  try:
+    with open(path) as f: same = f.read() == text
+  except OSError: same = False
+  if not same:
+    tmp = f"{path}.{os.getpid()}"
+    with open(tmp, "w") as f: f.write(text)
+    os.chmod(tmp, 0o755)
+    os.replace(tmp, path)  # atomic: concurrent processes share the wrapper
+  return path
+
+def _compile(argv: list) -> int:
+  """Run gcc for a clang-style `-c -x c [flags] - -o -` line: source from stdin, object to stdout."""
+  gcc = os.environ.get("HCQDSL_GCC") or find_gcc()
+  if gcc is None:
+    sys.stderr.write("hcqdsl tinygrad-cc: no gcc on PATH\n"); return 127
+  args = [a for a in argv if not a.startswith("--target=")]
+  with tempfile.TemporaryDirectory(prefix="hcqdsl-cc-") as tmp:
+    out = os.path.join(tmp, "out.o")
+    to_stdout = False
+    for i in range(len(args) - 1):
+      if args[i] == "-o" and args[i + 1] == "-": args[i + 1], to_stdout = out, True
+    src = sys.stdin.read() if "-" in args else None
+    r = subprocess.run([gcc, *args], input=gcc_compatible(src) if src is not None else None, text=True)
+    if r.returncode != 0: return r.returncode
+    if to_stdout:
+      with open(out, "rb") as f: sys.stdout.buffer.write(f.read())
+  return 0
+
+if __name__ == "__main__": sys.exit(_compile(sys.argv[1:]))
