@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse, random, time
 import hcqdsl.scan
 from hcqdsl.syntax import parse_syntax, format_program
-from hcqdsl.check.static import check_static
+from hcqdsl.static import check_static
 
 def generate(n: int, queues: int = 16, devices: int = 8, seed: int = 0) -> str:
   """A program with n statements over `queues` queues on `devices` devices: varied waits, signals, execs, copies."""

@@ -3,28 +3,12 @@ run), 2 unusable invocation (missing file, bad flag)."""
 from __future__ import annotations
 import argparse, difflib, json, sys, pathlib
 from typing import Optional
-from .diagnostics import render_text, render_json, render_sarif, has_errors, Diagnostic
+from .diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
+from .cliutil import UsageError, read_source, parse_vars, check_vars, add_var_arg
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser"]
 
-class UsageError(Exception):
-  """Unusable invocation: printed as `hcqdsl: error: ...`, exit 2."""
-
-def read_source(path: str) -> str:
-  p = pathlib.Path(path)
-  if not p.is_file(): raise UsageError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
-  try: return p.read_bytes().decode("utf-8", errors="replace")
-  except OSError as e: raise UsageError(f"{path}: {e.strerror}")
-
-def parse_vars(items) -> dict:
-  out = {}
-  for it in items or ():
-    name, eq, val = it.partition("=")
-    try:
-      if not eq or not name: raise ValueError
-      out[name.strip()] = int(val.replace("_", ""), 0)
-    except ValueError: raise UsageError(f"--var takes name=value with an integer value, got `{it}`")
-  return out
+MAX_PER_CODE = 20  # warnings of one code printed in full by `check` (text)
 
 # ---- subcommands
 
@@ -63,21 +47,22 @@ def cmd_fmt(a) -> int:
   return rc
 
 def cmd_check(a) -> int:
-  from .check import check_text
+  from .check import check_source
   var_values = parse_vars(a.var)
   if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   diags: list[Diagnostic] = []
-  sources = {}
+  sources, queues = {}, 0
   for path in a.files:
     sources[path] = text = read_source(path)
-    diags += check_text(text, path, a.launches, var_values)
+    prog, d = check_source(text, path, a.launches, var_values, pre=lambda p: check_vars(var_values, p, path))
+    diags += d
+    queues += len(prog.queues) if prog is not None else 0
   if a.format == "json": print(render_json(diags))
   elif a.format == "sarif": print(render_sarif(diags))
   else:
-    sys.stdout.write(render_text(diags, sources))
-    errs = sum(d.severity == "error" for d in diags)
-    warns = sum(d.severity == "warning" for d in diags)
-    if diags: print(f"{errs} error{'s' * (errs != 1)}, {warns} warning{'s' * (warns != 1)}")
+    sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
+    print(summary(diags, a.launches, queues))
   return 1 if has_errors(diags) else 0
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,8 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
   p = sub.add_parser("check", help="find deadlocks, races and signal-ordering errors")
   p.add_argument("files", nargs="+")
   p.add_argument("--launches", type=int, default=2, help="consecutive launches to analyse (default 2)")
-  p.add_argument("--var", action="append", metavar="NAME=VALUE", help="pin a var (or D.epoch) in every launch")
-  p.add_argument("--format", choices=("text", "json", "sarif"), default="text")
+  add_var_arg(p)
+  p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                 help="text (default: capped per code, then a summary line), or every diagnostic as JSON or SARIF 2.1.0")
+  p.add_argument("--max-diagnostics", type=int, default=MAX_PER_CODE, metavar="N",
+                 help=f"text: print the first N warnings of each code in full, then count the rest (default {MAX_PER_CODE}; 0 shows all)")
   p.set_defaults(run=cmd_check)
   import importlib
   for name, module, helptext in (("compile", "compile", "compile to AMD command buffers"),
@@ -117,7 +105,7 @@ def main(argv: Optional[list] = None) -> int:
   a = ap.parse_args(argv)
   try: return a.run(a)
   except UsageError as e:
-    sys.stderr.write(f"hcqdsl: error: {e}\n")
+    sys.stderr.write(f"hcqdsl: error{f'[{e.code}]' if e.code else ''}: {e}\n")
     return 2
   except KeyboardInterrupt: return 130
   except BrokenPipeError: return 0

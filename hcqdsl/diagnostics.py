@@ -5,7 +5,8 @@ from typing import Optional, Sequence
 import attrs
 from .ir import Span
 
-__all__ = ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors"]
+__all__ = ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+           "split_lines", "printable", "summary"]
 
 # code -> one-line meaning (the spec's stable codes, plus warnings of the checker)
 CODES = {
@@ -59,29 +60,78 @@ class HcqError(Exception):
 
 def has_errors(diags: Sequence[Diagnostic]) -> bool: return any(d.severity == "error" for d in diags)
 
-def _excerpt(span: Span, sources: dict) -> list[str]:
-  text = sources.get(span.file)
-  if text is None or span.line < 1: return []
-  lines = text.splitlines()
-  if span.line > len(lines): return []
-  line = lines[span.line - 1].expandtabs(1)
-  start = max(span.column - 1, 0)
-  end = span.end_column - 1 if span.end_line == span.line else len(line)
-  width = max(1, min(end, max(len(line), start + 1)) - start)
-  return [f"    {line}", f"    {' ' * start}^{'~' * (width - 1)}"]
+def split_lines(text: str) -> list[str]:
+  """The source's lines as the language counts them: split at `\\n`, `\\r\\n` and a lone `\\r` only (never
+  `str.splitlines`, which also splits at `\\f`, `\\v`, `\\x1c`-`\\x1e`, `\\x85`, U+2028 and U+2029). A text ending
+  in a newline has an empty last line, so `split_lines(t)[n - 1]` is line n for every line a span can name."""
+  if "\r" in text: text = text.replace("\r\n", "\n").replace("\r", "\n")
+  return text.split("\n")
 
-def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None) -> str:
+def printable(line: str) -> tuple[str, Optional[list]]:
+  """`line` as shown in an excerpt: a tab is one space, other unprintable characters are escaped (`\\x0c`, `\\u2028`).
+  Returns the shown text and, when it differs in length, the shown column of every character (and of the end)."""
+  if line.isprintable(): return line, None
+  parts, cols, w = [], [], 0
+  for c in line:
+    cols.append(w)
+    r = c if c.isprintable() else " " if c == "\t" else repr(c)[1:-1]
+    parts.append(r); w += len(r)
+  cols.append(w)
+  return "".join(parts), cols
+
+def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
+  if lines is None or not 1 <= span.line <= len(lines): return []
+  raw = lines[span.line - 1]
+  start = min(max(span.column - 1, 0), len(raw))
+  end = span.end_column - 1 if span.end_line == span.line else len(raw)
+  end = min(max(end, start + 1), max(len(raw), start + 1))
+  line, cols = printable(raw)
+  if cols is not None:  # an escaped character is as wide as its escape; a span past the end keeps its width
+    start, end = cols[start], cols[min(end, len(raw))] + max(0, end - len(raw))
+  return [f"    {line}", f"    {' ' * start}^{'~' * (max(1, end - start) - 1)}"]
+
+def _plural(n: int, word: str, words: str = "") -> str: return f"{n:,} {word if n == 1 else words or word + 's'}"
+
+def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max_per_code: int = 0) -> str:
   """`file:line:col: severity[code]: message`, the source line with a caret under the span, then the related
-  locations and notes indented under it."""
+  locations and notes indented under it. Each source is split into lines once, however many diagnostics it has.
+  With `max_per_code` > 0 only the first that many warnings (and notes) of each code are printed in full, then one
+  `... and N more CODE warnings` line per code; errors are always printed in full."""
   sources = sources or {}
+  lines: dict = {}
+  shown: dict = {}
+  hidden: dict = {}
   out: list[str] = []
   for d in diags:
+    if max_per_code > 0 and d.severity != "error":
+      key = (d.code, d.severity)
+      n = shown[key] = shown.get(key, 0) + 1
+      if n > max_per_code:
+        hidden[key] = hidden.get(key, 0) + 1
+        continue
     where = f"{d.span}: " if d.span else ""
     out.append(f"{where}{d.severity}[{d.code}]: {d.message}")
-    if d.span: out += _excerpt(d.span, sources)
+    if d.span:
+      f = d.span.file
+      if f not in lines: lines[f] = split_lines(sources[f]) if f in sources else None
+      out += _excerpt(d.span, lines[f])
     for r in d.related: out.append(f"  {r.span}: {r.message}" if r.span else f"  {r.message}")
     for n in d.notes: out.append(f"  note: {n}")
+  for (code, sev), n in hidden.items():
+    out.append(f"... and {n:,} more {code} {sev if n == 1 else sev + 's'} (--max-diagnostics 0 shows all)")
   return "\n".join(out) + ("\n" if out else "")
+
+def summary(diags: Sequence[Diagnostic], launches: Optional[int] = None, queues: Optional[int] = None) -> str:
+  """The last line of `check`'s text output, counting every diagnostic (shown or not):
+  `ok: 0 errors, 0 warnings over 2 launches, 12 queues`, or `failed: ...` when there are errors."""
+  errs = sum(d.severity == "error" for d in diags)
+  warns = sum(d.severity == "warning" for d in diags)
+  notes = len(diags) - errs - warns
+  s = f"{'failed' if errs else 'ok'}: {_plural(errs, 'error')}, {_plural(warns, 'warning')}"
+  if notes: s += f", {_plural(notes, 'note')}"
+  over = [_plural(n, *w) for n, w in ((launches, ("launch", "launches")), (queues, ("queue",))) if n is not None]
+  if over: s += " over " + ", ".join(over)
+  return s
 
 def render_json(diags: Sequence[Diagnostic]) -> str:
   return json.dumps({"diagnostics": [d.to_json() for d in diags]}, indent=2)

@@ -2,7 +2,7 @@
 one line per field), with addresses named by the image's memory plan and each packet's .hcq line; and the lifter
 `as_hcq`, which turns command buffers back into .hcq queue statements. Never raises on any dword input."""
 from __future__ import annotations
-import pathlib, struct, sys
+import pathlib, re, struct, sys
 from typing import Optional
 from .ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref, Slice, ARCHS
 from .compile import Image, QueueImage, MAGIC, M32
@@ -150,23 +150,34 @@ def as_hcq(img: Image) -> str:
 # ---------------------------------------------------------------- CLI
 
 def add_disasm_args(p) -> None:
-  p.add_argument("file", help="an image (.hcqimg) or raw dwords (hex text, or little-endian binary)")
+  p.add_argument("file", help="an image (.hcqimg), `compile --hex` output, or raw dwords (hex text, or little-endian binary)")
   p.add_argument("--as-hcq", action="store_true", help="print .hcq queue statements instead of packets (images only)")
-  p.add_argument("--engine", choices=("pm4", "sdma", "compute", "copy"), help="packet format of raw input")
-  p.add_argument("--target", choices=ARCHS, default="gfx1100", help="arch of raw input (default gfx1100)")
+  p.add_argument("--engine", choices=("pm4", "sdma", "compute", "copy"),
+                 help="packet format of raw input (`compile --hex` lines name their own)")
+  p.add_argument("--target", choices=ARCHS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
+
+_HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+))?\s*$")
 
 def read_raw(b: bytes) -> list:
-  """Hex text (`0x` optional; `queue NAME ENGINE:` prefixes of `compile --hex` skipped) or little-endian binary."""
+  """Hex text (`0x` optional, `#` comments) or little-endian binary -> [(queue name, engine, arch, dwords)]. Lines of
+  `compile --hex` (`queue NAME ENGINE ARCH: dwords`) carry their own queue, engine and arch; other text is one
+  anonymous queue (engine and arch None)."""
   try:
-    words = []
-    for line in b.decode("ascii").splitlines():
+    out: list = []
+    for n, line in enumerate(b.decode("ascii").split("\n"), 1):
       line = line.split("#")[0]
-      if ":" in line: line = line.split(":", 1)[1]
-      words += [int(w, 16) & M32 for w in line.replace(",", " ").split()]
-    return words
-  except (UnicodeDecodeError, ValueError): pass
+      head, colon, rest = line.partition(":")
+      m = _HEX_QUEUE.fullmatch(head.strip()) if colon else None
+      if m: out.append((m[1], m[2], m[3], [])); line = rest
+      elif colon: raise ValueError(f"line {n}: `{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`")
+      if not out: out.append((None, None, None, []))
+      out[-1][3].extend(int(w, 16) & M32 for w in line.replace(",", " ").split())
+    return out
+  except UnicodeDecodeError: pass
+  except ValueError as e:
+    if all(32 <= c < 127 or c in b"\t\n\r" for c in b): raise ValueError(f"not hex dwords: {e}")
   if len(b) % 4: raise ValueError(f"binary input of {len(b)} bytes is not a whole number of dwords")
-  return list(struct.unpack(f"<{len(b) // 4}I", b))
+  return [(None, None, None, list(struct.unpack(f"<{len(b) // 4}I", b)))]
 
 def cli_disasm(a) -> int:
   try: b = pathlib.Path(a.file).read_bytes()
@@ -180,10 +191,15 @@ def cli_disasm(a) -> int:
     return 0
   if a.as_hcq:
     sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n"); return 2
-  if a.engine is None:
-    sys.stderr.write(f"hcqdsl: error: {a.file} is not an image; give --engine pm4|sdma (and --target) for raw dwords\n"); return 2
-  try: dw = read_raw(b)
+  try: queues = read_raw(b)
   except ValueError as e:
     sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 1
-  sys.stdout.write(disasm_dwords(dw, "compute" if a.engine in ("pm4", "compute") else "copy", a.target))
+  engine = {"pm4": "compute", "sdma": "copy"}.get(a.engine, a.engine)
+  if engine is None and any(q[1] is None for q in queues):
+    sys.stderr.write(f"hcqdsl: error: {a.file} is not an image nor `compile --hex` output; give --engine pm4|sdma "
+                     f"(and --target) for raw dwords\n"); return 2
+  for name, eng, arch, dw in queues:
+    eng, arch = engine or eng, a.target or arch or "gfx1100"
+    if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, {'pm4' if eng == 'compute' else 'sdma'}): {len(dw)} dwords\n")
+    sys.stdout.write(disasm_dwords(dw, eng, arch))
   return 0

@@ -519,7 +519,7 @@ def add_emit_args(p: argparse.ArgumentParser):
 
 def cli_emit(a) -> int:
   from .syntax import format_program
-  from .cli import UsageError
+  from .cliutil import UsageError
   try:
     fn = load_function(a.script)
     try: tensors = call_script(fn, a.devices)

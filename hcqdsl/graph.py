@@ -167,14 +167,15 @@ def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int =
 # ---- CLI
 
 def add_graph_args(p) -> None:
+  from .cliutil import add_var_arg
   p.add_argument("file", help="a .hcq program")
   p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), or OUT.svg / OUT.png / OUT.pdf through "
                  "Graphviz `dot`; default: DOT text on stdout")
   p.add_argument("--launches", type=int, default=2, help="launches to check and to follow signal edges over (default 2)")
-  p.add_argument("--var", action="append", metavar="NAME=VALUE", help="pin a var (or D.epoch) in every launch")
+  add_var_arg(p)
 
 def cli_graph(a) -> int:
-  from .cli import read_source, parse_vars, UsageError
+  from .cliutil import read_source, parse_vars, check_vars, UsageError
   from .syntax import parse_syntax
   from .diagnostics import render_text
   from .check import check
@@ -182,6 +183,7 @@ def cli_graph(a) -> int:
   var_values = parse_vars(a.var)
   text = read_source(a.file)
   prog, diags = parse_syntax(text, a.file)
+  if prog is not None and not any(d.code == "syntax" for d in diags): check_vars(var_values, prog, a.file)
   # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red
   diags = diags if prog is None or any(d.code == "syntax" for d in diags) else diags + check(prog, a.launches, var_values)
   bad = [d for d in diags if d.code in ("syntax", "name") and d.severity == "error"]

@@ -272,7 +272,7 @@ def _parse_once(text: str, file: str):
 
 def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Parse and run the static checks. Returns (program or None, diagnostics). Never raises on any input text."""
-  from .check.static import check_static
+  from .static import check_static
   prog, diags = parse_syntax(text, filename)
   if prog is None: return None, diags
   diags = diags + check_static(prog)

@@ -9,6 +9,7 @@ from hcqdsl.syntax import parse, format_decl
 from hcqdsl.compile import compile_program, Image, add_compile_args, cli_compile
 from hcqdsl.disasm import disasm_dwords, disasm_image, lift_queue, as_hcq, add_disasm_args, cli_disasm
 from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue
+from hcqdsl.cli import main
 from test_amd_encode import PROGRAM
 
 u32s = st.lists(st.integers(0, 2**32 - 1), max_size=64)
@@ -125,12 +126,18 @@ def test_cli(tmp_path, capsys):
   src.write_text(PROGRAM.format(a0="gfx1100", a1="gfx942"))
   assert cli_compile(_args(add_compile_args, [str(src), "--hex"])) == 0
   lines = capsys.readouterr().out.splitlines()
-  assert lines[0].startswith("queue c0 compute: c0053c00 ")
+  assert lines[0].startswith("queue c0 compute gfx1100: c0053c00 ")
   assert cli_compile(_args(add_compile_args, [str(src), "-o", str(tmp_path / "p.img")])) == 0
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "p.img")])) == 0
   assert "WAIT_REG_MEM" in capsys.readouterr().out
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "p.img"), "--as-hcq"])) == 0
   assert "copy b <- a" in capsys.readouterr().out
+  hexfile = tmp_path / "p.hex"  # `compile --hex` output reads back with no flags: each line names engine and arch
+  hexfile.write_text("\n".join(lines) + "\n")
+  assert cli_disasm(_args(add_disasm_args, [str(hexfile)])) == 0
+  out = capsys.readouterr().out
+  assert out.startswith("queue c0 compute (gfx1100, pm4): ") and "queue x1 copy (gfx942, sdma): " in out
+  assert "WAIT_REG_MEM" in out and "POLL_REGMEM" in out
   raw = tmp_path / "raw.txt"
   raw.write_text(lines[1].split(":", 1)[1])
   assert cli_disasm(_args(add_disasm_args, [str(raw), "--engine", "sdma", "--target", "gfx942"])) == 0
@@ -139,12 +146,15 @@ def test_cli(tmp_path, capsys):
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "raw.bin"), "--engine", "pm4"])) == 0
   assert "truncated" in capsys.readouterr().out
   # errors: missing file, bad program, bad image, raw without engine
-  assert cli_compile(_args(add_compile_args, [str(tmp_path / "nope.hcq")])) == 2
+  assert main(["compile", str(tmp_path / "nope.hcq")]) == 2
   (tmp_path / "bad.hcq").write_text("queue {\n")
   assert cli_compile(_args(add_compile_args, [str(tmp_path / "bad.hcq")])) == 1
   (tmp_path / "bad.img").write_bytes(b"HCQIMG\0\0garbage")
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 1
   assert cli_disasm(_args(add_disasm_args, [str(raw)])) == 2
+  (tmp_path / "notes.txt").write_text("hello: world\n")
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "notes.txt")])) == 1
+  assert "is not a `queue NAME ENGINE ARCH:` prefix" in capsys.readouterr().err
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "nope")])) == 2
   (tmp_path / "odd.bin").write_bytes(b"\x01\x02\xff")
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 1

@@ -3,9 +3,9 @@ from __future__ import annotations
 from typing import Optional
 from ..ir import Program
 from ..diagnostics import Diagnostic
-from .static import check_static, StaticCheck
+from ..static import check_static, StaticCheck
 
-__all__ = ["check", "check_text", "check_static", "StaticCheck"]
+__all__ = ["check", "check_text", "check_source", "check_static", "StaticCheck"]
 
 def _sorted(diags: list[Diagnostic]) -> list[Diagnostic]:
   return sorted(diags, key=lambda d: (d.span.file, d.span.line, d.span.column) if d.span else ("", 0, 0))
@@ -19,10 +19,17 @@ def check(program: Program, launches: int = 2, var_values: Optional[dict] = None
   from .analyze import analyze
   return _sorted(diags + analyze(program, launches=launches, var_values=var_values))
 
-def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None) -> list[Diagnostic]:
-  """Parse and check; never raises on any input text."""
+def check_source(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,
+                 pre=None) -> tuple[Optional[Program], list[Diagnostic]]:
+  """Parse and check; returns (the program, or None when it does not parse, and every diagnostic). `pre(program)`,
+  if given, runs between parsing and the analyses (the CLI checks `--var` names there). Never raises on any text."""
   from ..syntax import parse_syntax
   prog, diags = parse_syntax(text, filename)
-  if prog is None: return diags
-  if any(d.code == "syntax" for d in diags): return _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])
-  return _sorted(diags + check(prog, launches, var_values))
+  if prog is None: return None, diags
+  if any(d.code == "syntax" for d in diags): return prog, _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])
+  if pre is not None: pre(prog)
+  return prog, _sorted(diags + check(prog, launches, var_values))
+
+def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None) -> list[Diagnostic]:
+  """Parse and check; never raises on any input text."""
+  return check_source(text, filename, launches, var_values)[1]

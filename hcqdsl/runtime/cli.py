@@ -3,6 +3,7 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
+from ..cliutil import UsageError, read_source, parse_vars, check_vars, add_var_arg, add_no_check_arg, warn_check_errors
 
 def add_run_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
@@ -12,11 +13,11 @@ def add_run_args(p) -> None:
   g.add_argument("--schedules", type=int, metavar="K", help="run K seeds (0..K-1) and report final memory that differs")
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
   p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one")
-  p.add_argument("--var", action="append", metavar="NAME=VALUE", help="pin a var (or D.epoch) in every launch")
+  add_var_arg(p)
   p.add_argument("--timeout", type=float, default=10.0, help="host wait timeout in emulated seconds (default 10)")
+  add_no_check_arg(p)
 
 def cli_run(a) -> int:
-  from ..cli import read_source, parse_vars, UsageError
   from ..diagnostics import HcqError, render_text
   from . import run, compare
   if a.launches < 1: raise UsageError("--launches must be at least 1")
@@ -30,8 +31,8 @@ def cli_run(a) -> int:
     prog, diags = parse_with_diagnostics(text, a.file)
     if prog is None or has_errors(diags):
       sys.stdout.write(render_text(diags, {a.file: text})); return 1
-    if unknown := [v for v in var_values if v not in prog.vars]:
-      raise UsageError(f"--var: `{unknown[0]}` is not a var of {a.file} (vars: {', '.join(prog.vars) or 'none'})")
+    check_vars(var_values, prog, a.file)
+    if not a.no_check: warn_check_errors(prog, a.file, a.launches, var_values)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
   except HcqError as e:

@@ -1,9 +1,10 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
-(`overflow`), and statements in the wrong kind of block (`syntax`)."""
+(`overflow`), and statements in the wrong kind of block (`syntax`). On the syntax layer: `parse` runs them, `check`
+re-exports them."""
 from __future__ import annotations
-from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
-                  Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
-from ..diagnostics import Diagnostic
+from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
+from .diagnostics import Diagnostic
 import attrs
 
 __all__ = ["check_static", "StaticCheck"]

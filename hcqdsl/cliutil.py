@@ -1,0 +1,67 @@
+"""What every subcommand shares: usage errors, reading a source file, and `--var NAME=VALUE`. Below `cli` (which only
+wires subcommands together), so runtime, graph and emit import this, never `hcqdsl.cli`."""
+from __future__ import annotations
+import difflib, pathlib
+from .ir import U32_MAX
+
+__all__ = ["UsageError", "read_source", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+           "warn_check_errors"]
+
+class UsageError(Exception):
+  """Unusable invocation: printed as `hcqdsl: error: ...` (`hcqdsl: error[code]: ...` with a code), exit 2."""
+  def __init__(self, message: str, code: str = ""):
+    super().__init__(message)
+    self.code = code
+
+def read_source(path: str) -> str:
+  p = pathlib.Path(path)
+  if not p.is_file(): raise UsageError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
+  try: return p.read_bytes().decode("utf-8", errors="replace")
+  except OSError as e: raise UsageError(f"{path}: {e.strerror}")
+
+def parse_vars(items) -> dict:
+  """`--var name=value` items -> {name: value}; a value outside 0 .. 2**32-1 is an `overflow` error (never wrapped)."""
+  out = {}
+  for it in items or ():
+    name, eq, val = it.partition("=")
+    try:
+      if not eq or not name.strip(): raise ValueError
+      v = int(val.strip().replace("_", ""), 0)
+    except ValueError: raise UsageError(f"--var takes name=value with an integer value, got `{it}`")
+    if not 0 <= v <= U32_MAX:
+      raise UsageError(f"--var {it.strip()}: {v} is outside 32 bits (values are 0 .. {U32_MAX})", "overflow")
+    out[name.strip()] = v
+  return out
+
+def did_you_mean(name: str, names) -> str:
+  """` (did you mean `x`?)` for the closest of `names`, or ``."""
+  close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+  return f" (did you mean `{close[0]}`?)" if close else ""
+
+def check_vars(var_values: dict, program, file: str) -> None:
+  """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""
+  known = program.vars
+  for name in var_values:
+    if name not in known:
+      raise UsageError(f"--var: `{name}` is not a var of {file}{did_you_mean(name, known)} "
+                       f"(vars: {', '.join(known) or 'none'})", "name")
+
+def add_var_arg(p) -> None:
+  p.add_argument("--var", action="append", metavar="NAME=VALUE",
+                 help="pin a var (or D.epoch) to VALUE (0 .. 2**32-1) in every launch; repeatable")
+
+def add_no_check_arg(p) -> None:
+  p.add_argument("--no-check", action="store_true",
+                 help="do not run `hcqdsl check`'s analyses first (nor print the line saying the program has check errors)")
+
+def warn_check_errors(program, file: str, launches: int = 2, var_values=None, out=None) -> int:
+  """For `compile` and `run`: one stderr line when `check` finds errors in the program (they still proceed).
+  Returns the number of errors."""
+  import sys
+  from .check import check
+  errs = [d for d in check(program, max(launches, 2), var_values) if d.severity == "error"]
+  if errs:
+    codes = ", ".join(sorted({d.code for d in errs}))
+    (out or sys.stderr).write(f"hcqdsl: warning: {file} has {len(errs):,} check error{'s' * (len(errs) != 1)} ({codes}); "
+                              f"run `hcqdsl check {file}` (--no-check silences this)\n")
+  return len(errs)
