@@ -107,17 +107,27 @@ def test_deadlock_cycle_message():
           "queue c0 compute on gpu0 {\n  wait s1 >= 1\n  signal s0 = 1\n}\n"
           "queue c1 compute on gpu0 {\n  wait s0 >= 1\n  signal s1 = 1\n}\n")
   out = render_text([d for d in check_text(text, "dl.hcq")], {})
-  assert out == (
+  assert out == (  # once per cycle, at its first member, with an edit that breaks it
     "dl.hcq:5:3: error[deadlock]: c0 waits forever for s1 >= 1 (launch 1); s1 is stuck at 0; c1 would write s1 at line 10 "
     "(launch 1) but is itself blocked\n"
     "  dl.hcq:5:3: c0 waits for s1 >= 1 (launch 1), which c1 writes only at line 10\n"
     "  dl.hcq:9:3: c1 waits for s0 >= 1 (launch 1), which c0 writes only at line 6\n"
     "  note: cycle of waits: c0 -> c1 -> c0\n"
-    "dl.hcq:9:3: error[deadlock]: c1 waits forever for s0 >= 1 (launch 1); s0 is stuck at 0; c0 would write s0 at line 6 "
-    "(launch 1) but is itself blocked\n"
-    "  dl.hcq:9:3: c1 waits for s0 >= 1 (launch 1), which c0 writes only at line 6\n"
-    "  dl.hcq:5:3: c0 waits for s1 >= 1 (launch 1), which c1 writes only at line 10\n"
-    "  note: cycle of waits: c1 -> c0 -> c1\n")
+    "  note: fix: this deadlock goes away with c1's `signal s1 = 1` (line 10) moved above its `wait s0 >= 1` (line 9)\n")
+
+def test_deadlock_cycle_once_with_the_host_behind_it():
+  text = ("device gpu0 = AMD:0\nsignal s0 on gpu0\nsignal s1 on gpu0\nvar kick\n"
+          "queue c0 compute on gpu0 {\n  wait s1 >= kick\n  signal s0 = kick\n}\n"
+          "queue c1 compute on gpu0 {\n  wait s0 >= kick\n  signal s1 = kick\n}\nhost {\n  submit\n  wait s1 >= kick\n}\n")
+  [d] = check_text(text, "dl.hcq")
+  assert [(r.span.line, r.message) for r in d.related] == [
+    (6, "c0 waits for s1 >= 1 (launch 1), which c1 writes only at line 11"),
+    (10, "c1 waits for s0 >= 1 (launch 1), which c0 writes only at line 7"),
+    (15, "the host also waits forever for s1 >= 1 (launch 1), behind this deadlock")]
+  assert d.notes == ("cycle of waits: c0 -> c1 -> c0",
+                     "fix: this deadlock goes away with either edit: c0's `wait s1 >= kick` (line 6) waiting for "
+                     "`s1 >= kick - 1` instead (what s1 already holds, the previous launch's value); or c1's "
+                     "`signal s1 = kick` (line 11) moved above its `wait s0 >= kick` (line 10)")
 
 def test_deadlock_through_submit_message():
   text = ("device gpu0 = AMD:0\nsignal done on gpu0\nvar kick\nqueue c0 compute on gpu0 {\n  signal done = kick\n}\n"

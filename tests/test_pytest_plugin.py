@@ -61,38 +61,38 @@ def test_options_parse():
     with pytest.raises(HcqSpecError): parse_options(bad)
 
 def test_passing_file(pytester):
-  pytester.makefile(".hcq", cycle=cycle("  # E: deadlock", "  # E: deadlock"))
+  pytester.makefile(".hcq", cycle=cycle("  # E: deadlock", ""))
   pytester.makefile(".hcq", clean=cycle("", "").replace("  wait t >= 1\n  signal s = 1", "  signal s = 1\n  wait t >= 1"))
   r = rp(pytester, "-v")
   r.assert_outcomes(passed=2)
   lines(r, ["clean.hcq::check PASSED*", "cycle.hcq::check PASSED*"])
 
 def test_missing_marker(pytester):
-  pytester.makefile(".hcq", cycle=cycle("  # E: deadlock", "  # E: deadlock W: visibility"))
+  pytester.makefile(".hcq", cycle=cycle("  # E: deadlock W: visibility", ""))
   r = rp(pytester, )
   r.assert_outcomes(failed=1)
   lines(r, ["cycle.hcq: `hcqdsl check --launches 2` differs from the file's markers",
                           "-- missing: 1 marked, not reported",
-                          "cycle.hcq:9:30: warning[visibility]: marked `W: visibility` here, but check reports no such warning on this line",
-                          "      wait s >= 1  # E: deadlock W: visibility",
+                          "cycle.hcq:5:30: warning[visibility]: marked `W: visibility` here, but check reports no such warning on this line",
+                          "      wait t >= 1  # E: deadlock W: visibility",
                           "    * ^~~~~~~~~~~~~"])
   assert "unexpected" not in r.stdout.str()
 
 def test_unexpected_diagnostic(pytester):
-  pytester.makefile(".hcq", cycle=cycle("  # E: deadlock", ""))
+  pytester.makefile(".hcq", cycle=cycle("", ""))
   r = rp(pytester, )
   r.assert_outcomes(failed=1)
   lines(r, ["-- unexpected: 1 reported, not marked",
-                          "cycle.hcq:9:3: error[deadlock]: q1 waits forever for s >= 1 (launch 1)*",
-                          "      wait s >= 1", "  cycle.hcq:9:3: q1 waits for s >= 1 (launch 1), which q0 writes only at line 6"])
+                          "cycle.hcq:5:3: error[deadlock]: q0 waits forever for t >= 1 (launch 1)*",
+                          "      wait t >= 1", "  cycle.hcq:5:3: q0 waits for t >= 1 (launch 1), which q1 writes only at line 10"])
   assert "-- missing" not in r.stdout.str()
 
 def test_wrong_code_is_missing_and_unexpected(pytester):
-  pytester.makefile(".hcq", cycle=cycle("  # E: deadlock", "  # E: race"))
+  pytester.makefile(".hcq", cycle=cycle("  # E: race", ""))
   r = rp(pytester, )
   r.assert_outcomes(failed=1)
-  lines(r, ["-- missing: 1 marked, not reported", "cycle.hcq:9:18: error[race]: marked `E: race` here*",
-                          "-- unexpected: 1 reported, not marked", "cycle.hcq:9:3: error[deadlock]: *"])
+  lines(r, ["-- missing: 1 marked, not reported", "cycle.hcq:5:18: error[race]: marked `E: race` here*",
+                          "-- unexpected: 1 reported, not marked", "cycle.hcq:5:3: error[deadlock]: *"])
 
 def test_expect_verified(pytester):
   pytester.makefile(".hcq", good=run("1, 2, 3, 4"), bad=run("1, 2, 3, 5"))
@@ -120,13 +120,13 @@ def test_runtime_missing_skips(pytester):
   lines(r, ["*expects not verified: hcqdsl.runtime is not importable*"])
 
 def test_bad_header_is_a_collection_error(pytester):
-  pytester.makefile(".hcq", bad="# hcq: launches=two\n" + cycle("  # E: deadlock", "  # E: deadlock"))
+  pytester.makefile(".hcq", bad="# hcq: launches=two\n" + cycle("  # E: deadlock", ""))
   r = rp(pytester, )
   r.assert_outcomes(errors=1)
   lines(r, ["*bad.hcq: bad `# hcq:` header: line 1: `launches=two`: launches takes an integer*"])
 
 def test_files_glob(pytester):
-  pytester.makefile(".hcq", scenario_a=cycle("  # E: deadlock", "  # E: deadlock"), other="garbage {")
+  pytester.makefile(".hcq", scenario_a=cycle("  # E: deadlock", ""), other="garbage {")
   pytester.makeini("[pytest]\nhcq_files = scenario_*.hcq\n")
   rp(pytester, ).assert_outcomes(passed=1)
 

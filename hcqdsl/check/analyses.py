@@ -3,6 +3,7 @@
 each distinct problem is reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import Optional
+import attrs
 from ..ir import Epoch, Expr, Ref, U32_MAX
 from ..diagnostics import Diagnostic, Related
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, R, W, RW
@@ -45,6 +46,40 @@ class OverflowAnalysis:
 
 def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
   """(statement key, launch, Diagnostic) for every blocked wait of a state where nothing can run."""
+  return [x[:3] for x in _deadlocks(u, done, values)]
+
+def _text(u: Unrolled, i: int, pos: int) -> str:
+  from ..syntax import format_stmt
+  st = u.stmt(i, pos)
+  return "the implicit submit" if st is None else f"`{format_stmt(st)}` (line {st.span.line})" if st.span else f"`{format_stmt(st)}`"
+
+def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> Optional[str]:
+  """One edit that breaks the cycle: a wait of a hop asking for the value the signal already has (written with its
+  var, e.g. the previous launch's `kick - 1`), else a signal (or submit) moved above the wait that blocks its writer."""
+  out = []
+  for h in cyc:
+    st = state[h]
+    if st[0] != "wait": continue
+    _, s, need, pos = st
+    op = _op(u, h, pos)
+    if op[2] is not None and values[s] < need:
+      new = Expr(Ref(op[2]), op[3] - (need - values[s]))
+      out.append(f"{_who(u, h)}'s {_text(u, h, pos)} waiting for `{_sig(u, s)} >= {new}` instead (what {_sig(u, s)} "
+                 f"already holds{', the previous launch' + chr(39) + 's value' if need - values[s] == 1 else ''})")
+      break
+  for n, h in enumerate(cyc):
+    nx = cyc[(n + 1) % len(cyc)]
+    w = next((p for j, p in edges[h] if j == nx), None)
+    hs = state[nx]
+    if w is None or hs[0] != "wait" or _launch(u, nx, w) != _launch(u, nx, hs[3]) or u.stmt(nx, w) is None: continue
+    out.append(f"{_who(u, nx)}'s {_text(u, nx, w)} moved above its {_text(u, nx, hs[3])}")
+    break
+  return "fix: this deadlock goes away with either edit: " + "; or ".join(out) if len(out) > 1 else \
+    f"fix: this deadlock goes away with {out[0]}" if out else None
+
+def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
+  """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
+  writer left) that is the cause, `root` whether this wait is that cause's report (else it only waits on it)."""
   S = len(u.seqs)
   lens = [len(s.ops) for s in u.seqs]
   state = {}  # blocked seq -> ("wait", signal, need, pos) | ("gate", launch, host pos)
@@ -87,6 +122,19 @@ def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
     while path[-1] != i: path.append(prev[path[-1]])
     return path[::-1]
 
+  cycles = {}
+  def group(i):
+    """The cause i's wait ends in: its own cycle, its own missing write, or (following the wait-for edges) another's."""
+    seen, frontier = {i}, [i]
+    while frontier:
+      a = frontier.pop(0)
+      c = cycles[a] = cycles[a] if a in cycles else cycle(a)
+      if c: return frozenset(_key(u, h, state[h][3] if state[h][0] == "wait" else done[h] + 1) for h in c), a
+      if state[a][0] == "wait" and not edges[a]: return frozenset([_key(u, a, state[a][3])]), a
+      for b, _ in edges.get(a, ()):
+        if b not in seen and b in state: seen.add(b); frontier.append(b)
+    return frozenset([_key(u, i, state[i][3])]), i
+
   out = []
   for i, st in state.items():
     if st[0] != "wait": continue
@@ -104,7 +152,8 @@ def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
       d = _sig(u, s)[:-len(".timeline")]
       notes.append(f"`epoch` waits for the previous launch's `signal {d}.timeline = {d}.epoch`: end the launch with "
                    f"a finalizer that waits for the device's work and writes it")
-    cyc = cycle(i)
+    grp, cause = group(i)
+    cyc = cycles.get(i)
     if cyc:
       names = [_who(u, h) for h in cyc]
       notes.append("cycle of waits: " + " -> ".join(names + names[:1]))
@@ -120,8 +169,11 @@ def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
           w = next(p for j, p in edges[h] if j == nx)
           related.append(Related(f"{_who(u, h)} waits for {_sig(u, hs[1])} >= {hs[2]} (launch {_launch(u, h, hs[3])}), "
                                  f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
+      fix = _fix(u, cyc, state, edges, values)
+      if fix: notes.append(fix)
     out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
-               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]})))
+               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]}),
+                grp, cause == i or bool(cyc)))
   return out
 
 class DeadlockAnalysis:
@@ -130,9 +182,26 @@ class DeadlockAnalysis:
     """`states`: the stuck states (done, values) — the one the happens-before pass ends in, or the explorer's."""
     best: dict = {}
     for done, values in states:
-      for key, k, d in deadlock_diags(u, done, values):
-        if key not in best or k < best[key][0]: best[key] = (k, d)
-    return [d for _, d in best.values()]
+      for key, k, d, grp, root in _deadlocks(u, done, values):
+        if key not in best or k < best[key][0]: best[key] = (k, d, grp, root)
+    # one report per cause: a cycle once (at its first member in source order), a wait no write can satisfy once;
+    # the waits that are blocked only because of it (the host waiting for a queue of the cycle) go under it
+    roots: dict = {}
+    for key in sorted(best, key=lambda x: _order(u, best[x][1])):
+      k, d, grp, root = best[key]
+      if root and grp not in roots: roots[grp] = d
+    for key in sorted(best, key=lambda x: _order(u, best[x][1])):
+      k, d, grp, root = best[key]
+      if roots.get(grp, d) is d: continue
+      if grp not in roots: roots[grp] = d; continue
+      r = roots[grp]
+      if any(x.span == d.span for x in r.related): continue  # a member of the cycle: already a hop of its report
+      roots[grp] = attrs.evolve(r, related=r.related + (Related(f"{d.extra['queue']} also waits forever for "
+                                f"{d.extra['signal']} >= {d.extra['needed']} (launch {d.extra['launch']}), behind this deadlock", d.span),))
+    return list(roots.values())
+
+def _order(u: Unrolled, d: Diagnostic):
+  return (d.extra["launch"], d.span.file, d.span.line, d.span.column) if d.span else (d.extra["launch"], "", 0, 0)
 
 def _rng(a) -> str: return f"[{a[1]}:{a[2]}]"
 
