@@ -14,12 +14,12 @@ MAX_PER_CODE = 20  # warnings of one code printed in full by `check` (text)
 
 def cmd_parse(a) -> int:
   from .syntax import parse_with_diagnostics
-  from .dump import program_to_json
+  from .dump import program_to_json, program_to_tree
   text = read_source(a.file)
   prog, diags = parse_with_diagnostics(text, a.file)
   if diags: sys.stderr.write(render_text(diags, {a.file: text}))
   if prog is None or has_errors(diags): return 1
-  print(json.dumps(program_to_json(prog), indent=2 if a.json else None) if a.json else repr(prog))
+  sys.stdout.write(json.dumps(program_to_json(prog), indent=2) + "\n" if a.json else program_to_tree(prog))
   return 0
 
 def cmd_fmt(a) -> int:
@@ -57,12 +57,12 @@ def cmd_check(a) -> int:
     sources[path] = text = read_source(path)
     prog, d = check_source(text, path, a.launches, var_values, pre=lambda p: check_vars(var_values, p, path))
     diags += d
-    queues += len(prog.queues) if prog is not None else 0
+    queues = queues + len(prog.queues) if prog is not None and queues is not None else None
   if a.format == "json": print(render_json(diags))
   elif a.format == "sarif": print(render_sarif(diags))
   else:
     sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
-    print(summary(diags, a.launches, queues))
+    print(summary(diags, a.launches if queues is not None else None, queues))
   return 1 if has_errors(diags) else 0
 
 def build_parser() -> argparse.ArgumentParser:
@@ -71,8 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
   ap.add_argument("--version", action="version", version=f"hcqdsl {__version__}")
   sub = ap.add_subparsers(dest="command", metavar="COMMAND")
   sub.required = True
-  p = sub.add_parser("parse", help="parse a program and print its IR")
-  p.add_argument("file"); p.add_argument("--json", action="store_true", help="print the IR as JSON")
+  p = sub.add_parser("parse", help="parse a program and print its IR as an indented tree")
+  p.add_argument("file", help="a .hcq program")
+  p.add_argument("--json", action="store_true", help="print the IR as JSON (every node with its kind, fields and span)")
   p.set_defaults(run=cmd_parse)
   p = sub.add_parser("fmt", help="format programs in place (like black)")
   p.add_argument("files", nargs="+")

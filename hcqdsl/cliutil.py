@@ -1,8 +1,9 @@
 """What every subcommand shares: usage errors, reading a source file, and `--var NAME=VALUE`. Below `cli` (which only
 wires subcommands together), so runtime, graph and emit import this, never `hcqdsl.cli`."""
 from __future__ import annotations
-import difflib, pathlib
+import pathlib
 from .ir import U32_MAX
+from .diagnostics import did_you_mean
 
 __all__ = ["UsageError", "read_source", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
@@ -32,11 +33,6 @@ def parse_vars(items) -> dict:
       raise UsageError(f"--var {it.strip()}: {v} is outside 32 bits (values are 0 .. {U32_MAX})", "overflow")
     out[name.strip()] = v
   return out
-
-def did_you_mean(name: str, names) -> str:
-  """` (did you mean `x`?)` for the closest of `names`, or ``."""
-  close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
-  return f" (did you mean `{close[0]}`?)" if close else ""
 
 def check_vars(var_values: dict, program, file: str) -> None:
   """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""

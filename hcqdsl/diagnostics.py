@@ -6,7 +6,7 @@ import attrs
 from .ir import Span
 
 __all__ = ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
-           "split_lines", "printable", "summary"]
+           "split_lines", "printable", "summary", "did_you_mean"]
 
 # code -> one-line meaning (the spec's stable codes, plus warnings of the checker)
 CODES = {
@@ -59,6 +59,12 @@ class HcqError(Exception):
     super().__init__(render_text(self.diagnostics, self.sources))
 
 def has_errors(diags: Sequence[Diagnostic]) -> bool: return any(d.severity == "error" for d in diags)
+
+def did_you_mean(name: str, names) -> str:
+  """` (did you mean `x`?)` for the closest of `names` (difflib's ratio >= 0.6), or an empty string."""
+  import difflib
+  close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
+  return f" (did you mean `{close[0]}`?)" if close else ""
 
 def split_lines(text: str) -> list[str]:
   """The source's lines as the language counts them: split at `\\n`, `\\r\\n` and a lone `\\r` only (never

@@ -4,7 +4,7 @@ re-exports them."""
 from __future__ import annotations
 from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
-from .diagnostics import Diagnostic
+from .diagnostics import Diagnostic, did_you_mean
 import attrs
 
 __all__ = ["check_static", "StaticCheck"]
@@ -40,7 +40,8 @@ class StaticCheck:
         if hosts > 1: self._err("syntax", "a program has at most one `host` block", d.span)
         continue
       if isinstance(d, Expect): continue
-      if d.name in KEYWORDS: self._err("syntax", f"`{d.name}` is a keyword and cannot be used as a name", prog.locate(d.name, d.span)); continue
+      if d.name in KEYWORDS:  # reported once here; still declared, so its uses are not `unknown` errors too
+        self._err("syntax", f"`{d.name}` is a keyword and cannot be used as a name", prog.locate(d.name, d.span))
       if d.name in names:
         first = names[d.name]
         self._err("name", f"`{d.name}` is already declared as {_what(first)} at line {first.span.line}", d.span)
@@ -59,8 +60,12 @@ class StaticCheck:
     if d is None:
       base, _, attr = ref.name.partition(".")
       if attr and isinstance(self.names.get(base), Device): self._err("name", f"a device has `.timeline` and `.epoch`, not `.{attr}`", span)
-      elif attr: self._err("name", f"unknown device `{base}` in `{ref.name}`", span)
-      else: self._err("name", f"unknown {what} `{ref.name}`", span)
+      elif attr:
+        devs = [n for n, x in self.names.items() if isinstance(x, Device)]
+        self._err("name", f"unknown device `{base}` in `{ref.name}`{did_you_mean(base, devs)}", span)
+      else:
+        like = [n for n, x in self.names.items() if isinstance(x, kind)]
+        self._err("name", f"unknown {what} `{ref.name}`{did_you_mean(ref.name, like or self.names)}", span)
       return None
     if not isinstance(d, kind):
       self._err("name", f"`{ref.name}` is {_what(d)}, not {'an' if what[0] in 'aeiou' else 'a'} {what}", span)

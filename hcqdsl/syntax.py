@@ -10,7 +10,7 @@ from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedCharacters, UnexpectedEOF, VisitError
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX)
-from .diagnostics import Diagnostic, HcqError
+from .diagnostics import Diagnostic, Related, HcqError
 
 __all__ = ["parse", "parse_file", "format_program", "parse_with_diagnostics", "parse_syntax", "format_stmt", "format_decl"]
 
@@ -225,6 +225,8 @@ def _describe(stack) -> Optional[str]:
     return _RULE_ROLE.get(last.data)
   return None
 
+_DECL_ONLY = {"DEVICE", "BUFFER", "VAR", "KERNEL", "QUEUE", "HOST", "EXPECT"}  # keywords that start a declaration only
+
 def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   if isinstance(e, UnexpectedCharacters):
     line, col = e.line, e.column
@@ -241,6 +243,13 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
   exp = _expected(acc or getattr(e, "expected", None) or (), sep)
+  lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
+  if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):
+    # a block left open: point at its `{` (where the fix goes is somewhere after it), not at what came next
+    eof = tok is None or tok.type == "$END"
+    where = "the end of the file" if eof else f"`{tok.value}` at line {tok.line}"
+    return Diagnostic("syntax", f"this `{{` is never closed: a `}}` is missing before {where}", _tok_span(lbrace, file),
+                      related=() if eof else (Related(f"`{tok.value}` starts the next declaration here", _tok_span(tok, file)),))
   if tok is None or tok.type == "$END":
     line, col = (stack[-1].end_line, stack[-1].end_column) if stack and isinstance(stack[-1], Token) else (e.line, e.column)
     return Diagnostic("syntax", f"expected {exp} before the end of the file", Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1) + 1))

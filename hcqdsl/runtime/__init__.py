@@ -48,9 +48,13 @@ class RunResult:
   def summary(self) -> str:
     seed = f", seed {self.seed}" if self.seed is not None else ""
     out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}{seed}, {self.time_us:.1f} us emulated"]
+    blocked = {b.queue: b for b in self.hang.blocked} if self.hang is not None else {}
     for q in self.queues.values():
       top = ", ".join(f"{k} {v}" for k, v in sorted(q.by_name.items(), key=lambda kv: -kv[1]))
-      out.append(f"  {q.name} ({q.engine} on {q.device}): {q.packets} packets, done at {q.time_us:.1f} us  [{top}]")
+      b = blocked.get(q.name)
+      state = (f"blocked since {q.time_us:.1f} us at line {b.line}: `{b.stmt}` (launch {b.launch})" if b is not None and b.line
+               else f"blocked since {q.time_us:.1f} us" if b is not None else f"done at {q.time_us:.1f} us")
+      out.append(f"  {q.name} ({q.engine} on {q.device}): {q.packets} packets, {state}  [{top}]")
     out.append("  signals: " + " ".join(f"{k}={v}" for k, v in self.signals.items()))
     for e in self.expects: out.append(f"  expect line {e.line}: {e.message}")
     if self.fault is not None: out.append(str(self.fault))
