@@ -25,7 +25,9 @@ from hcqdsl.check.analyze import analyze
 NDEV, NQ, SLICE = 8, 16, 256
 REPS = int(os.environ.get("REPS", 3))   # best of 3 at every size (1M: ~6-9 s a run)
 
-def make(n: int, seed: int = 0, ndev: int = NDEV) -> Program:
+def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0) -> Program:
+  """`no_barrier`: the share of cross-queue reads written without their `barrier` (each a `visibility` warning when
+  the data crosses devices)."""
   NQ = 2 * ndev
   rnd = random.Random(seed)
   line = [0]
@@ -51,7 +53,8 @@ def make(n: int, seed: int = 0, ndev: int = NDEV) -> Program:
       if t > 0 and lo < t and rnd.random() < 0.5:
         tj = rnd.randrange(lo, t)
         waited[j] = tj
-        body += [Wait(Ref(f"sig_{qname(j)}"), Expr(None, tj + 1), span=sp()), Barrier(span=sp())]
+        body.append(Wait(Ref(f"sig_{qname(j)}"), Expr(None, tj + 1), span=sp()))
+        if not no_barrier or rnd.random() >= no_barrier: body.append(Barrier(span=sp()))
         src = rng(j, tj)
       if i % 2 == 0:
         body.append(Exec(Ref("step"), (rng(i, t), src), span=sp()) if src else Exec(Ref("produce"), (rng(i, t),), span=sp()))

@@ -1,7 +1,7 @@
 """`hcqdsl parse|fmt|check|compile|disasm|run|emit|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
 run), 2 unusable invocation (missing file, bad flag)."""
 from __future__ import annotations
-import argparse, difflib, json, sys, pathlib
+import argparse, difflib, gc, json, sys, pathlib
 from typing import Optional
 from .diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
 from .cliutil import UsageError, read_source, parse_vars, check_vars, add_var_arg
@@ -47,6 +47,14 @@ def cmd_fmt(a) -> int:
   return rc
 
 def cmd_check(a) -> int:
+  # the IR of a big program is millions of acyclic objects: the cyclic GC would rescan them over and over
+  enabled = gc.isenabled()
+  gc.disable()
+  try: return _check(a)
+  finally:
+    if enabled: gc.enable()
+
+def _check(a) -> int:
   from .check import check_source
   var_values = parse_vars(a.var)
   if a.launches < 1: raise UsageError("--launches must be at least 1")
@@ -65,7 +73,9 @@ def cmd_check(a) -> int:
     print(summary(diags, a.launches if queues is not None else None, queues))
   return 1 if has_errors(diags) else 0
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+  """The whole CLI. With `command`, the other subcommands that live in their own modules (which import numpy,
+  the AMD tables or tinygrad) are listed without their arguments, so `hcqdsl check` does not pay for loading them."""
   ap = argparse.ArgumentParser(prog="hcqdsl", description="A language and toolchain for AMD hardware command queues.")
   from . import __version__
   ap.add_argument("--version", action="version", version=f"hcqdsl {__version__}")
@@ -95,14 +105,16 @@ def build_parser() -> argparse.ArgumentParser:
                                  ("run", "runtime.cli", "run a program on the built-in AMD emulator"),
                                  ("emit", "emit", "emit .hcq from a tinygrad schedule"),
                                  ("graph", "graph", "draw a program's queues and signals (DOT/SVG)")):
-    mod = importlib.import_module(f"hcqdsl.{module}")
     p = sub.add_parser(name, help=helptext)
+    if command is not None and command != name: continue
+    mod = importlib.import_module(f"hcqdsl.{module}")
     getattr(mod, f"add_{name}_args")(p)
     p.set_defaults(run=getattr(mod, f"cli_{name}"))
   return ap
 
 def main(argv: Optional[list] = None) -> int:
-  ap = build_parser()
+  argv = sys.argv[1:] if argv is None else list(argv)
+  ap = build_parser(next((x for x in argv if not x.startswith("-")), None))
   a = ap.parse_args(argv)
   try: return a.run(a)
   except UsageError as e:
