@@ -11,9 +11,16 @@ one happens-before pass.
 When `spin` (and gcc) are on PATH, the small sizes are also translated to Promela (hcqdsl.check.promela) and
 checked by SPIN for deadlock, and a table prints SPIN's time beside ours (cap: SPIN_CAP seconds, default 60).
 
+`--cli` times `hcqdsl check FILE` end to end (a subprocess: start-up, read, parse, static checks, analysis, text
+report), on the same generator's programs written as .hcq text, with every cross-queue read going to another device
+and written without its `barrier` (~17% of statements draw a `visibility` warning, ~1.5% `redundant-wait`), default
+text output (capped per code, summary line). Targets: <= 2.5 s at 100k statements, t(1M) <= 12 x t(100k), and (issue
+13) <= 10 s at 1M. It also splits one in-process run into its phases (parse, static checks, analysis, report).
+
 Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1000000)
        python benchmarks/check_scaling.py --spin            (the SPIN table only)
        python benchmarks/check_scaling.py --no-spin [sizes] (no SPIN table)
+       python benchmarks/check_scaling.py --cli [sizes]     (the CLI end to end; default 100000 1000000)
 """
 from __future__ import annotations
 import random, shutil, subprocess, sys, time, tempfile, os
@@ -25,7 +32,7 @@ from hcqdsl.check.analyze import analyze
 NDEV, NQ, SLICE = 8, 16, 256
 REPS = int(os.environ.get("REPS", 3))   # best of 3 at every size (1M: ~6-9 s a run)
 
-def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0) -> Program:
+def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0, read: float = 0.5, cross: bool = False) -> Program:
   """`no_barrier`: the share of cross-queue reads written without their `barrier` (each a `visibility` warning when
   the data crosses devices)."""
   NQ = 2 * ndev
@@ -47,10 +54,10 @@ def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0) -> Pr
     body = [Epoch(span=sp())]
     waited = {}
     for t in range(steps):
-      j = (i + rnd.choice((1, NQ - 1, 2, NQ // 2))) % NQ
+      j = (i + rnd.choice((2, 3, NQ - 2, NQ // 2) if cross else (1, NQ - 1, 2, NQ // 2))) % NQ
       lo = waited.get(j, -1) + 1
       src = None
-      if t > 0 and lo < t and rnd.random() < 0.5:
+      if t > 0 and lo < t and rnd.random() < read:
         tj = rnd.randrange(lo, t)
         waited[j] = tj
         body.append(Wait(Ref(f"sig_{qname(j)}"), Expr(None, tj + 1), span=sp()))
@@ -131,8 +138,62 @@ def _timed(p) -> float:
   analyze(p, launches=2)
   return time.perf_counter() - t0
 
+def cli_text(n: int) -> str:
+  """The `--cli` program as .hcq text: cross-device reads without barriers."""
+  from hcqdsl.syntax import format_program
+  return format_program(make(n, no_barrier=1.0, read=1.0, cross=True))
+
+def phases(path: str) -> dict:
+  """One in-process run of what `hcqdsl check PATH` does, timed per phase (GC off, as the CLI runs it)."""
+  import gc
+  from hcqdsl.syntax import parse_syntax
+  from hcqdsl.static import check_static
+  from hcqdsl.check import _sorted
+  from hcqdsl.check.analyze import analyze as dyn
+  from hcqdsl.diagnostics import render_text, summary
+  gc.collect(); gc.disable()
+  try:
+    t = [time.perf_counter()]
+    text = open(path).read(); t.append(time.perf_counter())
+    prog, _ = parse_syntax(text, path); t.append(time.perf_counter())
+    st = check_static(prog); t.append(time.perf_counter())
+    d = _sorted(st + dyn(prog, launches=2)); t.append(time.perf_counter())
+    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues)); t.append(time.perf_counter())
+  finally: gc.enable()
+  del prog, d, out
+  return dict(zip(("read", "parse", "static", "analysis", "report"), (b - a for a, b in zip(t, t[1:]))))
+
+def cli_main(sizes):
+  print(f"load average {os.getloadavg()[0]:.2f}; hcqdsl check FILE (text, default flags), best of {REPS}")
+  tmp = tempfile.mkdtemp(prefix="check_cli_")
+  files = {}
+  for n in sizes:
+    files[n] = os.path.join(tmp, f"p{n}.hcq")
+    with open(files[n], "w") as f: f.write(cli_text(n))
+  best, last = {}, {}
+  for _ in range(REPS):  # interleaved rounds, as above
+    for n in sizes:
+      t0 = time.perf_counter()
+      r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", files[n]], capture_output=True, text=True)
+      dt = time.perf_counter() - t0
+      best[n] = min(best.get(n, dt), dt)
+      last[n] = r.stdout.strip().splitlines()[-1]
+  print(f"{'statements':>11} {'MB':>6} {'wall s':>7}  summary line")
+  for n in sizes:
+    stmts = sum(1 for line in open(files[n]) if line.startswith("  "))
+    print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {best[n]:>7.2f}  {last[n]}")
+  if 100_000 in best and 1_000_000 in best:
+    print(f"t(1M)/t(100k) = {best[1_000_000] / best[100_000]:.2f} (target <= 12)")
+  print("phases of one in-process run (s):")
+  for n in sizes:
+    ph = phases(files[n])
+    print(f"{n:>11,} " + " ".join(f"{k} {v:.2f}" for k, v in ph.items()) + f"  (all but parse: {sum(ph.values()) - ph['parse']:.2f})")
+  for f in files.values(): os.unlink(f)
+  os.rmdir(tmp)
+
 if __name__ == "__main__":
   if sys.argv[1:] == ["--spin"]: spin_table()
+  elif "--cli" in sys.argv: cli_main([int(x) for x in sys.argv[1:] if x != "--cli"] or [100_000, 1_000_000])
   else:
     args = [x for x in sys.argv[1:] if x != "--no-spin"]
     main([int(x) for x in args] or [10_000, 100_000, 1_000_000], spin="--no-spin" not in sys.argv)

@@ -317,17 +317,26 @@ class VisibilityAnalysis:
   barrier (tinygrad opens every queue with one)."""
   name = "visibility"
   def run(self, u: Unrolled, vis: dict) -> list[Diagnostic]:
+    # a program written without barriers has a warning for every other read: per-sequence and per-buffer text is
+    # built once, and each statement's span looked up once
+    who = [_who(u, i) for i in range(len(u.seqs))]
+    lens = [len(s.ops) for s in u.seqs]
+    stmts = [s.stmts for s in u.seqs]
+    bufs = [f"{b.name}" for b in u.buffers]
+    where = [f" (on {b.device.name if b.device else 'host'})" for b in u.buffers]
+    def at(i, pos):
+      st = stmts[i][(pos - 1) % lens[i]]
+      sp = st.span if st is not None else u.host_span
+      return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", (pos - 1) // lens[i] + 1
     out = []
     for i, p, a, j, q, aj in vis.values():
-      b = u.buffers[a[0]]
-      where = f" (on {b.device.name if b.device else 'host'})"
-      out.append(Diagnostic("visibility", f"{_who(u, i)} on {u.seqs[i].device} reads {b.name}{_rng(a)}{where} at "
-                            f"{u.line(i, p)} (launch {_launch(u, i, p)}), written by {_who(u, j)} on {u.seqs[j].device} at "
-                            f"{u.line(j, q)}, with no `barrier` after the wait that orders them", u.span(i, p),
-                            severity="warning",
-                            related=(Related(f"{_who(u, j)} writes {b.name}{_rng(aj)} here (launch {_launch(u, j, q)})",
-                                             u.span(j, q)),),
-                            extra={"launch": _launch(u, i, p), "queue": _who(u, i), "buffer": b.name}))
+      (spi, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
+      b = bufs[a[0]]
+      out.append(Diagnostic("visibility", f"{who[i]} on {u.seqs[i].device} reads {b}[{a[1]}:{a[2]}]{where[a[0]]} at {li} "
+                            f"(launch {ki}), written by {who[j]} on {u.seqs[j].device} at {lj}, with no `barrier` after "
+                            f"the wait that orders them", spi, severity="warning",
+                            related=(Related(f"{who[j]} writes {b}[{aj[1]}:{aj[2]}] here (launch {kj})", spj),),
+                            extra={"launch": ki, "queue": who[i], "buffer": b}))
     return out
 
 class UnusedSignalAnalysis:
