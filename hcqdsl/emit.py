@@ -513,7 +513,7 @@ def add_emit_args(p: argparse.ArgumentParser):
   p.add_argument("script", metavar="SCRIPT.py[:FUNCTION]", help="a script whose function (default `main`) returns tensors")
   p.add_argument("-o", "--output", metavar="OUT.hcq", help="write here (default: stdout)")
   p.add_argument("--devices", type=int, help="passed to the function's `devices` parameter; the schedule may use at most N")
-  p.add_argument("--planner", choices=PLANNERS, default="hcqdsl")
+  p.add_argument("--planner", choices=PLANNERS, default="hcqdsl", help="who places waits and signals: hcqdsl (default) or tinygrad's HCQGraph")
   p.add_argument("--max-values", type=int, default=MAX_VALUES, help=f"largest output with an `expect` (default {MAX_VALUES})")
   p.add_argument("--amd-code", action="store_true", help="also compile gfx1100 code objects with tinygrad (needs libllvm19)")
 

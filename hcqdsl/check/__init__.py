@@ -28,7 +28,7 @@ def check_source(text: str, filename: str = "<input>", launches: int = 2, var_va
   if prog is None: return None, diags
   if any(d.code == "syntax" for d in diags): return prog, _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])
   if pre is not None: pre(prog)
-  return prog, _sorted(diags + check(prog, launches, var_values))
+  return prog, _sorted(diags + check(prog, launches, var_values)) if diags else check(prog, launches, var_values)
 
 def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None) -> list[Diagnostic]:
   """Parse and check; never raises on any input text."""

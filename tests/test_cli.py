@@ -1,0 +1,166 @@
+"""The CLI says what happened, the same way in every subcommand: summary lines, capped reports, `--var` errors,
+check errors from compile/run, and a description for every argument."""
+import argparse, json, pathlib
+import pytest
+from hcqdsl.cli import main, build_parser
+from hcqdsl.diagnostics import Diagnostic, render_text, split_lines, printable
+import hcqdsl.diagnostics as diagnostics_mod
+from hcqdsl.ir import Span
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+PROGRAMS = ROOT / "programs"
+
+def run(capsys, *argv):
+  rc = main([str(x) for x in argv])
+  out = capsys.readouterr()
+  return rc, out.out, out.err
+
+# ---- check's text report: capped per code, a summary line counting everything
+
+def vis_program(n: int) -> str:
+  """n cross-device reads with no barrier after their wait: n `visibility` warnings."""
+  out = ["device g0 = AMD:0", "device g1 = AMD:1", f"buffer a on g0 size {64 * n}", "signal s on g0", "var k",
+         "kernel rd(in x)", "kernel wr(out x)", "queue w compute on g0 {", "  exec wr(a)", "  signal s = k", "}",
+         "queue r compute on g1 {", "  wait s >= k"]
+  out += [f"  exec rd(a[{64 * i}:{64 * (i + 1)}])" for i in range(n)]
+  out += ["}"]
+  return "\n".join(out) + "\n"
+
+def test_clean_check_prints_a_summary(capsys):
+  rc, out, err = run(capsys, "check", PROGRAMS / "tutorial_fixed.hcq", "--launches", "3")
+  assert (rc, out, err) == (0, "ok: 0 errors, 0 warnings over 3 launches, 2 queues\n", "")
+
+def test_failed_check_summary(capsys):
+  rc, out, _ = run(capsys, "check", PROGRAMS / "deadlock_cycle.hcq")
+  assert rc == 1 and out.splitlines()[-1] == "failed: 1 error, 0 warnings over 2 launches, 2 queues"
+
+def test_syntax_error_summary_counts_no_queues(tmp_path, capsys):
+  f = tmp_path / "bad.hcq"
+  f.write_text("device g = AMD:0\nqueue q compute on g {\n  barrier\n")
+  rc, out, _ = run(capsys, "check", f)
+  assert rc == 1 and out.splitlines()[-1] == "failed: 1 error, 0 warnings"
+
+def test_text_caps_warnings_per_code(tmp_path, capsys):
+  f = tmp_path / "vis.hcq"
+  f.write_text(vis_program(30))
+  rc, out, _ = run(capsys, "check", f, "--max-diagnostics", "4", "--launches", "1")
+  lines = out.splitlines()
+  assert rc == 0 and sum(": warning[visibility]: " in x for x in lines) == 4
+  assert lines[-2:] == ["... and 26 more visibility warnings (--max-diagnostics 0 shows all)",
+                        "ok: 0 errors, 30 warnings over 1 launch, 2 queues"]
+  rc, out, _ = run(capsys, "check", f, "--max-diagnostics", "0", "--launches", "1")
+  assert sum(": warning[visibility]: " in x for x in out.splitlines()) == 30 and "more visibility" not in out
+  rc, out, _ = run(capsys, "check", f, "--launches", "1")  # default: 20 of each code
+  assert sum(": warning[visibility]: " in x for x in out.splitlines()) == 20
+  assert "... and 10 more visibility warnings (--max-diagnostics 0 shows all)" in out
+  rc, out, _ = run(capsys, "check", f, "--format", "json", "--max-diagnostics", "1", "--launches", "1")  # JSON and SARIF stay complete
+  assert len(json.loads(out)["diagnostics"]) == 30
+  rc, out, _ = run(capsys, "check", f, "--format", "sarif", "--max-diagnostics", "1", "--launches", "1")
+  assert len(json.loads(out)["runs"][0]["results"]) == 30
+
+def test_errors_are_never_capped():
+  ds = [Diagnostic("race", f"r{i}", None) for i in range(5)] + [Diagnostic("visibility", "v", None, "warning")] * 3
+  out = render_text(ds, {}, max_per_code=2)
+  assert out.count("error[race]") == 5 and out.count("warning[visibility]") == 2
+  assert out.endswith("... and 1 more visibility warning (--max-diagnostics 0 shows all)\n")
+
+def test_render_splits_each_source_once(monkeypatch):
+  calls = []
+  real = diagnostics_mod.split_lines
+  monkeypatch.setattr(diagnostics_mod, "split_lines", lambda t: calls.append(1) or real(t))
+  src = "\n".join(f"wait s >= {i}" for i in range(1000)) + "\n"
+  ds = [Diagnostic("visibility", "v", Span("p.hcq", i, 1, i, 5), "warning") for i in range(1, 1001)]
+  out = render_text(ds, {"p.hcq": src, "unused.hcq": src})
+  assert len(calls) == 1 and out.count("\n    wait s >= ") == 1000
+
+# ---- source lines: split only at \n, \r\n and a lone \r; unprintable characters escaped in excerpts
+
+def test_split_lines():
+  assert split_lines("a\nb\r\nc\rd\x0ce\x0bf\x1cg\x85h\u2028i\u2029j\n") == \
+    ["a", "b", "c", "d\x0ce\x0bf\x1cg\x85h\u2028i\u2029j", ""]
+  assert split_lines("") == [""] and split_lines("x") == ["x"] and split_lines("\r\r\n") == ["", "", ""]
+
+def test_printable():
+  assert printable("  wait s >= 1") == ("  wait s >= 1", None)
+  assert printable("a\x0cb\tc\u2028") == ("a\\x0cb c\\u2028", [0, 1, 5, 6, 7, 8, 14])
+
+def test_excerpt_quotes_the_named_line_with_escapes():
+  src = "device g = AMD:0\x0c # form feed\nqueue q compute on g {\n\x0b wait s >= 1\n}\n"
+  d = Diagnostic("name", "unknown signal `s`", Span("p.hcq", 3, 7, 3, 8))
+  assert render_text([d], {"p.hcq": src}) == ("p.hcq:3:7: error[name]: unknown signal `s`\n"
+                                              "    \\x0b wait s >= 1\n"
+                                              "             ^\n")
+  d = Diagnostic("syntax", "x", Span("p.hcq", 2, 1, 2, 6))   # line 2 is the queue line, not text after the \x0c
+  assert render_text([d], {"p.hcq": src}).splitlines()[1] == "    queue q compute on g {"
+
+# ---- --var: one error everywhere; 32-bit values only
+
+@pytest.mark.parametrize("cmd", ["check", "graph", "run", "compile"])
+def test_unknown_var_is_the_same_error_everywhere(cmd, capsys, tmp_path):
+  f = PROGRAMS / "tutorial_fixed.hcq"
+  extra = ["--hex"] if cmd == "compile" else []
+  rc, out, err = run(capsys, cmd, f, "--var", "kik=1", *extra)
+  assert rc == 2 and out == ""
+  assert err == f"hcqdsl: error[name]: --var: `kik` is not a var of {f} (did you mean `kick`?) (vars: kick, gpu0.epoch)\n"
+
+@pytest.mark.parametrize("cmd", ["check", "graph", "run", "compile"])
+@pytest.mark.parametrize("value", ["9223372036854775808", "4294967296", "-1"])
+def test_var_outside_32_bits_is_an_overflow_error(cmd, value, capsys):
+  rc, out, err = run(capsys, cmd, PROGRAMS / "tutorial_fixed.hcq", "--var", f"kick={value}")
+  assert rc == 2 and out == ""
+  assert err == f"hcqdsl: error[overflow]: --var kick={value}: {value} is outside 32 bits (values are 0 .. 4294967295)\n"
+
+def test_var_pins_compile_hex(capsys):
+  rc, a, _ = run(capsys, "compile", PROGRAMS / "tutorial_fixed.hcq", "--hex")
+  rc2, b, _ = run(capsys, "compile", PROGRAMS / "tutorial_fixed.hcq", "--hex", "--var", "kick=4294967295")
+  assert rc == rc2 == 0 and a != b and "ffffffff" in b
+
+# ---- compile and run say when the program has check errors
+
+def test_compile_and_run_report_check_errors(capsys, tmp_path):
+  f = PROGRAMS / "tutorial_deadlock.hcq"
+  line = (f"hcqdsl: warning: {f} has 1 check error (deadlock); run `hcqdsl check {f}` (--no-check silences this)\n")
+  rc, _, err = run(capsys, "compile", f, "-o", tmp_path / "d.hcqimg")
+  assert rc == 0 and err.startswith(line)
+  rc, _, err = run(capsys, "compile", f, "-o", tmp_path / "d.hcqimg", "--no-check")
+  assert rc == 0 and "check error" not in err
+  rc, out, err = run(capsys, "run", f)
+  assert rc == 1 and err == line
+  rc, out, err = run(capsys, "run", f, "--no-check")
+  assert rc == 1 and err == ""
+  rc, _, err = run(capsys, "compile", PROGRAMS / "tutorial_fixed.hcq", "-o", tmp_path / "f.hcqimg")
+  assert rc == 0 and "check error" not in err
+
+# ---- readable parse output; hung queues shown blocked
+
+def test_parse_prints_an_indented_tree(capsys):
+  rc, out, _ = run(capsys, "parse", PROGRAMS / "deadlock_cycle.hcq")
+  assert rc == 0 and out.splitlines()[:6] == [
+    f"Program {PROGRAMS / 'deadlock_cycle.hcq'}: 5 declarations",
+    "  Device name='gpu0' vendor='AMD' index=0 arch='gfx1100'  @2:1",
+    "  Signal name='ready0' device=gpu0 init=0  @4:1",
+    "  Signal name='ready1' device=gpu0 init=0  @5:1",
+    "  Queue name='c0' engine='compute' device=gpu0  @7:1",
+    "    Wait signal=ready1 value=1  @8:3"]
+  rc, out, _ = run(capsys, "parse", PROGRAMS / "deadlock_cycle.hcq", "--json")
+  assert rc == 0 and json.loads(out)["kind"] == "Program" and out.count("\n") > 10
+
+def test_run_shows_hung_queues_blocked_at_their_wait(capsys):
+  rc, out, _ = run(capsys, "run", PROGRAMS / "tutorial_deadlock.hcq", "--no-check")
+  assert rc == 1
+  assert "  c0 (compute on gpu0): 0 packets, blocked since 1.0 us at line 16: `wait copied >= kick` (launch 1)  []" in out
+  assert "done at" not in out
+
+# ---- every argument of every subcommand has a description
+
+def test_every_argument_has_help():
+  ap = build_parser()
+  subs = next(a for a in ap._actions if isinstance(a, argparse._SubParsersAction))
+  seen = 0
+  for name, p in [("", ap)] + list(subs.choices.items()):
+    for act in p._actions:
+      if isinstance(act, (argparse._HelpAction, argparse._SubParsersAction)): continue
+      assert act.help and act.help != argparse.SUPPRESS, f"hcqdsl {name}: {act.dest} has no help"
+      seen += 1
+  assert len(subs.choices) == 8 and seen >= 35
+  assert all(c.help for c in subs._choices_actions)
