@@ -164,3 +164,30 @@ def test_every_argument_has_help():
       seen += 1
   assert len(subs.choices) == 8 and seen >= 35
   assert all(c.help for c in subs._choices_actions)
+
+# ---- diagnostics like a good compiler (exact messages)
+
+from hcqdsl.check import check_text
+
+def msgs(text):
+  return [(d.span.line, d.span.column, d.code, d.message) for d in check_text(text, "p.hcq")]
+
+def test_did_you_mean():
+  text = ("device gpu0 = AMD:0\nsignal ready on gpu0\nvar kick\nqueue c0 compute on gpu0 {\n  wait raedy >= kik\n"
+          "  signal gpu.timeline = 1\n  signal zzz = 1\n}\n")
+  assert msgs(text) == [(5, 8, "name", "unknown signal `raedy` (did you mean `ready`?)"),
+                        (5, 17, "name", "unknown var `kik` (did you mean `kick`?)"),
+                        (6, 10, "name", "unknown device `gpu` in `gpu.timeline` (did you mean `gpu0`?)"),
+                        (7, 10, "name", "unknown signal `zzz`")]
+
+def test_missing_brace_points_at_the_open_brace():
+  text = "device g = AMD:0\nsignal s on g\nqueue c0 compute on g {\n  signal s = 1\n\nqueue c1 compute on g {\n  wait s >= 1\n}\n"
+  [d] = check_text(text, "p.hcq")
+  assert (d.span.line, d.span.column, d.message) == (3, 23, "this `{` is never closed: a `}` is missing before `queue` at line 6")
+  assert [(r.span.line, r.span.column, r.message) for r in d.related] == [(6, 1, "`queue` starts the next declaration here")]
+  [d] = check_text("device g = AMD:0\nhost {\n  submit\n", "p.hcq")
+  assert (d.span.line, d.span.column, d.message, d.related) == (2, 6, "this `{` is never closed: a `}` is missing before the end of the file", ())
+
+def test_keyword_as_a_name_is_one_error():
+  text = "device g = AMD:0\nsignal wait on g\nqueue c0 compute on g {\n  signal wait = 1\n}\nhost {\n  wait wait >= 1\n}\n"
+  assert msgs(text) == [(2, 8, "syntax", "`wait` is a keyword and cannot be used as a name")]
