@@ -18,7 +18,7 @@ import collections, fnmatch, os, re
 from typing import Optional
 import pytest
 from .ir import Span, ARCHS
-from .diagnostics import Diagnostic, render_text
+from .diagnostics import Diagnostic, render_text, split_lines
 
 __all__ = ["parse_markers", "parse_options", "compare", "Marker", "HcqFile", "HcqCheckItem", "HcqRunItem"]
 
@@ -48,7 +48,7 @@ def _comment_start(line: str) -> int:
 
 def parse_markers(text: str) -> list[Marker]:
   out = []
-  for n, line in enumerate(text.splitlines(), 1):
+  for n, line in enumerate(split_lines(text), 1):
     c = _comment_start(line)
     if c < 0 or _HEADER.match(line): continue
     for run in _RUN.finditer(line, c):
@@ -59,7 +59,7 @@ def parse_markers(text: str) -> list[Marker]:
 def parse_options(text: str) -> dict:
   """`# hcq: launches=3 seeds=20` lines -> {"launches": 3, "seeds": 20, ...}."""
   opts: dict = {}
-  for n, line in enumerate(text.splitlines(), 1):
+  for n, line in enumerate(split_lines(text), 1):
     m = _HEADER.match(line)
     if not m: continue
     for item in m.group(1).split():

@@ -80,6 +80,11 @@ def test_split_lines():
     ["a", "b", "c", "d\x0ce\x0bf\x1cg\x85h\u2028i\u2029j", ""]
   assert split_lines("") == [""] and split_lines("x") == ["x"] and split_lines("\r\r\n") == ["", "", ""]
 
+def test_markers_count_lines_as_the_language_does():
+  from hcqdsl.pytest_plugin import parse_markers
+  # a form feed inside a comment is not a line break: the marker is on line 2
+  assert [(m.line, m.code) for m in parse_markers("# page\x0cbreak\nwait s >= 1  # E: deadlock\n")] == [(2, "deadlock")]
+
 def test_printable():
   assert printable("  wait s >= 1") == ("  wait s >= 1", None)
   assert printable("a\x0cb\tc\u2028") == ("a\\x0cb c\\u2028", [0, 1, 5, 6, 7, 8, 14])
