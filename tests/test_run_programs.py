@@ -40,11 +40,16 @@ def test_clean_program_runs_to_expected_data(path):
     assert r.ok, f"seed {seed}:\n{r.summary()}"
     assert r.expects and all(e.ok for e in r.expects)
 
+def _named(diags) -> set:
+  """Every line the deadlock diagnostics name: where each is reported and the waits of its cycle."""
+  return {d.span.line for d in diags} | {r.span.line for d in diags for r in d.related if r.span is not None}
+
 @pytest.mark.parametrize("path", DEADLOCK, ids=lambda p: p.name)
 def test_deadlock_program_hangs_naming_checks_waits(path):
   text, prog, h, marks = load(path)
   launches = h.get("launches", 2)  # check's default
   diags = [d for d in check_text(text, str(path), launches) if d.code == "deadlock"]
+  named = _named(diags)
   hung = 0
   for seed in [None, *range(20)]:
     r = run(prog, launches=launches, seed=seed)
@@ -52,7 +57,7 @@ def test_deadlock_program_hangs_naming_checks_waits(path):
     if r.hang is None: continue  # a deadlock in *some* execution: this schedule escaped it
     hung += 1
     assert not r.ok and "hang: no queue can progress" in str(r.hang)
-    assert r.hang.lines <= marks["deadlock"] and r.hang.lines <= {d.span.line for d in diags}
+    assert r.hang.lines <= named  # a cycle is one diagnostic: its other waits are its related locations
     for b in r.hang.blocked:
       assert b.signal and b.needed is not None and b.now is not None and b.stmt and b.line
       assert b.now < b.needed
@@ -63,7 +68,9 @@ def test_run_deadlock_names_exactly_checks_waits():
   path = next(p for p in DEADLOCK if p.name == "run_deadlock.hcq")
   text, prog, h, marks = load(path)
   r = run(prog, launches=2)
-  assert r.hang.lines == marks["deadlock"] == {d.span.line for d in check_text(text, str(path)) if d.code == "deadlock"}
+  diags = [d for d in check_text(text, str(path)) if d.code == "deadlock"]
+  assert marks["deadlock"] == {d.span.line for d in diags} == {8}   # the cycle, once, at its first wait
+  assert r.hang.lines == _named(diags) == {8, 13}
   assert {b.signal for b in r.hang.blocked} == {"s", "t"}
 
 @pytest.mark.parametrize("path", RACY, ids=lambda p: p.name)
