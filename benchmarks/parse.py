@@ -1,8 +1,14 @@
-"""Parse speed: generate programs of 10k, 100k and 1M statements, print statements/second for the parser (fast path
-on formatted text), for the grammar alone on the small sizes (the anchor: lark LALR over the same text), and for
-format.
+"""Parse speed. Two tables:
 
-  python benchmarks/parse.py [--sizes 10000,100000,1000000] [--grammar-max 100000]
+1. scaling: programs of 10k, 100k and 1M statements written one a line (what `fmt` prints): statements/second for
+   the parser, parser + static checks, the lark grammar alone (the anchor, on the smaller sizes) and format.
+2. layouts: the same 100k statements in every layout — one a line, `;` two a line, whole blocks on a line, comments
+   everywhere, compact spacing and tabs, data lists and `expect`s, kernels with C-source strings, all of these at
+   once. For each: statements/second, the time relative to the same program written one a line (`fmt`'s output of
+   it: the target is ≤ 1.5x), and the lark grammar alone on a tenth of it (what these layouts took before the fast
+   path covered them). Then 1M-value data lists.
+
+  python benchmarks/parse.py [--sizes 10000,100000,1000000] [--grammar-max 100000] [--layout-size 100000]
 """
 from __future__ import annotations
 import argparse, random, time
@@ -10,37 +16,88 @@ import hcqdsl.scan
 from hcqdsl.syntax import parse_syntax, format_program
 from hcqdsl.static import check_static
 
-def generate(n: int, queues: int = 16, devices: int = 8, seed: int = 0) -> str:
-  """A program with n statements over `queues` queues on `devices` devices: varied waits, signals, execs, copies."""
+def statements(n: int, queues: int = 16, seed: int = 0) -> list:
+  """n varied statements (waits, signals, execs, copies, barriers, epochs) over `queues` queues: [(header, [stmt])]."""
   rng = random.Random(seed)
-  out = [f"device g{d} = AMD:{d} gfx1100" for d in range(devices)]
-  out += [f"buffer b{i} on g{i % devices} size 1M" for i in range(32)]
-  out += [f"signal s{i} on g{i % devices}" for i in range(queues)]
-  out += ["var kick", "kernel k3(out c, in a, in b)", "kernel k1(inout a)"]
   per = n // queues
+  out = []
   for q in range(queues):
     eng = "compute" if q % 2 == 0 else "copy"
-    out.append(f"queue q{q} {eng} on g{q % devices} {{")
+    body = []
     for i in range(per):
       r = rng.random()
-      if r < 0.3: out.append(f"  wait s{rng.randrange(queues)} >= kick + {rng.randrange(1000)}")
-      elif r < 0.55: out.append(f"  signal s{q} = kick + {i}")
+      if r < 0.3: body.append(f"wait s{rng.randrange(queues)} >= kick + {rng.randrange(1000)}")
+      elif r < 0.55: body.append(f"signal s{q} = kick + {i}")
       elif eng == "compute" and r < 0.85:
         a = rng.randrange(0, 1 << 19, 256)
-        out.append(f"  exec k3(b{rng.randrange(32)}[{a}:{a + 256}], b{rng.randrange(32)}, b{rng.randrange(32)}) grid ({rng.randrange(1, 64)}, 1, 1)")
+        body.append(f"exec k3(b{rng.randrange(32)}[{a}:{a + 256}], b{rng.randrange(32)}, b{rng.randrange(32)}) grid ({rng.randrange(1, 64)}, 1, 1)")
       elif eng == "copy" and r < 0.85:
         a, c = rng.randrange(0, 1 << 19, 64), rng.randrange(0, 1 << 19, 64)
-        out.append(f"  copy b{rng.randrange(32)}[{a}:{a + 4096}] <- b{rng.randrange(32)}[{c}:{c + 4096}]")
-      elif r < 0.95: out.append("  barrier  # keep writes visible")
-      else: out.append("  epoch")
-    out.append("}")
-  return "\n".join(out) + "\n"
+        body.append(f"copy b{rng.randrange(32)}[{a}:{a + 4096}] <- b{rng.randrange(32)}[{c}:{c + 4096}]")
+      elif r < 0.95: body.append("barrier")
+      else: body.append("epoch")
+    out.append((f"queue q{q} {eng} on g{q % 8}", body))
+  return out
 
-def rate(fn, text: str, n: int, repeat: int) -> float:
+_C = '"""\nvoid k3(float *c, const float *a, const float *b) {\n  int i = threadIdx_x;  // {braces}; and # signs\n  c[i] = a[i] + b[i];\n}\n"""'
+
+def render(blocks, layout: str = "line", devices: int = 8, queues: int = 16) -> str:
+  rng = random.Random(1)
+  data = layout in ("data", "all")
+  decls = [f"device g{d} = AMD:{d} gfx1100" for d in range(devices)]
+  decls += [f"buffer b{i} on g{i % devices} size 1M" + (f" = u32 [{', '.join(str(rng.randrange(1 << 32)) for _ in range(2048))}]" if data and i < 8 else "")
+            for i in range(32)]
+  decls += [f"signal s{i} on g{i % devices}" for i in range(queues)]
+  decls += ["var kick"]
+  decls += [f"kernel k3(out c, in a, in b) = builtin add<f32> c {_C} amd \"k3.co\"" if layout in ("strings", "all") else "kernel k3(out c, in a, in b)",
+            "kernel k1(inout a)"]
+  if data: decls += [f"expect b{i}[0:64] ~= f32 [{', '.join(repr(rng.uniform(-1, 1)) for _ in range(16))}]" for i in range(8)]
+  if layout in ("line", "data", "strings"):
+    return "\n".join(decls + [f"{h} {{\n" + "".join(f"  {s}\n" for s in body) + "}" for h, body in blocks]) + "\n"
+  if layout == "semicolon":
+    lines = ["; ".join(decls[i:i + 2]) for i in range(0, len(decls), 2)]
+    for h, body in blocks:
+      lines.append(h + " {")
+      lines += ["  " + "; ".join(body[i:i + 2]) for i in range(0, len(body), 2)]
+      lines.append("}")
+    return "\n".join(lines) + "\n"
+  if layout == "block":
+    return "\n".join(decls + [f"{h} {{ {'; '.join(body)} }}" for h, body in blocks]) + "\n"
+  if layout == "comments":
+    lines = [f"{d}  # declaration {i}" for i, d in enumerate(decls)]
+    for h, body in blocks:
+      lines.append(f"# the queue\n{h} {{  # opens")
+      for i, s in enumerate(body):
+        if i % 4 == 0: lines.append(f"  # step {i}")
+        lines.append(f"  {s}  # {i}")
+      lines.append("  # done\n}  # closes")
+    return "\n".join(lines) + "\n# end\n"
+  if layout == "compact":
+    pack = lambda s: s.replace(" >= ", ">=").replace(" = ", "=").replace(" + ", "+").replace(", ", ",").replace(" <- ", "<-")
+    return "\n".join(map(pack, decls)) + "\n" + "\n".join(f"{h}{{\n" + "".join(f"\t{pack(s)}\n" for s in body) + "}" for h, body in blocks) + "\n"
+  if layout == "all":
+    lines = ["; ".join(decls[i:i + 2]) + "  # two" for i in range(0, len(decls), 2)]
+    for h, body in blocks:
+      lines.append(f"{h} {{ {body[0]}; {body[1]}  # opens")
+      lines += ["  " + "; ".join(body[i:i + 3]) + f"  # {i}" for i in range(2, len(body), 3)]
+      lines.append("}  # closes")
+    return "\n".join(lines) + "\n"
+  raise ValueError(layout)
+
+LAYOUTS = {"line": "one a line", "semicolon": "`;` two a line", "block": "block on a line", "comments": "comments everywhere",
+           "compact": "compact spacing, tabs", "data": "data lists + expect", "strings": "strings (C sources)",
+           "all": "all of these at once"}
+
+def seconds(fn, text: str, repeat: int) -> float:
   best = float("inf")
   for _ in range(repeat):
-    t = time.perf_counter(); fn(text); best = min(best, time.perf_counter() - t)
-  return n / best
+    t = time.process_time(); fn(text); best = min(best, time.process_time() - t)
+  return best
+
+def fast(text: str):
+  prog = hcqdsl.scan.scan(text, "bench.hcq")
+  assert prog is not None, "the fast path gave up"
+  return prog
 
 def grammar_only(text: str):
   orig = hcqdsl.scan.scan
@@ -48,23 +105,55 @@ def grammar_only(text: str):
   try: return parse_syntax(text, "bench.hcq")
   finally: hcqdsl.scan.scan = orig
 
+def scaling(sizes, grammar_max: int):
+  print(f"{'statements':>11} {'parse stmt/s':>13} {'+static stmt/s':>15} {'grammar stmt/s':>15} {'ratio':>6} {'format stmt/s':>14}")
+  for n in sizes:
+    text = render(statements(n))
+    prog, diags = parse_syntax(text, "bench.hcq")
+    assert prog is not None and not diags and hcqdsl.scan.scan(text, "bench.hcq") is not None
+    repeat = 3 if n <= 100000 else 1
+    f = n / seconds(lambda t: parse_syntax(t, "bench.hcq"), text, repeat)
+    slow = n / seconds(grammar_only, text, 1) if n <= grammar_max else float("nan")
+    full = n / seconds(lambda t: check_static(parse_syntax(t, "bench.hcq")[0]), text, repeat)
+    fmt = n / seconds(lambda _: format_program(prog), text, repeat)
+    ratio = f"{f / slow:>5.1f}x" if slow == slow else f"{'-':>6}"
+    slow_s = f"{slow:>15,.0f}" if slow == slow else f"{'-':>15}"
+    print(f"{n:>11} {f:>13,.0f} {full:>15,.0f} {slow_s} {ratio} {fmt:>14,.0f}")
+
+def layouts(n: int, grammar: bool):
+  blocks, small = statements(n), statements(n // 10)
+  print(f"\nlayouts, {n:,} statements: fast path vs the same program one a line (fmt's output), and the grammar alone on {n // 10:,}")
+  print(f"{'layout':<24} {'stmt/s':>10} {'vs one a line':>14} {'grammar stmt/s':>15} {'fast/grammar':>13}")
+  worst = 0.0
+  for key, name in LAYOUTS.items():
+    text = render(blocks, key)
+    base = format_program(fast(text))
+    assert fast(base) == fast(text) and (key == "line" or base != text)
+    t, tb = seconds(fast, text, 3), seconds(fast, base, 3)
+    worst = max(worst, t / tb)
+    g = f"{n // 10 / seconds(grammar_only, render(small, key), 1):>15,.0f}" if grammar else f"{'-':>15}"
+    ratio = f"{(n / t) / float(g.replace(',', '')):>12.1f}x" if grammar else f"{'-':>13}"
+    print(f"{name:<24} {n / t:>10,.0f} {t / tb:>13.2f}x {g} {ratio}")
+  print(f"worst layout vs one a line: {worst:.2f}x")
+
+def big_lists():
+  rng = random.Random(2)
+  print("\n1M-value data lists (one buffer):")
+  for dtype, vals in (("u32", [str(rng.randrange(1 << 32)) for _ in range(1_000_000)]),
+                      ("f32", [repr(rng.uniform(-1e3, 1e3)) for _ in range(1_000_000)])):
+    text = f"device g = AMD:0\nbuffer b on g size 4M = {dtype} [{', '.join(vals)}]\n"
+    t = seconds(fast, text, 3)
+    print(f"  {dtype}: {t:.3f} s ({len(text) / t / 1e6:.0f} MB/s)")
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--sizes", default="10000,100000,1000000")
   ap.add_argument("--grammar-max", type=int, default=100000, help="largest size to time the lark grammar on")
+  ap.add_argument("--layout-size", type=int, default=100000)
+  ap.add_argument("--no-grammar", action="store_true", help="skip timing the grammar on each layout")
   a = ap.parse_args()
-  print(f"{'statements':>11} {'parse stmt/s':>13} {'+static stmt/s':>15} {'grammar stmt/s':>15} {'ratio':>6} {'format stmt/s':>14}")
-  for n in map(int, a.sizes.split(",")):
-    text = generate(n)
-    prog, diags = parse_syntax(text, "bench.hcq")
-    assert prog is not None and not diags and hcqdsl.scan.scan(text, "bench.hcq") is not None
-    repeat = 3 if n <= 100000 else 1
-    fast = rate(lambda t: parse_syntax(t, "bench.hcq"), text, n, repeat)
-    slow = rate(grammar_only, text, n, 1) if n <= a.grammar_max else float("nan")
-    full = rate(lambda t: check_static(parse_syntax(t, "bench.hcq")[0]), text, n, repeat)
-    fmt = rate(lambda _: format_program(prog), text, n, repeat)
-    ratio = f"{fast / slow:>5.1f}x" if slow == slow else f"{'-':>6}"
-    slow_s = f"{slow:>15,.0f}" if slow == slow else f"{'-':>15}"
-    print(f"{n:>11} {fast:>13,.0f} {full:>15,.0f} {slow_s} {ratio} {fmt:>14,.0f}")
+  scaling(list(map(int, a.sizes.split(","))), a.grammar_max)
+  layouts(a.layout_size, not a.no_grammar)
+  big_lists()
 
 if __name__ == "__main__": main()

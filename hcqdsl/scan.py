@@ -1,13 +1,19 @@
-"""The parser's fast path: a line scanner for programs written one declaration or statement per line (what the
-formatter prints and generators emit). It builds exactly the IR — spans and comments included — that the lark
-grammar builds, and gives up (returns None) on anything else, which the grammar then parses and diagnoses.
-`tests/test_syntax.py` holds the two paths equal on generated programs."""
+"""The parser's fast path for the whole language: every layout (one statement a line, `;`, whole blocks on a line),
+data lists, strings, `expect` and comments anywhere. It builds exactly the IR — spans and comments included — that
+the lark grammar builds, and gives up (returns None) on anything it does not recognise, which the grammar then
+parses and diagnoses: the grammar stays the language's definition and the only source of syntax errors.
+
+Lines are split at `\\n` and `\\r\\n` only. A line without `;`, braces or strings is matched whole by one regex (the
+layout `fmt` prints); any other line is cut into pieces at top-level `;`, `{` and `}` (strings and the comment kept
+whole) and each piece is matched by the same regexes. Data lists are validated by one regex over the whole list and
+converted by C-level `map(int|float)`. `tests/test_syntax.py` holds the two paths equal on programs of every layout.
+"""
 from __future__ import annotations
-import gc, re
+import gc, itertools, math, re
 import attrs
 from typing import Optional
-from .ir import (Span, Ref, Expr, Slice, Param, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy,
-                 Barrier, Timestamp, Epoch, Submit, Queue, Host, Program, KEYWORDS, U32_MAX)
+from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
+                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX)
 
 __all__ = ["scan"]
 
@@ -18,7 +24,10 @@ _SNUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)[KMG]?(?![A-Za-z0-9_.])"
 _EXPR = rf"(?P<e>(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)"
 _SIG = rf"(?P<s>{_NAME}(?:\.timeline)?)(?![A-Za-z0-9_.])"
 _P = rf"(?:inout|in|out)[ \t]+{_NAME}"
+_STRING = r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"'              # the grammar's STRING
+_SLICE_RX = rf"{_NAME}(?:{_W}\[{_W}(?:{_SNUM})?{_W}:{_W}(?:{_SNUM})?{_W}\])?"
 _SLICE = re.compile(rf"({_NAME})(?:{_W}\[{_W}({_SNUM})?{_W}:{_W}({_SNUM})?{_W}\])?")
+_DATA = rf"(?P<dt>{_NAME}){_W}\[(?P<vals>[^\]]*)\]"           # a data list; its values are checked by _VALUES
 _STMT = {
   "wait": re.compile(rf"wait[ \t]+{_SIG}{_W}>={_W}{_EXPR}{_W}$"),
   "signal": re.compile(rf"signal[ \t]+{_SIG}{_W}={_W}{_EXPR}{_W}$"),
@@ -31,17 +40,33 @@ _DIM = re.compile(rf"{_W}(grid|block){_W}\({_W}({_NUM}){_W},{_W}({_NUM}){_W},{_W
 _COPY = re.compile(rf"copy[ \t]+")
 _ARROW = re.compile(rf"{_W}<-{_W}")
 _SUBMIT = re.compile(rf"submit(?:[ \t]+({_NAME}(?:{_W},{_W}{_NAME})*))?{_W}$")
-_QUEUE = re.compile(rf"queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME}){_W}\{{{_W}$")
-_HOST = re.compile(rf"host{_W}\{{{_W}$")
+_QUEUE = re.compile(rf"queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME}){_W}(\{{{_W})?$")
+_HOST = re.compile(rf"host{_W}(\{{{_W})?$")
 _DECL = {
   "device": re.compile(rf"device[ \t]+({_NAME}){_W}={_W}({_NAME}){_W}:{_W}({_NUM})(?:[ \t]+({_NAME}))?{_W}$"),
-  "buffer": re.compile(rf"buffer[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})[ \t]+size[ \t]+({_SNUM}){_W}$"),
+  "buffer": re.compile(rf"buffer[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})[ \t]+size[ \t]+({_SNUM})(?:{_W}={_W}{_DATA})?{_W}$"),
   "signal": re.compile(rf"signal[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})(?:{_W}={_W}({_NUM}))?{_W}$"),
   "var": re.compile(rf"var[ \t]+({_NAME}){_W}$"),
-  "kernel": re.compile(rf"kernel[ \t]+({_NAME}){_W}\(((?:{_W}{_P}(?:{_W},{_W}{_P})*(?:{_W},)?)?){_W}\){_W}$"),
+  "kernel": re.compile(rf"kernel[ \t]+({_NAME}){_W}\(((?:{_W}{_P}(?:{_W},{_W}{_P})*(?:{_W},)?)?){_W}\)(?:{_W}=(?P<impl>.+))?$", re.S),
+  "expect": re.compile(rf"expect[ \t]+(?P<t>{_SLICE_RX}){_W}(?P<op>==|~=){_W}{_DATA}{_W}$"),
 }
 _PARAM = re.compile(rf"(inout|in|out)[ \t]+({_NAME})")
+_IMPL = re.compile(rf"""{_W}(?:(?P<b>builtin)[ \t]+(?P<bn>{_NAME})(?:{_W}<{_W}(?P<dt>{_NAME}){_W}>)?(?:{_W}\((?P<args>[^()]*)\))?"""
+                   rf"""|(?P<k>c|amd){_W}(?P<s>{_STRING}))""")
+_ARG = re.compile(rf"{_W}(-?){_W}(?:(?P<f>[0-9]+(?:\.[0-9]*(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))|(?P<i>0|[1-9][0-9]{{0,19}})|(?P<n>inf|nan)){_W}$")
+# data values without the grammar's rarer spellings (underscores, hex, leading zeros, `-0` in a float list, which the
+# grammar reads as the int 0): those take the grammar. Possessive quantifiers: no backtracking state over 1M values.
+_IV = r"-?+(?:0|[1-9][0-9]{0,19}+)"
+_E = r"(?:[eE][+-]?+[0-9]++)"
+_FV = rf"(?:0(?:\.[0-9]*+)?+{_E}?+|-0(?:\.[0-9]*+{_E}?+|{_E})|-?+(?:[1-9][0-9]*+(?:\.[0-9]*+)?+{_E}?+|inf|nan))"
+_VALUES = {k: re.compile(rf"[ \t]*+(?:{v}[ \t]*+(?:,[ \t]*+{v}[ \t]*+)*+(?:,[ \t]*+)?)?")
+           for k, v in (("i", _IV), ("f", _FV), ("i18", r"-?+(?:0|[1-9][0-9]{0,17}+)"))}
+# one piece of a line that is not matched whole: code and strings up to a top-level `;` `{` `}`, the comment, the newline
+_LEX = re.compile(rf'((?:[^;{{}}"#\n]+|{_STRING})+)|([;{{}}])|(#[^\n]*)|(\n)|(")')
+_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")   # other control characters: the grammar decides
 _SUF = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+_ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
+_ESC_RX = re.compile(r"\\(.)")
 
 class _GiveUp(Exception): pass
 
@@ -50,11 +75,24 @@ def _int(s: str) -> int:
   if s[-1] in _SUF: return int(s[:-1], 0) * _SUF[s[-1]]
   return int(s, 0)
 
+def _split(vals: str) -> list:
+  parts = vals.split(",")
+  if not parts[-1].strip(" \t"): parts.pop()   # a trailing comma, or no values
+  return parts
+
+def _unquote(s: str) -> str:
+  if s.startswith('"""'): return s[3:-3]
+  return _ESC_RX.sub(lambda m: _ESC.get(m.group(1), m.group()), s[1:-1])
+
 def scan(text: str, file: str) -> Optional[Program]:
-  if "\r" in text or "\f" in text or "\v" in text or '"' in text or ";" in text: return None
+  src = text
+  if _BAD.search(text) is not None: return None
+  if "\r" in text:
+    if '"""' in text or "\r" in text.replace("\r\n", ""): return None   # a multi-line string would keep its `\r\n`s: the grammar reads it
+    src = text.replace("\r\n", "\n")
   enabled = gc.isenabled()
   gc.disable()  # millions of small immutable objects and no cycles: the collector would only re-scan them
-  try: return _Scan(file).run(text)
+  try: return _Scan(file).run(src, text)
   except (_GiveUp, ValueError): return None
   finally:
     if enabled: gc.enable()
@@ -66,6 +104,10 @@ class _Scan:
     self.exprs: dict = {}
     self.slices: dict = {}
     self.args: dict = {}
+    self.decls: list = []
+    self.pending: list = []  # own-line comments waiting for the node they precede
+    self.block = None        # [kind, name, engine, device, header span, comment, comments, body] of the open block
+    self.offsets = None      # line start offsets, for a string that runs over several lines
 
   def _ref(self, s: str) -> Ref:
     r = self.refs.get(s)
@@ -78,53 +120,167 @@ class _Scan:
     if s in KEYWORDS: raise _GiveUp
     return s
 
-  def run(self, text: str) -> Program:
+  def run(self, src: str, text: str) -> Program:
     f = self.file
-    decls: list = []
-    pending: list = []          # own-line comments waiting for the node they precede
-    block = None                # [header args..., body list] of the open queue/host
-    for ln, raw in enumerate(text.split("\n"), 1):
+    decls = self.decls
+    lines = src.split("\n")
+    skip = 0                    # the last line a multi-line string took
+    for ln, raw in enumerate(lines, 1):
+      if ln <= skip: continue
+      if ";" in raw and '"' not in raw and "{" not in raw and "}" not in raw:
+        skip = self._semicolons(raw, ln); continue
+      block = self.block
       hp = raw.find("#")
       if hp < 0: code, comment = raw, None
-      else: code, comment = raw[:hp], raw[hp:].rstrip(" \t")
+      else: code, comment = raw[:hp], raw[hp:].rstrip()
       body = code.strip(" \t")
       if not body:
-        if comment is not None: pending.append(comment)
+        if comment is not None: self.pending.append(comment)
         continue
       col = code.find(body[0]) + 1
       end = col + len(body)
       kw = body.partition(" ")[0]
-      if block is not None:
-        if body == "}":
-          kind, name, engine, dev, hs, hcomment, hcomments, stmts = block
-          span = Span(f, hs.line, hs.column, ln, end)
-          if kind == "queue":
-            node = Queue(name, engine, dev, tuple(stmts), span=span, comments=hcomments, comment=hcomment,
-                         end_comments=tuple(pending), end_comment=comment)
-          else:
-            node = Host(tuple(stmts), span=span, comments=hcomments, comment=hcomment, end_comments=tuple(pending),
-                        end_comment=comment)
-          decls.append(node); pending = []; block = None
+      if "\t" in kw: kw = kw.partition("\t")[0]
+      pending = self.pending
+      if ";" in body: skip = self._pieces(lines, ln, src); continue
+      try:
+        if block is not None:
+          if body == "}": self._close(ln, end, comment); continue
+          if pending:
+            block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); self.pending = []
+          else: block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), (), comment))
           continue
-        if pending:
-          block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); pending = []
-        else: block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), (), comment))
+        if kw == "queue" or kw[:4] == "host":
+          self._open(kw, body, Span(f, ln, col, ln, end), comment, True)
+          continue
+        node = self._decl(kw, body, Span(f, ln, col, ln, end))
+        if pending or comment is not None: node = attrs.evolve(node, comments=tuple(pending), comment=comment); self.pending = []
+        decls.append(node)
+      except _GiveUp:
+        skip = self._pieces(lines, ln, src)
+    if self.block is not None: raise _GiveUp
+    return Program(tuple(decls), file=f, end_comments=tuple(self.pending), source=text)
+
+  # ---- blocks
+  def _open(self, kw, body, span, comment, brace):
+    m = (_QUEUE if kw == "queue" else _HOST).match(body)
+    if m is None or (m.group(m.re.groups) is not None) != brace: raise _GiveUp
+    if kw == "queue": self.block = ["queue", self._name(m.group(1)), m.group(2), self._ref(m.group(3)), span, comment, tuple(self.pending), []]
+    else: self.block = ["host", None, None, None, span, comment, tuple(self.pending), []]
+    self.pending = []
+
+  def _close(self, ln, end, comment):
+    kind, name, engine, dev, hs, hcomment, hcomments, stmts = self.block
+    span = Span(self.file, hs.line, hs.column, ln, end)
+    if kind == "queue":
+      node = Queue(name, engine, dev, tuple(stmts), span=span, comments=hcomments, comment=hcomment,
+                   end_comments=tuple(self.pending), end_comment=comment)
+    else: node = Host(tuple(stmts), span=span, comments=hcomments, comment=hcomment, end_comments=tuple(self.pending),
+                      end_comment=comment)
+    self.decls.append(node); self.pending = []; self.block = None
+
+  # ---- a line that is not one whole declaration or statement
+  def _semicolons(self, raw, ln) -> int:
+    """A line of declarations or statements separated by `;` (no braces, no strings)."""
+    hp = raw.find("#")
+    code, comment = (raw, None) if hp < 0 else (raw[:hp], raw[hp:].rstrip())
+    parts = code.split(";")
+    target = -1   # the comment goes to the last node on the line
+    if comment is not None:
+      target = next((i for i in range(len(parts) - 1, -1, -1) if parts[i].strip(" \t")), -1)
+      if target < 0 and not code.strip(" \t"): self.pending.append(comment)   # a comment line (with a `;` in it)
+    f, block, pos, stmt = self.file, self.block, 0, self._stmt
+    body_list = block[7] if block is not None else None
+    for i, part in enumerate(parts):
+      body = part.strip(" \t")
+      if body:
+        start = pos + part.find(body[0]) + 1
+        kw = body.partition(" ")[0]
+        if "\t" in kw: kw = kw.partition("\t")[0]
+        c = comment if i == target else None
+        pending = self.pending
+        if body_list is not None:
+          body_list.append(stmt(kw, body, Span(f, ln, start, ln, start + len(body)), tuple(pending) if pending else (), c))
+        else:
+          span = Span(f, ln, start, ln, start + len(body))
+          node = self._decl(kw, body, span)
+          if pending or c is not None: node = attrs.evolve(node, comments=tuple(pending), comment=c)
+          self.decls.append(node)
+        if pending: self.pending = []
+      pos += len(part) + 1
+    return ln
+
+  def _pieces(self, lines, ln, src) -> int:
+    """Cut the line (and the lines a string carries on to) into pieces at `;`, `{` and `}` and read each piece.
+    Returns the last line read."""
+    raw = lines[ln - 1]
+    if '"""' in raw:    # a string may run on: read from the whole text
+      if self.offsets is None: self.offsets = [0, *itertools.accumulate(len(x) + 1 for x in lines)]
+      text, pos = src, self.offsets[ln - 1]
+    else: text, pos = raw, 0
+    toks = []
+    while True:
+      m = _LEX.match(text, pos)
+      if m is None: break
+      g = m.lastindex
+      if g == 5: raise _GiveUp
+      if g == 4: break
+      toks.append((g, m.start(), m.end()))
+      pos = m.end()
+    line_start = 0 if text is raw else self.offsets[ln - 1]
+    # the comment goes to the last node ending on its line before it, else (a line of `;`s) nowhere
+    comment, target = None, -1
+    if toks and toks[-1][0] == 3:
+      g, s, e = toks.pop()
+      comment = text[s:e].rstrip()
+      cls = text.rfind("\n", line_start, s) + 1 or line_start
+      for i in range(len(toks) - 1, -1, -1):
+        g, s, e = toks[i]
+        if e <= cls: break
+        if (g == 2 and text[s] == ";") or (g == 1 and not text[s:e].strip(" \t")): continue
+        target = i; break
+      if target < 0 and not toks: self.pending.append(comment)
+    f, cur_ln, cur_ls = self.file, ln, line_start
+    need_sep = False       # after `}`: the next declaration needs a `;` or a new line first
+    header = None          # a queue or host header read, its `{` not yet
+    for i, (g, s, e) in enumerate(toks):
+      c = comment if i == target else None
+      if g == 2:
+        ch = text[s]
+        if ch == ";":
+          if header is not None: raise _GiveUp
+          need_sep = False
+        elif ch == "{":
+          if header is None: raise _GiveUp
+          kw, body, span = header
+          self._open(kw, body, span, c, False); header = None
+        else:
+          if self.block is None or header is not None or need_sep: raise _GiveUp
+          self._close(cur_ln, s - cur_ls + 2, c); need_sep = True
         continue
-      if kw == "queue" or kw[:4] == "host":
-        m = (_QUEUE if kw == "queue" else _HOST).match(body)
-        if m is None: raise _GiveUp
-        hs = Span(f, ln, col, ln, end)
-        if kw == "queue":
-          block = ["queue", self._name(m.group(1)), m.group(2), self._ref(m.group(3)),
-                   hs, comment, tuple(pending), []]
-        else: block = ["host", None, None, None, hs, comment, tuple(pending), []]
-        pending = []
-        continue
-      node = self._decl(kw, body, Span(f, ln, col, ln, end))
-      if pending or comment is not None: node = attrs.evolve(node, comments=tuple(pending), comment=comment); pending = []
-      decls.append(node)
-    if block is not None: raise _GiveUp
-    return Program(tuple(decls), file=f, end_comments=tuple(pending), source=text)
+      piece = text[s:e]
+      body = piece.strip(" \t")
+      if not body: continue
+      if need_sep or header is not None: raise _GiveUp
+      start = s + len(piece) - len(piece.lstrip(" \t"))
+      sl, sc = cur_ln, start - cur_ls + 1
+      if "\n" in piece:
+        cur_ln += piece.count("\n"); cur_ls = text.rfind("\n", s, e) + 1
+      span = Span(f, sl, sc, cur_ln, start + len(body) - cur_ls + 1)
+      kw = body.partition(" ")[0]
+      if "\t" in kw: kw = kw.partition("\t")[0]
+      pending = tuple(self.pending)
+      if self.block is not None:
+        self.block[7].append(self._stmt(kw, body, span, pending, c)); self.pending = []
+      elif kw == "queue" or kw == "host" or kw == "host{":
+        if kw == "host{": raise _GiveUp
+        header = (kw, body, span)
+      else:
+        node = self._decl(kw, body, span)
+        if pending or c is not None: node = attrs.evolve(node, comments=pending, comment=c)
+        self.decls.append(node); self.pending = []
+    if header is not None: raise _GiveUp
+    return cur_ln
 
   # ---- declarations
   def _decl(self, kw, body, span):
@@ -136,14 +292,93 @@ class _Scan:
       if arch is not None: self._name(arch)
       return Device(self._name(m.group(1)), self._name(m.group(2)), _int(m.group(3)), arch, span=span)
     if kw == "buffer":
-      return Buffer(self._name(m.group(1)), None if m.group(2) == "host" else self._ref(m.group(2)), _int(m.group(3)), span=span)
+      data = self._data(m, span) if m.group("dt") is not None else None
+      return Buffer(self._name(m.group(1)), None if m.group(2) == "host" else self._ref(m.group(2)), _int(m.group(3)),
+                    data, span=span)
     if kw == "signal":
       init = _int(m.group(3)) if m.group(3) else 0
       if init > U32_MAX: raise _GiveUp
       return Signal(self._name(m.group(1)), None if m.group(2) == "host" else self._ref(m.group(2)), init, span=span)
     if kw == "var": return Var(self._name(m.group(1)), span=span)
-    params = [Param(p.group(1), self._name(p.group(2))) for p in _PARAM.finditer(m.group(2))]
-    return Kernel(self._name(m.group(1)), tuple(params), None, span=span)
+    if kw == "expect":
+      target, end = self._slice(m.group("t"), 0)
+      if end != len(m.group("t")): raise _GiveUp
+      data = self._data(m, span)
+      return Expect(target, data, m.group("op") == "~=", span=span)
+    params = tuple(Param(p.group(1), self._name(p.group(2))) for p in _PARAM.finditer(m.group(2)))
+    impl = None
+    if m.group("impl") is not None:
+      impl = self._impl(body, m.start("impl"), span)
+      span = Span(span.file, span.line, span.column, impl.span.end_line, impl.span.end_column)
+    return Kernel(self._name(m.group(1)), params, impl, span=span)
+
+  def _data(self, m, span) -> Data:
+    """The data list of a buffer or expect: validated by one regex over the whole list, converted at C speed."""
+    dtype, vals = m.group("dt", "vals")
+    if dtype not in DTYPES: raise _GiveUp
+    if dtype[0] == "f":
+      if _VALUES["f"].fullmatch(vals) is None: raise _GiveUp
+      values = tuple(map(float, _split(vals)))
+      if values.count(math.inf) + values.count(-math.inf) != vals.count("inf"): raise _GiveUp  # 1e999: the grammar
+    else:
+      if len(vals) > 8192 and _VALUES["i18"].fullmatch(vals):   # at most 18 digits each: int64 parses them exactly
+        import numpy as np
+        body = vals.rstrip(" \t").rstrip(",")
+        values = tuple(np.fromstring(body, dtype=np.int64, sep=",").tolist())
+        if len(values) != body.count(",") + 1: raise _GiveUp
+      elif _VALUES["i"].fullmatch(vals): values = tuple(map(int, _split(vals)))
+      else: raise _GiveUp
+      if values:
+        bits = DTYPES[dtype][1] * 8
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype[0] == "i" else (0, (1 << bits) - 1)
+        if min(values) < lo or max(values) > hi: raise _GiveUp   # the grammar reports the overflow
+    return Data(dtype, values, span=Span(span.file, span.line, span.column + m.start("dt"), span.line, span.column + m.end()))
+
+  def _impl(self, body, pos, span) -> Impl:
+    """`= builtin name<dtype>(args) c "..." amd "..."`: each kind at most once (else the grammar reports it)."""
+    fields: dict = {}
+    first = last = None
+    while pos < len(body):
+      m = _IMPL.match(body, pos)
+      if m is None:
+        if body[pos:].strip(" \t"): raise _GiveUp
+        break
+      at = m.start("b") if m.group("b") else m.start("k")
+      first = at if first is None else first
+      last, pos = m.end(), m.end()
+      if m.group("b"):
+        if "builtin" in fields: raise _GiveUp
+        fields["builtin"] = self._name(m.group("bn"))
+        if m.group("dt"): fields["dtype"] = self._name(m.group("dt"))
+        if m.group("args") is not None:
+          args = self._values(m.group("args"))
+          if args: fields["args"] = args
+      else:
+        key = "c_source" if m.group("k") == "c" else "amd_code"
+        if key in fields: raise _GiveUp
+        fields[key] = _unquote(m.group("s"))
+    if first is None: raise _GiveUp
+    return Impl(**fields, span=Span(span.file, *self._at(body, first, span), *self._at(body, last, span)))
+
+  @staticmethod
+  def _at(body, i, span):
+    """The line and column of body[i], body starting at the span's start."""
+    nl = body.count("\n", 0, i)
+    if not nl: return span.line, span.column + i
+    return span.line + nl, i - body.rfind("\n", 0, i)
+
+  @staticmethod
+  def _values(text) -> tuple:
+    pieces = text.split(",")
+    if len(pieces) > 1 and not pieces[-1].strip(" \t"): pieces.pop()
+    if len(pieces) == 1 and not pieces[0].strip(" \t"): return ()
+    out = []
+    for p in pieces:
+      m = _ARG.match(p)
+      if m is None: raise _GiveUp
+      v = float(m.group("f")) if m.group("f") else int(m.group("i")) if m.group("i") else float(m.group("n"))
+      out.append(-v if m.group(1) else v)
+    return tuple(out)
 
   # ---- statements
   def _stmt(self, kw, body, span, cs, c):

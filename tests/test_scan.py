@@ -1,0 +1,98 @@
+"""The parser's fast path (hcqdsl/scan.py) against the grammar: on programs of every layout it takes them and builds
+the identical IR, spans and comments included; on anything it takes, the grammar agrees."""
+import collections
+import pytest
+from hypothesis import given, settings, strategies as st, HealthCheck
+import hcqdsl.scan
+from hcqdsl import format
+from hcqdsl.syntax import parse_syntax
+from hcqdsl.dump import program_to_json
+from strategies import programs
+from layouts import layouts
+
+def lark_only(text, file="f.hcq"):
+  orig = hcqdsl.scan.scan
+  hcqdsl.scan.scan = lambda t, f: None
+  try: return parse_syntax(text, file)
+  finally: hcqdsl.scan.scan = orig
+
+def same(text):
+  """The fast path's program, after checking it is the grammar's (None if the fast path gave up)."""
+  fast = hcqdsl.scan.scan(text, "f.hcq")
+  if fast is None: return None
+  slow, diags = lark_only(text)
+  assert slow is not None and not diags, text
+  assert program_to_json(fast) == program_to_json(slow), text   # spans and comments included
+  assert fast.source == slow.source == text
+  return fast
+
+def test_fast_path_equals_the_grammar_on_every_layout():
+  seen: collections.Counter = collections.Counter()
+  @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+  @given(programs(), st.data())
+  def check(prog, data):
+    text, used = data.draw(layouts(prog))
+    assert same(text) is not None, f"the fast path gave up on:\n{text}"
+    seen["compared"] += 1
+    seen.update(used)
+  check()
+  assert seen["compared"] == 150, seen
+  for feature in (";", "statements on a line", "block on a line", "data lists", "strings", "expect", "comments", "spacing"):
+    assert seen[feature] >= 15, (feature, seen)
+
+def test_fast_path_takes_only_what_the_grammar_takes():
+  """Mutated programs: whatever the fast path still takes, the grammar takes too and reads the same."""
+  seen: collections.Counter = collections.Counter()
+  @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+  @given(programs(), st.data())
+  def check(prog, data):
+    text, _ = data.draw(layouts(prog))
+    i = data.draw(st.integers(0, len(text)))
+    j = data.draw(st.integers(i, min(len(text), i + 3)))
+    junk = "".join(data.draw(st.lists(st.sampled_from(list(' \t\n;{}#"=[],-.0x_K') + ["wait ", "inf", "\r\n", "\r"]), max_size=3)))
+    seen["taken" if same(text[:i] + junk + text[j:]) is not None else "given up"] += 1
+  check()
+  assert seen["taken"] + seen["given up"] == 100 and seen["taken"] >= 20 and seen["given up"] >= 10, seen
+
+@pytest.mark.parametrize("text", [
+  "device g = AMD:0; signal s on g; queue q compute on g { wait s >= 1; signal s = 2 }  # end\n",
+  "device g = AMD:0\nqueue q compute on g {  # head\n  barrier; epoch  # two\n  # last\n}  # closed\n# eof\n",
+  "device g = AMD:0;  # dev\n;;\n  ;  # dropped: nothing ends on this line\nvar v\n",
+  'kernel k(out a, in b) = builtin scale<f32>(2.5, -1, inf) c """\nvoid k() { a[0] = b[0]; } # no comment\n""" amd "k.co"  # c\nvar x\n',
+  'kernel k() = c "a;b{}#\\"x\\n"; var y\n',
+  "device g = AMD:0\nbuffer b on g size 16 = f32 [1.5, -2, inf, nan, -nan, 1e-05, 3.,]\nexpect b[0:8] ~= f32 [1.5, -2.0]; expect b == u8 []\n",
+  "device g = AMD:0\r\nsignal s on g\r\nhost { wait s >= 1; submit }\r\n",
+  "host {}\nhost{\n}\n",
+  "# a; b\nvar x  # c; d\n  # e;\n",
+])
+def test_layouts_the_fast_path_takes(text):
+  assert same(text) is not None
+
+@pytest.mark.parametrize("text", [
+  "device g = AMD:0\nqueue q compute on g { wait s >= 1 } var x\n",      # no separator after `}`
+  "device g = AMD:0 var x\n",
+  "queue q compute on g\n{\n}\n",
+  "device g = AMD:0\nbuffer b on g size 16 = u8 [256]\n",                 # overflow: the grammar reports it
+  "device g = AMD:0\nbuffer b on g size 16 = f32 [-0]\n",                 # the grammar negates the int 0
+  "device g = AMD:0\nbuffer b on g size 16 = u8 [,]\n",
+  "kernel k() = c \"x\" c \"y\"\n",                                       # two C sources: the grammar reports it
+  "device g = AMD:0\rvar x\n",                                            # a lone `\r`
+  "var x\x0c\n",
+])
+def test_the_fast_path_gives_up(text):
+  assert hcqdsl.scan.scan(text, "f.hcq") is None
+
+def test_a_million_values():
+  text = "device g = AMD:0\nbuffer b on g size 4M = u32 [" + ", ".join(map(str, range(1_000_000))) + "]\n"
+  p = hcqdsl.scan.scan(text, "f.hcq")
+  assert p is not None and p.buffers[0].init.values[-1] == 999_999 and len(p.buffers[0].init.values) == 1_000_000
+
+def test_formatted_programs_take_the_fast_path():
+  seen = [0]
+  @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+  @given(programs())
+  def check(prog):
+    assert same(format(prog)) is not None
+    seen[0] += 1
+  check()
+  assert seen[0] == 60
