@@ -152,13 +152,14 @@ def phases(path: str) -> dict:
   from hcqdsl.check.analyze import analyze as dyn
   from hcqdsl.diagnostics import render_text, summary
   gc.collect(); gc.disable()
+  clock = time.process_time   # CPU time of this process: less inflated than wall time on a shared box
   try:
-    t = [time.perf_counter()]
-    text = open(path).read(); t.append(time.perf_counter())
-    prog, _ = parse_syntax(text, path); t.append(time.perf_counter())
-    st = check_static(prog); t.append(time.perf_counter())
-    d = _sorted(st + dyn(prog, launches=2)); t.append(time.perf_counter())
-    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues)); t.append(time.perf_counter())
+    t = [clock()]
+    text = open(path).read(); t.append(clock())
+    prog, _ = parse_syntax(text, path); t.append(clock())
+    st = check_static(prog); t.append(clock())
+    d = _sorted(st + dyn(prog, launches=2)); t.append(clock())
+    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues)); t.append(clock())
   finally: gc.enable()
   del prog, d, out
   return dict(zip(("read", "parse", "static", "analysis", "report"), (b - a for a, b in zip(t, t[1:]))))
@@ -170,21 +171,25 @@ def cli_main(sizes):
   for n in sizes:
     files[n] = os.path.join(tmp, f"p{n}.hcq")
     with open(files[n], "w") as f: f.write(cli_text(n))
-  best, last = {}, {}
+  import resource
+  best, cpu, last = {}, {}, {}
   for _ in range(REPS):  # interleaved rounds, as above
     for n in sizes:
+      r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
       t0 = time.perf_counter()
       r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", files[n]], capture_output=True, text=True)
       dt = time.perf_counter() - t0
-      best[n] = min(best.get(n, dt), dt)
+      r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+      dc = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime   # the child's CPU time: what a loaded box inflates least
+      best[n], cpu[n] = min(best.get(n, dt), dt), min(cpu.get(n, dc), dc)
       last[n] = r.stdout.strip().splitlines()[-1]
-  print(f"{'statements':>11} {'MB':>6} {'wall s':>7}  summary line")
+  print(f"{'statements':>11} {'MB':>6} {'wall s':>7} {'cpu s':>7}  summary line")
   for n in sizes:
     stmts = sum(1 for line in open(files[n]) if line.startswith("  "))
-    print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {best[n]:>7.2f}  {last[n]}")
+    print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {best[n]:>7.2f} {cpu[n]:>7.2f}  {last[n]}")
   if 100_000 in best and 1_000_000 in best:
-    print(f"t(1M)/t(100k) = {best[1_000_000] / best[100_000]:.2f} (target <= 12)")
-  print("phases of one in-process run (s):")
+    print(f"t(1M)/t(100k) = {best[1_000_000] / best[100_000]:.2f} wall, {cpu[1_000_000] / cpu[100_000]:.2f} cpu (target <= 12)")
+  print("phases of one in-process run (cpu s):")
   for n in sizes:
     ph = phases(files[n])
     print(f"{n:>11,} " + " ".join(f"{k} {v:.2f}" for k, v in ph.items()) + f"  (all but parse: {sum(ph.values()) - ph['parse']:.2f})")

@@ -113,7 +113,7 @@ def test_deadlock_cycle_message():
     "  dl.hcq:5:3: c0 waits for s1 >= 1 (launch 1), which c1 writes only at line 10\n"
     "  dl.hcq:9:3: c1 waits for s0 >= 1 (launch 1), which c0 writes only at line 6\n"
     "  note: cycle of waits: c0 -> c1 -> c0\n"
-    "  note: fix: this deadlock goes away with c1's `signal s1 = 1` (line 10) moved above its `wait s0 >= 1` (line 9)\n")
+    "  note: fix: the cycle breaks with c1's `signal s1 = 1` (line 10) moved above its `wait s0 >= 1` (line 9)\n")
 
 def test_deadlock_cycle_once_with_the_host_behind_it():
   text = ("device gpu0 = AMD:0\nsignal s0 on gpu0\nsignal s1 on gpu0\nvar kick\n"
@@ -125,7 +125,7 @@ def test_deadlock_cycle_once_with_the_host_behind_it():
     (10, "c1 waits for s0 >= 1 (launch 1), which c0 writes only at line 7"),
     (15, "the host also waits forever for s1 >= 1 (launch 1), behind this deadlock")]
   assert d.notes == ("cycle of waits: c0 -> c1 -> c0",
-                     "fix: this deadlock goes away with either edit: c0's `wait s1 >= kick` (line 6) waiting for "
+                     "fix: either edit breaks the cycle: c0's `wait s1 >= kick` (line 6) waiting for "
                      "`s1 >= kick - 1` instead (what s1 already holds, the previous launch's value); or c1's "
                      "`signal s1 = kick` (line 11) moved above its `wait s0 >= kick` (line 10)")
 

@@ -74,8 +74,8 @@ def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> Optional[s
     if w is None or hs[0] != "wait" or _launch(u, nx, w) != _launch(u, nx, hs[3]) or u.stmt(nx, w) is None: continue
     out.append(f"{_who(u, nx)}'s {_text(u, nx, w)} moved above its {_text(u, nx, hs[3])}")
     break
-  return "fix: this deadlock goes away with either edit: " + "; or ".join(out) if len(out) > 1 else \
-    f"fix: this deadlock goes away with {out[0]}" if out else None
+  return "fix: either edit breaks the cycle: " + "; or ".join(out) if len(out) > 1 else \
+    f"fix: the cycle breaks with {out[0]}" if out else None
 
 def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
   """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
