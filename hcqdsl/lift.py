@@ -137,7 +137,8 @@ class _V:
   """Typed access to one JSON object with its path, for error messages."""
   def __init__(self, file: str, obj, path: str): self.file, self.obj, self.path = file, obj, path
   def fail(self, key: str, msg: str):
-    raise ManifestError(f"{self.file}: {self.path}{'.' + key if key else ''}: {msg}")
+    where = ".".join(x for x in (self.path, key) if x) or "(top level)"
+    raise ManifestError(f"{self.file}: {where}: {msg}")
   def get(self, key: str, kind: str, required=False, default=None):
     if not isinstance(self.obj, dict): self.fail("", f"expected an object, got {type(self.obj).__name__}")
     if key not in self.obj:
@@ -482,6 +483,7 @@ def lift_manifest(m: Manifest) -> Program:
     at = lambda g: f"@{ring_at[g[0].offset]}" if g and g[0].offset < len(ring_at) else None
     items = [_epochs(s, q.device) for s in _lift_stmts(img, qi, [(g, at(g)) for g in groups])]
     decls.append(_queue(q.name, q.engine, q.device, items, head))
+  if triage: decls = _mark_stuck(decls, {n: m.signals.get(a, {}).get("value", 0) for a, n in signals.items()})
   if plan is not None and plan["host"]:
     decls.append(Host(tuple(_epochs(_host_stmt(h, signals), None) for h in plan["host"])))
   launches = plan["launches"] if plan is not None else 1
@@ -498,6 +500,24 @@ def _epochs(s, device: Optional[str]):
   e = Expr(Ref(f"{d}.epoch"), s.value.offset)
   if isinstance(s, Wait) and d == device and e.offset == -1: return Epoch(comments=s.comments, comment=s.comment)
   return attrs.evolve(s, value=e)
+
+def _mark_stuck(decls: list, values: dict) -> list:
+  """The stop mark of a queue whose next statement is an unsatisfied wait says what it needs, what the signal holds
+  and which queue's pending write could release it (or that none can)."""
+  queues = [d for d in decls if isinstance(d, Queue)]
+  out = []
+  for d in decls:
+    if not isinstance(d, Queue) or not d.body or not isinstance(d.body[0], Wait) or d.body[0].value.var is not None:
+      out.append(d); continue
+    w = d.body[0]
+    sig, need, now = w.signal.name, w.value.offset, values.get(w.signal.name, 0)
+    if now >= need: out.append(d); continue
+    writers = [f"{q.name} `signal {sig} = {s.value}`{' ' + s.comment[2:] if s.comment else ''}" for q in queues for s in q.body
+               if isinstance(s, SignalWrite) and s.signal.name == sig and s.value.var is None and s.value.offset >= need]
+    why = f"# stuck: waits for {sig} >= {need}, which holds {now}; " + \
+      (f"released only by {' or '.join(writers)}" if writers else "no pending write brings it there: nothing can release it")
+    out.append(attrs.evolve(d, body=(attrs.evolve(w, comments=w.comments + (why,)),) + d.body[1:]))
+  return out
 
 def _describe(img, qi, g) -> str:
   from .syntax import format_stmt
