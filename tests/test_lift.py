@@ -212,8 +212,8 @@ def test_truncated_and_unknown_packets_are_comments():
   assert [hcqdsl.syntax.format_stmt(s) for s in q.body] == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26"]
   assert q.body[1].comments == ("# @7: UNKNOWN_0x17: cannot lift (unknown PM4 opcode 0x17): c0001700 00000005",)
   assert q.end_comments == ("# @17: RAW: cannot lift (truncated: WAIT_REG_MEM needs 6 body dwords, 2 left): c0053c00 00000015 00000000",)
-  # the program is still checkable
-  assert hcqdsl.check(parse(format_program(lift_manifest(load_manifest(m))), "x.hcq"), 1) == []
+  # the program is still checkable (nothing writes `a`: the one wait deadlocks)
+  assert [d.code for d in hcqdsl.check(parse(format_program(lift_manifest(load_manifest(m))), "x.hcq"), 1)] == ["deadlock", "unused-signal"]
 
 def test_sdma_unknown_op_is_a_comment():
   m = {"format": "hcqdsl-manifest", "version": 1,
