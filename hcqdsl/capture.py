@@ -5,7 +5,7 @@ order with the submissions, signal values when first seen, kernarg blocks and ar
 manifest that `hcqdsl lift` turns into a checkable program (docs/lift.md). Recording only reads: every wrapped method
 calls tinygrad's own afterwards with the same arguments, so what tinygrad submits does not change."""
 from __future__ import annotations
-import json, pathlib, runpy, sys, traceback
+import json, pathlib, runpy, sys, traceback, types
 from typing import Optional
 from .lift import MANIFEST_KIND, MANIFEST_VERSION
 
@@ -214,3 +214,9 @@ def cli_capture(a) -> int:
   sys.stderr.write(f"wrote {out}: {subs} submission{'s' * (subs != 1)} on {len(cap.rings)} queue{'s' * (len(cap.rings) != 1)}, "
                    f"{len(cap.host) - subs} host step{'s' * (len(cap.host) - subs != 1)}\n")
   return rc
+
+class _CallableModule(types.ModuleType):
+  """`hcqdsl.capture(path)` is the API, and `hcqdsl.capture` is also this module (as `hcqdsl.emit`)."""
+  def __call__(self, path=None) -> Capture: return capture(path)
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -542,13 +542,21 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
     subs = [e["queue"] for e in ev[:P] if e["op"] == "submit"]
     if len(subs) != len(set(subs)): continue
     period = P; break
-  if period is None:
-    notes.append("the host's steps do not repeat launch by launch, or a queue is submitted twice in one; "
-                 "lifted as one launch of each queue's whole stream")
-    return None
-  K = n // period
   qmap = {q.name: q for q in m.queues}
-  out = {"launches": K, "dwords": {}, "patches": {}, "offsets": {}, "host": [], "uses_var": False}
+  out = {"launches": 1, "dwords": {}, "patches": {}, "offsets": {}, "host": [], "uses_var": False}
+  if period is None:
+    notes.append("the host's steps do not repeat launch by launch: lifted as one launch in which each queue's whole "
+                 "stream is submitted at its first submission (later work may look submitted earlier than it was)")
+    for e in ev:
+      if e["op"] != "submit":
+        out["host"].append({**e, "var": False}); continue
+      if e["queue"] in out["dwords"]: continue
+      q = qmap[e["queue"]]
+      out["dwords"][q.name], out["offsets"][q.name] = list(q.dwords), list(range(len(q.dwords)))
+      if out["host"] and out["host"][-1]["op"] == "submit": out["host"][-1]["queues"].append(q.name)
+      else: out["host"].append({"op": "submit", "queues": [q.name]})
+    return out
+  K = out["launches"] = n // period
   def fit(vals: list, what: str) -> Optional[int]:
     """c with vals[k] == k + 1 + c (mod 2**32) for every launch k, else None (noted)."""
     if len(set(vals)) == 1: return None

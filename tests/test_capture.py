@@ -147,3 +147,24 @@ def test_capture_cli(tmp_path):
 def pathlib_tests():
   import pathlib
   return pathlib.Path(__file__).parent
+
+def test_capture_api_writes_manifest(tmp_path):
+  with hcqdsl.capture(tmp_path / "m.json") as cap: hcqgraph(Arena(), launches=2)
+  assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(cap.manifest()))
+  prog = hcqdsl.lift_file(tmp_path / "m.json")
+  assert len(prog.queues) == 3 and prog.host is not None
+
+def test_capture_without_repeating_launches():
+  """A warm-up submission before the graph's launches: the steps do not repeat, the lift is one launch of everything
+  with the host's steps in order, and it still checks clean."""
+  arena = Arena()
+  with Capture() as cap:
+    d0, d1 = hcqgraph(arena, launches=2)
+    s = HCQSignal(arena.alloc(16), 0)
+    AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
+    s.wait(0)
+  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  assert "# note: the host's steps do not repeat launch by launch" in text and text.startswith("# hcq: launches=1\n")
+  prog = parse(text, "c.hcq")
+  assert len(prog.queues[0].body) == 2 * 6 + 2
+  assert [d for d in hcqdsl.check(prog, 1) if d.severity == "error"] == []
