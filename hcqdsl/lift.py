@@ -8,7 +8,7 @@ import json, pathlib, re, struct, sys
 from typing import Optional
 import attrs
 from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite, Exec,
-                 Copy, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, DTYPES)
+                 Copy, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
 from .compile import Image, QueueImage, Patch, Region, MAGIC, M32
 from .disasm import _decoder, _lift_group, _Unliftable, read_raw
 
@@ -403,13 +403,22 @@ def lift_manifest(m: Manifest) -> Program:
         copies += [(f["src_addr"], size), (f["dst_addr"], size)]
       if q.engine == "compute" and (d := _dispatch(g)) is not None: dispatches.append(d)
   if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] != "submit"]
+  used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}
+  def fresh(name: Optional[str], fallback: str) -> str:
+    """A manifest's name if it is free (names are global in .hcq, keywords are no names), else one from the address."""
+    for n in (name, fallback):
+      if n and n not in used and n not in KEYWORDS: used.add(n); return n
+    i = 2
+    while f"{fallback}_{i}" in used: i += 1
+    used.add(n := f"{fallback}_{i}")
+    return n
   signals: dict = {}
   for a in sig_addrs:
     if a in signals: continue
     info = m.signals.get(a, {})
     # a device's timeline becomes `D.timeline` (so its epoch waits read as `epoch`) when its value needs no init
     tl = f"{info['device']}.timeline" if info.get("timeline") and not triage and not info.get("value") else None
-    signals[a] = tl if tl and tl not in signals.values() else info.get("name") or _hexname("s", a)
+    signals[a] = tl if tl and tl not in signals.values() else fresh(info.get("name"), _hexname("s", a))
   # buffers: the manifest's, the copies' ranges, and kernel arguments
   ranges = [(b["addr"], b["addr"] + b["size"], b) for b in m.buffers] + [(a, a + n, None) for a, n in copies if n]
   kargs: dict = {}
@@ -435,25 +444,25 @@ def lift_manifest(m: Manifest) -> Program:
       merged[-1][1] = max(merged[-1][1], hi); merged[-1][2] = merged[-1][2] or b
     else: merged.append([lo, hi, b])
   buffers = {}
-  for lo, hi, b in merged: buffers[(b or {}).get("name") or _hexname("b", lo)] = (lo, hi - lo, (b or {}).get("device"))
+  for lo, hi, b in merged: buffers[fresh((b or {}).get("name"), _hexname("b", lo))] = (lo, hi - lo, (b or {}).get("device"))
   def buf_at(a: int) -> Optional[tuple]:
     return next(((n, a - lo) for n, (lo, size, _) in buffers.items() if lo <= a < lo + size), None)
   # kernels by program address (and argument count), kernarg regions for the lifter
-  kernels, kdecl, regions = [], {}, []
+  # one declaration per kernel: the same named kernel on several devices (one code address each) is one `kernel`
+  kernels, kdecl, kname, regions = [], {}, {}, []
   for ka, (prog, ptrs) in kargs.items():
     info = m.kernels.get(prog, {})
-    key = (prog, len(ptrs))
+    modes = tuple(info.get("params") or ["inout"] * len(ptrs))
+    key = (info.get("name") or prog, modes)
     if key not in kdecl:
-      name = info.get("name") or _hexname("k", prog)
-      if any(k[0] == prog for k in kdecl): name += f"_{len(ptrs)}"
-      modes = info.get("params") or ["inout"] * len(ptrs)
-      kdecl[key] = Kernel(name, tuple(Param(md, f"a{i}") for i, md in enumerate(modes)))
+      kdecl[key] = Kernel(fresh(info.get("name"), _hexname("k", prog)), tuple(Param(md, f"a{i}") for i, md in enumerate(modes)))
+    kname[prog, len(ptrs)] = kdecl[key].name
     args = []
     for w in ptrs:
       nm, off = buf_at(w)
       args.append([nm, off or None, None, bool(off)])
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kdecl[key].name, "args": args}))
-  kernels = [{"name": kdecl[(prog, len(ptrs))].name, "prog_addr": prog} for ka, (prog, ptrs) in kargs.items()]
+  kernels = [{"name": n, "prog_addr": prog} for (prog, _), n in kname.items()]
   # the pseudo image the statement lifter reads names from
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()},
               {n: (lo, size) for n, (lo, size, _) in buffers.items()}, kernels, [], [], [])
@@ -593,9 +602,9 @@ def lift_file(path, program_file: Optional[str] = None) -> Program:
   try: b = p.read_bytes()
   except OSError as e: raise ManifestError(f"{p}: {e.strerror or e}") from None
   if b[:8] == MAGIC:
-    try: img = Image.from_bytes(b)
-    except ValueError as e: raise ManifestError(f"{p}: {e}") from None
-    prog = lift_image(img)
+    try: prog = lift_image(Image.from_bytes(b))
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error) as e:
+      raise ManifestError(f"{p}: {e if isinstance(e, ValueError) else f'corrupt image metadata: {e!r}'}") from None
   else: prog = lift_manifest(load_manifest(p))
   return attrs.evolve(prog, file=program_file or prog.file)
 

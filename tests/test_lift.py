@@ -299,3 +299,28 @@ def test_cli_lift_then_check(tmp_path):
   r = _cli("compile", ROOT / "programs" / "spec_example.hcq", "-o", tmp_path / "s.hcqimg")
   r = _cli("lift", tmp_path / "s.hcqimg")
   assert r.returncode == 0 and r.stdout.startswith("# lifted from ") and "queue x1 copy on gpu1 {\n  epoch\n" in r.stdout
+
+def test_names_from_the_manifest_stay_valid():
+  """Given names that are keywords or taken fall back to address names; one kernel on two devices is one `kernel`."""
+  src = ("device g0 = AMD:0\ndevice g1 = AMD:1\nbuffer a on g0 size 64\nbuffer b on g1 size 64\nkernel k(out x)\n"
+         "queue q0 compute on g0 {\n  exec k(a)\n}\nqueue q1 compute on g1 {\n  exec k(b)\n}\n")
+  img = compile_program(parse(src, "n.hcq"))
+  m = manifest_from_image(img, 1)
+  for k in m["kernels"]: k["name"] = "E_4"
+  m["buffers"][0]["name"], m["buffers"][1]["name"] = "copy", "q0"
+  text = format_program(lift_manifest(load_manifest(m)))
+  prog = parse(text, "n2.hcq")
+  assert [k.name for k in prog.kernels] == ["E_4"]
+  assert [b.name for b in prog.buffers] == [f"b_{img.buffers['a'][0]:x}", f"b_{img.buffers['b'][0]:x}"]
+  assert [hcqdsl.syntax.format_stmt(q.body[0]) for q in prog.queues] == [f"exec E_4(b_{img.buffers[n][0]:x})" for n in "ab"]
+  assert hcqdsl.check(prog, 1) == []
+
+def test_corrupt_image_metadata_is_an_error(tmp_path):
+  img = compile_program(parse(HANG, "h.hcq"))
+  img.queues[0].arch = "gfx9"
+  img.save(tmp_path / "bad.hcqimg")
+  with pytest.raises(ManifestError, match=r"bad.hcqimg: unknown AMD target 'gfx9'"): lift_file(tmp_path / "bad.hcqimg")
+  img = compile_program(parse(HANG, "h.hcq"))
+  img.host = [{"op": "submit"}]
+  img.save(tmp_path / "bad2.hcqimg")
+  with pytest.raises(ManifestError, match=r"bad2.hcqimg: corrupt image metadata: KeyError\('queues'\)"): lift_file(tmp_path / "bad2.hcqimg")
