@@ -59,7 +59,11 @@ def lift_image(img: Image) -> Program:
     if k["name"] in seen: continue
     seen.add(k["name"])
     decls.append(Kernel(k["name"], tuple(Param(m, p) for m, p in k.get("params", ())), _impl(k.get("impl"), img.file)))
-  for q in img.queues: decls.append(_queue(q.name, q.engine, q.device, _lift_stmts(img, q, _statement_groups(img, q))))
+  # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
+  blocks, key = [], 0
+  for q in img.queues:
+    key = next((s[2] for s in q.stmts if s[2]), key)
+    blocks.append((key, len(blocks), _queue(q.name, q.engine, q.device, _lift_stmts(img, q, _statement_groups(img, q)))))
   if img.host:
     body = []
     for h in img.host:
@@ -67,7 +71,8 @@ def lift_image(img: Image) -> Program:
       else:
         e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
         body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
-    decls.append(Host(tuple(body)))
+    blocks.append((min(h.get("line") or 0 for h in img.host), -1, Host(tuple(body))))
+  decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
   for e in img.expects:
     a, size = img.buffers[e["buffer"]]
     lo = e["addr"] - a

@@ -68,6 +68,20 @@ def test_image_round_trip_generated():
   one()
   assert len(seen) >= 60
 
+def test_image_round_trip_generated_any_layout():
+  """tests/strategies.py: up to 3 devices and archs, inits, expects, comments, declarations in any order (the host
+  block between queues). Programs with static errors do not compile; the rest are all compared."""
+  import strategies
+  seen = {"compared": 0, "invalid": 0}
+  @settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @given(strategies.programs())
+  def one(p):
+    p, diags = parse_with_diagnostics(format_program(p), "g.hcq")
+    if p is None or any(d.severity == "error" for d in diags): seen["invalid"] += 1; return
+    image_round_trip(p); seen["compared"] += 1
+  one()
+  assert seen["compared"] >= 30, seen
+
 def test_image_lift_keeps_kernels_inits_and_expects():
   lifted = image_round_trip(hcqdsl.parse_file(ROOT / "programs" / "run_pipeline.hcq"))
   r = hcqdsl.run(lifted, launches=2)
