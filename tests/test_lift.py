@@ -340,3 +340,28 @@ def test_corrupt_image_metadata_is_an_error(tmp_path):
   img.host = [{"op": "submit"}]
   img.save(tmp_path / "bad2.hcqimg")
   with pytest.raises(ManifestError, match=r"bad2.hcqimg: corrupt image metadata: KeyError\('queues'\)"): lift_file(tmp_path / "bad2.hcqimg")
+
+def test_triage_of_an_emulator_hang():
+  """The emulator plays the GPU that hung: its rings (launch 1's dwords), where each blocked queue stopped and the
+  signal values at the hang make the dump; the lift of it has the stuck waits where the emulator stopped, and check
+  names them with the values the emulator saw."""
+  src = ("device gpu0 = AMD:0 gfx942\nsignal a on gpu0\nsignal b on gpu0\nsignal c on gpu0\n"
+         "queue q0 compute on gpu0 {\n  signal c = 5\n  wait b >= 1\n  signal a = 1\n}\n"
+         "queue q1 copy on gpu0 {\n  wait c >= 5\n  signal c = 6\n  wait a >= 1\n  signal b = 1\n}\n")
+  prog = parse(src, "e.hcq")
+  img = compile_program(prog)
+  r = hcqdsl.run(prog)
+  assert r.hang is not None
+  stopped = {b.queue: b.ring_offset // 4 for b in r.hang.blocked}
+  m = {"format": "hcqdsl-manifest", "version": 1,
+       "queues": [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine, "dwords": img.patched(q, img.env(1)),
+                   "read_ptr": stopped.get(q.name, len(q.dwords))} for q in img.queues],
+       "signals": [{"addr": img.signals[n], "value": v} for n, v in r.signals.items()]}
+  text = format_program(lift_manifest(load_manifest(m)))
+  sa, sb = f"s_{img.signals['a']:x}", f"s_{img.signals['b']:x}"
+  assert f"# stuck: waits for {sb} >= 1, which holds 0; released only by q1 `signal {sb} = 1` @16" in text
+  assert f"# stuck: waits for {sa} >= 1, which holds 0; released only by q0 `signal {sa} = 1` @15" in text
+  assert "# ran @0: signal s_" in text and "# ran @6: signal s_" in text  # both queues got past their first writes
+  diags = hcqdsl.check_text(text, "e2.hcq", 1)
+  assert sorted((d.extra["queue"], d.extra["signal"], d.extra["needed"], d.extra["value"]) for d in diags) == \
+    [("q0", sb, 1, 0), ("q1", sa, 1, 0)]
