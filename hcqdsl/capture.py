@@ -5,7 +5,7 @@ order with the submissions, signal values when first seen, kernarg blocks and ar
 manifest that `hcqdsl lift` turns into a checkable program (docs/lift.md). Recording only reads: every wrapped method
 calls tinygrad's own afterwards with the same arguments, so what tinygrad submits does not change."""
 from __future__ import annotations
-import json, pathlib, runpy, sys, traceback, types
+import argparse, json, pathlib, runpy, sys, traceback, types
 from typing import Optional
 from .lift import MANIFEST_KIND, MANIFEST_VERSION
 
@@ -180,8 +180,8 @@ def capture(path=None) -> Capture:
 
 def add_capture_args(p) -> None:
   p.add_argument("script", help="SCRIPT.py (run as __main__) or SCRIPT.py:FN (import it, then call FN())")
-  p.add_argument("-o", "--output", metavar="FILE", help="the manifest (default: SCRIPT.capture.json)")
-  p.add_argument("args", nargs="*", help="arguments for the script (sys.argv[1:])")
+  p.add_argument("-o", "--output", metavar="FILE", help="the manifest (default: SCRIPT.capture.json); give it before SCRIPT")
+  p.add_argument("args", nargs=argparse.REMAINDER, help="everything after SCRIPT goes to the script (sys.argv[1:])")
 
 def cli_capture(a) -> int:
   path, _, fn = a.script.rpartition(":")
@@ -191,7 +191,8 @@ def cli_capture(a) -> int:
     sys.stderr.write(f"hcqdsl: error: {path}: no such file\n"); return 2
   out = a.output or str(script.with_suffix(".capture.json"))
   rc, cap = 0, Capture()
-  argv, sys.argv = sys.argv, [str(script)] + list(a.args)
+  args = list(a.args)[1:] if list(a.args)[:1] == ["--"] else list(a.args)
+  argv, sys.argv = sys.argv, [str(script)] + args
   sys.path.insert(0, str(script.parent.resolve()))
   try:
     with cap:
@@ -206,7 +207,7 @@ def cli_capture(a) -> int:
     sys.stderr.write(f"hcqdsl: error: {where}{type(e).__name__}: {e}\n"); rc = 1
   finally:
     sys.argv = argv
-    sys.path.remove(str(script.parent.resolve()))
+    if str(script.parent.resolve()) in sys.path: sys.path.remove(str(script.parent.resolve()))
   try: cap.save(out)
   except OSError as e:
     sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n"); return 2

@@ -127,7 +127,7 @@ def test_capture_cli(tmp_path):
     if __name__ == "__main__": main()
     """))
   out = tmp_path / "m.json"
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", f"{script}:main", "-o", str(out)], capture_output=True, text=True)
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(out), f"{script}:main"], capture_output=True, text=True)
   assert r.returncode == 0, r.stderr
   assert r.stderr == f"wrote {out}: 6 submissions on 3 queues, 10 host steps\n"
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "lift", str(out), "-o", str(tmp_path / "m.hcq")], capture_output=True, text=True)
@@ -136,10 +136,10 @@ def test_capture_cli(tmp_path):
   assert r.returncode == 0, r.stdout
   # a failing script: its own error, no traceback, and what was captured so far is still written
   bad = tmp_path / "bad.py"
-  bad.write_text("x = 1\nraise ValueError('no GPU here')\n")
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", str(bad), "-o", str(tmp_path / "b.json")], capture_output=True, text=True)
+  bad.write_text("import sys\nraise ValueError(f'no GPU here {sys.argv[1:]}')\n")
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(tmp_path / "b.json"), str(bad), "--", "-x", "y"], capture_output=True, text=True)
   assert r.returncode == 1
-  assert r.stderr.splitlines()[0] == f"hcqdsl: error: {bad}:2: ValueError: no GPU here"
+  assert r.stderr.splitlines()[0] == f"hcqdsl: error: {bad}:2: ValueError: no GPU here ['-x', 'y']"
   assert json.loads((tmp_path / "b.json").read_text())["queues"] == []
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", str(tmp_path / "nope.py")], capture_output=True, text=True)
   assert (r.returncode, r.stderr) == (2, f"hcqdsl: error: {tmp_path / 'nope.py'}: no such file\n")
