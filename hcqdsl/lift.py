@@ -181,6 +181,12 @@ def _hex_bytes(v: _V, key: str) -> bytes:
   try: return bytes.fromhex(s.replace(" ", "").replace("\n", ""))
   except ValueError: v.fail(key, "expected hex bytes")
 
+def _raw_dwords(b: bytes) -> list:
+  """One queue's dwords: hex text or little-endian binary (disasm's reader; a `compile --hex` line prefix is allowed)."""
+  qs = read_raw(b)
+  if len(qs) != 1: raise ValueError(f"holds {len(qs)} queues (`queue NAME ...:` lines); give one queue's dwords")
+  return qs[0][3]
+
 def load_manifest(source, file: Optional[str] = None) -> Manifest:
   """A manifest from a path, JSON text or an already-parsed dict. Raises ManifestError naming the bad field."""
   base = pathlib.Path(".")
@@ -227,14 +233,14 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
       path = base / q.get("file", "str")
       try: raw = path.read_bytes()
       except OSError as e: q.fail("file", f"{path}: {e.strerror or e}")
-      try: dw = read_raw(raw)
+      try: dw = _raw_dwords(raw)
       except ValueError as e: q.fail("file", f"{path}: {e}")
     elif isinstance(q.obj.get("dwords"), list):
       dw = [x.obj for x in q.get("dwords", "list")]
       for j, x in enumerate(dw):
         if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= M32: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
     elif "dwords" in q.obj:
-      try: dw = read_raw(q.get("dwords", "str").encode())
+      try: dw = _raw_dwords(q.get("dwords", "str").encode())
       except (ValueError, UnicodeEncodeError) as e: q.fail("dwords", f"expected hex dwords: {e}")
     else: q.fail("dwords", "missing (give `dwords`: hex text or a list of integers, or `file`)")
     rp, wp, st = q.get("read_ptr", "int"), q.get("write_ptr", "int"), q.get("start", "int")
