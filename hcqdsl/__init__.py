@@ -7,6 +7,8 @@
     hcqdsl.run(prog, launches=3, seed=1)          # the built-in AMD emulator
     hcqdsl.emit(*tensors)                         # a Program from a tinygrad schedule
     hcqdsl.to_dot(prog)                           # the picture
+    hcqdsl.lift_file("dump.json")                 # a Program from an image or a raw dump manifest (docs/lift.md)
+    with hcqdsl.capture("run.json"): ...          # record what tinygrad submits to AMD queues, as a manifest
 """
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
@@ -18,16 +20,17 @@ __version__ = "0.1.0"
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use
 _LAZY = {"compile_program": "compile", "Image": "compile", "disasm_image": "disasm", "as_hcq": "disasm",
-         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "emit"}
+         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "emit",
+         "lift_image": "lift", "lift_manifest": "lift", "load_manifest": "lift", "lift_file": "lift", "Capture": "capture"}
 
 def __getattr__(name: str):
-  if name == "emit":  # the module, callable as `hcqdsl.emit(*tensors)`
+  if name in ("emit", "capture"):  # the module, callable as `hcqdsl.emit(*tensors)` / `hcqdsl.capture(path)`
     import importlib
-    return importlib.import_module(".emit", __name__)
+    return importlib.import_module(f".{name}", __name__)
   if name in _LAZY:
     import importlib
     return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
   raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")
 
 __all__ = list(_ir_all) + ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif",
-                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text", "emit"] + list(_LAZY)
+                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text", "emit", "capture"] + list(_LAZY)

@@ -1,7 +1,7 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
 run), 2 unusable invocation (missing file, bad flag)."""
 from __future__ import annotations
-import argparse, difflib, gc, json, os, sys, pathlib
+import argparse, difflib, gc, json, os, re, sys, pathlib
 from typing import Optional
 from .diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
 from .cliutil import UsageError, read_source, parse_vars, check_vars, add_var_arg
@@ -9,6 +9,13 @@ from .cliutil import UsageError, read_source, parse_vars, check_vars, add_var_ar
 __all__ = ["main", "build_parser"]
 
 MAX_PER_CODE = 20  # warnings of one code printed in full by `check` (text)
+
+_LAUNCHES = re.compile(r"^\s*#\s*hcq:.*\blaunches=([0-9]+)\b", re.M)
+
+def header_launches(text: str) -> int:
+  """`# hcq: launches=N` (as the pytest plugin and `hcqdsl lift` write it), else 0."""
+  m = _LAUNCHES.search(text)
+  return int(m.group(1)) if m and int(m.group(1)) >= 1 else 0
 
 # ---- subcommands
 
@@ -57,20 +64,21 @@ def cmd_check(a) -> int:
 def _check(a) -> int:
   from .check import check_source
   var_values = parse_vars(a.var)
-  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   diags: list[Diagnostic] = []
-  sources, queues = {}, 0
+  sources, queues, launches = {}, 0, set()
   for path in a.files:
     sources[path] = text = read_source(path)
-    prog, d = check_source(text, path, a.launches, var_values, pre=lambda p: check_vars(var_values, p, path))
+    launches.add(n := a.launches or header_launches(text) or 2)
+    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path))
     diags += d
     queues = queues + len(prog.queues) if prog is not None and queues is not None else None
   if a.format == "json": print(render_json(diags))
   elif a.format == "sarif": print(render_sarif(diags))
   else:
     sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
-    print(summary(diags, a.launches if queues is not None else None, queues))
+    print(summary(diags, max(launches) if queues is not None and launches else None, queues))
   return 1 if has_errors(diags) else 0
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
@@ -92,7 +100,7 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
   p.set_defaults(run=cmd_fmt)
   p = sub.add_parser("check", help="find deadlocks, races and signal-ordering errors")
   p.add_argument("files", nargs="+", help=".hcq programs to check")
-  p.add_argument("--launches", type=int, default=2, help="consecutive launches to analyse (default 2)")
+  p.add_argument("--launches", type=int, help="consecutive launches to analyse (default: the file's `# hcq: launches=N`, else 2)")
   add_var_arg(p)
   p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                  help="text (default: capped per code, then a summary line), or every diagnostic as JSON or SARIF 2.1.0")
@@ -104,6 +112,8 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
                                  ("disasm", "disasm", "disassemble command buffers"),
                                  ("run", "runtime.cli", "run a program on the built-in AMD emulator"),
                                  ("emit", "emit", "emit .hcq from a tinygrad schedule"),
+                                 ("lift", "lift", "lift an image or a raw dump (manifest) to a checkable .hcq program"),
+                                 ("capture", "capture", "run a tinygrad script and record what it submits as a manifest"),
                                  ("graph", "graph", "draw a program's queues and signals (DOT/SVG)")):
     p = sub.add_parser(name, help=helptext)
     if command is not None and command != name: continue

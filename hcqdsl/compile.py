@@ -220,7 +220,8 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     data.append((a, co.image))
     kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
                     "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
-                    "params": [[p.mode, p.name] for p in k.params]})
+                    "params": [[p.mode, p.name] for p in k.params],
+                    "impl": attrs.asdict(k.impl, filter=lambda a, _: a.name != "span") if k.impl is not None else None})
     code[kname, dev] = (co, a)
     return code[kname, dev]
   scratch: dict = {}

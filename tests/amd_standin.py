@@ -24,3 +24,51 @@ def program(dev, prog_addr, rsrc1, rsrc2, rsrc3, wave32=True):
 def args_state(kernarg_addr): return types.SimpleNamespace(bind_data=[], buf=buf(kernarg_addr))
 def compute_queue(dev): return AMDComputeQueue(dev)
 def copy_queue(dev): return AMDCopyQueue(dev, max_copy_size=dev.max_copy_size)
+
+# ---- a whole stand-in HCQ device for tinygrad's own submit path (rings, allocator, signals) — no GPU: memory is host
+# memory with real addresses, so tinygrad's HCQBuffer / HCQSignal / MMIOInterface / CLikeArgsState work unchanged,
+# and the "engine" consumes everything the moment it is written (the read pointer follows the write pointer).
+import ctypes
+from tinygrad.runtime.support.hcq import HCQBuffer, HCQSignal, MMIOInterface
+
+class Arena:
+  """One block of host memory handed out bump-style; `reset()` zeroes it and starts over at the same addresses."""
+  def __init__(self, size: int = 1 << 22):
+    self.mem = (ctypes.c_uint8 * size)()
+    self.base, self.size, self.top = ctypes.addressof(self.mem), size, 0
+  def alloc(self, size: int, spec=None, align: int = 256) -> HCQBuffer:
+    self.top += -self.top % align
+    a, self.top = self.base + self.top, self.top + size
+    assert self.top <= self.size, "arena full"
+    return HCQBuffer(a, size, view=MMIOInterface(a, size))
+  def free(self, buf, size, spec=None): pass  # bump allocation: nothing is reused
+  def reset(self):
+    ctypes.memset(self.base, 0, self.size); self.top = 0
+
+class _ReadPtr:
+  def __init__(self, ring): self.ring = ring
+  def __getitem__(self, i): return self.ring.put_value
+
+class StandinRing:
+  """What AMDComputeQueue._submit / AMDCopyQueue._submit touch of tinygrad's AMDQueueDesc."""
+  def __init__(self, arena: Arena, dwords: int):
+    self.buf = arena.alloc(4 * dwords)
+    self.ring = MMIOInterface(self.buf.va_addr, 4 * dwords, fmt="I")
+    self.put_value, self.doorbells = 0, 0
+    self.read_ptr, self.write_ptr = _ReadPtr(self), [0]
+  def signal_doorbell(self, dev, doorbell_value=None):
+    self.write_ptr[0] = self.put_value; self.doorbells += 1
+
+class StandinHCQDevice(StandinDevice):
+  def __init__(self, arch: str, index: int, arena: Arena, ring_dwords: int = 1024):
+    super().__init__(arch, scratch_addr=0, tmpring_size=0)
+    self.device, self.allocator = f"AMD:{index}", arena
+    self.peer_group = "hcqdsl-standin"  # HCQSignal.__del__ returns owned signal memory to this (unused) pool
+    self.compute_queue, self._sdma = StandinRing(arena, ring_dwords), StandinRing(arena, ring_dwords)
+    self.timeline_signal = HCQSignal(arena.alloc(16), 0, owner=self, is_timeline=True)
+    self.timeline_value = 1
+  def sdma_queue(self, idx: int = 0): return self._sdma
+  def is_usb(self): return False
+  def next_timeline(self):
+    self.timeline_value += 1
+    return self.timeline_value - 1

@@ -1,0 +1,51 @@
+"""A manifest (the raw-dump form `hcqdsl capture` writes) from a compiled image: what a recorder would have seen if
+the image's launches had been submitted by a runtime — dwords only, no names."""
+from __future__ import annotations
+from hcqdsl.compile import Image
+
+def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buffers: bool = True) -> dict:
+  """Per launch: the host's steps with every queue's submission (queues no `submit` names go first, as the language
+  says), each queue's dwords patched for that launch. Kernarg blocks go in `memory`; buffers and kernel parameter
+  modes too unless turned off (a recorder on tinygrad knows the buffers, not the modes)."""
+  streams = {q.name: [] for q in img.queues}
+  host = []
+  def submit(qn: str, k: int):
+    q = img.queue(qn)
+    dw = img.patched(q, img.env(k))
+    host.append({"op": "submit", "queue": qn, "start": len(streams[qn]), "length": len(dw)})
+    streams[qn] += dw
+  for k in range(1, launches + 1):
+    env = img.env(k)
+    named = {n for h in img.host if h["op"] == "submit" for n in h["queues"]}
+    bare = any(h["op"] == "submit" and not h["queues"] for h in img.host)
+    done: set = set()
+    first = [q.name for q in img.queues if q.name not in named] if not bare else []
+    if not bare or not img.host:
+      for qn in [q.name for q in img.queues if q.name not in named]: submit(qn, k); done.add(qn)
+    for h in img.host:
+      if h["op"] == "submit":
+        for qn in (h["queues"] or [q.name for q in img.queues]):
+          if qn not in done: submit(qn, k); done.add(qn)
+      else:
+        v = ((env[h["var"]] if h["var"] else 0) + h["add"]) & 0xFFFFFFFF
+        host.append({"op": h["op"], "addr": hex(h["addr"]), "value": v})
+  devname = {d["name"]: d["name"] for d in img.devices}
+  region_dev = lambda a: next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
+  m = {"format": "hcqdsl-manifest", "version": 1,
+       "devices": [{"name": d["name"], "index": d["index"], "arch": d["arch"]} for d in img.devices],
+       "queues": [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine,
+                   "dwords": " ".join(f"{x:08x}" for x in streams[q.name])} for q in img.queues],
+       "signals": [{"addr": hex(a), "value": 0, **({"device": devname[region_dev(a)]} if region_dev(a) else {}),
+                    **({"timeline": True} if n.endswith(".timeline") else {})}
+                   for n, a in img.signals.items()],
+       "memory": [{"addr": hex(r.addr), "hex": next(b for a, b in img.data if a == r.addr).hex()}
+                  for r in img.regions if r.kind == "kernargs"],
+       "host": host}
+  for a, b in img.data:  # initial signal values
+    for s in m["signals"]:
+      if int(s["addr"], 16) == a and len(b) == 8: s["value"] = int.from_bytes(b, "little") & 0xFFFFFFFF
+  if buffers:
+    m["buffers"] = [{"addr": hex(a), "size": n, **({"device": region_dev(a)} if region_dev(a) else {})} for a, n in img.buffers.values()]
+  if params:
+    m["kernels"] = [{"prog_addr": hex(k["prog_addr"]), "params": [p for p, _ in k["params"]]} for k in img.kernels]
+  return m

@@ -1,0 +1,170 @@
+"""hcqdsl.capture() on tinygrad's own AMDComputeQueue / AMDCopyQueue, submitted through tinygrad's own _submit onto
+stand-in rings (tests/amd_standin.py; no GPU): an HCQGraph-shaped two-device schedule over several launches."""
+from __future__ import annotations
+import ctypes, json, subprocess, sys, textwrap
+import pytest
+from tinygrad.uop.ops import UOp
+from tinygrad.runtime.support.hcq import HCQSignal, CLikeArgsState
+import hcqdsl
+from hcqdsl.capture import Capture
+from hcqdsl.lift import lift_manifest, load_manifest
+from hcqdsl.syntax import format_program, parse
+from amd_standin import Arena, StandinHCQDevice, AMDComputeQueue, AMDCopyQueue, program
+from hcqdsl.amd.targets import get_target
+
+def _prog(dev, addr: int, name: str):
+  t = get_target(dev.arch)
+  rsrc1 = t.gc.regCOMPUTE_PGM_RSRC1.encode(priv=1) if t.gen == 11 else 0
+  p = program(dev, addr, rsrc1, t.gc.regCOMPUTE_PGM_RSRC2.encode(user_sgpr=2), 0, wave32=t.gen != 9)
+  p.name, p.signature = name, ()
+  return p
+
+def hcqgraph(arena: Arena, launches: int = 3, archs=("gfx1100", "gfx942"), drop_wait: bool = False, bind: bool = True):
+  """HCQGraph's protocol (tinygrad/runtime/graph/hcq.py): every queue first waits for its device's previous launch
+  (timeline >= var) and for the host's kick (kick >= kickoff var); per-queue signals order the work (produce on gpu0
+  -> copy to gpu1 -> consume on gpu1, and gpu0 waits for the copy before x is reused); each device's compute queue ends
+  with the timeline write (the finalizer); the host waits for the previous launch, submits, zeroes the per-queue
+  signals, then writes the kick. Returns the devices. `drop_wait`: the copy no longer waits for the producer."""
+  d0, d1 = (StandinHCQDevice(a, i, arena) for i, a in enumerate(archs))
+  x, y = arena.alloc(0x10000), arena.alloc(0x10000)
+  kick = HCQSignal(arena.alloc(16), 0)
+  produced, copied = HCQSignal(arena.alloc(16), 0), HCQSignal(arena.alloc(16), 0)
+  kickoff = UOp.variable("kickoff_var", 0, 0xFFFFFFFF)
+  tlv = {d: UOp.variable(f"timeline_var_{i}", 0, 0xFFFFFFFF) for i, d in enumerate((d0, d1))}
+  p0, p1 = _prog(d0, 0x7000_0000_0100, "produce"), _prog(d1, 0x7100_0000_0100, "consume")
+  a0 = CLikeArgsState(arena.alloc(64), p0, (x,))
+  a1 = CLikeArgsState(arena.alloc(64), p1, (y,))
+  comp0 = AMDComputeQueue(d0).wait(d0.timeline_signal, tlv[d0]).wait(kick, kickoff).exec(p0, a0, (4, 1, 1), (64, 1, 1)) \
+    .signal(produced, 1).wait(copied, 1).signal(d0.timeline_signal, tlv[d0] + 1)
+  copy1 = AMDCopyQueue(d1, max_copy_size=d1.max_copy_size).wait(d1.timeline_signal, tlv[d1]).wait(kick, kickoff)
+  if not drop_wait: copy1.wait(produced, 1)
+  copy1.copy(y, x, 0x10000).signal(copied, 1)
+  comp1 = AMDComputeQueue(d1).wait(d1.timeline_signal, tlv[d1]).wait(kick, kickoff).wait(copied, 1).memory_barrier() \
+    .exec(p1, a1, (4, 1, 1), (64, 1, 1)).signal(d1.timeline_signal, tlv[d1] + 1)
+  if bind: comp0.bind(d0); comp1.bind(d1)
+  last = {d0: 0, d1: 0}
+  for k in range(1, launches + 1):
+    for d in (d0, d1):  # the "GPU" finished the previous launch: its timeline write lands in memory, not via the host
+      ctypes.c_uint64.from_address(d.timeline_signal.value_addr).value = last[d]
+      d.timeline_signal.wait(last[d])
+    vals = {"kickoff_var": k, **{v.expr: d.timeline_value - 1 for d, v in tlv.items()}}
+    comp0.submit(d0, vals)
+    copy1.submit(d1, vals)
+    comp1.submit(d1, vals)
+    for d in (d0, d1): last[d] = d.next_timeline()
+    produced.value = 0
+    copied.value = 0
+    kick.value = k
+  return d0, d1
+
+def _lift(man: dict) -> hcqdsl.Program:
+  return parse(format_program(lift_manifest(load_manifest(man))), "captured.hcq")
+
+def test_capture_lifts_to_hcqgraph_program():
+  with Capture() as cap: hcqgraph(Arena())
+  man = cap.manifest()
+  assert [q["name"] for q in man["queues"]] == ["comp_gpu0", "copy0_gpu1", "comp_gpu1"]
+  assert sum(h["op"] == "submit" for h in man["host"]) == 9
+  text = format_program(lift_manifest(load_manifest(json.loads(json.dumps(man)))))
+  prog = parse(text, "captured.hcq")
+  assert text.startswith("# hcq: launches=3\n")
+  # the timeline waits are recognised as `epoch`, the kick as `launch`, the timeline writes as `D.epoch`
+  q0 = next(q for q in prog.queues if q.name == "comp_gpu0")
+  assert [hcqdsl.syntax.format_stmt(s) for s in q0.body][:2] == ["epoch", f"wait {q0.body[1].signal.name} >= launch"]
+  assert hcqdsl.syntax.format_stmt(q0.body[-1]) == "signal gpu0.timeline = gpu0.epoch"
+  kinds = [type(s).__name__ for q in prog.queues for s in q.body]
+  assert kinds.count("Exec") == 2 and kinds.count("Copy") == 1 and kinds.count("Barrier") == 1
+  host = [hcqdsl.syntax.format_stmt(s) for s in prog.host.body]
+  assert host[:3] == ["wait gpu0.timeline >= gpu0.epoch - 1", "wait gpu1.timeline >= gpu1.epoch - 1",
+                      "submit comp_gpu0, copy0_gpu1, comp_gpu1"]
+  assert host[-1].endswith("= launch")
+  errors = [d for d in hcqdsl.check(prog, 3) if d.severity == "error"]
+  assert errors == []
+
+def test_capture_catches_missing_wait():
+  with Capture() as cap: hcqgraph(Arena(), drop_wait=True)
+  prog = _lift(cap.manifest())
+  diags = hcqdsl.check(prog, 3)
+  races = [d for d in diags if d.code == "race"]
+  assert races, diags
+  # the race is between the producer kernel on gpu0 and the copy that reads its output on gpu1
+  msg = races[0].message
+  assert "comp_gpu0" in msg and "copy0_gpu1" in msg
+
+def test_capture_does_not_change_submissions():
+  """Same schedule twice on the same memory, with and without the recorder: rings, indirect buffers, kernargs and
+  signals end up byte-identical; and the recorder's dwords are what the rings (or their indirect buffers) hold."""
+  arena = Arena()
+  hcqgraph(arena)
+  plain = bytes(arena.mem)
+  arena.reset()
+  with Capture() as cap: d0, d1 = hcqgraph(arena)
+  assert bytes(arena.mem) == plain
+  ring = d1.sdma_queue(0)
+  got = ring.ring[0:ring.put_value // 4]
+  recorded = next(q for q in cap.manifest()["queues"] if q["name"] == "copy0_gpu1")
+  assert got == [int(w, 16) for w in recorded["dwords"].split()]
+  assert AMDComputeQueue._submit.__name__ == "_submit" and HCQSignal.value.fset.__name__ == "value"  # unwrapped again
+
+def test_capture_unbound_queues_and_gfx1201():
+  with Capture() as cap: hcqgraph(Arena(), launches=2, archs=("gfx1201", "gfx1201"), bind=False)
+  prog = _lift(cap.manifest())
+  assert [d.arch for d in prog.devices] == ["gfx1201", "gfx1201"]
+  assert [d for d in hcqdsl.check(prog, 2) if d.severity == "error"] == []
+
+def test_capture_is_not_reentrant():
+  with Capture():
+    with pytest.raises(RuntimeError, match="already recording"):
+      with Capture(): pass
+
+def test_capture_cli(tmp_path):
+  script = tmp_path / "sched.py"
+  script.write_text(textwrap.dedent(f"""
+    import sys; sys.path.insert(0, {str(pathlib_tests())!r})
+    from test_capture import hcqgraph
+    from amd_standin import Arena
+    def main(): hcqgraph(Arena(), launches=2)
+    if __name__ == "__main__": main()
+    """))
+  out = tmp_path / "m.json"
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(out), f"{script}:main"], capture_output=True, text=True)
+  assert r.returncode == 0, r.stderr
+  assert r.stderr == f"wrote {out}: 6 submissions on 3 queues, 10 host steps\n"
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "lift", str(out), "-o", str(tmp_path / "m.hcq")], capture_output=True, text=True)
+  assert r.returncode == 0, r.stderr
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", str(tmp_path / "m.hcq")], capture_output=True, text=True)
+  assert r.returncode == 0, r.stdout
+  # a failing script: its own error, no traceback, and what was captured so far is still written
+  bad = tmp_path / "bad.py"
+  bad.write_text("import sys\nraise ValueError(f'no GPU here {sys.argv[1:]}')\n")
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(tmp_path / "b.json"), str(bad), "--", "-x", "y"], capture_output=True, text=True)
+  assert r.returncode == 1
+  assert r.stderr.splitlines()[0] == f"hcqdsl: error: {bad}:2: ValueError: no GPU here ['-x', 'y']"
+  assert json.loads((tmp_path / "b.json").read_text())["queues"] == []
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", str(tmp_path / "nope.py")], capture_output=True, text=True)
+  assert (r.returncode, r.stderr) == (2, f"hcqdsl: error: {tmp_path / 'nope.py'}: no such file\n")
+
+def pathlib_tests():
+  import pathlib
+  return pathlib.Path(__file__).parent
+
+def test_capture_api_writes_manifest(tmp_path):
+  with hcqdsl.capture(tmp_path / "m.json") as cap: hcqgraph(Arena(), launches=2)
+  assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(cap.manifest()))
+  prog = hcqdsl.lift_file(tmp_path / "m.json")
+  assert len(prog.queues) == 3 and prog.host is not None
+
+def test_capture_without_repeating_launches():
+  """A warm-up submission before the graph's launches: the steps do not repeat, the lift is one launch of everything
+  with the host's steps in order, and it still checks clean."""
+  arena = Arena()
+  with Capture() as cap:
+    d0, d1 = hcqgraph(arena, launches=2)
+    s = HCQSignal(arena.alloc(16), 0)
+    AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
+    s.wait(0)
+  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  assert "# note: the host's steps do not repeat launch by launch" in text and text.startswith("# hcq: launches=1\n")
+  prog = parse(text, "c.hcq")
+  assert len(prog.queues[0].body) == 2 * 6 + 2
+  assert [d for d in hcqdsl.check(prog, 1) if d.severity == "error"] == []

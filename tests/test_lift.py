@@ -1,0 +1,368 @@
+"""hcqdsl lift: images and dump manifests back to .hcq; the round-trip property; hang triage; bad input."""
+from __future__ import annotations
+import glob, json, pathlib, subprocess, sys
+import pytest
+from hypothesis import given, settings, HealthCheck
+import hcqdsl
+from hcqdsl.ir import Queue, Host
+from hcqdsl.compile import compile_program, Image
+from hcqdsl.lift import lift_image, lift_manifest, load_manifest, lift_file, ManifestError
+from hcqdsl.syntax import format_program, parse, parse_with_diagnostics
+from hcqdsl.diagnostics import render_text
+import check_gen
+from lift_util import manifest_from_image
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+def _compilable():
+  out = []
+  for f in sorted(glob.glob(str(ROOT / "programs" / "*.hcq"))):
+    prog, diags = parse_with_diagnostics(pathlib.Path(f).read_text(), f)
+    if prog is None or any(d.severity == "error" and d.code in ("syntax", "name", "bounds", "overflow") for d in diags): continue
+    out.append(f)
+  return out
+
+def keyed(prog) -> dict:
+  """line -> what the statement or declaration on it is, independent of layout and names of lines."""
+  keys = {}
+  for n, d in enumerate(prog.decls):
+    if isinstance(d, Queue):
+      keys[d.span.line] = ("queue", d.name)
+      for i, s in enumerate(d.body): keys[s.span.line] = ("stmt", d.name, i)
+    elif isinstance(d, Host):
+      for i, s in enumerate(d.body): keys[s.span.line] = ("host", i)
+    else: keys[d.span.line] = (type(d).__name__, getattr(d, "name", n))
+  return keys
+
+def codes(prog, launches: int = 2) -> list:
+  k = keyed(prog)
+  return sorted((k.get(d.span.line if d.span else 0), d.code, d.severity) for d in hcqdsl.check(prog, launches))
+
+def image_round_trip(prog):
+  img = compile_program(prog)
+  lifted = parse(format_program(lift_image(img)), "lifted.hcq")
+  img2 = compile_program(lifted)
+  assert [(q.name, q.dwords, [(p.offset, p.var, p.add) for p in q.patches]) for q in img2.queues] == \
+         [(q.name, q.dwords, [(p.offset, p.var, p.add) for p in q.patches]) for q in img.queues]
+  assert img2.host == [{**h, "line": h2["line"]} for h, h2 in zip(img.host, img2.host)]
+  assert codes(lifted) == codes(prog)
+  return lifted
+
+PROGRAMS = _compilable()
+
+def test_every_compilable_program_is_covered():
+  assert len(PROGRAMS) >= 40
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: pathlib.Path(p).stem)
+def test_image_round_trip(path):
+  """check(lift(compile(p))) reports the same codes at the same statements as check(p); compile(lift(compile(p)))
+  gives the same dwords and patches."""
+  image_round_trip(hcqdsl.parse_file(path))
+
+def test_image_round_trip_generated():
+  seen = []
+  @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @given(check_gen.programs())
+  def one(text):
+    image_round_trip(parse(text, "gen.hcq")); seen.append(1)
+  one()
+  assert len(seen) >= 60
+
+def test_image_round_trip_generated_any_layout():
+  """tests/strategies.py: up to 3 devices and archs, inits, expects, comments, declarations in any order (the host
+  block between queues). Programs with static errors or missing code objects do not compile; the rest are all compared."""
+  import strategies
+  seen = {"compared": 0, "invalid": 0}
+  @settings(max_examples=100, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @given(strategies.programs())
+  def one(p):
+    p, diags = parse_with_diagnostics(format_program(p), "g.hcq")
+    if p is None or any(d.severity == "error" for d in diags): seen["invalid"] += 1; return
+    try: compile_program(p)
+    except hcqdsl.HcqError: seen["invalid"] += 1; return  # `amd "k.co"` kernels whose file does not exist
+    image_round_trip(p); seen["compared"] += 1
+  one()
+  assert seen["compared"] >= 30, seen
+
+def test_image_lift_keeps_kernels_inits_and_expects():
+  lifted = image_round_trip(hcqdsl.parse_file(ROOT / "programs" / "run_pipeline.hcq"))
+  r = hcqdsl.run(lifted, launches=2)
+  assert r.ok, r.summary()
+  text = format_program(lift_image(compile_program(parse(
+    "device g = AMD:0 gfx942\nbuffer a on g size 16 = u32 [1, 2]\nsignal s on host = 7\nvar v\n"
+    "kernel k(in x) = builtin fill<f32>(2.5)\nqueue q compute on g {\n  exec k(a[4:8]) grid (2, 1, 1)\n  signal s = v + 3\n}\n"
+    "expect a[0:8] == u32 [1, 2]\n", "t.hcq"))))
+  assert text == ("# lifted from t.hcq (gfx1100) by hcqdsl lift\ndevice g = AMD:0 gfx942\n\nbuffer a on g size 16 = u32 [1, 2]\n\n"
+                  "signal s on host = 7\n\nvar v\n\nkernel k(in x) = builtin fill<f32>(2.5)\n\nqueue q compute on g {\n"
+                  "  exec k(a[4:8]) grid (2, 1, 1)\n  signal s = v + 3\n}\n\nexpect a[0:8] == u32 [1, 2]\n")
+
+# ---- raw dumps
+
+RANGED_EXEC = {"copy_pipeline", "ranges_disjoint"}  # kernels given byte ranges: a pointer does not say where they end
+
+@pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: pathlib.Path(p).stem)
+def test_manifest_round_trip(path):
+  """Dwords only (the form capture records: two launches of submissions and host steps, kernarg blocks, buffers,
+  parameter modes): the lifted program gets the same codes at the same statements — a kernel given a byte range is
+  widened to the buffer's end, so there check may only find more."""
+  prog = hcqdsl.parse_file(path)
+  img = compile_program(prog)
+  text = format_program(lift_manifest(load_manifest(manifest_from_image(img, 2))))
+  lifted = parse(text, "raw.hcq")
+  # the lifted statements carry their dword offsets: map them to the original statements through the source map
+  back = {}
+  for q, lq in zip(img.queues, lifted.queues):
+    at = {s[0]: i for i, s in enumerate(q.stmts) if s[1]}
+    for i, s in enumerate(lq.body): back[("stmt", q.name, i)] = ("stmt", q.name, at[int(s.comment.split("@")[1])])
+  host_stmts = [i for i, s in enumerate(prog.host.body)] if prog.host else []
+  def norm(cs):
+    return sorted((back.get(k, k), c) for k, c, _ in cs if k is None or k[0] in ("stmt",))
+  want, got = norm(codes(prog)), norm(codes(lifted))
+  if pathlib.Path(path).stem in RANGED_EXEC: assert set(want) <= set(got)
+  else: assert want == got
+  assert [d.code for d in hcqdsl.check(prog, 2) if d.span and d.span.line in {s.span.line for s in (prog.host.body if prog.host else ())}] == \
+         [d.code for d in hcqdsl.check(lifted, 2) if d.span and d.span.line in {s.span.line for s in (lifted.host.body if lifted.host else ())}]
+
+# ---- hang triage
+
+HANG = """device gpu0 = AMD:0 gfx1100
+signal a on gpu0
+signal b on gpu0
+queue q0 compute on gpu0 {
+  wait a >= 1
+  signal b = 26
+  wait a >= 27
+  signal b = 27
+}
+queue q1 copy on gpu0 {
+  wait b >= 27
+  signal a = 27
+}
+"""
+
+def hang_manifest(q0_read=None, q1=True, a=26, b=26, **extra):
+  img = compile_program(parse(HANG, "h.hcq"))
+  q0, q1i = img.queues
+  qs = [{"name": "q0", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": q0.dwords,
+         "read_ptr": q0.stmts[2][0] if q0_read is None else q0_read}]
+  if q1: qs.append({"name": "q1", "device": "gpu0", "target": "gfx1100", "engine": "copy",
+                    "dwords": " ".join(f"{x:08x}" for x in q1i.dwords), "read_ptr": 0, "write_ptr": len(q1i.dwords)})
+  return {"format": "hcqdsl-manifest", "version": 1, "queues": qs, **extra,
+          "signals": [{"addr": hex(img.signals["a"]), "value": a}, {"addr": img.signals["b"], "value": b}]}
+
+TRIAGE = """\
+# hcq: launches=1
+# lifted from <manifest> by hcqdsl lift (the work left at the dump: signals start at their snapshot values)
+device gpu0 = AMD:0 gfx1100
+
+signal s_100000000000 on host = 26
+signal s_100000000010 on host = 26
+
+queue q0 compute on gpu0 {
+  # ran @0: wait s_100000000000 >= 1
+  # ran @7: signal s_100000000010 = 26
+  # stopped here (read_ptr 15, write_ptr 30)
+  # stuck: waits for s_100000000000 >= 27, which holds 26; released only by q1 `signal s_100000000000 = 27` @6
+  wait s_100000000000 >= 27  # @15
+  signal s_100000000010 = 27  # @22
+}
+
+queue q1 copy on gpu0 {
+  # stopped here (read_ptr 0, write_ptr 10)
+  # stuck: waits for s_100000000010 >= 27, which holds 26; released only by q0 `signal s_100000000010 = 27` @22
+  wait s_100000000010 >= 27  # @0
+  signal s_100000000000 = 27  # @6
+}
+"""
+
+def test_triage_marks_where_queues_stopped():
+  assert format_program(lift_manifest(load_manifest(hang_manifest()))) == TRIAGE
+  # the CP's read pointer runs ahead of the wait it executes: a wait just before it that the snapshot does not
+  # satisfy is still the one it is stuck at
+  assert format_program(lift_manifest(load_manifest(hang_manifest(q0_read=22)))) == TRIAGE.replace("read_ptr 15", "read_ptr 22")
+
+def test_triage_check_and_run_name_the_stuck_wait():
+  text = format_program(lift_manifest(load_manifest(hang_manifest())))
+  out = render_text(hcqdsl.check_text(text, "t.hcq", 1), {})
+  assert out.splitlines()[0] == ("t.hcq:13:3: error[deadlock]: q0 waits forever for s_100000000000 >= 27 (launch 1); "
+                                 "s_100000000000 is stuck at 26; q1 would write s_100000000000 at line 21 (launch 1) but is itself blocked")
+  assert "note: cycle of waits: q0 -> q1 -> q0" in out and "q1 waits for s_100000000010 >= 27 (launch 1)" in out
+  r = hcqdsl.run(text)
+  assert r.hang is not None and [(b.queue, b.signal, b.needed, b.now) for b in r.hang.blocked] == \
+    [("q0", "s_100000000000", 27, 26), ("q1", "s_100000000010", 27, 26)]
+
+def test_triage_nothing_can_release():
+  text = format_program(lift_manifest(load_manifest(hang_manifest(q1=False))))
+  assert "# stuck: waits for s_100000000000 >= 27, which holds 26; no pending write brings it there: nothing can release it" in text
+  [d] = [d for d in hcqdsl.check_text(text, "t.hcq", 1) if d.severity == "error"]
+  assert d.message == "q0 waits forever for s_100000000000 >= 27 (launch 1); s_100000000000 is stuck at 26, and nothing writes s_100000000000"
+
+def test_triage_released_by_snapshot_is_no_hang():
+  text = format_program(lift_manifest(load_manifest(hang_manifest(a=27))))
+  assert "# stuck" not in text.split("queue q1")[0]
+  assert [d.code for d in hcqdsl.check_text(text, "t.hcq", 1)] == ["redundant-wait"]  # a >= 27 holds already
+
+def test_ring_wrap():
+  """Pending dwords that run past the ring's end continue at its start (packets may straddle the end)."""
+  img = compile_program(parse(HANG, "h.hcq"))
+  dw = img.queues[0].dwords  # 30 dwords
+  ring = [0] * 32
+  start = 20  # the ring index where the stream begins; the second and third packets straddle the end
+  for i, x in enumerate(dw): ring[(start + i) % 32] = x
+  m = {"format": "hcqdsl-manifest", "version": 1,
+       "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": ring, "start": 52, "read_ptr": 52, "write_ptr": 82}]}
+  body = [hcqdsl.syntax.format_stmt(s) for s in lift_manifest(load_manifest(m)).queues[0].body]
+  assert body == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26", "wait s_100000000000 >= 27", "signal s_100000000010 = 27"]
+  # ring indices instead of counters: the write pointer is below the read pointer after wrapping
+  m["queues"][0].update(start=20, read_ptr=20, write_ptr=18)
+  assert [hcqdsl.syntax.format_stmt(s) for s in lift_manifest(load_manifest(m)).queues[0].body] == body
+
+# ---- bad input: an error naming the field, or a packet kept as a comment with its offset
+
+def test_truncated_and_unknown_packets_are_comments():
+  img = compile_program(parse(HANG, "h.hcq"))
+  dw = list(img.queues[0].dwords)
+  m = {"format": "hcqdsl-manifest", "version": 1,
+       "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": dw[:7] + [0xC0001700, 5] + dw[7:18]}]}  # 0x17: an opcode no header names
+  q = lift_manifest(load_manifest(m)).queues[0]
+  assert [hcqdsl.syntax.format_stmt(s) for s in q.body] == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26"]
+  assert q.body[1].comments == ("# @7: UNKNOWN_0x17: cannot lift (unknown PM4 opcode 0x17): c0001700 00000005",)
+  assert q.end_comments == ("# @17: RAW: cannot lift (truncated: WAIT_REG_MEM needs 6 body dwords, 2 left): c0053c00 00000015 00000000",)
+  # the program is still checkable (nothing writes `a`: the one wait deadlocks)
+  assert [d.code for d in hcqdsl.check(parse(format_program(lift_manifest(load_manifest(m))), "x.hcq"), 1)] == ["deadlock", "unused-signal"]
+
+def test_sdma_unknown_op_is_a_comment():
+  m = {"format": "hcqdsl-manifest", "version": 1,
+       "queues": [{"device": "g", "target": "gfx942", "engine": "sdma", "dwords": "000000ee 00000000"}]}
+  q = lift_manifest(load_manifest(m)).queues[0]
+  assert q.body == () and q.end_comments == ("# @0: UNKNOWN_238_0: cannot lift (unknown SDMA op 238 sub-op 0): 000000ee",)
+
+BAD = [
+  ({}, "m.json: format: missing"),
+  ({"format": "x"}, 'm.json: format: expected "hcqdsl-manifest", got "x"'),
+  ({"format": "hcqdsl-manifest", "version": 2}, "m.json: version: this hcqdsl reads manifest version 1, got 2"),
+  ({"format": "hcqdsl-manifest", "version": "one"}, "m.json: version: expected an integer (or a \"0x...\" string), got 'one'"),
+  ({"format": "hcqdsl-manifest", "version": 1}, "m.json: queues: missing"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": {}}, "m.json: queues: expected a list, got dict"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [3]}, "m.json: queues[0]: expected an object, got int"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx9", "engine": "compute", "dwords": []}]},
+   "m.json: queues[0].target: unknown target `gfx9` (one of gfx942, gfx1100, gfx1201)"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": 3, "dwords": []}]},
+   "m.json: queues[0].engine: expected a non-empty string, got 3"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "dma", "dwords": []}]},
+   "m.json: queues[0].engine: expected compute (pm4) or copy (sdma), got `dma`"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy"}]},
+   "m.json: queues[0].dwords: missing (give `dwords`: hex text or a list of integers, or `file`)"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [1, -2]}]},
+   "m.json: queues[0].dwords[1]: expected a 32-bit unsigned integer, got -2"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": "zz"}]},
+   "m.json: queues[0].dwords: expected hex dwords: not hex dwords: invalid literal for int() with base 16: 'zz'"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0], "read_ptr": 5}]},
+   "m.json: queues[0].read_ptr: 5 is past the 1 dwords given (give write_ptr for a ring)"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0, 0], "start": 0, "write_ptr": 9}]},
+   "m.json: queues[0].write_ptr: 9 dwords between start/read_ptr and write_ptr, but the ring holds 2"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g-1", "target": "gfx942", "engine": "copy", "dwords": []}]},
+   "m.json: queues[0].device: `g-1` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "signals": [{"addr": "0x10", "value": 2**32}]}, "m.json: signals[0].value: 4294967296 is not a 32-bit signal value"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "signals": [{"addr": 16}]}, "m.json: signals[0].value: missing"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "host": [{"op": "submit", "queue": "q", "start": 0, "length": 1}]}, "m.json: host[0].queue: unknown queue `q`"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"name": "q", "device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "host": [{"op": "submit", "queue": "q", "start": 0, "length": 1}]}, "m.json: host[0].length: dwords 0..1 are past the 0 dwords of `q`"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "host": [{"op": "jump"}]}, "m.json: host[0].op: expected submit, signal or wait, got `jump`"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "kernels": [{"prog_addr": 1, "params": ["rw"]}]}, "m.json: kernels[0].params[0]: expected in, out or inout, got \"rw\""),
+]
+
+@pytest.mark.parametrize("m,msg", BAD, ids=range(len(BAD)))
+def test_bad_manifest(m, msg):
+  with pytest.raises(ManifestError) as e: load_manifest(m, "m.json")
+  assert str(e.value) == msg
+
+def _cli(*args):
+  return subprocess.run([sys.executable, "-m", "hcqdsl", *map(str, args)], capture_output=True, text=True)
+
+def test_cli_errors(tmp_path):
+  bad = tmp_path / "bad.json"
+  bad.write_text('{"format": "hcqdsl-manifest",\n "version": 1,,}')
+  r = _cli("lift", bad)
+  assert (r.returncode, r.stdout, r.stderr) == (1, "", f"hcqdsl: error: {bad}:2:15: invalid JSON: Expecting property name enclosed in double quotes\n")
+  bad.write_text(json.dumps(BAD[10][0]))
+  r = _cli("lift", bad)
+  assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {bad}: {BAD[10][1][len('m.json: '):]}\n")
+  r = _cli("lift", tmp_path / "none.json")
+  assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'none.json'}: No such file or directory\n")
+  img = compile_program(parse(HANG, "h.hcq")).to_bytes()
+  (tmp_path / "t.hcqimg").write_bytes(img[:40])
+  r = _cli("lift", tmp_path / "t.hcqimg")
+  assert r.returncode == 1 and r.stderr.startswith(f"hcqdsl: error: {tmp_path / 't.hcqimg'}: ") and "Traceback" not in r.stderr
+
+def test_cli_lift_then_check(tmp_path):
+  (tmp_path / "m.json").write_text(json.dumps(hang_manifest()))
+  dump = tmp_path / "q1.bin"  # a dword file next to the manifest, little-endian binary
+  img = compile_program(parse(HANG, "h.hcq"))
+  dump.write_bytes(b"".join(x.to_bytes(4, "little") for x in img.queues[1].dwords))
+  m = hang_manifest(); m["queues"][1].pop("dwords"); m["queues"][1]["file"] = "q1.bin"
+  (tmp_path / "m.json").write_text(json.dumps(m))
+  r = _cli("lift", tmp_path / "m.json", "-o", tmp_path / "m.hcq")
+  assert (r.returncode, r.stderr) == (0, f"wrote {tmp_path / 'm.hcq'}: 2 queues\n")
+  assert (tmp_path / "m.hcq").read_text() == TRIAGE.replace("<manifest>", str(tmp_path / "m.json"))
+  r = _cli("check", tmp_path / "m.hcq")  # launches=1 from the header
+  assert r.returncode == 1 and r.stdout.endswith("failed: 1 error, 0 warnings over 1 launch, 2 queues\n")
+  r = _cli("compile", ROOT / "programs" / "spec_example.hcq", "-o", tmp_path / "s.hcqimg")
+  r = _cli("lift", tmp_path / "s.hcqimg")
+  assert r.returncode == 0 and r.stdout.startswith("# lifted from ") and "queue x1 copy on gpu1 {\n  epoch\n" in r.stdout
+
+def test_names_from_the_manifest_stay_valid():
+  """Given names that are keywords or taken fall back to address names; one kernel on two devices is one `kernel`."""
+  src = ("device g0 = AMD:0\ndevice g1 = AMD:1\nbuffer a on g0 size 64\nbuffer b on g1 size 64\nkernel k(out x)\n"
+         "queue q0 compute on g0 {\n  exec k(a)\n}\nqueue q1 compute on g1 {\n  exec k(b)\n}\n")
+  img = compile_program(parse(src, "n.hcq"))
+  m = manifest_from_image(img, 1)
+  for k in m["kernels"]: k["name"] = "E_4"
+  m["buffers"][0]["name"], m["buffers"][1]["name"] = "copy", "q0"
+  text = format_program(lift_manifest(load_manifest(m)))
+  prog = parse(text, "n2.hcq")
+  assert [k.name for k in prog.kernels] == ["E_4"]
+  assert [b.name for b in prog.buffers] == [f"b_{img.buffers['a'][0]:x}", f"b_{img.buffers['b'][0]:x}"]
+  assert [hcqdsl.syntax.format_stmt(q.body[0]) for q in prog.queues] == [f"exec E_4(b_{img.buffers[n][0]:x})" for n in "ab"]
+  assert hcqdsl.check(prog, 1) == []
+
+def test_corrupt_image_metadata_is_an_error(tmp_path):
+  img = compile_program(parse(HANG, "h.hcq"))
+  img.queues[0].arch = "gfx9"
+  img.save(tmp_path / "bad.hcqimg")
+  with pytest.raises(ManifestError, match=r"bad.hcqimg: unknown AMD target 'gfx9'"): lift_file(tmp_path / "bad.hcqimg")
+  img = compile_program(parse(HANG, "h.hcq"))
+  img.host = [{"op": "submit"}]
+  img.save(tmp_path / "bad2.hcqimg")
+  with pytest.raises(ManifestError, match=r"bad2.hcqimg: corrupt image metadata: KeyError\('queues'\)"): lift_file(tmp_path / "bad2.hcqimg")
+
+def test_triage_of_an_emulator_hang():
+  """The emulator plays the GPU that hung: its rings (launch 1's dwords), where each blocked queue stopped and the
+  signal values at the hang make the dump; the lift of it has the stuck waits where the emulator stopped, and check
+  names them with the values the emulator saw."""
+  src = ("device gpu0 = AMD:0 gfx942\nsignal a on gpu0\nsignal b on gpu0\nsignal c on gpu0\n"
+         "queue q0 compute on gpu0 {\n  signal c = 5\n  wait b >= 1\n  signal a = 1\n}\n"
+         "queue q1 copy on gpu0 {\n  wait c >= 5\n  signal c = 6\n  wait a >= 1\n  signal b = 1\n}\n")
+  prog = parse(src, "e.hcq")
+  img = compile_program(prog)
+  r = hcqdsl.run(prog)
+  assert r.hang is not None
+  stopped = {b.queue: b.ring_offset // 4 for b in r.hang.blocked}
+  m = {"format": "hcqdsl-manifest", "version": 1,
+       "queues": [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine, "dwords": img.patched(q, img.env(1)),
+                   "read_ptr": stopped.get(q.name, len(q.dwords))} for q in img.queues],
+       "signals": [{"addr": img.signals[n], "value": v} for n, v in r.signals.items()]}
+  text = format_program(lift_manifest(load_manifest(m)))
+  sa, sb = f"s_{img.signals['a']:x}", f"s_{img.signals['b']:x}"
+  assert f"# stuck: waits for {sb} >= 1, which holds 0; released only by q1 `signal {sb} = 1` @16" in text
+  assert f"# stuck: waits for {sa} >= 1, which holds 0; released only by q0 `signal {sa} = 1` @15" in text
+  assert "# ran @0: signal s_" in text and "# ran @6: signal s_" in text  # both queues got past their first writes
+  [d] = hcqdsl.check_text(text, "e2.hcq", 1)  # one report per cycle, its hops as related locations
+  assert (d.code, d.extra["queue"], d.extra["signal"], d.extra["needed"], d.extra["value"]) == ("deadlock", "q0", sb, 1, 0)
+  assert [r.message for r in d.related] == [f"q0 waits for {sb} >= 1 (launch 1), which q1 writes only at line 24",
+                                            f"q1 waits for {sa} >= 1 (launch 1), which q0 writes only at line 15"]
