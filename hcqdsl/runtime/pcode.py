@@ -172,6 +172,7 @@ class Translated:
   per lane (`VCC.u64[laneId] = ...`: a wave mask), `source` is the generated Python."""
   def __init__(self, fn, writes: set, lane_bits: set, reads: set, source: str):
     self.fn, self.writes, self.lane_bits, self.reads, self.source = fn, writes, lane_bits, reads, source
+    self.args = fn.__code__.co_varnames[:fn.__code__.co_argcount]
 
 def _strip(pc: str) -> str:
   return "\n".join(l.split("//")[0] for l in pc.split("\n"))

@@ -30,6 +30,7 @@ NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_
         "S_SLEEP", "S_TTRACEDATA", "S_DCACHE_INV", "S_SENDMSGHALT", "S_CODE_END"}
 MAX_INSTRUCTIONS = 200_000_000   # per dispatch: a kernel that never ends is a fault, not a hang of the emulator
 LANE_IDS = np.arange(LANES, dtype=U64)
+_DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
 
 class Stats:
   """Instructions executed and waves run, over the process (benchmarks read and reset it)."""
@@ -118,6 +119,16 @@ def _vsrc(w: Wave, reg, bits: int, ins, launch) -> np.ndarray:
 
 def _name(ins) -> str: return ins.op.name if hasattr(ins, "op") else "VOPD"
 
+class Snap:
+  """An instruction's fields read once (tinygrad's field descriptors are too slow to read per execution)."""
+  def __init__(self, ins):
+    for n, _ in ins._fields: setattr(self, n, getattr(ins, n))
+    self.fields = {n for n, _ in ins._fields}
+    self.cls = type(ins).__name__
+    self.bits = ins.canonical_op_bits if hasattr(ins, "op") else {}
+    self.literal = getattr(ins, "literal", None)
+    self.ins = ins
+
 def _mods(x: np.ndarray, i: int, ins, bits: int, is_float: bool) -> np.ndarray:
   """VOP3 abs/neg input modifiers (float operands: the sign bit)."""
   neg, ab = getattr(ins, "neg", 0) or 0, getattr(ins, "abs", 0) or 0
@@ -143,13 +154,15 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
   """Run translated pseudocode `t` with sources `srcs` (raw bits) and write back what it assigned."""
   exec_mask = int(w.s[EXEC])
   n = LANES if vector else 1
-  vcc = int(w.s[VCC]) | (int(w.s[VCC + 1]) << 32)
-  env = {"laneId": LANE_IDS if vector else np.zeros(1, U64), "IEEE": np.bool_(launch.ieee),
-         "SCC": np.full(n, w.scc, U64), "VCC": np.full(n, vcc, U64),
-         "EXEC": np.full(n, exec_mask, U64), "PC": np.full(n, w.pc, U64), "M0": np.full(n, int(w.s[M0]), U64)}
-  if "VCC_IN" in srcs: env["VCC"] = srcs.pop("VCC_IN")
-  env.update(srcs)
-  args = {k: env.get(k, np.zeros(n, U64)) for k in t.fn.__code__.co_varnames[:t.fn.__code__.co_argcount]}
+  if "VCC_IN" in srcs: srcs["VCC"] = srcs.pop("VCC_IN")
+  args = {}
+  for k in t.args:
+    v = srcs.get(k)
+    if v is None:
+      if k == "laneId": v = LANE_IDS if vector else ZERO1
+      elif k == "IEEE": v = launch.ieee
+      else: v = np.full(n, _special(w, k), U64)
+    args[k] = v
   out = t.fn(**args)
   for reg, val in out.items():
     val = np.broadcast_to(np.asarray(val, U64), (n,))
@@ -166,6 +179,15 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
       new = _mask_bits(val, exec_mask, exec_mask) if vector and "EXEC" in t.lane_bits else int(val[0])
       w.s[EXEC] = U64(new & M32)
     elif reg == "PC": w.pc = int(val[0])
+
+ZERO1 = np.zeros(1, U64)
+def _special(w, k: str) -> int:
+  if k == "SCC": return w.scc
+  if k == "VCC": return int(w.s[VCC]) | (int(w.s[VCC + 1]) << 32)
+  if k == "EXEC": return int(w.s[EXEC])
+  if k == "PC": return w.pc
+  if k == "M0": return int(w.s[M0])
+  return 0   # a destination the instruction only writes
 
 def _read_mask(w, o) -> int: return 0 if o == NULL else int(w.s[o])
 def _write_mask(w, o, v: int):
@@ -192,13 +214,13 @@ def _pcode_of(launch, op):
 
 def _scalar(w, ins, launch):
   t = _pcode_of(launch, ins.op)
-  bits = ins.canonical_op_bits
+  bits = ins.bits
   srcs = {}
   for f, key in (("ssrc0", "s0"), ("ssrc1", "s1")):
-    if hasattr(ins, f) and f in dict(ins._fields): srcs["S" + key[1]] = np.array([_sreg(w, getattr(ins, f).offset, bits[key], ins, launch)], U64)
-  if "simm16" in dict(ins._fields): srcs["SIMM16"] = np.array([ins.simm16], U64)
-  if "literal" in dict(ins._fields): srcs["SIMM32"] = np.array([ins.literal], U64)
-  sd = ins.sdst.offset if "sdst" in dict(ins._fields) else NULL
+    if hasattr(ins, f) and f in ins.fields: srcs["S" + key[1]] = np.array([_sreg(w, getattr(ins, f).offset, bits[key], ins, launch)], U64)
+  if "simm16" in ins.fields: srcs["SIMM16"] = np.array([ins.simm16], U64)
+  if ins.literal is not None: srcs["SIMM32"] = np.array([ins.literal], U64)
+  sd = ins.sdst.offset if "sdst" in ins.fields else NULL
   if "D0" in t.reads and sd != NULL: srcs["D0"] = np.array([_sreg(w, sd, bits["d"], ins, launch)], U64)
   _run_pcode(w, ins, launch, t, srcs, False, "s", sd, bits["d"])
 
@@ -207,8 +229,8 @@ def _is_float(name: str) -> bool: return "_F32" in name or "_F64" in name or "_F
 def _vector(w, ins, launch):
   name = ins.op.name
   t = _pcode_of(launch, ins.op)
-  bits = ins.canonical_op_bits
-  fields = dict(ins._fields)
+  bits = ins.bits
+  fields = ins.fields
   is_f = _is_float(name)
   launch.cur_f32 = "F32" in name
   srcs = {}
@@ -220,7 +242,7 @@ def _vector(w, ins, launch):
   if "literal" in fields: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
   omod, clmp = getattr(ins, "omod", 0) or 0, getattr(ins, "clmp", 0) or 0
   if omod or clmp: raise DeviceFault("output modifiers (omod/clamp) are not supported")
-  cls = type(ins).__name__
+  cls = ins.cls
   sdst = None
   if cls.startswith("VOP3SD"):
     sdst = ins.sdst.offset
@@ -253,8 +275,8 @@ def _vopd(w, ins, launch):
     if launch.flush32 and launch.cur_f32: srcs = {k: _flush(v) for k, v in srcs.items()}
     if "D0" in t.reads: srcs["D0"] = _vsrc(w, d, 32, ins, launch)
     if getattr(ins, "literal", None) is not None: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
-    env = {"laneId": LANE_IDS, "IEEE": np.bool_(launch.ieee), "VCC": np.full(LANES, int(w.s[VCC]), U64), **srcs}
-    args = {k: env.get(k, np.zeros(LANES, U64)) for k in t.fn.__code__.co_varnames[:t.fn.__code__.co_argcount]}
+    env = {"laneId": LANE_IDS, "IEEE": launch.ieee, **srcs}
+    args = {k: env[k] if k in env else np.full(LANES, _special(w, k), U64) for k in t.args}
     writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
   for d, val, f32 in writes:   # both halves read their sources before either writes
     launch.cur_f32 = f32
@@ -334,7 +356,7 @@ def _global(w, ins, launch):
   if off & (1 << 12): off -= 1 << 13
   sa = ins.saddr.offset
   a = ins.addr.offset - 256
-  if sa in (NULL, 125) or type(ins).__name__ == "FLAT":
+  if sa in (NULL, 125) or ins.cls == "FLAT":
     addrs = w.v[a] | (w.v[a + 1] << U64(32))
   else:
     addrs = (int(w.s[sa]) | (int(w.s[sa + 1]) << 32)) + w.v[a]
@@ -416,13 +438,17 @@ class AmdKernel:
     if got is None:
       r = mem.find(pc, 4)
       data = bytes(r.u8[pc - r.base:min(pc - r.base + 16, r.size)])
+      got = _DECODED.get(data)
+      if got is not None:
+        self.decoded[pc] = got
+        return got
       try: ins = decode(data.ljust(16, b"\0"))
       except Exception as e: raise DeviceFault(f"undecodable instruction {int.from_bytes(data[:4], 'little'):#010x} ({e})")
       try: text = disasm(ins)
       except Exception: text = repr(ins)
       try: h = _handler(ins)
       except DeviceFault as e: h = lambda w, i, l, msg=str(e): (_ for _ in ()).throw(DeviceFault(msg))
-      got = self.decoded[pc] = (ins, h, ins.size(), text)
+      got = self.decoded[pc] = _DECODED[data] = (Snap(ins), h, ins.size(), text)
     return got
 
   def machine(self, engine, a):
@@ -445,7 +471,7 @@ class AmdKernel:
     f1, f2 = gc.regCOMPUTE_PGM_RSRC1.decode(rsrc1), gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
     nuser = f2["user_sgpr"]
     user = [regs.get(engine.R_UD + i, 0) for i in range(nuser)]
-    launch = Launch(self, mem, entry, bool(f1["ieee_mode"]), ((f1["float_mode"] >> 4) & 3) == 0, f2["lds_size"] * 512)
+    launch = Launch(self, mem, entry, np.bool_(f1["ieee_mode"]), ((f1["float_mode"] >> 4) & 3) == 0, f2["lds_size"] * 512)
     launch.cur_f32 = False
     nwaves = -(-nthreads // LANES)
     tid = np.arange(nwaves * LANES)
