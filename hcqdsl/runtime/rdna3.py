@@ -81,10 +81,12 @@ class Wave:
 
 class Launch:
   """One dispatch: the kernel, the machine and the per-workgroup state instructions touch."""
-  def __init__(self, kernel: "AmdKernel", mem, entry: int, ieee: bool, flush32: bool, lds_size: int):
-    self.k, self.mem, self.entry, self.ieee, self.flush32, self.lds_size = kernel, mem, entry, ieee, flush32, lds_size
-    self.lds: Optional[np.ndarray] = None
-    self.where = ""
+  def __init__(self, kernel: "AmdKernel", mem, entry: int, ieee: bool = True, float_mode: int = 0xF0, lds_size: int = 0):
+    self.k, self.mem, self.entry, self.ieee, self.lds_size = kernel, mem, entry, np.bool_(ieee), lds_size
+    den = (float_mode >> 4) & 3   # FP32 denormals: 0 flush in and out, 1 keep inputs, 2 keep outputs, 3 keep both
+    self.flush_in, self.flush_out = den in (0, 2), den in (0, 1)
+    self.lds = np.zeros(lds_size, np.uint8)
+    self.cur_f32 = False
 
 # operand access
 
@@ -127,7 +129,14 @@ class Snap:
     self.cls = type(ins).__name__
     self.bits = ins.canonical_op_bits if hasattr(ins, "op") else {}
     self.literal = getattr(ins, "literal", None)
+    self.ftype = _ftypes(ins.op) if hasattr(ins, "op") else {}
     self.ins = ins
+
+@functools.lru_cache(maxsize=None)
+def _ftypes(op) -> dict:
+  """canonical operand (s0 s1 s2 d) -> its number format ('F32', 'I32', 'B32', ...) from the ISA's operand table."""
+  from tinygrad.renderer.amd.dsl import OPERANDS, _canonical_name
+  return {cn: fmt.name.replace("FMT_NUM_", "") for n, (fmt, *_) in OPERANDS.get(op, {}).items() if (cn := _canonical_name(n))}
 
 def _mods(x: np.ndarray, i: int, ins, bits: int, is_float: bool) -> np.ndarray:
   """VOP3 abs/neg input modifiers (float operands: the sign bit)."""
@@ -200,7 +209,7 @@ def _write_s(w, o: int, v: int, bits: int):
 
 def _write_v(w, reg, val: np.ndarray, bits: int, exec_mask: int, launch):
   r = reg.offset - 256
-  if launch.flush32 and bits == 32 and launch.cur_f32: val = _flush(val)
+  if launch.flush_out and bits == 32 and launch.cur_f32: val = _flush(val)
   act = ((np.uint64(exec_mask) >> LANE_IDS) & U64(1)).astype(bool)
   if bits > 32:
     np.copyto(w.v[r], val & U64(M32), where=act); np.copyto(w.v[r + 1], val >> U64(32), where=act)
@@ -224,20 +233,18 @@ def _scalar(w, ins, launch):
   if "D0" in t.reads and sd != NULL: srcs["D0"] = np.array([_sreg(w, sd, bits["d"], ins, launch)], U64)
   _run_pcode(w, ins, launch, t, srcs, False, "s", sd, bits["d"])
 
-def _is_float(name: str) -> bool: return "_F32" in name or "_F64" in name or "_F16" in name
-
 def _vector(w, ins, launch):
   name = ins.op.name
   t = _pcode_of(launch, ins.op)
   bits = ins.bits
   fields = ins.fields
-  is_f = _is_float(name)
-  launch.cur_f32 = "F32" in name
+  ft = ins.ftype
+  launch.cur_f32 = ft.get("d") == "F32"
   srcs = {}
   for i, (f, key) in enumerate((("src0", "s0"), ("vsrc1" if "vsrc1" in fields else "src1", "s1"), ("src2", "s2"))):
     if f not in fields or f"S{i}" not in t.reads and not (i == 2 and ("CNDMASK" in name or "_CI_" in name)): continue
-    x = _mods(_vsrc(w, getattr(ins, f), bits[key], ins, launch), i, ins, bits[key], is_f)
-    if launch.flush32 and launch.cur_f32 and bits[key] == 32: x = _flush(x)
+    x = _mods(_vsrc(w, getattr(ins, f), bits[key], ins, launch), i, ins, bits[key], ft.get(key, "").startswith("F"))
+    if launch.flush_in and ft.get(key) == "F32": x = _flush(x)
     srcs[f"S{i}"] = x
   if "literal" in fields: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
   omod, clmp = getattr(ins, "omod", 0) or 0, getattr(ins, "clmp", 0) or 0
@@ -270,9 +277,10 @@ def _vopd(w, ins, launch):
   for op, s0, s1, d in ((ins.opx, ins.srcx0, ins.vsrcx1, ins.vdstx), (ins.opy, ins.srcy0, ins.vsrcy1, ins.vdsty)):
     vop = _dual_op(op.name)
     t = _pcode_of(launch, vop)
-    launch.cur_f32 = "F32" in vop.name
+    ft = _ftypes(vop)
+    launch.cur_f32 = ft.get("d") == "F32"
     srcs = {"S0": _vsrc(w, s0, 32, ins, launch), "S1": _vsrc(w, s1, 32, ins, launch)}
-    if launch.flush32 and launch.cur_f32: srcs = {k: _flush(v) for k, v in srcs.items()}
+    if launch.flush_in: srcs = {k: _flush(v) if ft.get(k.lower()) == "F32" else v for k, v in srcs.items()}
     if "D0" in t.reads: srcs["D0"] = _vsrc(w, d, 32, ins, launch)
     if getattr(ins, "literal", None) is not None: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
     env = {"laneId": LANE_IDS, "IEEE": launch.ieee, **srcs}
@@ -471,8 +479,7 @@ class AmdKernel:
     f1, f2 = gc.regCOMPUTE_PGM_RSRC1.decode(rsrc1), gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
     nuser = f2["user_sgpr"]
     user = [regs.get(engine.R_UD + i, 0) for i in range(nuser)]
-    launch = Launch(self, mem, entry, np.bool_(f1["ieee_mode"]), ((f1["float_mode"] >> 4) & 3) == 0, f2["lds_size"] * 512)
-    launch.cur_f32 = False
+    launch = Launch(self, mem, entry, bool(f1["ieee_mode"]), f1["float_mode"], f2["lds_size"] * 512)
     nwaves = -(-nthreads // LANES)
     tid = np.arange(nwaves * LANES)
     tx, ty, tz = tid % block[0], tid // block[0] % block[1], tid // (block[0] * block[1])
