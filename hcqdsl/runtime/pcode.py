@@ -553,4 +553,6 @@ class _Translator:
     return Translated(ns["op"], set(self.writes), set(self.lane_bits), set(self.reads), src)
 
 def translate(pcode: str) -> Translated:
-  return _Translator().translate(pcode)
+  try: return _Translator().translate(pcode)
+  except Unsupported: raise
+  except Exception as e: raise Unsupported(f"untranslatable pseudocode ({type(e).__name__}: {e})") from None

@@ -19,7 +19,7 @@ import numpy as np
 from .device import DeviceFault
 from .pcode import translate, Unsupported, U64
 
-__all__ = ["AmdKernel", "Stats", "disasm", "decode", "STATS"]
+__all__ = ["AmdKernel", "Stats", "disasm", "decode", "coverage", "STATS"]
 
 LANES = 32
 M32 = 0xFFFFFFFF
@@ -45,8 +45,9 @@ def disasm(ins) -> str:
   if hasattr(ins, "opx"): name = f"{ins.opx.name.lower()} :: {ins.opy.name.lower()}"
   else: name = ins.op.name.lower()
   parts = []
+  skip = {"data", "data0", "data1"} if "_LOAD" in name.upper() else {"vdst"} if "_STORE" in name.upper() else set()
   for n, f in ins._fields:
-    if n in ("op", "opx", "opy", "encoding") or isinstance(f, FixedBitField): continue
+    if n in ("op", "opx", "opy", "encoding") or n in skip or isinstance(f, FixedBitField): continue
     v = getattr(ins, n)
     if n in ("literal",): parts.append(f"lit={v:#x}")
     elif hasattr(v, "fmt"): parts.append(v.fmt())
@@ -249,6 +250,7 @@ def _vector(w, ins, launch):
   if "literal" in fields: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
   omod, clmp = getattr(ins, "omod", 0) or 0, getattr(ins, "clmp", 0) or 0
   if omod or clmp: raise DeviceFault("output modifiers (omod/clamp) are not supported")
+  if getattr(ins, "opsel", 0): raise DeviceFault("opsel (16-bit halves) is not supported")
   cls = ins.cls
   sdst = None
   if cls.startswith("VOP3SD"):
@@ -535,3 +537,35 @@ class AmdKernel:
     got = self.decoded.get(pc)
     text = got[3] if got else "?"
     return f"kernel `{self.name}` workgroup {wg} wave {w.id}, pc {pc:#x} (entry+{pc - launch.entry:#x}) `{text}`"
+
+# ---- what is covered
+
+ALU_ENUMS = ("SOP1Op", "SOP2Op", "SOPCOp", "SOPKOp", "VOP1Op", "VOP2Op", "VOP3Op", "VOP3SDOp", "VOPCOp")
+
+def _mem_covered(name: str) -> bool:
+  if any(x in name for x in ("ATOMIC", "ADDTID", "D16", "LDS_", "_LDS")): return False
+  kind = name.rsplit("_", 1)[1]
+  if name.startswith("S_LOAD_"): return kind in MEM_SIZE
+  if name.startswith(("GLOBAL_LOAD_", "GLOBAL_STORE_", "FLAT_LOAD_", "FLAT_STORE_")): return kind in MEM_SIZE
+  if name.startswith(("DS_LOAD_", "DS_STORE_")): return kind in MEM_SIZE and "STOREXCHG" not in name
+  return False
+
+@functools.lru_cache(maxsize=None)
+def coverage() -> tuple:
+  """The RDNA3 opcode names the executor implements: ALU opcodes whose pseudocode translates, VOPD pairs of those,
+  the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/DS loads and stores of 1 to 64 bytes."""
+  from tinygrad.runtime.autogen.amd.rdna3 import enum
+  out = set()
+  for en in ALU_ENUMS:
+    for op in getattr(enum, en):
+      if not isinstance(_translated("rdna3", op), Unsupported): out.add(op.name)
+  for op in enum.SOPPOp:
+    if op.name in NOPS or op.name in ("S_ENDPGM", "S_BARRIER") or \
+       ("BRANCH" in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
+  for en in ("SMEMOp", "GLOBALOp", "FLATOp", "DSOp"):
+    out.update(op.name for op in getattr(enum, en) if _mem_covered(op.name))
+  for op in enum.VOPDOp:
+    try:
+      if _dual_op(op.name).name in out: out.add(op.name)
+    except DeviceFault: pass
+  return tuple(sorted(out))
