@@ -289,3 +289,13 @@ def test_regenerated_code_objects(name, tmp_path):
   fresh = {p.name: p.read_bytes() for p in tmp_path.glob("*.co")}
   assert fresh == {p.name: p.read_bytes() for p in (CODE / name).glob("*.co")}, \
     f"code objects changed: regenerate tests/amd_code/{name} with `hcqdsl emit examples/tinygrad/{name}.py -o tests/amd_code/{name}/{name}.hcq --amd-code`"
+
+def test_kernels_choice_by_device_arch():
+  """Default: machine code on gfx11 devices, C elsewhere; `--kernels amd` on a gfx942 device is a fault, not C."""
+  f = CODE / "matmul_sum" / "matmul_sum.hcq"
+  src = f.read_text()
+  i0 = STATS.instructions
+  assert run(src, filename=str(f), target="gfx942").ok and STATS.instructions == i0
+  r = run(src, filename=str(f), target="gfx942", kernels="amd")
+  assert r.fault is not None and "the machine-code executor runs gfx11 code, not gfx942" in str(r.fault)
+  with pytest.raises(ValueError, match="kernels must be .auto., .amd. or .c., not .x."): run(src, filename=str(f), kernels="x")

@@ -14,8 +14,9 @@ def add_run_args(p) -> None:
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
   p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one")
   add_var_arg(p)
-  p.add_argument("--kernels", choices=("amd", "c"), default="amd",
-                 help="amd (default): run kernels' gfx11 code objects on the RDNA3 executor; c: their C/builtin code")
+  p.add_argument("--kernels", choices=("amd", "c"), default="auto",
+                 help="amd: run kernels' code objects on the RDNA3 executor; c: their C/builtin code "
+                      "(default: amd on gfx11 devices, c elsewhere)")
   p.add_argument("--timeout", type=float, default=10.0, help="host wait timeout in emulated seconds (default 10)")
   add_no_check_arg(p)
 

@@ -173,7 +173,7 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
       elif k == "IEEE": v = launch.ieee
       else: v = np.full(n, _special(w, k), U64)
     args[k] = v
-  out = t.fn(**args)
+  with np.errstate(all="ignore"): out = t.fn(**args)   # NaN and infinity are results here, not errors
   for reg, val in out.items():
     val = np.broadcast_to(np.asarray(val, U64), (n,))
     if reg == "D0":
@@ -287,7 +287,7 @@ def _vopd(w, ins, launch):
     if getattr(ins, "literal", None) is not None: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
     env = {"laneId": LANE_IDS, "IEEE": launch.ieee, **srcs}
     args = {k: env[k] if k in env else np.full(LANES, _special(w, k), U64) for k in t.args}
-    writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
+    with np.errstate(all="ignore"): writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
   for d, val, f32 in writes:   # both halves read their sources before either writes
     launch.cur_f32 = f32
     _write_v(w, d, np.broadcast_to(np.asarray(val, U64), (LANES,)), 32, exec_mask, launch)
