@@ -328,7 +328,9 @@ def _join(a: str, b: str) -> str:
   if a == b: return a
   if a in ("c", "b"): return b if b not in ("c", "b") else "u" if "c" in (a, b) else "b"
   if b in ("c", "b"): return a
-  if "cf" in (a, b): return b if a == "cf" else a
+  if "cf" in (a, b):
+    o = b if a == "cf" else a
+    return "f64" if o in ("i", "u", "c", "cf", "o") else o   # an integer meets a float constant: float arithmetic
   if "o" in (a, b): return "o"
   fl = [x for x in (a, b) if x in ("f16", "f32", "f64")]
   if fl: return "f64" if "f64" in fl else "f32" if "f32" in fl else "f16"
@@ -367,6 +369,8 @@ def _binop(op, a, b):
   if k == "c" and op in CMP: return f"({a[0]} {op} {b[0]})", "b"
   if k == "cf": k = "f64"
   if op == "/": return f"_div({_conv(a, k)}, {_conv(b, k)})", k
+  if op == "**":   # 2.0F ** n (ldexp): exact in f64
+    return f"np.power({_conv(a, 'f64')}, {_conv(b, 'f64')})", "f64"
   if op in CMP: return f"({_conv(a, k)} {op} {_conv(b, k)})", "b"
   return f"({_conv(a, k)} {op} {_conv(b, k)})", k
 

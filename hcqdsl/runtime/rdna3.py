@@ -13,7 +13,7 @@ of the workgroup is waiting at one. An unsupported instruction, an access outsid
 launch is a DeviceFault naming the kernel, the workgroup and wave, the PC and the instruction (the engine adds the
 queue, ring offset and .hcq line)."""
 from __future__ import annotations
-import functools
+import functools, time
 from typing import Optional
 import numpy as np
 from .device import DeviceFault
@@ -33,8 +33,8 @@ LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
 
 class Stats:
-  """Instructions executed and waves run, over the process (benchmarks read and reset it)."""
-  def __init__(self): self.instructions, self.waves, self.dispatches = 0, 0, 0
+  """Wave instructions executed, waves, dispatches and wall seconds spent in the executor, over the process."""
+  def __init__(self): self.instructions, self.waves, self.dispatches, self.seconds = 0, 0, 0, 0.0
 STATS = Stats()
 
 # ---- decoding
@@ -487,6 +487,7 @@ class AmdKernel:
     tx, ty, tz = tid % block[0], tid // block[0] % block[1], tid // (block[0] * block[1])
     packed = (tx | ty << 10 | tz << 20).astype(U64)
     STATS.dispatches += 1
+    t0 = time.perf_counter()
     count = 0
     for gz in range(dz):
       for gy in range(dy):
@@ -509,6 +510,7 @@ class AmdKernel:
           STATS.waves += nwaves
     self.instructions += count
     STATS.instructions += count
+    STATS.seconds += time.perf_counter() - t0
     return count
 
   def run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
