@@ -25,7 +25,11 @@ U64 = np.uint64
 
 # ---- runtime helpers the generated code calls (bits in, bits out; lanes are numpy arrays)
 
+_MASK = {b: U64(m) for b, m in M.items()}
+_ND = np.ndarray
+
 def _u(x, bits: int):   # unsigned view of the low `bits` bits, as uint64
+  if type(x) is _ND and x.dtype == U64: return x & _MASK[bits] if bits < 64 else x
   x = np.asarray(x)
   if x.dtype == object: return np.array([int(v) & M[bits] for v in x.ravel()], U64).reshape(x.shape)
   if x.dtype.kind == "f": x = x.astype(np.int64)
@@ -42,6 +46,7 @@ def _i(x, bits: int):   # signed view of the low `bits` bits, as int64
   return (v ^ s).view(np.int64) - np.int64(1 << (bits - 1))
 
 def _f32(x):            # float32 view of the low 32 bits of raw register bits
+  if type(x) is _ND and x.dtype == U64: return (x & _MASK[32]).astype(np.uint32).view(np.float32)
   return (np.asarray(x).astype(U64) & U64(M[32])).astype(np.uint32).view(np.float32)
 
 def _f64(x): return np.asarray(x).astype(U64).view(np.float64)
@@ -69,6 +74,7 @@ def _cast(x, kind: str):
   raise Unsupported(kind)
 
 def _where(c, a, b):
+  if type(a) is _ND and type(b) is _ND and a.dtype == b.dtype != object: return np.where(c, a, b)
   a, b = np.asarray(a), np.asarray(b)
   if a.dtype == object or b.dtype == object: return np.where(c, a.astype(object), b.astype(object))
   return np.where(c, a, b)

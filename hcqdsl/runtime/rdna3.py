@@ -175,7 +175,7 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
     args[k] = v
   with np.errstate(all="ignore"): out = t.fn(**args)   # NaN and infinity are results here, not errors
   for reg, val in out.items():
-    val = np.broadcast_to(np.asarray(val, U64), (n,))
+    if type(val) is not np.ndarray or val.shape != (n,) or val.dtype != U64: val = np.broadcast_to(np.asarray(val, U64), (n,))
     if reg == "D0":
       if reg in t.lane_bits: _write_mask(w, dst_reg, _mask_bits(val, _read_mask(w, dst_reg), exec_mask))
       elif dst_kind == "v": _write_v(w, dst_reg, val, dst_bits, exec_mask, launch)
@@ -208,10 +208,22 @@ def _write_s(w, o: int, v: int, bits: int):
   w.s[o] = U64(v & M32)
   if bits > 32: w.s[o + 1] = U64((v >> 32) & M32)
 
+_ACTIVE: dict = {}
+def _active(exec_mask: int) -> np.ndarray:
+  """The lanes EXEC enables, as a bool vector (cached: a kernel uses a handful of masks)."""
+  a = _ACTIVE.get(exec_mask)
+  if a is None:
+    a = _ACTIVE[exec_mask] = ((np.uint64(exec_mask) >> LANE_IDS) & U64(1)).astype(bool)
+    a.flags.writeable = False
+  return a
+
 def _write_v(w, reg, val: np.ndarray, bits: int, exec_mask: int, launch):
   r = reg.offset - 256
   if launch.flush_out and bits == 32 and launch.cur_f32: val = _flush(val)
-  act = ((np.uint64(exec_mask) >> LANE_IDS) & U64(1)).astype(bool)
+  if exec_mask == M32 and bits == 32:
+    w.v[r] = val & U64(M32)
+    return
+  act = _active(exec_mask)
   if bits > 32:
     np.copyto(w.v[r], val & U64(M32), where=act); np.copyto(w.v[r + 1], val >> U64(32), where=act)
   elif bits == 16: np.copyto(w.v[r], (w.v[r] & U64(0xFFFF0000)) | (val & U64(0xFFFF)), where=act)
@@ -361,7 +373,7 @@ def _smem(w, ins, launch):
 def _global(w, ins, launch):
   name = ins.op.name
   exec_mask = int(w.s[EXEC])
-  act = ((np.uint64(exec_mask) >> LANE_IDS) & U64(1)).astype(bool)
+  act = _active(exec_mask)
   off = ins.offset
   if off & (1 << 12): off -= 1 << 13
   sa = ins.saddr.offset
@@ -390,7 +402,7 @@ def _ds(w, ins, launch):
   name = ins.op.name
   lds = launch.lds
   exec_mask = int(w.s[EXEC])
-  act = ((np.uint64(exec_mask) >> LANE_IDS) & U64(1)).astype(bool)
+  act = _active(exec_mask)
   base = w.v[ins.addr.offset - 256][act].astype(np.int64)
   two = "2ADDR" in name
   stride = (256 if "STRIDE64" in name else 4) * (2 if name.endswith("B64") and two else 1)
