@@ -17,7 +17,8 @@ from hcqdsl.runtime.rdna3 import AmdKernel, Launch, Wave, STATS, EXEC, coverage
 
 ROOT = pathlib.Path(__file__).parent.parent
 CODE = pathlib.Path(__file__).parent / "amd_code"
-EXAMPLES = ["allreduce", "conv", "copy_chain", "matmul_sum", "mlp_train", "shard_matmul"]
+EXAMPLES = ["allreduce", "conv", "copy_chain", "matmul_sum", "mlp_train", "shard_matmul", "stress"]
+SCRIPTS = {n: f"examples/tinygrad/{n}.py" for n in EXAMPLES} | {"stress": "tests/amd_code/stress/stress.py"}
 
 # ---- the example workloads
 
@@ -281,14 +282,14 @@ def test_regenerated_code_objects(name, tmp_path):
   (their bytes are compared too: a difference means the committed ones need regenerating)."""
   if (why := _llvm_missing()) is not None: pytest.skip(why)
   out = tmp_path / f"{name}.hcq"
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"examples/tinygrad/{name}.py", "-o", str(out), "--amd-code"],
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", SCRIPTS[name], "-o", str(out), "--amd-code"],
                      capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DEV": "CPU"})
   assert r.returncode == 0, r.stderr
   res = run(out.read_text(), filename=str(out), kernels="amd")
   assert res.ok, res.summary()
   fresh = {p.name: p.read_bytes() for p in tmp_path.glob("*.co")}
   assert fresh == {p.name: p.read_bytes() for p in (CODE / name).glob("*.co")}, \
-    f"code objects changed: regenerate tests/amd_code/{name} with `hcqdsl emit examples/tinygrad/{name}.py -o tests/amd_code/{name}/{name}.hcq --amd-code`"
+    f"code objects changed: regenerate tests/amd_code/{name} with `hcqdsl emit {SCRIPTS[name]} -o tests/amd_code/{name}/{name}.hcq --amd-code`"
 
 def test_kernels_choice_by_device_arch():
   """Default: machine code on gfx11 devices, C elsewhere; `--kernels amd` on a gfx942 device is a fault, not C."""

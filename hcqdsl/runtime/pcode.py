@@ -132,9 +132,25 @@ def _fn(f):
   def g(*a):
     with np.errstate(all="ignore"): return f(*a)
   return g
+def _exponent(x):
+  x = np.asarray(x)
+  if x.dtype == np.float64: return (x.view(U64) >> U64(52)) & U64(0x7FF)
+  if x.dtype == np.float16: return ((x.view(np.uint16) >> 10) & 0x1F).astype(U64)
+  return ((x.astype(np.float32).view(np.uint32) >> 23) & 0xFF).astype(U64)
 def _f2i(x, lo, hi, dt):   # f32_to_i32 and friends: truncate, saturate, NaN -> 0
   x = np.asarray(x, np.float64)
   return np.where(np.isnan(x), 0, np.clip(np.trunc(np.nan_to_num(x)), lo, hi)).astype(dt)
+
+# `v_max_i32(a, b)` in one opcode's pseudocode calls another opcode: the ISA (rdna3.py) installs the resolver,
+# name -> (Translated, number format of its D0 such as 'F32', 'I32', 'U16'), or None when there is no such opcode
+OP_RESOLVER: list = [None]
+
+def _call_op(name: str, laneId, IEEE, *args):
+  t, _ = OP_RESOLVER[0](name)
+  srcs = {f"S{i}": a for i, a in enumerate(args)}
+  env = {"laneId": laneId, "IEEE": IEEE, **srcs}
+  n = np.shape(laneId)
+  return t.fn(**{k: env[k] if k in env else np.zeros(n, U64) for k in t.args})["D0"]
 
 RUNTIME = {
   "np": np, "U64": U64, "_u": _u, "_i": _i, "_f32": _f32, "_f64": _f64, "_f16": _f16, "_bits_f32": _bits_f32,
@@ -150,7 +166,7 @@ RUNTIME = {
   "i32_to_f64": lambda x: np.asarray(x, np.float64), "u32_to_f64": lambda x: np.asarray(x, np.float64),
   "f64_to_i32": lambda x: _f2i(x, -2**31, 2**31 - 1, np.int64), "f64_to_u32": lambda x: _f2i(x, 0, 2**32 - 1, U64),
   "f16_to_f32": lambda x: np.asarray(x).astype(np.float32), "f32_to_f16": lambda x: np.asarray(x).astype(np.float16),
-  "max": np.maximum, "min": np.minimum, "PI": np.pi,
+  "max": np.maximum, "min": np.minimum, "PI": np.pi, "exponent": _exponent, "_call_op": _call_op,
 }
 FUNCS = {k for k in RUNTIME if not k.startswith("_") and k not in ("np", "U64", "PI")}
 
@@ -158,10 +174,11 @@ FUNCS = {k for k in RUNTIME if not k.startswith("_") and k not in ("np", "U64", 
 
 TOKEN = re.compile(r"""\s*(?:
   (?P<cast>\d+'[UIFB])\( |
+  (?P<type>\d+'[UIFB])(?![\w.']) |
   (?P<sized>\d+'-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?)[UIF]?) |
   (?P<num>0x[0-9a-fA-F]+(?:ULL|LL|U|L)? | \d+\.\d+(?:e[+-]?\d+)?F? | \d+(?:ULL|LL|U|L|F)?) |
   (?P<id>[A-Za-z_][A-Za-z_0-9]*) |
-  (?P<op>&&|\|\||==|!=|<=|>=|<<|>>|\+=|-=|\*\*|[-+*/%&|^~!<>?:=()\[\]{},.;])
+  (?P<op>&&|\|\||==|!=|<>|<=|>=|<<|>>|\+=|-=|\*\*|[-+*/%&|^~!<>?:=()\[\]{},.;])
 )""", re.X)
 
 ACCESSORS = {"u1": ("u", 1), "u8": ("u", 8), "u16": ("u", 16), "u24": ("u", 24), "u32": ("u", 32), "u64": ("u", 64),
@@ -190,7 +207,7 @@ def _tokens(s: str) -> list:
     m = TOKEN.match(s, i)
     if not m or m.end() == i: raise Unsupported(f"cannot read pseudocode at {s[i:i + 20]!r}")
     kind = m.lastgroup
-    out.append((kind, m.group(kind)))
+    out.append((kind, "!=" if m.group(kind) == "<>" else m.group(kind)))
     i = m.end()
   return out
 
@@ -255,6 +272,22 @@ class _Parser:
       return (str(int(s, 0)), "c")
     if kind == "id":
       if v in self.tr.lambdas and self.peek() == "(": return self.call_lambda(v)
+      if v[:2] in ("v_", "s_") and self.peek() == "(" and OP_RESOLVER[0] is not None:
+        got = OP_RESOLVER[0](v)
+        if got is None: raise Unsupported(f"unknown opcode `{v}`")
+        fmt = got[1]
+        self.next(); args = []
+        while self.peek() != ")":
+          args.append(self.expr(0))
+          if self.peek() == ",": self.next()
+        self.next()
+        bits = [f"_bits_{a[1]}({a[0]})" if a[1] in ("f16", "f32", "f64") else
+                f"_bits_f32(np.float32({a[0]}))" if a[1] == "cf" else f"_u({_conv(a, 'u') if a[1] != 'r' else a[0]}, 64)"
+                for a in args]
+        call = f"_call_op({v!r}, laneId, IEEE, {', '.join(bits)})"
+        if fmt.startswith("F"): return f"_f{fmt[1:]}({call})", "f" + fmt[1:]
+        n = int(fmt[1:]) if fmt[1:].isdigit() else 32
+        return (f"_i({call}, {n})", "i") if fmt.startswith("I") else (f"_u({call}, {n})", "u")
       if v in FUNCS and self.peek() == "(":
         self.next(); args = []
         while self.peek() != ")":
@@ -385,6 +418,7 @@ def _call(name, args):
   k = args[0][1] if args else "f32"
   if name in ("isNAN", "isSignalNAN", "isQuietNAN", "sign"): return f"{name}({', '.join(srcs)})", "b"
   if name == "cvtToQuietNAN": return f"{name}({srcs[0]})", "f64"
+  if name == "exponent": return f"{name}({srcs[0]})", "u"
   if name == "signext": return f"{name}({srcs[0]})", "i"
   if name in ("i32_to_f32", "u32_to_f32", "f64_to_f32", "f16_to_f32"): return f"{name}({srcs[0]})", "f32"
   if name in ("f32_to_i32", "f64_to_i32"): return f"{name}({srcs[0]})", "i"
@@ -550,7 +584,15 @@ class _Translator:
         self.mask = stack.pop()[0]
         i += 1; continue
       if head in ("then",): raise Unsupported("stray `then`")
-      if head in ("for", "declare", "case", "while"): raise Unsupported(f"`{head}`")
+      if head == "declare":   # declare NAME : N'T;  a lane-wide local, zero until assigned
+        if len(s) != 4 or s[2][1] != ":" or s[3][0] != "type": raise Unsupported("`declare` of an array")
+        name, t = s[1][1], s[3][1].split("'")
+        kind = {"U": "u", "B": "u", "I": "i"}.get(t[1]) or {16: "f16", 32: "f32", 64: "f64"}[int(t[0])]
+        dt = {"u": "U64", "i": "np.int64", "f16": "np.float16", "f32": "np.float32", "f64": "np.float64"}[kind]
+        self.locals[name] = kind
+        self.emit(f"{name} = np.zeros(np.shape(laneId), {dt})"); self.defined.add(name)
+        i += 1; continue
+      if head in ("for", "case", "while"): raise Unsupported(f"`{head}`")
       if len(s) >= 2 and s[1][1] == "<=" and head and head.islower(): i += 1; continue   # s_waitcnt's `x <= y`
       self.statement(s)
       i += 1

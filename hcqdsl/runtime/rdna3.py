@@ -17,6 +17,7 @@ import functools, time
 from typing import Optional
 import numpy as np
 from .device import DeviceFault
+from . import pcode
 from .pcode import translate, Unsupported, U64
 
 __all__ = ["AmdKernel", "Stats", "disasm", "decode", "coverage", "STATS"]
@@ -28,6 +29,7 @@ FLOAT_CONST = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 24
 NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_SENDMSG", "S_WAIT_IDLE", "S_ICACHE_INV",
         "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAITCNT_LGKMCNT", "S_WAITCNT_EXPCNT", "S_SET_INST_PREFETCH_DISTANCE",
         "S_SLEEP", "S_TTRACEDATA", "S_DCACHE_INV", "S_SENDMSGHALT", "S_CODE_END"}
+pcode.OP_RESOLVER[0] = lambda name: _resolve(name)
 MAX_INSTRUCTIONS = 200_000_000   # per dispatch: a kernel that never ends is a fault, not a hang of the emulator
 LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
@@ -66,6 +68,20 @@ def _translated(arch: str, op):
   if pc is None: return Unsupported("no pseudocode for this opcode")
   try: return translate(pc)
   except Unsupported as e: return e
+
+@functools.lru_cache(maxsize=None)
+def _resolve(name: str):
+  """An opcode called by name from another's pseudocode (`v_max_i32(a, b)`): (Translated, D0's number format)."""
+  from tinygrad.runtime.autogen.amd.rdna3 import enum
+  up = name.upper()
+  for en in ("VOP3Op", "VOP2Op", "VOP1Op", "SOP2Op", "SOP1Op"):
+    e = getattr(enum, en)
+    for cand in (up, up + "_E64", up + "_E32"):
+      if cand in e.__members__:
+        t = _translated("rdna3", e[cand])
+        if isinstance(t, Unsupported): return None
+        return t, _ftypes(e[cand]).get("d", "B32")
+  return None
 
 def decode(data: bytes):
   from tinygrad.renderer.amd import decode_inst
@@ -244,6 +260,8 @@ def _scalar(w, ins, launch):
   if ins.literal is not None: srcs["SIMM32"] = np.array([ins.literal], U64)
   sd = ins.sdst.offset if "sdst" in ins.fields else NULL
   if "D0" in t.reads and sd != NULL: srcs["D0"] = np.array([_sreg(w, sd, bits["d"], ins, launch)], U64)
+  if "S0" in t.reads and "S0" not in srcs and sd != NULL:   # SOPK: the register operand is the sdst field
+    srcs["S0"] = np.array([_sreg(w, sd, bits["d"], ins, launch)], U64)
   _run_pcode(w, ins, launch, t, srcs, False, "s", sd, bits["d"])
 
 def _vector(w, ins, launch):
