@@ -17,8 +17,8 @@ from hcqdsl.runtime.rdna3 import AmdKernel, Launch, Wave, STATS, EXEC, coverage
 
 ROOT = pathlib.Path(__file__).parent.parent
 CODE = pathlib.Path(__file__).parent / "amd_code"
-EXAMPLES = ["allreduce", "conv", "copy_chain", "matmul_sum", "mlp_train", "shard_matmul", "stress"]
-SCRIPTS = {n: f"examples/tinygrad/{n}.py" for n in EXAMPLES} | {"stress": "tests/amd_code/stress/stress.py"}
+EXAMPLES = ["allreduce", "conv", "copy_chain", "matmul_sum", "mlp_train", "shard_matmul", "stress", "stress2"]
+SCRIPTS = {n: f"examples/tinygrad/{n}.py" for n in EXAMPLES} | {n: f"tests/amd_code/{n}/{n}.py" for n in ("stress", "stress2")}
 
 # ---- the example workloads
 
@@ -318,3 +318,18 @@ def test_every_translated_opcode_runs_on_random_bits():
       assert set(out) == t.writes and all(np.asarray(v).dtype == np.uint64 for v in out.values()), op.name
       n += 1
   assert n > 700
+
+def test_loops_modifiers_and_nested_opcodes():
+  """Pseudocode `for`/`break` (v_clz_i32_u32), VOP3 neg on a B32 select (how LLVM negates through v_cndmask_b32),
+  an opcode calling another by name (v_max3_i32), 65-bit signed v_mad_i64_i32."""
+  (w,), _ = execute([VOP1(VOP1Op.V_CLZ_I32_U32_E32, v[0], v[1])], vgpr={1: lanes(1, 0x80000000, 0, 0x00F00000)})
+  assert [int(x) for x in w.v[0][:4]] == [31, 0, 0xFFFFFFFF, 8]
+  (w,), _ = execute([VOP3(VOP3Op.V_CNDMASK_B32_E64, v[0], v[1], v[1], s[0], neg=2)], vgpr={1: lanes(f2b(1.5))},
+                    sgpr={0: 0b10}, lanes=2)
+  assert [b2f(x) for x in w.v[0][:2]] == [1.5, -1.5]
+  (w,), _ = execute([VOP3(VOP3Op.V_MAX3_I32, v[0], v[1], v[2], v[3])], vgpr={1: lanes(-5 & 0xFFFFFFFF, 7), 2: lanes(3, -9 & 0xFFFFFFFF),
+                    3: lanes(-1 & 0xFFFFFFFF, 2)}, lanes=2)
+  assert [int(x) for x in w.v[0][:2]] == [3, 7]
+  (w,), _ = execute([VOP3SD(VOP3SDOp.V_MAD_I64_I32, v[0:1], s[10], v[2], v[3], v[4:5])],
+                    vgpr={2: lanes(-3 & 0xFFFFFFFF), 3: lanes(1_000_000_000), 4: lanes(5), 5: lanes(0)}, lanes=1)
+  assert int(w.v[0][0]) | int(w.v[1][0]) << 32 == (-3 * 1_000_000_000 + 5) & (2**64 - 1)

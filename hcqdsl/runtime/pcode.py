@@ -183,7 +183,7 @@ TOKEN = re.compile(r"""\s*(?:
 
 ACCESSORS = {"u1": ("u", 1), "u8": ("u", 8), "u16": ("u", 16), "u24": ("u", 24), "u32": ("u", 32), "u64": ("u", 64),
              "b1": ("u", 1), "b8": ("u", 8), "b16": ("u", 16), "b32": ("u", 32), "b64": ("u", 64),
-             "i8": ("i", 8), "i16": ("i", 16), "i24": ("i", 24), "i32": ("i", 32), "i64": ("i", 64),
+             "i1": ("i", 1), "i8": ("i", 8), "i16": ("i", 16), "i24": ("i", 24), "i32": ("i", 32), "i64": ("i", 64),
              "f16": ("f16", 16), "f32": ("f32", 32), "f64": ("f64", 64)}
 REGS = {"S0", "S1", "S2", "D0", "D1", "SCC", "VCC", "EXEC", "SIMM16", "SIMM32", "PC", "VCCZ", "EXECZ", "M0",
         "laneId", "SRC0", "OFFSET"}
@@ -539,23 +539,8 @@ class _Translator:
       self.locals[name] = kind
       self.assign(name, _conv(e, kind))
 
-  def translate(self, pcode: str) -> Translated:
-    self.defined = set(REGS)
-    text = _strip(pcode)
-    toks = _tokens(text.replace("\n", " ; "))
-    stmts, cur, depth = [], [], 0
-    for t in toks:   # split at `;` outside parentheses, and around if/then/elsif/else/endif
-      v = t[1]
-      if depth > 0 and v == ";": continue   # a line break inside parentheses
-      if v in ("(", "[", "{") or t[0] == "cast": depth += 1
-      if v in (")", "]", "}"): depth -= 1
-      if depth == 0 and (v == ";" or (t[0] == "id" and v in KEYWORDS)):
-        if cur: stmts.append(cur)
-        cur = []
-        if v != ";": stmts.append([t])
-        continue
-      cur.append(t)
-    if cur: stmts.append(cur)
+  def block(self, stmts: list) -> None:
+    """Translate a statement list (if/elsif/else/endif, for loops, declarations, assignments)."""
     stack = []   # (parent mask, taken mask)
     i = 0
     while i < len(stmts):
@@ -582,6 +567,9 @@ class _Translator:
         i += 1; continue
       if head == "endif":
         self.mask = stack.pop()[0]
+        if self.loops:   # lanes that broke out inside the `if` skip the rest of the loop
+          m = self.tmp(); self.emit(f"{m} = np.logical_and({self.mask or 'True'}, np.logical_not({self.loops[-1]}))")
+          self.mask = m
         i += 1; continue
       if head in ("then",): raise Unsupported("stray `then`")
       if head == "declare":   # declare NAME : N'T;  a lane-wide local, zero until assigned
@@ -592,11 +580,73 @@ class _Translator:
         self.locals[name] = kind
         self.emit(f"{name} = np.zeros(np.shape(laneId), {dt})"); self.defined.add(name)
         i += 1; continue
-      if head in ("for", "case", "while"): raise Unsupported(f"`{head}`")
+      if head == "for":
+        i = self.loop(stmts, i)
+        continue
+      if head == "break":
+        if not self.loops: raise Unsupported("`break` outside a loop")
+        brk = self.loops[-1]
+        self.emit(f"{brk} = np.logical_or({brk}, {self.mask or 'True'})")
+        i += 1; continue
+      if head in ("case", "while", "endfor"): raise Unsupported(f"`{head}`")
       if len(s) >= 2 and s[1][1] == "<=" and head and head.islower(): i += 1; continue   # s_waitcnt's `x <= y`
       self.statement(s)
       i += 1
     if stack: raise Unsupported("`if` without `endif`")
+
+  def loop(self, stmts: list, i: int) -> int:
+    """`for VAR in A : B do ... endfor` with constant bounds, unrolled; `break` masks the lanes that took it out of the
+    remaining iterations. Returns the index after `endfor`."""
+    s = stmts[i]
+    if len(s) < 6 or s[2][1] != "in" or s[-1][1] != "do": raise Unsupported("`for` form")
+    var, rng, depth, cut = s[1][1], s[3:-1], 0, None
+    for j, t in enumerate(rng):
+      depth += (t[1] == "(" or t[0] == "cast") - (t[1] == ")")
+      if t[1] == ":" and depth == 0 and cut is None and not any(x[1] == "?" for x in rng[:j]): cut = j
+    if cut is None: raise Unsupported("`for` bounds")
+    saved = dict(self.params)
+    self.params.update(WAVE64=("False", "b"), WAVE32=("True", "b"))
+    lo, hi = (int(eval(_Parser(part, self).expr(0)[0], dict(RUNTIME))) for part in (rng[:cut], rng[cut + 1:]))
+    self.params = saved
+    depth, j = 1, i + 1
+    while depth:
+      if j >= len(stmts): raise Unsupported("`for` without `endfor`")
+      h = stmts[j][0][1]
+      depth += (h == "for") - (h == "endfor")
+      j += 1
+    body = stmts[i + 1:j - 1]
+    parent, brk = self.mask, self.tmp()
+    self.emit(f"{brk} = np.zeros((), bool)")
+    self.loops.append(brk)
+    for k in range(lo, hi + 1):
+      m = self.tmp(); self.emit(f"{m} = np.logical_and({parent or 'True'}, np.logical_not({brk}))")
+      self.mask = m
+      self.params[var] = (str(k), "c")
+      self.block(body)
+    self.params.pop(var, None)
+    self.loops.pop()
+    self.mask = parent
+    return j
+
+  def translate(self, pcode: str) -> Translated:
+    self.defined = set(REGS)
+    text = _strip(pcode)
+    toks = _tokens(text.replace("\n", " ; "))
+    stmts, cur, depth = [], [], 0
+    for t in toks:   # split at `;` outside parentheses, and around if/then/elsif/else/endif
+      v = t[1]
+      if depth > 0 and v == ";": continue   # a line break inside parentheses
+      if v in ("(", "[", "{") or t[0] == "cast": depth += 1
+      if v in (")", "]", "}"): depth -= 1
+      if depth == 0 and (v == ";" or (t[0] == "id" and v in KEYWORDS)):
+        if cur: stmts.append(cur)
+        cur = []
+        if v != ";": stmts.append([t])
+        continue
+      cur.append(t)
+    if cur: stmts.append(cur)
+    self.loops: list = []   # break masks of the enclosing `for` loops
+    self.block(stmts)
     params = sorted(self.reads | self.writes | {"laneId", "IEEE"})
     body = "\n".join(self.lines) or "  pass"
     src = f"def op({', '.join(params)}):\n{body}\n  return {{{', '.join(f'{w!r}: {w}' for w in sorted(self.writes))}}}\n"

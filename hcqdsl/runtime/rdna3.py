@@ -274,7 +274,8 @@ def _vector(w, ins, launch):
   srcs = {}
   for i, (f, key) in enumerate((("src0", "s0"), ("vsrc1" if "vsrc1" in fields else "src1", "s1"), ("src2", "s2"))):
     if f not in fields or f"S{i}" not in t.reads and not (i == 2 and ("CNDMASK" in name or "_CI_" in name)): continue
-    x = _mods(_vsrc(w, getattr(ins, f), bits[key], ins, launch), i, ins, bits[key], ft.get(key, "").startswith("F"))
+    # abs/neg act on the sign bit whatever the operand's format: LLVM negates floats through v_cndmask_b32's B32 operands
+    x = _mods(_vsrc(w, getattr(ins, f), bits[key], ins, launch), i, ins, bits[key], True)
     if launch.flush_in and ft.get(key) == "F32": x = _flush(x)
     srcs[f"S{i}"] = x
   if "literal" in fields: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
