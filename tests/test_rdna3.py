@@ -333,3 +333,9 @@ def test_loops_modifiers_and_nested_opcodes():
   (w,), _ = execute([VOP3SD(VOP3SDOp.V_MAD_I64_I32, v[0:1], s[10], v[2], v[3], v[4:5])],
                     vgpr={2: lanes(-3 & 0xFFFFFFFF), 3: lanes(1_000_000_000), 4: lanes(5), 5: lanes(0)}, lanes=1)
   assert int(w.v[0][0]) | int(w.v[1][0]) << 32 == (-3 * 1_000_000_000 + 5) & (2**64 - 1)
+
+def test_endless_kernel_is_a_fault(monkeypatch):
+  import hcqdsl.runtime.rdna3 as r
+  monkeypatch.setattr(r, "MAX_INSTRUCTIONS", 1000)
+  with pytest.raises(DeviceFault, match=r"pc 0x10000 \(entry\+0x0\) `s_branch simm16=65535`: more than 1000 instructions in one dispatch"):
+    execute([SOPP(SOPPOp.S_BRANCH, simm16=0xFFFF)])

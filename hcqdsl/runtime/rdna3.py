@@ -30,7 +30,7 @@ NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_
         "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAITCNT_LGKMCNT", "S_WAITCNT_EXPCNT", "S_SET_INST_PREFETCH_DISTANCE",
         "S_SLEEP", "S_TTRACEDATA", "S_DCACHE_INV", "S_SENDMSGHALT", "S_CODE_END"}
 pcode.OP_RESOLVER[0] = lambda name: _resolve(name)
-MAX_INSTRUCTIONS = 200_000_000   # per dispatch: a kernel that never ends is a fault, not a hang of the emulator
+MAX_INSTRUCTIONS = 10_000_000     # per dispatch: a kernel that never ends is a fault (minutes), not an endless run
 LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
 
@@ -90,11 +90,11 @@ def decode(data: bytes):
 # ---- waves
 
 class Wave:
-  __slots__ = ("s", "v", "scc", "pc", "done", "at_barrier", "id")
+  __slots__ = ("s", "v", "scc", "pc", "done", "at_barrier", "id", "jumped")
   def __init__(self, pc: int, wid: int):
     self.s = np.zeros(128, U64)
     self.v = np.zeros((256, LANES), U64)
-    self.scc, self.pc, self.done, self.at_barrier, self.id = 0, pc, False, False, wid
+    self.scc, self.pc, self.done, self.at_barrier, self.id, self.jumped = 0, pc, False, False, wid, False
 
 class Launch:
   """One dispatch: the kernel, the machine and the per-workgroup state instructions touch."""
@@ -204,7 +204,7 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
     elif reg == "EXEC":
       new = _mask_bits(val, exec_mask, exec_mask) if vector and "EXEC" in t.lane_bits else int(val[0])
       w.s[EXEC] = U64(new & M32)
-    elif reg == "PC": w.pc = int(val[0])
+    elif reg == "PC": w.pc, w.jumped = int(val[0]), True
 
 ZERO1 = np.zeros(1, U64)
 def _special(w, k: str) -> int:
@@ -561,7 +561,8 @@ class AmdKernel:
             raise DeviceFault(self.where(w, wg, pc, launch) + f": {e}") from None
           except Exception as e:  # a bug of ours is a fault report too, never a traceback out of the device
             raise DeviceFault(self.where(w, wg, pc, launch) + f": internal executor error {e!r}") from None
-          if w.pc == pc: w.pc = pc + size
+          if w.jumped: w.jumped = False   # a branch (even to itself) set the PC
+          else: w.pc = pc + size
           count += 1
           if before + count > MAX_INSTRUCTIONS:
             raise DeviceFault(self.where(w, wg, pc, launch) + f": more than {MAX_INSTRUCTIONS} instructions in one dispatch")
