@@ -101,9 +101,13 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
 
 def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
-        ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000) -> RunResult:
+        ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
+        kernels: str = "auto") -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
-  that cannot be compiled); a hang or device fault is reported in the result, never raised."""
+  that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
+  machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
+  device that is not gfx11) and the C/builtin implementation of the others; "c" runs the C/builtin implementations
+  only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest."""
   from ..compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter
@@ -121,9 +125,17 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         a, n = img.buffers[b]
         ranges.append((a + (lo or 0), a + (n if hi is None else hi)))
       emu.kernarg_ranges[r.addr] = ranges
+  if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
+  arch_of = {d["name"]: d["arch"] for d in img.devices}
   try:
-    for k in img.kernels: emu.add_kernel(k["prog_addr"], k["name"], make_kernel(kdecl[k["name"]]), len(k["params"]))
+    for k in img.kernels:
+      arch = arch_of.get(k["device"], target)
+      if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
+        from .rdna3 import AmdKernel
+        fn = AmdKernel(k["name"], arch)
+      else: fn = make_kernel(kdecl[k["name"]])
+      emu.add_kernel(k["prog_addr"], k["name"], fn, len(k["params"]))
   except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
   if emu.fault is None: emu.run(sub.host(launches))
   mem = {name: emu.read(a, n) for name, (a, n) in img.buffers.items()}

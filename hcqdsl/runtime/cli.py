@@ -14,6 +14,9 @@ def add_run_args(p) -> None:
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
   p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one")
   add_var_arg(p)
+  p.add_argument("--kernels", choices=("amd", "c"), default="auto",
+                 help="amd: run kernels' code objects on the RDNA3 executor; c: their C/builtin code "
+                      "(default: amd on gfx11 devices, c elsewhere)")
   p.add_argument("--timeout", type=float, default=10.0, help="host wait timeout in emulated seconds (default 10)")
   add_no_check_arg(p)
 
@@ -24,7 +27,8 @@ def cli_run(a) -> int:
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)
   var_values = parse_vars(a.var)
-  kw = dict(launches=a.launches, target=a.target, var_values=var_values, filename=a.file, timeout_us=a.timeout * 1e6)
+  kw = dict(launches=a.launches, target=a.target, var_values=var_values, filename=a.file, timeout_us=a.timeout * 1e6,
+            kernels=a.kernels)
   try:
     from ..syntax import parse_with_diagnostics
     from ..diagnostics import has_errors

@@ -598,7 +598,9 @@ class Engine:
       lo, hi = m.arg_range(ka, i, ptr)
       views.append(mem.view(lo, hi - lo))
       nbytes += hi - lo
-    try: fn.run(views)
+    try:
+      if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
+      else: fn.run(views)
     except KernelError as e: raise DeviceFault(f"kernel `{fn.name}`: {e}") from None
     mem.writes += 1
     self.cost += nbytes / KERNEL_BYTES_PER_US + fn.extra_us
