@@ -386,20 +386,19 @@ def lift_manifest(m: Manifest) -> Program:
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
   notes: list = []
-  # per queue: (dwords of launch 1, their ring offset base, patches, done packets)
+  # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
   streams = {}
   for q in m.queues:
     if plan is not None:
       if q.name not in plan["dwords"]: continue
-      streams[q.name] = (plan["dwords"][q.name], plan["patches"].get(q.name, []), [], plan["offsets"][q.name])
+      streams[q.name] = (plan["dwords"][q.name], plan["patches"].get(q.name, []), None, plan["offsets"][q.name])
       continue
     n = len(q.dwords)
     wp = q.write_ptr if q.write_ptr is not None else n
     st = q.start if q.start is not None else (0 if wp <= n else q.read_ptr if q.read_ptr is not None else wp - n)
     dw = [q.dwords[p % n] for p in range(st, wp)] if n else []
-    streams[q.name] = (dw, [], [], [p % n for p in range(st, wp)] if n else [])
-    if q.read_ptr is not None: streams[q.name] = (dw, [], q.read_ptr - st, streams[q.name][3])
+    streams[q.name] = (dw, [], None if q.read_ptr is None else q.read_ptr - st, [p % n for p in range(st, wp)] if n else [])
   # decode once, collect names
   decoded, sig_addrs, copies, dispatches = {}, list(m.signals), [], []
   for q in m.queues:
@@ -458,12 +457,11 @@ def lift_manifest(m: Manifest) -> Program:
   for lo, hi, b in merged: buffers[fresh((b or {}).get("name"), _hexname("b", lo))] = (lo, hi - lo, (b or {}).get("device"))
   def buf_at(a: int) -> Optional[tuple]:
     return next(((n, a - lo) for n, (lo, size, _) in buffers.items() if lo <= a < lo + size), None)
-  # kernels by program address (and argument count), kernarg regions for the lifter
-  # one declaration per kernel: the same named kernel on several devices (one code address each) is one `kernel`
+  # kernels by program address, kernarg regions for the lifter; one declaration per kernel: the same named kernel on several devices (one code address each) is one `kernel`
   kernels, kdecl, kname, regions = [], {}, {}, []
   for ka, (prog, ptrs) in kargs.items():
     info = m.kernels.get(prog, {})
-    modes = tuple(info.get("params") or ["inout"] * len(ptrs))
+    modes = tuple(info["params"][:len(ptrs)]) if info.get("params") else ("inout",) * len(ptrs)
     key = (info.get("name") or prog, modes)
     if key not in kdecl:
       kdecl[key] = Kernel(fresh(info.get("name"), _hexname("k", prog)), tuple(Param(md, f"a{i}") for i, md in enumerate(modes)))
@@ -492,7 +490,7 @@ def lift_manifest(m: Manifest) -> Program:
     groups = decoded[q.name]
     head: tuple = ()
     if triage:
-      rp = done if isinstance(done, int) else 0
+      rp = done or 0
       cut = next((k for k, g in enumerate(groups) if g[0].offset + sum(p.length for p in g) > rp), len(groups))
       while cut > 0 and len(groups[cut - 1]) == 1 and _pending_wait(groups[cut - 1][0], m.signals): cut -= 1
       ran = [f"# ran @{ring_at[g[0].offset]}: {_describe(img, qi, g)}" for g in groups[:cut]]

@@ -366,3 +366,11 @@ def test_triage_of_an_emulator_hang():
   assert (d.code, d.extra["queue"], d.extra["signal"], d.extra["needed"], d.extra["value"]) == ("deadlock", "q0", sb, 1, 0)
   assert [r.message for r in d.related] == [f"q0 waits for {sb} >= 1 (launch 1), which q1 writes only at line 24",
                                             f"q1 waits for {sa} >= 1 (launch 1), which q0 writes only at line 15"]
+
+def test_kernarg_block_shorter_than_params():
+  img = compile_program(parse("device g = AMD:0\nbuffer a on g size 64\nkernel k(out x)\nqueue q compute on g {\n  exec k(a)\n}\n", "k.hcq"))
+  m = manifest_from_image(img, 1)
+  m["kernels"][0]["params"] = ["out", "in"]  # the block holds one pointer only
+  prog = parse(format_program(lift_manifest(load_manifest(m))), "k2.hcq")
+  assert [(k.name, [p.mode for p in k.params]) for k in prog.kernels] == [(f"k_{img.kernels[0]['prog_addr']:x}", ["out"])]
+  assert hcqdsl.check(prog, 1) == []
