@@ -103,7 +103,8 @@ def _raw_comment(g: list, why: str, label) -> str:
   if not g: return f"# {label or '?'}: cannot lift ({why})"
   dw = [x for p in g for x in p.dwords]
   shown = " ".join(f"{x:08x}" for x in dw[:12]) + (" ..." if len(dw) > 12 else "")
-  names = ", ".join(p.name for p in g)
+  names = ", ".join(dict.fromkeys(p.name for p in g))
+  if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
   return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
 
 def _queue(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
@@ -314,7 +315,8 @@ def _group(pk: list, engine: str) -> list:
   while i < n:
     p, f = pk[i], pk[i].fields
     take = 1
-    if p.raw: pass
+    if p.raw:  # a run of the same bad dword (unwritten ring space) is one comment
+      while i + take < n and pk[i + take].raw and pk[i + take].note == p.note and pk[i + take].length == p.length == 1: take += 1
     elif engine == "compute":
       if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 0 and name(i + 1) == "ACQUIRE_MEM": take = 2
       elif p.name == "RELEASE_MEM" and f.get("data_sel") == 0 and name(i + 1) == "RELEASE_MEM" and name(i + 2) == "ACQUIRE_MEM": take = 3

@@ -374,3 +374,20 @@ def test_kernarg_block_shorter_than_params():
   prog = parse(format_program(lift_manifest(load_manifest(m))), "k2.hcq")
   assert [(k.name, [p.mode for p in k.params]) for k in prog.kernels] == [(f"k_{img.kernels[0]['prog_addr']:x}", ["out"])]
   assert hcqdsl.check(prog, 1) == []
+
+def test_ring_without_pointers_keeps_straddling_packets_as_comments():
+  """The same wrapped ring without pointers: read from index 0, the packet cut by the ring's end is a truncated packet
+  at its offset, and the tail of the one that started at the end is unknown dwords at offset 0 — comments, no crash."""
+  img = compile_program(parse(HANG, "h.hcq"))
+  ring = [0] * 32
+  for i, x in enumerate(img.queues[0].dwords): ring[(20 + i) % 32] = x
+  m = {"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": ring}]}
+  q = lift_manifest(load_manifest(m)).queues[0]
+  comments = [c for s in q.body for c in s.comments] + list(q.end_comments)
+  assert comments and all(c.startswith("# @") for c in comments)
+  assert comments == [
+    "# @0: 3 x RAW: cannot lift (type-0 packet header (only type-3 packets are used on compute queues)): 0000001a 00000000 00000000",
+    "# @18: 2 x RAW: cannot lift (type-0 packet header (only type-3 packets are used on compute queues)): 00000000 00000000",
+    "# @27: RAW: cannot lift (truncated: RELEASE_MEM needs 7 body dwords, 4 left): c0064900 0070f514 20000000 00000010 00001000"]
+  assert [hcqdsl.syntax.format_stmt(s) for s in q.body] == \
+    ["wait s_100000000000 >= 27", "signal s_100000000010 = 27", "wait s_100000000000 >= 1"]
