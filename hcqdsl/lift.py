@@ -199,7 +199,9 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   file = file or "<manifest>"
   if isinstance(source, str):
     try: source = json.loads(source)
-    except json.JSONDecodeError as e: raise ManifestError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except json.JSONDecodeError as e:
+      if e.pos == 0: raise ManifestError(f"{file}: neither an image (.hcqimg) nor a manifest (JSON); raw dwords need a manifest (docs/lift.md)") from None
+      raise ManifestError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
   top = _V(file, source, "")
   if top.get("format", "str", required=True) != MANIFEST_KIND:
     top.fail("format", f"expected \"{MANIFEST_KIND}\", got {json.dumps(source['format'])}")

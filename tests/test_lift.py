@@ -293,6 +293,10 @@ def test_cli_errors(tmp_path):
   bad.write_text(json.dumps(BAD[10][0]))
   r = _cli("lift", bad)
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {bad}: {BAD[10][1][len('m.json: '):]}\n")
+  (tmp_path / "raw.hex").write_text("c0053c00 00000015\n")
+  r = _cli("lift", tmp_path / "raw.hex")
+  assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'raw.hex'}: neither an image (.hcqimg) nor a manifest (JSON); "
+                                         "raw dwords need a manifest (docs/lift.md)\n")
   r = _cli("lift", tmp_path / "none.json")
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'none.json'}: No such file or directory\n")
   img = compile_program(parse(HANG, "h.hcq")).to_bytes()
