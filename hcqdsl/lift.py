@@ -7,8 +7,8 @@ from __future__ import annotations
 import json, pathlib, re, struct, sys
 from typing import Optional
 import attrs
-from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite, Exec,
-                 Copy, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
+from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
+                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
 from .compile import Image, QueueImage, Patch, Region, MAGIC, M32
 from .disasm import _decoder, _lift_group, _Unliftable, read_raw
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 import hcqdsl
 from hcqdsl.ir import Queue, Host
-from hcqdsl.compile import compile_program, Image
+from hcqdsl.compile import compile_program
 from hcqdsl.lift import lift_image, lift_manifest, load_manifest, lift_file, ManifestError
 from hcqdsl.syntax import format_program, parse, parse_with_diagnostics
 from hcqdsl.diagnostics import render_text
