@@ -7,8 +7,8 @@ from __future__ import annotations
 import json, pathlib, re, struct, sys
 from typing import Optional
 import attrs
-from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite, Exec,
-                 Copy, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
+from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
+                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
 from .compile import Image, QueueImage, Patch, Region, MAGIC, M32
 from .disasm import _decoder, _lift_group, _Unliftable, read_raw
 
@@ -103,7 +103,8 @@ def _raw_comment(g: list, why: str, label) -> str:
   if not g: return f"# {label or '?'}: cannot lift ({why})"
   dw = [x for p in g for x in p.dwords]
   shown = " ".join(f"{x:08x}" for x in dw[:12]) + (" ..." if len(dw) > 12 else "")
-  names = ", ".join(p.name for p in g)
+  names = ", ".join(dict.fromkeys(p.name for p in g))
+  if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
   return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
 
 def _queue(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
@@ -198,7 +199,9 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   file = file or "<manifest>"
   if isinstance(source, str):
     try: source = json.loads(source)
-    except json.JSONDecodeError as e: raise ManifestError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except json.JSONDecodeError as e:
+      if e.pos == 0: raise ManifestError(f"{file}: neither an image (.hcqimg) nor a manifest (JSON); raw dwords need a manifest (docs/lift.md)") from None
+      raise ManifestError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
   top = _V(file, source, "")
   if top.get("format", "str", required=True) != MANIFEST_KIND:
     top.fail("format", f"expected \"{MANIFEST_KIND}\", got {json.dumps(source['format'])}")
@@ -314,7 +317,8 @@ def _group(pk: list, engine: str) -> list:
   while i < n:
     p, f = pk[i], pk[i].fields
     take = 1
-    if p.raw: pass
+    if p.raw:  # a run of the same bad dword (unwritten ring space) is one comment
+      while i + take < n and pk[i + take].raw and pk[i + take].note == p.note and pk[i + take].length == p.length == 1: take += 1
     elif engine == "compute":
       if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 0 and name(i + 1) == "ACQUIRE_MEM": take = 2
       elif p.name == "RELEASE_MEM" and f.get("data_sel") == 0 and name(i + 1) == "RELEASE_MEM" and name(i + 2) == "ACQUIRE_MEM": take = 3
@@ -386,20 +390,19 @@ def lift_manifest(m: Manifest) -> Program:
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
   notes: list = []
-  # per queue: (dwords of launch 1, their ring offset base, patches, done packets)
+  # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
   streams = {}
   for q in m.queues:
     if plan is not None:
       if q.name not in plan["dwords"]: continue
-      streams[q.name] = (plan["dwords"][q.name], plan["patches"].get(q.name, []), [], plan["offsets"][q.name])
+      streams[q.name] = (plan["dwords"][q.name], plan["patches"].get(q.name, []), None, plan["offsets"][q.name])
       continue
     n = len(q.dwords)
     wp = q.write_ptr if q.write_ptr is not None else n
     st = q.start if q.start is not None else (0 if wp <= n else q.read_ptr if q.read_ptr is not None else wp - n)
     dw = [q.dwords[p % n] for p in range(st, wp)] if n else []
-    streams[q.name] = (dw, [], [], [p % n for p in range(st, wp)] if n else [])
-    if q.read_ptr is not None: streams[q.name] = (dw, [], q.read_ptr - st, streams[q.name][3])
+    streams[q.name] = (dw, [], None if q.read_ptr is None else q.read_ptr - st, [p % n for p in range(st, wp)] if n else [])
   # decode once, collect names
   decoded, sig_addrs, copies, dispatches = {}, list(m.signals), [], []
   for q in m.queues:
@@ -458,12 +461,11 @@ def lift_manifest(m: Manifest) -> Program:
   for lo, hi, b in merged: buffers[fresh((b or {}).get("name"), _hexname("b", lo))] = (lo, hi - lo, (b or {}).get("device"))
   def buf_at(a: int) -> Optional[tuple]:
     return next(((n, a - lo) for n, (lo, size, _) in buffers.items() if lo <= a < lo + size), None)
-  # kernels by program address (and argument count), kernarg regions for the lifter
-  # one declaration per kernel: the same named kernel on several devices (one code address each) is one `kernel`
+  # kernels by program address, kernarg regions for the lifter; one declaration per kernel: the same named kernel on several devices (one code address each) is one `kernel`
   kernels, kdecl, kname, regions = [], {}, {}, []
   for ka, (prog, ptrs) in kargs.items():
     info = m.kernels.get(prog, {})
-    modes = tuple(info.get("params") or ["inout"] * len(ptrs))
+    modes = tuple(info["params"][:len(ptrs)]) if info.get("params") else ("inout",) * len(ptrs)
     key = (info.get("name") or prog, modes)
     if key not in kdecl:
       kdecl[key] = Kernel(fresh(info.get("name"), _hexname("k", prog)), tuple(Param(md, f"a{i}") for i, md in enumerate(modes)))
@@ -492,7 +494,7 @@ def lift_manifest(m: Manifest) -> Program:
     groups = decoded[q.name]
     head: tuple = ()
     if triage:
-      rp = done if isinstance(done, int) else 0
+      rp = done or 0
       cut = next((k for k, g in enumerate(groups) if g[0].offset + sum(p.length for p in g) > rp), len(groups))
       while cut > 0 and len(groups[cut - 1]) == 1 and _pending_wait(groups[cut - 1][0], m.signals): cut -= 1
       ran = [f"# ran @{ring_at[g[0].offset]}: {_describe(img, qi, g)}" for g in groups[:cut]]

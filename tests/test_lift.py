@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 import hcqdsl
 from hcqdsl.ir import Queue, Host
-from hcqdsl.compile import compile_program, Image
+from hcqdsl.compile import compile_program
 from hcqdsl.lift import lift_image, lift_manifest, load_manifest, lift_file, ManifestError
 from hcqdsl.syntax import format_program, parse, parse_with_diagnostics
 from hcqdsl.diagnostics import render_text
@@ -293,6 +293,10 @@ def test_cli_errors(tmp_path):
   bad.write_text(json.dumps(BAD[10][0]))
   r = _cli("lift", bad)
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {bad}: {BAD[10][1][len('m.json: '):]}\n")
+  (tmp_path / "raw.hex").write_text("c0053c00 00000015\n")
+  r = _cli("lift", tmp_path / "raw.hex")
+  assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'raw.hex'}: neither an image (.hcqimg) nor a manifest (JSON); "
+                                         "raw dwords need a manifest (docs/lift.md)\n")
   r = _cli("lift", tmp_path / "none.json")
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'none.json'}: No such file or directory\n")
   img = compile_program(parse(HANG, "h.hcq")).to_bytes()
@@ -366,3 +370,28 @@ def test_triage_of_an_emulator_hang():
   assert (d.code, d.extra["queue"], d.extra["signal"], d.extra["needed"], d.extra["value"]) == ("deadlock", "q0", sb, 1, 0)
   assert [r.message for r in d.related] == [f"q0 waits for {sb} >= 1 (launch 1), which q1 writes only at line 24",
                                             f"q1 waits for {sa} >= 1 (launch 1), which q0 writes only at line 15"]
+
+def test_kernarg_block_shorter_than_params():
+  img = compile_program(parse("device g = AMD:0\nbuffer a on g size 64\nkernel k(out x)\nqueue q compute on g {\n  exec k(a)\n}\n", "k.hcq"))
+  m = manifest_from_image(img, 1)
+  m["kernels"][0]["params"] = ["out", "in"]  # the block holds one pointer only
+  prog = parse(format_program(lift_manifest(load_manifest(m))), "k2.hcq")
+  assert [(k.name, [p.mode for p in k.params]) for k in prog.kernels] == [(f"k_{img.kernels[0]['prog_addr']:x}", ["out"])]
+  assert hcqdsl.check(prog, 1) == []
+
+def test_ring_without_pointers_keeps_straddling_packets_as_comments():
+  """The same wrapped ring without pointers: read from index 0, the packet cut by the ring's end is a truncated packet
+  at its offset, and the tail of the one that started at the end is unknown dwords at offset 0 — comments, no crash."""
+  img = compile_program(parse(HANG, "h.hcq"))
+  ring = [0] * 32
+  for i, x in enumerate(img.queues[0].dwords): ring[(20 + i) % 32] = x
+  m = {"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": ring}]}
+  q = lift_manifest(load_manifest(m)).queues[0]
+  comments = [c for s in q.body for c in s.comments] + list(q.end_comments)
+  assert comments and all(c.startswith("# @") for c in comments)
+  assert comments == [
+    "# @0: 3 x RAW: cannot lift (type-0 packet header (only type-3 packets are used on compute queues)): 0000001a 00000000 00000000",
+    "# @18: 2 x RAW: cannot lift (type-0 packet header (only type-3 packets are used on compute queues)): 00000000 00000000",
+    "# @27: RAW: cannot lift (truncated: RELEASE_MEM needs 7 body dwords, 4 left): c0064900 0070f514 20000000 00000010 00001000"]
+  assert [hcqdsl.syntax.format_stmt(s) for s in q.body] == \
+    ["wait s_100000000000 >= 27", "signal s_100000000010 = 27", "wait s_100000000000 >= 1"]
