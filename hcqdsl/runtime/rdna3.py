@@ -35,7 +35,7 @@ LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
 
 class Stats:
-  """Wave instructions executed, waves, dispatches and wall seconds spent in the executor, over the process."""
+  """Wave instructions executed, waves, dispatches and CPU seconds spent in the executor, over the process."""
   def __init__(self): self.instructions, self.waves, self.dispatches, self.seconds = 0, 0, 0, 0.0
 STATS = Stats()
 
@@ -136,7 +136,7 @@ def _vsrc(w: Wave, reg, bits: int, ins, launch) -> np.ndarray:
     return w.v[r].copy()
   return np.full(LANES, _sreg(w, o, bits, ins, launch), U64)
 
-def _name(ins) -> str: return ins.op.name if hasattr(ins, "op") else "VOPD"
+def _name(ins) -> str: return ins.name
 
 class Snap:
   """An instruction's fields read once (tinygrad's field descriptors are too slow to read per execution)."""
@@ -147,6 +147,8 @@ class Snap:
     self.bits = ins.canonical_op_bits if hasattr(ins, "op") else {}
     self.literal = getattr(ins, "literal", None)
     self.ftype = _ftypes(ins.op) if hasattr(ins, "op") else {}
+    self.name = ins.op.name if hasattr(ins, "op") else "VOPD"
+    self.pc = None   # the translated pseudocode, looked up on first execution
     self.ins = ins
 
 @functools.lru_cache(maxsize=None)
@@ -171,7 +173,8 @@ def _flush(x: np.ndarray) -> np.ndarray:
 
 def _mask_bits(out: np.ndarray, old: int, exec_mask: int) -> int:
   """Per-lane copies of a wave mask (each lane set its own bit) -> one mask; inactive lanes keep the old bits."""
-  bits = int(np.bitwise_or.reduce(((out >> LANE_IDS) & U64(1)) << LANE_IDS)) if len(out) == LANES else int(out[0])
+  if len(out) == LANES: bits = int(np.packbits(((out >> LANE_IDS) & U64(1)).astype(bool), bitorder="little").view("<u4")[0])
+  else: bits = int(out[0])
   return (old & ~exec_mask) | (bits & exec_mask)
 
 # ---- instruction handlers: h(w, ins, launch) -> None (pc advanced by the caller unless the handler set it)
@@ -189,7 +192,7 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
       elif k == "IEEE": v = launch.ieee
       else: v = np.full(n, _special(w, k), U64)
     args[k] = v
-  with np.errstate(all="ignore"): out = t.fn(**args)   # NaN and infinity are results here, not errors
+  out = t.fn(**args)   # (floating-point warnings are off during a dispatch: NaN and infinity are results)
   for reg, val in out.items():
     if type(val) is not np.ndarray or val.shape != (n,) or val.dtype != U64: val = np.broadcast_to(np.asarray(val, U64), (n,))
     if reg == "D0":
@@ -245,13 +248,17 @@ def _write_v(w, reg, val: np.ndarray, bits: int, exec_mask: int, launch):
   elif bits == 16: np.copyto(w.v[r], (w.v[r] & U64(0xFFFF0000)) | (val & U64(0xFFFF)), where=act)
   else: np.copyto(w.v[r], val & U64(M32), where=act)
 
+def _pcode_for(ins):
+  ins.pc = _pcode_of(None, ins.op)
+  return ins.pc
+
 def _pcode_of(launch, op):
   t = _translated("rdna3", op)
   if isinstance(t, Unsupported): raise DeviceFault(f"unsupported instruction ({t})")
   return t
 
 def _scalar(w, ins, launch):
-  t = _pcode_of(launch, ins.op)
+  t = ins.pc or _pcode_for(ins)
   bits = ins.bits
   srcs = {}
   for f, key in (("ssrc0", "s0"), ("ssrc1", "s1")):
@@ -265,8 +272,8 @@ def _scalar(w, ins, launch):
   _run_pcode(w, ins, launch, t, srcs, False, "s", sd, bits["d"])
 
 def _vector(w, ins, launch):
-  name = ins.op.name
-  t = _pcode_of(launch, ins.op)
+  name = ins.name
+  t = ins.pc or _pcode_for(ins)
   bits = ins.bits
   fields = ins.fields
   ft = ins.ftype
@@ -318,18 +325,18 @@ def _vopd(w, ins, launch):
     if getattr(ins, "literal", None) is not None: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
     env = {"laneId": LANE_IDS, "IEEE": launch.ieee, **srcs}
     args = {k: env[k] if k in env else np.full(LANES, _special(w, k), U64) for k in t.args}
-    with np.errstate(all="ignore"): writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
+    writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
   for d, val, f32 in writes:   # both halves read their sources before either writes
     launch.cur_f32 = f32
     _write_v(w, d, np.broadcast_to(np.asarray(val, U64), (LANES,)), 32, exec_mask, launch)
 
 def _sopp(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   if name in NOPS: return
   if name == "S_ENDPGM": w.done = True; return
   if name == "S_BARRIER": w.at_barrier = True; return
   if "BRANCH" in name:
-    t = _pcode_of(launch, ins.op)
+    t = ins.pc or _pcode_for(ins)
     vcc = int(w.s[VCC])
     srcs = {"SIMM16": np.array([ins.simm16], U64), "VCCZ": np.array([int(vcc == 0)], U64),
             "EXECZ": np.array([int(int(w.s[EXEC]) == 0)], U64)}
@@ -377,7 +384,7 @@ def _to_dwords(b: np.ndarray, n: int, signed: bool) -> np.ndarray:
   return (v & M32).astype(U64)
 
 def _smem(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   if not name.startswith("S_LOAD_"): raise DeviceFault("unsupported instruction")
   n, _ = _width(name)
   base = int(w.s[ins.sbase.offset]) | (int(w.s[ins.sbase.offset + 1]) << 32)
@@ -390,7 +397,7 @@ def _smem(w, ins, launch):
   w.s[d:d + n // 4] = data.astype(U64)
 
 def _global(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   exec_mask = int(w.s[EXEC])
   act = _active(exec_mask)
   off = ins.offset
@@ -418,7 +425,7 @@ def _global(w, ins, launch):
   else: raise DeviceFault("unsupported instruction")
 
 def _ds(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   lds = launch.lds
   exec_mask = int(w.s[EXEC])
   act = _active(exec_mask)
@@ -518,7 +525,7 @@ class AmdKernel:
     tx, ty, tz = tid % block[0], tid // block[0] % block[1], tid // (block[0] * block[1])
     packed = (tx | ty << 10 | tz << 20).astype(U64)
     STATS.dispatches += 1
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     count = 0
     for gz in range(dz):
       for gy in range(dy):
@@ -541,10 +548,13 @@ class AmdKernel:
           STATS.waves += nwaves
     self.instructions += count
     STATS.instructions += count
-    STATS.seconds += time.perf_counter() - t0
+    STATS.seconds += time.process_time() - t0
     return count
 
   def run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
+    with np.errstate(all="ignore"): return self._run_workgroup(launch, waves, wg, before)  # NaN, inf: results
+
+  def _run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
     mem, fetch = launch.mem, self.fetch
     count = 0
     while True:
