@@ -48,11 +48,14 @@ def disasm(ins) -> str:
   else: name = ins.op.name.lower()
   parts = []
   skip = {"data", "data0", "data1"} if "_LOAD" in name.upper() else {"vdst"} if "_STORE" in name.upper() else set()
+  used = set(ins.operands) if hasattr(ins, "op") and ins.operands else None   # the ISA's operand list, if known
+  lit = getattr(ins, "literal", None)
   for n, f in ins._fields:
-    if n in ("op", "opx", "opy", "encoding") or n in skip or isinstance(f, FixedBitField): continue
+    if n in ("op", "opx", "opy", "encoding", "literal") or n in skip or isinstance(f, FixedBitField): continue
     v = getattr(ins, n)
-    if n in ("literal",): parts.append(f"lit={v:#x}")
-    elif hasattr(v, "fmt"): parts.append(v.fmt())
+    if hasattr(v, "fmt"):
+      if used is not None and n.startswith(("src", "vsrc", "ssrc")) and n not in used: continue  # an unused source
+      parts.append(f"{lit:#x}" if v.offset == LIT and lit is not None else v.fmt())
     elif v: parts.append(f"{n}={v}")
   return f"{name} {', '.join(parts)}".rstrip()
 
