@@ -121,7 +121,9 @@ def _sreg(w: Wave, o: int, bits: int, ins, launch) -> int:
   if 193 <= o <= 208: return (-(o - 192)) & ((1 << bits) - 1 if bits <= 64 else (1 << 64) - 1)
   if o in FLOAT_CONST:
     f = FLOAT_CONST[o]
-    return int(np.float64(f).view(U64)) if bits == 64 else int(np.float32(f).view(np.uint32))
+    if bits == 64: return int(np.float64(f).view(U64))
+    if bits == 16: return int(np.float16(f).view(np.uint16))   # 16-bit operands take the constant as an f16
+    return int(np.float32(f).view(np.uint32))
   if o == SCC_SRC: return w.scc
   if o == VCCZ: return int((int(w.s[VCC]) | (int(w.s[VCC + 1]) << 32)) == 0)
   if o == EXECZ: return int(int(w.s[EXEC]) == 0)
@@ -460,9 +462,49 @@ def _ds(w, ins, launch):
       lds[span(o)] = words.view(np.uint8)[:, :n]
   else: raise DeviceFault("unsupported instruction")
 
+def _wmma(w, ins, launch):
+  """V_WMMA_{F32,F16,BF16}_16X16X16_{F16,BF16}: D = A @ B^T + C for 16x16 tiles held across the wave (the pseudocode
+  is prose). Lane l < 16 holds row l of A (and column l of B) as 16 halves in 8 VGPRs, k = 2 * vgpr + half; the
+  accumulator's element (row, col) sits in VGPR row // 2 of lane 16 * (row % 2) + col (F16/BF16 results in the low
+  half). Products and sums in float32."""
+  name = ins.name
+  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("WMMA with neg/opsel/clamp is not supported")
+  bf16_in = name.endswith("_BF16")
+  out = name.split("WMMA_", 1)[1].split("_", 1)[0]
+  if out not in ("F32", "F16", "BF16"): raise DeviceFault("integer WMMA is not supported")
+  def halves(reg):   # [16 lanes, 16 k] as float32
+    r = reg.offset - 256
+    raw = w.v[r:r + 8, :16].astype(np.uint32)            # [vgpr, lane]
+    h = np.stack([raw & 0xFFFF, raw >> 16], 1).reshape(16, 16).T   # [lane, k = 2*vgpr + half]
+    if bf16_in: return (h.astype(np.uint32) << 16).view(np.float32)
+    return h.astype(np.uint16).view(np.float16).astype(np.float32)
+  a, b = halves(ins.src0), halves(ins.src1)
+  c_reg = ins.src2.offset - 256
+  acc = w.v[c_reg:c_reg + 8].astype(np.uint32)            # [vgpr, lane]
+  if out == "F32": c = acc.view(np.float32)
+  elif out == "F16": c = (acc & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float32)
+  else: c = ((acc & 0xFFFF) << 16).view(np.float32)
+  rows = 2 * np.arange(8)[:, None] + np.arange(LANES)[None, :] // 16     # [vgpr, lane] -> row
+  cols = np.broadcast_to(np.arange(LANES)[None, :] % 16, rows.shape)
+  d = (a @ b.T)[rows, cols].astype(np.float32) + c
+  if out == "F32": bits = d.astype(np.float32).view(np.uint32)
+  elif out == "F16": bits = d.astype(np.float16).view(np.uint16).astype(np.uint32)
+  else: bits = d.astype(np.float32).view(np.uint32) >> 16   # truncated to bf16
+  act = _active(int(w.s[EXEC]))
+  d_reg = ins.vdst.offset - 256
+  for i in range(8): np.copyto(w.v[d_reg + i], bits[i].astype(U64), where=act)
+
+def _vop3p(w, ins, launch):
+  if "WMMA" in ins.name: return _wmma(w, ins, launch)
+  # packed math: the pseudocode sees each source's halves as selected by opsel/opsel_hi; only the default selection
+  # (low halves low, high halves high) without negation is implemented
+  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp or ins.opsel_hi != 3 or ins.opsel_hi2 != 1:
+    raise DeviceFault("VOP3P with neg/opsel/clamp is not supported")
+  return _vector(w, ins, launch)
+
 HANDLERS = {"SOP1": _scalar, "SOP2": _scalar, "SOPC": _scalar, "SOPK": _scalar, "SOPP": _sopp, "SMEM": _smem,
             "VOP1": _vector, "VOP2": _vector, "VOP3": _vector, "VOP3SD": _vector, "VOPC": _vector,
-            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds}
+            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds, "VOP3P": _vop3p}
 
 def _handler(ins):
   cls = type(ins).__name__
@@ -599,8 +641,9 @@ def _mem_covered(name: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def coverage() -> tuple:
-  """The RDNA3 opcode names the executor implements: ALU opcodes whose pseudocode translates, VOPD pairs of those,
-  the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/DS loads and stores of 1 to 64 bytes."""
+  """The RDNA3 opcode names the executor implements: ALU opcodes whose pseudocode translates (VOP3P: with the
+  default half selection), the float WMMAs, VOPD pairs, the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/DS loads
+  and stores of 1 to 64 bytes."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
   out = set()
   for en in ALU_ENUMS:
@@ -609,6 +652,9 @@ def coverage() -> tuple:
   for op in enum.SOPPOp:
     if op.name in NOPS or op.name in ("S_ENDPGM", "S_BARRIER") or \
        ("BRANCH" in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
+  for op in enum.VOP3POp:   # packed math with the default half selection, and the float WMMAs
+    if ("WMMA" in op.name and "IU" not in op.name) or \
+       ("WMMA" not in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
   for en in ("SMEMOp", "GLOBALOp", "FLATOp", "DSOp"):
     out.update(op.name for op in getattr(enum, en) if _mem_covered(op.name))
   for op in enum.VOPDOp:
