@@ -1,6 +1,7 @@
 """The RDNA3 executor on the example workloads' real gfx1100 code objects (tests/amd_code/, from `hcqdsl emit
 --amd-code`): per workload the wall time of `run` with `--kernels amd` and with `--kernels c` (best of 3, after one
-warm-up run that pays for decoding and translating), the wave instructions executed and the executor's rate.
+warm-up run that pays for decoding and translating), the wave instructions executed and the executor's rate in
+wave instructions per CPU second (process time: steadier than wall time on a shared machine).
   python benchmarks/rdna3.py [--repeat 3]"""
 import argparse, os, pathlib, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
@@ -25,7 +26,7 @@ def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--repeat", type=int, default=3)
   a = ap.parse_args()
-  print(f"{'workload':13s} {'amd ms':>8s} {'c ms':>8s} {'amd/c':>6s} {'wave insts':>10s} {'executor ms':>11s} {'insts/s':>8s}")
+  print(f"{'workload':13s} {'amd ms':>8s} {'c ms':>8s} {'amd/c':>6s} {'wave insts':>10s} {'exec CPU ms':>11s} {'insts/s':>8s}")
   tot_i = tot_s = 0.0
   for d in sorted(CODE.iterdir()):
     f = str(d / f"{d.name}.hcq")

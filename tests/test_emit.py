@@ -209,7 +209,7 @@ def test_amd_code_objects(name, tmp_path):
     assert st.grid and st.block  # tinygrad's AMD launch dims, written out
     n += 1
   assert n == len(q.body) - sum(type(s).__name__ != "Exec" for s in q.body)
-  # the emulator still runs the C source, and the program's own expects hold
+  # the emulator runs the fresh code objects' machine code (rdna3.py), and the program's own expects hold
   from hcqdsl.runtime import run
   res = run(prog, seed=0)
   assert res.hang is None and res.fault is None and res.expects and all(e.ok for e in res.expects)

@@ -519,7 +519,9 @@ class _Translator:
       elif sl is not None:
         hi, lo = sl
         m = ((1 << (hi - lo + 1)) - 1) << lo
-        self.assign(name, f"((_u({name}, 64) & U64({~m & M[64]})) | ((_u({_conv(e, 'u')}, 64) << U64({lo})) & U64({m})))")
+        k = ACCESSORS[acc][0] if acc else "u"
+        bits = f"_bits_{k}({_conv(e, k)})" if k in ("f16", "f32", "f64") else _conv(e, "u")   # D0[31 : 16].f16 = x
+        self.assign(name, f"((_u({name}, 64) & U64({~m & M[64]})) | ((_u({bits}, 64) << U64({lo})) & U64({m})))")
       elif name in ("SCC",) and acc is None: self.assign(name, f"_u({_bool(e) if e[1] != 'u' else e[0]}, 1)")
       elif name == "PC" and acc is None: self.assign(name, f"_u({_conv(e, 'i')}, 64)")
       else:

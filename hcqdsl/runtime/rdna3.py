@@ -35,7 +35,7 @@ LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
 
 class Stats:
-  """Wave instructions executed, waves, dispatches and wall seconds spent in the executor, over the process."""
+  """Wave instructions executed, waves, dispatches and CPU seconds spent in the executor, over the process."""
   def __init__(self): self.instructions, self.waves, self.dispatches, self.seconds = 0, 0, 0, 0.0
 STATS = Stats()
 
@@ -48,11 +48,14 @@ def disasm(ins) -> str:
   else: name = ins.op.name.lower()
   parts = []
   skip = {"data", "data0", "data1"} if "_LOAD" in name.upper() else {"vdst"} if "_STORE" in name.upper() else set()
+  used = set(ins.operands) if hasattr(ins, "op") and ins.operands else None   # the ISA's operand list, if known
+  lit = getattr(ins, "literal", None)
   for n, f in ins._fields:
-    if n in ("op", "opx", "opy", "encoding") or n in skip or isinstance(f, FixedBitField): continue
+    if n in ("op", "opx", "opy", "encoding", "literal") or n in skip or isinstance(f, FixedBitField): continue
     v = getattr(ins, n)
-    if n in ("literal",): parts.append(f"lit={v:#x}")
-    elif hasattr(v, "fmt"): parts.append(v.fmt())
+    if hasattr(v, "fmt"):
+      if used is not None and n.startswith(("src", "vsrc", "ssrc")) and n not in used: continue  # an unused source
+      parts.append(f"{lit:#x}" if v.offset == LIT and lit is not None else v.fmt())
     elif v: parts.append(f"{n}={v}")
   return f"{name} {', '.join(parts)}".rstrip()
 
@@ -118,7 +121,9 @@ def _sreg(w: Wave, o: int, bits: int, ins, launch) -> int:
   if 193 <= o <= 208: return (-(o - 192)) & ((1 << bits) - 1 if bits <= 64 else (1 << 64) - 1)
   if o in FLOAT_CONST:
     f = FLOAT_CONST[o]
-    return int(np.float64(f).view(U64)) if bits == 64 else int(np.float32(f).view(np.uint32))
+    if bits == 64: return int(np.float64(f).view(U64))
+    if bits == 16: return int(np.float16(f).view(np.uint16))   # 16-bit operands take the constant as an f16
+    return int(np.float32(f).view(np.uint32))
   if o == SCC_SRC: return w.scc
   if o == VCCZ: return int((int(w.s[VCC]) | (int(w.s[VCC + 1]) << 32)) == 0)
   if o == EXECZ: return int(int(w.s[EXEC]) == 0)
@@ -136,7 +141,7 @@ def _vsrc(w: Wave, reg, bits: int, ins, launch) -> np.ndarray:
     return w.v[r].copy()
   return np.full(LANES, _sreg(w, o, bits, ins, launch), U64)
 
-def _name(ins) -> str: return ins.op.name if hasattr(ins, "op") else "VOPD"
+def _name(ins) -> str: return ins.name
 
 class Snap:
   """An instruction's fields read once (tinygrad's field descriptors are too slow to read per execution)."""
@@ -147,6 +152,8 @@ class Snap:
     self.bits = ins.canonical_op_bits if hasattr(ins, "op") else {}
     self.literal = getattr(ins, "literal", None)
     self.ftype = _ftypes(ins.op) if hasattr(ins, "op") else {}
+    self.name = ins.op.name if hasattr(ins, "op") else "VOPD"
+    self.pc = None   # the translated pseudocode, looked up on first execution
     self.ins = ins
 
 @functools.lru_cache(maxsize=None)
@@ -171,7 +178,8 @@ def _flush(x: np.ndarray) -> np.ndarray:
 
 def _mask_bits(out: np.ndarray, old: int, exec_mask: int) -> int:
   """Per-lane copies of a wave mask (each lane set its own bit) -> one mask; inactive lanes keep the old bits."""
-  bits = int(np.bitwise_or.reduce(((out >> LANE_IDS) & U64(1)) << LANE_IDS)) if len(out) == LANES else int(out[0])
+  if len(out) == LANES: bits = int(np.packbits(((out >> LANE_IDS) & U64(1)).astype(bool), bitorder="little").view("<u4")[0])
+  else: bits = int(out[0])
   return (old & ~exec_mask) | (bits & exec_mask)
 
 # ---- instruction handlers: h(w, ins, launch) -> None (pc advanced by the caller unless the handler set it)
@@ -189,7 +197,7 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
       elif k == "IEEE": v = launch.ieee
       else: v = np.full(n, _special(w, k), U64)
     args[k] = v
-  with np.errstate(all="ignore"): out = t.fn(**args)   # NaN and infinity are results here, not errors
+  out = t.fn(**args)   # (floating-point warnings are off during a dispatch: NaN and infinity are results)
   for reg, val in out.items():
     if type(val) is not np.ndarray or val.shape != (n,) or val.dtype != U64: val = np.broadcast_to(np.asarray(val, U64), (n,))
     if reg == "D0":
@@ -245,13 +253,17 @@ def _write_v(w, reg, val: np.ndarray, bits: int, exec_mask: int, launch):
   elif bits == 16: np.copyto(w.v[r], (w.v[r] & U64(0xFFFF0000)) | (val & U64(0xFFFF)), where=act)
   else: np.copyto(w.v[r], val & U64(M32), where=act)
 
+def _pcode_for(ins):
+  ins.pc = _pcode_of(None, ins.op)
+  return ins.pc
+
 def _pcode_of(launch, op):
   t = _translated("rdna3", op)
   if isinstance(t, Unsupported): raise DeviceFault(f"unsupported instruction ({t})")
   return t
 
 def _scalar(w, ins, launch):
-  t = _pcode_of(launch, ins.op)
+  t = ins.pc or _pcode_for(ins)
   bits = ins.bits
   srcs = {}
   for f, key in (("ssrc0", "s0"), ("ssrc1", "s1")):
@@ -265,8 +277,8 @@ def _scalar(w, ins, launch):
   _run_pcode(w, ins, launch, t, srcs, False, "s", sd, bits["d"])
 
 def _vector(w, ins, launch):
-  name = ins.op.name
-  t = _pcode_of(launch, ins.op)
+  name = ins.name
+  t = ins.pc or _pcode_for(ins)
   bits = ins.bits
   fields = ins.fields
   ft = ins.ftype
@@ -318,18 +330,18 @@ def _vopd(w, ins, launch):
     if getattr(ins, "literal", None) is not None: srcs["SIMM32"] = np.full(LANES, ins.literal, U64)
     env = {"laneId": LANE_IDS, "IEEE": launch.ieee, **srcs}
     args = {k: env[k] if k in env else np.full(LANES, _special(w, k), U64) for k in t.args}
-    with np.errstate(all="ignore"): writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
+    writes.append((d, t.fn(**args)["D0"], launch.cur_f32))
   for d, val, f32 in writes:   # both halves read their sources before either writes
     launch.cur_f32 = f32
     _write_v(w, d, np.broadcast_to(np.asarray(val, U64), (LANES,)), 32, exec_mask, launch)
 
 def _sopp(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   if name in NOPS: return
   if name == "S_ENDPGM": w.done = True; return
   if name == "S_BARRIER": w.at_barrier = True; return
   if "BRANCH" in name:
-    t = _pcode_of(launch, ins.op)
+    t = ins.pc or _pcode_for(ins)
     vcc = int(w.s[VCC])
     srcs = {"SIMM16": np.array([ins.simm16], U64), "VCCZ": np.array([int(vcc == 0)], U64),
             "EXECZ": np.array([int(int(w.s[EXEC]) == 0)], U64)}
@@ -377,7 +389,7 @@ def _to_dwords(b: np.ndarray, n: int, signed: bool) -> np.ndarray:
   return (v & M32).astype(U64)
 
 def _smem(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   if not name.startswith("S_LOAD_"): raise DeviceFault("unsupported instruction")
   n, _ = _width(name)
   base = int(w.s[ins.sbase.offset]) | (int(w.s[ins.sbase.offset + 1]) << 32)
@@ -390,7 +402,7 @@ def _smem(w, ins, launch):
   w.s[d:d + n // 4] = data.astype(U64)
 
 def _global(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   exec_mask = int(w.s[EXEC])
   act = _active(exec_mask)
   off = ins.offset
@@ -418,7 +430,7 @@ def _global(w, ins, launch):
   else: raise DeviceFault("unsupported instruction")
 
 def _ds(w, ins, launch):
-  name = ins.op.name
+  name = ins.name
   lds = launch.lds
   exec_mask = int(w.s[EXEC])
   act = _active(exec_mask)
@@ -450,9 +462,49 @@ def _ds(w, ins, launch):
       lds[span(o)] = words.view(np.uint8)[:, :n]
   else: raise DeviceFault("unsupported instruction")
 
+def _wmma(w, ins, launch):
+  """V_WMMA_{F32,F16,BF16}_16X16X16_{F16,BF16}: D = A @ B^T + C for 16x16 tiles held across the wave (the pseudocode
+  is prose). Lane l < 16 holds row l of A (and column l of B) as 16 halves in 8 VGPRs, k = 2 * vgpr + half; the
+  accumulator's element (row, col) sits in VGPR row // 2 of lane 16 * (row % 2) + col (F16/BF16 results in the low
+  half). Products and sums in float32."""
+  name = ins.name
+  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("WMMA with neg/opsel/clamp is not supported")
+  bf16_in = name.endswith("_BF16")
+  out = name.split("WMMA_", 1)[1].split("_", 1)[0]
+  if out not in ("F32", "F16", "BF16"): raise DeviceFault("integer WMMA is not supported")
+  def halves(reg):   # [16 lanes, 16 k] as float32
+    r = reg.offset - 256
+    raw = w.v[r:r + 8, :16].astype(np.uint32)            # [vgpr, lane]
+    h = np.stack([raw & 0xFFFF, raw >> 16], 1).reshape(16, 16).T   # [lane, k = 2*vgpr + half]
+    if bf16_in: return (h.astype(np.uint32) << 16).view(np.float32)
+    return h.astype(np.uint16).view(np.float16).astype(np.float32)
+  a, b = halves(ins.src0), halves(ins.src1)
+  c_reg = ins.src2.offset - 256
+  acc = w.v[c_reg:c_reg + 8].astype(np.uint32)            # [vgpr, lane]
+  if out == "F32": c = acc.view(np.float32)
+  elif out == "F16": c = (acc & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float32)
+  else: c = ((acc & 0xFFFF) << 16).view(np.float32)
+  rows = 2 * np.arange(8)[:, None] + np.arange(LANES)[None, :] // 16     # [vgpr, lane] -> row
+  cols = np.broadcast_to(np.arange(LANES)[None, :] % 16, rows.shape)
+  d = (a @ b.T)[rows, cols].astype(np.float32) + c
+  if out == "F32": bits = d.astype(np.float32).view(np.uint32)
+  elif out == "F16": bits = d.astype(np.float16).view(np.uint16).astype(np.uint32)
+  else: bits = d.astype(np.float32).view(np.uint32) >> 16   # truncated to bf16
+  act = _active(int(w.s[EXEC]))
+  d_reg = ins.vdst.offset - 256
+  for i in range(8): np.copyto(w.v[d_reg + i], bits[i].astype(U64), where=act)
+
+def _vop3p(w, ins, launch):
+  if "WMMA" in ins.name: return _wmma(w, ins, launch)
+  # packed math: the pseudocode sees each source's halves as selected by opsel/opsel_hi; only the default selection
+  # (low halves low, high halves high) without negation is implemented
+  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp or ins.opsel_hi != 3 or ins.opsel_hi2 != 1:
+    raise DeviceFault("VOP3P with neg/opsel/clamp is not supported")
+  return _vector(w, ins, launch)
+
 HANDLERS = {"SOP1": _scalar, "SOP2": _scalar, "SOPC": _scalar, "SOPK": _scalar, "SOPP": _sopp, "SMEM": _smem,
             "VOP1": _vector, "VOP2": _vector, "VOP3": _vector, "VOP3SD": _vector, "VOPC": _vector,
-            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds}
+            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds, "VOP3P": _vop3p}
 
 def _handler(ins):
   cls = type(ins).__name__
@@ -518,7 +570,7 @@ class AmdKernel:
     tx, ty, tz = tid % block[0], tid // block[0] % block[1], tid // (block[0] * block[1])
     packed = (tx | ty << 10 | tz << 20).astype(U64)
     STATS.dispatches += 1
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     count = 0
     for gz in range(dz):
       for gy in range(dy):
@@ -541,10 +593,13 @@ class AmdKernel:
           STATS.waves += nwaves
     self.instructions += count
     STATS.instructions += count
-    STATS.seconds += time.perf_counter() - t0
+    STATS.seconds += time.process_time() - t0
     return count
 
   def run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
+    with np.errstate(all="ignore"): return self._run_workgroup(launch, waves, wg, before)  # NaN, inf: results
+
+  def _run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
     mem, fetch = launch.mem, self.fetch
     count = 0
     while True:
@@ -586,8 +641,9 @@ def _mem_covered(name: str) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def coverage() -> tuple:
-  """The RDNA3 opcode names the executor implements: ALU opcodes whose pseudocode translates, VOPD pairs of those,
-  the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/DS loads and stores of 1 to 64 bytes."""
+  """The RDNA3 opcode names the executor implements: ALU opcodes whose pseudocode translates (VOP3P: with the
+  default half selection), the float WMMAs, VOPD pairs, the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/DS loads
+  and stores of 1 to 64 bytes."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
   out = set()
   for en in ALU_ENUMS:
@@ -596,6 +652,9 @@ def coverage() -> tuple:
   for op in enum.SOPPOp:
     if op.name in NOPS or op.name in ("S_ENDPGM", "S_BARRIER") or \
        ("BRANCH" in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
+  for op in enum.VOP3POp:   # packed math with the default half selection, and the float WMMAs
+    if ("WMMA" in op.name and "IU" not in op.name) or \
+       ("WMMA" not in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
   for en in ("SMEMOp", "GLOBALOp", "FLATOp", "DSOp"):
     out.update(op.name for op in getattr(enum, en) if _mem_covered(op.name))
   for op in enum.VOPDOp:
