@@ -22,9 +22,12 @@ from ..amd.packet import M32
 from ..amd.targets import get_target
 from ..compile import Image, QueueImage, DEVICE_BASE
 from .device import Device, Ring
-from .emulator import HostWait, RingSpace, HOST_COST
+from .emulator import HostWait, RingSpace, CopyFree, HOST_COST
 
-__all__ = ["Submitter", "QueueState", "RING_MIN"]
+__all__ = ["Submitter", "QueueState", "RING_MIN", "COPIES"]
+
+COPIES = 4   # indirect mode: command-buffer copies per queue, used in turn (launches k+1..k+3 run ahead of k)
+SMALL = 16   # a var with at most this many patch sites is written dword by dword (cheaper than a numpy scatter)
 
 RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue's commands, rounded up to a power of 2
 RING_OFFSET = 0x0800_0000_0000  # rings sit here inside each device's part of the address space
@@ -56,10 +59,71 @@ def _packet_starts(qi: QueueImage) -> list:
   from ..amd import sdma
   return [p.offset for p in sdma.decoder(qi.arch).decode(qi.dwords)] + [len(qi.dwords)]
 
+class Indirect:
+  """Indirect mode for one queue: COPIES resident command buffers, each patched in place only in the dwords of the
+  vars whose value differs from the launch it last held, and a ring that gets per launch only an INDIRECT_BUFFER
+  packet (tinygrad's bound `_submit`) and a fence: the queue's engine writes the launch number to the fence once it
+  has read all of the copy's packets, and a copy is patched again only after its fence passed (docs/run.md)."""
+  def __init__(self, sub: "Submitter", qs: QueueState, addr: int, nvars: int):
+    qi, dev = qs.qi, sub.dev
+    self.n = qs.ndw if qs.pm4 else -(-qs.ndw // 8) * 8     # an SDMA IB is padded with NOPs to 8 dwords (tinygrad)
+    stride = -(-4 * self.n // 256) * 256
+    self.fence = addr
+    self.addrs = [addr + 256 + j * stride for j in range(COPIES)]
+    dev.allocate(addr, 256 + COPIES * stride, f"{qi.name}.commands", qi.device)
+    self.fence_now = dev.map(addr, 4).view("<u4")
+    base = np.zeros(self.n, dtype=np.uint32); base[:qs.ndw] = qi.dwords
+    for p in qi.patches:
+      if p.var is None: base[p.offset] = p.add & M32        # constant patches hold for every launch
+    self.views = []
+    for a in self.addrs:
+      dev.write(a, base.tobytes())
+      v = dev.map(a, 4 * self.n).view("<u4")
+      self.views.append((v, memoryview(v).cast("B").cast("I")))
+    self.held = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
+    self.launch = [0] * COPIES     # the launch each copy was last submitted for
+    sites: list = [[] for _ in range(nvars)]
+    for p in qi.patches:
+      if p.var is not None: sites[sub.var_index[p.var]].append((p.offset, p.add))
+    # per var: (offsets, adds) as a Python list when small, else numpy arrays (one scatter), adds folded when uniform
+    self.groups = []
+    for v, ss in enumerate(sites):
+      if not ss: continue
+      offs, adds = np.array([o for o, _ in ss], dtype=np.intp), np.array([a for _, a in ss], dtype=np.int64)
+      uniform = int(adds[0]) if (adds == adds[0]).all() else None
+      self.groups.append((v, ss if len(ss) <= SMALL else None, offs, adds, uniform))
+    t = get_target(qi.arch)
+    if qs.pm4:
+      p = t.pm4
+      self.ib_packet = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & M32, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
+      from ..amd import pm4 as enc
+    else:
+      d = t.sdma
+      self.ib_packet = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & M32, a >> 32, self.n, 0, 0]
+      from ..amd import sdma as enc
+    e = enc.encoder(qi.arch)
+    self.fence_packet = lambda k: (out := [], e.signal(out, self.fence, k), out)[2]
+
+  def patch(self, j: int, vals: list) -> int:
+    """Bring copy j's patch sites to `vals` (one value per var); returns the dwords written."""
+    held, (arr, mv), n = self.held[j], self.views[j], 0
+    for v, small, offs, adds, uniform in self.groups:
+      x = vals[v]
+      if held is not None and held[v] == x: continue
+      if small is not None:
+        for o, a in small: mv[o] = (x + a) & M32
+        n += len(small)
+      else:
+        arr[offs] = (x + uniform) & M32 if uniform is not None else (x + adds) & M32
+        n += len(offs)
+    self.held[j] = vals
+    return n
+
 class Submitter:
   def __init__(self, image: Image, device: Device, var_values: Optional[dict] = None, ring_size: Optional[int] = None,
-               timeout_us: float = 10_000_000.0):
+               timeout_us: float = 10_000_000.0, indirect: bool = False):
     self.image, self.dev, self.overrides, self.timeout_us = image, device, dict(var_values or {}), timeout_us
+    self.indirect = indirect
     self.vars = list(image.vars)
     self.var_index = {v: i for i, v in enumerate(self.vars)}
     for r in image.regions: device.allocate(r.addr, r.size, r.name, r.device)
@@ -79,6 +143,9 @@ class Submitter:
       qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index)
       self.queues[q.name] = qs
       self.by_ring[id(ring)] = qs
+      if indirect:
+        qs.ind = Indirect(self, qs, top[q.device], len(self.vars))
+        top[q.device] += -(-(256 + COPIES * 4 * qs.ind.n) // 256) * 256 + COPIES * 256
     if any(not qs.pm4 for qs in self.queues.values()):
       t = get_target(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4)).sdma
       self.sdma_nop = lambda n: t.SDMA_OP_NOP | t.SDMA_PKT_NOP_HEADER_COUNT(n - 1)
@@ -146,8 +213,59 @@ class Submitter:
     if abs_dw >= start + n: return None, None
     return launch, qs.qi.span_at(off + abs_dw - start)
 
+  def locate_ib(self, ring: Ring, base: int, pos: int):
+    """(launch, statement) of the command at dword `pos` of the indirect buffer at `base` (indirect mode)."""
+    qs = self.by_ring.get(id(ring))
+    ind = getattr(qs, "ind", None)
+    if ind is None or base not in ind.addrs: return None, None
+    return ind.launch[ind.addrs.index(base)], qs.qi.span_at(pos)
+
+  # ---- indirect mode
+  def ib_ring(self, qs: QueueState, launch: int) -> list:
+    """The dwords this launch puts on the ring: the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs first so
+    that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
+    ind = qs.ind
+    cmds = ind.ib_packet(ind.addrs[launch % COPIES])
+    if not qs.pm4:
+      pos = (qs.ring.wptr >> 2) % qs.ndw_ring
+      cmds = [0] * ((8 - (pos + len(cmds)) % 8) % 8) + cmds
+    return cmds + ind.fence_packet(launch)
+
+  def put_ib(self, qs: QueueState, launch: int, cmds: list) -> None:
+    r, ring, nd = qs.ring, qs.ring_u32, qs.ndw_ring
+    pos = (r.wptr * r.unit >> 2) % nd
+    n = len(cmds)
+    if pos + n <= nd: ring[pos:pos + n] = cmds
+    elif qs.pm4:  # the CP reads the ring modulo its size
+      ring[pos:] = cmds[:nd - pos]; ring[:n - (nd - pos)] = cmds[nd - pos:]
+    else:         # SDMA packets do not straddle the ring end: a NOP to the end, then this launch from the start
+      room = nd - pos
+      ring[pos] = self.sdma_nop(room); ring[pos + 1:] = 0
+      self.dev.doorbell(r, r.wptr + 4 * room // r.unit)
+      self.put_ib(qs, launch, self.ib_ring(qs, launch)); return
+    self._seg(qs, r.wptr * r.unit >> 2, 0, 0, launch)
+    self.dev.doorbell(r, r.wptr + 4 * n // r.unit)
+
+  def submit_indirect(self, qs: QueueState, launch: int, vals: list):
+    """Patch this launch's copy and put its INDIRECT_BUFFER on the ring; a Block when the copy or the ring is busy."""
+    ind, j = qs.ind, launch % COPIES
+    prev = ind.launch[j]
+    if prev and int(ind.fence_now[0]) < prev: return CopyFree(qs.ring, ind.fence, prev)
+    space = RingSpace(qs.ring, 4 * 64, self.dev)
+    if not space.ready(None): return space
+    qs.patched.append(ind.patch(j, vals))
+    ind.launch[j] = launch
+    self.put_ib(qs, launch, self.ib_ring(qs, launch))
+    qs.submitted = launch
+    return None
+
   # ---- the host program
   def submit(self, qs: QueueState, launch: int, vec: np.ndarray, line):
+    if self.indirect:
+      vals = vec.tolist()
+      while (b := self.submit_indirect(qs, launch, vals)) is not None: yield b
+      yield (HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.patched[-1], f"submit {qs.name}", line, launch)
+      return
     qs.patched.append(self.patch(qs, vec))
     need, split, pad = self.layout(qs)
     if need > qs.ring.size: raise ValueError(f"queue {qs.name}: {need} bytes of commands do not fit its {qs.ring.size}-byte ring")
