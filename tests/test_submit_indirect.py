@@ -96,3 +96,10 @@ def test_patched_dwords_are_the_changed_sites():
     per_var = {v: sum(p.var == v for p in qs.qi.patches) for v in img.vars}
     first, then = sum(per_var.values()), sum(n for v, n in per_var.items() if v != "fixed")
     assert qs.patched == [first] * COPIES + [then] * (10 - COPIES) and then < first or qs.name == "x", (qs.name, qs.patched, per_var)
+
+def test_cli_runs_indirect(tmp_path):
+  import subprocess, sys
+  f = tmp_path / "o.hcq"; f.write_text(OVERLAP)
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "run", str(f), "--launches", "9", "--indirect"], capture_output=True, text=True)
+  assert r.returncode == 0, r.stdout + r.stderr
+  assert "seen=9" in r.stdout and "INDIRECT_BUFFER 9" in r.stdout and "INDIRECT 9" in r.stdout, r.stdout

@@ -107,7 +107,9 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
   device that is not gfx11) and the C/builtin implementation of the others; "c" runs the C/builtin implementations
-  only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest."""
+  only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest. `indirect`: submit each
+  launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
+  path, docs/run.md), not the commands on the ring."""
   from ..compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter

@@ -71,7 +71,7 @@ class Indirect:
     self.fence = addr
     self.addrs = [addr + 256 + j * stride for j in range(COPIES)]
     dev.allocate(addr, 256 + COPIES * stride, f"{qi.name}.commands", qi.device)
-    self.fence_now = dev.map(addr, 4).view("<u4")
+    self.fence_now = memoryview(dev.map(addr, 4).view("<u4")).cast("B").cast("I")
     base = np.zeros(self.n, dtype=np.uint32); base[:qs.ndw] = qi.dwords
     for p in qi.patches:
       if p.var is None: base[p.offset] = p.add & M32        # constant patches hold for every launch
@@ -82,42 +82,51 @@ class Indirect:
       self.views.append((v, memoryview(v).cast("B").cast("I")))
     self.held = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
     self.launch = [0] * COPIES     # the launch each copy was last submitted for
-    sites: list = [[] for _ in range(nvars)]
+    # per (var, add): the sites, as a Python list when few (dword stores), else a numpy index (one scalar scatter)
+    sites: dict = {}
     for p in qi.patches:
-      if p.var is not None: sites[sub.var_index[p.var]].append((p.offset, p.add))
-    # per var: (offsets, adds) as a Python list when small, else numpy arrays (one scatter), adds folded when uniform
-    self.groups = []
-    for v, ss in enumerate(sites):
-      if not ss: continue
-      offs, adds = np.array([o for o, _ in ss], dtype=np.intp), np.array([a for _, a in ss], dtype=np.int64)
-      uniform = int(adds[0]) if (adds == adds[0]).all() else None
-      self.groups.append((v, ss if len(ss) <= SMALL else None, offs, adds, uniform))
+      if p.var is not None: sites.setdefault((sub.var_index[p.var], p.add), []).append(p.offset)
+    self.groups = sorted((v, add, offs if len(offs) <= SMALL else None, np.array(offs, dtype=np.intp), len(offs))
+                         for (v, add), offs in sites.items())
     t = get_target(qi.arch)
     if qs.pm4:
       p = t.pm4
-      self.ib_packet = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & M32, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
+      ib = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & M32, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
       from ..amd import pm4 as enc
     else:
       d = t.sdma
-      self.ib_packet = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & M32, a >> 32, self.n, 0, 0]
+      ib = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & M32, a >> 32, self.n, 0, 0]
       from ..amd import sdma as enc
-    e = enc.encoder(qi.arch)
-    self.fence_packet = lambda k: (out := [], e.signal(out, self.fence, k), out)[2]
+    fence: list = []
+    enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
+    self.value_at = len(ib(0)) + fence.index(0x5EED_F00D)   # the fence's value dword; the dword after it is 0
+    # per copy: its INDIRECT_BUFFER packet and the fence, the value filled in per launch
+    self.ring_cmds = [np.array(ib(a) + fence, dtype=np.uint32) for a in self.addrs]
+    self.ring_mvs = [memoryview(c).cast("B").cast("I") for c in self.ring_cmds]
+    self.unit, self.ring_bytes = qs.ring.unit, qs.ring.size
+    self.ring_mv = memoryview(qs.ring_u32).cast("B").cast("I")
+    self.ib_packet = ib
 
   def patch(self, j: int, vals: list) -> int:
     """Bring copy j's patch sites to `vals` (one value per var); returns the dwords written."""
     held, (arr, mv), n = self.held[j], self.views[j], 0
-    for v, small, offs, adds, uniform in self.groups:
+    for v, add, small, offs, count in self.groups:
       x = vals[v]
       if held is not None and held[v] == x: continue
+      x = (x + add) & M32
       if small is not None:
-        for o, a in small: mv[o] = (x + a) & M32
-        n += len(small)
-      else:
-        arr[offs] = (x + uniform) & M32 if uniform is not None else (x + adds) & M32
-        n += len(offs)
+        for o in small: mv[o] = x
+      else: arr[offs] = x
+      n += count
     self.held[j] = vals
     return n
+
+  def fence_packet(self, launch: int) -> list:
+    """The fence after launch `launch`'s INDIRECT_BUFFER: the engine writes `launch` once it has read the copy."""
+    k = len(self.ib_packet(0))
+    c = self.ring_cmds[0][k:].tolist()
+    c[self.value_at - k] = launch & M32
+    return c
 
 class Submitter:
   def __init__(self, image: Image, device: Device, var_values: Optional[dict] = None, ring_size: Optional[int] = None,
@@ -221,38 +230,41 @@ class Submitter:
     return ind.launch[ind.addrs.index(base)], qs.qi.span_at(pos)
 
   # ---- indirect mode
-  def ib_ring(self, qs: QueueState, launch: int) -> list:
-    """The dwords this launch puts on the ring: the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs first so
-    that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
+  def ib_ring(self, qs: QueueState, launch: int):
+    """The dwords this launch puts on the ring (a memoryview): the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs
+    first so that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
     ind = qs.ind
-    cmds = ind.ib_packet(ind.addrs[launch % COPIES])
+    j = launch % COPIES
+    cmds = ind.ring_mvs[j]
+    cmds[ind.value_at] = launch & M32
     if not qs.pm4:
-      pos = (qs.ring.wptr >> 2) % qs.ndw_ring
-      cmds = [0] * ((8 - (pos + len(cmds)) % 8) % 8) + cmds
-    return cmds + ind.fence_packet(launch)
+      pad = (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8
+      if pad: return memoryview(np.concatenate((np.zeros(pad, np.uint32), ind.ring_cmds[j]))).cast("B").cast("I")
+    return cmds
 
-  def put_ib(self, qs: QueueState, launch: int, cmds: list) -> None:
-    r, ring, nd = qs.ring, qs.ring_u32, qs.ndw_ring
-    pos = (r.wptr * r.unit >> 2) % nd
+  def put_ib(self, qs: QueueState, launch: int, cmds) -> None:
+    r, ind, nd = qs.ring, qs.ind, qs.ndw_ring
+    wptr = r.wptr
+    pos = (wptr * ind.unit >> 2) % nd
     n = len(cmds)
-    if pos + n <= nd: ring[pos:pos + n] = cmds
+    if pos + n <= nd: ind.ring_mv[pos:pos + n] = cmds
     elif qs.pm4:  # the CP reads the ring modulo its size
-      ring[pos:] = cmds[:nd - pos]; ring[:n - (nd - pos)] = cmds[nd - pos:]
+      ind.ring_mv[pos:] = cmds[:nd - pos]; ind.ring_mv[:n - (nd - pos)] = cmds[nd - pos:]
     else:         # SDMA packets do not straddle the ring end: a NOP to the end, then this launch from the start
       room = nd - pos
-      ring[pos] = self.sdma_nop(room); ring[pos + 1:] = 0
-      self.dev.doorbell(r, r.wptr + 4 * room // r.unit)
+      qs.ring_u32[pos] = self.sdma_nop(room); qs.ring_u32[pos + 1:] = 0
+      self.dev.doorbell(r, wptr + 4 * room // ind.unit)
       self.put_ib(qs, launch, self.ib_ring(qs, launch)); return
-    self._seg(qs, r.wptr * r.unit >> 2, 0, 0, launch)
-    self.dev.doorbell(r, r.wptr + 4 * n // r.unit)
+    self.dev.doorbell(r, wptr + 4 * n // ind.unit)
 
   def submit_indirect(self, qs: QueueState, launch: int, vals: list):
     """Patch this launch's copy and put its INDIRECT_BUFFER on the ring; a Block when the copy or the ring is busy."""
-    ind, j = qs.ind, launch % COPIES
+    ind = qs.ind
+    j = launch % COPIES
     prev = ind.launch[j]
-    if prev and int(ind.fence_now[0]) < prev: return CopyFree(qs.ring, ind.fence, prev)
-    space = RingSpace(qs.ring, 4 * 64, self.dev)
-    if not space.ready(None): return space
+    if prev and ind.fence_now[0] < prev: return CopyFree(qs.ring, ind.fence, prev)
+    r = qs.ring
+    if ind.ring_bytes - (r.wptr - self.dev.read_ptr(r)) * ind.unit < 256: return RingSpace(r, 256, self.dev)
     qs.patched.append(ind.patch(j, vals))
     ind.launch[j] = launch
     self.put_ib(qs, launch, self.ib_ring(qs, launch))
