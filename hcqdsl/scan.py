@@ -63,6 +63,7 @@ _VALUES = {k: re.compile(rf"[ \t]*+(?:{v}[ \t]*+(?:,[ \t]*+{v}[ \t]*+)*+(?:,[ \t
            for k, v in (("i", _IV), ("f", _FV), ("i18", r"-?+(?:0|[1-9][0-9]{0,17}+)"))}
 # one piece of a line that is not matched whole: code and strings up to a top-level `;` `{` `}`, the comment, the newline
 _LEX = re.compile(rf'((?:[^;{{}}"#\n]+|{_STRING})+)|([;{{}}])|(#[^\n]*)|(\n)|(")')
+_SEPS = re.compile(r"([;{}])")
 _BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")   # other control characters: the grammar decides
 _SUF = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
@@ -214,70 +215,77 @@ class _Scan:
     """Cut the line (and the lines a string carries on to) into pieces at `;`, `{` and `}` and read each piece.
     Returns the last line read."""
     raw = lines[ln - 1]
-    if '"""' in raw:    # a string may run on: read from the whole text
-      if self.offsets is None: self.offsets = [0, *itertools.accumulate(len(x) + 1 for x in lines)]
-      text, pos = src, self.offsets[ln - 1]
-    else: text, pos = raw, 0
-    toks = []
-    while True:
-      m = _LEX.match(text, pos)
-      if m is None: break
-      g = m.lastindex
-      if g == 5: raise _GiveUp
-      if g == 4: break
-      toks.append((g, m.start(), m.end()))
-      pos = m.end()
-    line_start = 0 if text is raw else self.offsets[ln - 1]
+    toks = []              # (kind, text, offset): 1 code, 2 `;` `{` `}`, 3 the comment
+    if '"' not in raw:
+      hp = raw.find("#")
+      pos = 0
+      for i, t in enumerate(_SEPS.split(raw if hp < 0 else raw[:hp])):
+        toks.append(((i & 1) + 1, t, pos)); pos += len(t)
+      if hp >= 0: toks.append((3, raw[hp:], hp))
+      text, line_start = raw, 0
+    else:
+      if '"""' in raw:    # a string may run on: read from the whole text
+        if self.offsets is None: self.offsets = [0, *itertools.accumulate(len(x) + 1 for x in lines)]
+        text, pos = src, self.offsets[ln - 1]
+      else: text, pos = raw, 0
+      line_start = pos
+      while True:
+        m = _LEX.match(text, pos)
+        if m is None: break
+        g = m.lastindex
+        if g == 5: raise _GiveUp
+        if g == 4: break
+        toks.append((g, m.group(), pos))
+        pos = m.end()
     # the comment goes to the last node ending on its line before it, else (a line of `;`s) nowhere
     comment, target = None, -1
     if toks and toks[-1][0] == 3:
-      g, s, e = toks.pop()
-      comment = text[s:e].rstrip()
+      _, t, s = toks.pop()
+      comment = t.rstrip()
       cls = text.rfind("\n", line_start, s) + 1 or line_start
       for i in range(len(toks) - 1, -1, -1):
-        g, s, e = toks[i]
-        if e <= cls: break
-        if (g == 2 and text[s] == ";") or (g == 1 and not text[s:e].strip(" \t")): continue
+        g, t, s = toks[i]
+        if s + len(t) <= cls: break
+        if (g == 2 and t == ";") or (g == 1 and not t.strip(" \t")): continue
         target = i; break
-      if target < 0 and not toks: self.pending.append(comment)
+      if target < 0 and not text[cls:s].strip(" \t"): self.pending.append(comment)
     f, cur_ln, cur_ls = self.file, ln, line_start
     need_sep = False       # after `}`: the next declaration needs a `;` or a new line first
     header = None          # a queue or host header read, its `{` not yet
-    for i, (g, s, e) in enumerate(toks):
+    block = self.block
+    for i, (g, piece, s) in enumerate(toks):
       c = comment if i == target else None
       if g == 2:
-        ch = text[s]
-        if ch == ";":
+        if piece == ";":
           if header is not None: raise _GiveUp
           need_sep = False
-        elif ch == "{":
+        elif piece == "{":
           if header is None: raise _GiveUp
           kw, body, span = header
-          self._open(kw, body, span, c, False); header = None
+          self._open(kw, body, span, c, False); header = None; block = self.block
         else:
-          if self.block is None or header is not None or need_sep: raise _GiveUp
-          self._close(cur_ln, s - cur_ls + 2, c); need_sep = True
+          if block is None or header is not None or need_sep: raise _GiveUp
+          self._close(cur_ln, s - cur_ls + 2, c); need_sep = True; block = None
         continue
-      piece = text[s:e]
       body = piece.strip(" \t")
       if not body: continue
       if need_sep or header is not None: raise _GiveUp
-      start = s + len(piece) - len(piece.lstrip(" \t"))
+      start = s + piece.find(body[0])
       sl, sc = cur_ln, start - cur_ls + 1
       if "\n" in piece:
-        cur_ln += piece.count("\n"); cur_ls = text.rfind("\n", s, e) + 1
+        cur_ln += piece.count("\n"); cur_ls = text.rfind("\n", s, s + len(piece)) + 1
       span = Span(f, sl, sc, cur_ln, start + len(body) - cur_ls + 1)
       kw = body.partition(" ")[0]
       if "\t" in kw: kw = kw.partition("\t")[0]
-      pending = tuple(self.pending)
-      if self.block is not None:
-        self.block[7].append(self._stmt(kw, body, span, pending, c)); self.pending = []
-      elif kw == "queue" or kw == "host" or kw == "host{":
-        if kw == "host{": raise _GiveUp
+      pending = self.pending
+      if block is not None:
+        block[7].append(self._stmt(kw, body, span, tuple(pending) if pending else (), c))
+        if pending: self.pending = []
+      elif kw == "queue" or kw == "host":
         header = (kw, body, span)
       else:
         node = self._decl(kw, body, span)
-        if pending or c is not None: node = attrs.evolve(node, comments=pending, comment=c)
+        if pending or c is not None: node = attrs.evolve(node, comments=tuple(pending), comment=c)
         self.decls.append(node); self.pending = []
     if header is not None: raise _GiveUp
     return cur_ln

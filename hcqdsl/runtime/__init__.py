@@ -102,12 +102,14 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
 def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
-        kernels: str = "auto") -> RunResult:
+        kernels: str = "auto", indirect: bool = False) -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
   device that is not gfx11) and the C/builtin implementation of the others; "c" runs the C/builtin implementations
-  only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest."""
+  only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest. `indirect`: submit each
+  launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
+  path, docs/run.md), not the commands on the ring."""
   from ..compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter
@@ -115,8 +117,8 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   prog = _program(program, filename)
   img = compile_program(prog, target)
   emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
-  sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us)
-  emu.locate, emu.namer = sub.locate, img.name_at
+  sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
+  emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
   emu.buffers = sorted((a, a + n, name) for name, (a, n) in img.buffers.items())
   for r in img.regions:
     if r.kind == "kernargs":

@@ -18,6 +18,9 @@ def add_run_args(p) -> None:
                  help="amd: run kernels' code objects on the RDNA3 executor; c: their C/builtin code "
                       "(default: amd on gfx11 devices, c elsewhere)")
   p.add_argument("--timeout", type=float, default=10.0, help="host wait timeout in emulated seconds (default 10)")
+  p.add_argument("--indirect", action="store_true",
+                 help="submit each launch as an INDIRECT_BUFFER to resident command-buffer copies patched in place "
+                      "(tinygrad's bound path) instead of copying the commands onto the ring")
   add_no_check_arg(p)
 
 def cli_run(a) -> int:
@@ -28,7 +31,7 @@ def cli_run(a) -> int:
   text = read_source(a.file)
   var_values = parse_vars(a.var)
   kw = dict(launches=a.launches, target=a.target, var_values=var_values, filename=a.file, timeout_us=a.timeout * 1e6,
-            kernels=a.kernels)
+            kernels=a.kernels, indirect=a.indirect)
   try:
     from ..syntax import parse_with_diagnostics
     from ..diagnostics import has_errors

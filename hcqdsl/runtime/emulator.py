@@ -21,7 +21,7 @@ from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
 from .device import Device, Ring, Memory, DeviceFault
 from .kernels import KernelError
 
-__all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace"]
+__all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace", "CopyFree"]
 
 # ---- cost model (emulated microseconds); see docs/run.md
 COST = {"NOP": 0.02, "TYPE2_NOP": 0.01, "WAIT_REG_MEM": 0.3, "POLL_REGMEM": 0.3, "RELEASE_MEM": 0.8, "FENCE": 0.5,
@@ -119,6 +119,15 @@ class RingSpace(Block):
   emu: "Emulator"
   def free(self) -> int: return self.ring.size - (self.ring.wptr - self.emu.read_ptr(self.ring)) * self.ring.unit
   def ready(self, mem): return self.free() >= self.need
+
+@attrs.define(eq=False)
+class CopyFree(Block):
+  """The host waits for a queue's fence to reach `value`: the engine has read all of a command-buffer copy's packets
+  (the fence follows its INDIRECT_BUFFER on the ring), so the copy may be patched for a new launch."""
+  ring: Ring
+  addr: int
+  value: int
+  def ready(self, mem): return mem.r32(self.addr) >= self.value
 
 # ---- ops: packet name -> prepare(fields, ctx) -> args; handler(engine, args) -> True (done) | False (blocked)
 
@@ -270,6 +279,7 @@ SDMA_OPS: dict[str, Callable] = {
   "POLL_REGMEM": _prep_poll,
   "TIMESTAMP_GET_GLOBAL": lambda f, c: (_timestamp, f["write_addr"]),
   "WRITE_UNTILED": lambda f, c: (_write_data, (f["dst_addr"], (f["data0"],) + tuple(f.get("data", ())[1:]))),
+  "INDIRECT": lambda f, c: (_ib, (f["ib_base"], f["ib_size"], 1, 0)),
   "CONSTANT_FILL": lambda f, c: (_const_fill, (f["dst_addr"], f["count"] + 1, f["src_data_31_0"], f["fillsize"] == 2)),
 }
 
@@ -569,7 +579,10 @@ class Engine:
 
   def locate(self, rptr: Optional[int] = None):
     """(launch, stmt tuple) of the packet at the read pointer, from the submitter's source map."""
-    if self.ib or self.m.locate is None: return None, None
+    if self.ib:
+      f = getattr(self.m, "locate_ib", None)
+      return f(self.ring, self.ib[-1][0], self.ib[-1][2]) if f is not None else (None, None)
+    if self.m.locate is None: return None, None
     return self.m.locate(self.ring, (self.rptr if rptr is None else rptr) * self.unit >> 2)
 
   def make_fault(self, msg: str) -> Fault:
@@ -785,6 +798,9 @@ class Emulator(Device):
       b = H.pending
       if isinstance(b, HostWait):
         out.insert(0, Blocked("host", None, None, None, b.signal, b.addr, ">=", b.value, self.mem.r32(b.addr), b.launch, b.line, b.stmt))
+      elif isinstance(b, CopyFree):
+        out.insert(0, Blocked("host", None, None, None, None, b.addr, ">=", b.value, self.mem.r32(b.addr), None, None,
+                              f"submit {b.ring.name}", "command buffer in use"))
       elif isinstance(b, RingSpace):
         out.insert(0, Blocked("host", None, None, None, None, None, ">=", b.need, b.free(), None, None,
                               f"submit {b.ring.name}", "ring-full"))

@@ -22,9 +22,12 @@ from ..amd.packet import M32
 from ..amd.targets import get_target
 from ..compile import Image, QueueImage, DEVICE_BASE
 from .device import Device, Ring
-from .emulator import HostWait, RingSpace, HOST_COST
+from .emulator import HostWait, RingSpace, CopyFree, HOST_COST
 
-__all__ = ["Submitter", "QueueState", "RING_MIN"]
+__all__ = ["Submitter", "QueueState", "RING_MIN", "COPIES"]
+
+COPIES = 4   # indirect mode: command-buffer copies per queue, used in turn (launches k+1..k+3 run ahead of k)
+SMALL = 16   # a var with at most this many patch sites is written dword by dword (cheaper than a numpy scatter)
 
 RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue's commands, rounded up to a power of 2
 RING_OFFSET = 0x0800_0000_0000  # rings sit here inside each device's part of the address space
@@ -56,10 +59,80 @@ def _packet_starts(qi: QueueImage) -> list:
   from ..amd import sdma
   return [p.offset for p in sdma.decoder(qi.arch).decode(qi.dwords)] + [len(qi.dwords)]
 
+class Indirect:
+  """Indirect mode for one queue: COPIES resident command buffers, each patched in place only in the dwords of the
+  vars whose value differs from the launch it last held, and a ring that gets per launch only an INDIRECT_BUFFER
+  packet (tinygrad's bound `_submit`) and a fence: the queue's engine writes the launch number to the fence once it
+  has read all of the copy's packets, and a copy is patched again only after its fence passed (docs/run.md)."""
+  def __init__(self, sub: "Submitter", qs: QueueState, addr: int, nvars: int):
+    qi, dev = qs.qi, sub.dev
+    self.n = qs.ndw if qs.pm4 else -(-qs.ndw // 8) * 8     # an SDMA IB is padded with NOPs to 8 dwords (tinygrad)
+    stride = -(-4 * self.n // 256) * 256
+    self.fence = addr
+    self.addrs = [addr + 256 + j * stride for j in range(COPIES)]
+    dev.allocate(addr, 256 + COPIES * stride, f"{qi.name}.commands", qi.device)
+    self.fence_now = memoryview(dev.map(addr, 4).view("<u4")).cast("B").cast("I")
+    base = np.zeros(self.n, dtype=np.uint32); base[:qs.ndw] = qi.dwords
+    for p in qi.patches:
+      if p.var is None: base[p.offset] = p.add & M32        # constant patches hold for every launch
+    self.views = []
+    for a in self.addrs:
+      dev.write(a, base.tobytes())
+      v = dev.map(a, 4 * self.n).view("<u4")
+      self.views.append((v, memoryview(v).cast("B").cast("I")))
+    self.held = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
+    self.launch = [0] * COPIES     # the launch each copy was last submitted for
+    # per (var, add): the sites, as a Python list when few (dword stores), else a numpy index (one scalar scatter)
+    sites: dict = {}
+    for p in qi.patches:
+      if p.var is not None: sites.setdefault((sub.var_index[p.var], p.add), []).append(p.offset)
+    self.groups = sorted((v, add, offs if len(offs) <= SMALL else None, np.array(offs, dtype=np.intp), len(offs))
+                         for (v, add), offs in sites.items())
+    t = get_target(qi.arch)
+    if qs.pm4:
+      p = t.pm4
+      ib = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & M32, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
+      from ..amd import pm4 as enc
+    else:
+      d = t.sdma
+      ib = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & M32, a >> 32, self.n, 0, 0]
+      from ..amd import sdma as enc
+    fence: list = []
+    enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
+    self.value_at = len(ib(0)) + fence.index(0x5EED_F00D)   # the fence's value dword; the dword after it is 0
+    # per copy: its INDIRECT_BUFFER packet and the fence, the value filled in per launch
+    self.ring_cmds = [np.array(ib(a) + fence, dtype=np.uint32) for a in self.addrs]
+    self.ring_mvs = [memoryview(c).cast("B").cast("I") for c in self.ring_cmds]
+    self.unit, self.ring_bytes = qs.ring.unit, qs.ring.size
+    self.ring_mv = memoryview(qs.ring_u32).cast("B").cast("I")
+    self.ib_packet = ib
+
+  def patch(self, j: int, vals: list) -> int:
+    """Bring copy j's patch sites to `vals` (one value per var); returns the dwords written."""
+    held, (arr, mv), n = self.held[j], self.views[j], 0
+    for v, add, small, offs, count in self.groups:
+      x = vals[v]
+      if held is not None and held[v] == x: continue
+      x = (x + add) & M32
+      if small is not None:
+        for o in small: mv[o] = x
+      else: arr[offs] = x
+      n += count
+    self.held[j] = vals
+    return n
+
+  def fence_packet(self, launch: int) -> list:
+    """The fence after launch `launch`'s INDIRECT_BUFFER: the engine writes `launch` once it has read the copy."""
+    k = len(self.ib_packet(0))
+    c = self.ring_cmds[0][k:].tolist()
+    c[self.value_at - k] = launch & M32
+    return c
+
 class Submitter:
   def __init__(self, image: Image, device: Device, var_values: Optional[dict] = None, ring_size: Optional[int] = None,
-               timeout_us: float = 10_000_000.0):
+               timeout_us: float = 10_000_000.0, indirect: bool = False):
     self.image, self.dev, self.overrides, self.timeout_us = image, device, dict(var_values or {}), timeout_us
+    self.indirect = indirect
     self.vars = list(image.vars)
     self.var_index = {v: i for i, v in enumerate(self.vars)}
     for r in image.regions: device.allocate(r.addr, r.size, r.name, r.device)
@@ -79,6 +152,9 @@ class Submitter:
       qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index)
       self.queues[q.name] = qs
       self.by_ring[id(ring)] = qs
+      if indirect:
+        qs.ind = Indirect(self, qs, top[q.device], len(self.vars))
+        top[q.device] += -(-(256 + COPIES * 4 * qs.ind.n) // 256) * 256 + COPIES * 256
     if any(not qs.pm4 for qs in self.queues.values()):
       t = get_target(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4)).sdma
       self.sdma_nop = lambda n: t.SDMA_OP_NOP | t.SDMA_PKT_NOP_HEADER_COUNT(n - 1)
@@ -146,8 +222,62 @@ class Submitter:
     if abs_dw >= start + n: return None, None
     return launch, qs.qi.span_at(off + abs_dw - start)
 
+  def locate_ib(self, ring: Ring, base: int, pos: int):
+    """(launch, statement) of the command at dword `pos` of the indirect buffer at `base` (indirect mode)."""
+    qs = self.by_ring.get(id(ring))
+    ind = getattr(qs, "ind", None)
+    if ind is None or base not in ind.addrs: return None, None
+    return ind.launch[ind.addrs.index(base)], qs.qi.span_at(pos)
+
+  # ---- indirect mode
+  def ib_ring(self, qs: QueueState, launch: int):
+    """The dwords this launch puts on the ring (a memoryview): the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs
+    first so that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
+    ind = qs.ind
+    j = launch % COPIES
+    cmds = ind.ring_mvs[j]
+    cmds[ind.value_at] = launch & M32
+    if not qs.pm4:
+      pad = (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8
+      if pad: return memoryview(np.concatenate((np.zeros(pad, np.uint32), ind.ring_cmds[j]))).cast("B").cast("I")
+    return cmds
+
+  def put_ib(self, qs: QueueState, launch: int, cmds) -> None:
+    r, ind, nd = qs.ring, qs.ind, qs.ndw_ring
+    wptr = r.wptr
+    pos = (wptr * ind.unit >> 2) % nd
+    n = len(cmds)
+    if pos + n <= nd: ind.ring_mv[pos:pos + n] = cmds
+    elif qs.pm4:  # the CP reads the ring modulo its size
+      ind.ring_mv[pos:] = cmds[:nd - pos]; ind.ring_mv[:n - (nd - pos)] = cmds[nd - pos:]
+    else:         # SDMA packets do not straddle the ring end: a NOP to the end, then this launch from the start
+      room = nd - pos
+      qs.ring_u32[pos] = self.sdma_nop(room); qs.ring_u32[pos + 1:] = 0
+      self.dev.doorbell(r, wptr + 4 * room // ind.unit)
+      self.put_ib(qs, launch, self.ib_ring(qs, launch)); return
+    self.dev.doorbell(r, wptr + 4 * n // ind.unit)
+
+  def submit_indirect(self, qs: QueueState, launch: int, vals: list):
+    """Patch this launch's copy and put its INDIRECT_BUFFER on the ring; a Block when the copy or the ring is busy."""
+    ind = qs.ind
+    j = launch % COPIES
+    prev = ind.launch[j]
+    if prev and ind.fence_now[0] < prev: return CopyFree(qs.ring, ind.fence, prev)
+    r = qs.ring
+    if ind.ring_bytes - (r.wptr - self.dev.read_ptr(r)) * ind.unit < 256: return RingSpace(r, 256, self.dev)
+    qs.patched.append(ind.patch(j, vals))
+    ind.launch[j] = launch
+    self.put_ib(qs, launch, self.ib_ring(qs, launch))
+    qs.submitted = launch
+    return None
+
   # ---- the host program
   def submit(self, qs: QueueState, launch: int, vec: np.ndarray, line):
+    if self.indirect:
+      vals = vec.tolist()
+      while (b := self.submit_indirect(qs, launch, vals)) is not None: yield b
+      yield (HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.patched[-1], f"submit {qs.name}", line, launch)
+      return
     qs.patched.append(self.patch(qs, vec))
     need, split, pad = self.layout(qs)
     if need > qs.ring.size: raise ValueError(f"queue {qs.name}: {need} bytes of commands do not fit its {qs.ring.size}-byte ring")
