@@ -84,14 +84,18 @@ class StaticCheck:
   def _buffer(self, b: Buffer):
     if b.device is not None: self._need(b.device, Device, "device", b.span)
     if b.size <= 0: self._err("bounds", f"buffer `{b.name}` has size {b.size}; sizes are at least 1 byte", b.span)
-    if b.init is not None and b.init.nbytes > b.size:
-      self._err("bounds", f"{len(b.init.values)} {b.init.dtype} values are {b.init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", b.init.span or b.span)
+    for init in ((b.init,) if b.init is not None else ()) + b.launch_inits:
+      if init.nbytes > b.size:
+        self._err("bounds", f"{len(init.values)} {init.dtype} values are {init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", init.span or b.span)
+    if b.per_launch is not None and not b.launch_inits:
+      self._err("bounds", f"{b.per_launch} buffer `{b.name}` lists no contents: write one list per launch after `=`", b.span)
 
   def _signal(self, s: Signal):
     if s.device is not None: self._need(s.device, Device, "device", s.span)
     if not 0 <= s.init <= U32_MAX: self._err("overflow", f"initial value {s.init} is outside 32 bits", self.prog.locate(str(s.init), s.span))
 
-  def _var(self, v: Var): pass
+  def _var(self, v: Var):
+    if v.values is not None and not v.values: self._err("bounds", f"var `{v.name}` lists no values: write one per launch", v.span)
 
   def _kernel(self, k: Kernel):
     seen: dict = {}
@@ -206,11 +210,22 @@ class StaticCheck:
 
   def _exec(self, s: Exec):
     k = self._need(s.kernel, Kernel, "kernel", s.span)
-    for a in s.args: self._slice(a, s.span)
+    for a in s.args:
+      if type(a) is Expr: self._expr(a, s.span)
+      else: self._slice(a, s.span)
     if k is not None and len(s.args) != len(k.params):
       self._err("name", f"kernel `{k.name}` takes {len(k.params)} argument{'s' * (len(k.params) != 1)}, {len(s.args)} given", s.span)
+    elif k is not None:
+      for p, a in zip(k.params, s.args):
+        if p.scalar and type(a) is not Expr:
+          self._err("name", f"parameter `{p.name}` of `{k.name}` is a {p.mode} value: pass a number or a var expression, not buffer `{a.buffer.name}`", self.prog.locate(a.buffer.name, s.span))
+        elif not p.scalar and type(a) is Expr:
+          self._err("name", f"parameter `{p.name}` of `{k.name}` is a buffer: `{a}` is a value", s.span)
     for dims, what in ((s.grid, "grid"), (s.block, "block")):
-      if dims is not None and any(not 1 <= x <= U32_MAX for x in dims): self._err("bounds", f"{what} dimensions are 1 .. {U32_MAX}", s.span)
+      if dims is None: continue
+      for x in dims:
+        if type(x) is Expr: self._expr(x, s.span)
+        elif not 1 <= x <= U32_MAX: self._err("bounds", f"{what} dimensions are 1 .. {U32_MAX}", s.span)
 
   def _copy(self, s: Copy):
     bd, bs = self._slice(s.dst, s.span), self._slice(s.src, s.span)
