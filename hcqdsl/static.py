@@ -7,7 +7,7 @@ from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host
 from .diagnostics import Diagnostic, did_you_mean
 import attrs
 
-__all__ = ["check_static", "StaticCheck"]
+__all__ = ["check_static", "StaticCheck", "check_launches"]
 
 _KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
 _SYNC = frozenset((Wait, SignalWrite, Timestamp))
@@ -239,3 +239,15 @@ def _fmt_slice(s: Slice) -> str:
   return f"{s.buffer.name}[{'' if s.start is None else s.start}:{'' if s.end is None else s.end}]"
 
 def check_static(prog: Program) -> list[Diagnostic]: return StaticCheck().run(prog)
+
+def check_launches(prog: Program, launches: int, pinned=()) -> list[Diagnostic]:
+  """A `bounds` error for each var list (not pinned by the caller) and per-launch buffer listing fewer than `launches`
+  values: launch k takes element k, and there is no launch-k element to take."""
+  out = []
+  for v in prog.of(Var):
+    if v.values is not None and v.name not in pinned and len(v.values) < launches:
+      out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} launches asked for", v.span))
+  for b in prog.of(Buffer):
+    if b.per_launch is not None and len(b.launch_inits) < launches:
+      out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} launch{'es' * (len(b.launch_inits) != 1)}, fewer than the {launches} launches asked for", b.span))
+  return out

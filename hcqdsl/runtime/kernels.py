@@ -71,16 +71,16 @@ def make_kernel(k, cache_dir: Optional[str] = None) -> KernelFn:
   an AMD code object, which the emulator cannot execute) touches nothing."""
   impl = k.impl
   if impl is not None and impl.c_source is not None:
-    fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir)
-    def run_c(views):
-      fn(*[ctypes.c_void_p(v.ctypes.data) for v in views])
+    fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir, [_CTYPE.get(p.mode, ctypes.c_void_p) for p in k.params])
+    def run_c(views):  # buffers are byte views, scalar parameters ints
+      fn(*[v if type(v) is int else ctypes.c_void_p(v.ctypes.data) for v in views])
     return KernelFn(k.name, run_c)
   if impl is not None and impl.builtin is not None:
     if impl.builtin not in BUILTINS: raise KernelError(f"unknown builtin `{impl.builtin}` (known: {', '.join(BUILTINS)})")
     run, extra = BUILTINS[impl.builtin]
     dt, args = _dt(impl.dtype or "f32"), tuple(impl.args)
     def run_b(views):
-      try: run(views, dt, args)
+      try: run([v for v in views if type(v) is not int], dt, args)  # built-ins take buffers only
       except KernelError as e: raise KernelError(f"builtin {impl.builtin}: {e}") from None
     return KernelFn(k.name, run_b, extra(args) if extra else 0.0)
   return KernelFn(k.name, lambda views: None)
@@ -114,9 +114,11 @@ FLAGS = BASE_FLAGS + ["-ffreestanding", "-fno-math-errno", *_arch_flags()]
 
 _loaded: dict = {}
 
-def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None):
+_CTYPE = {"i32": ctypes.c_int32, "u32": ctypes.c_uint32}  # scalar parameter types (ir.SCALARS) as C sees them
+
+def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None, argtypes: Optional[list] = None):
   """Compile `source` to a shared library with tinygrad's CPU flags (cached by hash of compiler + flags + source) and
-  return its function `name`, typed as taking `nparams` pointers."""
+  return its function `name`, typed as taking `nparams` pointers (or `argtypes`)."""
   cc = find_cc()
   if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
   key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
@@ -134,5 +136,5 @@ def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = N
     _loaded[key] = ctypes.CDLL(str(so))
   try: fn = getattr(_loaded[key], name)
   except AttributeError: raise KernelError(f"C kernel source defines no function `{name}`") from None
-  fn.argtypes, fn.restype = [ctypes.c_void_p] * nparams, None
+  fn.argtypes, fn.restype = argtypes or [ctypes.c_void_p] * nparams, None
   return fn

@@ -43,7 +43,14 @@ class QueueState:
     self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
     self.pvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in ps], dtype=np.intp)
     self.padd = np.array([p.add for p in ps], dtype=np.int64)
+    self.pshift = np.array([32 if p.encoding == "hi" else 0 for p in ps], dtype=np.int64)
     self.prev = self.tmpl[self.poffs].copy()
+    mp = qi.mem_patches   # kernarg dwords (scalars, rebound buffer addresses): memory the host writes at submit
+    self.maddr = [p.offset for p in mp]
+    self.mvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in mp], dtype=np.intp)
+    self.madd = np.array([p.add for p in mp], dtype=np.int64)
+    self.mshift = np.array([32 if p.encoding == "hi" else 0 for p in mp], dtype=np.int64)
+    self.mprev = None     # nothing written yet: the first submit writes every memory patch
     self.ndw = len(self.tmpl)
     self.ndw_ring = ring.size // 4
     self.bounds = _packet_starts(qi) if not self.pm4 else None
@@ -91,14 +98,20 @@ class Submitter:
 
   def patch(self, qs: QueueState, vec: np.ndarray) -> int:
     """Rewrite the template dwords whose value changed since the last launch; returns how many."""
-    if not len(qs.poffs): return 0
-    vals = ((vec[qs.pvar] + qs.padd) & M32).astype(np.uint32)
+    n = 0
+    if len(qs.maddr):
+      vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & M32).astype(np.uint32)
+      ch = np.ones(len(vals), bool) if qs.mprev is None else vals != qs.mprev
+      for i in np.flatnonzero(ch).tolist(): self.dev.write(qs.maddr[i], int(vals[i]).to_bytes(4, "little"))
+      n += int(np.count_nonzero(ch))
+      qs.mprev = vals
+    if not len(qs.poffs): return n
+    vals = (((vec[qs.pvar] + qs.padd) >> qs.pshift) & M32).astype(np.uint32)
     ch = vals != qs.prev
-    n = int(np.count_nonzero(ch))
-    if n:
+    if (c := int(np.count_nonzero(ch))):
       qs.tmpl[qs.poffs[ch]] = vals[ch]
       qs.prev = vals
-    return n
+    return n + c
 
   # ---- rings
   def layout(self, qs: QueueState) -> tuple:
@@ -162,9 +175,14 @@ class Submitter:
     img = self.image
     named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
+    rewrites: dict = {}
+    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))
+      for a, b in rewrites.get(k, ()):  # a `rewritten` buffer: the host writes launch k's contents in place
+        self.dev.write(a, b)
+        yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", None, k)
       done: set = set()
       def sub(names, line):
         for name in names:
