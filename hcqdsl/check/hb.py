@@ -61,6 +61,7 @@ def happens_before(u: Unrolled) -> Trace:
   sub: list = [[None] * N for _ in range(S)]
   gate_blocked = [False] * S
   users = [[[], {}, 0, True] for _ in u.buffers]
+  rb, rusers = u.rebound, {}   # a rebound buffer's accesses: one users entry per launch (new memory each launch)
   bufdev = u.buf_device
   bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
   races: dict = {}
@@ -121,7 +122,7 @@ def happens_before(u: Unrolled) -> Trace:
             b, lo, hi, m, key = acc
             # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
             # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
-            ub = users[b]
+            ub = users[b] if not rb[b] else rusers.setdefault((b, k), [[], {}, 0, True])
             rmap = ub[1]
             by = rmap.get(key)
             if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?

@@ -180,13 +180,14 @@ class Submitter:
     for k in range(1, launches + 1):
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))
-      for a, b in rewrites.get(k, ()):  # a `rewritten` buffer: the host writes launch k's contents in place
-        self.dev.write(a, b)
-        yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", None, k)
       done: set = set()
       def sub(names, line):
         for name in names:
           if name in done: continue
+          if not done:  # a `rewritten` buffer: the host writes launch k's contents in place before its first submit
+            for a, b in rewrites.get(k, ()):
+              self.dev.write(a, b)
+              yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", line, k)
           done.add(name)
           yield from self.submit(self.queues[name], k, vec, line)
       # queues that no submit covers go first (a bare submit covers every queue)
