@@ -41,7 +41,9 @@ class Patch:
   def value(self, env: dict) -> int:
     v = (env[self.var] if self.var is not None else 0) + self.add
     return (v >> 32 if self.encoding == "hi" else v) & M32
-  def expr(self) -> str: return str(Expr(Ref(self.var) if self.var else None, self.add))
+  def expr(self) -> str:
+    e = str(Expr(Ref(self.var) if self.var else None, self.add))
+    return e if self.encoding == "u32" else f"{self.encoding}({e})"
 
 @attrs.define
 class QueueImage:
