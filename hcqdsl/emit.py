@@ -101,10 +101,12 @@ def _data(raw, dtype) -> Data:
 
 def _is_sched_dev(d) -> bool: return all(str(x).split(":")[0] == "CPU" or str(x).split(":")[0] == "AMD" for x in (d if isinstance(d, tuple) else (d,)))
 
-def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None, linear_vars=None) -> Schedule:
+def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None, linear_vars=None,
+             snapshot_all: bool = False) -> Schedule:
   """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands. `timings`, if
   given, gets the seconds spent inside tinygrad ("tinygrad") and in total ("total"). `linear_vars`: (LINEAR, var_vals)
-  captured elsewhere (emit_jit) instead of `tensors`' own schedule."""
+  captured elsewhere (emit_jit) instead of `tensors`' own schedule; `snapshot_all`: initial contents for every buffer
+  allocated before the schedule runs, not only those it reads before writing (state a JIT carries between calls)."""
   import time
   t_start = time.perf_counter()
   _tg()
@@ -179,7 +181,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
     kind = "out" if bid in out_ids else "in" if read_first else "buf"
     names[bid] = f"{kind}{n[kind]}"; n[kind] += 1
   # snapshot inputs (anything read before written: uploads, realized tensors) before the schedule changes them
-  inits = {bid: _np(bases[bid][0]) for bid in order if bases[bid][1][1] and bases[bid][0].is_allocated()}
+  inits = {bid: _np(bases[bid][0]) for bid in order if (bases[bid][1][1] or snapshot_all) and bases[bid][0].is_allocated()}
   t0 = time.perf_counter()
   run_linear(UOp(Ops.LINEAR, src=tuple(calls)), var_vals, jit=True)
   t_tg += time.perf_counter() - t0
@@ -191,7 +193,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
     init = _data(inits[bid], base.dtype) if bid in inits else None
     if init is not None and not any(init.values): init = None  # all zero: the default contents
     buffers.append(Buffer(names[bid], Ref(dev), base.nbytes, init,
-                          comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if bid in inits else "")))
+                          comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if bases[bid][1][1] and bid in inits else "")))
   def sl(b) -> Slice:
     nm = names[id(b.base)]
     return Slice(Ref(nm)) if b.offset == 0 and b.nbytes == b.base.nbytes else Slice(Ref(nm), b.offset, b.offset + b.nbytes, True)
@@ -482,7 +484,11 @@ def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title:
   return program(schedule(*tensors, max_values=max_values), planner, title)
 
 def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, **kwargs) -> Program:
-  """Emit what `fn(*args)` returns (a tensor or a tuple of them); a TinyJit is unwrapped to its function."""
+  """`emit_jit(jit_fn, calls)`, calls a list of argument tuples: one launch per call (hcqdsl.emit_jit, docs/emit.md).
+  `emit_jit(fn, *args)`: emit what `fn(*args)` returns (a tensor or a tuple of them), one launch."""
+  if len(args) == 1 and not kwargs and isinstance(args[0], list) and args[0] and all(isinstance(c, tuple) for c in args[0]):
+    from .emit_jit import emit_jit as replay
+    return replay(fn, args[0], planner=planner, max_values=max_values)
   _tg()
   fn = getattr(fn, "fxn", fn)
   out = fn(*args, **kwargs)
@@ -538,6 +544,16 @@ def cli_emit(a) -> int:
     fn = load_function(a.script)
     try: tensors = call_script(fn, a.devices)
     except Exception as e: raise script_error(e, a.script) from None
+    from .emit_jit import is_jit_spec, emit_jit as replay
+    if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): one launch per call
+      if a.amd_code: raise EmitError("--amd-code does not take a TinyJit replay yet")
+      try: prog = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
+      except EmitError: raise
+      except Exception as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
+      text = format_program(prog)
+      if a.output: pathlib.Path(a.output).write_text(text)
+      else: sys.stdout.write(text)
+      return 0
     try: s = schedule(*tensors, max_values=a.max_values)
     except EmitError: raise
     except Exception as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None

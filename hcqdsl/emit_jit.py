@@ -23,7 +23,7 @@ __all__ = ["emit_jit", "capture", "is_jit_spec"]
 
 def is_jit_spec(out) -> bool:
   """Does a script's function result look like `(jit_fn, calls)`?"""
-  return isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[0], "fxn") and isinstance(out[1], (list, tuple))
+  return isinstance(out, (tuple, list)) and len(out) == 2 and hasattr(out[0], "fxn") and hasattr(out[1], "__iter__")
 
 def _describe(a) -> tuple:
   from tinygrad import Tensor
@@ -32,23 +32,23 @@ def _describe(a) -> tuple:
   if isinstance(a, UOp) and a.is_bound_var: return ("variable", a.unbind()[0].expr)
   return ("value", repr(a))
 
-def _check_calls(calls) -> None:
+def _check_call(k: int, args, first) -> list:
+  """Call k's argument signature, checked against call 1's (`first`, None for call 1 itself)."""
   from tinygrad.uop.ops import UOp
-  if not calls: raise EmitError("no calls to replay: the function must return (jit_fn, [args of call 1, args of call 2, ...])")
-  first = [_describe(a) for a in calls[0]]
-  for k, args in enumerate(calls, 1):
-    if not isinstance(args, (tuple, list)): raise EmitError(f"call {k}: expected a tuple of arguments, got {type(args).__name__}")
-    got = [_describe(a) for a in args]
+  if not isinstance(args, (tuple, list)): raise EmitError(f"call {k}: expected a tuple of arguments, got {type(args).__name__}")
+  got = [_describe(a) for a in args]
+  if first is not None:
     if len(got) != len(first): raise EmitError(f"call {k} passes {len(got)} arguments, call 1 passes {len(first)}: a TinyJit replays one signature")
     for i, (g, f) in enumerate(zip(got, first)):
       if g != f:
         raise EmitError(f"call {k}: argument {i} is a {g[0]} {g[1:]}, call 1's is a {f[0]} {f[1:]}: a TinyJit replays one shape "
                         f"(make the changing size a bound Variable)")
-    for i, a in enumerate(args):
-      if isinstance(a, UOp) and a.is_bound_var:
-        v, val = a.unbind()
-        lo, hi = v.vmin, v.vmax
-        if not lo <= val <= hi: raise EmitError(f"call {k}: variable `{v.expr}` = {val} is outside its range {lo}..{hi}")
+  for i, a in enumerate(args):
+    if isinstance(a, UOp) and a.is_bound_var:
+      v, val = a.unbind()
+      lo, hi = v.vmin, v.vmax
+      if not lo <= val <= hi: raise EmitError(f"call {k}: variable `{v.expr}` = {val} is outside its range {lo}..{hi}")
+  return got
 
 class _Capture:
   """Stands where a capturing TinyJit stands: tinygrad hands it each realize's schedule instead of running it."""
@@ -93,20 +93,22 @@ def _var_name(name: str, taken: set) -> str:
   return n
 
 def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
-  """One launch per call of `jit_fn` (a TinyJit or a plain function) with `calls` (a list of argument tuples: tensors
-  and bound Variables). Runs the calls on tinygrad's CPU device (so the state they carry advances)."""
+  """One launch per call of `jit_fn` (a TinyJit or a plain function) with `calls` (argument tuples: tensors and bound
+  Variables), in order. Runs the calls on tinygrad's CPU device (so the state they carry advances); `calls` is consumed
+  lazily, so a generator may change state between calls (a host overwrite before call k: yield call k's arguments
+  after it)."""
   _tg()
   fn = getattr(jit_fn, "fxn", jit_fn)
   if not callable(fn): raise EmitError("jit_fn has no function to capture (a TinyJit loaded from a pickle cannot be replayed)")
-  calls = list(calls)
-  _check_calls(calls)
-  scheds, after = [], []
+  scheds, after, first = [], [], None
   for k, args in enumerate(calls, 1):
+    sig = _check_call(k, args, first)
+    first = first or sig
     try: linear, var_vals, ret = capture(fn, args)
     except EmitError as e: raise EmitError(f"call {k}: {e}") from None
     tensors = _tensors(ret)
     if not tensors: raise EmitError(f"call {k}: the JIT function returned no tensors")
-    s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals))
+    s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals), snapshot_all=True)
     if scheds and _shape(s) != _shape(scheds[0]):
       raise EmitError(f"call {k} runs different kernels, copies or buffers than call 1: not one JIT graph to replay")
     if scheds and set(s.var_lists) != set(scheds[0].var_lists):
@@ -114,6 +116,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
     scheds.append(s)
     # contents after the call, for buffers the next call may find rewritten in place
     after.append({n: _np(b) for n, b in s.bases.items() if b.is_allocated()})
+  if not scheds: raise EmitError("no calls to replay: FN must return (jit_fn, [args of call 1, args of call 2, ...])")
   s1, sN = scheds[0], scheds[-1]
   first = {b.name: b for b in s1.buffers}
   decls = []
@@ -128,7 +131,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
     if not same and read_first:
       decls.append(attrs.evolve(b, init=None, per_launch="rebound", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " new memory at every call"))
-    elif same and read_first and any(
+    elif same and any(
         (after[k - 1].get(b.name) is not None and data(k).nbytes and
          bytes(_raw(data(k))) != bytes(after[k - 1][b.name][:data(k).nbytes])) for k in range(1, len(scheds))):
       decls.append(attrs.evolve(b, init=None, per_launch="rewritten", launch_inits=tuple(data(k) for k in range(len(scheds))),
@@ -159,9 +162,14 @@ def _rename_vars(s, names: dict):
 def _host_waits(prog: Program) -> Program:
   """Every launch's host first waits for the previous launch on each device (tinygrad's HCQGraph waits for its last
   timeline value before it patches kernel arguments and submits), then submits."""
-  waits = tuple(Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1),
-                     comment="# the previous launch is done: its kernel arguments may be patched") for d in prog.devices)
   host = prog.host
+  lead = []  # the host statements before its first submit: a planner's own waits for the previous launch count
+  for st in (host.body if host is not None else ()):
+    if isinstance(st, Submit): break
+    lead.append(st)
+  waits = tuple(Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1),
+                     comment="# the previous launch is done: its kernel arguments may be patched") for d in prog.devices
+                if Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1)) not in lead)
   if host is None: new = Host(waits + (Submit(()),))
   else: new = attrs.evolve(host, body=waits + tuple(host.body))
   decls = [d for d in prog.decls if not isinstance(d, Host)]
