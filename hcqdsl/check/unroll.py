@@ -147,7 +147,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
       for b in rewritten: stmts.append(b); ops.append((ACCESS, ((buf_id[b.name], 0, b.size, W, (0, b.size)),)))
     kb = tuple((b, 0, 8, W, (0, 8)) for x in qs for b in kargs_of.get(seqs[x].name, ()))
-    if kb: stmts.append(st); ops.append((ACCESS, kb))  # the host patches their kernel arguments, then submits
+    # the host patches their kernel arguments, then submits (an implicit submit is shown at the queue it submits)
+    if kb: stmts.append(st if st is not None else seqs[qs[0]].queue); ops.append((ACCESS, kb))
     for x in qs: seqs[x].gate = len(ops)
     stmts.append(st); ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
