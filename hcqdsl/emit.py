@@ -487,7 +487,7 @@ def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, *
   """`emit_jit(jit_fn, calls)`, calls a list of argument tuples: one launch per call (hcqdsl.emit_jit, docs/emit.md).
   `emit_jit(fn, *args)`: emit what `fn(*args)` returns (a tensor or a tuple of them), one launch."""
   if len(args) == 1 and not kwargs and isinstance(args[0], list) and args[0] and all(isinstance(c, tuple) for c in args[0]):
-    from .emit_jit import emit_jit as replay
+    from .jit import emit_jit as replay
     return replay(fn, args[0], planner=planner, max_values=max_values)
   _tg()
   fn = getattr(fn, "fxn", fn)
@@ -544,7 +544,7 @@ def cli_emit(a) -> int:
     fn = load_function(a.script)
     try: tensors = call_script(fn, a.devices)
     except Exception as e: raise script_error(e, a.script) from None
-    from .emit_jit import is_jit_spec, emit_jit as replay
+    from .jit import is_jit_spec, emit_jit as replay
     if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): one launch per call
       if a.amd_code: raise EmitError("--amd-code does not take a TinyJit replay yet")
       try: prog = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
