@@ -204,18 +204,18 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
   import numpy as np
   def contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
   buffers: dict[str, tuple] = {}
-  var_values: dict = {n: list(v) for n, v in program.var_lists.items()}
+  var_values: dict = {n: list(v) for n, v in program.var_lists.items() if v}  # empty lists: a static error
   rebound: dict = {}   # rebound buffer -> its `B.addr` var (launch k's memory is a region of its own)
   rewrites: list = []
   for b in program.buffers:
-    if b.per_launch == "rebound":
+    if b.per_launch == "rebound" and b.launch_inits:
       addrs = [region(f"{b.name}@{k + 1}", "buffer", dev_of(b.device), b.size, launch=k + 1) for k in range(len(b.launch_inits))]
       for a, d in zip(addrs, b.launch_inits): data.append((a, contents(d)))
       buffers[b.name] = (addrs[0], b.size)
       rebound[b.name] = var_values[f"{b.name}.addr"] = addrs
       continue
     buffers[b.name] = (a := region(b.name, "buffer", dev_of(b.device), b.size), b.size)
-    if b.per_launch == "rewritten":
+    if b.per_launch == "rewritten" and b.launch_inits:
       for k, d in enumerate(b.launch_inits): rewrites.append((k + 1, a, contents(d).ljust(b.size, b"\0")))
       data.append((a, rewrites[-len(b.launch_inits)][2]))
     elif b.init is not None: data.append((a, contents(b.init)))

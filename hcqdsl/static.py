@@ -243,11 +243,11 @@ def check_static(prog: Program) -> list[Diagnostic]: return StaticCheck().run(pr
 def check_launches(prog: Program, launches: int, pinned=()) -> list[Diagnostic]:
   """A `bounds` error for each var list (not pinned by the caller) and per-launch buffer listing fewer than `launches`
   values: launch k takes element k, and there is no launch-k element to take."""
-  out = []
+  out = []  # an empty list is the static check's error already
   for v in prog.of(Var):
-    if v.values is not None and v.name not in pinned and len(v.values) < launches:
+    if v.values and v.name not in pinned and len(v.values) < launches:
       out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} launches asked for", v.span))
   for b in prog.of(Buffer):
-    if b.per_launch is not None and len(b.launch_inits) < launches:
+    if b.launch_inits and len(b.launch_inits) < launches:
       out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} launch{'es' * (len(b.launch_inits) != 1)}, fewer than the {launches} launches asked for", b.span))
-  return out
+  return sorted(out, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))

@@ -70,7 +70,7 @@ class Unrolled:
 
 def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[dict]:
   out = []
-  lists = program.var_lists
+  lists = {n: v for n, v in program.var_lists.items() if v}  # an empty list is a static error: launch numbers then
   for k in range(1, launches + 1):
     env = {}
     for name in program.vars:

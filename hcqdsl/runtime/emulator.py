@@ -298,6 +298,7 @@ class _Codec:
       self.dec, self.length, self.table = pm4.decoder(arch), _pm4_len, PM4_OPS
       enc = pm4.encoder(arch)
       self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
+      self.R_NUM_THREAD = enc.START_X[1] + 3   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
     else:
       self.dec, self.table = sdma.decoder(arch), SDMA_OPS
       self.length = _SdmaLen(self.dec)
@@ -603,6 +604,9 @@ class Engine:
       lo, hi = m.arg_range(ka, i, ptr)
       views.append(mem.view(lo, hi - lo))
       nbytes += hi - lo
+    if getattr(fn, "wants_dims", False):  # the launch dims as the dispatch packet (patched per launch) has them
+      nt = self.codec.R_NUM_THREAD
+      fn.dims = (tuple(a[:3]), (regs.get(nt, 1), regs.get(nt + 1, 1), regs.get(nt + 2, 1)))
     try:
       if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
       else: fn.run(views)

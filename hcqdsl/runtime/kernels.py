@@ -62,9 +62,10 @@ BUILTINS: dict[str, tuple] = {
 }
 
 class KernelFn:
-  """What a dispatch runs: `run(views)`; `extra_us` is added to the kernel's cost (spin)."""
-  def __init__(self, name: str, run: Callable, extra_us: float = 0.0):
-    self.name, self.run, self.extra_us = name, run, extra_us
+  """What a dispatch runs: `run(views)`; `extra_us` is added to the kernel's cost (spin). When `wants_dims`, the
+  dispatch sets `dims` = ((grid x, y, z), (block x, y, z)) before each run."""
+  def __init__(self, name: str, run: Callable, extra_us: float = 0.0, wants_dims: bool = False):
+    self.name, self.run, self.extra_us, self.wants_dims, self.dims = name, run, extra_us, wants_dims, ((1, 1, 1), (1, 1, 1))
 
 def make_kernel(k, cache_dir: Optional[str] = None) -> KernelFn:
   """A KernelFn for an ir.Kernel. C source wins over builtin (it is the emitted, exact one); no implementation (or only
@@ -72,9 +73,14 @@ def make_kernel(k, cache_dir: Optional[str] = None) -> KernelFn:
   impl = k.impl
   if impl is not None and impl.c_source is not None:
     fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir, [_CTYPE.get(p.mode, ctypes.c_void_p) for p in k.params])
+    # launch dims: a C kernel that defines `unsigned int hcq_grid[3], hcq_block[3];` finds each dispatch's there
+    try: dims = ((ctypes.c_uint32 * 3).in_dll(fn.lib, "hcq_grid"), (ctypes.c_uint32 * 3).in_dll(fn.lib, "hcq_block"))
+    except ValueError: dims = None
     def run_c(views):  # buffers are byte views, scalar parameters ints
+      if dims is not None: dims[0][:], dims[1][:] = kf.dims
       fn(*[v if type(v) is int else ctypes.c_void_p(v.ctypes.data) for v in views])
-    return KernelFn(k.name, run_c)
+    kf = KernelFn(k.name, run_c, wants_dims=dims is not None)
+    return kf
   if impl is not None and impl.builtin is not None:
     if impl.builtin not in BUILTINS: raise KernelError(f"unknown builtin `{impl.builtin}` (known: {', '.join(BUILTINS)})")
     run, extra = BUILTINS[impl.builtin]
@@ -137,4 +143,5 @@ def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = N
   try: fn = getattr(_loaded[key], name)
   except AttributeError: raise KernelError(f"C kernel source defines no function `{name}`") from None
   fn.argtypes, fn.restype = argtypes or [ctypes.c_void_p] * nparams, None
+  fn.lib = _loaded[key]
   return fn
