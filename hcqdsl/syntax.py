@@ -201,7 +201,7 @@ _WORDS = {"NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING":
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
           "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
-          "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "`in`, `out` or `inout`",
+          "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
           "GRID": "`grid`", "BLOCK": "`block`", "COMMENT": "a comment"}
 _STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}

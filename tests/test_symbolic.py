@@ -174,7 +174,7 @@ def test_c_kernels_see_scalar_arguments_and_patched_launch_dims():
   ("device g = AMD:0\nbuffer a on g size 4 rewritten = u8 [1], u32 [1, 2]\n",
    ["2:42: bounds: 2 u32 values are 8 bytes, more than buffer `a` (4 bytes)"]),
   ("device g = AMD:0\nkernel k(f32 n)\n",
-   ["2:10: syntax: expected `)`, `,`, `in`, `out` or `inout` or a scalar type (`i32`, `u32`) after `(`, found `f32`"]),
+   ["2:10: syntax: expected `)`, `,`, a parameter mode (`in`, `out`, `inout`) or a scalar type (`i32`, `u32`) after `(`, found `f32`"]),
 ])
 def test_errors(text, expected):
   assert errors(text) == expected
