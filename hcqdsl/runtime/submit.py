@@ -35,7 +35,7 @@ def _expr(var, add) -> str:
 
 class QueueState:
   """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
-  def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict):
+  def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict, device: Device):
     self.qi, self.name, self.ring, self.ring_u32 = qi, qi.name, ring, ring_u32
     self.pm4 = qi.engine == "compute"
     self.tmpl = np.array(qi.dwords, dtype=np.uint32)
@@ -46,7 +46,7 @@ class QueueState:
     self.pshift = np.array([32 if p.encoding == "hi" else 0 for p in ps], dtype=np.int64)
     self.prev = self.tmpl[self.poffs].copy()
     mp = qi.mem_patches   # kernarg dwords (scalars, rebound buffer addresses): memory the host writes at submit
-    self.maddr = [p.offset for p in mp]
+    self.mviews = [device.map(p.offset, 4).view("<u4") for p in mp]  # one dword view each: kernargs are many regions
     self.mvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in mp], dtype=np.intp)
     self.madd = np.array([p.add for p in mp], dtype=np.int64)
     self.mshift = np.array([32 if p.encoding == "hi" else 0 for p in mp], dtype=np.int64)
@@ -83,7 +83,7 @@ class Submitter:
       base = top.get(q.device, DEVICE_BASE * (order[q.device] + 1) + RING_OFFSET)
       top[q.device] = base + size
       ring = device.create_queue(q.name, q.engine, q.device, q.arch, size, addr=base)
-      qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index)
+      qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index, device)
       self.queues[q.name] = qs
       self.by_ring[id(ring)] = qs
     if any(not qs.pm4 for qs in self.queues.values()):
@@ -99,10 +99,11 @@ class Submitter:
   def patch(self, qs: QueueState, vec: np.ndarray) -> int:
     """Rewrite the template dwords whose value changed since the last launch; returns how many."""
     n = 0
-    if len(qs.maddr):
+    if len(qs.mviews):
       vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & M32).astype(np.uint32)
       ch = np.ones(len(vals), bool) if qs.mprev is None else vals != qs.mprev
-      for i in np.flatnonzero(ch).tolist(): self.dev.write(qs.maddr[i], int(vals[i]).to_bytes(4, "little"))
+      views = qs.mviews
+      for i, v in zip(np.flatnonzero(ch).tolist(), vals[ch].tolist()): views[i][0] = v
       n += int(np.count_nonzero(ch))
       qs.mprev = vals
     if not len(qs.poffs): return n
