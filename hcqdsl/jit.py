@@ -109,6 +109,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
     tensors = _tensors(ret)
     if not tensors: raise EmitError(f"call {k}: the JIT function returned no tensors")
     s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals), snapshot_all=True)
+    if not s.cmds: raise EmitError(f"call {k} runs nothing on a device (only uploads from host memory): nothing to replay")
     if scheds and _shape(s) != _shape(scheds[0]):
       raise EmitError(f"call {k} runs different kernels, copies or buffers than call 1: not one JIT graph to replay")
     if scheds and set(s.var_lists) != set(scheds[0].var_lists):

@@ -163,3 +163,17 @@ def test_variable_out_of_range():
 def test_no_calls():
   with pytest.raises(EmitError, match="no calls to replay"):
     emit_jit(_jit(lambda x: x), [])
+
+def test_host_only_call():
+  from tinygrad import Tensor
+  f = _jit(lambda x: Tensor(np.ones(4, np.float32) * 3).realize())
+  with pytest.raises(EmitError, match=r"^call 1 runs nothing on a device \(only uploads from host memory\): nothing to replay$"):
+    emit_jit(f, [(Tensor.ones(4).realize(),)])
+
+def test_cli_bad_input_is_one_line(tmp_path):
+  s = tmp_path / "bad.py"
+  s.write_text("from tinygrad import Tensor, TinyJit\n"
+               "def main():\n  return TinyJit(lambda x: x + 1), [(Tensor.ones(4).realize(),)]\n")
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", str(s)], capture_output=True, text=True, env={**os.environ, "DEV": "CPU"})
+  assert r.returncode == 2 and r.stderr == ("hcqdsl: error: call 1: the JIT function realized nothing: a TinyJit captures "
+                                            "only the schedules its function realizes\n")
