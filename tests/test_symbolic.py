@@ -178,3 +178,9 @@ def test_c_kernels_see_scalar_arguments_and_patched_launch_dims():
 ])
 def test_errors(text, expected):
   assert errors(text) == expected
+
+def test_rebound_buffer_reads_its_last_launch():
+  prog = DECODE.replace("expect res == i32 [100]", "expect x == i32 [30]")
+  res = run(prog, launches=3, filename="d.hcq")
+  assert res.ok, res.summary()
+  assert res.buffer("x", "i32").tolist() == [30]

@@ -142,7 +142,10 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
       emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
   except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
   if emu.fault is None: emu.run(sub.host(launches))
-  mem = {name: emu.read(a, n) for name, (a, n) in img.buffers.items()}
+  def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch
+    vals = img.var_values.get(f"{name}.addr")
+    return a if not vals else a - vals[0] + vals[min(launches, len(vals)) - 1]
+  mem = {name: emu.read(last(name, a), n) for name, (a, n) in img.buffers.items()}
   sigs = {name: emu.mem.r32(a) for name, a in img.signals.items()}
   queues = {}
   for e in emu.engines:
@@ -151,7 +154,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   res = RunResult(img.file if isinstance(program, Program) else filename, launches, seed, mem, sigs, queues, emu.time_us,
                   emu.host_actor.steps if emu.host_actor else 0, emu.hang, emu.fault)
   if emu.hang is None and emu.fault is None:
-    res.expects = [_check_expect(e, emu.read(e["addr"], e["size"])) for e in img.expects]
+    res.expects = [_check_expect(e, emu.read(last(e["buffer"], e["addr"]), e["size"])) for e in img.expects]
   if trace:
     from .trace import chrome_trace
     res.trace = chrome_trace(emu)
