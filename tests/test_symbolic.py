@@ -184,3 +184,19 @@ def test_rebound_buffer_reads_its_last_launch():
   res = run(prog, launches=3, filename="d.hcq")
   assert res.ok, res.summary()
   assert res.buffer("x", "i32").tolist() == [30]
+
+def test_kernel_argument_writes_follow_actual_values():
+  """The host writes a kernel argument only when its value changes (as `_apply_var_vals`): with `n` equal in
+  launches 1 and 2 there is nothing to race with; launch 3 changes it."""
+  text = '''device g0 = AMD:0
+buffer a on g0 size 4
+var n = [5, 5, 6]
+kernel k(inout a, i32 n)
+queue c0 compute on g0 {
+  exec k(a, n)
+}
+'''
+  assert errors(text, 2) == []
+  assert errors(text, 3) == ["5:1: race: the host writes the kernel arguments of `exec k` (c0 line 6)[0:8] at line 5 "
+                             "(launch 3) and c0 reads the kernel arguments of `exec k` (c0 line 6)[0:8] at line 6 (launch 1) "
+                             "with no happens-before order between them"]

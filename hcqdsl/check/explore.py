@@ -42,6 +42,7 @@ def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Expl
       k, idx = divmod(p, len(s.ops))
       op = s.ops[idx]
       if op[0] in (WAIT, WRITE): st.append((op[0], op[1], u.value(op, k + 1), None))
+      elif op[0] == ACCESS and k + 1 in u.idle.get(i, {}).get(idx, ()): st.append((NOP, None, None, None))  # writes nothing
       elif op[0] in (ACCESS, SUBMIT): st.append((op[0], None, None, op[1]))
       else: st.append((op[0], None, None, None))
       gt.append(u.gate_pos(i, k + 1) if i and idx == 0 else 0)

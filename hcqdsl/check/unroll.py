@@ -37,6 +37,7 @@ class Unrolled:
     self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
     # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
     self.rebound = [b.per_launch == "rebound" for b in buffers]
+    self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
     self.host_span = host_span
 
   def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
@@ -89,6 +90,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   # the host writes while the previous launch's exec may still read it, unless something orders them
   kargs: dict = {}    # (queue name, statement index) -> buffer id
   kargs_of: dict = {}  # queue name -> [buffer ids]
+  envs = _envs(program, launches, var_values)
+  same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
   for q in queues:
     for n, st in enumerate(q.body):
       if type(st) is Exec and any((type(a) is Expr and a.var is not None) or (type(a) is Slice and a.buffer.name in rebound)
@@ -97,6 +100,10 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
         buffers = buffers + [Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span)]
         kargs[q.name, n] = len(buffers) - 1
         kargs_of.setdefault(q.name, []).append(len(buffers) - 1)
+        vals = [e for e in st.args if type(e) is Expr and e.var is not None]
+        if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
+          same[len(buffers) - 1] = frozenset(k for k in range(2, launches + 1)
+                                             if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
   buf_id = {b.name: i for i, b in enumerate(buffers)}
   kmodes = {k.name: [None if p.scalar else _MODE[p.mode] for p in k.params] for k in program.kernels}
   q_id = {q.name: i + 1 for i, q in enumerate(queues)}
@@ -142,13 +149,17 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   stmts: list = []
   ops: list = []
   rewritten = [b for b in program.buffers if b.per_launch == "rewritten"]
+  idle: dict = {}
   def submit(qs: tuple, st):
     if rewritten and not any(op[0] == SUBMIT for op in ops):
       # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
       for b in rewritten: stmts.append(b); ops.append((ACCESS, ((buf_id[b.name], 0, b.size, W, (0, b.size)),)))
-    kb = tuple((b, 0, 8, W, (0, 8)) for x in qs for b in kargs_of.get(seqs[x].name, ()))
-    # the host patches their kernel arguments, then submits (an implicit submit is shown at the queue it submits)
-    if kb: stmts.append(st if st is not None else seqs[qs[0]].queue); ops.append((ACCESS, kb))
+    # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
+    # then submits; an implicit submit is shown at the queue it submits
+    for x in qs:
+      for b in kargs_of.get(seqs[x].name, ()):
+        if same.get(b): idle.setdefault(len(ops), same[b])
+        stmts.append(st if st is not None else seqs[x].queue); ops.append((ACCESS, ((b, 0, 8, W, (0, 8)),)))
     for x in qs: seqs[x].gate = len(ops)
     stmts.append(st); ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
@@ -157,5 +168,6 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
     else: stmts.append(st); ops.append(lower(st, None))
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
-  return Unrolled(program, launches, _envs(program, launches, var_values), seqs, signals, buffers,
-                  host.span if host is not None else None)
+  u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
+  if idle: u.idle[0] = idle
+  return u
