@@ -83,7 +83,7 @@ def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[d
 def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
   signals = program.signals
   sig_id = {s.name: i for i, s in enumerate(signals)}
-  buffers = program.buffers
+  buffers = list(program.buffers)
   rebound = {b.name for b in buffers if b.per_launch == "rebound"}
   queues = program.queues
   # the kernel arguments the host patches at each submit (a var-valued scalar, a rebound buffer's address): memory
@@ -97,7 +97,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       if type(st) is Exec and any((type(a) is Expr and a.var is not None) or (type(a) is Slice and a.buffer.name in rebound)
                                   for a in st.args):
         line = st.span.line if st.span is not None else 0
-        buffers = buffers + [Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span)]
+        buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
         kargs[q.name, n] = len(buffers) - 1
         kargs_of.setdefault(q.name, []).append(len(buffers) - 1)
         vals = [e for e in st.args if type(e) is Expr and e.var is not None]
