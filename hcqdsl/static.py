@@ -132,9 +132,16 @@ class StaticCheck:
     execs = [s for s in body if type(s) is Exec]
     if not kind({s.kernel.name for s in execs}, Kernel): return False
     if not all(len(s.args) == len(names[s.kernel.name].params) for s in execs): return False
-    if not all(1 <= x <= U32_MAX for s in execs for d in (s.grid, s.block) if d is not None for x in d): return False
+    # scalar parameters take expressions, buffer parameters slices; launch dims are numbers or expressions over vars
+    args = [(p.scalar, a) for s in execs for p, a in zip(names[s.kernel.name].params, s.args)]
+    if not all((type(a) is Expr) == sc for sc, a in args): return False
+    dims = [x for s in execs for d in (s.grid, s.block) if d is not None for x in d]
+    exprs = [a for sc, a in args if sc] + [x for x in dims if type(x) is not int]
+    if not kind({e.var.name for e in exprs if e.var is not None}, Var): return False
+    if not all(0 <= e.offset <= U32_MAX for e in exprs if e.var is None): return False
+    if not all(1 <= x <= U32_MAX for x in dims if type(x) is int): return False
     copies = [s for s in body if type(s) is Copy]
-    slices = [a for s in execs for a in s.args] + [a for s in copies for a in (s.dst, s.src)]
+    slices = [a for sc, a in args if not sc] + [a for s in copies for a in (s.dst, s.src)]
     bufs = {a.buffer.name for a in slices}
     if not kind(bufs, Buffer): return False
     size = {n: names[n].size for n in bufs}
