@@ -177,3 +177,17 @@ def test_cli_bad_input_is_one_line(tmp_path):
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", str(s)], capture_output=True, text=True, env={**os.environ, "DEV": "CPU"})
   assert r.returncode == 2 and r.stderr == ("hcqdsl: error: call 1: the JIT function realized nothing: a TinyJit captures "
                                             "only the schedules its function realizes\n")
+
+def test_plain_emit_with_a_bound_variable():
+  """One launch of a schedule with a bound Variable: `var n = [value]`, and the kernels take it as a scalar."""
+  from tinygrad import Tensor, Variable
+  from hcqdsl.emit import emit
+  x = Tensor(np.arange(8, dtype=np.float32)).realize()
+  n = Variable("n", 1, 8)
+  prog = emit((x[0:n.bind(5)] * 2).sum().reshape(1))
+  assert {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"} == {"n": (5,)}
+  assert any(p.scalar for k in prog.kernels for p in k.params)
+  prog = parse(format_program(prog), "e.hcq")
+  assert errors(prog, 1) == []
+  res = run(prog, launches=1)
+  assert res.ok and res.buffer(_output(prog), "f32")[0] == 20.0
