@@ -11,7 +11,7 @@ import attrs
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "resolve"]
+           "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
@@ -287,3 +287,17 @@ class Program:
       names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
       names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
     return names
+
+def resolve_var_args(prog: Program) -> Program:
+  """`exec k(a, pos)`: both parse paths read a bare name as a buffer; it is the value of a var when it names one (names
+  are unique, so this is never ambiguous)."""
+  vs = {v.name for v in prog.of(Var)}
+  if not vs: return prog
+  def fix(st):
+    if type(st) is not Exec or not any(type(a) is Slice and not a.ranged and a.buffer.name in vs for a in st.args): return st
+    return attrs.evolve(st, args=tuple(Expr(a.buffer) if type(a) is Slice and not a.ranged and a.buffer.name in vs else a
+                                       for a in st.args))
+  if not any(type(st) is Exec and any(type(a) is Slice and a.buffer.name in vs for a in st.args) for q in prog.of(Queue) for st in q.body):
+    return prog
+  return attrs.evolve(prog, decls=tuple(attrs.evolve(d, body=tuple(map(fix, d.body))) if isinstance(d, Queue) else d
+                                        for d in prog.decls))

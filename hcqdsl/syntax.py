@@ -9,7 +9,8 @@ import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedCharacters, UnexpectedEOF, VisitError
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX, SCALARS)
+                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX, SCALARS,
+                 resolve_var_args)
 from .diagnostics import Diagnostic, Related, HcqError
 
 __all__ = ["parse", "parse_file", "format_program", "parse_with_diagnostics", "parse_syntax", "format_stmt", "format_decl"]
@@ -311,22 +312,7 @@ def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Option
   diags.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
   return prog, diags
 
-def resolve_var_args(prog: Program) -> Program:
-  """`exec k(a, pos)`: a bare name parses as a buffer; it is the value of a var when it names one (names are unique)."""
-  vs = {v.name for v in prog.of(Var)}
-  if not vs: return prog
-  def fix(st):
-    if type(st) is not Exec or not any(type(a) is Slice and not a.ranged and a.buffer.name in vs for a in st.args): return st
-    return attrs.evolve(st, args=tuple(Expr(a.buffer) if type(a) is Slice and not a.ranged and a.buffer.name in vs else a
-                                       for a in st.args))
-  decls = tuple(attrs.evolve(d, body=tuple(map(fix, d.body))) if isinstance(d, Queue) else d for d in prog.decls)
-  return attrs.evolve(prog, decls=decls)
-
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
-  prog, diags = _parse_syntax(text, file)
-  return (resolve_var_args(prog) if prog is not None else None), diags
-
-def _parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   from .scan import scan
   prog = scan(text, file)
   if prog is not None: return prog, []
@@ -351,7 +337,7 @@ def _parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], 
       return None, diags
     if diags: return None, diags
     diags.extend(b.diags)
-    prog = Program(tuple(items), file=file, source=text)
+    prog = resolve_var_args(Program(tuple(items), file=file, source=text))
     if comments: prog = _attach_comments(prog, comments, lines, b.lbraces)
     return prog, diags
   return None, diags
