@@ -6,10 +6,10 @@ import bisect, json, pathlib, struct, sys
 from typing import Optional
 import attrs
 from .ir import (Program, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
-                 ARCHS, U32_MAX, NO_SPAN, Span)
+                 ARCHS, U32_MAX, NO_SPAN, Span, resolve)
 from .diagnostics import Diagnostic, HcqError
 
-__all__ = ["compile_program", "Image", "QueueImage", "Patch", "Region", "add_compile_args", "cli_compile"]
+__all__ = ["compile_program", "Image", "QueueImage", "Patch", "Region", "add_compile_args", "cli_compile", "kernarg_layout"]
 
 M32 = U32_MAX
 MAGIC, VERSION = b"HCQIMG\0\0", 1
@@ -30,14 +30,20 @@ class Region:
 
 @attrs.define
 class Patch:
-  """Dword `offset` of `queue`'s command buffer holds `(var + add) mod 2**32` (var None: a constant)."""
+  """Dword `offset` of `queue`'s command buffer (or, for the queue's memory patches, the dword at address `offset`)
+  holds `var + add` (var None: a constant): encoding u32 its low 32 bits, lo/hi the low/high dword of a 64-bit
+  address."""
   queue: str
   offset: int
   var: Optional[str]
   add: int
   encoding: str = "u32"
-  def value(self, env: dict) -> int: return ((env[self.var] if self.var is not None else 0) + self.add) & M32
-  def expr(self) -> str: return str(Expr(Ref(self.var) if self.var else None, self.add))
+  def value(self, env: dict) -> int:
+    v = (env[self.var] if self.var is not None else 0) + self.add
+    return (v >> 32 if self.encoding == "hi" else v) & M32
+  def expr(self) -> str:
+    e = str(Expr(Ref(self.var) if self.var else None, self.add))
+    return e if self.encoding == "u32" else f"{self.encoding}({e})"
 
 @attrs.define
 class QueueImage:
@@ -49,6 +55,7 @@ class QueueImage:
   dwords: list  # the template, filled in for launch 1
   patches: list  # of Patch
   stmts: list   # (dword offset, dword length, line, column, end_line, end_column, statement text), in order
+  mem_patches: list = attrs.field(factory=list)  # of Patch (offset = address): kernarg dwords written at its submit
   @property
   def packet_format(self) -> str: return "pm4" if self.engine == "compute" else "sdma"
   def span_at(self, offset: int) -> Optional[tuple]:
@@ -71,9 +78,20 @@ class Image:
   data: list      # (address, bytes): initial memory contents (signal values, buffer inits, code, kernargs)
   host: list      # host statements with resolved addresses, see docs/amd.md
   expects: list = attrs.field(factory=list)
+  var_values: dict = attrs.field(factory=dict)  # var -> per-launch values (listed vars, `B.addr` of rebound buffers)
+  rewrites: list = attrs.field(factory=list)    # (launch, address, bytes): the host rewrites a buffer as launch k starts
 
   def queue(self, name: str) -> QueueImage: return next(q for q in self.queues if q.name == name)
-  def env(self, launch: int = 1, **overrides) -> dict: return {**{v: launch for v in self.vars}, **overrides}
+  @property
+  def listed_launches(self) -> Optional[int]:
+    """The launches the listed values cover (the shortest list); None: no lists."""
+    return min(map(len, self.var_values.values())) if self.var_values else None
+  def env(self, launch: int = 1, **overrides) -> dict:
+    env = {v: launch for v in self.vars}
+    for v, vals in self.var_values.items():
+      if launch <= len(vals): env[v] = vals[launch - 1]
+    env.update(overrides)
+    return env
   def patched(self, q: QueueImage, env: dict) -> list:
     dw = list(q.dwords)
     for p in q.patches: dw[p.offset] = p.value(env)
@@ -96,10 +114,12 @@ class Image:
     meta = {"target": self.target, "file": self.file, "devices": self.devices, "vars": self.vars,
             "regions": [attrs.asdict(r) for r in self.regions], "signals": self.signals,
             "buffers": {k: list(v) for k, v in self.buffers.items()}, "kernels": self.kernels, "host": self.host,
-            "expects": self.expects,
+            "expects": self.expects, "var_values": self.var_values,
+            "rewrites": [[k, a, put(b)] for k, a, b in self.rewrites],
             "queues": [{"name": q.name, "engine": q.engine, "device": q.device, "arch": q.arch, "addr": q.addr,
                         "dwords": put(struct.pack(f"<{len(q.dwords)}I", *q.dwords)),
                         "patches": [[p.offset, p.var, p.add, p.encoding] for p in q.patches],
+                        "mem_patches": [[p.offset, p.var, p.add, p.encoding] for p in q.mem_patches],
                         "stmts": [list(s) for s in q.stmts]} for q in self.queues],
             "data": [[a, put(b)] for a, b in self.data]}
     js = json.dumps(meta, separators=(",", ":")).encode()
@@ -122,11 +142,13 @@ class Image:
     try:
       queues = [QueueImage(q["name"], q["engine"], q["device"], q["arch"], q["addr"],
                            list(struct.unpack(f"<{q['dwords'][1] // 4}I", get(q["dwords"]))),
-                           [Patch(q["name"], o, v, a, e) for o, v, a, e in q["patches"]], [tuple(s) for s in q["stmts"]])
+                           [Patch(q["name"], o, v, a, e) for o, v, a, e in q["patches"]], [tuple(s) for s in q["stmts"]],
+                           [Patch(q["name"], o, v, a, e) for o, v, a, e in q.get("mem_patches", [])])
                 for q in m["queues"]]
       return Image(m["target"], m["file"], m["devices"], m["vars"], [Region(**r) for r in m["regions"]], m["signals"],
                    {k: tuple(v) for k, v in m["buffers"].items()}, m["kernels"], queues,
-                   [(a, get(r)) for a, r in m["data"]], m["host"], m.get("expects", []))
+                   [(a, get(r)) for a, r in m["data"]], m["host"], m.get("expects", []), m.get("var_values", {}),
+                   [(k, a, get(r)) for k, a, r in m.get("rewrites", [])])
     except (KeyError, TypeError, struct.error) as e: raise ValueError(f"corrupt image metadata: {e!r}") from None
 
   def save(self, path) -> None: pathlib.Path(path).write_bytes(self.to_bytes())
@@ -179,12 +201,24 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     for i, s in enumerate(sigs):
       signals[s.name] = base + SIGNAL_SLOT * i
       if s.init: data.append((signals[s.name], struct.pack("<Q", s.init & M32)))
+  import numpy as np
+  def contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
   buffers: dict[str, tuple] = {}
+  var_values: dict = {n: list(v) for n, v in program.var_lists.items() if v}  # empty lists: a static error
+  rebound: dict = {}   # rebound buffer -> its `B.addr` var (launch k's memory is a region of its own)
+  rewrites: list = []
   for b in program.buffers:
+    if b.per_launch == "rebound" and b.launch_inits:
+      addrs = [region(f"{b.name}@{k + 1}", "buffer", dev_of(b.device), b.size, launch=k + 1) for k in range(len(b.launch_inits))]
+      for a, d in zip(addrs, b.launch_inits): data.append((a, contents(d)))
+      buffers[b.name] = (addrs[0], b.size)
+      rebound[b.name] = var_values[f"{b.name}.addr"] = addrs
+      continue
     buffers[b.name] = (a := region(b.name, "buffer", dev_of(b.device), b.size), b.size)
-    if b.init is not None:
-      import numpy as np
-      data.append((a, np.array(b.init.values, dtype=np.dtype(DTYPES[b.init.dtype][0]).newbyteorder("<")).tobytes()))
+    if b.per_launch == "rewritten" and b.launch_inits:
+      for k, d in enumerate(b.launch_inits): rewrites.append((k + 1, a, contents(d).ljust(b.size, b"\0")))
+      data.append((a, rewrites[-len(b.launch_inits)][2]))
+    elif b.init is not None: data.append((a, contents(b.init)))
 
   def sig_addr(ref: Ref, span=None) -> int:
     if ref.name not in signals: raise _err("name", f"`{ref.name}` is not a signal", span)
@@ -195,12 +229,24 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     lo, hi = sl.bounds(size)
     if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
     return a + lo, hi - lo
-  env1 = {v: 1 for v in program.vars}
-  def value(e: Expr, at: int, q: str, patches: list, span=None) -> int:
+  all_vars = list(program.vars) + [f"{b}.addr" for b in rebound]
+  env1 = {**{v: 1 for v in all_vars}, **{v: vals[0] for v, vals in var_values.items()}}
+  def value(e, at: int, q: str, patches: list, span=None, encoding="u32") -> int:
+    """The launch-1 value of `e` (an int or Expr); a patch of dword `at` when it depends on a var."""
+    if type(e) is int: return e & M32
     if e.var is None: return e.offset & M32
     if e.var.name not in env1: raise _err("name", f"`{e.var.name}` is not a var", span)
-    patches.append(Patch(q, at, e.var.name, e.offset))
-    return (env1[e.var.name] + e.offset) & M32
+    p = Patch(q, at, e.var.name, e.offset, encoding)
+    patches.append(p)
+    return p.value(env1)
+  def address(sl: Slice, at: int, q: str, patches: list, span=None, step=1) -> int:
+    """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
+    of memory: 4) when its buffer is rebound."""
+    a, _ = slice_range(sl, span)
+    if sl.buffer.name in rebound:
+      e = Expr(Ref(f"{sl.buffer.name}.addr"), a - buffers[sl.buffer.name][0])
+      value(e, at, q, patches, span, "lo"); value(e, at + step, q, patches, span, "hi")
+    return a
 
   kernels: list = []
   code: dict = {}  # (kernel, device) -> (CodeObject, code address)
@@ -218,9 +264,10 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     a = region(f"{kname}.code@{dev}", "code", dev, len(co.image) + (-len(co.image) % 4), kernel=kname)
     if (a + co.entry_offset) % 256: raise _err("name", f"kernel `{kname}`: entry point is not 256-byte aligned", span)
     data.append((a, co.image))
+    offs, _ = kernarg_layout(k.params)
     kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
                     "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
-                    "params": [[p.mode, p.name] for p in k.params],
+                    "params": [[p.mode, p.name, o] for p, o in zip(k.params, offs)],
                     "impl": attrs.asdict(k.impl, filter=lambda a, _: a.name != "span") if k.impl is not None else None})
     code[kname, dev] = (co, a)
     return code[kname, dev]
@@ -237,6 +284,7 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     enc = pm4.encoder(t) if q.engine == "compute" else sdma.encoder(t)
     out: list = []
     patches: list = []
+    mem_patches: list = []
     stmts: list = []
     for n, s in enumerate(q.body):
       start = len(out)
@@ -256,17 +304,32 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
         (da, dn), (sa, sn) = slice_range(s.dst, sp), slice_range(s.src, sp)
         if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
         enc.copy(out, da, sa, dn)
+        for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
+          if sl.buffer.name not in rebound: continue
+          for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
+            address(Slice(sl.buffer, (sl.bounds(buffers[sl.buffer.name][1])[0]) + off, None, True), start + j * enc.COPY_DWORDS + at, q.name, patches, sp)
       elif isinstance(s, Exec):
         if q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
         co, ca = code_for(s.kernel.name, dev, sp)
         k = names[s.kernel.name]
         if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
-        ptrs = [slice_range(sl, sp)[0] for sl in s.args]
-        grid, block = s.grid or (1, 1, 1), s.block or (1, 1, 1)
-        kasz = max(8 * len(ptrs), co.kernarg_size)
+        offs, size = kernarg_layout(k.params)
+        kasz = max(size, co.kernarg_size)
         ka = region(f"{q.name}.kernargs.{n}", "kernargs", dev, kasz + (64 if co.dispatch_ptr else 0), kernel=k.name,
-                    args=[[sl.buffer.name, sl.start, sl.end, sl.ranged] for sl in s.args])
-        data.append((ka, struct.pack(f"<{len(ptrs)}Q", *ptrs).ljust(kasz, b"\0")))
+                    args=[[sl.buffer.name, sl.start, sl.end, sl.ranged] if type(sl) is Slice else None for sl in s.args])
+        kargs = bytearray(kasz)
+        for p, a, o in zip(k.params, s.args, offs):
+          if p.scalar:
+            if type(a) is not Expr: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a value", sp)
+            struct.pack_into("<I", kargs, o, value(a, ka + o, q.name, mem_patches, sp))
+          else:
+            if type(a) is not Slice: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a buffer", sp)
+            struct.pack_into("<Q", kargs, o, address(a, ka + o, q.name, mem_patches, sp, 4))
+        data.append((ka, bytes(kargs)))
+        gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
+        grid, block = tuple(resolve(x, env1) & M32 for x in gdims), tuple(resolve(x, env1) & M32 for x in bdims)
+        if co.dispatch_ptr and any(type(x) is Expr for x in gdims + bdims):
+          raise _err("name", f"kernel `{k.name}`: launch dimensions over vars need a code object without a dispatch packet", sp)
         user = []
         if co.private_segment_sgpr:  # scratch buffer resource, as tinygrad sets it up
           sc = scratch_for(dev)
@@ -275,11 +338,13 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
         user += [ka & M32, ka >> 32]
         enc.exec(out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, _tmpring(t, co),
                  scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid, block, co.wave32)
+        for dims, back in ((bdims, enc.EXEC_BLOCK_FROM_END), (gdims, enc.EXEC_GRID_FROM_END)):
+          for j, x in enumerate(dims): value(x, len(out) - back + j, q.name, patches, sp)
       else: raise _err("syntax", f"`{type(s).__name__}` is not a queue statement", getattr(s, "span", None))
       sp = s.span or NO_SPAN
       stmts.append((start, len(out) - start, sp.line, sp.column, sp.end_line, sp.end_column, _stmt_text(s)))
     ca = region(f"{q.name}.cmdbuf", "cmdbuf", dev, 4 * len(out), queue=q.name)
-    queues.append(QueueImage(q.name, q.engine, dev, t, ca, out, patches, stmts))
+    queues.append(QueueImage(q.name, q.engine, dev, t, ca, out, patches, stmts, mem_patches))
 
   host = []
   if (h := program.host) is not None:
@@ -297,7 +362,17 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
                     "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
                     "approx": e.approx, "line": (e.span or NO_SPAN).line})
   return Image(target, program.file, [{"name": d.name, "index": d.index, "arch": arch[d.name]} for d in devices],
-               list(program.vars), regions, signals, buffers, kernels, queues, data, host, expects)
+               all_vars, regions, signals, buffers, kernels, queues, data, host, expects, var_values, rewrites)
+
+def kernarg_layout(params) -> tuple:
+  """(byte offset of each parameter in the kernel arguments, their size): buffers are 8-byte pointers, scalars 4-byte
+  values, each aligned to its size (tinygrad's layout: its kernels take buffers first, then their variables)."""
+  offs, top = [], 0
+  for p in params:
+    n = 4 if p.scalar else 8
+    top += -top % n
+    offs.append(top); top += n
+  return offs, top
 
 SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
 

@@ -59,8 +59,10 @@ def disasm_image(img: Image) -> str:
   out = []
   for q in img.queues:
     out.append(f"queue {q.name} {q.engine} on {q.device} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
-               f"{len(q.patches)} patched")
+               f"{len(q.patches)} patched" + (f", {len(q.mem_patches)} kernel-argument dwords patched" if q.mem_patches else ""))
     out += disasm_packets(_decoder(q.engine, q.arch).decode(q.dwords), img, q)
+    if q.mem_patches: out.append(f"  memory the host patches when it submits {q.name} (kernel arguments):")
+    for p in q.mem_patches: out.append(f"  {p.offset:#x} ({img.name_at(p.offset)}) = {p.expr()}")
     out.append("")
   return "\n".join(out)
 
@@ -110,9 +112,23 @@ def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
       ka = (user[-1] << 32) | user[-2]
       kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
       if k is None or kr is None: raise _Unliftable(f"dispatch of unknown program {prog:#x}")
-      args = tuple(Slice(Ref(b), lo, hi, bool(rg)) for b, lo, hi, rg in kr.meta["args"])
+      mem = {p.offset: p for p in q.mem_patches}
+      data = dict(img.data)
+      def scalar(off: int) -> Expr:  # a scalar parameter: the patch of its kernarg dword, else the value stored there
+        if (p := mem.get(ka + off)) is not None: return Expr(Ref(p.var) if p.var else None, p.add)
+        raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
+        return Expr(None, raw - (1 << 32) if raw >> 31 and k["params"][len(args_)][0] == "i32" else raw)
+      args_: list = []
+      for a, (mode, _, off) in zip(kr.meta["args"], k["params"]):
+        args_.append(scalar(off) if a is None else Slice(Ref(a[0]), a[1], a[2], bool(a[3])))
+      args = tuple(args_)
       d = f[names.index("DISPATCH_DIRECT")]
-      grid, block = (d["dim_x"], d["dim_y"], d["dim_z"]), tuple(start[3:6])
+      di = pk[names.index("DISPATCH_DIRECT")].offset
+      sx = next(p for p in pk if p.name == "SET_SH_REG" and p.fields["reg"] == "regCOMPUTE_START_X").offset
+      def dims(vals, at):  # launch dims: patched dwords are expressions over vars
+        out = [expr(at + j, v) for j, v in enumerate(vals)]
+        return tuple(e if e.var is not None else e.offset for e in out)
+      grid, block = dims((d["dim_x"], d["dim_y"], d["dim_z"]), di + 1), dims(tuple(start[3:6]), sx + 5)
       return [Exec(Ref(k["name"]), args, None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)]
   else:
     if not pk: return [Barrier()]  # the only statement with no SDMA packets

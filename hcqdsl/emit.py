@@ -10,8 +10,8 @@ import argparse, importlib.util, inspect, os, pathlib, re, sys, types
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from .host_cc import gcc_compatible, use_for_tinygrad, NoCompilerError
-from .ir import (Program, Device, Buffer, Signal, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite, Exec,
-                 Copy, Barrier, Epoch, Submit, Ref, Expr, Slice)
+from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite,
+                 Exec, Copy, Barrier, Epoch, Submit, Ref, Expr, Slice)
 
 __all__ = ["emit", "emit_jit", "EmitError", "add_emit_args", "cli_emit", "Schedule", "schedule", "plan", "PLANNERS"]
 
@@ -48,6 +48,8 @@ class Schedule:
   expects: list           # Expect decls
   buf_dev: dict = field(default_factory=dict)   # buffer name -> hcq device name
   asts: dict = field(default_factory=dict)      # kernel name -> tinygrad's device-independent AST (SINK), for --amd-code
+  var_lists: dict = field(default_factory=dict)  # symbolic variable -> its value per launch (emit: one launch)
+  bases: dict = field(default_factory=dict)      # buffer name -> tinygrad's base Buffer (emit_jit tells calls apart by it)
 
 def _tg():
   os.environ.setdefault("DEV", "CPU")
@@ -68,16 +70,21 @@ def _c_source(prg, name: str) -> str:
   info, fn = prg.arg, prg.arg.function_name
   src = gcc_compatible(src)  # the runtime compiles it with whichever of clang or gcc the machine has
   if list(info.globals) != list(range(len(info.globals))): raise EmitError(f"{fn}: unexpected buffer order {info.globals}")
-  extra = [v.expr for v in info.vars]
-  if any(v != "core_id" for v in extra): raise EmitError(f"{fn}: symbolic variables {extra} are not supported")
-  if not extra and fn == name: return src
+  extra = [v.expr for v in info.vars]  # symbolic variables are scalar parameters after the buffers, core_id a thread index
+  if "core_id" not in extra and fn == name: return src
+  if "core_id" not in extra: return re.sub(rf"\b{re.escape(fn)}\(", f"{name}(", src, count=1)
   body = f"{name}_body" if extra else name
   src = re.sub(rf"\b{re.escape(fn)}\(", f"{body}(", src, count=1)
   if not extra: return src
   n, threads = len(info.globals), info.global_size[0]
-  ps, args = ", ".join(f"void* p{i}" for i in range(n)), ", ".join(f"p{i}" for i in range(n))
+  vs = [v for v in info.vars if v.expr != "core_id"]
+  ps = ", ".join([f"void* p{i}" for i in range(n)] + [f"{_CTYPE[v.dtype.name]} v{i}" for i, v in enumerate(vs)])
+  args = ", ".join([f"p{i}" for i in range(n)] + [f"v{vs.index(v)}" if v.expr != "core_id" else "c" for v in info.vars])
   return src + (f"\n/* tinygrad runs {threads} threads, core_id = 0..{threads - 1} */\nvoid {name}({ps}) {{\n"
-                f"  for (int c = 0; c < {threads}; c++) {body}({args}, c);\n}}\n")
+                f"  for (int c = 0; c < {threads}; c++) {body}({args});\n}}\n")
+
+_CTYPE = {"int": "int", "uint": "unsigned int"}   # tinygrad variable dtypes -> C, and -> .hcq scalar types
+_SCALAR = {"int": "i32", "uint": "u32"}
 
 def _np(buf, lo: int = 0, hi: Optional[int] = None):
   """A copy of bytes [lo:hi) of a tinygrad Buffer (zero-copy view first: only the range is copied)."""
@@ -94,9 +101,12 @@ def _data(raw, dtype) -> Data:
 
 def _is_sched_dev(d) -> bool: return all(str(x).split(":")[0] == "CPU" or str(x).split(":")[0] == "AMD" for x in (d if isinstance(d, tuple) else (d,)))
 
-def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None) -> Schedule:
+def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None, linear_vars=None,
+             snapshot_all: bool = False) -> Schedule:
   """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands. `timings`, if
-  given, gets the seconds spent inside tinygrad ("tinygrad") and in total ("total")."""
+  given, gets the seconds spent inside tinygrad ("tinygrad") and in total ("total"). `linear_vars`: (LINEAR, var_vals)
+  captured elsewhere (emit_jit) instead of `tensors`' own schedule; `snapshot_all`: initial contents for every buffer
+  allocated before the schedule runs, not only those it reads before writing (state a JIT carries between calls)."""
   import time
   t_start = time.perf_counter()
   _tg()
@@ -111,8 +121,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   if bad := [t for t in tensors if not isinstance(t, Tensor)]:
     raise EmitError(f"the function must return tensors, got {type(bad[0]).__name__} `{str(bad[0])[:40]}`")
   t0 = time.perf_counter()
-  linear, var_vals = Tensor.linear_with_vars(*tensors)
-  if var_vals: raise EmitError(f"symbolic variables {sorted(var_vals)} are not supported")
+  linear, var_vals = linear_vars if linear_vars is not None else Tensor.linear_with_vars(*tensors)
   pre = linear.src  # compile_linear swaps each call's SINK for the CPU PROGRAM in place; --amd-code needs the SINK
   linear = compile_linear(linear)
   ast_of = {id(c): a.src[0] for a, c in zip(pre, linear.src) if a.src[0].op is Ops.SINK}
@@ -172,9 +181,9 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
     kind = "out" if bid in out_ids else "in" if read_first else "buf"
     names[bid] = f"{kind}{n[kind]}"; n[kind] += 1
   # snapshot inputs (anything read before written: uploads, realized tensors) before the schedule changes them
-  inits = {bid: _np(bases[bid][0]) for bid in order if bases[bid][1][1] and bases[bid][0].is_allocated()}
+  inits = {bid: _np(bases[bid][0]) for bid in order if (bases[bid][1][1] or snapshot_all) and bases[bid][0].is_allocated()}
   t0 = time.perf_counter()
-  run_linear(UOp(Ops.LINEAR, src=tuple(calls)), jit=True)
+  run_linear(UOp(Ops.LINEAR, src=tuple(calls)), var_vals, jit=True)
   t_tg += time.perf_counter() - t0
   buffers, buf_dev = [], {}
   for bid in order:
@@ -184,7 +193,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
     init = _data(inits[bid], base.dtype) if bid in inits else None
     if init is not None and not any(init.values): init = None  # all zero: the default contents
     buffers.append(Buffer(names[bid], Ref(dev), base.nbytes, init,
-                          comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if bid in inits else "")))
+                          comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if bases[bid][1][1] and bid in inits else "")))
   def sl(b) -> Slice:
     nm = names[id(b.base)]
     return Slice(Ref(nm)) if b.offset == 0 and b.nbytes == b.base.nbytes else Slice(Ref(nm), b.offset, b.offset + b.nbytes, True)
@@ -205,6 +214,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
         while kname in used: kname, i = f"{label}_{i}", i + 1
         used.add(kname)
         modes = tuple(Param("inout" if i in outs and i in ins else "out" if i in outs else "in", f"data{i}") for i in range(len(args)))
+        modes += tuple(Param(_scalar(v, label), v.expr) for v in prg.arg.vars if v.expr != "core_id")
         kernels.append(Kernel(kname, modes, Impl(c_source=_c_source(prg, kname)), comment=f"# tinygrad {label}"))
         kern_by_key[key] = kname
         if id(c) in ast_of: asts[kname] = ast_of[id(c)]
@@ -217,7 +227,8 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
       acc = [(names[id(b.base)], b.offset, b.offset + b.nbytes, i in outs) for i, b in enumerate(bufs)]
       dev = f"g{dev_index(edevs[j])}"
       if kname is not None:
-        stmt, eng = Exec(Ref(kname), tuple(sl(b) for b in bufs)), "compute"
+        vals = tuple(Expr(Ref(v.expr)) for v in c.src[0].arg.vars if v.expr != "core_id")  # scalar parameters
+        stmt, eng = Exec(Ref(kname), tuple(sl(b) for b in bufs) + vals), "compute"
       else:
         stmt, eng = Copy(sl(bufs[0]), sl(bufs[1])), "copy"
       lbl = label + (f" lane {j}" if nl > 1 else "")
@@ -235,7 +246,11 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
       expects.append(Expect(sl(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
   if timings is not None: timings.update(tinygrad=t_tg, total=time.perf_counter() - t_start)
   return Schedule(devices, buffers, kernels, [(c, enq[c]) for c in calls], cmds, by_call, expects,
-                  buf_dev, asts)
+                  buf_dev, asts, {k: [v] for k, v in var_vals.items()}, {names[bid]: bases[bid][0] for bid in order})
+
+def _scalar(v, kernel: str) -> str:
+  if v.dtype.name not in _SCALAR: raise EmitError(f"{kernel}: variable `{v.expr}` is {v.dtype.name}; .hcq scalars are {', '.join(_SCALAR)}")
+  return _SCALAR[v.dtype.name]
 
 # ---- planners
 
@@ -457,7 +472,8 @@ def program(s: Schedule, planner: str = "hcqdsl", title: str = "") -> Program:
           f"on {len(devs)} device{'s' * (len(devs) != 1)}")
   import attrs
   if devs: devs[0] = attrs.evolve(devs[0], comments=head)
-  decls = devs + s.buffers + signals + s.kernels + queues + ([host] if host else []) + s.expects
+  vars_ = [Var(n, tuple(v), comment="# tinygrad Variable, one value per launch") for n, v in s.var_lists.items()]
+  decls = devs + s.buffers + vars_ + signals + s.kernels + queues + ([host] if host else []) + s.expects
   return Program(tuple(decls), file="<emit>")
 
 # ---- API
@@ -468,7 +484,11 @@ def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title:
   return program(schedule(*tensors, max_values=max_values), planner, title)
 
 def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, **kwargs) -> Program:
-  """Emit what `fn(*args)` returns (a tensor or a tuple of them); a TinyJit is unwrapped to its function."""
+  """`emit_jit(jit_fn, calls)`, calls a list of argument tuples: one launch per call (hcqdsl.emit_jit, docs/emit.md).
+  `emit_jit(fn, *args)`: emit what `fn(*args)` returns (a tensor or a tuple of them), one launch."""
+  if len(args) == 1 and not kwargs and isinstance(args[0], list) and args[0] and all(isinstance(c, tuple) for c in args[0]):
+    from .jit import emit_jit as replay
+    return replay(fn, args[0], planner=planner, max_values=max_values)
   _tg()
   fn = getattr(fn, "fxn", fn)
   out = fn(*args, **kwargs)
@@ -524,6 +544,16 @@ def cli_emit(a) -> int:
     fn = load_function(a.script)
     try: tensors = call_script(fn, a.devices)
     except Exception as e: raise script_error(e, a.script) from None
+    from .jit import is_jit_spec, emit_jit as replay
+    if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): one launch per call
+      if a.amd_code: raise EmitError("--amd-code does not take a TinyJit replay yet")
+      try: prog = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
+      except EmitError: raise
+      except Exception as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
+      text = format_program(prog)
+      if a.output: pathlib.Path(a.output).write_text(text)
+      else: sys.stdout.write(text)
+      return 0
     try: s = schedule(*tensors, max_values=a.max_values)
     except EmitError: raise
     except Exception as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None

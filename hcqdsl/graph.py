@@ -12,7 +12,7 @@ import bisect, shutil, subprocess, sys
 from typing import Optional
 from .ir import Program, Submit
 from .syntax import format_stmt
-from .check.unroll import unroll, WAIT, WRITE, SUBMIT, MASK
+from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS, MASK
 
 __all__ = ["to_dot", "signal_edges", "add_graph_args", "cli_graph"]
 
@@ -112,7 +112,10 @@ def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int =
     s = seqs[i]
     lines = [f"{ind}subgraph cluster_s{i} {{", f"{ind}  label={_q(title)}; style=\"rounded\"; color=gray50;"]
     for idx, st in enumerate(s.stmts):
-      if st is None: text, line = "submit (implicit)", ""
+      op = s.ops[idx]
+      if i == 0 and op[0] == ACCESS:  # the host's writes: a rewritten buffer, patched kernel arguments
+        text, line = "host writes " + ", ".join(u.buffers[a[0]].name for a in op[1]), ""
+      elif st is None: text, line = "submit (implicit)", ""
       else: text, line = format_stmt(st), f"{st.span.line}: " if st.span is not None and st.span.line > 0 else ""
       c = color.get(nid(i, idx))
       style = f", color={_q(c)}, fontcolor={_q(c)}, penwidth=2" if c else ""

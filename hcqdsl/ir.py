@@ -10,13 +10,16 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN"]
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
           "u64": ("u8", 8), "i64": ("i8", 8), "f16": ("f2", 2), "f32": ("f4", 4), "f64": ("f8", 8)}
+SCALARS = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, U32_MAX)}  # scalar kernel parameter types -> value range
+PER_LAUNCH = ("rebound", "rewritten")  # buffers with contents per launch: new memory each launch | the same, host-written
 KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size compute copy in out inout wait exec "
                      "barrier timestamp epoch grid block submit".split())
 
@@ -83,12 +86,14 @@ class Data:
 
 @attrs.frozen
 class Param:
-  mode: str  # in | out | inout
+  mode: str  # in | out | inout (a buffer), or a scalar type of SCALARS (a value in the kernel arguments)
   name: str
   @property
   def reads(self) -> bool: return self.mode in ("in", "inout")
   @property
   def writes(self) -> bool: return self.mode in ("out", "inout")
+  @property
+  def scalar(self) -> bool: return self.mode in SCALARS
 
 @attrs.frozen
 class Impl:
@@ -123,6 +128,8 @@ class Buffer(Node):
   device: Optional[Ref]  # None: host memory
   size: int
   init: Optional[Data] = None
+  per_launch: Optional[str] = None  # rebound: new memory each launch | rewritten: the host rewrites it in place
+  launch_inits: tuple = ()          # of Data: launch k's contents (per_launch buffers)
 
 @attrs.frozen
 class Signal(Node):
@@ -133,6 +140,7 @@ class Signal(Node):
 @attrs.frozen
 class Var(Node):
   name: str
+  values: Optional[tuple] = None  # launch k takes values[k - 1]; None: the launch number
 
 @attrs.frozen
 class Kernel(Node):
@@ -155,8 +163,8 @@ class SignalWrite(Node):
 @attrs.frozen
 class Exec(Node):
   kernel: Ref
-  args: tuple  # of Slice
-  grid: Optional[tuple] = None   # (x, y, z)
+  args: tuple  # of Slice (buffer parameters) or Expr (scalar parameters)
+  grid: Optional[tuple] = None   # (x, y, z): int, or Expr over a var
   block: Optional[tuple] = None  # (x, y, z)
 
 @attrs.frozen
@@ -179,6 +187,10 @@ class Epoch(Node):
 @attrs.frozen
 class Submit(Node):
   queues: tuple  # of Ref; empty: every queue not yet submitted in this launch
+
+def resolve(x, env: dict) -> int:
+  """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
+  return x if isinstance(x, int) else x.eval(env)
 
 Stmt = (Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit)
 
@@ -249,6 +261,16 @@ class Program:
     """Declared vars followed by every device's implicit `D.epoch`."""
     return [v.name for v in self.of(Var)] + [f"{d.name}.epoch" for d in self.of(Device)]
   @property
+  def var_lists(self) -> dict:
+    """var name -> its listed per-launch values (only vars declared with a list)."""
+    return {v.name: v.values for v in self.of(Var) if v.values is not None}
+  @property
+  def listed_launches(self) -> Optional[tuple]:
+    """(launches, the name that limits them): the fewest values any var list or per-launch buffer gives; None: no lists."""
+    lists = [(len(v), n) for n, v in self.var_lists.items()] + \
+            [(len(b.launch_inits), b.name) for b in self.of(Buffer) if b.per_launch is not None]
+    return min(lists) if lists else None
+  @property
   def kernels(self) -> list[Kernel]: return list(self.of(Kernel))
   @property
   def queues(self) -> list[Queue]: return list(self.of(Queue))
@@ -265,3 +287,17 @@ class Program:
       names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
       names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
     return names
+
+def resolve_var_args(prog: Program) -> Program:
+  """`exec k(a, pos)`: both parse paths read a bare name as a buffer; it is the value of a var when it names one (names
+  are unique, so this is never ambiguous)."""
+  vs = {v.name for v in prog.of(Var)}
+  if not vs: return prog
+  def fix(st):
+    if type(st) is not Exec or not any(type(a) is Slice and not a.ranged and a.buffer.name in vs for a in st.args): return st
+    return attrs.evolve(st, args=tuple(Expr(a.buffer) if type(a) is Slice and not a.ranged and a.buffer.name in vs else a
+                                       for a in st.args))
+  if not any(type(st) is Exec and any(type(a) is Slice and a.buffer.name in vs for a in st.args) for q in prog.of(Queue) for st in q.body):
+    return prog
+  return attrs.evolve(prog, decls=tuple(attrs.evolve(d, body=tuple(map(fix, d.body))) if isinstance(d, Queue) else d
+                                        for d in prog.decls))

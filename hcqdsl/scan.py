@@ -13,7 +13,8 @@ import gc, itertools, math, re
 import attrs
 from typing import Optional
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX)
+                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
+                 SCALARS, resolve_var_args)
 
 __all__ = ["scan"]
 
@@ -23,7 +24,7 @@ _NUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)(?![A-Za-z0-9_.])"      # no size su
 _SNUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)[KMG]?(?![A-Za-z0-9_.])"
 _EXPR = rf"(?P<e>(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)"
 _SIG = rf"(?P<s>{_NAME}(?:\.timeline)?)(?![A-Za-z0-9_.])"
-_P = rf"(?:inout|in|out)[ \t]+{_NAME}"
+_P = rf"(?:inout|in|out|i32|u32)[ \t]+{_NAME}"
 _STRING = r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"'              # the grammar's STRING
 _SLICE_RX = rf"{_NAME}(?:{_W}\[{_W}(?:{_SNUM})?{_W}:{_W}(?:{_SNUM})?{_W}\])?"
 _SLICE = re.compile(rf"({_NAME})(?:{_W}\[{_W}({_SNUM})?{_W}:{_W}({_SNUM})?{_W}\])?")
@@ -36,7 +37,17 @@ _STMT = {
   "epoch": re.compile(rf"epoch{_W}$"),
 }
 _EXEC = re.compile(rf"exec[ \t]+({_NAME}){_W}\(([^()]*)\)")
-_DIM = re.compile(rf"{_W}(grid|block){_W}\({_W}({_NUM}){_W},{_W}({_NUM}){_W},{_W}({_NUM}){_W}\)")
+_DX = rf"(?:{_NUM}|{_NAME}(?:\.epoch)?(?:{_W}[+-]{_W}{_NUM})?)"   # a launch dimension: a number or an expression
+_DIM = re.compile(rf"{_W}(grid|block){_W}\({_W}({_DX}){_W},{_W}({_DX}){_W},{_W}({_DX}){_W}\)")
+_DIMX = re.compile(rf"(?:(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)$")
+# an exec argument that is a value: a number, `name + n`, `name - n`, `D.epoch [+- n]` (a bare name is a slice)
+_ARGX = re.compile(rf"{_W}(?:(?P<n>{_NUM})|(?P<v>{_NAME})(?P<ep>\.epoch)?(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?){_W}$")
+_PER_LAUNCH = re.compile(rf"buffer[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})[ \t]+size[ \t]+({_SNUM})[ \t]+(rebound|rewritten)"
+                         rf"(?:{_W}=(?P<rest>.*))?$")
+_DATA_ONE = re.compile(rf"{_W}(?P<dt>{_NAME}){_W}\[(?P<vals>[^\]]*)\]")
+_DATA_SEP = re.compile(rf"{_W}(?:,|$)")
+_MINUS_WS = re.compile(r"-[ \t]+")
+_UVALS = re.compile(r"[ \t]*(?:(?:0|[1-9][0-9]*)[ \t]*(?:,[ \t]*(?:0|[1-9][0-9]*)[ \t]*)*(?:,[ \t]*)?)?")
 _COPY = re.compile(rf"copy[ \t]+")
 _ARROW = re.compile(rf"{_W}<-{_W}")
 _SUBMIT = re.compile(rf"submit(?:[ \t]+({_NAME}(?:{_W},{_W}{_NAME})*))?{_W}$")
@@ -46,11 +57,11 @@ _DECL = {
   "device": re.compile(rf"device[ \t]+({_NAME}){_W}={_W}({_NAME}){_W}:{_W}({_NUM})(?:[ \t]+({_NAME}))?{_W}$"),
   "buffer": re.compile(rf"buffer[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})[ \t]+size[ \t]+({_SNUM})(?:{_W}={_W}{_DATA})?{_W}$"),
   "signal": re.compile(rf"signal[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})(?:{_W}={_W}({_NUM}))?{_W}$"),
-  "var": re.compile(rf"var[ \t]+({_NAME}){_W}$"),
+  "var": re.compile(rf"var[ \t]+({_NAME})(?:{_W}={_W}\[(?P<vals>[^\]]*)\])?{_W}$"),
   "kernel": re.compile(rf"kernel[ \t]+({_NAME}){_W}\(((?:{_W}{_P}(?:{_W},{_W}{_P})*(?:{_W},)?)?){_W}\)(?:{_W}=(?P<impl>.+))?$", re.S),
   "expect": re.compile(rf"expect[ \t]+(?P<t>{_SLICE_RX}){_W}(?P<op>==|~=){_W}{_DATA}{_W}$"),
 }
-_PARAM = re.compile(rf"(inout|in|out)[ \t]+({_NAME})")
+_PARAM = re.compile(rf"(inout|in|out|i32|u32)[ \t]+({_NAME})")
 _IMPL = re.compile(rf"""{_W}(?:(?P<b>builtin)[ \t]+(?P<bn>{_NAME})(?:{_W}<{_W}(?P<dt>{_NAME}){_W}>)?(?:{_W}\((?P<args>[^()]*)\))?"""
                    rf"""|(?P<k>c|amd){_W}(?P<s>{_STRING}))""")
 _ARG = re.compile(rf"{_W}(-?){_W}(?:(?P<f>[0-9]+(?:\.[0-9]*(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))|(?P<i>0|[1-9][0-9]{{0,19}})|(?P<n>inf|nan)){_W}$")
@@ -160,7 +171,7 @@ class _Scan:
       except _GiveUp:
         skip = self._pieces(lines, ln, src)
     if self.block is not None: raise _GiveUp
-    return Program(tuple(decls), file=f, end_comments=tuple(self.pending), source=text)
+    return resolve_var_args(Program(tuple(decls), file=f, end_comments=tuple(self.pending), source=text))
 
   # ---- blocks
   def _open(self, kw, body, span, comment, brace):
@@ -294,7 +305,9 @@ class _Scan:
   def _decl(self, kw, body, span):
     rx = _DECL.get(kw)
     m = rx.match(body) if rx is not None else None
-    if m is None: raise _GiveUp
+    if m is None:
+      if kw == "buffer" and (m := _PER_LAUNCH.match(body)) is not None: return self._per_launch(m, body, span)
+      raise _GiveUp
     if kw == "device":
       arch = m.group(4)
       if arch is not None: self._name(arch)
@@ -307,7 +320,12 @@ class _Scan:
       init = _int(m.group(3)) if m.group(3) else 0
       if init > U32_MAX: raise _GiveUp
       return Signal(self._name(m.group(1)), None if m.group(2) == "host" else self._ref(m.group(2)), init, span=span)
-    if kw == "var": return Var(self._name(m.group(1)), span=span)
+    if kw == "var":
+      if m.group("vals") is None: return Var(self._name(m.group(1)), span=span)
+      if _UVALS.fullmatch(m.group("vals")) is None: raise _GiveUp
+      values = tuple(map(int, _split(m.group("vals"))))
+      if values and max(values) > U32_MAX: raise _GiveUp   # the grammar reports the overflow
+      return Var(self._name(m.group(1)), values, span=span)
     if kw == "expect":
       target, end = self._slice(m.group("t"), 0)
       if end != len(m.group("t")): raise _GiveUp
@@ -320,9 +338,25 @@ class _Scan:
       span = Span(span.file, span.line, span.column, impl.span.end_line, impl.span.end_column)
     return Kernel(self._name(m.group(1)), params, impl, span=span)
 
+  def _per_launch(self, m, body, span) -> Buffer:
+    """`buffer b on g size N rebound|rewritten [= T [..], T [..], ...]`: one data list per launch."""
+    inits, pos = [], m.start("rest")
+    if pos >= 0:
+      while True:
+        d = _DATA_ONE.match(body, pos)
+        if d is None: raise _GiveUp
+        inits.append(self._data(d, span))
+        e = _DATA_SEP.match(body, d.end())
+        if e is None: raise _GiveUp
+        pos = e.end()
+        if pos >= len(body) or not body[pos:].strip(" \t"): break
+    return Buffer(self._name(m.group(1)), None if m.group(2) == "host" else self._ref(m.group(2)), _int(m.group(3)), None,
+                  m.group(4), tuple(inits), span=span)
+
   def _data(self, m, span) -> Data:
     """The data list of a buffer or expect: validated by one regex over the whole list, converted at C speed."""
     dtype, vals = m.group("dt", "vals")
+    if "- " in vals or "-\t" in vals: vals = _MINUS_WS.sub("-", vals)   # `- inf`, `- 5`: the grammar's MINUS then a value
     if dtype not in DTYPES: raise _GiveUp
     if dtype[0] == "f":
       if _VALUES["f"].fullmatch(vals) is None: raise _GiveUp
@@ -432,6 +466,25 @@ class _Scan:
                                          m.end() != m.end(1))
     return s, m.end()
 
+  def _arg_value(self, piece) -> Expr:
+    """A scalar argument: what the grammar's `arg_expr` reads (a bare name stays a slice)."""
+    m = _ARGX.match(piece)
+    if m is None or (m.group("v") is not None and m.group("ep") is None and m.group("op") is None): raise _GiveUp
+    if m.group("n") is not None: e = Expr(None, _int(m.group("n")))
+    else:
+      k = 0 if m.group("k") is None else _int(m.group("k")) * (1 if m.group("op") == "+" else -1)
+      e = Expr(self._ref(m.group("v") + (m.group("ep") or "")), k)
+    if abs(e.offset) > U32_MAX: raise _GiveUp
+    return e
+
+  def _dim(self, text):
+    m = _DIMX.match(text)
+    if m is None: raise _GiveUp
+    if m.group("n") is not None: return _int(m.group("n"))
+    k = 0 if m.group("k") is None else _int(m.group("k")) * (1 if m.group("op") == "+" else -1)
+    if abs(k) > U32_MAX: raise _GiveUp
+    return Expr(self._ref(m.group("v")), k)
+
   def _exec(self, body, span, cs, c):
     m = _EXEC.match(body)
     if m is None: raise _GiveUp
@@ -445,15 +498,17 @@ class _Scan:
       args = []
       for piece in pieces:
         if not piece.strip(" \t"): raise _GiveUp
-        sl, end = self._slice(piece, len(piece) - len(piece.lstrip(" \t")))
-        if piece[end:].strip(" \t"): raise _GiveUp
-        args.append(sl)
+        try:
+          sl, end = self._slice(piece, len(piece) - len(piece.lstrip(" \t")))
+          if not piece[end:].strip(" \t"): args.append(sl); continue
+        except _GiveUp: pass
+        args.append(self._arg_value(piece))
       args = self.args[argtext] = tuple(args)
     pos, n = m.end(), len(body)
     dims = {}
     while pos < n:
       d = _DIM.match(body, pos)
       if d is None or d.group(1) in dims or (d.group(1) == "grid" and "block" in dims): raise _GiveUp
-      dims[d.group(1)] = (_int(d.group(2)), _int(d.group(3)), _int(d.group(4)))
+      dims[d.group(1)] = tuple(self._dim(d.group(j)) for j in (2, 3, 4))
       pos = d.end()
     return Exec(kernel, args, dims.get("grid"), dims.get("block"), span=span, comments=cs, comment=c)

@@ -7,7 +7,7 @@ from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host
 from .diagnostics import Diagnostic, did_you_mean
 import attrs
 
-__all__ = ["check_static", "StaticCheck"]
+__all__ = ["check_static", "StaticCheck", "check_launches"]
 
 _KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
 _SYNC = frozenset((Wait, SignalWrite, Timestamp))
@@ -84,14 +84,18 @@ class StaticCheck:
   def _buffer(self, b: Buffer):
     if b.device is not None: self._need(b.device, Device, "device", b.span)
     if b.size <= 0: self._err("bounds", f"buffer `{b.name}` has size {b.size}; sizes are at least 1 byte", b.span)
-    if b.init is not None and b.init.nbytes > b.size:
-      self._err("bounds", f"{len(b.init.values)} {b.init.dtype} values are {b.init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", b.init.span or b.span)
+    for init in ((b.init,) if b.init is not None else ()) + b.launch_inits:
+      if init.nbytes > b.size:
+        self._err("bounds", f"{len(init.values)} {init.dtype} values are {init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", init.span or b.span)
+    if b.per_launch is not None and not b.launch_inits:
+      self._err("bounds", f"{b.per_launch} buffer `{b.name}` lists no contents: write one list per launch after `=`", b.span)
 
   def _signal(self, s: Signal):
     if s.device is not None: self._need(s.device, Device, "device", s.span)
     if not 0 <= s.init <= U32_MAX: self._err("overflow", f"initial value {s.init} is outside 32 bits", self.prog.locate(str(s.init), s.span))
 
-  def _var(self, v: Var): pass
+  def _var(self, v: Var):
+    if v.values is not None and not v.values: self._err("bounds", f"var `{v.name}` lists no values: write one per launch", v.span)
 
   def _kernel(self, k: Kernel):
     seen: dict = {}
@@ -128,9 +132,16 @@ class StaticCheck:
     execs = [s for s in body if type(s) is Exec]
     if not kind({s.kernel.name for s in execs}, Kernel): return False
     if not all(len(s.args) == len(names[s.kernel.name].params) for s in execs): return False
-    if not all(1 <= x <= U32_MAX for s in execs for d in (s.grid, s.block) if d is not None for x in d): return False
+    # scalar parameters take expressions, buffer parameters slices; launch dims are numbers or expressions over vars
+    args = [(p.scalar, a) for s in execs for p, a in zip(names[s.kernel.name].params, s.args)]
+    if not all((type(a) is Expr) == sc for sc, a in args): return False
+    dims = [x for s in execs for d in (s.grid, s.block) if d is not None for x in d]
+    exprs = [a for sc, a in args if sc] + [x for x in dims if type(x) is not int]
+    if not kind({e.var.name for e in exprs if e.var is not None}, Var): return False
+    if not all(0 <= e.offset <= U32_MAX for e in exprs if e.var is None): return False
+    if not all(1 <= x <= U32_MAX for x in dims if type(x) is int): return False
     copies = [s for s in body if type(s) is Copy]
-    slices = [a for s in execs for a in s.args] + [a for s in copies for a in (s.dst, s.src)]
+    slices = [a for sc, a in args if not sc] + [a for s in copies for a in (s.dst, s.src)]
     bufs = {a.buffer.name for a in slices}
     if not kind(bufs, Buffer): return False
     size = {n: names[n].size for n in bufs}
@@ -206,11 +217,22 @@ class StaticCheck:
 
   def _exec(self, s: Exec):
     k = self._need(s.kernel, Kernel, "kernel", s.span)
-    for a in s.args: self._slice(a, s.span)
+    for a in s.args:
+      if type(a) is Expr: self._expr(a, s.span)
+      else: self._slice(a, s.span)
     if k is not None and len(s.args) != len(k.params):
       self._err("name", f"kernel `{k.name}` takes {len(k.params)} argument{'s' * (len(k.params) != 1)}, {len(s.args)} given", s.span)
+    elif k is not None:
+      for p, a in zip(k.params, s.args):
+        if p.scalar and type(a) is not Expr:
+          self._err("name", f"parameter `{p.name}` of `{k.name}` is a {p.mode} value: pass a number or a var expression, not buffer `{a.buffer.name}`", self.prog.locate(a.buffer.name, s.span))
+        elif not p.scalar and type(a) is Expr:
+          self._err("name", f"parameter `{p.name}` of `{k.name}` is a buffer: `{a}` is a value", s.span)
     for dims, what in ((s.grid, "grid"), (s.block, "block")):
-      if dims is not None and any(not 1 <= x <= U32_MAX for x in dims): self._err("bounds", f"{what} dimensions are 1 .. {U32_MAX}", s.span)
+      if dims is None: continue
+      for x in dims:
+        if type(x) is Expr: self._expr(x, s.span)
+        elif not 1 <= x <= U32_MAX: self._err("bounds", f"{what} dimensions are 1 .. {U32_MAX}", s.span)
 
   def _copy(self, s: Copy):
     bd, bs = self._slice(s.dst, s.span), self._slice(s.src, s.span)
@@ -224,3 +246,15 @@ def _fmt_slice(s: Slice) -> str:
   return f"{s.buffer.name}[{'' if s.start is None else s.start}:{'' if s.end is None else s.end}]"
 
 def check_static(prog: Program) -> list[Diagnostic]: return StaticCheck().run(prog)
+
+def check_launches(prog: Program, launches: int, pinned=()) -> list[Diagnostic]:
+  """A `bounds` error for each var list (not pinned by the caller) and per-launch buffer listing fewer than `launches`
+  values: launch k takes element k, and there is no launch-k element to take."""
+  out = []  # an empty list is the static check's error already
+  for v in prog.of(Var):
+    if v.values and v.name not in pinned and len(v.values) < launches:
+      out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} launches asked for", v.span))
+  for b in prog.of(Buffer):
+    if b.launch_inits and len(b.launch_inits) < launches:
+      out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} launch{'es' * (len(b.launch_inits) != 1)}, fewer than the {launches} launches asked for", b.span))
+  return sorted(out, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))

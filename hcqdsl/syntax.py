@@ -9,7 +9,8 @@ import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedCharacters, UnexpectedEOF, VisitError
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX)
+                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX, SCALARS,
+                 resolve_var_args)
 from .diagnostics import Diagnostic, Related, HcqError
 
 __all__ = ["parse", "parse_file", "format_program", "parse_with_diagnostics", "parse_syntax", "format_stmt", "format_decl"]
@@ -53,11 +54,24 @@ class _Build(Transformer):
     return Device(c[1].value, c[3].value, self._int(c[5]), arch, span=_span(c, self.file))
   def buffer(self, c):
     return Buffer(c[1].value, c[3].v, self._int(c[5], sized=True), c[7] if len(c) > 7 else None, span=_span(c, self.file))
+  def buffer_per_launch(self, c):
+    inits = tuple(x for x in c if isinstance(x, Data))
+    return Buffer(c[1].value, c[3].v, self._int(c[5], sized=True), None, c[6].value, inits, span=_span(c, self.file))
   def signal_decl(self, c):
     init = self._int(c[5]) if len(c) > 5 else 0
     return Signal(c[1].value, c[3].v, init, span=_span(c, self.file))
-  def var_decl(self, c): return Var(c[1].value, span=_span(c, self.file))
+  def var_decl(self, c):
+    if len(c) == 2: return Var(c[1].value, span=_span(c, self.file))
+    vals = []
+    for t in c[4:]:
+      if t.type != "NUMBER": continue
+      v = self._int(t)
+      if v > U32_MAX: self._err("overflow", f"{v} does not fit 32 bits (0 .. {U32_MAX})", _tok_span(t, self.file))
+      vals.append(v)
+    return Var(c[1].value, tuple(vals), span=_span(c, self.file))
   def param(self, c): return _Val(Param(c[0].value, c[1].value), _span(c, self.file))
+  def param_scalar(self, c):
+    return _Val(Param(c[0].value, c[1].value), _span(c, self.file))
   def kernel(self, c):
     params = tuple(x.v for x in c if isinstance(x, _Val))
     impls = [x for x in c if isinstance(x, Impl)]
@@ -131,14 +145,20 @@ class _Build(Transformer):
   def expr_var(self, c): return _Val(Expr(c[0].v, 0), _span(c, self.file))
   def expr_add(self, c): return _Val(Expr(c[0].v, self._int(c[2])), _span(c, self.file))
   def expr_sub(self, c): return _Val(Expr(c[0].v, -self._int(c[2])), _span(c, self.file))
+  def arg_op(self, c):
+    n = self._int(c[2])
+    return _Val(Expr(Ref(c[0].value), n if c[1].type == "PLUS" else -n), _span(c, self.file))
+  def arg_epoch(self, c):
+    n = self._int(c[4]) if len(c) > 4 else 0
+    return _Val(Expr(Ref(f"{c[0].value}.epoch"), -n if len(c) > 4 and c[3].type == "MINUS" else n), _span(c, self.file))
   def wait(self, c): return Wait(c[1].v, c[3].v, span=_span(c, self.file))
   def signal(self, c): return SignalWrite(c[1].v, c[3].v, span=_span(c, self.file))
   def dim3(self, c):
-    dims = [self._int(x) for x in c if x.type == "NUMBER"]
+    dims = [x.v.offset if x.v.var is None else x.v for x in c if isinstance(x, _Val)]
     if len(dims) > 3: self._err("syntax", "grid and block take at most 3 dimensions", _span(c, self.file))
     return _Val(tuple((dims + [1, 1])[:3]), _span(c, self.file), False)
   def exec(self, c):
-    args = tuple(x.v for x in c if isinstance(x, _Val) and isinstance(x.v, Slice))
+    args = tuple(x.v for x in c if isinstance(x, _Val) and isinstance(x.v, (Slice, Expr)))
     grid = block = None
     for i, x in enumerate(c):
       if isinstance(x, Token) and x.type == "GRID": grid = c[i + 1].v
@@ -182,7 +202,8 @@ _WORDS = {"NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING":
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
           "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
-          "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "`in`, `out` or `inout`",
+          "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
+          "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
           "GRID": "`grid`", "BLOCK": "`block`", "COMMENT": "a comment"}
 _STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
 _DECL_KW = {"DEVICE", "BUFFER", "SIGNAL", "VAR", "KERNEL", "QUEUE", "HOST", "EXPECT"}
@@ -193,7 +214,7 @@ _ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "t
          "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
          "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
 
-_RULE_ROLE = {"place": "the device name", "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
+_RULE_ROLE = {"param_scalar": "the parameter", "arg_op": "the argument", "arg_epoch": "the argument","place": "the device name", "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
               "expr_var": "the value", "expr_add": "the value", "expr_sub": "the value", "param": "the parameter",
               "impl_builtin": "the implementation", "impl_c": "the implementation", "impl_amd": "the implementation",
               "data": "the values", "dim3": "the dimensions", "value": "the value"}
@@ -218,6 +239,7 @@ def _describe(stack) -> Optional[str]:
   if isinstance(last, Token):
     prev = stack[-2] if len(stack) >= 2 and isinstance(stack[-2], Token) else None
     if last.type == "NAME" and prev is not None and prev.value in _ROLE: return _ROLE[prev.value]
+    if last.type == "NAME" and prev is not None and prev.type in ("LPAR", "COMMA"): return "the argument"
     if last.type == "_NL": return None
     return f"`{last.value}`"
   if isinstance(last, Tree):
@@ -242,7 +264,9 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   try: acc = ip.accepts() if ip is not None else set()
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
-  exp = _expected(acc or getattr(e, "expected", None) or (), sep)
+  exp = set(acc or getattr(e, "expected", None) or ())
+  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT"}  # `a + 1`, `a[0:4]`: details of an argument
+  exp = _expected(exp, sep)
   lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
   if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):
     # a block left open: point at its `{` (where the fix goes is somewhere after it), not at what came next
@@ -313,7 +337,7 @@ def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], l
       return None, diags
     if diags: return None, diags
     diags.extend(b.diags)
-    prog = Program(tuple(items), file=file, source=text)
+    prog = resolve_var_args(Program(tuple(items), file=file, source=text))
     if comments: prog = _attach_comments(prog, comments, lines, b.lbraces)
     return prog, diags
   return None, diags
@@ -415,12 +439,13 @@ def _quote(s: str) -> str:
   return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0") + '"'
 
 def _dim(d) -> str: return f"({', '.join(map(str, d))})"
+def _arg(a) -> str: return _slice(a) if type(a) is Slice else str(a)
 
 def format_stmt(s) -> str:
   if isinstance(s, Wait): return f"wait {s.signal.name} >= {s.value}"
   if isinstance(s, SignalWrite): return f"signal {s.signal.name} = {s.value}"
   if isinstance(s, Exec):
-    out = f"exec {s.kernel.name}({', '.join(map(_slice, s.args))})"
+    out = f"exec {s.kernel.name}({', '.join(map(_arg, s.args))})"
     if s.grid is not None: out += f" grid {_dim(s.grid)}"
     if s.block is not None: out += f" block {_dim(s.block)}"
     return out
@@ -435,10 +460,12 @@ def format_decl(d) -> str:
   if isinstance(d, Device): return f"device {d.name} = {d.vendor}:{d.index}" + (f" {d.arch}" if d.arch else "")
   if isinstance(d, Buffer):
     out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {_num(d.size, True)}"
+    if d.per_launch is not None:
+      return f"{out} {d.per_launch}" + (" = " + ", ".join(map(_data, d.launch_inits)) if d.launch_inits else "")
     return out + (f" = {_data(d.init)}" if d.init is not None else "")
   if isinstance(d, Signal):
     return f"signal {d.name} on {d.device.name if d.device else 'host'}" + (f" = {d.init}" if d.init else "")
-  if isinstance(d, Var): return f"var {d.name}"
+  if isinstance(d, Var): return f"var {d.name}" + (f" = [{', '.join(map(str, d.values))}]" if d.values is not None else "")
   if isinstance(d, Kernel):
     out = f"kernel {d.name}({', '.join(f'{p.mode} {p.name}' for p in d.params)})"
     return out + (f" = {_impl(d.impl)}" if d.impl is not None else "")

@@ -6,17 +6,22 @@ SLICES = ["", "[0:32]", "[32:64]", "[16:48]"]
 EXPRS = ["0", "1", "2", "kick", "kick + 1", "kick - 1"]
 
 @st.composite
-def programs(draw, max_queues: int = 4, max_body: int = 4):
+def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = False):
   """Program text: 1-2 devices, 2-4 queues, 1-3 signals, 1-2 buffers of 64 bytes, sometimes a host block with waits,
-  resets and submits. Biased towards statements that make waits satisfiable, so all verdicts show up."""
+  resets and submits. Biased towards statements that make waits satisfiable, so all verdicts show up. `symbolic`:
+  also listed var values, rebound and rewritten buffers, and a kernel taking a var as a scalar argument (its kernel
+  arguments are patched by the host at each submit)."""
   ndev = draw(st.integers(1, 2))
   nq = draw(st.integers(2, max_queues))
   nsig = draw(st.integers(1, 3))
   nbuf = draw(st.integers(1, 2))
   out = [f"device gpu{d} = AMD:{d}" for d in range(ndev)]
-  out += [f"buffer b{n} on gpu{draw(st.integers(0, ndev - 1))} size 64" for n in range(nbuf)]
+  per = ["", "", " rebound = u8 [1], u8 [2], u8 [3]", " rewritten = u8 [1], u8 [2], u8 [3]"] if symbolic else [""]
+  out += [f"buffer b{n} on gpu{draw(st.integers(0, ndev - 1))} size 64{draw(st.sampled_from(per))}" for n in range(nbuf)]
   out += [f"signal s{n} on gpu0" for n in range(nsig)]
-  out += ["var kick", "kernel rd(in x)", "kernel wr(out x)", "kernel rw(inout x)"]
+  kick = "var kick"
+  if symbolic and draw(st.booleans()): kick += " = [" + ", ".join(str(draw(st.integers(0, 3))) for _ in range(3)) + "]"
+  out += [kick, "kernel rd(in x)", "kernel wr(out x)", "kernel rw(inout x)", "kernel sc(inout x, i32 n)"]
   sigs = [f"s{n}" for n in range(nsig)] + [f"gpu{d}.timeline" for d in range(ndev)]
   qnames = [f"q{n}" for n in range(nq)]
   for n in range(nq):
@@ -35,6 +40,7 @@ def programs(draw, max_queues: int = 4, max_body: int = 4):
           b2 = f"b{draw(st.integers(0, nbuf - 1))}"
           s1 = draw(st.sampled_from(["[0:32]", "[32:64]"])); s2 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
           body.append(f"copy {b}{s1} <- {b2}{s2}")
+        elif symbolic and draw(st.integers(0, 3)) == 0: body.append(f"exec sc({b}{draw(st.sampled_from(SLICES))}, kick)")
         else: body.append(f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}({b}{draw(st.sampled_from(SLICES))})")
       elif kind == "epoch": body.append("epoch")
       else: body.append("barrier")

@@ -34,24 +34,34 @@ def programs(draw):
   qnames = rest[6:8]
   cm = lambda: dict(comments=draw(comments), comment=draw(st.none() | comment))
   decls = [Device(d, "AMD", i, draw(st.none() | st.sampled_from(["gfx942", "gfx1100", "gfx1201"])), **cm()) for i, d in enumerate(devs)]
-  decls += [Buffer(b, draw(st.none() | st.sampled_from(devs).map(Ref)), draw(st.integers(1, 1 << 30)),
-                   draw(st.none() | data()), **cm()) for b in bufs]
+  def buffer(b):
+    dev, size = draw(st.none() | st.sampled_from(devs).map(Ref)), draw(st.integers(1, 1 << 30))
+    per = draw(st.sampled_from([None, None, "rebound", "rewritten"]))
+    if per is None: return Buffer(b, dev, size, draw(st.none() | data()), **cm())
+    return Buffer(b, dev, size, None, per, tuple(draw(st.lists(data(), min_size=1, max_size=3))), **cm())
+  decls += [buffer(b) for b in bufs]
   decls += [Signal(s, draw(st.none() | st.sampled_from(devs).map(Ref)), draw(st.integers(0, 5)), **cm()) for s in sigs]
-  decls += [Var(v, **cm()) for v in vars_]
+  decls += [Var(v, draw(st.none() | st.lists(u32, max_size=4).map(tuple)), **cm()) for v in vars_]
   nparams = draw(st.integers(0, 3))
-  pnames = draw(st.lists(names, min_size=nparams, max_size=nparams, unique=True))
+  nscalars = draw(st.integers(0, 2))
+  pnames = draw(st.lists(names, min_size=nparams + nscalars, max_size=nparams + nscalars, unique=True))
   impl = draw(st.none() | st.builds(Impl, builtin=st.sampled_from(["add", "fill"]), dtype=st.none() | st.just("f32"),
                                     args=st.lists(st.integers(0, 9) | st.floats(-2, 2), max_size=2).map(tuple),
                                     c_source=st.none() | st.just("void k(float *a) {\n  a[0] = 1;\n}"),
                                     amd_code=st.none() | st.just("k.co")))
-  decls.append(Kernel(kern, tuple(Param(draw(st.sampled_from(["in", "out", "inout"])), p) for p in pnames), impl, **cm()))
+  params = [Param(draw(st.sampled_from(["in", "out", "inout"])), p) for p in pnames[:nparams]]
+  params += [Param(draw(st.sampled_from(["i32", "u32"])), p) for p in pnames[nparams:]]
+  decls.append(Kernel(kern, tuple(params), impl, **cm()))
   sigrefs = st.sampled_from(sigs + [f"{d}.timeline" for d in devs]).map(Ref)
   allvars = vars_ + [f"{d}.epoch" for d in devs]
-  dims = st.none() | st.tuples(st.integers(1, 64), st.integers(1, 4), st.integers(1, 4))
+  dim = st.integers(1, 64) | st.builds(Expr, st.sampled_from(allvars).map(Ref), st.integers(-3, 3))
+  dims = st.none() | st.tuples(dim, st.integers(1, 4), dim)
+  def args(a, v): return tuple(a) + tuple(v)
   stmt = st.one_of(
     st.builds(lambda s, e, c: Wait(s, e, **c), sigrefs, exprs(allvars), st.just(None).map(lambda _: cm())),
     st.builds(lambda s, e, c: SignalWrite(s, e, **c), sigrefs, exprs(allvars), st.just(None).map(lambda _: cm())),
-    st.builds(lambda a, g, b: Exec(Ref(kern), tuple(a), g, b), st.lists(slices(bufs), min_size=nparams, max_size=nparams), dims, dims),
+    st.builds(lambda a, v, g, b: Exec(Ref(kern), args(a, v), g, b), st.lists(slices(bufs), min_size=nparams, max_size=nparams),
+              st.lists(exprs(allvars), min_size=nscalars, max_size=nscalars), dims, dims),
     st.builds(Copy, slices(bufs), slices(bufs)),
     st.builds(Barrier), st.builds(Timestamp, sigrefs), st.builds(Epoch))
   for q in qnames:

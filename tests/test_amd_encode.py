@@ -189,3 +189,95 @@ def test_dispatch_initiator_wave():
   assert hsa is not None
   assert pm4.encoder("gfx942").INITIATOR[True] == pm4.encoder("gfx942").INITIATOR[False]  # gfx9: wave64 only
   assert pm4.encoder("gfx1100").INITIATOR[True] != pm4.encoder("gfx1100").INITIATOR[False]
+
+# ---- symbolic launches (issue 12): kernel-argument scalars, launch dims over vars, rebound buffer addresses
+
+SYMBOLIC = """\
+device g0 = AMD:0 {a0}
+buffer cache on g0 size 64K
+buffer x on g0 size 8M rebound = i32 [1], i32 [2], i32 [3], i32 [4], i32 [5], i32 [6], i32 [7], i32 [8]
+buffer y on g0 size 8M
+var pos = [0, 1, 1, 7, 3, 3, 0, 65535]
+var n
+kernel put(inout cache, in x, i32 at, u32 count)
+queue c0 compute on g0 {{
+  epoch
+  exec put(cache[16:], x[64:], pos, n - 1) grid (pos + 1, 2, n) block (32, pos + 3)
+  exec put(cache, x, 7, pos + 2) grid (4)
+  signal g0.timeline = g0.epoch
+}}
+queue x0 copy on g0 {{
+  epoch
+  copy y <- x
+  copy y[0:4] <- x[4096:4100]
+  signal g0.timeline = g0.epoch
+}}
+"""
+
+def _symbolic_replay(img, p, qname):
+  """tinygrad's queue for one of our queues, with tinygrad Variables for vars (and uint64 ones for rebound addresses,
+  as HCQGraph's `inp_i`), kernel arguments bound through its args-state `bind_data`."""
+  import ctypes, types
+  from tinygrad.dtype import dtypes
+  from tinygrad.runtime.support.hcq import MMIOInterface
+  q = next(x for x in p.queues if x.name == qname)
+  qi = img.queue(qname)
+  d = StandinDevice(qi.arch, scratch_addr=0, tmpring_size=0)
+  tq = compute_queue(d) if q.engine == "compute" else copy_queue(d)
+  syms = {v: UOp.variable(v.replace(".", "_"), 0, 2**64 - 1 if v.endswith(".addr") else 2**31 - 1,
+                          dtype=dtypes.uint64 if v.endswith(".addr") else dtypes.int32) for v in img.vars}
+  def val(e): return e if isinstance(e, int) else e.offset if e.var is None else syms[e.var.name] + e.offset
+  def addr(sl):
+    a, size = img.buffers[sl.buffer.name]
+    lo = sl.bounds(size)[0]
+    return syms[f"{sl.buffer.name}.addr"] + lo if f"{sl.buffer.name}.addr" in syms else a + lo
+  kargs = iter(r for r in img.regions if r.kind == "kernargs" and r.name.startswith(qname + "."))
+  mems = {}   # kernarg address -> (ctypes buffer, size)
+  for s in q.body:
+    if isinstance(s, Epoch): s = Wait(Ref(f"{q.device.name}.timeline"), Expr(Ref(f"{q.device.name}.epoch"), -1))
+    if isinstance(s, Wait): tq.wait(signal(img.signals[s.signal.name]), val(s.value))
+    elif isinstance(s, SignalWrite): tq.signal(signal(img.signals[s.signal.name]), val(s.value))
+    elif isinstance(s, Copy):
+      n = s.dst.bounds(img.buffers[s.dst.buffer.name][1])
+      tq.copy(buf(addr(s.dst)), buf(addr(s.src)), n[1] - n[0])
+    elif isinstance(s, Exec):
+      k = next(k for k in img.kernels if k["name"] == s.kernel.name)
+      r = next(kargs)
+      raw = (ctypes.c_uint8 * (r.size + 64))()
+      mem = MMIOInterface(ctypes.addressof(raw), r.size + 64)
+      bind = [((addr(a) if not isinstance(a, Expr) else val(a),), mem.view(offset=off), {"i32": "i", "u32": "I"}.get(mode, "Q"))
+              for a, (mode, _, off) in zip(s.args, k["params"])]
+      mems[r.addr] = (raw, r.size)
+      t = get_target(qi.arch)
+      rsrc1 = t.gc.regCOMPUTE_PGM_RSRC1.encode(priv=1) if t.gen == 11 else 0
+      prg = program(d, k["prog_addr"], rsrc1, t.gc.regCOMPUTE_PGM_RSRC2.encode(user_sgpr=2), 0, wave32=t.gen != 9)
+      st = types.SimpleNamespace(bind_data=bind, buf=buf(r.addr))
+      tq.exec(prg, st, tuple(val(x) for x in (s.grid or (1, 1, 1))), tuple(val(x) for x in (s.block or (1, 1, 1))))
+  return tq, {v: v.replace(".", "_") for v in syms}, mems
+
+@pytest.mark.parametrize("a0", ARCHS)
+def test_symbolic_launches_match_tinygrad(a0):
+  """Over 8 consecutive launches, tinygrad's `_apply_var_vals` on its own queues (symbolic grid/block, scalar and
+  pointer kernel arguments, rebound copy addresses) and our patch table give the same command dwords and the same
+  kernel-argument bytes; we patch only dwords tinygrad patches."""
+  import struct
+  p = parse(SYMBOLIC.format(a0=a0), "s.hcq")
+  img = compile_program(p)
+  data = dict(img.data)
+  for qi in img.queues:
+    tq, symname, mems = _symbolic_replay(img, p, qi.name)
+    assert {pt.offset for pt in qi.patches} <= {off for off, _ in tq.q_sints}, qi.name
+    ours = {a: bytearray(data[a]) for a in mems}
+    for launch in range(1, 9):
+      env = img.env(launch)
+      tq._apply_var_vals({symname[v]: x for v, x in env.items()})
+      assert img.patched(qi, env) == [x & 0xFFFFFFFF for x in tq._q], (qi.name, launch)
+      vals = [pt.value(env) for pt in qi.mem_patches]
+      for pt, v in zip(qi.mem_patches, vals):
+        a = max(k for k in ours if k <= pt.offset)
+        struct.pack_into("<I", ours[a], pt.offset - a, v)
+      for a, (raw, size) in mems.items(): assert bytes(raw)[:size] == bytes(ours[a][:size]), (qi.name, launch, hex(a))
+  c0, x0 = img.queue("c0"), img.queue("x0")
+  assert {(pt.var, pt.encoding) for pt in c0.mem_patches} == {("pos", "u32"), ("n", "u32"), ("x.addr", "lo"), ("x.addr", "hi")}
+  assert {pt.var for pt in c0.patches} == {"g0.epoch", "pos", "n"}   # dims over vars are command-buffer patches
+  assert {(pt.var, pt.encoding) for pt in x0.patches} >= {("x.addr", "lo"), ("x.addr", "hi")}

@@ -64,6 +64,10 @@ def test_fast_path_takes_only_what_the_grammar_takes():
   "device g = AMD:0\r\nsignal s on g\r\nhost { wait s >= 1; submit }\r\n",
   "host {}\nhost{\n}\n",
   "# a; b\nvar x  # c; d\n  # e;\n",
+  # symbolic launches (issue 12): var lists, scalar parameters and arguments, launch dims over vars, per-launch buffers
+  "device g = AMD:0\nvar v = [1, 2,]; var w = []\nbuffer x on g size 4 rebound = i32 [1], i32 [- 2],\n"
+  "buffer h on host size 8 rewritten=f32[1.5],f32[- inf]\nbuffer z on g size 4 rebound\nkernel k(in x, u32 n, i32 m)\n"
+  "queue q compute on g { exec k(x, g.epoch - 1, v) grid (v + 1, 2, g.epoch) block(4,w,1); exec k(x, 7, w + 2) }\n",
 ])
 def test_layouts_the_fast_path_takes(text):
   assert same(text) is not None

@@ -17,6 +17,9 @@ class PM4:
   per-call lookups: every constant dword is computed once here."""
   # dword offset, from the start of the statement's packets, of the 32-bit value that a launch patches
   WAIT_VALUE_AT, SIGNAL_VALUE_AT = 4, 5
+  # dword offsets, counted back from the end of an exec's packets, of the workgroup size (x, y, z: COMPUTE_NUM_THREAD_*)
+  # and of the grid (DISPATCH_DIRECT's dim_x, y, z)
+  EXEC_BLOCK_FROM_END, EXEC_GRID_FROM_END = 12, 6
 
   def __init__(self, t: Target):
     p, gc, self.t = t.pm4, t.gc, t

@@ -10,6 +10,7 @@ from .pm4 import FUNC_GE
 class SDMA:
   """Encoders for one target; each method appends dwords to `out`."""
   WAIT_VALUE_AT, SIGNAL_VALUE_AT = 3, 3
+  COPY_DWORDS, COPY_SRC_AT, COPY_DST_AT = 7, 3, 5  # per COPY_LINEAR piece: its length, source and destination (lo, hi)
 
   def __init__(self, t: Target):
     s, self.t = t.sdma, t

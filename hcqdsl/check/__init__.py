@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Optional
 from ..ir import Program
 from ..diagnostics import Diagnostic
-from ..static import check_static, StaticCheck
+from ..static import check_static, StaticCheck, check_launches
 
 __all__ = ["check", "check_text", "check_source", "check_static", "StaticCheck"]
 
@@ -16,6 +16,7 @@ def check(program: Program, launches: int = 2, var_values: Optional[dict] = None
   diags = check_static(program) if static else []
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
     return _sorted([d for d in diags if d.code in ("syntax", "name")])
+  if short := check_launches(program, launches, var_values or ()): return _sorted(diags + short)
   from .analyze import analyze
   return _sorted(diags + analyze(program, launches=launches, var_values=var_values))
 

@@ -42,6 +42,7 @@ def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Expl
       k, idx = divmod(p, len(s.ops))
       op = s.ops[idx]
       if op[0] in (WAIT, WRITE): st.append((op[0], op[1], u.value(op, k + 1), None))
+      elif op[0] == ACCESS and k + 1 in u.idle.get(i, {}).get(idx, ()): st.append((NOP, None, None, None))  # writes nothing
       elif op[0] in (ACCESS, SUBMIT): st.append((op[0], None, None, op[1]))
       else: st.append((op[0], None, None, None))
       gt.append(u.gate_pos(i, k + 1) if i and idx == 0 else 0)
@@ -78,6 +79,7 @@ def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Expl
             if a[0] == b[0] and (a[3] != R or b[3] != R) and a[1] < b[2] and b[1] < a[2]:
               A, B = (j, done[j] + 1), (i, done[i] + 1)
               kA, kB = _launch(u, *A), _launch(u, *B)
+              if kA != kB and u.rebound[a[0]]: continue  # a rebound buffer is other memory in another launch
               lo_first = (A[0], (A[1] - 1) % len(seqs[A[0]].ops)) <= (B[0], (B[1] - 1) % len(seqs[B[0]].ops))
               first(ex.races, _key(u, A, B) + (a[0],), (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)),
                     (j, done[j] + 1, b), (i, done[i] + 1, a))

@@ -61,6 +61,7 @@ def happens_before(u: Unrolled) -> Trace:
   sub: list = [[None] * N for _ in range(S)]
   gate_blocked = [False] * S
   users = [[[], {}, 0, True] for _ in u.buffers]
+  rb, rusers, idle = u.rebound, {}, u.idle   # a rebound buffer's accesses: one users entry per launch (new memory each launch)
   bufdev = u.buf_device
   bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
   races: dict = {}
@@ -98,6 +99,7 @@ def happens_before(u: Unrolled) -> Trace:
     if done[i] >= totals[i]: continue
     ops, L, v = seqs[i].ops, lens[i], vc[i]
     wr_i, wd_i = wrun[i], wred[i]
+    idle_i = idle.get(i)
     k, idx0 = divmod(done[i], L)
     p = totals[i]
     while k < N:   # one launch of this sequence per round, from idx0 until it blocks
@@ -117,11 +119,11 @@ def happens_before(u: Unrolled) -> Trace:
         kind = op[0]
         pos = base + idx + 1
         if kind == ACCESS:
-          for acc in op[1]:
+          for acc in (op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
             b, lo, hi, m, key = acc
             # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
             # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
-            ub = users[b]
+            ub = users[b] if not rb[b] else rusers.setdefault((b, k), [[], {}, 0, True])
             rmap = ub[1]
             by = rmap.get(key)
             if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?

@@ -6,7 +6,8 @@ Sequence 0 is always the host (it holds the implicit submit of queues no `submit
 """
 from __future__ import annotations
 from typing import Optional
-from ..ir import (Program, Queue, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Span, U32_MAX)
+from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Span, Slice,
+                  Expr, Ref, U32_MAX)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "unroll"]
 
@@ -34,6 +35,9 @@ class Unrolled:
     self.sig_init = [s.init & MASK for s in signals]
     self.sig_device = [s.device.name if s.device is not None else None for s in signals]
     self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
+    # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
+    self.rebound = [b.per_launch == "rebound" for b in buffers]
+    self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
     self.host_span = host_span
 
   def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
@@ -67,10 +71,11 @@ class Unrolled:
 
 def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[dict]:
   out = []
+  lists = {n: v for n, v in program.var_lists.items() if v}  # an empty list is a static error: launch numbers then
   for k in range(1, launches + 1):
     env = {}
     for name in program.vars:
-      v = (var_values or {}).get(name, k)
+      v = (var_values or {}).get(name, lists.get(name, k))
       env[name] = v[k - 1] if isinstance(v, (list, tuple)) else v(k) if callable(v) else v
     out.append(env)
   return out
@@ -78,10 +83,29 @@ def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[d
 def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
   signals = program.signals
   sig_id = {s.name: i for i, s in enumerate(signals)}
-  buffers = program.buffers
-  buf_id = {b.name: i for i, b in enumerate(buffers)}
-  kmodes = {k.name: [_MODE[p.mode] for p in k.params] for k in program.kernels}
+  buffers = list(program.buffers)
+  rebound = {b.name for b in buffers if b.per_launch == "rebound"}
   queues = program.queues
+  # the kernel arguments the host patches at each submit (a var-valued scalar, a rebound buffer's address): memory
+  # the host writes while the previous launch's exec may still read it, unless something orders them
+  kargs: dict = {}    # (queue name, statement index) -> buffer id
+  kargs_of: dict = {}  # queue name -> [buffer ids]
+  envs = _envs(program, launches, var_values)
+  same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
+  for q in queues:
+    for n, st in enumerate(q.body):
+      if type(st) is Exec and any((type(a) is Expr and a.var is not None) or (type(a) is Slice and a.buffer.name in rebound)
+                                  for a in st.args):
+        line = st.span.line if st.span is not None else 0
+        buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
+        kargs[q.name, n] = len(buffers) - 1
+        kargs_of.setdefault(q.name, []).append(len(buffers) - 1)
+        vals = [e for e in st.args if type(e) is Expr and e.var is not None]
+        if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
+          same[len(buffers) - 1] = frozenset(k for k in range(2, launches + 1)
+                                             if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
+  buf_id = {b.name: i for i, b in enumerate(buffers)}
+  kmodes = {k.name: [None if p.scalar else _MODE[p.mode] for p in k.params] for k in program.kernels}
   q_id = {q.name: i + 1 for i, q in enumerate(queues)}
 
   def access(sl, mode):
@@ -91,7 +115,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     hi = buffers[b].size if sl.end is None else sl.end
     return (b, lo, hi, mode, (lo, hi))  # the last: the key of hb's per-buffer range map and sorted range list
 
-  def lower(st, q: Optional[Queue]):
+  def lower(st, q: Optional[Queue], n: int = 0):
     t = type(st)  # exact types: this runs once per statement of a possibly huge program
     if t is Wait or t is SignalWrite:
       v = st.value
@@ -99,7 +123,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     if t is Exec:
       ms = kmodes.get(st.kernel.name)
       if ms is None: return (ACCESS, ())
-      accs = list(map(access, st.args, ms))   # params and args pair up to the shorter, as zip does
+      accs = [access(a, m) for a, m in zip(st.args, ms) if m is not None and type(a) is Slice]
+      if (kb := kargs.get((q.name, n))) is not None: accs.append((kb, 0, 8, R, (0, 8)))
       return (ACCESS, tuple(accs) if None not in accs else tuple([a for a in accs if a is not None]))
     if t is Copy:
       a, b = access(st.src, R), access(st.dst, W)
@@ -110,25 +135,39 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     if t is Barrier: return (BARRIER,)
     return (NOP,)
 
-  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), [lower(st, q) for st in q.body])
+  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), [lower(st, q, n) for n, st in enumerate(q.body)])
                    for i, q in enumerate(queues)]
   # the host: resolve which submit hands over which queue (the same in every launch)
   host = program.host
   body = list(host.body) if host is not None else []
-  covered: dict[int, int] = {}  # queue seq -> index in host body of its submit
-  hops = []
+  covered: dict[int, int] = {}  # queue seq -> the submit statement covering it
   for n, st in enumerate(body):
     if isinstance(st, Submit):
       names = [r.name for r in st.queues] if st.queues else [q.name for q in queues]
-      qs = tuple(q_id[x] for x in names if x in q_id and q_id[x] not in covered)
-      for x in qs: covered[x] = n
-      hops.append((SUBMIT, qs))
-    else: hops.append(lower(st, None))
+      for x in names:
+        if x in q_id and q_id[x] not in covered: covered[q_id[x]] = n
+  stmts: list = []
+  ops: list = []
+  rewritten = [b for b in program.buffers if b.per_launch == "rewritten"]
+  idle: dict = {}
+  def submit(qs: tuple, st):
+    if rewritten and not any(op[0] == SUBMIT for op in ops):
+      # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
+      for b in rewritten: stmts.append(b); ops.append((ACCESS, ((buf_id[b.name], 0, b.size, W, (0, b.size)),)))
+    # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
+    # then submits; an implicit submit is shown at the queue it submits
+    for x in qs:
+      for b in kargs_of.get(seqs[x].name, ()):
+        if same.get(b): idle.setdefault(len(ops), same[b])
+        stmts.append(st if st is not None else seqs[x].queue); ops.append((ACCESS, ((b, 0, 8, W, (0, 8)),)))
+    for x in qs: seqs[x].gate = len(ops)
+    stmts.append(st); ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
-  shift = 1 if rest else 0  # queues no submit covers are submitted before the first host statement
-  stmts = ([None] if rest else []) + body
-  ops = ([(SUBMIT, rest)] if rest else []) + hops
+  if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
+  for n, st in enumerate(body):
+    if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
+    else: stmts.append(st); ops.append(lower(st, None))
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
-  for i in range(1, len(seqs)): seqs[i].gate = covered[i] + shift if i in covered else 0
-  return Unrolled(program, launches, _envs(program, launches, var_values), seqs, signals, buffers,
-                  host.span if host is not None else None)
+  u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
+  if idle: u.idle[0] = idle
+  return u

@@ -115,15 +115,19 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   from .submit import Submitter
   from .kernels import make_kernel, KernelError
   prog = _program(program, filename)
+  from ..static import check_launches
+  if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
   emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
-  emu.buffers = sorted((a, a + n, name) for name, (a, n) in img.buffers.items())
+  emu.buffers = sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")
   for r in img.regions:
     if r.kind == "kernargs":
       ranges = []
-      for b, lo, hi, _ in r.meta.get("args", []):
+      for arg in r.meta.get("args", []):
+        if arg is None: ranges.append(None); continue  # a scalar
+        b, lo, hi, _ = arg
         a, n = img.buffers[b]
         ranges.append((a + (lo or 0), a + (n if hi is None else hi)))
       emu.kernarg_ranges[r.addr] = ranges
@@ -137,10 +141,13 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         from .rdna3 import AmdKernel
         fn = AmdKernel(k["name"], arch)
       else: fn = make_kernel(kdecl[k["name"]])
-      emu.add_kernel(k["prog_addr"], k["name"], fn, len(k["params"]))
+      emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
   except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
   if emu.fault is None: emu.run(sub.host(launches))
-  mem = {name: emu.read(a, n) for name, (a, n) in img.buffers.items()}
+  def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch
+    vals = img.var_values.get(f"{name}.addr")
+    return a if not vals else a - vals[0] + vals[min(launches, len(vals)) - 1]
+  mem = {name: emu.read(last(name, a), n) for name, (a, n) in img.buffers.items()}
   sigs = {name: emu.mem.r32(a) for name, a in img.signals.items()}
   queues = {}
   for e in emu.engines:
@@ -149,7 +156,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   res = RunResult(img.file if isinstance(program, Program) else filename, launches, seed, mem, sigs, queues, emu.time_us,
                   emu.host_actor.steps if emu.host_actor else 0, emu.hang, emu.fault)
   if emu.hang is None and emu.fault is None:
-    res.expects = [_check_expect(e, emu.read(e["addr"], e["size"])) for e in img.expects]
+    res.expects = [_check_expect(e, emu.read(last(e["buffer"], e["addr"]), e["size"])) for e in img.expects]
   if trace:
     from .trace import chrome_trace
     res.trace = chrome_trace(emu)

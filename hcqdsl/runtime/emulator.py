@@ -15,6 +15,7 @@ from collections import Counter, deque
 from typing import Callable, Optional
 import attrs
 import numpy as np
+from ..ir import SCALARS
 from ..amd import pm4, sdma
 from ..amd.packet import Packet, M32
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
@@ -307,6 +308,7 @@ class _Codec:
       self.dec, self.length, self.table = pm4.decoder(arch), _pm4_len, PM4_OPS
       enc = pm4.encoder(arch)
       self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
+      self.R_NUM_THREAD = enc.START_X[1] + 3   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
     else:
       self.dec, self.table = sdma.decoder(arch), SDMA_OPS
       self.length = _SdmaLen(self.dec)
@@ -601,16 +603,23 @@ class Engine:
       k = m.kernels_by_name.get(name)
       if k is None: raise DeviceFault(f"DISPATCH_DIRECT: no known kernel at program address {prog:#x}"
                                       + (f" (marker names `{name}`)" if name else ""))
-    fn, nparams = k
+    fn, params = k
     n = self.ud_count
     if n < 2: raise DeviceFault("DISPATCH_DIRECT: no kernarg pointer in COMPUTE_USER_DATA")
     ka = regs.get(self.R_UD + n - 2, 0) | regs.get(self.R_UD + n - 1, 0) << 32
     views, nbytes = [], 0
-    for i in range(nparams):
-      ptr = mem.r32(ka + 8 * i) | mem.r32(ka + 8 * i + 4) << 32
+    for i, (mode, off) in enumerate(params):
+      if mode in SCALARS:  # a value in the kernel arguments, as the patched kernargs hold it
+        v = mem.r32(ka + off)
+        views.append(v - (1 << 32) if mode == "i32" and v >> 31 else v)
+        continue
+      ptr = mem.r32(ka + off) | mem.r32(ka + off + 4) << 32
       lo, hi = m.arg_range(ka, i, ptr)
       views.append(mem.view(lo, hi - lo))
       nbytes += hi - lo
+    if getattr(fn, "wants_dims", False):  # the launch dims as the dispatch packet (patched per launch) has them
+      nt = self.codec.R_NUM_THREAD
+      fn.dims = (tuple(a[:3]), (regs.get(nt, 1), regs.get(nt + 1, 1), regs.get(nt + 2, 1)))
     try:
       if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
       else: fn.run(views)
@@ -719,15 +728,21 @@ class Emulator(Device):
     if h is not None: self.note_write(addr, h.clock + HOST_COST["signal"])
 
   # ---- kernels
-  def add_kernel(self, prog_addr: int, name: str, fn, nparams: int):
-    self.kernels[prog_addr] = self.kernels_by_name[name] = (fn, nparams)
+  def add_kernel(self, prog_addr: int, name: str, fn, params):
+    """`params`: the number of buffer parameters (8-byte pointers in order), or [(mode, kernarg byte offset)] per
+    parameter, mode a scalar type of ir.SCALARS for a value."""
+    if isinstance(params, int): params = [("inout", 8 * i) for i in range(params)]
+    self.kernels[prog_addr] = self.kernels_by_name[name] = (fn, [tuple(p) for p in params])
   def arg_range(self, ka: int, i: int, ptr: int) -> tuple:
     """The byte range kernel parameter i sees: the kernarg block's recorded range if the pointer is the one the
     image put there, else from the pointer to the end of its buffer."""
     rs = self.kernarg_ranges.get(ka)
-    if rs is not None and i < len(rs) and rs[i][0] == ptr: return rs[i]
+    r = rs[i] if rs is not None and i < len(rs) else None
+    if r is not None and r[0] == ptr: return r
     j = bisect.bisect_right(self.buffers, (ptr, float("inf"))) - 1
-    if j >= 0 and self.buffers[j][0] <= ptr <= self.buffers[j][1]: return ptr, self.buffers[j][1]
+    if j >= 0 and self.buffers[j][0] <= ptr <= self.buffers[j][1]:
+      # a patched pointer (a rebound buffer's memory in this launch) keeps the recorded range's length
+      return (ptr, min(ptr + r[1] - r[0], self.buffers[j][1])) if r is not None else (ptr, self.buffers[j][1])
     raise DeviceFault(f"kernel argument {i} points at {ptr:#x}, outside every buffer")
 
   # ---- time and flows

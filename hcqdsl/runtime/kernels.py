@@ -62,25 +62,31 @@ BUILTINS: dict[str, tuple] = {
 }
 
 class KernelFn:
-  """What a dispatch runs: `run(views)`; `extra_us` is added to the kernel's cost (spin)."""
-  def __init__(self, name: str, run: Callable, extra_us: float = 0.0):
-    self.name, self.run, self.extra_us = name, run, extra_us
+  """What a dispatch runs: `run(views)`; `extra_us` is added to the kernel's cost (spin). When `wants_dims`, the
+  dispatch sets `dims` = ((grid x, y, z), (block x, y, z)) before each run."""
+  def __init__(self, name: str, run: Callable, extra_us: float = 0.0, wants_dims: bool = False):
+    self.name, self.run, self.extra_us, self.wants_dims, self.dims = name, run, extra_us, wants_dims, ((1, 1, 1), (1, 1, 1))
 
 def make_kernel(k, cache_dir: Optional[str] = None) -> KernelFn:
   """A KernelFn for an ir.Kernel. C source wins over builtin (it is the emitted, exact one); no implementation (or only
   an AMD code object, which the emulator cannot execute) touches nothing."""
   impl = k.impl
   if impl is not None and impl.c_source is not None:
-    fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir)
-    def run_c(views):
-      fn(*[ctypes.c_void_p(v.ctypes.data) for v in views])
-    return KernelFn(k.name, run_c)
+    fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir, [_CTYPE.get(p.mode, ctypes.c_void_p) for p in k.params])
+    # launch dims: a C kernel that defines `unsigned int hcq_grid[3], hcq_block[3];` finds each dispatch's there
+    try: dims = ((ctypes.c_uint32 * 3).in_dll(fn.lib, "hcq_grid"), (ctypes.c_uint32 * 3).in_dll(fn.lib, "hcq_block"))
+    except ValueError: dims = None
+    def run_c(views):  # buffers are byte views, scalar parameters ints
+      if dims is not None: dims[0][:], dims[1][:] = kf.dims
+      fn(*[v if type(v) is int else ctypes.c_void_p(v.ctypes.data) for v in views])
+    kf = KernelFn(k.name, run_c, wants_dims=dims is not None)
+    return kf
   if impl is not None and impl.builtin is not None:
     if impl.builtin not in BUILTINS: raise KernelError(f"unknown builtin `{impl.builtin}` (known: {', '.join(BUILTINS)})")
     run, extra = BUILTINS[impl.builtin]
     dt, args = _dt(impl.dtype or "f32"), tuple(impl.args)
     def run_b(views):
-      try: run(views, dt, args)
+      try: run([v for v in views if type(v) is not int], dt, args)  # built-ins take buffers only
       except KernelError as e: raise KernelError(f"builtin {impl.builtin}: {e}") from None
     return KernelFn(k.name, run_b, extra(args) if extra else 0.0)
   return KernelFn(k.name, lambda views: None)
@@ -114,9 +120,11 @@ FLAGS = BASE_FLAGS + ["-ffreestanding", "-fno-math-errno", *_arch_flags()]
 
 _loaded: dict = {}
 
-def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None):
+_CTYPE = {"i32": ctypes.c_int32, "u32": ctypes.c_uint32}  # scalar parameter types (ir.SCALARS) as C sees them
+
+def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None, argtypes: Optional[list] = None):
   """Compile `source` to a shared library with tinygrad's CPU flags (cached by hash of compiler + flags + source) and
-  return its function `name`, typed as taking `nparams` pointers."""
+  return its function `name`, typed as taking `nparams` pointers (or `argtypes`)."""
   cc = find_cc()
   if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
   key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
@@ -134,5 +142,6 @@ def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = N
     _loaded[key] = ctypes.CDLL(str(so))
   try: fn = getattr(_loaded[key], name)
   except AttributeError: raise KernelError(f"C kernel source defines no function `{name}`") from None
-  fn.argtypes, fn.restype = [ctypes.c_void_p] * nparams, None
+  fn.argtypes, fn.restype = argtypes or [ctypes.c_void_p] * nparams, None
+  fn.lib = _loaded[key]
   return fn

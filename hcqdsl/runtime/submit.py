@@ -38,7 +38,7 @@ def _expr(var, add) -> str:
 
 class QueueState:
   """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
-  def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict):
+  def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict, device: Device):
     self.qi, self.name, self.ring, self.ring_u32 = qi, qi.name, ring, ring_u32
     self.pm4 = qi.engine == "compute"
     self.tmpl = np.array(qi.dwords, dtype=np.uint32)
@@ -46,7 +46,14 @@ class QueueState:
     self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
     self.pvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in ps], dtype=np.intp)
     self.padd = np.array([p.add for p in ps], dtype=np.int64)
+    self.pshift = np.array([32 if p.encoding == "hi" else 0 for p in ps], dtype=np.int64)
     self.prev = self.tmpl[self.poffs].copy()
+    mp = qi.mem_patches   # kernarg dwords (scalars, rebound buffer addresses): memory the host writes at submit
+    self.mviews = [device.map(p.offset, 4).view("<u4") for p in mp]  # one dword view each: kernargs are many regions
+    self.mvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in mp], dtype=np.intp)
+    self.madd = np.array([p.add for p in mp], dtype=np.int64)
+    self.mshift = np.array([32 if p.encoding == "hi" else 0 for p in mp], dtype=np.int64)
+    self.mprev = None     # nothing written yet: the first submit writes every memory patch
     self.ndw = len(self.tmpl)
     self.ndw_ring = ring.size // 4
     self.bounds = _packet_starts(qi) if not self.pm4 else None
@@ -149,7 +156,7 @@ class Submitter:
       base = top.get(q.device, DEVICE_BASE * (order[q.device] + 1) + RING_OFFSET)
       top[q.device] = base + size
       ring = device.create_queue(q.name, q.engine, q.device, q.arch, size, addr=base)
-      qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index)
+      qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index, device)
       self.queues[q.name] = qs
       self.by_ring[id(ring)] = qs
       if indirect:
@@ -167,14 +174,21 @@ class Submitter:
 
   def patch(self, qs: QueueState, vec: np.ndarray) -> int:
     """Rewrite the template dwords whose value changed since the last launch; returns how many."""
-    if not len(qs.poffs): return 0
-    vals = ((vec[qs.pvar] + qs.padd) & M32).astype(np.uint32)
+    n = 0
+    if len(qs.mviews):
+      vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & M32).astype(np.uint32)
+      ch = np.ones(len(vals), bool) if qs.mprev is None else vals != qs.mprev
+      views = qs.mviews
+      for i, v in zip(np.flatnonzero(ch).tolist(), vals[ch].tolist()): views[i][0] = v
+      n += int(np.count_nonzero(ch))
+      qs.mprev = vals
+    if not len(qs.poffs): return n
+    vals = (((vec[qs.pvar] + qs.padd) >> qs.pshift) & M32).astype(np.uint32)
     ch = vals != qs.prev
-    n = int(np.count_nonzero(ch))
-    if n:
+    if (c := int(np.count_nonzero(ch))):
       qs.tmpl[qs.poffs[ch]] = vals[ch]
       qs.prev = vals
-    return n
+    return n + c
 
   # ---- rings
   def layout(self, qs: QueueState) -> tuple:
@@ -292,6 +306,8 @@ class Submitter:
     img = self.image
     named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
+    rewrites: dict = {}
+    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))
@@ -299,6 +315,10 @@ class Submitter:
       def sub(names, line):
         for name in names:
           if name in done: continue
+          if not done:  # a `rewritten` buffer: the host writes launch k's contents in place before its first submit
+            for a, b in rewrites.get(k, ()):
+              self.dev.write(a, b)
+              yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", line, k)
           done.add(name)
           yield from self.submit(self.queues[name], k, vec, line)
       # queues that no submit covers go first (a bare submit covers every queue)

@@ -1,0 +1,193 @@
+"""TinyJit replay (issue 12): `hcqdsl emit SCRIPT.py:FN` with FN() -> (jit_fn, calls) emits one launch per call. Each
+workload checks clean over its N launches, its run on the emulator matches tinygrad's own TinyJit after N calls (several
+data seeds and schedules), and removing any wait that is not reported redundant makes check fail."""
+import importlib.util, os, pathlib, subprocess, sys
+import attrs, pytest
+import numpy as np
+os.environ.setdefault("DEV", "CPU")
+from hcqdsl.ir import Wait, Queue, Host, Exec, Expr
+from hcqdsl.syntax import parse, format_program
+from hcqdsl.check import check
+from hcqdsl.compile import compile_program
+from hcqdsl.emit import EmitError, load_function
+from hcqdsl.jit import emit_jit
+from hcqdsl.runtime import run
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+EX = ROOT / "examples" / "tinygrad"
+# name: (script, function returning (jit_fn, calls), launches)
+WORKLOADS = {"decode": ("jit_decode.py", "main", 6), "two_device": ("jit_two_device.py", "main", 6),
+             "var_batch": ("jit_var_batch.py", "jit_calls", 6)}
+_progs: dict = {}
+
+def module(name: str):
+  script = WORKLOADS[name][0]
+  spec = importlib.util.spec_from_file_location(f"_jit_{name}", EX / script)
+  mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+  return mod
+
+def emitted(name: str, seed: int = 0, planner: str = "hcqdsl"):
+  """The emitted program, parsed back from its text."""
+  if (name, seed, planner) not in _progs:
+    mod = module(name)
+    prog = emit_jit(*getattr(mod, WORKLOADS[name][1])(seed), planner=planner, title=name)
+    text = format_program(prog)
+    _progs[name, seed, planner] = parse(text, f"{name}.{seed}.{planner}.hcq")
+  return _progs[name, seed, planner]
+
+def errors(prog, launches): return [d for d in check(prog, launches=launches) if d.severity == "error"]
+
+CASES = [pytest.param(n, p, id=f"{n}-{p}") for n in WORKLOADS for p in ("hcqdsl", "tinygrad")]
+
+@pytest.mark.parametrize("name,planner", CASES)
+def test_checks_clean_and_compiles(name, planner):
+  prog, n = emitted(name, 0, planner), WORKLOADS[name][2]
+  assert not errors(prog, n), [d.message for d in errors(prog, n)]
+  img = compile_program(prog)
+  assert img.listed_launches == n
+  # the image's patch table holds per-launch kernel-argument patches (vars, rebound addresses)
+  assert any(q.mem_patches for q in img.queues)
+
+def _output(prog):
+  return next(b.name for b in prog.buffers if b.name.startswith("out"))
+
+@pytest.mark.parametrize("name,seed", [pytest.param(n, s, id=f"{n}-seed{s}") for n in WORKLOADS for s in (0, 1)] +
+                         [pytest.param(n, s, id=f"{n}-seed{s}", marks=pytest.mark.slow) for n in WORKLOADS for s in (2, 3)])
+def test_run_matches_tinygrad_jit(name, seed):
+  """N launches on the emulator = tinygrad's TinyJit after N calls (its own JIT, fresh state, the same data)."""
+  prog, n = emitted(name, seed), WORKLOADS[name][2]
+  want = module(name).reference(seed)
+  for sched in (None, 0, 1, 2):
+    res = run(prog, launches=n, seed=sched)
+    assert res.ok, res.summary()
+    assert len(res.expects) == len(prog.expects) >= 1
+    got = res.buffer(_output(prog), "f32")[:want.size]
+    np.testing.assert_allclose(got, want.reshape(-1), rtol=1e-5, atol=1e-6)
+    # per launch the submitter rewrites only dwords whose value changed: some launch patches something, none all
+    assert any(sum(q.patched[1:]) for q in res.queues.values())
+
+def _without(prog, where, idx: int):
+  def cut(d): return attrs.evolve(d, body=d.body[:idx] + d.body[idx + 1:])
+  return attrs.evolve(prog, decls=tuple(cut(d) if d is where else d for d in prog.decls))
+
+@pytest.mark.parametrize("name,planner", CASES)
+def test_removing_a_needed_wait_is_an_error(name, planner):
+  """Mutation test, as for one-launch emits (test_emit.py): the host's waits for the previous launch are needed (the
+  host patches kernel arguments the previous launch reads; without them check reports the race), and so is each of the
+  hcqdsl planner's data waits. Finalizer and timeline waits are the launch protocol, kept where this program's data
+  would not need them; tinygrad's plan keeps waits later waits imply, but some queue wait of a multi-queue plan is
+  needed."""
+  prog, n = emitted(name, 0, planner), WORKLOADS[name][2]
+  def needed(blk, i): return bool(errors(_without(prog, blk, i), n))
+  host = prog.host
+  hw = [i for i, st in enumerate(host.body) if isinstance(st, Wait)]
+  # with two devices, one device's wait can imply the other's (its queues wait for the other device's work)
+  assert hw and any(needed(host, i) for i in hw)
+  no_host_waits = attrs.evolve(host, body=tuple(st for st in host.body if not isinstance(st, Wait)))
+  assert errors(attrs.evolve(prog, decls=tuple(no_host_waits if d is host else d for d in prog.decls)), n)
+  res = [(q, i, st) for q in prog.queues for i, st in enumerate(q.body) if isinstance(st, Wait)]
+  if planner == "hcqdsl":
+    data = [(q, i, st) for q, i, st in res if (st.comment or "").startswith("# data")]
+    for q, i, st in data: assert needed(q, i), f"{q.name}: `wait {st.signal.name} >= {st.value}` is not needed"
+    assert data or len(prog.queues) == 1
+  elif len(prog.queues) > 1: assert any(needed(q, i) for q, i, _ in res)
+
+def test_decode_program_shape():
+  prog = emitted("decode")
+  names = {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"}
+  assert names == {"start_pos": (0, 1, 2, 3, 4, 5)}
+  assert [b.per_launch for b in prog.buffers if b.per_launch] == ["rebound"]   # the new token, every call
+  kernels = {k.name: k for k in prog.kernels}
+  scalar_kernels = [k for k in kernels.values() if any(p.scalar for p in k.params)]
+  assert scalar_kernels and all(p.mode == "i32" for k in scalar_kernels for p in k.params if p.scalar)
+  execs = [st for q in prog.queues for st in q.body if isinstance(st, Exec)]
+  assert all(any(isinstance(a, Expr) and a.var.name == "start_pos" for a in st.args) for st in execs
+             if any(p.scalar for p in kernels[st.kernel.name].params))
+
+def test_var_batch_has_a_rewritten_buffer():
+  prog = emitted("var_batch")
+  kinds = sorted(b.per_launch for b in prog.buffers if b.per_launch)
+  assert kinds == ["rebound", "rewritten"]
+
+def test_cli_emit_and_launch_limit(tmp_path):
+  out = tmp_path / "d.hcq"
+  env = {**os.environ, "DEV": "CPU"}
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"{EX}/jit_decode.py", "-o", str(out)],
+                     capture_output=True, text=True, cwd=ROOT, env=env)
+  assert r.returncode == 0, r.stderr
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", "--launches", "6", str(out)], capture_output=True, text=True)
+  assert r.returncode == 0, r.stdout
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "run", "--launches", "6", str(out)], capture_output=True, text=True)
+  assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), r.stdout
+  # a var list shorter than --launches: one clear error each, no traceback
+  for cmd in ("run", "check"):
+    r = subprocess.run([sys.executable, "-m", "hcqdsl", cmd, "--launches", "8", str(out)], capture_output=True, text=True)
+    assert r.returncode == 1 and "Traceback" not in r.stdout + r.stderr
+    assert "error[bounds]: var `start_pos` lists 6 values, fewer than the 8 launches asked for" in r.stdout
+    assert "rebound buffer `in0` lists contents for 6 launches, fewer than the 8 launches asked for" in r.stdout
+
+def test_api():
+  import hcqdsl
+  mod = module("decode")
+  prog = hcqdsl.emit_jit(*mod.main(0, 3))
+  assert {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"} == {"start_pos": (0, 1, 2)}
+
+# ---- bad input: one clear error each
+
+def _jit(fn):
+  from tinygrad import TinyJit
+  return TinyJit(fn)
+
+def test_nothing_realized():
+  from tinygrad import Tensor
+  with pytest.raises(EmitError, match=r"^call 1: the JIT function realized nothing"):
+    emit_jit(_jit(lambda x: x + 1), [(Tensor.ones(4).realize(),)])
+
+def test_shapes_differ():
+  from tinygrad import Tensor
+  f = _jit(lambda x: (x + 1).realize())
+  with pytest.raises(EmitError, match=r"^call 2: argument 0 is a tensor \(\(8,\), 'float', 'CPU'\), call 1's is a tensor "
+                                      r"\(\(4,\), 'float', 'CPU'\): a TinyJit replays one shape"):
+    emit_jit(f, [(Tensor.ones(4).realize(),), (Tensor.ones(8).realize(),)])
+
+def test_variable_out_of_range():
+  from tinygrad import Tensor, Variable
+  v = Variable("n", 1, 4)
+  b = v.bind(2)   # Variable.bind refuses 9: build its bound value by hand
+  store = b.src[1]
+  bad = b.replace(src=(b.src[0], store.replace(src=(store.src[0], store.src[1].replace(arg=9)))))
+  f = _jit(lambda x, n: (x[0:n] + 1).sum().realize())
+  with pytest.raises(EmitError, match=r"^call 2: variable `n` = 9 is outside its range 1\.\.4$"):
+    emit_jit(f, [(Tensor.ones(4).realize(), v.bind(2)), (Tensor.ones(4).realize(), bad)])
+
+def test_no_calls():
+  with pytest.raises(EmitError, match="no calls to replay"):
+    emit_jit(_jit(lambda x: x), [])
+
+def test_host_only_call():
+  from tinygrad import Tensor
+  f = _jit(lambda x: Tensor(np.ones(4, np.float32) * 3).realize())
+  with pytest.raises(EmitError, match=r"^call 1 runs nothing on a device \(only uploads from host memory\): nothing to replay$"):
+    emit_jit(f, [(Tensor.ones(4).realize(),)])
+
+def test_cli_bad_input_is_one_line(tmp_path):
+  s = tmp_path / "bad.py"
+  s.write_text("from tinygrad import Tensor, TinyJit\n"
+               "def main():\n  return TinyJit(lambda x: x + 1), [(Tensor.ones(4).realize(),)]\n")
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", str(s)], capture_output=True, text=True, env={**os.environ, "DEV": "CPU"})
+  assert r.returncode == 2 and r.stderr == ("hcqdsl: error: call 1: the JIT function realized nothing: a TinyJit captures "
+                                            "only the schedules its function realizes\n")
+
+def test_plain_emit_with_a_bound_variable():
+  """One launch of a schedule with a bound Variable: `var n = [value]`, and the kernels take it as a scalar."""
+  from tinygrad import Tensor, Variable
+  from hcqdsl.emit import emit
+  x = Tensor(np.arange(8, dtype=np.float32)).realize()
+  n = Variable("n", 1, 8)
+  prog = emit((x[0:n.bind(5)] * 2).sum().reshape(1))
+  assert {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"} == {"n": (5,)}
+  assert any(p.scalar for k in prog.kernels for p in k.params)
+  prog = parse(format_program(prog), "e.hcq")
+  assert errors(prog, 1) == []
+  res = run(prog, launches=1)
+  assert res.ok and res.buffer(_output(prog), "f32")[0] == 20.0
