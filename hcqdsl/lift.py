@@ -47,18 +47,27 @@ def lift_image(img: Image) -> Program:
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
   devs = {d["name"] for d in img.devices}
   dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
+  rewrites: dict = {}
+  for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
   for n, (a, size) in img.buffers.items():
-    decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""))))
+    if (addrs := img.var_values.get(f"{n}.addr")) is not None:  # rebound: launch k's memory is a region of its own
+      inits = tuple(_init_data(data.get(x, b"")) or Data("u8", (0,)) for x in addrs)
+      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
+    elif a in rewrites:
+      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten",
+                          tuple(_init_data(b) or Data("u8", (0,)) for b in rewrites[a])))
+    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""))))
   for n, a in img.signals.items():
     if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
     init = struct.unpack("<Q", data[a])[0] & M32 if len(data.get(a, b"")) == 8 else 0
     decls.append(Signal(n, dev_ref(region_of(a)), init))
-  decls += [Var(v) for v in img.vars if not (v.endswith(".epoch") and v[:-len(".epoch")] in devs)]
+  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
+  decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
   seen = set()
   for k in img.kernels:
     if k["name"] in seen: continue
     seen.add(k["name"])
-    decls.append(Kernel(k["name"], tuple(Param(m, p) for m, p in k.get("params", ())), _impl(k.get("impl"), img.file)))
+    decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k.get("params", ())), _impl(k.get("impl"), img.file)))
   # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
   blocks, key = [], 0
   for q in img.queues:
@@ -475,7 +484,8 @@ def lift_manifest(m: Manifest) -> Program:
       nm, off = buf_at(w)
       args.append([nm, off or None, None, bool(off)])
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kdecl[key].name, "args": args}))
-  kernels = [{"name": n, "prog_addr": prog} for (prog, _), n in kname.items()]
+  kparams = {k.name: [[p.mode, p.name, 8 * i] for i, p in enumerate(k.params)] for k in kdecl.values()}
+  kernels = [{"name": n, "prog_addr": prog, "params": kparams[n]} for (prog, _), n in kname.items()]
   # the pseudo image the statement lifter reads names from
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()},
               {n: (lo, size) for n, (lo, size, _) in buffers.items()}, kernels, [], [], [])

@@ -6,7 +6,8 @@ from hcqdsl.compile import Image
 def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buffers: bool = True) -> dict:
   """Per launch: the host's steps with every queue's submission (queues no `submit` names go first, as the language
   says), each queue's dwords patched for that launch. Kernarg blocks go in `memory`; buffers and kernel parameter
-  modes too unless turned off (a recorder on tinygrad knows the buffers, not the modes)."""
+  modes too unless turned off (a recorder on tinygrad knows the buffers, not the modes). Scalar parameters are left
+  out: a raw lift recovers pointer arguments only."""
   streams = {q.name: [] for q in img.queues}
   host = []
   def submit(qn: str, k: int):
@@ -47,5 +48,5 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
   if buffers:
     m["buffers"] = [{"addr": hex(a), "size": n, **({"device": region_dev(a)} if region_dev(a) else {})} for a, n in img.buffers.values()]
   if params:
-    m["kernels"] = [{"prog_addr": hex(k["prog_addr"]), "params": [p for p, _ in k["params"]]} for k in img.kernels]
+    m["kernels"] = [{"prog_addr": hex(k["prog_addr"]), "params": [p[0] for p in k["params"] if p[0] in ("in", "out", "inout")]} for k in img.kernels]
   return m

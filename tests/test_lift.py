@@ -120,6 +120,7 @@ def test_manifest_round_trip(path):
   want, got = norm(codes(prog)), norm(codes(lifted))
   if pathlib.Path(path).stem in RANGED_EXEC: assert set(want) <= set(got)
   else: assert want == got
+  if any(q.mem_patches for q in img.queues) or img.rewrites: return  # the host's writes to kernargs/buffers are no ring dwords
   assert [d.code for d in hcqdsl.check(prog, 2) if d.span and d.span.line in {s.span.line for s in (prog.host.body if prog.host else ())}] == \
          [d.code for d in hcqdsl.check(lifted, 2) if d.span and d.span.line in {s.span.line for s in (lifted.host.body if lifted.host else ())}]
 
