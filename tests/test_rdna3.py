@@ -17,8 +17,8 @@ from hcqdsl.runtime.rdna3 import AmdKernel, Launch, Wave, STATS, EXEC, coverage
 
 ROOT = pathlib.Path(__file__).parent.parent
 CODE = pathlib.Path(__file__).parent / "amd_code"
-EXAMPLES = ["allreduce", "conv", "copy_chain", "matmul_sum", "mlp_train", "shard_matmul", "stress", "stress2", "half"]
-SCRIPTS = {n: f"examples/tinygrad/{n}.py" for n in EXAMPLES} | {n: f"tests/amd_code/{n}/{n}.py" for n in ("stress", "stress2", "half")}
+EXAMPLES = ["allreduce", "conv", "copy_chain", "matmul_sum", "mlp_train", "shard_matmul", "stress", "stress2", "stress3", "half"]
+SCRIPTS = {n: f"examples/tinygrad/{n}.py" for n in EXAMPLES} | {n: f"tests/amd_code/{n}/{n}.py" for n in ("stress", "stress2", "stress3", "half")}
 
 # ---- the example workloads
 
