@@ -67,6 +67,7 @@ class Setup:
     self.ring_sub = Submitter(self.img, self.ring_emu, ring_size=ring_bytes)
     total = launches * 32   # launch numbers keep counting over rounds: a copy is reused only after its fence
     self.vals = [[self.img.env(k)[v] for v in self.sub.vars] for k in range(total + 1)]
+    self.vecs = [np.array(v + [0], dtype=np.int64) for v in self.vals]
     self.next = {"ours": 1, "ring": 1, "bound": 1, "unbound": 1}
     # tinygrad: bound (HCQGraph) and unbound queues on stand-in devices
     self.arena = Arena(1 << 24)
@@ -89,7 +90,7 @@ class Setup:
 
   def ours(self, k):
     sub, vals = self.sub, self.vals[k]
-    for qs in sub.queues.values(): sub.submit_indirect(qs, k, vals)
+    for qs in sub.queues.values(): sub.submit_indirect(qs, k, vals, self.vecs[k])
 
   def engines_done(self, k):
     for qs in self.sub.queues.values(): qs.ind.fence_now[0] = k
@@ -138,7 +139,7 @@ def floor_cost(s: Setup, rounds: int) -> float:
   plans = []
   for qs in s.sub.queues.values():
     ind = qs.ind
-    offs = np.concatenate([g[3] for g in ind.groups]) if ind.groups else np.zeros(0, np.intp)
+    offs = np.concatenate([g[4] for g in ind.groups]) if ind.groups else np.zeros(0, np.intp)
     ring = np.zeros(64, np.uint32)
     plans.append((ind.views[0][0].copy(), offs, memoryview(ring).cast('B').cast('I'), memoryview(ind.ring_cmds[0].copy()).cast('B').cast('I'), np.zeros(1, np.uint64)))
   def go():

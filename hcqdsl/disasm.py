@@ -80,6 +80,19 @@ def _buffer_slice(img: Image, addr: int, size: int) -> Optional[Slice]:
 
 class _Unliftable(Exception): pass
 
+def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
+  """An exec's arguments from its kernel-argument region: slices by the region's record, scalar parameters (`None`
+  there) from the queue's kernel-argument patches, else the value stored in the kernel arguments."""
+  mem = {p.offset: p for p in getattr(q, "mem_patches", ())}
+  data = dict(img.data)
+  params = k.get("params") or []
+  for i, a in enumerate(kr.meta["args"]):
+    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], bool(a[3])); continue
+    mode, off = params[i][0], params[i][2]
+    if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
+    raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
+    yield Expr(None, raw - (1 << 32) if raw >> 31 and mode == "i32" else raw)
+
 def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   """The statements a group of packets (one statement's, or one packet without a source map) stands for."""
   patches = {p.offset: p for p in q.patches}
@@ -112,16 +125,7 @@ def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
       ka = (user[-1] << 32) | user[-2]
       kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
       if k is None or kr is None: raise _Unliftable(f"dispatch of unknown program {prog:#x}")
-      mem = {p.offset: p for p in q.mem_patches}
-      data = dict(img.data)
-      def scalar(off: int) -> Expr:  # a scalar parameter: the patch of its kernarg dword, else the value stored there
-        if (p := mem.get(ka + off)) is not None: return Expr(Ref(p.var) if p.var else None, p.add)
-        raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
-        return Expr(None, raw - (1 << 32) if raw >> 31 and k["params"][len(args_)][0] == "i32" else raw)
-      args_: list = []
-      for a, (mode, _, off) in zip(kr.meta["args"], k["params"]):
-        args_.append(scalar(off) if a is None else Slice(Ref(a[0]), a[1], a[2], bool(a[3])))
-      args = tuple(args_)
+      args = tuple(_args(img, q, k, kr, ka))
       d = f[names.index("DISPATCH_DIRECT")]
       di = pk[names.index("DISPATCH_DIRECT")].offset
       sx = next(p for p in pk if p.name == "SET_SH_REG" and p.fields["reg"] == "regCOMPUTE_START_X").offset

@@ -200,3 +200,13 @@ queue c0 compute on g0 {
   assert errors(text, 3) == ["5:1: race: the host writes the kernel arguments of `exec k` (c0 line 6)[0:8] at line 5 "
                              "(launch 3) and c0 reads the kernel arguments of `exec k` (c0 line 6)[0:8] at line 6 (launch 1) "
                              "with no happens-before order between them"]
+
+def test_indirect_submission_patches_addresses_and_kernel_arguments():
+  """Indirect mode (command-buffer copies) patches the same dwords: rebound addresses in copies (both halves) and the
+  kernel arguments, so it leaves the memory the ring mode leaves."""
+  text = _two(" rebound = u8 [1], u8 [2], u8 [3]").replace("buffer y on g0 size 64", "buffer y on g0 size 64 = u8 [7, 8]")
+  for prog, n in ((text, 3), (DECODE, 4)):
+    ring = run(prog, launches=n, seed=1)
+    ind = run(prog, launches=n, seed=1, indirect=True)
+    assert ring.ok and ind.ok and ind.memory == ring.memory and ind.signals == ring.signals
+  assert run(text, launches=3, indirect=True).buffer("x")[:2].tolist() == [7, 8]   # launch 3's x: its own region

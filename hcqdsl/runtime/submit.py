@@ -91,10 +91,10 @@ class Indirect:
     self.launch = [0] * COPIES     # the launch each copy was last submitted for
     # per (var, add): the sites, as a Python list when few (dword stores), else a numpy index (one scalar scatter)
     sites: dict = {}
-    for p in qi.patches:
-      if p.var is not None: sites.setdefault((sub.var_index[p.var], p.add), []).append(p.offset)
-    self.groups = sorted((v, add, offs if len(offs) <= SMALL else None, np.array(offs, dtype=np.intp), len(offs))
-                         for (v, add), offs in sites.items())
+    for p in qi.patches:   # shift 32: the high dword of a 64-bit value (a rebound buffer's address)
+      if p.var is not None: sites.setdefault((sub.var_index[p.var], p.add, 32 if p.encoding == "hi" else 0), []).append(p.offset)
+    self.groups = sorted((v, add, sh, offs if len(offs) <= SMALL else None, np.array(offs, dtype=np.intp), len(offs))
+                         for (v, add, sh), offs in sites.items())
     t = get_target(qi.arch)
     if qs.pm4:
       p = t.pm4
@@ -117,10 +117,10 @@ class Indirect:
   def patch(self, j: int, vals: list) -> int:
     """Bring copy j's patch sites to `vals` (one value per var); returns the dwords written."""
     held, (arr, mv), n = self.held[j], self.views[j], 0
-    for v, add, small, offs, count in self.groups:
+    for v, add, sh, small, offs, count in self.groups:
       x = vals[v]
       if held is not None and held[v] == x: continue
-      x = (x + add) & M32
+      x = ((x + add) >> sh) & M32
       if small is not None:
         for o in small: mv[o] = x
       else: arr[offs] = x
@@ -172,16 +172,21 @@ class Submitter:
     env = self.image.env(launch, **self.overrides)
     return np.array([env[v] for v in self.vars] + [0], dtype=np.int64)  # last slot: constant patches
 
+  def patch_memory(self, qs: QueueState, vec: np.ndarray) -> int:
+    """Write the queue's kernel-argument dwords whose value changed since the last launch (all at the first submit);
+    returns how many."""
+    if not len(qs.mviews): return 0
+    vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & M32).astype(np.uint32)
+    ch = np.ones(len(vals), bool) if qs.mprev is None else vals != qs.mprev
+    views = qs.mviews
+    for i, v in zip(np.flatnonzero(ch).tolist(), vals[ch].tolist()): views[i][0] = v
+    qs.mprev = vals
+    return int(np.count_nonzero(ch))
+
   def patch(self, qs: QueueState, vec: np.ndarray) -> int:
-    """Rewrite the template dwords whose value changed since the last launch; returns how many."""
-    n = 0
-    if len(qs.mviews):
-      vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & M32).astype(np.uint32)
-      ch = np.ones(len(vals), bool) if qs.mprev is None else vals != qs.mprev
-      views = qs.mviews
-      for i, v in zip(np.flatnonzero(ch).tolist(), vals[ch].tolist()): views[i][0] = v
-      n += int(np.count_nonzero(ch))
-      qs.mprev = vals
+    """Rewrite the template dwords whose value changed since the last launch, and the kernel arguments; returns how
+    many."""
+    n = self.patch_memory(qs, vec)
     if not len(qs.poffs): return n
     vals = (((vec[qs.pvar] + qs.padd) >> qs.pshift) & M32).astype(np.uint32)
     ch = vals != qs.prev
@@ -271,7 +276,7 @@ class Submitter:
       self.put_ib(qs, launch, self.ib_ring(qs, launch)); return
     self.dev.doorbell(r, wptr + 4 * n // ind.unit)
 
-  def submit_indirect(self, qs: QueueState, launch: int, vals: list):
+  def submit_indirect(self, qs: QueueState, launch: int, vals: list, vec: np.ndarray):
     """Patch this launch's copy and put its INDIRECT_BUFFER on the ring; a Block when the copy or the ring is busy."""
     ind = qs.ind
     j = launch % COPIES
@@ -279,7 +284,7 @@ class Submitter:
     if prev and ind.fence_now[0] < prev: return CopyFree(qs.ring, ind.fence, prev)
     r = qs.ring
     if ind.ring_bytes - (r.wptr - self.dev.read_ptr(r)) * ind.unit < 256: return RingSpace(r, 256, self.dev)
-    qs.patched.append(ind.patch(j, vals))
+    qs.patched.append(ind.patch(j, vals) + self.patch_memory(qs, vec))
     ind.launch[j] = launch
     self.put_ib(qs, launch, self.ib_ring(qs, launch))
     qs.submitted = launch
@@ -289,7 +294,7 @@ class Submitter:
   def submit(self, qs: QueueState, launch: int, vec: np.ndarray, line):
     if self.indirect:
       vals = vec.tolist()
-      while (b := self.submit_indirect(qs, launch, vals)) is not None: yield b
+      while (b := self.submit_indirect(qs, launch, vals, vec)) is not None: yield b
       yield (HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.patched[-1], f"submit {qs.name}", line, launch)
       return
     qs.patched.append(self.patch(qs, vec))
