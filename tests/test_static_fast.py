@@ -14,11 +14,13 @@ STMTS = ["wait s >= 1", "wait s >= k", "wait s >= k - 1", "wait t >= 1", "wait a
          "copy h <- a[0:16]", "copy h <- a", "copy h[0:8] <- a[8:16]", "copy h[4:2] <- a[0:2]", "copy x <- a",
          "barrier", "epoch", "timestamp s", "timestamp q"]
 
+CLEAN = ["wait s >= 1", "wait s >= k", "signal s = 2", "signal g.timeline = g.epoch", "barrier", "epoch", "timestamp s"]
+
 @st.composite
 def programs(draw):
   out = [HEAD]
   for n in range(draw(st.integers(1, 3))):
-    body = draw(st.lists(st.sampled_from(STMTS), min_size=1, max_size=6))
+    body = draw(st.lists(st.one_of(st.sampled_from(CLEAN), st.sampled_from(STMTS)), min_size=1, max_size=6))
     out.append(f"queue q{n} {draw(st.sampled_from(['compute', 'copy']))} on g {{\n" + "".join(f"  {x}\n" for x in body) + "}\n")
   return "".join(out)
 
