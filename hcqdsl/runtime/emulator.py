@@ -717,7 +717,7 @@ class Emulator(Device):
     e.starts.append((ring.wptr, (h.clock if h else 0.0) + HOST_COST["submit"]))
     # the dwords just published: the engine forgets their old decode and predecodes them when it next runs (the
     # doorbell itself stays an MMIO-cheap store for the submitting CPU)
-    e.published.append((ring.wptr * ring.unit >> 2, -(-wptr * ring.unit >> 2)))
+    e.published.append((ring.wptr * e.unit >> 2, -(-wptr * e.unit >> 2)))
     ring.wptr = wptr
     self.mem.writes += 1
   def read_ptr(self, ring): return self.by_ring[id(ring)].rptr

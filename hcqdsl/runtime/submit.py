@@ -108,8 +108,10 @@ class Indirect:
     enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
     self.value_at = len(ib(0)) + fence.index(0x5EED_F00D)   # the fence's value dword; the dword after it is 0
     # per copy: its INDIRECT_BUFFER packet and the fence, the value filled in per launch
-    self.ring_cmds = [np.array(ib(a) + fence, dtype=np.uint32) for a in self.addrs]
+    # 8 zero dwords (SDMA NOPs) ahead of each, for the padding that ends an SDMA INDIRECT on an 8-dword boundary
+    self.ring_cmds = [np.array([0] * 8 + ib(a) + fence, dtype=np.uint32) for a in self.addrs]
     self.ring_mvs = [memoryview(c).cast("B").cast("I") for c in self.ring_cmds]
+    self.value_at += 8
     self.unit, self.ring_bytes = qs.ring.unit, qs.ring.size
     self.ring_mv = memoryview(qs.ring_u32).cast("B").cast("I")
     self.ib_packet = ib
@@ -130,7 +132,7 @@ class Indirect:
 
   def fence_packet(self, launch: int) -> list:
     """The fence after launch `launch`'s INDIRECT_BUFFER: the engine writes `launch` once it has read the copy."""
-    k = len(self.ib_packet(0))
+    k = 8 + len(self.ib_packet(0))
     c = self.ring_cmds[0][k:].tolist()
     c[self.value_at - k] = launch & M32
     return c
@@ -253,13 +255,9 @@ class Submitter:
     """The dwords this launch puts on the ring (a memoryview): the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs
     first so that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
     ind = qs.ind
-    j = launch % COPIES
-    cmds = ind.ring_mvs[j]
+    cmds = ind.ring_mvs[launch % COPIES]
     cmds[ind.value_at] = launch & M32
-    if not qs.pm4:
-      pad = (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8
-      if pad: return memoryview(np.concatenate((np.zeros(pad, np.uint32), ind.ring_cmds[j]))).cast("B").cast("I")
-    return cmds
+    return cmds[8:] if qs.pm4 else cmds[8 - (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8:]
 
   def put_ib(self, qs: QueueState, launch: int, cmds) -> None:
     r, ind, nd = qs.ring, qs.ind, qs.ndw_ring
