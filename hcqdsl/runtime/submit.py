@@ -1,11 +1,14 @@
 """The CPU-side submit interpreter: resolve each launch's variables, patch the dwords whose value changed, put the
 queues' commands on their rings, publish write pointers, ring doorbells, and run the host statements.
 
-Commands go on the ring directly (tinygrad's unbound `_submit`), not as an INDIRECT_BUFFER to a resident command
-buffer: the host may submit launch k+1 while launch k still runs on the queue (only `wait`s order them), and patching
-a resident buffer would then rewrite commands under the engine's read pointer. A ring copy per launch is one numpy
-slice assignment, so exactness costs about a microsecond per kilobyte. The patched template stays on the host and
-only dwords whose value differs from the previous launch are rewritten there (vectorised compare-and-scatter).
+Ring mode (default): commands go on the ring directly (tinygrad's unbound `_submit`). The patched template stays on
+the host and only dwords whose value differs from the previous launch are rewritten there (vectorised
+compare-and-scatter); a ring copy per launch is one numpy slice assignment.
+
+Indirect mode (`indirect=True`, tinygrad's bound path): each queue has COPIES resident command buffers used in turn,
+patched in place per changed var; the ring gets an INDIRECT_BUFFER and a fence per launch, and a copy is patched
+again only once its fence shows the engine has read it (launches overlap; docs/run.md says why the fence, not the read
+pointer).
 
 Rings: PM4 write pointers count dwords and a packet may wrap around the ring end (the CP reads modulo the ring);
 SDMA write pointers count bytes and packets never straddle the end: the submission is split at a packet boundary and
