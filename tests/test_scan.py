@@ -28,7 +28,7 @@ def same(text):
 
 def test_fast_path_equals_the_grammar_on_every_layout():
   seen: collections.Counter = collections.Counter()
-  @settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+  @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None)
   @given(programs(), st.data())
   def check(prog, data):
     text, used = data.draw(layouts(prog))
@@ -36,9 +36,9 @@ def test_fast_path_equals_the_grammar_on_every_layout():
     seen["compared"] += 1
     seen.update(used)
   check()
-  assert seen["compared"] == 150, seen
+  assert seen["compared"] == 100, seen
   for feature in (";", "statements on a line", "block on a line", "data lists", "strings", "expect", "comments", "spacing"):
-    assert seen[feature] >= 15, (feature, seen)
+    assert seen[feature] >= 10, (feature, seen)
 
 def test_fast_path_takes_only_what_the_grammar_takes():
   """Mutated programs: whatever the fast path still takes, the grammar takes too and reads the same."""
