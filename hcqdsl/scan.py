@@ -100,7 +100,9 @@ def scan(text: str, file: str) -> Optional[Program]:
   src = text
   if _BAD.search(text) is not None: return None
   if "\r" in text:
-    if '"""' in text or "\r" in text.replace("\r\n", ""): return None   # a multi-line string would keep its `\r\n`s: the grammar reads it
+    # a lone `\r` (whitespace to the grammar today; a line end once both paths agree on it), or a `\r\n` that a
+    # multi-line string would keep: the grammar reads the file
+    if '"""' in text or "\r" in text.replace("\r\n", ""): return None
     src = text.replace("\r\n", "\n")
   enabled = gc.isenabled()
   gc.disable()  # millions of small immutable objects and no cycles: the collector would only re-scan them
