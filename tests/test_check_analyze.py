@@ -181,7 +181,7 @@ def test_outside_fragment_note():
 def test_budget_exceeded_is_incomplete():
   # unordered writers (outside the fragment) and enough independent queues that exploration cannot finish
   qs = "".join(f"queue q{n} compute on gpu0 {{\n signal s0 = 1\n" + " barrier\n exec use(a)\n" * 3 + "}\n" for n in range(6))
-  ds = analyze(parse(HDR + qs + "host {\n wait s0 >= 1\n}\n", "t.hcq"), 2, budget=500)
+  ds = analyze(parse(HDR + qs + "host {\n wait s0 >= 1\n}\n", "t.hcq"), 2, max_states=500)
   assert any(d.code == "incomplete" and d.severity == "note" for d in ds)
   assert "signal-race" in {d.code for d in ds}
   assert all("incomplete" in d.notes[-1] for d in ds if d.code == "signal-race")
