@@ -64,6 +64,12 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
   by_seq = [[a for sg in segs[i] for _, acc in sg for a in acc] for i in range(S)]
   hot = [[any(_conflict(a, b) for _, acc in sg for a in acc for j in range(S) if j != i for b in by_seq[j]) for sg in segs[i]]
          for i in range(S)]
+  # passive queues (no wait, write or submit: only launch starts) are left out of the states: each can be in any
+  # launch the host has submitted, whatever the others do, so their segments pair with what the host count allows
+  passive = [i for i in range(1, S) if all(x[0] == GATE for x in sync[i])]
+  active = [i for i in range(S) if i not in passive]
+  ahot: dict = {}         # (active seq, segment) hot -> the most host sync points passed while it was current
+  hmax = 0
   ex = Exploration()
   pairs: set = set()      # (i, c_i, j, c_j), i < j: hot segments current together
   dl_best: dict = {}      # blocked wait statement -> launch of the first deadlocked state found blocking it
@@ -80,10 +86,13 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
   stack = [start]
   while stack:
     cnt, vals = stack.pop()
-    hs = [i for i in range(S) if hot[i][cnt[i]]]
+    h = cnt[0]
+    if h > hmax: hmax = h
+    hs = [i for i in active if hot[i][cnt[i]]]
     for n, i in enumerate(hs):
+      if passive and ahot.get((i, cnt[i]), -1) < h: ahot[(i, cnt[i])] = h
       for j in hs[n + 1:]: pairs.add((i, cnt[i], j, cnt[j]))
-    at = [(i, sync[i][cnt[i]]) for i in range(S) if cnt[i] < nsync[i]]   # (seq, the sync point it is at)
+    at = [(i, sync[i][cnt[i]]) for i in active if cnt[i] < nsync[i]]   # (seq, the sync point it is at)
     enabled, writes = [], []
     for i, (kind, s, v, p) in at:
       if kind == WAIT: enabled.append(i) if vals[s] >= v else None
@@ -103,7 +112,8 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
             first(ex.nonmono, (key(*A), key(*B)), max(launch(*A), launch(*B)), A, B, s, vals[s], v)
     if not enabled:
       if at:
-        done = tuple(sync[i][cnt[i]][3] if cnt[i] < nsync[i] else u.total(i) for i in range(S))
+        done = tuple(next((x[3] for x in sync[i] if x[1] > h), u.total(i)) if i in passive else
+                     sync[i][cnt[i]][3] if cnt[i] < nsync[i] else u.total(i) for i in range(S))
         better = False
         for i, (kind, s, v, p) in at:
           if kind == WAIT:
@@ -111,7 +121,12 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
             if k not in dl_best or launch(i, p + 1) < dl_best[k]: dl_best[k] = launch(i, p + 1); better = True
         if better: ex.deadlocks.append((done, vals))
       continue
-    for i in enabled:
+    # the one reduction: a host submit, or a passable gate after a segment that takes part in no race, is taken alone.
+    # Either stays enabled until taken, changes no signal, and is observed by no verdict; the states the other orders
+    # reach show nothing the state after it does not (the skeleton graph is acyclic: no cycle proviso needed)
+    quiet = next((i for i in enabled if (i == 0 and sync[0][cnt[0]][0] == SUBMIT)
+                  or (sync[i][cnt[i]][0] == GATE and not hot[i][cnt[i]])), None)
+    for i in enabled if quiet is None else (quiet,):
       kind, s, v, _ = sync[i][cnt[i]]
       nxt = (cnt[:i] + (cnt[i] + 1,) + cnt[i + 1:], vals[:s] + (v,) + vals[s + 1:] if kind == WRITE else vals)
       if nxt in seen: continue
@@ -122,6 +137,14 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
       seen.add(nxt)
       stack.append(nxt)
   ex.states = len(seen)
+  def reach(i, h): return [c for c in range(nsync[i] + 1) if hot[i][c] and (c == 0 or sync[i][c - 1][1] <= h)]
+  for (j, cj), h in ahot.items():
+    for i in passive:
+      for c in reach(i, h): pairs.add((i, c, j, cj) if i < j else (j, cj, i, c))
+  for n, i in enumerate(passive):
+    for j in passive[n + 1:]:
+      for c in reach(i, hmax):
+        for d in reach(j, hmax): pairs.add((i, c, j, d))
   # races: every conflicting pair of accesses of two segments that are current together
   for i, ci, j, cj in sorted(pairs):
     for p, xi in segs[i][ci]:
