@@ -30,7 +30,7 @@ COPIES = 4   # indirect mode: command-buffer copies per queue, used in turn (lau
 SMALL = 16   # a var with at most this many patch sites is written dword by dword (cheaper than a numpy scatter)
 
 RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue's commands, rounded up to a power of 2
-RING_OFFSET = 0x0800_0000_0000  # rings sit here inside each device's part of the address space
+from ..amd.layout import RING_OFFSET  # rings sit here inside each device's part of the address space
 
 def _expr(var, add) -> str:
   if var is None: return str(add & M32)
