@@ -49,8 +49,9 @@ class StaticCheck:
     used: dict = {}
     for b in prog.buffers:
       mem = b.device.name if b.device is not None else None
-      used[mem] = used.get(mem, 0) + max(b.size, 1) + -max(b.size, 1) % BUFFER_ALIGN
-      if used[mem] > MEMORY_WINDOW and used[mem] - b.size <= MEMORY_WINDOW:
+      before = used.get(mem, 0)
+      used[mem] = before + max(b.size, 1) + -max(b.size, 1) % BUFFER_ALIGN
+      if before <= MEMORY_WINDOW < used[mem]:   # the buffer that crosses the end
         self._err("bounds", f"buffer `{b.name}` ({b.size} bytes) does not fit: the buffers in {mem or 'host'} memory need "
                   f"{used[mem]} bytes, more than the {MEMORY_WINDOW} ({MEMORY_WINDOW >> 40} TiB) the targets address per memory",
                   b.span)
