@@ -24,7 +24,7 @@ def test_buffer_beyond_the_address_space_is_bounds():
 def test_buffers_fit_until_their_sum_does_not():
   assert errors("buffer a on g0 size 2048G\nbuffer b on g0 size 2048G\n") == []
   assert [(c, l) for c, l, _ in errors("buffer a on g0 size 2048G\nbuffer b on g0 size 2048G\nbuffer c on g0 size 1\n")] == [("bounds", 4)]
-  assert errors("buffer a size 4096G\nbuffer b on g0 size 4096G\n") == []   # host and device memory are separate windows
+  assert errors("buffer a on host size 4096G\nbuffer b on g0 size 4096G\n") == []   # host and device memory are separate windows
 
 def test_too_many_devices():
   text = "".join(f"device d{i} = AMD:{i}\n" for i in range(16))
