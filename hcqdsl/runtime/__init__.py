@@ -129,7 +129,8 @@ def _check_memory(prog: Program, img, limit: int) -> None:
 def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
-        kernels: str = "auto", indirect: bool = False, max_memory: Optional[int] = None) -> RunResult:
+        kernels: str = "auto", indirect: bool = False, max_memory: Optional[int] = None,
+        kernel_timeout: Optional[float] = 10.0) -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
@@ -140,7 +141,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   from ..compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter
-  from .kernels import make_kernel, KernelError
+  from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
   from ..static import check_launches
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
@@ -162,16 +163,21 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
+  # C kernels run in a worker process (a crash or a hang is a fault at the exec) unless kernel_timeout is None
+  worker = Worker(kernel_timeout) if kernel_timeout is not None else None
   try:
-    for k in img.kernels:
-      arch = arch_of.get(k["device"], target)
-      if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
-        from .rdna3 import AmdKernel
-        fn = AmdKernel(k["name"], arch)
-      else: fn = make_kernel(kdecl[k["name"]])
-      emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
-  except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
-  if emu.fault is None: emu.run(sub.host(launches))
+    try:
+      for k in img.kernels:
+        arch = arch_of.get(k["device"], target)
+        if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
+          from .rdna3 import AmdKernel
+          fn = AmdKernel(k["name"], arch)
+        else: fn = make_kernel(kdecl[k["name"]], worker=worker)
+        emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
+    except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
+    if emu.fault is None: emu.run(sub.host(launches))
+  finally:
+    if worker is not None: worker.close()
   def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch
     vals = img.var_values.get(f"{name}.addr")
     return a if not vals else a - vals[0] + vals[min(launches, len(vals)) - 1]

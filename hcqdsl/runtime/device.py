@@ -51,14 +51,17 @@ class Device:
   def run(self, host): raise NotImplementedError
 
 _NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)  # Python < 3.12: no name
-LAZY_FROM = 1 << 20  # regions from this size up are mapped lazily: a page costs memory only once touched
+
+MAPPINGS = [0]   # shared mappings made so far: a kernel worker forked before the latest one cannot see it
 
 def _zeros(n: int) -> np.ndarray:
-  """n zero bytes. Big ones are an anonymous private mapping without swap reservation, so a huge buffer the program
-  barely touches costs the pages it touches (np.zeros would be refused past the kernel's overcommit heuristic)."""
-  if n < LAZY_FROM or not _NORESERVE: return np.zeros(n, np.uint8)
-  m = mmap.mmap(-1, n, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | _NORESERVE)
-  return np.frombuffer(m, np.uint8)
+  """n zero bytes in an anonymous *shared* mapping without swap reservation: a huge buffer the program barely touches
+  costs the pages it touches (np.zeros would be refused past the kernel's overcommit heuristic), and a forked kernel
+  worker (kernels.Worker) writes the same pages the emulator reads."""
+  if not hasattr(mmap, "MAP_ANONYMOUS"): return np.zeros(n, np.uint8)
+  m = mmap.mmap(-1, max(n, 1), flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
+  MAPPINGS[0] += 1
+  return np.frombuffer(m, np.uint8)[:n]
 
 class MemRegion:
   __slots__ = ("base", "end", "size", "name", "device", "u8", "u32", "m8", "m32")
