@@ -134,6 +134,8 @@ class Image:
     try: m = json.loads(b[16:16 + n])
     except ValueError as e: raise ValueError(f"corrupt image metadata: {e}") from None
     base = 16 + n + (-(16 + n) % 8)
+    from .image_meta import validate
+    validate(m, max(0, len(b) - base))
     def get(ref) -> bytes:
       off, ln = ref
       if base + off + ln > len(b): raise ValueError("truncated image (data)")
