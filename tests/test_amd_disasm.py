@@ -150,7 +150,7 @@ def test_cli(tmp_path, capsys):
   (tmp_path / "bad.hcq").write_text("queue {\n")
   assert cli_compile(_args(add_compile_args, [str(tmp_path / "bad.hcq")])) == 1
   (tmp_path / "bad.img").write_bytes(b"HCQIMG\0\0garbage")
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 1
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 2  # issue 11: a bad image is unusable input
   assert cli_disasm(_args(add_disasm_args, [str(raw)])) == 2
   (tmp_path / "notes.txt").write_text("hello: world\n")
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "notes.txt")])) == 1
