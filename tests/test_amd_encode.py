@@ -147,12 +147,19 @@ def test_program_matches_tinygrad(archs):
     ours = {pt.offset for pt in qi.patches}
     theirs = {off for off, _ in tq.q_sints}
     assert ours <= theirs, qi.name
-    for launch in (1, 2, 9, 1000):
+    # many launch numbers, and across the 2**32 wrap of the 32-bit values (var - 1 at 0, var + 1 at 2**32 - 1, ...)
+    rng = random.Random(qi.name)
+    compared = 0
+    for launch in [0, *range(1, 40), *(rng.randrange(1 << 32) for _ in range(40)), 2**31 - 1, 2**31, 2**32 - 2, 2**32 - 1]:
       env = img.env(launch)
       tq._apply_var_vals({symname[v]: x for v, x in env.items()})
-      assert img.patched(qi, env) == [x & 0xFFFFFFFF for x in tq._q], (qi.name, launch)
-      # dwords tinygrad patches and we do not are the high halves of 32-bit values: always 0
-      assert all(tq._q[o] == 0 for o in theirs - ours)
+      low = [x & 0xFFFFFFFF for x in tq._q]
+      assert img.patched(qi, env) == [x if o not in theirs - ours else 0 for o, x in enumerate(low)], (qi.name, launch)
+      # dwords tinygrad patches and we do not are the high halves of the 64-bit value fields: 0, or the carry/borrow
+      # of `var + n` past 32 bits, which the 32-bit signals never see
+      assert all(tq._q[o] == 0 for o in theirs - ours) or launch in (0, 2**32 - 2, 2**32 - 1), (qi.name, launch)
+      compared += 1
+    assert compared == 84
     # and the template itself is launch 1
     assert qi.dwords == img.patched(qi, img.env(1))
 
@@ -281,3 +288,9 @@ def test_symbolic_launches_match_tinygrad(a0):
   assert {(pt.var, pt.encoding) for pt in c0.mem_patches} == {("pos", "u32"), ("n", "u32"), ("x.addr", "lo"), ("x.addr", "hi")}
   assert {pt.var for pt in c0.patches} == {"g0.epoch", "pos", "n"}   # dims over vars are command-buffer patches
   assert {(pt.var, pt.encoding) for pt in x0.patches} >= {("x.addr", "lo"), ("x.addr", "hi")}
+def test_targets_pick_what_tinygrad_picks(arch):
+  # the stand-in follows AMDDevice.__init__ on the board's IP versions, independently of hcqdsl.amd.targets
+  d, t = StandinDevice(arch), get_target(arch)
+  assert (d.soc, d.pm4, d.sdma, d.max_copy_size) == (t.soc, t.pm4, t.sdma, t.max_copy_size)
+  assert (d.gc.regCOMPUTE_PGM_LO.addr, d.nbio.regBIF_BX_PF0_GPU_HDP_FLUSH_REQ.addr if arch != "gfx942" else None) == \
+         (t.gc.regCOMPUTE_PGM_LO.addr, t.nbio.regBIF_BX_PF0_GPU_HDP_FLUSH_REQ.addr if arch != "gfx942" else None)
