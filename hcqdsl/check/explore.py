@@ -61,9 +61,10 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
     sync[i] = [(GATE, host_after[u.gate_pos(i, x[3] // lens[i] + 1)], None, x[3]) if x[0] == GATE else x for x in sync[i]]
   nsync = [len(x) for x in sync]
   # a segment takes part in races only if one of its accesses conflicts with some access of another sequence
-  by_seq = [[a for sg in segs[i] for _, acc in sg for a in acc] for i in range(S)]
-  hot = [[any(_conflict(a, b) for _, acc in sg for a in acc for j in range(S) if j != i for b in by_seq[j]) for sg in segs[i]]
-         for i in range(S)]
+  # (decided once per distinct access of a statement, not per launch)
+  by_seq = [{a for op in s.ops if op[0] == ACCESS for a in op[1]} for s in seqs]
+  racy = {(i, a) for i in range(S) for a in by_seq[i] if any(_conflict(a, b) for j in range(S) if j != i for b in by_seq[j])}
+  hot = [[any((i, a) in racy for _, acc in sg for a in acc) for sg in segs[i]] for i in range(S)]
   # passive queues (no wait, write or submit: only launch starts) are left out of the states: each can be in any
   # launch the host has submitted, whatever the others do, so their segments pair with what the host count allows
   passive = [i for i in range(1, S) if all(x[0] == GATE for x in sync[i])]
