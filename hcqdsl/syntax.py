@@ -328,10 +328,15 @@ def _control_chars(text: str, file: str) -> list[Diagnostic]:
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
   turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position."""
-  if "\r" in text: text = _LINE_END.sub("\n", text)
+  norm = _LINE_END.sub("\n", text) if "\r" in text else text
+  prog, diags = _parse_normalized(norm, file)
+  if prog is not None and norm is not text: prog = attrs.evolve(prog, source=text)   # the file as written
+  return prog, diags
+
+def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Diagnostic]]:
   if _CONTROL.search(text):
     bad = _control_chars(text, file)
-    _, more = parse_syntax(_CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
+    _, more = _parse_normalized(_CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
     return None, sorted(bad + [d for d in more if d.code == "syntax"], key=lambda d: (d.span.line, d.span.column))
   from .scan import scan
   prog = scan(text, file)
