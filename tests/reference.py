@@ -5,6 +5,7 @@ Deliberately independent of hcqdsl.check (its own unrolling from the IR, its own
 IR are shared. Verdicts are keyed by source lines, so generated programs put one statement per line.
 """
 from __future__ import annotations
+import re
 from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Epoch, Submit
 
 MASK = (1 << 32) - 1
@@ -111,10 +112,14 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
   return out
 
 def from_diagnostics(diags) -> dict:
-  """The same shape from `check`'s diagnostics (plus "incomplete": how many such notes)."""
+  """The same shape from `check`'s diagnostics (plus "incomplete": how many such notes). `deadlock` reports one cause
+  each, the other blocked waits as related locations: those map to None (their launch is the cause's state's)."""
   out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": set(), "incomplete": 0}
   for d in diags:
-    if d.code == "deadlock": out["deadlock"][d.span.line] = d.extra["launch"]
+    if d.code == "deadlock":   # one report per cause; the other blocked waits are its related locations
+      out["deadlock"][d.span.line] = d.extra["launch"]
+      for r in d.related:
+        if re.search(r" waits (for|forever for) \S+ >= ", r.message): out["deadlock"].setdefault(r.span.line, None)
     elif d.code == "race": out["race"][(frozenset((d.span.line, d.extra["other"]["line"])), d.extra["buffer"])] = d.extra["launch"]
     elif d.code == "signal-race": out["signal-race"][frozenset((d.span.line, d.related[0].span.line))] = d.extra["launch"]
     elif d.code == "non-monotonic": out["non-monotonic"][d.span.line] = {r.span.line for r in d.related}

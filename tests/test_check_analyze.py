@@ -227,7 +227,7 @@ def test_incomplete_verdict_never_exits_0(tmp_path, capsys):
   f.write_text(HDR + qs + "host {\n wait s0 >= 1\n}\n")
   assert main(["check", str(f), "--max-states", "2"]) == 1
   out = capsys.readouterr().out
-  assert "note[incomplete]" in out and out.rstrip().endswith(", incomplete")
+  assert "note[incomplete]" in out and out.rstrip().endswith(", incomplete (raise --max-states)")
   assert main(["check", str(f)]) == 1   # complete: the signal-race
   assert not capsys.readouterr().out.rstrip().endswith("incomplete")
   assert main(["check", str(f), "--max-states", "0"]) == 2
