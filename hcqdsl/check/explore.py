@@ -46,6 +46,7 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
   host_after: dict = {}  # host 1-based position p -> host sync points among its first p steps
   for i, s in enumerate(seqs):
     sy, sg, cur = [], [], []
+    idle = u.idle.get(i, {})
     for p in range(u.total(i)):
       k, idx = divmod(p, lens[i])
       op = s.ops[idx]
@@ -53,7 +54,7 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
         sy.append((GATE, None, None, p)); sg.append(cur); cur = []
       if op[0] in (WAIT, WRITE): sy.append((op[0], op[1], u.value(op, k + 1), p)); sg.append(cur); cur = []
       elif op[0] == SUBMIT: sy.append((SUBMIT, None, None, p)); sg.append(cur); cur = []
-      elif op[0] == ACCESS and op[1]: cur.append((p + 1, op[1]))
+      elif op[0] == ACCESS and op[1] and k + 1 not in idle.get(idx, ()): cur.append((p + 1, op[1]))  # idle: writes nothing
       if i == 0: host_after[p + 1] = len(sy)
     sg.append(cur)
     sync.append(sy); segs.append(sg)
@@ -122,10 +123,10 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
             if k not in dl_best or launch(i, p + 1) < dl_best[k]: dl_best[k] = launch(i, p + 1); better = True
         if better: ex.deadlocks.append((done, vals))
       continue
-    # the one reduction: a host submit, or a passable gate after a segment that takes part in no race, is taken alone.
+    # the one reduction: a host submit or a passable gate, after a segment that takes part in no race, is taken alone.
     # Either stays enabled until taken, changes no signal, and is observed by no verdict; the states the other orders
     # reach show nothing the state after it does not (the skeleton graph is acyclic: no cycle proviso needed)
-    quiet = next((i for i in enabled if (i == 0 and sync[0][cnt[0]][0] == SUBMIT)
+    quiet = next((i for i in enabled if (i == 0 and sync[0][cnt[0]][0] == SUBMIT and not hot[0][cnt[0]])
                   or (sync[i][cnt[i]][0] == GATE and not hot[i][cnt[i]])), None)
     for i in enabled if quiet is None else (quiet,):
       kind, s, v, _ = sync[i][cnt[i]]
@@ -155,6 +156,7 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
             if _conflict(a, b):
               A, B = (i, p), (j, q)
               kA, kB = launch(*A), launch(*B)
+              if kA != kB and u.rebound[a[0]]: continue  # a rebound buffer is other memory in another launch
               lo_first = key(*A) <= key(*B)
               first(ex.races, (min(key(*A), key(*B)), max(key(*A), key(*B)), a[0]),
                     (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)), (j, q, b), (i, p, a))
