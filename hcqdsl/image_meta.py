@@ -7,7 +7,7 @@ __all__ = ["validate"]
 
 ADDR = 1 << 48        # GPU virtual addresses (and sizes) are below 2**48
 KINDS = ("signals", "buffer", "code", "kernargs", "scratch", "cmdbuf")
-ENCODINGS = ("u32",)
+ENCODINGS = ("u32", "hi")   # Patch.encoding: the value's low dword, or the high dword of a 64-bit one
 
 class _Bad(ValueError): pass
 
@@ -77,8 +77,18 @@ def validate(m, blob_len: int) -> None:
     for f in ("code_addr", "prog_addr", "kd_addr"): _int(k[f], f"{w}.{f}")
     if type(k["synthetic"]) is not bool: _fail(f"{w}.synthetic", "true or false", k["synthetic"])
     _int(k["kernarg_size"], f"{w}.kernarg_size", 0, 1 << 32)
-    for i, p in enumerate(_list(k["params"], f"{w}.params")):
-      mode, name = _list(p, f"{w}.params[{i}]", 2); _str(mode, f"{w}.params[{i}][0]", ("in", "out", "inout")); _str(name, f"{w}.params[{i}][1]")
+    for i, p in enumerate(_list(k["params"], f"{w}.params")):   # [mode or scalar dtype, name, kernarg offset]
+      p = _list(p, f"{w}.params[{i}]", 3)
+      _str(p[0], f"{w}.params[{i}][0]", ("in", "out", "inout", *DTYPES)); _str(p[1], f"{w}.params[{i}][1]")
+      _int(p[2], f"{w}.params[{i}][2]", 0, 1 << 32)
+  vv = m.get("var_values", {})
+  if type(vv) is not dict: _fail("var_values", "an object", vv)
+  for k, vals in vv.items():
+    for i, x in enumerate(_list(vals, f"var_values.{k}")): _int(x, f"var_values.{k}[{i}]", -(1 << 64), 1 << 64)
+  patch_vars = vars_ | set(vv)   # `B.addr` of a rebound buffer is patched like a var
+  for n, r in enumerate(_list(m.get("rewrites", []), "rewrites")):
+    k, a, ref = _list(r, f"rewrites[{n}]", 3)
+    _int(k, f"rewrites[{n}][0]", 1, 1 << 32); _int(a, f"rewrites[{n}][1]"); _blob(ref, f"rewrites[{n}][2]", blob_len)
   qnames = set()
   for n, q in enumerate(_list(m["queues"], "queues")):
     w = f"queues[{n}]"
@@ -90,8 +100,12 @@ def validate(m, blob_len: int) -> None:
     ndw = nbytes // 4
     for i, p in enumerate(_list(q["patches"], f"{w}.patches")):
       off, var, add, enc = _list(p, f"{w}.patches[{i}]", 4)
-      _int(off, f"{w}.patches[{i}][0]", 0, ndw - 1); _opt(_str, var, f"{w}.patches[{i}][1]", vars_)
+      _int(off, f"{w}.patches[{i}][0]", 0, ndw - 1); _opt(_str, var, f"{w}.patches[{i}][1]", patch_vars)
       _int(add, f"{w}.patches[{i}][2]", -(1 << 64), 1 << 64); _str(enc, f"{w}.patches[{i}][3]", ENCODINGS)
+    for i, p in enumerate(_list(q.get("mem_patches", []), f"{w}.mem_patches")):   # offset = a kernarg address
+      off, var, add, enc = _list(p, f"{w}.mem_patches[{i}]", 4)
+      _int(off, f"{w}.mem_patches[{i}][0]"); _opt(_str, var, f"{w}.mem_patches[{i}][1]", patch_vars)
+      _int(add, f"{w}.mem_patches[{i}][2]", -(1 << 64), 1 << 64); _str(enc, f"{w}.mem_patches[{i}][3]", ENCODINGS)
     for i, s in enumerate(_list(q["stmts"], f"{w}.stmts")):
       s = _list(s, f"{w}.stmts[{i}]", 7)
       off = _int(s[0], f"{w}.stmts[{i}][0]", 0, ndw); _int(s[1], f"{w}.stmts[{i}][1]", 0, ndw - off)
