@@ -66,12 +66,13 @@ def _check(a) -> int:
   var_values = parse_vars(a.var)
   if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
+  if a.max_states < 1: raise UsageError("--max-states must be at least 1")
   diags: list[Diagnostic] = []
   sources, queues, launches = {}, 0, set()
   for path in a.files:
     sources[path] = text = read_source(path)
     launches.add(n := a.launches or header_launches(text) or 2)
-    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path))
+    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states)
     diags += d
     queues = queues + len(prog.queues) if prog is not None and queues is not None else None
   if a.format == "json": print(render_json(diags))
@@ -79,7 +80,8 @@ def _check(a) -> int:
   else:
     sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
     print(summary(diags, max(launches) if queues is not None and launches else None, queues))
-  return 1 if has_errors(diags) else 0
+  # a verdict cut short by --max-states is not a pass
+  return 1 if has_errors(diags) or any(d.code == "incomplete" for d in diags) else 0
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
   """The whole CLI. With `command`, the other subcommands that live in their own modules (which import numpy,
@@ -106,6 +108,10 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
                  help="text (default: capped per code, then a summary line), or every diagnostic as JSON or SARIF 2.1.0")
   p.add_argument("--max-diagnostics", type=int, default=MAX_PER_CODE, metavar="N",
                  help=f"text: print the first N warnings of each code in full, then count the rest (default {MAX_PER_CODE}; 0 shows all)")
+  from .check.analyze import MAX_STATES
+  p.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
+                 help=f"skeleton states to explore outside the happens-before fragment before the verdict is "
+                      f"incomplete (exit 1; default {MAX_STATES})")
   p.set_defaults(run=cmd_check)
   import importlib
   for name, module, helptext in (("compile", "compile", "compile to AMD command buffers"),

@@ -13,10 +13,9 @@ __all__ = ["compile_program", "Image", "QueueImage", "Patch", "Region", "add_com
 
 M32 = U32_MAX
 MAGIC, VERSION = b"HCQIMG\0\0", 1
-HOST_BASE = 0x10_0000_0000         # system memory
-DEVICE_BASE = 0x1000_0000_0000     # device i's memory starts at DEVICE_BASE * (i + 1): addresses need both dwords
+from .amd.layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN
 SIGNAL_SLOT = 16                    # value (u64, 32 bits used) at +0, timestamp (u64) at +8
-ALIGN = {"signals": 0x1000, "buffer": 0x1000, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
+ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
 
 @attrs.define
 class Region:
@@ -135,6 +134,8 @@ class Image:
     try: m = json.loads(b[16:16 + n])
     except ValueError as e: raise ValueError(f"corrupt image metadata: {e}") from None
     base = 16 + n + (-(16 + n) % 8)
+    from .image_meta import validate
+    validate(m, max(0, len(b) - base))
     def get(ref) -> bytes:
       off, ln = ref
       if base + off + ln > len(b): raise ValueError("truncated image (data)")

@@ -133,11 +133,12 @@ def summary(diags: Sequence[Diagnostic], launches: Optional[int] = None, queues:
   errs = sum(d.severity == "error" for d in diags)
   warns = sum(d.severity == "warning" for d in diags)
   notes = len(diags) - errs - warns
-  s = f"{'failed' if errs else 'ok'}: {_plural(errs, 'error')}, {_plural(warns, 'warning')}"
+  inc = any(d.code == "incomplete" for d in diags)   # a verdict cut short by `--max-states` is never `ok`
+  s = f"{'failed' if errs else 'incomplete' if inc else 'ok'}: {_plural(errs, 'error')}, {_plural(warns, 'warning')}"
   if notes: s += f", {_plural(notes, 'note')}"
   over = [_plural(n, *w) for n, w in ((launches, ("launch", "launches")), (queues, ("queue",))) if n is not None]
   if over: s += " over " + ", ".join(over)
-  return s
+  return s + (", incomplete (raise --max-states)" if inc else "")
 
 def render_json(diags: Sequence[Diagnostic]) -> str:
   return json.dumps({"diagnostics": [d.to_json() for d in diags]}, indent=2)

@@ -205,8 +205,8 @@ def cli_disasm(a) -> int:
     sys.stderr.write(f"hcqdsl: error: {a.file}: {e.strerror or e}\n"); return 2
   if b[:8] == MAGIC:
     try: img = Image.from_bytes(b)
-    except ValueError as e:
-      sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 1
+    except ValueError as e:   # an unusable input file: one line, exit 2
+      sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 2
     sys.stdout.write(as_hcq(img) if a.as_hcq else disasm_image(img))
     return 0
   if a.as_hcq:

@@ -5,7 +5,7 @@ that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
 from typing import Iterator, Optional
-import functools
+import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
@@ -27,7 +27,8 @@ def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True
 def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
 @functools.lru_cache(maxsize=4)
-def _lines(source: str) -> list: return source.split("\n")
+def _lines(source: str) -> list:  # `\r\n` and a lone `\r` end lines too, as in the parser
+  return source.split("\n") if "\r" not in source else re.split(r"\r\n?|\n", source)
 
 @attrs.frozen
 class Span:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
 from .diagnostics import Diagnostic, did_you_mean
+from .amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
 import attrs
 
 __all__ = ["check_static", "StaticCheck", "check_launches"]
@@ -20,6 +21,15 @@ def _what(decl) -> str:
   if isinstance(decl, Var) and decl.name.endswith(".epoch"): return "a var"
   return f"a {k}" if k[0] not in "aeiou" else f"an {k}"
 
+# builtins whose first argument is a value of the kernel's dtype (spin's is microseconds)
+_VALUE_ARGS = {"fill", "iota", "scale", "spin"}
+_FMAX = {"f16": 65504.0, "f32": 3.4028234663852886e38, "f64": 1.7976931348623157e308}
+
+def _range(dt: str) -> tuple:
+  if dt[0] == "f": return (-_FMAX[dt], _FMAX[dt])
+  bits = 8 * DTYPES[dt][1]
+  return (0, (1 << bits) - 1) if dt[0] == "u" else (-(1 << bits - 1), (1 << bits - 1) - 1)
+
 class StaticCheck:
   """Walks the program once, collecting every problem it can find (several errors per run)."""
   name = "static"
@@ -28,7 +38,23 @@ class StaticCheck:
     self.prog, self.diags = prog, []
     self.names = self._declare(prog)
     for d in prog.decls: getattr(self, f"_{type(d).__name__.lower()}")(d)
+    self._address_space(prog)
     return self.diags
+
+  def _address_space(self, prog: Program):
+    """What the targets cannot address: more devices than 48-bit windows, more buffer bytes than a memory's window."""
+    for d in prog.devices[MAX_DEVICES:MAX_DEVICES + 1]:
+      self._err("bounds", f"device `{d.name}` is device number {MAX_DEVICES + 1}; the 48-bit address space holds "
+                f"{MAX_DEVICES} devices", d.span)
+    used: dict = {}
+    for b in prog.buffers:
+      mem = b.device.name if b.device is not None else None
+      before = used.get(mem, 0)
+      used[mem] = before + max(b.size, 1) + -max(b.size, 1) % BUFFER_ALIGN
+      if before <= MEMORY_WINDOW < used[mem]:   # the buffer that crosses the end
+        self._err("bounds", f"buffer `{b.name}` ({b.size} bytes) does not fit: the buffers in {mem or 'host'} memory need "
+                  f"{used[mem]} bytes, more than the {MEMORY_WINDOW} ({MEMORY_WINDOW >> 40} TiB) the targets address per memory",
+                  b.span)
 
   def _err(self, code, msg, span, severity="error"): self.diags.append(Diagnostic(code, msg, span, severity))
 
@@ -104,6 +130,16 @@ class StaticCheck:
       seen[p.name] = p
     if k.impl is not None and k.impl.dtype is not None and k.impl.dtype not in DTYPES:
       self._err("name", f"unknown dtype `{k.impl.dtype}` (one of {', '.join(DTYPES)})", k.impl.span or k.span)
+    elif k.impl is not None and k.impl.builtin in _VALUE_ARGS and k.impl.c_source is None:
+      dt = k.impl.dtype or "f32"
+      for v in k.impl.args[:1] if k.impl.builtin != "spin" else ():
+        lo, hi = _range(dt)
+        if isinstance(v, float) and v != v: ok = dt[0] == "f"
+        else: ok = lo <= v <= hi or (dt[0] == "f" and v in (float("inf"), float("-inf")))
+        if not ok:
+          self._err("bounds", f"{k.impl.builtin}<{dt}>({v}): {v} is outside {dt} ({lo} .. {hi})", k.impl.span or k.span)
+      if k.impl.builtin == "spin" and k.impl.args[:1] and not 0 <= k.impl.args[0] <= 1e9:
+        self._err("bounds", f"spin({k.impl.args[0]}): microseconds are 0 .. 1e9", k.impl.span or k.span)
 
   def _queue(self, q: Queue):
     self._need(q.device, Device, "device", q.span)

@@ -3,7 +3,7 @@
 `format(parse(t))` is a fixed point, and `parse(format(p)) == p`.
 """
 from __future__ import annotations
-import bisect, math, pathlib
+import bisect, math, pathlib, re
 from typing import Optional
 import attrs
 from lark import Lark, Transformer, Token, Tree
@@ -312,7 +312,32 @@ def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Option
   diags.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
   return prog, diags
 
+_LINE_END = re.compile(r"\r\n?")   # \r\n and a lone \r end a line, as \n does
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # with tab and \n, all that is not text
+
+def _control_chars(text: str, file: str) -> list[Diagnostic]:
+  out = []
+  for m in _CONTROL.finditer(text):
+    line = text.count("\n", 0, m.start()) + 1
+    col = m.start() - text.rfind("\n", 0, m.start())
+    out.append(Diagnostic("syntax", f"control character U+{ord(m.group()):04X} is not allowed in a program (only tab "
+                          f"and line ends)", Span(file, line, col, line, col + 1)))
+    if len(out) == 20: break
+  return out
+
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
+  """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
+  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position."""
+  norm = _LINE_END.sub("\n", text) if "\r" in text else text
+  prog, diags = _parse_normalized(norm, file)
+  if prog is not None and norm is not text: prog = attrs.evolve(prog, source=text)   # the file as written
+  return prog, diags
+
+def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Diagnostic]]:
+  if _CONTROL.search(text):
+    bad = _control_chars(text, file)
+    _, more = _parse_normalized(_CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
+    return None, sorted(bad + [d for d in more if d.code == "syntax"], key=lambda d: (d.span.line, d.span.column))
   from .scan import scan
   prog = scan(text, file)
   if prog is not None: return prog, []

@@ -1,17 +1,41 @@
 """A stand-in for tinygrad's AMDDevice: just what AMDComputeQueue / AMDCopyQueue read while building packets, so tests
-and benchmarks can run tinygrad's own packet builders without a GPU. Register blocks and header modules are picked the
-same way AMDDevice.__init__ picks them (via hcqdsl.amd.targets, which mirrors it)."""
+and benchmarks can run tinygrad's own packet builders without a GPU.
+
+Deliberately independent of hcqdsl.amd.targets (the module under test): the header modules and register blocks are
+picked by the statements of tinygrad's AMDDevice.__init__ (ops_amd.py, "self.ip_off = ..." to "self.max_copy_size =
+..."), fed with the IP versions amdgpu's IP discovery reports for one board per target (the numbers a real
+AMDDevice reads from sysfs or the AM driver). If targets.py picked another module or version, the byte-exact tests
+would see different packets."""
 from __future__ import annotations
-import types
+import importlib, types
+from tinygrad.runtime.autogen.am import am
+from tinygrad.runtime.support.amd import AMDIP, import_module, import_soc
 from tinygrad.runtime.ops_amd import AMDComputeQueue, AMDCopyQueue  # noqa: F401  (re-exported for tests)
-from hcqdsl.amd.targets import get_target
+
+# gfx_target_version (KFD's property) and IP discovery versions: MI300X, RX 7900 XTX (Navi31), RX 9070 XT (Navi48)
+BOARDS = {
+  "gfx942":  (90402,  {am.GC_HWIP: (9, 4, 3),  am.SDMA0_HWIP: (4, 4, 2), am.NBIF_HWIP: (7, 9, 0)}),
+  "gfx1100": (110000, {am.GC_HWIP: (11, 0, 0), am.SDMA0_HWIP: (6, 0, 0), am.NBIF_HWIP: (4, 3, 0)}),
+  "gfx1201": (120001, {am.GC_HWIP: (12, 0, 1), am.SDMA0_HWIP: (7, 0, 1), am.NBIF_HWIP: (6, 3, 1)}),
+}
 
 class StandinDevice:
   def __init__(self, arch: str, scratch_addr: int = 0x7F00_0000_0000, tmpring_size: int = 0x1234):
-    t = get_target(arch)
-    self.target, self.arch = t.gfx, arch
-    self.soc, self.pm4, self.sdma, self.gc, self.nbio = t.soc, t.pm4, t.sdma, t.gc, t.nbio
-    self.xccs, self.sqtt_enabled, self.max_copy_size = 1, False, t.max_copy_size
+    trgt, ip_versions = BOARDS[arch]
+    # AMDDevice.__init__, statement for statement
+    self.target = (trgt // 10000, (trgt // 100) % 100, trgt % 100)
+    self.arch = "gfx%d%x%x" % self.target
+    self.ip_off = importlib.import_module(f"tinygrad.runtime.autogen.am.{'vega' if self.target[0] == 9 else 'navi'}_offsets")
+    self.soc = import_soc(self.target)
+    self.pm4 = importlib.import_module(f"tinygrad.runtime.autogen.am.pm4_{'soc15' if self.target[0] == 9 else 'nv'}")
+    self.sdma = import_module('sdma', min(ip_versions[am.SDMA0_HWIP], (6, 0, 0)))
+    self.gc = AMDIP('gc', ip_versions[am.GC_HWIP],
+                    bases={i: tuple(getattr(self.ip_off, f'GC_BASE__INST{i}_SEG{s}', 0) for s in range(6)) for i in range(6)})
+    self.nbio = AMDIP('nbio' if self.target[0] < 12 else 'nbif', ip_versions[am.NBIF_HWIP],
+                      bases={i: tuple(getattr(self.ip_off, f'NBIO_BASE__INST{i}_SEG{s}', 0) for s in range(9)) for i in range(6)})
+    self.max_copy_size = 0x40000000 if ip_versions[am.SDMA0_HWIP][0] >= 5 else 0x400000
+    assert self.arch == arch
+    self.xccs, self.sqtt_enabled = 1, False
     self.scratch = types.SimpleNamespace(va_addr=scratch_addr, size=0x10000)
     self.tmpring_size = tmpring_size
   def is_am(self): return True  # no KFD interrupt mailbox: signals emit only the program's own packets

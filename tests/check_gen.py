@@ -3,14 +3,16 @@ from __future__ import annotations
 from hypothesis import strategies as st
 
 SLICES = ["", "[0:32]", "[32:64]", "[16:48]"]
-EXPRS = ["0", "1", "2", "kick", "kick + 1", "kick - 1"]
+EXPRS = ["0", "1", "2", "kick", "kick + 1", "kick - 1", "kick - 2"]   # kick - 2 overflows in launch 1
 
 @st.composite
-def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = False):
+def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = False, max_host: int = 4, padding: int = 0):
   """Program text: 1-2 devices, 2-4 queues, 1-3 signals, 1-2 buffers of 64 bytes, sometimes a host block with waits,
   resets and submits. Biased towards statements that make waits satisfiable, so all verdicts show up. `symbolic`:
   also listed var values, rebound and rewritten buffers, and a kernel taking a var as a scalar argument (its kernel
-  arguments are patched by the host at each submit)."""
+  arguments are patched by the host at each submit). `padding`: up to that many extra queues of only accesses (up to 4
+  each) to the shared buffers: many racing accesses, which never block. One statement per line (the oracle keys
+  verdicts by line)."""
   ndev = draw(st.integers(1, 2))
   nq = draw(st.integers(2, max_queues))
   nsig = draw(st.integers(1, 3))
@@ -45,9 +47,14 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
       elif kind == "epoch": body.append("epoch")
       else: body.append("barrier")
     out.append(f"queue q{n} {'copy' if copyq else 'compute'} on gpu{dev} {{\n  " + "\n  ".join(body) + "\n}")
+  for n in range(draw(st.integers(0, padding))):
+    body = [f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}(b{draw(st.integers(0, nbuf - 1))}{draw(st.sampled_from(SLICES))})"
+            for _ in range(draw(st.integers(1, 4)))]
+    qnames.append(f"pad{n}")
+    out.append(f"queue pad{n} compute on gpu0 {{\n  " + "\n  ".join(body) + "\n}")
   if draw(st.booleans()):
     hb, named = [], set()
-    for _ in range(draw(st.integers(1, 4))):
+    for _ in range(draw(st.integers(1, max_host))):
       kind = draw(st.sampled_from(["wait", "reset", "signal", "submit", "submit"]))
       if kind == "wait": hb.append(f"wait {draw(st.sampled_from(sigs))} >= {draw(st.sampled_from(EXPRS))}")
       elif kind == "reset": hb.append(f"signal {draw(st.sampled_from(sigs[:nsig]))} = 0")

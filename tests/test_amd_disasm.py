@@ -150,7 +150,7 @@ def test_cli(tmp_path, capsys):
   (tmp_path / "bad.hcq").write_text("queue {\n")
   assert cli_compile(_args(add_compile_args, [str(tmp_path / "bad.hcq")])) == 1
   (tmp_path / "bad.img").write_bytes(b"HCQIMG\0\0garbage")
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 1
+  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 2  # issue 11: a bad image is unusable input
   assert cli_disasm(_args(add_disasm_args, [str(raw)])) == 2
   (tmp_path / "notes.txt").write_text("hello: world\n")
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "notes.txt")])) == 1
@@ -158,3 +158,28 @@ def test_cli(tmp_path, capsys):
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "nope")])) == 2
   (tmp_path / "odd.bin").write_bytes(b"\x01\x02\xff")
   assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 1
+
+# ---- one packet-length rule per engine (issue 11): the decoder's packets, the emulator's and the submitter's
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=30), st.sampled_from(ARCHS))
+def test_packet_length_rule_is_the_decoders(dw, arch):
+  from hcqdsl.amd import sdma as sdma_mod, pm4 as pm4_mod
+  from hcqdsl.runtime.emulator import Emulator, _Codec
+  emu = Emulator()
+  for kind, dec, rule in (("pm4", pm4_mod.decoder(arch), pm4_mod.packet_length),
+                          ("sdma", sdma_mod.decoder(arch), sdma_mod.decoder(arch).packet_length)):
+    length = _Codec(kind, arch, emu).length
+    for p in dec.decode(dw):
+      get = lambda k: dw[p.offset + k] if p.offset + k < len(dw) else 0
+      if p.offset + rule(dw[p.offset], get) <= len(dw) and p.name not in ("TYPE2_NOP",) and not p.name.startswith("UNKNOWN"):
+        assert p.length == rule(dw[p.offset], get) == length(dw[p.offset], get), (kind, p)
+
+def test_no_retyped_packet_literals():
+  # the count masks, the wave32 flag and the LDS field come from tinygrad's headers, not from literals
+  import re, pathlib
+  root = pathlib.Path(__file__).parent.parent / "hcqdsl"
+  files = [*root.joinpath("amd").glob("*.py"), *(root / f for f in ("compile.py", "disasm.py", "runtime/emulator.py", "runtime/submit.py"))]
+  src = {f: f.read_text() for f in files}
+  bad = [(f.name, m.group()) for f, t in src.items() for m in re.finditer(r"0x3FFF\b|0xFFFFF\b|0x400\b|0x1FF\b|<< 15\b|0x4000\b", t)]
+  assert bad == []

@@ -1,6 +1,6 @@
 """Our PM4/SDMA dwords must equal what tinygrad's own AMDComputeQueue/AMDCopyQueue build for the same operations
 (run on a stand-in device), for every target — including per-launch (symbolic) values and where they are patched."""
-import random
+import random, struct
 import pytest
 from tinygrad.uop.ops import UOp
 from tinygrad.runtime.autogen import hsa
@@ -147,12 +147,19 @@ def test_program_matches_tinygrad(archs):
     ours = {pt.offset for pt in qi.patches}
     theirs = {off for off, _ in tq.q_sints}
     assert ours <= theirs, qi.name
-    for launch in (1, 2, 9, 1000):
+    # many launch numbers, and across the 2**32 wrap of the 32-bit values (var - 1 at 0, var + 1 at 2**32 - 1, ...)
+    rng = random.Random(qi.name)
+    compared = 0
+    for launch in [0, *range(1, 40), *(rng.randrange(1 << 32) for _ in range(40)), 2**31 - 1, 2**31, 2**32 - 2, 2**32 - 1]:
       env = img.env(launch)
       tq._apply_var_vals({symname[v]: x for v, x in env.items()})
-      assert img.patched(qi, env) == [x & 0xFFFFFFFF for x in tq._q], (qi.name, launch)
-      # dwords tinygrad patches and we do not are the high halves of 32-bit values: always 0
-      assert all(tq._q[o] == 0 for o in theirs - ours)
+      low = [x & 0xFFFFFFFF for x in tq._q]
+      assert img.patched(qi, env) == [x if o not in theirs - ours else 0 for o, x in enumerate(low)], (qi.name, launch)
+      # dwords tinygrad patches and we do not are the high halves of the 64-bit value fields: 0, or the carry/borrow
+      # of `var + n` past 32 bits, which the 32-bit signals never see
+      assert all(tq._q[o] == 0 for o in theirs - ours) or launch in (0, 2**32 - 2, 2**32 - 1), (qi.name, launch)
+      compared += 1
+    assert compared == 84
     # and the template itself is launch 1
     assert qi.dwords == img.patched(qi, img.env(1))
 
@@ -281,3 +288,49 @@ def test_symbolic_launches_match_tinygrad(a0):
   assert {(pt.var, pt.encoding) for pt in c0.mem_patches} == {("pos", "u32"), ("n", "u32"), ("x.addr", "lo"), ("x.addr", "hi")}
   assert {pt.var for pt in c0.patches} == {"g0.epoch", "pos", "n"}   # dims over vars are command-buffer patches
   assert {(pt.var, pt.encoding) for pt in x0.patches} >= {("x.addr", "lo"), ("x.addr", "hi")}
+def test_targets_pick_what_tinygrad_picks(arch):
+  # the stand-in follows AMDDevice.__init__ on the board's IP versions, independently of hcqdsl.amd.targets
+  d, t = StandinDevice(arch), get_target(arch)
+  assert (d.soc, d.pm4, d.sdma, d.max_copy_size) == (t.soc, t.pm4, t.sdma, t.max_copy_size)
+  assert (d.gc.regCOMPUTE_PGM_LO.addr, d.nbio.regBIF_BX_PF0_GPU_HDP_FLUSH_REQ.addr if arch != "gfx942" else None) == \
+         (t.gc.regCOMPUTE_PGM_LO.addr, t.nbio.regBIF_BX_PF0_GPU_HDP_FLUSH_REQ.addr if arch != "gfx942" else None)
+
+# ---- exec of a kernel with a private segment (scratch SGPRs) and a dispatch pointer, against tinygrad's exec
+
+@pytest.mark.parametrize("priv,dptr", [(True, True), (True, False), (False, True)])
+def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
+  import ctypes, attrs, types
+  from tinygrad.runtime.support.hcq import MMIOInterface
+  import hcqdsl.amd.codeobj as codeobj
+  from hcqdsl.compile import _tmpring
+  orig = codeobj.synthetic
+  monkeypatch.setattr(codeobj, "synthetic", lambda t, name, n: attrs.evolve(
+    orig(t, name, n), dispatch_ptr=dptr, private_segment_sgpr=priv, private_segment_size=256 if priv else 0,
+    group_segment_size=1024, kernarg_size=24))
+  img = compile_program(parse(f"device g = AMD:0 {arch}\nbuffer a on g size 4K\nbuffer b on g size 4K\nkernel k(in x, out y)\n"
+                              "queue q compute on g {\n  exec k(a[256:512], b) grid (4, 2, 1) block (64, 2, 1)\n}\n", "t.hcq"))
+  qi, t = img.queue("q"), get_target(arch)
+  co = codeobj.synthetic(t, "k", 2)
+  [ka] = [r for r in img.regions if r.kind == "kernargs"]
+  [kern] = img.kernels
+  scratch = next((r.addr for r in img.regions if r.kind == "scratch"), 0)
+  # tinygrad writes the dispatch packet through its address: give it host memory standing for the GPU bytes
+  backing = (ctypes.c_uint8 * 64)()
+  real = hsa.hsa_kernel_dispatch_packet_t
+  class DP(real):
+    @classmethod
+    def from_address(cls, addr): assert addr == ka.addr + 24; return real.from_buffer(backing)
+  monkeypatch.setattr(hsa, "hsa_kernel_dispatch_packet_t", DP)
+  view = MMIOInterface(addr=ctypes.addressof(backing), nbytes=64)
+  kbuf = types.SimpleNamespace(va_addr=ka.addr, offset=lambda n: types.SimpleNamespace(va_addr=ka.addr + n, cpu_view=lambda: view))
+  d = StandinDevice(arch, scratch_addr=scratch, tmpring_size=_tmpring(arch, co))
+  prg = types.SimpleNamespace(enable_private_segment_sgpr=int(priv), enable_dispatch_ptr=int(dptr), dev=d,
+                              prog_addr=kern["prog_addr"], rsrc1=co.rsrc1, rsrc2=co.rsrc2, rsrc3=co.rsrc3, wave32=co.wave32,
+                              kernargs_segment_size=24, group_segment_size=1024, private_segment_size=co.private_segment_size)
+  tq = compute_queue(d)
+  tq.exec(prg, types.SimpleNamespace(bind_data=[], buf=kbuf), (4, 2, 1), (64, 2, 1))
+  assert qi.dwords == tq._q
+  ours = dict(img.data)
+  assert ours[ka.addr][:16] == struct.pack("<QQ", img.buffers["a"][0] + 256, img.buffers["b"][0])
+  if dptr: assert ours[ka.addr + 24] == bytes(backing)
+  else: assert ka.addr + 24 not in ours

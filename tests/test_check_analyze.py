@@ -181,7 +181,7 @@ def test_outside_fragment_note():
 def test_budget_exceeded_is_incomplete():
   # unordered writers (outside the fragment) and enough independent queues that exploration cannot finish
   qs = "".join(f"queue q{n} compute on gpu0 {{\n signal s0 = 1\n" + " barrier\n exec use(a)\n" * 3 + "}\n" for n in range(6))
-  ds = analyze(parse(HDR + qs + "host {\n wait s0 >= 1\n}\n", "t.hcq"), 2, budget=500)
+  ds = analyze(parse(HDR + qs + "host {\n wait s0 >= 1\n}\n", "t.hcq"), 2, max_states=500)
   assert any(d.code == "incomplete" and d.severity == "note" for d in ds)
   assert "signal-race" in {d.code for d in ds}
   assert all("incomplete" in d.notes[-1] for d in ds if d.code == "signal-race")
@@ -218,3 +218,16 @@ def test_racy_program_stays_fast_and_bounded():
 def test_shared_read_only_buffer_is_free():
   body = "".join(f"queue q{n} compute on gpu0 {{\n" + " exec use(a)\n" * 2000 + "}\n" for n in range(4))
   assert diags(body) == []
+
+def test_incomplete_verdict_never_exits_0(tmp_path, capsys):
+  # a cut-short exploration exits 1 whatever it reports, and the summary says `incomplete`
+  from hcqdsl.cli import main
+  qs = "".join(f"queue q{n} compute on gpu0 {{\n signal s0 = 1\n}}\n" for n in range(2))
+  f = tmp_path / "inc.hcq"
+  f.write_text(HDR + qs + "host {\n wait s0 >= 1\n}\n")
+  assert main(["check", str(f), "--max-states", "2"]) == 1
+  out = capsys.readouterr().out
+  assert "note[incomplete]" in out and out.rstrip().endswith(", incomplete (raise --max-states)")
+  assert main(["check", str(f)]) == 1   # complete: the signal-race
+  assert not capsys.readouterr().out.rstrip().endswith("incomplete")
+  assert main(["check", str(f), "--max-states", "0"]) == 2

@@ -135,3 +135,9 @@ def test_opt_out(pytester):
   r = rp(pytester, "-p", "no:hcqdsl")
   assert r.ret == pytest.ExitCode.NO_TESTS_COLLECTED
   rp(pytester, ).assert_outcomes(failed=1)
+
+def test_incomplete_verdict_is_never_a_pass():
+  from hcqdsl.pytest_plugin import compare
+  from hcqdsl.diagnostics import Diagnostic
+  d = Diagnostic("incomplete", "exploring it exceeded the budget", None, severity="note")
+  assert compare([], [d], "f.hcq") == ([], [d])

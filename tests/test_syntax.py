@@ -207,3 +207,27 @@ def test_cli_json_diagnostics(tmp_path):
   d = json.loads(run_cli("check", "--format", "json", str(f)).stdout)["diagnostics"][0]
   assert {k: d[k] for k in ("code", "severity", "file", "line", "column", "message")} == \
     {"code": "name", "severity": "error", "file": str(f), "line": 3, "column": 8, "message": "unknown signal `nope`"}
+
+# ---- line ends and control characters (issue 11)
+
+MAC = "device g = AMD:0\rsignal s on g  # c\rqueue q compute on g {\r  wait s >= 1\r}\r"
+
+@pytest.mark.parametrize("nl", ["\n", "\r\n", "\r"])
+def test_line_ends(nl):
+  text = MAC.replace("\r", nl)
+  prog, diags = parse_syntax(text, "m.hcq")
+  assert not diags and [s.span.line for s in prog.queues[0].body] == [4]
+  assert [(d.code, d.span.line, d.span.column) for d in hcqdsl.check_text(text, "m.hcq")] == [("deadlock", 4, 3)]
+  from hcqdsl.syntax import _lark
+  assert _lark().parse(text) is not None   # the grammar alone takes every line end too
+
+@pytest.mark.parametrize("ch", ["\f", "\v", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"])
+def test_control_characters_are_syntax_errors(ch):
+  text = f"device g = AMD:0\nsignal s on g\nqueue q compute on g {{\n  wait s >= 1{ch}\n}}\n"
+  assert errors(text) == [f"4:14: syntax: control character U+{ord(ch):04X} is not allowed in a program (only tab and line ends)"]
+  assert errors(text.replace("\n", "\r\n")) == errors(text)
+
+def test_control_characters_and_other_syntax_errors():
+  assert errors("device g = AMD:0\x0c\nvar 9\n") == [
+    "1:17: syntax: control character U+000C is not allowed in a program (only tab and line ends)",
+    "2:5: syntax: expected a name after `var`, found `9`"]

@@ -39,7 +39,8 @@ def synthetic(t: Target, name: str, nparams: int) -> CodeObject:
   kd = KD()
   kd.kernarg_size, kd.kernel_code_entry_byte_offset = 8 * nparams, ENTRY_OFFSET
   kd.compute_pgm_rsrc1, kd.compute_pgm_rsrc2 = rsrc1, rsrc2
-  kd.kernel_code_properties = hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_SGPR_KERNARG_SEGMENT_PTR | (0x400 if t.gen != 9 else 0)
+  kd.kernel_code_properties = hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_SGPR_KERNARG_SEGMENT_PTR | \
+                              (hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_WAVEFRONT_SIZE32 if t.gen != 9 else 0)
   body = bytes(kd) + SYNTH_MAGIC + name.encode()[:ENTRY_OFFSET - KD_SIZE - len(SYNTH_MAGIC) - 1]
   img = body.ljust(ENTRY_OFFSET, b"\0") + struct.pack("<I", S_ENDPGM[t.gen if t.gen != 10 else 9])
   return CodeObject(img, 0, ENTRY_OFFSET, rsrc1, rsrc2, 0, t.gen != 9, 8 * nparams, 0, 0, False, False, True)
@@ -56,11 +57,13 @@ def from_elf(t: Target, blob: bytes) -> CodeObject:
     if typ != 5: raise ValueError(f"unsupported AMD relocation type {typ}")  # R_AMDGPU_REL64 only
     image[apply_off:apply_off + 8] = struct.pack("<q", sym_off - apply_off + addend)
   kd = KD.from_buffer_copy(bytes(image[rodata:rodata + KD_SIZE]))
-  lds = ((kd.group_segment_fixed_size + 511) // 512) & 0x1FF
+  lo, hi = t.gc.regCOMPUTE_PGM_RSRC2.fields["lds_size"]   # LDS in 512-byte blocks, as AMDProgram computes it
+  lds = ((kd.group_segment_fixed_size + 511) // 512) & ((1 << (hi - lo + 1)) - 1)
   props = kd.kernel_code_properties
   entry = rodata + kd.kernel_code_entry_byte_offset
   return CodeObject(bytes(image), rodata, entry, kd.compute_pgm_rsrc1 | ((1 << 20) if t.gen == 11 else 0),
-                    kd.compute_pgm_rsrc2 | (lds << 15), kd.compute_pgm_rsrc3, bool(props & 0x400), kd.kernarg_size,
+                    kd.compute_pgm_rsrc2 | (lds << lo), kd.compute_pgm_rsrc3,
+                    bool(props & hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_WAVEFRONT_SIZE32), kd.kernarg_size,
                     kd.private_segment_fixed_size, kd.group_segment_fixed_size,
                     bool(props & hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_SGPR_DISPATCH_PTR),
                     bool(props & hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_SGPR_PRIVATE_SEGMENT_BUFFER), False)

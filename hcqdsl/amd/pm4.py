@@ -6,6 +6,15 @@ from tinygrad.runtime.autogen.am import pm4_nv
 from .targets import Target, get_target, unmasked
 from .packet import Walker, Packet, raw_packet, join64, M32
 
+# the PM4 header's framing (pm4_soc15 defines it the same): packet type, count (body dwords - 1), type-3 opcode
+packet_type, packet_count, packet_opcode = pm4_nv.CP_PACKET_GET_TYPE, pm4_nv.CP_PACKET_GET_COUNT, pm4_nv.CP_PACKET3_GET_OPCODE
+
+def packet_length(h: int, get=None) -> int:
+  """Dwords of the PM4 packet whose header dword is `h`: a type-3 header and count + 1 body dwords; any other header
+  dword stands alone. The one PM4 length rule of the decoder, the emulator and the submitter (`get`, the next dwords,
+  is unused: the SDMA rule's signature)."""
+  return packet_count(h) + 2 if packet_type(h) == pm4_nv.PACKET_TYPE3 else 1
+
 # function codes of WAIT_REG_MEM (shared by SDMA POLL_REGMEM); only the gfx10+ header names them
 FUNC_GE = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__GREATER_THAN_OR_EQUAL_REFERENCE_VALUE
 FUNC_EQ = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__EQUAL_TO_THE_REFERENCE_VALUE
@@ -188,10 +197,10 @@ class Decoder(Walker):
   def decode_one(self, dw, i: int) -> Packet:
     """The packet at dword `i` of `dw` (a sequence of ints). Never raises on data; always advances >= 1 dword."""
     n, h = len(dw), dw[i]
-    typ = h >> 30
-    if typ == 2: return Packet(i, "TYPE2_NOP", 1, {}, (h,))  # filler dword
-    if typ != 3: return raw_packet(dw, i, 1, f"type-{typ} packet header (only type-3 packets are used on compute queues)")
-    body, op = ((h >> 16) & 0x3FFF) + 1, (h >> 8) & 0xFF
+    typ = packet_type(h)
+    if typ == pm4_nv.PACKET_TYPE2: return Packet(i, "TYPE2_NOP", 1, {}, (h,))  # filler dword
+    if typ != pm4_nv.PACKET_TYPE3: return raw_packet(dw, i, 1, f"type-{typ} packet header (only type-3 packets are used on compute queues)")
+    body, op = packet_length(h) - 1, packet_opcode(h)
     name = self.ops.get(op)
     if i + 1 + body > n:
       return raw_packet(dw, i, n - i, f"truncated: {name or hex(op)} needs {body} body dwords, {n - i - 1} left")

@@ -94,19 +94,35 @@ class Decoder(Walker):
       if subv is not None: self.ops.setdefault((opv, subv), name)
     self.lengths = {name: max(o for o, *_ in lay) + 1 for name, lay in self.layouts.items()}
 
-  def _length(self, name: str, dw, i: int) -> int:
-    """Dwords of the packet at `i`; the variable-length ones carry their count."""
-    if name == "NOP": return 1 + ((dw[i] >> 16) & 0x3FFF)
-    if name == "WRITE_UNTILED": return 4 + ((dw[i + 3] & 0xFFFFF) + 1 if i + 3 < len(dw) else 1)
-    return self.lengths[name]
+  def op(self, h: int) -> tuple:
+    """(op, sub-op) of a header dword (every packet's HEADER dword has them at the same place)."""
+    s = self.t.sdma
+    return ((h >> s.SDMA_PKT_NOP_HEADER_op_shift) & s.SDMA_PKT_NOP_HEADER_op_mask,
+            (h >> s.SDMA_PKT_NOP_HEADER_sub_op_shift) & s.SDMA_PKT_NOP_HEADER_sub_op_mask)
+
+  def header_length(self, h: int):
+    """Dwords of the packet whose header is `h`, or None when a later dword holds it (WRITE_UNTILED); an unknown op
+    is one dword."""
+    s, name = self.t.sdma, self.ops.get(self.op(h))
+    if name is None: return 1
+    if name == "NOP": return 1 + ((h >> s.SDMA_PKT_NOP_HEADER_count_shift) & s.SDMA_PKT_NOP_HEADER_count_mask)
+    return None if name == "WRITE_UNTILED" else self.lengths[name]
+
+  def packet_length(self, h: int, get) -> int:
+    """Dwords of the SDMA packet whose header is `h`; `get(k)` reads its dword k (0 past the end). The one SDMA length
+    rule of the decoder, the emulator and the submitter."""
+    n = self.header_length(h)
+    if n is not None: return n
+    s = self.t.sdma   # WRITE_UNTILED: header, address (2), DW_3 with count = data dwords - 1, the data
+    return 5 + ((get(3) >> s.SDMA_PKT_WRITE_UNTILED_DW_3_count_shift) & s.SDMA_PKT_WRITE_UNTILED_DW_3_count_mask)
 
   def decode_one(self, dw, i: int) -> Packet:
     h, n = dw[i], len(dw)
-    op, sub = h & 0xFF, (h >> 8) & 0xFF
+    op, sub = self.op(h)
     name = self.ops.get((op, sub))
     if name is None:
       return raw_packet(dw, i, 1, f"unknown SDMA op {op} sub-op {sub}", name=f"UNKNOWN_{op}_{sub}")
-    ln = self._length(name, dw, i)
+    ln = self.packet_length(h, lambda k: dw[i + k] if i + k < n else 0)
     if i + ln > n: return raw_packet(dw, i, n - i, f"truncated: {name} needs {ln} dwords, {n - i} left", name=name)
     fields: dict = {"op": op, "sub_op": sub}
     for o, fname, sh, mask in self.layouts[name]:

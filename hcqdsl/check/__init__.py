@@ -10,18 +10,20 @@ __all__ = ["check", "check_text", "check_source", "check_static", "StaticCheck"]
 def _sorted(diags: list[Diagnostic]) -> list[Diagnostic]:
   return sorted(diags, key=lambda d: (d.span.file, d.span.line, d.span.column) if d.span else ("", 0, 0))
 
-def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True) -> list[Diagnostic]:
+def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True,
+          max_states: Optional[int] = None) -> list[Diagnostic]:
   """Every diagnostic for `program` over `launches` consecutive launches. When `syntax` or `name` errors are present
   only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses."""
   diags = check_static(program) if static else []
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
     return _sorted([d for d in diags if d.code in ("syntax", "name")])
   if short := check_launches(program, launches, var_values or ()): return _sorted(diags + short)
-  from .analyze import analyze
-  return _sorted(diags + analyze(program, launches=launches, var_values=var_values))
+  from .analyze import analyze, MAX_STATES
+  return _sorted(diags + analyze(program, launches=launches, var_values=var_values,
+                                 max_states=MAX_STATES if max_states is None else max_states))
 
 def check_source(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,
-                 pre=None) -> tuple[Optional[Program], list[Diagnostic]]:
+                 pre=None, max_states: Optional[int] = None) -> tuple[Optional[Program], list[Diagnostic]]:
   """Parse and check; returns (the program, or None when it does not parse, and every diagnostic). `pre(program)`,
   if given, runs between parsing and the analyses (the CLI checks `--var` names there). Never raises on any text."""
   from ..syntax import parse_syntax
@@ -29,8 +31,10 @@ def check_source(text: str, filename: str = "<input>", launches: int = 2, var_va
   if prog is None: return None, diags
   if any(d.code == "syntax" for d in diags): return prog, _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])
   if pre is not None: pre(prog)
-  return prog, _sorted(diags + check(prog, launches, var_values)) if diags else check(prog, launches, var_values)
+  found = check(prog, launches, var_values, max_states=max_states)
+  return prog, _sorted(diags + found) if diags else found
 
-def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None) -> list[Diagnostic]:
+def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,
+               max_states: Optional[int] = None) -> list[Diagnostic]:
   """Parse and check; never raises on any input text."""
-  return check_source(text, filename, launches, var_values)[1]
+  return check_source(text, filename, launches, var_values, max_states=max_states)[1]

@@ -12,10 +12,11 @@ from .explore import explore
 from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
                        RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis)
 
-__all__ = ["analyze", "BUDGET"]
+__all__ = ["analyze", "MAX_STATES"]
 
-# states explored (a few seconds) before the verdict on a program outside the exact fragment is called incomplete
-BUDGET = 50_000
+# skeleton states explored before the verdict on a program outside the exact fragment is called incomplete (`check
+# --max-states`): about 10 s and 300 MB at most
+MAX_STATES = 500_000
 
 def _why(u: Unrolled, v) -> str:
   code, a, b, s = v
@@ -25,18 +26,18 @@ def _why(u: Unrolled, v) -> str:
   return (f"the write lowering {u.signals[s].name} at {u.line(*a)} in {who(a[0])} is not ordered against its use at "
           f"{u.line(*b)} in {who(b[0])}")
 
-def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, budget: int = BUDGET) -> list[Diagnostic]:
+def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, max_states: int = MAX_STATES) -> list[Diagnostic]:
   """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), and the warnings redundant-wait,
   unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
   `var_values` pins them (a name -> int, or a list of per-launch ints)."""
   # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again
   enabled = gc.isenabled()
   gc.disable()
-  try: return _analyze(program, launches, var_values, budget)
+  try: return _analyze(program, launches, var_values, max_states)
   finally:
     if enabled: gc.enable()
 
-def _analyze(program: Program, launches: int, var_values: Optional[dict], budget: int) -> list[Diagnostic]:
+def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int) -> list[Diagnostic]:
   u = unroll(program, launches, var_values)
   diags = OverflowAnalysis().run(u)
   t = happens_before(u)
@@ -47,19 +48,19 @@ def _analyze(program: Program, launches: int, var_values: Optional[dict], budget
     diags += VisibilityAnalysis().run(u, t.vis)
   else:
     why = _why(u, t.violations[0])
-    e = explore(u, budget)
+    e = explore(u, max_states)
     if e.complete:
       dyn = (DeadlockAnalysis().run(u, e.deadlocks) + RaceAnalysis().run(u, e.races)
              + SignalRaceAnalysis().run(u, [(a, b) for _, a, b in e.signal_races.values()])
              + NonMonotonicAnalysis().run(u, [(w, o, cur, new) for _, w, o, _s, cur, new in e.nonmono.values()]))
       note = (f"this program is outside the fragment where happens-before is exact ({why}); "
-              f"the verdict comes from exploring all {e.states} reachable states")
+              f"the verdict comes from exploring all {e.states} reachable states of its synchronization skeleton")
     else:
       dyn = (DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else []) + RaceAnalysis().run(u, t.races)
              + SignalRaceAnalysis().run(u, [(a, b) for c, a, b, _ in t.violations if c == "signal-race"])
              + NonMonotonicAnalysis().run(u, [(a, b, None, None) for c, a, b, _ in t.violations if c == "non-monotonic"]))
       note = (f"this program is outside the fragment where happens-before is exact ({why}), and exploring it "
-              f"exceeded the budget of {budget} states: the verdict is incomplete (problems may be missing, and these "
+              f"exceeded the budget of {max_states} states (`--max-states`): the verdict is incomplete (problems may be missing, and these "
               f"come from one execution)")
       dyn.append(Diagnostic("incomplete", note, u.host_span or (program.queues[0].span if program.queues else None),
                             severity="note"))

@@ -1,108 +1,136 @@
-"""The reference semantics, literally: every interleaving of the unrolled sequences, states deduplicated.
+"""The reference semantics over the synchronization skeleton: every interleaving of the waits, signal writes, submits
+and launch starts of the unrolled sequences, states deduplicated.
 
-State = (executed steps of each sequence, value of each signal). A sequence's next step is *about to run* once the
-host has submitted its launch; a wait runs only when its condition holds, every other step always runs. Verdicts are
-read off every reachable state. Used as the test oracle for the happens-before analysis, and by `check` for programs
-outside the exact fragment (with a state budget).
+Accesses, `barrier` and `timestamp` never block and never change a signal, so they are left out of the state. A
+sequence's steps split into *segments*: the non-blocking steps between two consecutive *sync points* (a wait, a
+write, a submit, or the start of a launch the host must submit first). A skeleton state is (sync points passed per
+sequence, value of each signal). The full states of the reference semantics (steps executed per sequence, values)
+reachable from it are exactly those with each sequence anywhere in its current segment, up to and including being
+about to run its next sync point: non-blocking steps are always enabled and commute with every step, and a full
+execution projected onto its sync steps is a skeleton execution. So, over the reachable skeleton states:
 
-The one reduction: a `barrier`/`timestamp` step, or an access that overlaps no other sequence's conflicting access,
-touches no state and takes part in no verdict, so when one is about to run we take it alone (it commutes with every
-step, and the states the other orders reach have the verdicts of states reached this way).
+* `deadlock`: no sync point can pass and some sequence has one left (every sequence then sits at its sync point);
+* `race`: two conflicting accesses lie in segments that are current together;
+* `signal-race`: two sequences are at writes of one signal;
+* `non-monotonic`: a sequence is at a write lowering the signal's current value while another is at a wait on, or a
+  write to, that signal (a gate not yet passed is not about to run anything).
+
+The exploration is exact when it finishes within its state budget (`complete`). `tests/reference.py` checks it, and
+the happens-before pass, against a literal full-state explorer.
 """
 from __future__ import annotations
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, SUBMIT, R
 
 __all__ = ["Exploration", "explore"]
+
+GATE = -1  # a sync point: the start of a launch the host must have submitted
 
 class Exploration:
   def __init__(self):
     self.complete = True
     self.states = 0
-    self.deadlocks: list = []   # (done tuple, values tuple), distinct deadlocked states
-    self.races: dict = {}       # key -> (launch, (j, q, acc), (i, p, acc))
+    self.deadlocks: list = []   # (done tuple, values tuple): per blocked wait statement, a state of its first launch
+    self.races: dict = {}       # key -> (launch rank, (j, q, acc), (i, p, acc))
     self.signal_races: dict = {}  # key -> (launch, (j, q), (i, p))
-    self.nonmono: dict = {}     # key -> (launch, (i, p), (j, q), signal, current value, new value)
+    self.nonmono: dict = {}     # (write key, use key) -> (launch, (i, p), (j, q), signal, current value, new value)
 
-def _key(u, a, b):
-  x = (a[0], (a[1] - 1) % len(u.seqs[a[0]].ops))
-  y = (b[0], (b[1] - 1) % len(u.seqs[b[0]].ops))
-  return (min(x, y), max(x, y))
+def _conflict(a, b) -> bool: return a[0] == b[0] and (a[3] != R or b[3] != R) and a[1] < b[2] and b[1] < a[2]
 
-def _launch(u, i, pos): return (pos - 1) // len(u.seqs[i].ops) + 1
-
-def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Exploration:
+def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
   seqs = u.seqs
   S = len(seqs)
-  totals = [u.total(i) for i in range(S)]
-  # steps[i][p]: the step at 0-based position p: (kind, signal, value, accesses/submits)
-  steps, gate = [], []
+  lens = [len(s.ops) for s in seqs]
+  # sync[i]: (kind, signal, value, 0-based position; for GATE the host sync points that must have passed)
+  # segs[i][c]: accesses (1-based position, accesses) between sync points c-1 and c of sequence i (c = len: the tail)
+  sync, segs = [], []
+  host_after: dict = {}  # host 1-based position p -> host sync points among its first p steps
   for i, s in enumerate(seqs):
-    st, gt = [], []
-    for p in range(totals[i]):
-      k, idx = divmod(p, len(s.ops))
+    sy, sg, cur = [], [], []
+    idle = u.idle.get(i, {})
+    for p in range(u.total(i)):
+      k, idx = divmod(p, lens[i])
       op = s.ops[idx]
-      if op[0] in (WAIT, WRITE): st.append((op[0], op[1], u.value(op, k + 1), None))
-      elif op[0] == ACCESS and k + 1 in u.idle.get(i, {}).get(idx, ()): st.append((NOP, None, None, None))  # writes nothing
-      elif op[0] in (ACCESS, SUBMIT): st.append((op[0], None, None, op[1]))
-      else: st.append((op[0], None, None, None))
-      gt.append(u.gate_pos(i, k + 1) if i and idx == 0 else 0)
-    steps.append(st); gate.append(gt)
-  # accesses that conflict with no other sequence's access can never race: like barriers, they are run alone
-  by_seq = [[a for op in s.ops if op[0] == ACCESS for a in op[1]] for s in seqs]
-  def conflicts(i, acc):
-    return any(a[0] == acc[0] and (a[3] != R or acc[3] != R) and a[1] < acc[2] and acc[1] < a[2]
-               for j in range(S) if j != i for a in by_seq[j])
-  quiet_op = [[op[0] in (NOP, BARRIER) or (op[0] == ACCESS and not any(conflicts(i, a) for a in op[1])) for op in s.ops]
-              for i, s in enumerate(seqs)]
+      if i and idx == 0 and s.gate >= 0 and u.gate_pos(i, k + 1):
+        sy.append((GATE, None, None, p)); sg.append(cur); cur = []
+      if op[0] in (WAIT, WRITE): sy.append((op[0], op[1], u.value(op, k + 1), p)); sg.append(cur); cur = []
+      elif op[0] == SUBMIT: sy.append((SUBMIT, None, None, p)); sg.append(cur); cur = []
+      elif op[0] == ACCESS and op[1] and k + 1 not in idle.get(idx, ()): cur.append((p + 1, op[1]))  # idle: writes nothing
+      if i == 0: host_after[p + 1] = len(sy)
+    sg.append(cur)
+    sync.append(sy); segs.append(sg)
+  for i in range(1, S):  # a gate's requirement: the host has run the submit, i.e. passed all its sync points up to it
+    sync[i] = [(GATE, host_after[u.gate_pos(i, x[3] // lens[i] + 1)], None, x[3]) if x[0] == GATE else x for x in sync[i]]
+  nsync = [len(x) for x in sync]
+  # a segment takes part in races only if one of its accesses conflicts with some access of another sequence
+  # (decided once per distinct access of a statement, not per launch)
+  by_seq = [{a for op in s.ops if op[0] == ACCESS for a in op[1]} for s in seqs]
+  racy = {(i, a) for i in range(S) for a in by_seq[i] if any(_conflict(a, b) for j in range(S) if j != i for b in by_seq[j])}
+  hot = [[any((i, a) in racy for _, acc in sg for a in acc) for sg in segs[i]] for i in range(S)]
+  # passive queues (no wait, write or submit: only launch starts) are left out of the states: each can be in any
+  # launch the host has submitted, whatever the others do, so their segments pair with what the host count allows
+  passive = [i for i in range(1, S) if all(x[0] == GATE for x in sync[i])]
+  active = [i for i in range(S) if i not in passive]
+  ahot: dict = {}         # (active seq, segment) hot -> the most host sync points passed while it was current
+  hmax = 0
   ex = Exploration()
+  pairs: set = set()      # (i, c_i, j, c_j), i < j: hot segments current together
+  dl_best: dict = {}      # blocked wait statement -> launch of the first deadlocked state found blocking it
 
-  def first(d: dict, key, launch, *rest):
+  def first(d: dict, key, rank, *rest):
     old = d.get(key)
-    if old is None or launch < old[0]: d[key] = (launch, *rest)
+    if old is None or rank < old[0]: d[key] = (rank, *rest)
+
+  def launch(i, pos1): return (pos1 - 1) // lens[i] + 1
+  def key(i, pos1): return (i, (pos1 - 1) % lens[i])
 
   start = (tuple([0] * S), tuple(u.sig_init))
   seen = {start}
   stack = [start]
   while stack:
-    done, vals = stack.pop()
-    about = [i for i in range(S) if done[i] < totals[i] and done[0] >= gate[i][done[i]]]
-    acc, wr, use = [], [], {}
-    for i in about:
-      kind, s, v, x = steps[i][done[i]]
-      if kind == ACCESS: acc.append((i, x))
-      elif kind == WRITE: wr.append((i, s, v)); use.setdefault(s, []).append(i)
-      elif kind == WAIT: use.setdefault(s, []).append(i)
-    for n, (i, xi) in enumerate(acc):
-      for j, xj in acc[n + 1:]:
-        for a in xi:
-          for b in xj:
-            if a[0] == b[0] and (a[3] != R or b[3] != R) and a[1] < b[2] and b[1] < a[2]:
-              A, B = (j, done[j] + 1), (i, done[i] + 1)
-              kA, kB = _launch(u, *A), _launch(u, *B)
-              if kA != kB and u.rebound[a[0]]: continue  # a rebound buffer is other memory in another launch
-              lo_first = (A[0], (A[1] - 1) % len(seqs[A[0]].ops)) <= (B[0], (B[1] - 1) % len(seqs[B[0]].ops))
-              first(ex.races, _key(u, A, B) + (a[0],), (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)),
-                    (j, done[j] + 1, b), (i, done[i] + 1, a))
-    for n, (i, s, v) in enumerate(wr):
-      for j, s2, _ in wr[n + 1:]:
+    cnt, vals = stack.pop()
+    h = cnt[0]
+    if h > hmax: hmax = h
+    hs = [i for i in active if hot[i][cnt[i]]]
+    for n, i in enumerate(hs):
+      if passive and ahot.get((i, cnt[i]), -1) < h: ahot[(i, cnt[i])] = h
+      for j in hs[n + 1:]: pairs.add((i, cnt[i], j, cnt[j]))
+    at = [(i, sync[i][cnt[i]]) for i in active if cnt[i] < nsync[i]]   # (seq, the sync point it is at)
+    enabled, writes = [], []
+    for i, (kind, s, v, p) in at:
+      if kind == WAIT: enabled.append(i) if vals[s] >= v else None
+      elif kind == GATE: enabled.append(i) if cnt[0] >= s else None
+      else:
+        enabled.append(i)
+        if kind == WRITE: writes.append((i, s, v, p))
+    for n, (i, s, v, p) in enumerate(writes):
+      for j, s2, _, q in writes[n + 1:]:
         if s == s2:
-          A, B = (j, done[j] + 1), (i, done[i] + 1)
-          first(ex.signal_races, _key(u, A, B), max(_launch(u, *A), _launch(u, *B)), A, B)
+          A, B = (j, q + 1), (i, p + 1)
+          first(ex.signal_races, (min(key(*A), key(*B)), max(key(*A), key(*B))), max(launch(*A), launch(*B)), A, B)
       if v < vals[s]:
-        for j in use[s]:
-          if j != i:
-            A, B = (i, done[i] + 1), (j, done[j] + 1)
-            first(ex.nonmono, _key(u, A, B), max(_launch(u, *A), _launch(u, *B)), A, B, s, vals[s], v)
-    enabled = [i for i in about if steps[i][done[i]][0] != WAIT or vals[steps[i][done[i]][1]] >= steps[i][done[i]][2]]
+        for j, (k2, s2, _, q) in at:
+          if j != i and s2 == s and k2 in (WAIT, WRITE):
+            A, B = (i, p + 1), (j, q + 1)
+            first(ex.nonmono, (key(*A), key(*B)), max(launch(*A), launch(*B)), A, B, s, vals[s], v)
     if not enabled:
-      if any(done[i] < totals[i] for i in range(S)) and len(ex.deadlocks) < max_deadlocks: ex.deadlocks.append((done, vals))
+      if at:
+        done = tuple(next((x[3] for x in sync[i] if x[1] > h), u.total(i)) if i in passive else
+                     sync[i][cnt[i]][3] if cnt[i] < nsync[i] else u.total(i) for i in range(S))
+        better = False
+        for i, (kind, s, v, p) in at:
+          if kind == WAIT:
+            k = key(i, p + 1)
+            if k not in dl_best or launch(i, p + 1) < dl_best[k]: dl_best[k] = launch(i, p + 1); better = True
+        if better: ex.deadlocks.append((done, vals))
       continue
-    quiet = [i for i in enabled if quiet_op[i][done[i] % len(seqs[i].ops)]]
-    for i in quiet[:1] or enabled:
-      kind, s, v, _ = steps[i][done[i]]
-      nd = done[:i] + (done[i] + 1,) + done[i + 1:]
-      nv = vals[:s] + (v,) + vals[s + 1:] if kind == WRITE else vals
-      nxt = (nd, nv)
+    # the one reduction: a host submit or a passable gate, after a segment that takes part in no race, is taken alone.
+    # Either stays enabled until taken, changes no signal, and is observed by no verdict; the states the other orders
+    # reach show nothing the state after it does not (the skeleton graph is acyclic: no cycle proviso needed)
+    quiet = next((i for i in enabled if (i == 0 and sync[0][cnt[0]][0] == SUBMIT and not hot[0][cnt[0]])
+                  or (sync[i][cnt[i]][0] == GATE and not hot[i][cnt[i]])), None)
+    for i in enabled if quiet is None else (quiet,):
+      kind, s, v, _ = sync[i][cnt[i]]
+      nxt = (cnt[:i] + (cnt[i] + 1,) + cnt[i + 1:], vals[:s] + (v,) + vals[s + 1:] if kind == WRITE else vals)
       if nxt in seen: continue
       if len(seen) >= budget:
         ex.complete = False
@@ -111,4 +139,25 @@ def explore(u: Unrolled, budget: int = 200_000, max_deadlocks: int = 64) -> Expl
       seen.add(nxt)
       stack.append(nxt)
   ex.states = len(seen)
+  def reach(i, h): return [c for c in range(nsync[i] + 1) if hot[i][c] and (c == 0 or sync[i][c - 1][1] <= h)]
+  for (j, cj), h in ahot.items():
+    for i in passive:
+      for c in reach(i, h): pairs.add((i, c, j, cj) if i < j else (j, cj, i, c))
+  for n, i in enumerate(passive):
+    for j in passive[n + 1:]:
+      for c in reach(i, hmax):
+        for d in reach(j, hmax): pairs.add((i, c, j, d))
+  # races: every conflicting pair of accesses of two segments that are current together
+  for i, ci, j, cj in sorted(pairs):
+    for p, xi in segs[i][ci]:
+      for q, xj in segs[j][cj]:
+        for a in xi:
+          for b in xj:
+            if _conflict(a, b):
+              A, B = (i, p), (j, q)
+              kA, kB = launch(*A), launch(*B)
+              if kA != kB and u.rebound[a[0]]: continue  # a rebound buffer is other memory in another launch
+              lo_first = key(*A) <= key(*B)
+              first(ex.races, (min(key(*A), key(*B)), max(key(*A), key(*B)), a[0]),
+                    (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)), (j, q, b), (i, p, a))
   return ex

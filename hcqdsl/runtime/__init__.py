@@ -1,7 +1,8 @@
 """`hcqdsl run`: compile a program, submit its launches to a device (the built-in AMD emulator by default) and check
 its `expect`s. Python API: `run(program_or_text, launches=1, seed=None, ...) -> RunResult`, `run_schedules(...)`."""
 from __future__ import annotations
-import json
+import json, os
+from collections.abc import Mapping
 from typing import Optional, Union
 import attrs
 import numpy as np
@@ -27,12 +28,22 @@ class ExpectResult:
   ok: bool
   message: str
 
+class BufferMemory(Mapping):
+  """buffer name -> final bytes, read from the emulator's memory when asked (a huge, barely touched buffer is never
+  copied unless someone looks at it)."""
+  def __init__(self, read, buffers: dict): self._read, self._buffers = read, buffers
+  def __getitem__(self, name: str) -> bytes:
+    a, n = self._buffers[name]
+    return self._read(a, n)
+  def __iter__(self): return iter(self._buffers)
+  def __len__(self) -> int: return len(self._buffers)
+
 @attrs.define
 class RunResult:
   file: str
   launches: int
   seed: Optional[int]
-  memory: dict          # buffer name -> final bytes
+  memory: Mapping       # buffer name -> final bytes (BufferMemory)
   signals: dict         # signal name -> final 32-bit value
   queues: dict          # queue name -> QueueStats
   time_us: float
@@ -99,10 +110,27 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
   return ExpectResult(e["line"], e["buffer"], False,
                       f"`{e['buffer']}` element {i}: got {got[i]}, expected {want[i]} ({len(bad)} of {n} differ)")
 
+def physical_memory() -> int:
+  try: return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+  except (ValueError, OSError, AttributeError): return 16 << 30
+
+def _check_memory(prog: Program, img, limit: int) -> None:
+  """The emulator maps the whole memory plan; pages cost memory only once touched, but a plan bigger than the limit
+  (default: the machine's RAM) could exhaust it, so it is refused up front."""
+  from ..diagnostics import Diagnostic
+  total = sum(max(r.size, 1) for r in img.regions)
+  if total <= limit: return
+  big = max(prog.buffers, key=lambda b: b.size, default=None)
+  raise HcqError([Diagnostic("bounds", f"the program's memory plan is {total} bytes ({total / 2**30:.1f} GiB), more than "
+                             f"the emulator's limit of {limit} bytes ({limit / 2**30:.1f} GiB); pages are allocated only "
+                             f"when touched, so raise the limit with `--max-memory` if the program touches little of it",
+                             big.span if big is not None else None)])
+
 def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
-        kernels: str = "auto", indirect: bool = False) -> RunResult:
+        kernels: str = "auto", indirect: bool = False, max_memory: Optional[int] = None,
+        kernel_timeout: Optional[float] = 10.0) -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
@@ -113,11 +141,12 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   from ..compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter
-  from .kernels import make_kernel, KernelError
+  from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
   from ..static import check_launches
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
+  _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
   emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
   emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
@@ -134,20 +163,25 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
+  # C kernels run in a worker process (a crash or a hang is a fault at the exec) unless kernel_timeout is None
+  worker = Worker(kernel_timeout) if kernel_timeout is not None else None
   try:
-    for k in img.kernels:
-      arch = arch_of.get(k["device"], target)
-      if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
-        from .rdna3 import AmdKernel
-        fn = AmdKernel(k["name"], arch)
-      else: fn = make_kernel(kdecl[k["name"]])
-      emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
-  except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
-  if emu.fault is None: emu.run(sub.host(launches))
+    try:
+      for k in img.kernels:
+        arch = arch_of.get(k["device"], target)
+        if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
+          from .rdna3 import AmdKernel
+          fn = AmdKernel(k["name"], arch)
+        else: fn = make_kernel(kdecl[k["name"]], worker=worker)
+        emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
+    except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
+    if emu.fault is None: emu.run(sub.host(launches))
+  finally:
+    if worker is not None: worker.close()
   def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch
     vals = img.var_values.get(f"{name}.addr")
     return a if not vals else a - vals[0] + vals[min(launches, len(vals)) - 1]
-  mem = {name: emu.read(last(name, a), n) for name, (a, n) in img.buffers.items()}
+  mem = BufferMemory(emu.read, {name: (last(name, a), n) for name, (a, n) in img.buffers.items()})
   sigs = {name: emu.mem.r32(a) for name, a in img.signals.items()}
   queues = {}
   for e in emu.engines:

@@ -22,16 +22,31 @@ def add_run_args(p) -> None:
                  help="submit each launch as an INDIRECT_BUFFER to resident command-buffer copies patched in place "
                       "(tinygrad's bound path) instead of copying the commands onto the ring")
   add_no_check_arg(p)
+  p.add_argument("--kernel-timeout", type=float, default=10.0, metavar="SECONDS",
+                 help="wall-clock limit per C kernel call, which runs in a worker process so a crash or a hang is a "
+                      "device fault at its exec (default 10; 0: run C kernels in this process, faster and unguarded)")
+  p.add_argument("--max-memory", metavar="SIZE", help="largest memory plan the emulator maps, e.g. 64G (default: this "
+                 "machine's RAM; pages are allocated only when touched)")
+
+_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+def parse_size(text: str) -> int:
+  t = text.strip().upper().removesuffix("B").removesuffix("I")
+  try: return int(float(t[:-1] if t[-1:] in _UNITS else t) * _UNITS[t[-1] if t[-1:] in "KMGT" else ""])
+  except (ValueError, IndexError): raise ValueError(f"--max-memory takes a size like 512M or 64G, got `{text}`")
 
 def cli_run(a) -> int:
   from ..diagnostics import HcqError, render_text
   from . import run, compare
   if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)
   var_values = parse_vars(a.var)
+  try: max_memory = parse_size(a.max_memory) if a.max_memory is not None else None
+  except ValueError as e: raise UsageError(str(e))
   kw = dict(launches=a.launches, target=a.target, var_values=var_values, filename=a.file, timeout_us=a.timeout * 1e6,
-            kernels=a.kernels, indirect=a.indirect)
+            kernels=a.kernels, indirect=a.indirect, max_memory=max_memory, kernel_timeout=a.kernel_timeout or None)
   try:
     from ..syntax import parse_with_diagnostics
     from ..diagnostics import has_errors

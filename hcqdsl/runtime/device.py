@@ -13,7 +13,7 @@ real-hardware device (tinygrad) implements the same calls over its mapped memory
 spinning on signal memory with a timeout.
 """
 from __future__ import annotations
-import bisect, sys
+import bisect, mmap, sys
 from typing import Optional
 import attrs
 import numpy as np
@@ -50,11 +50,24 @@ class Device:
     self.write(addr, (value & 0xFFFFFFFF).to_bytes(4, "little"))
   def run(self, host): raise NotImplementedError
 
+_NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)  # Python < 3.12: no name
+
+MAPPINGS = [0]   # shared mappings made so far: a kernel worker forked before the latest one cannot see it
+
+def _zeros(n: int) -> np.ndarray:
+  """n zero bytes in an anonymous *shared* mapping without swap reservation: a huge buffer the program barely touches
+  costs the pages it touches (np.zeros would be refused past the kernel's overcommit heuristic), and a forked kernel
+  worker (kernels.Worker) writes the same pages the emulator reads."""
+  if not hasattr(mmap, "MAP_ANONYMOUS"): return np.zeros(n, np.uint8)
+  m = mmap.mmap(-1, max(n, 1), flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
+  MAPPINGS[0] += 1
+  return np.frombuffer(m, np.uint8)[:n]
+
 class MemRegion:
   __slots__ = ("base", "end", "size", "name", "device", "u8", "u32", "m8", "m32")
   def __init__(self, base: int, size: int, name: str, device: Optional[str]):
     self.base, self.size, self.end, self.name, self.device = base, size, base + size, name, device
-    self.u8 = np.zeros(size + (-size % 8), np.uint8)  # padded so the u32 view covers every byte
+    self.u8 = _zeros(size + (-size % 8))  # padded so the u32 view covers every byte
     self.u32 = self.u8.view("<u4")
     # memoryviews of the same bytes for the emulator's per-packet accesses: indexing one reads or writes a Python
     # int and slice assignment is a memmove, several times cheaper than numpy scalar access (the native format

@@ -284,17 +284,16 @@ SDMA_OPS: dict[str, Callable] = {
   "CONSTANT_FILL": lambda f, c: (_const_fill, (f["dst_addr"], f["count"] + 1, f["src_data_31_0"], f["fillsize"] == 2)),
 }
 
-def _pm4_len(h: int, get) -> int: return ((h >> 16) & 0x3FFF) + 2 if h >> 30 == 3 else 1
-
-class _SdmaLen:
-  def __init__(self, dec): self.dec, self.memo = dec, {}
+class _Length:
+  """The decoder's packet-length rule (amd.pm4.packet_length, amd.sdma.Decoder.packet_length), memoized by header
+  dword; -1 in `memo`: the length is in a later dword (SDMA WRITE_UNTILED)."""
+  def __init__(self, rule, header_only): self.rule, self.header_only, self.memo = rule, header_only, {}
   def __call__(self, h: int, get) -> int:
     n = self.memo.get(h)
     if n is None:
-      name = self.dec.ops.get((h & 0xFF, (h >> 8) & 0xFF))
-      n = self.memo[h] = -1 if name == "WRITE_UNTILED" else 1 if name is None else \
-        1 + ((h >> 16) & 0x3FFF) if name == "NOP" else self.dec.lengths[name]
-    return n if n > 0 else 5 + (get(3) & 0xFFFFF)
+      n = self.memo[h] = self.header_only(h)
+      if len(self.memo) > 1 << 16: self.memo.clear()  # random rings: do not grow without bound
+    return n if n > 0 else self.rule(h, get)
 
 class _Codec:
   """Per (engine kind, arch) of one machine: decoder, length function, handler table and the content-addressed op
@@ -305,13 +304,13 @@ class _Codec:
     self.fast = not m.tracing  # traced runs use the generic handlers, which record trace events and flows
     self.unit = 4 if kind == "pm4" else 1  # bytes per write-pointer unit: PM4 counts dwords, SDMA bytes
     if kind == "pm4":
-      self.dec, self.length, self.table = pm4.decoder(arch), _pm4_len, PM4_OPS
+      self.dec, self.length, self.table = pm4.decoder(arch), _Length(pm4.packet_length, pm4.packet_length), PM4_OPS
       enc = pm4.encoder(arch)
       self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
       self.R_NUM_THREAD = enc.START_X[1] + 3   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
     else:
       self.dec, self.table = sdma.decoder(arch), SDMA_OPS
-      self.length = _SdmaLen(self.dec)
+      self.length = _Length(self.dec.packet_length, lambda h, d=self.dec: d.header_length(h) or -1)
       self.R_PGM_LO = self.R_UD = -1
     self.cache: dict = {}
     self.names: list = []   # op index -> packet name
@@ -430,15 +429,13 @@ class Engine:
     arr = ring[x:y] if x < y else np.concatenate((ring[x:], ring[:y]))
     lst, buf, pc = arr.tolist(), arr.tobytes(), self.pcache
     cache, op_of = self.codec.cache, self.codec.op
-    memo = None if self.kind == "pm4" else self.length.memo
+    memo = self.length.memo
     i, n_all = 0, len(lst)
     try:
       while i < n_all:
         h = lst[i]
-        if memo is None: n = ((h >> 16) & 0x3FFF) + 2 if h >> 30 == 3 else 1
-        else:
-          n = memo.get(h)
-          if n is None or n < 0: n = self.length(h, lambda k: lst[i + k])
+        n = memo.get(h)
+        if n is None or n < 0: n = self.length(h, lambda k: lst[i + k] if i + k < n_all else 0)
         j = i + n
         if j > n_all: break
         key = buf[4 * i:4 * j]

@@ -14,12 +14,12 @@ Built-ins (dtype default f32; `n` = elements of the shortest argument involved):
 Anything else (wrong parameter count, unknown name) is a KernelError, reported as a device fault at dispatch.
 """
 from __future__ import annotations
-import ctypes, hashlib, os, pathlib, shutil, subprocess, tempfile
+import ctypes, hashlib, os, pathlib, select, shutil, signal, struct, subprocess, tempfile
 from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
 
-__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "BUILTINS"]
+__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "BUILTINS", "Worker"]
 
 class KernelError(Exception): pass
 
@@ -67,15 +67,91 @@ class KernelFn:
   def __init__(self, name: str, run: Callable, extra_us: float = 0.0, wants_dims: bool = False):
     self.name, self.run, self.extra_us, self.wants_dims, self.dims = name, run, extra_us, wants_dims, ((1, 1, 1), (1, 1, 1))
 
-def make_kernel(k, cache_dir: Optional[str] = None) -> KernelFn:
+class Worker:
+  """Runs C kernels in a forked child process, so a kernel that crashes or never returns becomes a KernelError (a
+  device fault at its `exec`) instead of taking the tool down. The emulated memory is shared anonymous mappings
+  (device._zeros) made before the fork, so the child writes the very pages the emulator reads, at the same
+  addresses: a call is one pipe round trip carrying the function's index and the argument pointers. A worker is
+  forked on the first call and again after a crash, a timeout, or a new function or mapping it cannot see."""
+  def __init__(self, timeout_s: float = 10.0):
+    self.timeout_s, self.funcs, self.pid, self.seen = timeout_s, [], None, (0, 0)
+
+  def add(self, fn, dims=None) -> int:
+    """Register a C function (and its library's hcq_grid/hcq_block arrays, if any); returns its index for `call`."""
+    self.funcs.append((fn, dims))
+    return len(self.funcs) - 1
+
+  def _fork(self):
+    from .device import MAPPINGS
+    self.close()
+    req_r, req_w = os.pipe()
+    resp_r, resp_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: call kernels until the pipe closes; never returns into the caller's code
+      try:
+        import faulthandler
+        faulthandler.disable()   # the parent reports the crash; no Python traceback dump from the child
+        os.close(req_w); os.close(resp_r)
+        def read(n: int) -> bytes:
+          b = b""
+          while len(b) < n:
+            more = os.read(req_r, n - len(b))
+            if not more: raise EOFError
+            b += more
+          return b
+        while True:
+          fid, n, has_dims = struct.unpack("<III", read(12))
+          kinds, vals = read(n), struct.unpack(f"<{n}Q", read(8 * n))
+          fn, dims = self.funcs[fid]
+          if has_dims:
+            d = struct.unpack("<6I", read(24)); dims[0][:], dims[1][:] = d[:3], d[3:]
+          fn(*[ctypes.c_void_p(v) if k else v for k, v in zip(kinds, vals)])
+          os.write(resp_w, b"\1")
+      except EOFError: pass
+      finally: os._exit(0)
+    os.close(req_r); os.close(resp_w)
+    self.pid, self.req, self.resp, self.seen = pid, req_w, resp_r, (len(self.funcs), MAPPINGS[0])
+
+  def call(self, fid: int, args: list, dims=None) -> None:
+    """Run function `fid` on `args` (byte views: their address is passed; ints: scalar parameters)."""
+    from .device import MAPPINGS
+    if self.pid is None or self.seen != (len(self.funcs), MAPPINGS[0]): self._fork()
+    kinds = bytes(type(a) is not int for a in args)
+    vals = [a & (2**64 - 1) if type(a) is int else a.ctypes.data for a in args]
+    msg = struct.pack(f"<III{len(args)}s{len(args)}Q", fid, len(args), dims is not None, kinds, *vals)
+    if dims is not None: msg += struct.pack("<6I", *dims[0], *dims[1])
+    os.write(self.req, msg)
+    ready, _, _ = select.select([self.resp], [], [], self.timeout_s)
+    if ready and os.read(self.resp, 1) == b"\1": return
+    if not ready: os.kill(self.pid, signal.SIGKILL)
+    _, status = os.waitpid(self.pid, 0)
+    self.pid = None
+    os.close(self.req); os.close(self.resp)
+    if not ready: raise KernelError(f"did not return within {self.timeout_s:g} s (`--kernel-timeout`): killed")
+    sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+    raise KernelError(f"crashed ({signal.Signals(sig).name if sig else f'exit status {os.WEXITSTATUS(status)}'})")
+
+  def close(self):
+    if self.pid is None: return
+    os.close(self.req); os.close(self.resp)   # the child reads EOF and exits
+    os.waitpid(self.pid, 0)
+    self.pid = None
+
+def make_kernel(k, cache_dir: Optional[str] = None, worker: Optional[Worker] = None) -> KernelFn:
   """A KernelFn for an ir.Kernel. C source wins over builtin (it is the emitted, exact one); no implementation (or only
-  an AMD code object, which the emulator cannot execute) touches nothing."""
+  an AMD code object, which the emulator cannot execute) touches nothing. C kernels run in `worker` when given, else
+  in this process (faster, but a crashing kernel takes the process down)."""
   impl = k.impl
   if impl is not None and impl.c_source is not None:
     fn = compile_c(impl.c_source, k.name, len(k.params), cache_dir, [_CTYPE.get(p.mode, ctypes.c_void_p) for p in k.params])
     # launch dims: a C kernel that defines `unsigned int hcq_grid[3], hcq_block[3];` finds each dispatch's there
     try: dims = ((ctypes.c_uint32 * 3).in_dll(fn.lib, "hcq_grid"), (ctypes.c_uint32 * 3).in_dll(fn.lib, "hcq_block"))
     except ValueError: dims = None
+    if worker is not None:
+      fid = worker.add(fn, dims)
+      def run_w(views): worker.call(fid, views, kf.dims if dims is not None else None)
+      kf = KernelFn(k.name, run_w, wants_dims=dims is not None)
+      return kf
     def run_c(views):  # buffers are byte views, scalar parameters ints
       if dims is not None: dims[0][:], dims[1][:] = kf.dims
       fn(*[v if type(v) is int else ctypes.c_void_p(v.ctypes.data) for v in views])

@@ -33,7 +33,7 @@ COPIES = 4   # indirect mode: command-buffer copies per queue, used in turn (lau
 SMALL = 16   # a var with at most this many patch sites is written dword by dword (cheaper than a numpy scatter)
 
 RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue's commands, rounded up to a power of 2
-RING_OFFSET = 0x0800_0000_0000  # rings sit here inside each device's part of the address space
+from ..amd.layout import RING_OFFSET  # rings sit here inside each device's part of the address space
 
 def _expr(var, add) -> str:
   if var is None: return str(add & M32)
@@ -170,6 +170,7 @@ class Submitter:
     if any(not qs.pm4 for qs in self.queues.values()):
       t = get_target(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4)).sdma
       self.sdma_nop = lambda n: t.SDMA_OP_NOP | t.SDMA_PKT_NOP_HEADER_COUNT(n - 1)
+      self.sdma_nop_max = t.SDMA_PKT_NOP_HEADER_count_mask + 1   # dwords one NOP can cover (its count field)
     self._dev_index = dev_index
 
   # ---- variables and patches
@@ -224,8 +225,8 @@ class Submitter:
       ring[pos:pos + split] = t[:split]
       self._seg(qs, abs_dw, 0, split, launch)
       p, left = pos + split, pad
-      while left:  # NOP count is 14 bits
-        k = min(left, 0x4000)
+      while left:
+        k = min(left, self.sdma_nop_max)
         ring[p] = self.sdma_nop(k); ring[p + 1:p + k] = 0
         p += k; left -= k
       ring[:qs.ndw - split] = t[split:]

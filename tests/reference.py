@@ -1,0 +1,128 @@
+"""The reference semantics of the language spec, literally, as the test oracle for `check`: every interleaving of every
+step of the unrolled program, full states (steps executed per sequence, signal values) deduplicated, no reduction.
+
+Deliberately independent of hcqdsl.check (its own unrolling from the IR, its own verdicts): only the parser and the
+IR are shared. Verdicts are keyed by source lines, so generated programs put one statement per line.
+"""
+from __future__ import annotations
+import re
+from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Epoch, Submit
+
+MASK = (1 << 32) - 1
+
+class TooBig(Exception):
+  """More states than the caller allowed: the test generated a program outside the oracle's domain (a test bug)."""
+
+def _steps(program: Program, launches: int):
+  """Per sequence (host first), per launch, its steps: (kind, signal, value, accesses, line, submitted queues)."""
+  sigs = {s.name: s for s in program.signals}
+  bufs = {b.name: b for b in program.buffers}
+  modes = {k.name: [p.mode for p in k.params] for k in program.kernels}
+  queues = program.queues
+  def rng(sl, mode):
+    b = bufs[sl.buffer.name]
+    return (b.name, 0 if sl.start is None else sl.start, b.size if sl.end is None else sl.end, mode)
+  def step(st, q, k):
+    env = {v: k for v in program.vars}
+    line = st.span.line if st is not None and st.span is not None else None
+    if isinstance(st, (Wait, SignalWrite)):
+      v = st.value.offset + (env[st.value.var.name] if st.value.var is not None else 0)
+      return ("wait" if isinstance(st, Wait) else "write", st.signal.name, v, (), line, ())
+    if isinstance(st, Epoch):
+      return ("wait", f"{q.device.name}.timeline", k - 1, (), line, ())
+    if isinstance(st, Exec):
+      return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])), line, ())
+    if isinstance(st, Copy):
+      return ("access", None, None, (rng(st.src, "in"), rng(st.dst, "out")), line, ())
+    return ("nop", None, None, (), line, ())
+  host = list(program.host.body) if program.host is not None else []
+  named = set()
+  subs = []   # per host statement: the queues its submit hands over (a queue: its first submit, or a bare one)
+  for st in host:
+    if isinstance(st, Submit):
+      qs = [q.name for q in queues if q.name not in named and (not st.queues or q.name in {r.name for r in st.queues})]
+      named |= set(qs); subs.append(tuple(qs))
+    else: subs.append(None)
+  implicit = tuple(q.name for q in queues if q.name not in named)
+  hsteps = []
+  for k in range(1, launches + 1):
+    launch = ([("submit", None, None, (), None, implicit)] if implicit else [])
+    launch += [("submit", None, None, (), st.span.line, subs[n]) if isinstance(st, Submit) else step(st, None, k)
+               for n, st in enumerate(host)]
+    hsteps.append(launch)
+  seqs = [("host", hsteps)] + [(q.name, [[step(st, q, k) for st in q.body] for k in range(1, launches + 1)]) for q in queues]
+  return seqs, {s: sigs[s].init for s in sigs}
+
+def _conflict(a, b) -> bool:
+  return a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and (a[3] != "in" or b[3] != "in")
+
+def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict:
+  """{"deadlock": {wait line: first launch}, "race": {(frozenset of the two lines, buffer): first launch (the larger
+  of the two)}, "signal-race": {frozenset of lines: first launch}, "non-monotonic": {write line: {lines of the other
+  uses}}, "overflow": {line}}; `states`: how many were explored."""
+  seqs, init = _steps(program, launches)
+  names = [n for n, _ in seqs]
+  flat = []    # per sequence: [(launch, step)]
+  for _, per in seqs: flat.append([(k + 1, s) for k, steps in enumerate(per) for s in steps])
+  overflow = {s[4] for f in flat for _, s in f if s[0] in ("wait", "write") and not 0 <= s[2] <= MASK}
+  flat = [[(k, (s[0], s[1], s[2] & MASK if s[2] is not None else None, s[3], s[4], s[5])) for k, s in f] for f in flat]
+  # the host position (steps done) after which queue q's launch k may start
+  gate = {}
+  for p, (k, s) in enumerate(flat[0]):
+    if s[0] == "submit":
+      for q in s[5]: gate[(q, k)] = p + 1
+  sig_names = sorted(init)
+  start = (tuple(0 for _ in flat), tuple(init[s] & MASK for s in sig_names))
+  sidx = {s: n for n, s in enumerate(sig_names)}
+  out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": overflow}
+  def least(d, key, k):
+    if key not in d or k < d[key]: d[key] = k
+  seen, stack = {start}, [start]
+  while stack:
+    done, vals = stack.pop()
+    about = []   # (seq, launch, step) about to run: not finished and (a queue) its launch submitted
+    for i, f in enumerate(flat):
+      if done[i] == len(f): continue
+      k, s = f[done[i]]
+      if i and done[0] < gate[(names[i], k)]: continue
+      about.append((i, k, s))
+    for n, (i, ki, a) in enumerate(about):
+      for j, kj, b in about[n + 1:]:
+        for x in a[3]:
+          for y in b[3]:
+            if _conflict(x, y): least(out["race"], (frozenset((a[4], b[4])), x[0]), max(ki, kj))
+        if a[0] == b[0] == "write" and a[1] == b[1]: least(out["signal-race"], frozenset((a[4], b[4])), max(ki, kj))
+      if a[0] == "write" and a[2] < vals[sidx[a[1]]]:
+        for j, kj, b in about:
+          if j != i and b[0] in ("wait", "write") and b[1] == a[1]: out["non-monotonic"].setdefault(a[4], set()).add(b[4])
+    can = [(i, k, s) for i, k, s in about if s[0] != "wait" or vals[sidx[s[1]]] >= s[2]]
+    if not can:
+      if any(done[i] < len(f) for i, f in enumerate(flat)):
+        for i, k, s in about: least(out["deadlock"], s[4], k)  # all of them are waits that do not hold
+      continue
+    for i, k, s in can:
+      nd = done[:i] + (done[i] + 1,) + done[i + 1:]
+      nv = vals
+      if s[0] == "write": nv = vals[:sidx[s[1]]] + (s[2],) + vals[sidx[s[1]] + 1:]
+      nxt = (nd, nv)
+      if nxt not in seen:
+        if len(seen) >= max_states: raise TooBig(f"more than {max_states} states")
+        seen.add(nxt); stack.append(nxt)
+  out["states"] = len(seen)
+  return out
+
+def from_diagnostics(diags) -> dict:
+  """The same shape from `check`'s diagnostics (plus "incomplete": how many such notes). `deadlock` reports one cause
+  each, the other blocked waits as related locations: those map to None (their launch is the cause's state's)."""
+  out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": set(), "incomplete": 0}
+  for d in diags:
+    if d.code == "deadlock":   # one report per cause; the other blocked waits are its related locations
+      out["deadlock"][d.span.line] = d.extra["launch"]
+      for r in d.related:
+        if re.search(r" waits (for|forever for) \S+ >= ", r.message): out["deadlock"].setdefault(r.span.line, None)
+    elif d.code == "race": out["race"][(frozenset((d.span.line, d.extra["other"]["line"])), d.extra["buffer"])] = d.extra["launch"]
+    elif d.code == "signal-race": out["signal-race"][frozenset((d.span.line, d.related[0].span.line))] = d.extra["launch"]
+    elif d.code == "non-monotonic": out["non-monotonic"][d.span.line] = {r.span.line for r in d.related}
+    elif d.code == "overflow": out["overflow"].add(d.span.line)
+    elif d.code == "incomplete": out["incomplete"] += 1
+  return out

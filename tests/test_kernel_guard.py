@@ -1,0 +1,45 @@
+"""User C kernels cannot take the tool down (issue 11, item 5): a kernel that crashes or never returns is a device
+fault at its `exec` line; `run` exits 1, not with a signal."""
+import pytest
+from hcqdsl.runtime import run
+from hcqdsl.runtime.kernels import find_cc
+from hcqdsl.cli import main
+
+pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler: apt-get install gcc")
+
+PROG = '''device g0 = AMD:0
+buffer a on g0 size 64
+kernel ok(out x) = c "void ok(int *x) { x[0] = 42; }"
+kernel bad(out x) = c "void bad(int *x) { *(volatile int *)0 = x[0]; }"
+kernel spin(out x) = c "void spin(volatile int *x) { for (;;) x[1]++; }"
+kernel quit(out x) = c "void exit(int); void quit(int *x) { exit(3); }"
+queue q compute on g0 {
+  exec ok(a)
+  exec KERNEL(a)
+  exec ok(a[4:64])
+}
+expect a[0:8] == i32 [42, 42]
+'''
+
+@pytest.mark.parametrize("kernel,why", [("bad", "crashed (SIGSEGV)"), ("quit", "crashed (exit status 3)"),
+                                        ("spin", "did not return within 0.5 s (`--kernel-timeout`): killed")])
+def test_bad_kernel_is_a_fault_at_its_exec(kernel, why):
+  r = run(PROG.replace("KERNEL", kernel), kernel_timeout=0.5)
+  assert r.fault is not None and r.fault.line == 9 and r.fault.message == f"kernel `{kernel}`: {why}"
+  assert not r.ok
+
+def test_worker_writes_the_emulated_memory():
+  r = run(PROG.replace("KERNEL", "ok"))
+  assert r.ok and r.buffer("a", "i32")[:2].tolist() == [42, 42]
+  r = run(PROG.replace("KERNEL", "ok"), kernel_timeout=None)   # in-process, unguarded
+  assert r.ok and r.buffer("a", "i32")[:2].tolist() == [42, 42]
+
+def test_cli_exit_status(tmp_path, capsys):
+  f = tmp_path / "k.hcq"
+  f.write_text(PROG.replace("KERNEL", "bad"))
+  assert main(["run", str(f)]) == 1
+  out = capsys.readouterr().out
+  assert "kernel `bad`: crashed (SIGSEGV)" in out and "from line 9: `exec bad(a)`" in out
+  f.write_text(PROG.replace("KERNEL", "spin"))
+  assert main(["run", str(f), "--kernel-timeout", "0.3"]) == 1
+  assert main(["run", str(f), "--kernel-timeout", "-1"]) == 2
