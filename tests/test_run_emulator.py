@@ -177,3 +177,18 @@ def test_traced_run_matches_untraced():
   assert plain.memory == traced.memory and plain.time_us == traced.time_us
   assert {q: (s.packets, s.by_name, s.time_us) for q, s in plain.queues.items()} == \
          {q: (s.packets, s.by_name, s.time_us) for q, s in traced.queues.items()}
+
+def test_hang_names_the_writes_that_could_release_each_wait():
+  """Hang triage: each stuck wait says which statement's write could release it and where that sequence stands, or
+  that nothing in the program writes the signal."""
+  import hcqdsl.runtime as rt
+  text = ("device g = AMD:0\nsignal a on g\nsignal b on g\nsignal never on g\n"
+          "queue p compute on g {\n  wait b >= 1\n  signal a = 1\n}\n"
+          "queue q copy on g {\n  wait a >= 1\n  signal b = 1\n}\n"
+          "queue r compute on g {\n  wait never >= 1\n}\n")
+  res = rt.run(text, filename="t.hcq")
+  rel = {b.queue: b.release for b in res.hang.blocked}
+  assert rel == {"p": "could be released by q's `signal b = 1` at line 11 (q is blocked at line 10)",
+                 "q": "could be released by p's `signal a = 1` at line 7 (p is blocked at line 6)",
+                 "r": "nothing in the program writes `never`: no queue can release this wait"}
+  assert "      could be released by q's `signal b = 1` at line 11 (q is blocked at line 10)" in str(res.hang).splitlines()

@@ -187,6 +187,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   for e in emu.engines:
     qs = sub.queues[e.name]
     queues[e.name] = QueueStats(e.name, qs.qi.engine, e.device, e.packets, dict(e.by_name), e.clock, qs.patched)
+  if emu.hang is not None: _name_releasers(prog, emu.hang)
   res = RunResult(img.file if isinstance(program, Program) else filename, launches, seed, mem, sigs, queues, emu.time_us,
                   emu.host_actor.steps if emu.host_actor else 0, emu.hang, emu.fault)
   if emu.hang is None and emu.fault is None:
@@ -195,6 +196,25 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
     from .trace import chrome_trace
     res.trace = chrome_trace(emu)
   return res
+
+def _name_releasers(prog: Program, hang) -> None:
+  """For each wait in a hang: the program's writes to its signal, and where their sequences stand (blocked at their own
+  wait, or finished without bringing the value), or that nothing in the program writes the signal at all."""
+  from ..ir import SignalWrite
+  at = {b.queue: b.line for b in hang.blocked if b.line}
+  seqs = [(q.name, q.body) for q in prog.queues] + ([("host", prog.host.body)] if prog.host else [])
+  for b in hang.blocked:
+    if b.reason != "wait" or not b.signal: continue
+    writers = [(name, st) for name, body in seqs for st in body if isinstance(st, SignalWrite) and st.signal.name == b.signal]
+    if not writers:
+      b.release = f"nothing in the program writes `{b.signal}`: no queue can release this wait"; continue
+    parts = []
+    for name, st in writers[:4]:
+      line = st.span.line if st.span else None
+      state = (f"{name} is blocked at line {at[name]}" if name in at and (line is None or at[name] < line) else
+               f"{name} is blocked at line {at[name]}, after it" if name in at else f"{name} did not bring it to {b.needed}")
+      parts.append(f"{name}'s `signal {b.signal} = {st.value}` at line {line} ({state})")
+    b.release = "could be released by " + "; ".join(parts) + (f"; and {len(writers) - 4} more" if len(writers) > 4 else "")
 
 def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
   """Run once per seed; returns (results, races): races lists each buffer whose final bytes differ between the

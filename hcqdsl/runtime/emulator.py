@@ -81,6 +81,7 @@ class Blocked:
   line: Optional[int] = None
   stmt: Optional[str] = None
   reason: str = "wait"       # wait | ring-full | timeout
+  release: Optional[str] = None  # which statement's write could release the wait, or that none can
   def __str__(self):
     where = f"ring offset {self.ring_offset:#x} {self.packet.name if self.packet else ''}".rstrip() if self.ring_offset is not None else "host"
     if self.reason == "ring-full": what = f"ring full: needs {self.needed} free bytes, has {self.now}"
@@ -88,6 +89,7 @@ class Blocked:
     s = f"{self.queue}{f' ({self.device})' if self.device else ''} [{where}]: {what}"
     if self.reason == "timeout": s += " (timed out)"
     if self.line: s += f"\n      at line {self.line}: `{self.stmt}` (launch {self.launch})"
+    if self.release: s += f"\n      {self.release}"
     return s
 
 @attrs.define
