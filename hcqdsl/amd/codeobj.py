@@ -2,7 +2,7 @@
 .rodata, as tinygrad's AMDProgram reads it) or made up for a kernel without code (the synthetic descriptor, see
 docs/amd.md)."""
 from __future__ import annotations
-import ctypes, struct
+import ctypes, functools, struct
 import attrs
 from tinygrad.runtime.autogen import amdgpu_kd, hsa
 from .targets import Target
@@ -11,8 +11,13 @@ KD = amdgpu_kd.llvm_amdhsa_kernel_descriptor_t
 KD_SIZE = ctypes.sizeof(KD)
 ENTRY_OFFSET = 256          # code starts 256 bytes after the descriptor: COMPUTE_PGM_LO holds address >> 8
 SYNTH_MAGIC = b"HCQKERN\0"  # at descriptor + 64 in a synthetic code object, followed by the kernel name
-# s_endpgm: SOPP opcode 1 on gfx9/10, 48 on gfx11/12 (the synthetic kernel's only instruction)
-S_ENDPGM = {9: 0xBF810000, 11: 0xBFB00000, 12: 0xBFB00000}
+
+@functools.cache
+def s_endpgm(gen: int) -> bytes:
+  """The synthetic kernel's only instruction, encoded by tinygrad's instruction classes for the generation's ISA."""
+  import importlib
+  isa = {9: "cdna", 11: "rdna3", 12: "rdna4"}[gen]
+  return importlib.import_module(f"tinygrad.runtime.autogen.amd.{isa}.ins").s_endpgm().to_bytes()
 
 @attrs.frozen
 class CodeObject:
@@ -42,7 +47,7 @@ def synthetic(t: Target, name: str, nparams: int) -> CodeObject:
   kd.kernel_code_properties = hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_SGPR_KERNARG_SEGMENT_PTR | \
                               (hsa.AMD_KERNEL_CODE_PROPERTIES_ENABLE_WAVEFRONT_SIZE32 if t.gen != 9 else 0)
   body = bytes(kd) + SYNTH_MAGIC + name.encode()[:ENTRY_OFFSET - KD_SIZE - len(SYNTH_MAGIC) - 1]
-  img = body.ljust(ENTRY_OFFSET, b"\0") + struct.pack("<I", S_ENDPGM[t.gen if t.gen != 10 else 9])
+  img = body.ljust(ENTRY_OFFSET, b"\0") + s_endpgm(t.gen)
   return CodeObject(img, 0, ENTRY_OFFSET, rsrc1, rsrc2, 0, t.gen != 9, 8 * nparams, 0, 0, False, False, True)
 
 def from_elf(t: Target, blob: bytes) -> CodeObject:

@@ -6,6 +6,10 @@ from tinygrad.runtime.autogen.am import pm4_nv
 from .targets import Target, get_target, unmasked
 from .packet import Walker, Packet, raw_packet, join64, M32
 
+# SET_UCONFIG_REG's offsets count from here (the same in pm4_nv and pm4_soc15); the emulator keys those registers by
+# their absolute address, apart from the SH registers it keys by SET_SH_REG offset
+UCONFIG_REG_START = pm4_nv.PACKET3_SET_UCONFIG_REG_START
+
 # the PM4 header's framing (pm4_soc15 defines it the same): packet type, count (body dwords - 1), type-3 opcode
 packet_type, packet_count, packet_opcode = pm4_nv.CP_PACKET_GET_TYPE, pm4_nv.CP_PACKET_GET_COUNT, pm4_nv.CP_PACKET3_GET_OPCODE
 

@@ -270,7 +270,7 @@ PM4_OPS: dict[str, Callable] = {
   "ACQUIRE_MEM": lambda f, c: (_nothing, None),     # memory is coherent: cache actions only cost time
   "EVENT_WRITE": lambda f, c: (_nothing, None),     # dispatches complete before the next packet: flushes are free
   "SET_SH_REG": lambda f, c: (_set_reg, (f["reg_offset"], f["values"])),
-  "SET_UCONFIG_REG": lambda f, c: (_set_reg, (0x10000 + f["reg_offset"], f["values"])),
+  "SET_UCONFIG_REG": lambda f, c: (_set_reg, (pm4.UCONFIG_REG_START + f["reg_offset"], f["values"])),
   "DISPATCH_DIRECT": lambda f, c: (_dispatch, (f["dim_x"], f["dim_y"], f["dim_z"], f["dispatch_initiator"])),
   "INDIRECT_BUFFER": lambda f, c: (_ib, (f["ib_base"], f["ib_size"], f["valid"], f["chain"])),
   "WRITE_DATA": lambda f, c: (_write_data, (f["dst_addr_lo"] | f["dst_addr_hi"] << 32, f["data"])),
