@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Optional, Sequence
 import attrs
-from .ir import Span
+from .ir import Span, split_lines
 
 __all__ = ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
            "split_lines", "printable", "summary", "did_you_mean"]
@@ -65,13 +65,6 @@ def did_you_mean(name: str, names) -> str:
   import difflib
   close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
   return f" (did you mean `{close[0]}`?)" if close else ""
-
-def split_lines(text: str) -> list[str]:
-  """The source's lines as the language counts them: split at `\\n`, `\\r\\n` and a lone `\\r` only (never
-  `str.splitlines`, which also splits at `\\f`, `\\v`, `\\x1c`-`\\x1e`, `\\x85`, U+2028 and U+2029). A text ending
-  in a newline has an empty last line, so `split_lines(t)[n - 1]` is line n for every line a span can name."""
-  if "\r" in text: text = text.replace("\r\n", "\n").replace("\r", "\n")
-  return text.split("\n")
 
 def printable(line: str) -> tuple[str, Optional[list]]:
   """`line` as shown in an excerpt: a tab is one space, other unprintable characters are escaped (`\\x0c`, `\\u2028`).

@@ -5,7 +5,7 @@ that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
 from typing import Iterator, Optional
-import functools, re
+import functools
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
@@ -26,9 +26,14 @@ KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size 
 def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
 def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
-@functools.lru_cache(maxsize=4)
-def _lines(source: str) -> list:  # `\r\n` and a lone `\r` end lines too, as in the parser
-  return source.split("\n") if "\r" not in source else re.split(r"\r\n?|\n", source)
+def split_lines(text: str) -> list[str]:
+  """The source's lines as the language counts them: split at `\\n`, `\\r\\n` and a lone `\\r` only (never
+  `str.splitlines`, which also splits at `\\f`, `\\v`, `\\x1c`-`\\x1e`, `\\x85`, U+2028 and U+2029). A text ending
+  in a newline has an empty last line, so `split_lines(t)[n - 1]` is line n for every line a span can name."""
+  if "\r" in text: text = text.replace("\r\n", "\n").replace("\r", "\n")
+  return text.split("\n")
+
+_lines = functools.lru_cache(maxsize=4)(split_lines)
 
 @attrs.frozen
 class Span:
