@@ -1,27 +1,32 @@
-"""Happens-before over an unrolled program, in one pass.
+"""Happens-before over an unrolled program: one execution of its synchronization, then every access at once.
 
-Every sequence runs until it blocks (at a wait whose condition does not hold, or at the start of a launch the host has
-not submitted yet); a write wakes the sequences waiting for a value it reaches. In the exact fragment (writes to each
-signal totally ordered, lowering writes ordered against every other use of their signal) progress is confluent, so
-this one execution decides `deadlock`, and the clocks it builds are the happens-before of every execution.
+The execution: every sequence runs until it blocks (at a wait whose condition does not hold, or at the start of a
+launch the host has not submitted yet); a write wakes the sequences waiting for a value it reaches. In the exact
+fragment (writes to each signal totally ordered, lowering writes ordered against every other use of their signal)
+progress is confluent, so this one execution decides `deadlock`, and the clocks it builds are the happens-before of
+every execution. Only waits, writes and submits take part in it: accesses, barriers and timestamps neither block nor
+order anything.
 
 Clocks: `vc[i][j]` = the last position of sequence j known to happen before sequence i's current step. A wait joins
 the clock of the write that satisfies it (the first write reaching the value since the last lowering write); a
 queue's first step of a launch joins the host's clock at the submit. A join builds a new list and nothing mutates it
-afterwards, so the list itself is the snapshot a write or submit keeps (no copy per write): memory is O(joins *
-sequences) and time O(steps + joins * sequences).
+afterwards, so the list itself is the snapshot a write or submit keeps, and each sequence's history of clocks (the
+position from which each holds) is kept as it goes: O(joins * sequences) memory.
 
-Races: for each buffer we keep its distinct byte ranges (sorted, with the longest length, so the ranges overlapping
-[lo, hi) are found by bisection; while a buffer's ranges are pairwise disjoint, as slices of one buffer usually are,
-only the identical range can overlap and a dict lookup suffices) and, per range and sequence j, the positions of j's
-accesses (one flat list per range: [j, j's writes, j's reads, j', ...]). An access X of sequence i
-is unordered with an earlier-executed access Y of j iff pos(Y) > vc[i][j]: a suffix of the range's positions, empty
-in a race-free program. So an access costs O(log ranges + overlapping ranges * sequences touching them).
+Accesses, afterwards and in numpy: access X of sequence i at position p and a conflicting access Y of j at q (one of
+them writes, their byte ranges overlap, another sequence) race iff neither is ordered before the other: q > C_i(p)[j]
+and p > C_j(q)[i]. Clocks only grow along a sequence, so among j's accesses of one range the first with q > C_i(p)[j]
+is the one to test: O(accesses * sequences sharing their ranges) searches, no execution order needed. A compute
+queue's read that crosses devices draws `visibility` when the last write it is ordered after is not also ordered
+before the queue's latest `barrier` (or the launch start). Only a racy program goes back to Python, to enumerate its
+racing pairs (capped per statement).
 """
 from __future__ import annotations
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from heapq import heappush, heappop
-from itertools import compress
+from itertools import compress, chain
+from operator import itemgetter
+import numpy as np
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 
 __all__ = ["Trace", "happens_before"]
@@ -36,174 +41,98 @@ class Trace:
   def exact(self) -> bool: return not self.violations
 
 def happens_before(u: Unrolled) -> Trace:
+  x = _execute(u)
+  races, vis = _accesses(u, x)
+  return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis=vis, violations=x.violations,
+               wstats=x.wstats, vc=x.vc)
+
+class _Execution:
+  def __init__(self, **kw): self.__dict__.update(kw)
+
+def _execute(u: Unrolled) -> _Execution:
+  """Runs the synchronization. Clocks are not computed as it goes: each join is recorded as a row (the sequence's
+  previous row, the row it joins, the column it raises and to what) and each check on a clock as (row, column, bound);
+  `_clocks` then builds every row at once, level by level, and settles the checks."""
   seqs, N = u.seqs, u.launches
   S = len(seqs)
   lens = [len(s.ops) for s in seqs]
-  totals = [n * N for n in lens]
-  H = lens[0]
-  gates = [s.gate for s in seqs]
-  devs = [s.device for s in seqs]
-  # only a compute queue's reads can see stale caches: SDMA reads memory directly, and `barrier` is no packet there
-  cached = [s.queue is not None and s.queue.engine == "compute" for s in seqs]
+  sync = [s.sync() for s in seqs]
   envs = u.envs
   nsig = len(u.signals)
-  done = [0] * S
-  vc = [[0] * S for _ in range(S)]
   value = list(u.sig_init)
   hv = [[v] for v in value]              # values since the last lowering write: non-decreasing
   hs: list = [[-1] for _ in value]       # their writers' sequence (-1: the initial value),
   hp_: list = [[0] for _ in value]       # position,
-  hc: list = [[None] for _ in value]     # and clock
+  hc: list = [[0] for _ in value]        # and clock row
   lw_s, lw_p = [-1] * nsig, [0] * nsig  # latest write in execution order: its sequence and position
   last_reset: list = [None] * nsig       # latest lowering write
   last_wait = [dict() for _ in range(nsig)]
   waiters: list = [[] for _ in range(nsig)]
   sub: list = [[None] * N for _ in range(S)]
   gate_blocked = [False] * S
-  users = [[[], {}, 0, True] for _ in u.buffers]
-  rb, rusers, idle = u.rebound, {}, u.idle   # a rebound buffer's accesses: one users entry per launch (new memory each launch)
-  bufdev = u.buf_device
-  bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
-  races: dict = {}
-  partners: dict = {}   # (seq, op index, buffer) -> racing statements found: a racy program stops at RACE_CAP each
-  vis: dict = {}
-  violations: list = []
-  wrun = [[0] * n for n in lens]         # per wait statement: instances run,
-  wred = [[0] * n for n in lens]         # and instances already implied by happens-before
+  checks: list = []                      # (row, column, bound, violation): a violation unless clock[row][column] >= bound
+  wrun = [[0] * n for n in lens]         # per wait statement: instances run
+  launch, at = [0] * S, [0] * S          # where each sequence stands: launch, index into its sync ops
+  # clock rows; row 0 is all zeros. Row r = max(row prev[r], row src[r]) with column col[r] raised to val[r]; it holds
+  # for sequence seq[r] from position eff[r] on. lvl: 1 + the levels of the two rows it joins
+  prev, src, col, val_, rseq, eff, lvl = [0], [0], [0], [0], [-1], [0], [0]
+  cur = [0] * S                          # each sequence's current row
+  starts: list = []                      # the rows joining the submit at a launch start (the others: a wait's)
   ready = list(range(S - 1, -1, -1))
-
-  def race(j, q, aj, i, p, ai):
-    kj, ki = (q - 1) // lens[j] + 1, (p - 1) // lens[i] + 1
-    a, b = (j, (q - 1) % lens[j]), (i, (p - 1) % lens[i])
-    key = (min(a, b), max(a, b), aj[0])
-    rank = (max(kj, ki),) + ((kj, ki) if a <= b else (ki, kj))  # the same instance the explorer keeps
-    old = races.get(key)
-    if old is None:
-      races[key] = (rank, (j, q, aj), (i, p, ai))
-      for x in (a, b): partners[x + (aj[0],)] = partners.get(x + (aj[0],), 0) + 1
-    elif rank < old[0]: races[key] = (rank, (j, q, aj), (i, p, ai))
-
-  def scan(j, jw, jr, cj, k2, b, i, idx, pos, acc, m):   # j's accesses of range k2 after cj race with this one
-    oj, Lj = seqs[j].ops, lens[j]
-    for pl, wr in ((jw, True), (jr, False)) if m != R else ((jw, True),):
-      if pl and pl[-1] > cj and partners.get((i, idx, b), 0) < RACE_CAP:
-        n, c = len(pl) - 1, 0
-        while n >= 0 and pl[n] > cj and c < SCAN_CAP and partners.get((i, idx, b), 0) < RACE_CAP:
-          q = pl[n]
-          for a2 in oj[(q - 1) % Lj][1]:
-            if a2[0] == b and a2[4] == k2 and (a2[3] != R) == wr: race(j, q, a2, i, pos, acc)
-          n -= 1; c += 1
 
   while ready:
     i = ready.pop()
-    if done[i] >= totals[i]: continue
-    ops, L, v = seqs[i].ops, lens[i], vc[i]
-    wr_i, wd_i = wrun[i], wred[i]
-    idle_i = idle.get(i)
-    k, idx0 = divmod(done[i], L)
-    p = totals[i]
-    while k < N:   # one launch of this sequence per round, from idx0 until it blocks
-      if idx0 == 0 and i:
+    k = launch[i]
+    if k >= N: continue
+    so, L, v, c = sync[i], lens[i], cur[i], at[i]
+    hsub = sub[i][k][0] if i and k < N and sub[i][k] is not None else 0   # the host position this launch's submit joined
+    n = len(so)
+    wr_i = wrun[i]
+    while k < N:   # one launch of this sequence per round, from sync op c until it blocks
+      if c == 0 and i:
         s_ = sub[i][k]
         if s_ is None:
           gate_blocked[i] = True
-          p = k * L
           break
-        hp, hclk = s_
-        if hp > v[0]:
-          v = vc[i] = list(map(max, v, hclk)); v[0] = hp
-        bar[i] = v
+        hsub, hr = s_
+        hp = hsub
+        prev.append(v); src.append(hr); col.append(0); val_.append(hp); rseq.append(i); eff.append(k * L + 1)
+        x = lvl[v]; y = lvl[hr]; lvl.append((x if x > y else y) + 1)
+        v = len(lvl) - 1
+        starts.append(v)
       envk, base = envs[k], k * L
-      for idx in range(idx0, L):
-        op = ops[idx]
-        kind = op[0]
+      while c < n:
+        idx, op = so[c]
         pos = base + idx + 1
-        if kind == ACCESS:
-          for acc in (op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
-            b, lo, hi, m, key = acc
-            # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
-            # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
-            ub = users[b] if not rb[b] else rusers.setdefault((b, k), [[], {}, 0, True])
-            rmap = ub[1]
-            by = rmap.get(key)
-            if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?
-              keys = ub[0]
-              nk = len(keys)
-              ti = nk if not nk or keys[-1] < key else bisect_left(keys, key)  # ranges mostly come in increasing order
-              if ub[3] and ((ti and keys[ti - 1][1] > lo) or (ti < nk and keys[ti][0] < hi)): ub[3] = False
-            if ub[3]:   # disjoint ranges: only the same range can overlap, and only another sequence's accesses matter
-              cands = (key,) if by is not None and (len(by) > 3 or by[0] != i) else ()
-            elif rmap:
-              keys, lim = ub[0], lo - ub[2]
-              t, cands = bisect_left(keys, (hi,)), []
-              while t > 0:   # the ranges starting before hi, back to where none can reach lo
-                t -= 1
-                k2 = keys[t]
-                if k2[0] <= lim: break
-                if k2[1] > lo: cands.append(k2)
-            else: cands = ()
-            if cands:
-              vis_on = m != W and cached[i]
-              far = bufdev[b] != devs[i]
-              for k2 in cands:
-                e = rmap[k2]
-                for x in range(0, len(e), 3):   # e[x]: a sequence j; e[x + 1], e[x + 2]: its write, read positions
-                  j = e[x]
-                  if j == i: continue
-                  cj = v[j]
-                  pl, jr = e[x + 1], e[x + 2]
-                  # j's accesses after cj are not ordered before this one: its writes race with anything, its reads
-                  # only with a write (so shared read-only data costs nothing)
-                  if (pl and pl[-1] > cj) or (m != R and jr and jr[-1] > cj): scan(j, pl, jr, cj, k2, b, i, idx, pos, acc, m)
-                  if vis_on and pl and (far or devs[j] != devs[i]):
-                    # j's last write ordered before this read: is it also ordered before this queue's last barrier?
-                    lowb = bar[i][j] if bar[i] is not None else 0
-                    n = bisect_right(pl, cj) - 1
-                    if n >= 0 and pl[n] > lowb and (i, idx) not in vis:
-                      q = pl[n]
-                      hit = next(a2 for a2 in seqs[j].ops[(q - 1) % lens[j]][1] if a2[0] == b and a2[4] == k2 and a2[3] != R)
-                      vis[(i, idx)] = (i, pos, acc, j, q, hit)
-                      vis_on = False
-            slot = 0 if m != R else 1
-            if by is None:
-              if ti == nk: keys.append(key)
-              else: keys.insert(ti, key)
-              rmap[key] = [i, [pos], None] if slot == 0 else [i, None, [pos]]
-              if hi - lo > ub[2]: ub[2] = hi - lo
-            else:
-              x, n3 = 0, len(by)
-              while x < n3 and by[x] != i: x += 3
-              if x == n3: by += (i, [pos], None) if slot == 0 else (i, None, [pos])
-              else:
-                x += 1 + slot
-                pl = by[x]
-                if pl is None: by[x] = [pos]
-                elif pl[-1] != pos: pl.append(pos)
-        elif kind == WAIT:
-          s = op[1]
-          need = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
+        kind = op[0]
+        if kind == WAIT:
+          _, s, var, val = op
+          need = (val if var is None else envk[var] + val) & MASK
           if value[s] < need:
             heappush(waiters[s], (need, i))
             break
           # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
           # anything): else the wait could also run, or sit blocked, while it lowers the signal
           r = last_reset[s]
-          if r is not None and r[0] != i and r[1] > v[r[0]]: violations.append(("non-monotonic", r, (i, pos), s))
+          if r is not None and r[0] != i and (r[0] or r[1] > hsub):   # (the submit already ordered the host up to hsub)
+            checks.append((v, r[0], r[1], ("non-monotonic", r, (i, pos), s)))
           x = bisect_left(hv[s], need)
           wj = hs[s][x]
           wr_i[idx] += 1
-          if wj < 0 or wj == i or hp_[s][x] <= v[wj]: wd_i[idx] += 1
-          else:
-            v = vc[i] = list(map(max, v, hc[s][x])); v[wj] = hp_[s][x]
+          if wj >= 0 and wj != i:
+            hr = hc[s][x]
+            prev.append(v); src.append(hr); col.append(wj); val_.append(hp_[s][x]); rseq.append(i); eff.append(pos + 1)
+            x = lvl[v]; y = lvl[hr]; lvl.append((x if x > y else y) + 1)
+            v = len(lvl) - 1
           last_wait[s][i] = pos
         elif kind == WRITE:
-          s = op[1]
-          val = (op[3] if op[2] is None else envk[op[2]] + op[3]) & MASK
+          _, s, var, val = op
+          val = (val if var is None else envk[var] + val) & MASK
           j = lw_s[s]
-          if j >= 0 and j != i and lw_p[s] > v[j]: violations.append(("signal-race", (j, lw_p[s]), (i, pos), s))
+          if j >= 0 and j != i and (j or lw_p[s] > hsub): checks.append((v, j, lw_p[s], ("signal-race", (j, lw_p[s]), (i, pos), s)))
           if val < value[s]:
             for j, wp in last_wait[s].items():
-              if j != i and wp > v[j]: violations.append(("non-monotonic", (i, pos), (j, wp), s))
+              if j != i: checks.append((v, j, wp, ("non-monotonic", (i, pos), (j, wp), s)))
             hv[s], hs[s], hp_[s], hc[s] = [val], [i], [pos], [v]
             last_reset[s] = (i, pos)
           else:
@@ -212,30 +141,209 @@ def happens_before(u: Unrolled) -> Trace:
           lw_s[s] = i; lw_p[s] = pos
           wq = waiters[s]
           while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
-        elif kind == SUBMIT:
+        else:   # SUBMIT
           for q in op[1]:
             sub[q][k] = (pos, v)
             if gate_blocked[q]:
               gate_blocked[q] = False
               ready.append(q)
-        elif kind == BARRIER:
-          bar[i] = v
+        c += 1
       else:
-        k += 1; idx0 = 0
+        k += 1; c = 0
         continue
-      p = base + idx   # blocked at a wait
       break
-    done[i] = p
+    launch[i], at[i], cur[i] = k, c, v
 
+  done = [lens[i] * N if launch[i] >= N else launch[i] * lens[i] + (sync[i][at[i]][0] if at[i] or not gate_blocked[i] else 0)
+          for i in range(S)]
   # a blocked wait must be ordered after the latest lowering write of its signal, or another execution runs it first
   blocked = {}
   for i in range(S):
-    if done[i] >= totals[i]: continue
+    if launch[i] >= N: continue
     if gate_blocked[i]: blocked[i] = "gate"; continue
     blocked[i] = "wait"
     s = seqs[i].ops[done[i] % lens[i]][1]
     r = last_reset[s]
-    if r is not None and r[0] != i and r[1] > vc[i][r[0]]: violations.append(("non-monotonic", r, (i, done[i] + 1), s))
+    if r is not None and r[0] != i: checks.append((cur[i], r[0], r[1], ("non-monotonic", r, (i, done[i] + 1), s)))
+  C = _clocks(S, prev, src, col, val_, lvl)
+  violations = []
+  if checks:
+    row, c_, bound = (np.fromiter(map(itemgetter(f), checks), dtype=np.int64, count=len(checks)) for f in range(3))
+    violations = [checks[n][3] for n in np.flatnonzero(C[row, c_] < bound).tolist()]
+  # a wait whose satisfying write was already ordered before it (or the initial value, or its own write) is redundant
+  rs, cl, vl, pv, ef = (np.asarray(x, dtype=np.int64) for x in (rseq, col, val_, prev, eff))
+  is_wait = rs >= 0
+  is_wait[starts] = False
+  joins = np.flatnonzero(is_wait)
+  joins = joins[C[pv[joins], cl[joins]] < vl[joins]]
+  wred = [list(x) for x in wrun]
+  for i, idx in zip(rs[joins].tolist(), ((ef[joins] - 2) % np.asarray(lens, dtype=np.int64)[rs[joins]]).tolist()):
+    wred[i][idx] -= 1
   wstats = {(i, idx): (wrun[i][idx], wred[i][idx]) for i in range(S) for idx in compress(range(lens[i]), wrun[i])}
-  return Trace(done=done, values=value, blocked=blocked, races=races, vis=vis, violations=violations,
-               wstats=wstats, vc=vc)
+  return _Execution(done=done, values=value, blocked=blocked, violations=violations, wstats=wstats,
+                    vc=[C[cur[i]].tolist() for i in range(S)], C=C, rseq=rs, eff=ef)
+
+def _clocks(S: int, prev, src, col, val, lvl) -> np.ndarray:
+  """Every clock row, built level by level: a row's two inputs are on lower levels, so a level is a few numpy
+  operations whatever its size. Rows are built in level order (a level is a slice) and put back in order at the end."""
+  n = len(lvl)
+  if n == 1: return np.zeros((1, S), dtype=np.int64)
+  lv = np.fromiter(lvl, dtype=np.int64, count=n)
+  order = np.argsort(lv, kind="stable")
+  new = np.empty(n, dtype=np.int64)
+  new[order] = np.arange(n)                  # a row's place in level order
+  bounds = np.searchsorted(lv[order], np.arange(1, int(lv[order[-1]]) + 2)).tolist()
+  pv, sr = (new[np.fromiter(x, dtype=np.int64, count=n)[order]] for x in (prev, src))
+  flat = np.arange(n, dtype=np.int64) * S + np.fromiter(col, dtype=np.int64, count=n)[order]   # the raised entry, in C.ravel()
+  vl = np.fromiter(val, dtype=np.int64, count=n)[order]
+  C = np.zeros((n, S), dtype=np.int64)
+  Cf, mx, take = C.reshape(-1), np.maximum, C.take
+  for a, b in zip(bounds, bounds[1:]):
+    mx(take(pv[a:b], axis=0), take(sr[a:b], axis=0), out=C[a:b])
+    f = flat[a:b]
+    Cf[f] = mx(Cf[f], vl[a:b])
+  return C.take(new, axis=0)
+
+def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
+  """(races, vis) from every executed access, given the execution's clock histories."""
+  seqs, N, S = u.seqs, u.launches, len(u.seqs)
+  lens = [len(s.ops) for s in seqs]
+  A = u.access_table()
+  if not len(A.seq): return {}, {}
+  # every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
+  # other memory in each launch)
+  done = np.asarray(x.done, dtype=np.int64)[A.seq]
+  rows, pos, rinst = [], [], []
+  for k in range(N):
+    p = A.idx + (1 + k * A.len)
+    keep = p <= done
+    if k in A.idle: keep &= ~A.idle[k]
+    r = np.flatnonzero(keep)
+    rows.append(r); pos.append(p[r]); rinst.append(A.rid[r] + (A.nrange * k) * A.rebound[r] if k else A.rid[r])
+  rows, pos, rinst = np.concatenate(rows), np.concatenate(pos), np.concatenate(rinst)
+  if not len(rows): return {}, {}
+  seq, mode = A.seq[rows], A.mode[rows]
+  big = int(max(lens) * N + 2)
+
+  # clocks: C[row] for the clock holding at (seq, pos)
+  C = x.C
+  # each sequence's rows by the position from which they hold (row 0, all zeros, before the first)
+  keys = np.concatenate([np.arange(S, dtype=np.int64) * big, x.rseq[1:] * big + x.eff[1:]])
+  ids = np.concatenate([np.zeros(S, dtype=np.int64), np.arange(1, len(C), dtype=np.int64)])
+  order = np.argsort(keys, kind="stable")
+  ckeys, cids = keys[order], ids[order]
+  def clock_row(sq, p): return cids[np.searchsorted(ckeys, sq * big + p, side="right") - 1]
+  xrow = clock_row(seq, pos)
+
+  # per (range instance, sequence): its write positions, its read positions (sorted keys, and the access of each)
+  def index(sel):
+    r = np.flatnonzero(sel)
+    key = (rinst[r] * S + seq[r]) * big + pos[r]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    g = key // big
+    first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else g
+    # CSR: range instance -> the sequences accessing it
+    ptr = np.searchsorted(g[first] // S, np.arange(A.nrange * N + 1))
+    return key, r[order], ptr, g[first] % S
+  writes, reads = mode != R, mode != W
+  wkey, wrec, wptr, wseq = index(writes)
+  rkey, rrec, rptr, rseq = index(reads)
+  nb_ptr, nb = A.neighbours(N)   # range instance -> the range instances it overlaps (itself included)
+
+  def pairs(sel, ptr, sq, keyarr):
+    """Each (access of `sel`, range r2 overlapping it, other sequence j accessing r2): the index into `keyarr` of j's
+    first access of r2 not ordered before the access (may point past j's accesses of r2), and the segment start."""
+    ri = rinst[sel]
+    cnt = nb_ptr[ri + 1] - nb_ptr[ri]
+    a, r2 = np.repeat(sel, cnt), nb[_ranges(nb_ptr[ri], cnt)]
+    cnt2 = ptr[r2 + 1] - ptr[r2]
+    j = sq[_ranges(ptr[r2], cnt2)]
+    a, r2 = np.repeat(a, cnt2), np.repeat(r2, cnt2)
+    other = j != seq[a]
+    a, r2, j = a[other], r2[other], j[other]
+    base = (r2 * S + j) * big
+    return a, j, base, np.searchsorted(keyarr, base + C[xrow[a], j], side="right")
+
+  races: dict = {}
+  partners: dict = {}
+  every = np.arange(len(rows))
+  ww = pairs(every, wptr, wseq, wkey)   # every access against other sequences' writes
+  for (a, j, base, t), keyarr, rec in ((ww, wkey, wrec), (pairs(np.flatnonzero(writes), rptr, rseq, rkey), rkey, rrec)):
+    ok = t < len(keyarr)
+    ok[ok] = keyarr[t[ok]] < base[ok] + big
+    y = rec[t[ok]]
+    racy = C[xrow[y], seq[a[ok]]] < pos[a[ok]]   # and not ordered after it either
+    if racy.any(): _report(u, A, races, partners, np.flatnonzero(ok)[racy], a, j, t, keyarr, rec, rows, seq, pos, C, xrow, big)
+
+  # visibility: a compute queue's read of memory another device wrote or holds, after the write it is ordered after
+  # (j's last write of the range at or before C[j]) but not before the queue's latest barrier (or the launch start)
+  a, j, base, t = ww
+  cached = np.array([s.queue is not None and s.queue.engine == "compute" for s in seqs])
+  devs = [s.device for s in seqs]
+  dev_id = {d: n for n, d in enumerate(dict.fromkeys(devs + u.buf_device))}
+  sdev, bdev = np.array([dev_id[d] for d in devs]), np.array([dev_id[d] for d in u.buf_device])
+  i = seq[a]
+  t = t - 1
+  ok = reads[a] & cached[i] & ((bdev[A.buf[rows[a]]] != sdev[i]) | (sdev[j] != sdev[i])) & (t >= 0)
+  ok[ok] = wkey[t[ok]] >= base[ok]
+  a, j, t, i = a[ok], j[ok], t[ok], i[ok]
+  ev = np.sort(np.concatenate([s * big + k * lens[s] + np.r_[1, A.barriers[s] + 2]
+                               for s in range(S) for k in range(N)]))
+  e = ev[np.searchsorted(ev, i * big + pos[a], side="right") - 1] - i * big
+  hit = wkey[t] % big > C[clock_row(i, e), j]
+  a, j, t = a[hit], j[hit], t[hit]
+  # one warning per statement: its first launch, first access, first writer, that writer's latest write
+  stmt = seq[a] * big + A.idx[rows[a]]
+  order = np.lexsort((-wkey[t], j, A.sub[rows[a]], pos[a], stmt))
+  first = order[np.r_[True, stmt[order][1:] != stmt[order][:-1]]] if len(order) else order
+  vis: dict = {}
+  ops = [s.ops for s in seqs]
+  ra, ry = rows[a[first]], rows[wrec[t[first]]]
+  for ii, idx, m, p, jj, jdx, jm, q in zip(A.seq[ra].tolist(), A.idx[ra].tolist(), A.sub[ra].tolist(), pos[a[first]].tolist(),
+                                           j[first].tolist(), A.idx[ry].tolist(), A.sub[ry].tolist(), pos[wrec[t[first]]].tolist()):
+    vis[(ii, idx)] = (ii, p, ops[ii][idx][1][m], jj, q, ops[jj][jdx][1][jm])
+  return races, vis
+
+def _ranges(starts, counts):
+  """The concatenation of arange(s, s + c) for each (s, c)."""
+  counts = np.asarray(counts, dtype=np.int64)
+  total = int(counts.sum())
+  if not total: return np.zeros(0, dtype=np.int64)
+  if total == len(counts) and (counts == 1).all(): return np.asarray(starts, dtype=np.int64)
+  ends = np.cumsum(counts)
+  out = np.ones(total, dtype=np.int64)
+  nz = counts > 0
+  st, en, ct = np.asarray(starts, dtype=np.int64)[nz], ends[nz], counts[nz]
+  out[0] = st[0]
+  out[(en - ct)[1:]] = st[1:] - (st[:-1] + ct[:-1] - 1)
+  return np.cumsum(out)
+
+def _report(u, A, races, partners, hit, a, j, t, keyarr, rec, rows, seq, pos, C, xrow, big):
+  """Every racing pair from the (access, sequence) pairs found racy: j's accesses from the first unordered one on,
+  while they stay unordered (clocks grow, so the rest are ordered after)."""
+  seqs, lens = u.seqs, [len(s.ops) for s in u.seqs]
+  at = lambda r: seqs[A.seq[r]].ops[A.idx[r]][1][A.sub[r]]
+  for n in sorted(hit.tolist(), key=lambda n: (int(pos[a[n]]), int(seq[a[n]]))):
+    x, jj = int(a[n]), int(j[n])
+    i, p = int(seq[x]), int(pos[x])
+    ai = at(int(rows[x]))
+    me = (i, (p - 1) % lens[i], ai[0])
+    tt, seg, c = int(t[n]), int(keyarr[t[n]]) // big, 0
+    while tt < len(keyarr) and int(keyarr[tt]) // big == seg and c < SCAN_CAP and partners.get(me, 0) < RACE_CAP:
+      y = int(rec[tt])
+      if C[xrow[y], i] >= p: break
+      _race(races, partners, lens, jj, int(pos[y]), at(int(rows[y])), i, p, ai)
+      tt += 1; c += 1
+
+def _race(races, partners, lens, j, q, aj, i, p, ai):
+  kj, ki = (q - 1) // lens[j] + 1, (p - 1) // lens[i] + 1
+  a, b = (j, (q - 1) % lens[j]), (i, (p - 1) % lens[i])
+  key = (min(a, b), max(a, b), aj[0])
+  rank = (max(kj, ki),) + ((kj, ki) if a <= b else (ki, kj))  # the same instance the explorer keeps
+  first, second = ((j, q, aj), (i, p, ai)) if (j, q) <= (i, p) else ((i, p, ai), (j, q, aj))
+  old = races.get(key)
+  if old is None:
+    races[key] = (rank, first, second)
+    for x in (a, b): partners[x + (aj[0],)] = partners.get(x + (aj[0],), 0) + 1
+  elif rank < old[0]: races[key] = (rank, first, second)

@@ -6,24 +6,43 @@ Sequence 0 is always the host (it holds the implicit submit of queues no `submit
 """
 from __future__ import annotations
 from typing import Optional
+from itertools import chain
+from operator import itemgetter
+import numpy as np
 from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Span, Slice,
                   Expr, Ref, U32_MAX)
 
-__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "unroll"]
+__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll"]
 
-# op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode, ...), ...)).
+# op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
 WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT = range(6)
+_BARRIER, _NOP = (BARRIER,), (NOP,)
 MASK = U32_MAX
 R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
 _MODE = {"in": R, "out": W, "inout": RW}
 
 class Seq:
-  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate")
+  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "_kinds")
   def __init__(self, index, name, device, queue, stmts, ops):
     self.index, self.name, self.device, self.queue, self.stmts, self.ops = index, name, device, queue, stmts, ops
     self.gate = -1  # queues: index in the host's ops of the submit that hands this queue over, each launch
+    self._kinds = None
   def __repr__(self): return f"Seq({self.name})"
+
+  def where_kind(self, *kinds) -> np.ndarray:
+    """The indices of the ops of these kinds."""
+    if self._kinds is None: self._kinds = np.fromiter(map(itemgetter(0), self.ops), dtype=np.int8, count=len(self.ops))
+    return np.flatnonzero(np.isin(self._kinds, kinds))
+
+  def sync(self) -> list:
+    """(op index, op) of the ops the happens-before execution stops at: waits, writes, submits."""
+    at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
+    return list(zip(at, _gather(self.ops, at)))
+
+def _gather(xs: list, at: list) -> tuple:
+  if len(at) > 1: return itemgetter(*at)(xs)
+  return (xs[at[0]],) if at else ()
 
 class Unrolled:
   """Everything the analyses need, with names turned into small ints."""
@@ -39,8 +58,13 @@ class Unrolled:
     self.rebound = [b.per_launch == "rebound" for b in buffers]
     self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
     self.host_span = host_span
+    self._acc = None
 
   def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
+
+  def access_table(self) -> "AccessTable":
+    if self._acc is None: self._acc = AccessTable(self)
+    return self._acc
 
   def where(self, i: int, pos: int) -> tuple[int, int]:
     """(launch, op index) of sequence i's step at 1-based position pos."""
@@ -69,6 +93,74 @@ class Unrolled:
     sp = self.span(i, pos)
     return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
 
+_I64 = np.int64
+def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
+
+class AccessTable:
+  """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
+  sequence, op index, index in the op's accesses, range id, mode, buffer."""
+  def __init__(self, u: Unrolled):
+    at = [s.where_kind(ACCESS) for s in u.seqs]
+    accs = [tuple(map(itemgetter(1), _gather(s.ops, a.tolist()))) for s, a in zip(u.seqs, at)]
+    counts = [_col(map(len, a)) for a in accs]
+    self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), _col(int(c.sum()) for c in counts))
+    self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
+    n = np.concatenate(counts)
+    self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
+    flat = list(chain.from_iterable(chain.from_iterable(accs)))
+    buf, lo, hi = (_col(map(itemgetter(f), flat)) for f in range(3))
+    self.mode = _col(map(itemgetter(3), flat))
+    # a range id per distinct (buffer, lo, hi)
+    order = np.lexsort((hi, lo, buf))
+    new = np.ones(len(order), dtype=bool)
+    if len(order): new[1:] = (np.diff(buf[order]) != 0) | (np.diff(lo[order]) != 0) | (np.diff(hi[order]) != 0)
+    self.rid = np.empty(len(order), dtype=_I64)
+    self.rid[order] = np.cumsum(new) - 1
+    first = order[new]
+    self.nrange = len(first)
+    self.range_buf, self.range_lo, self.range_hi = buf[first], lo[first], hi[first]
+    self.buf = buf
+    self.len = _col(len(s.ops) for s in u.seqs)[self.seq]
+    self.rebound_range = np.asarray(u.rebound, dtype=_I64)[self.range_buf] if self.nrange else np.zeros(0, dtype=_I64)
+    self.rebound = self.rebound_range[self.rid]
+    self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
+    # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
+    self.idle = {}   # launch index -> rows that write nothing in it
+    for i, ops in u.idle.items():
+      for n, ks in ops.items():
+        for k in ks:
+          m = self.idle.setdefault(k - 1, np.zeros(len(self.seq), dtype=bool))
+          m |= (self.seq == i) & (self.idx == n)
+
+  def neighbours(self, launches: int) -> tuple:
+    """CSR over range instances (range id + nrange * launch for a rebound buffer's ranges, the range id otherwise):
+    the instances each overlaps, itself included. A buffer whose ranges are pairwise disjoint costs one entry each."""
+    nr = self.nrange
+    b, lo, hi = self.range_buf, self.range_lo, self.range_hi
+    order = np.lexsort((hi, lo, b))
+    same = b[order][1:] == b[order][:-1]
+    crossing = np.unique(b[order][1:][same & (hi[order][:-1] > lo[order][1:])])
+    if not len(crossing):
+      cnt, flat = np.ones(nr, dtype=_I64), np.arange(nr, dtype=_I64)
+    else:
+      nbs = [[r] for r in range(nr)]
+      for buf in crossing.tolist():
+        rs = sorted(zip(lo[b == buf].tolist(), hi[b == buf].tolist(), np.flatnonzero(b == buf).tolist()))
+        for n, (l1, h1, r) in enumerate(rs):   # sorted by start: the ranges starting before h1 overlap it
+          for l2, h2, r2 in rs[n + 1:]:
+            if l2 >= h1: break
+            if l1 < h1 and l2 < h2: nbs[r].append(r2); nbs[r2].append(r)
+      cnt = _col(map(len, nbs))
+      flat = _col(chain.from_iterable(nbs))
+    counts, entries = [cnt], [flat]
+    if launches > 1: owner_rebound = np.repeat(self.rebound_range, cnt) == 1
+    for k in range(1, launches):
+      counts.append(cnt * self.rebound_range)
+      entries.append(flat[owner_rebound] + nr * k)
+    ptr = np.zeros(nr * launches + 1, dtype=_I64)
+    np.cumsum(np.concatenate(counts), out=ptr[1:])
+    return ptr, np.concatenate(entries)
+
 def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[dict]:
   out = []
   lists = {n: v for n, v in program.var_lists.items() if v}  # an empty list is a static error: launch numbers then
@@ -86,54 +178,59 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   buffers = list(program.buffers)
   rebound = {b.name for b in buffers if b.per_launch == "rebound"}
   queues = program.queues
-  # the kernel arguments the host patches at each submit (a var-valued scalar, a rebound buffer's address): memory
-  # the host writes while the previous launch's exec may still read it, unless something orders them
-  kargs: dict = {}    # (queue name, statement index) -> buffer id
-  kargs_of: dict = {}  # queue name -> [buffer ids]
   envs = _envs(program, launches, var_values)
-  same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
-  for q in queues:
-    for n, st in enumerate(q.body):
-      if type(st) is Exec and any((type(a) is Expr and a.var is not None) or (type(a) is Slice and a.buffer.name in rebound)
-                                  for a in st.args):
-        line = st.span.line if st.span is not None else 0
-        buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
-        kargs[q.name, n] = len(buffers) - 1
-        kargs_of.setdefault(q.name, []).append(len(buffers) - 1)
-        vals = [e for e in st.args if type(e) is Expr and e.var is not None]
-        if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
-          same[len(buffers) - 1] = frozenset(k for k in range(2, launches + 1)
-                                             if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
   buf_id = {b.name: i for i, b in enumerate(buffers)}
   kmodes = {k.name: [None if p.scalar else _MODE[p.mode] for p in k.params] for k in program.kernels}
   q_id = {q.name: i + 1 for i, q in enumerate(queues)}
-
+  # the kernel arguments the host patches at each submit (a var-valued scalar, a rebound buffer's address): memory
+  # the host writes while the previous launch's exec may still read it, unless something orders them
+  kargs_of: dict = {}  # queue name -> [buffer ids]
+  same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
   def access(sl, mode):
     b = buf_id.get(sl.buffer.name)
     if b is None: return None
-    lo = 0 if sl.start is None else sl.start
-    hi = buffers[b].size if sl.end is None else sl.end
-    return (b, lo, hi, mode, (lo, hi))  # the last: the key of hb's per-buffer range map and sorted range list
+    return (b, 0 if sl.start is None else sl.start, buffers[b].size if sl.end is None else sl.end, mode)
 
-  def lower(st, q: Optional[Queue], n: int = 0):
+  cache: dict = {}    # (kind, signal, value) -> a wait's or write's op: few distinct
+  def lower(st, q: Optional[Queue], n: int):
     t = type(st)  # exact types: this runs once per statement of a possibly huge program
     if t is Wait or t is SignalWrite:
-      v = st.value
-      return (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
+      key = (t, id(st.signal), id(st.value))
+      op = cache.get(key)
+      if op is None:
+        v = st.value
+        op = cache[key] = (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
+      return op
     if t is Exec:
       ms = kmodes.get(st.kernel.name)
-      if ms is None: return (ACCESS, ())
-      accs = [access(a, m) for a, m in zip(st.args, ms) if m is not None and type(a) is Slice]
-      if (kb := kargs.get((q.name, n))) is not None: accs.append((kb, 0, 8, R, (0, 8)))
-      return (ACCESS, tuple(accs) if None not in accs else tuple([a for a in accs if a is not None]))
+      args = st.args
+      accs, patched = [], False
+      for a, m in zip(args, ms or (None,) * len(args)):
+        if type(a) is Slice:
+          bn = a.buffer.name
+          if bn in rebound: patched = True
+          if m is not None and (b := buf_id.get(bn)) is not None:
+            accs.append((b, 0 if a.start is None else a.start, buffers[b].size if a.end is None else a.end, m))
+        elif a.var is not None: patched = True
+      op = (ACCESS, tuple(accs))
+      if patched:
+        line = st.span.line if st.span is not None else 0
+        buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
+        kb = len(buffers) - 1
+        kargs_of.setdefault(q.name, []).append(kb)
+        vals = [e for e in st.args if type(e) is Expr and e.var is not None]
+        if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
+          same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
+        if ms is not None: op = (ACCESS, op[1] + ((kb, 0, 8, R),))
+      return op
     if t is Copy:
       a, b = access(st.src, R), access(st.dst, W)
       return (ACCESS, (a, b) if a is not None and b is not None else tuple([x for x in (a, b) if x is not None]))
     if t is Epoch:
       d = q.device.name
       return (WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1)
-    if t is Barrier: return (BARRIER,)
-    return (NOP,)
+    if t is Barrier: return _BARRIER
+    return _NOP
 
   seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), [lower(st, q, n) for n, st in enumerate(q.body)])
                    for i, q in enumerate(queues)]
@@ -153,20 +250,22 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   def submit(qs: tuple, st):
     if rewritten and not any(op[0] == SUBMIT for op in ops):
       # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
-      for b in rewritten: stmts.append(b); ops.append((ACCESS, ((buf_id[b.name], 0, b.size, W, (0, b.size)),)))
+      for b in rewritten:
+        x = buf_id[b.name]
+        stmts.append(b); ops.append((ACCESS, ((x, 0, b.size, W),)))
     # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
     # then submits; an implicit submit is shown at the queue it submits
     for x in qs:
       for b in kargs_of.get(seqs[x].name, ()):
         if same.get(b): idle.setdefault(len(ops), same[b])
-        stmts.append(st if st is not None else seqs[x].queue); ops.append((ACCESS, ((b, 0, 8, W, (0, 8)),)))
+        stmts.append(st if st is not None else seqs[x].queue); ops.append((ACCESS, ((b, 0, 8, W),)))
     for x in qs: seqs[x].gate = len(ops)
     stmts.append(st); ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
   if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
   for n, st in enumerate(body):
     if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
-    else: stmts.append(st); ops.append(lower(st, None))
+    else: stmts.append(st); ops.append(lower(st, None, n))
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
   u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
   if idle: u.idle[0] = idle
