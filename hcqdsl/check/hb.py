@@ -26,6 +26,7 @@ from bisect import bisect_left
 from heapq import heappush, heappop
 from itertools import compress, chain
 from operator import itemgetter
+from array import array
 import numpy as np
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 
@@ -52,18 +53,17 @@ class _Execution:
 def _execute(u: Unrolled) -> _Execution:
   """Runs the synchronization. Clocks are not computed as it goes: each join is recorded as a row (the sequence's
   previous row, the row it joins, the column it raises and to what) and each check on a clock as (row, column, bound);
-  `_clocks` then builds every row at once, level by level, and settles the checks."""
+  `_clocks` then builds every row at once, level by level, and the checks are settled on them."""
   seqs, N = u.seqs, u.launches
   S = len(seqs)
   lens = [len(s.ops) for s in seqs]
-  sync = [s.sync() for s in seqs]
+  big = max(lens) * N + 2                # positions are below it: (sequence, position) and (column, value) pack in one int
+  sync = [s.sync() for s in seqs]        # per sequence: (op indices, ops)
   envs = u.envs
   nsig = len(u.signals)
   value = list(u.sig_init)
-  hv = [[v] for v in value]              # values since the last lowering write: non-decreasing
-  hs: list = [[-1] for _ in value]       # their writers' sequence (-1: the initial value),
-  hp_: list = [[0] for _ in value]       # position,
-  hc: list = [[0] for _ in value]        # and clock row
+  hv = [[v] for v in value]              # values since the last lowering write: non-decreasing,
+  hw: list = [[(-1, 0, 0)] for _ in value]   # and their writes: (sequence (-1: the initial value), position, clock row)
   lw_s, lw_p = [-1] * nsig, [0] * nsig  # latest write in execution order: its sequence and position
   last_reset: list = [None] * nsig       # latest lowering write
   last_wait = [dict() for _ in range(nsig)]
@@ -71,11 +71,11 @@ def _execute(u: Unrolled) -> _Execution:
   sub: list = [[None] * N for _ in range(S)]
   gate_blocked = [False] * S
   checks: list = []                      # (row, column, bound, violation): a violation unless clock[row][column] >= bound
-  wrun = [[0] * n for n in lens]         # per wait statement: instances run
   launch, at = [0] * S, [0] * S          # where each sequence stands: launch, index into its sync ops
-  # clock rows; row 0 is all zeros. Row r = max(row prev[r], row src[r]) with column col[r] raised to val[r]; it holds
-  # for sequence seq[r] from position eff[r] on. lvl: 1 + the levels of the two rows it joins
-  prev, src, col, val_, rseq, eff, lvl = [0], [0], [0], [0], [-1], [0], [0]
+  # clock rows; row 0 is all zeros. Row r = max(row prev[r], row src[r]) with column `raise // big` raised to
+  # `raise % big`; it holds for sequence `held // big` from position `held % big` on. lvl: 1 + the levels of its inputs
+  prev, src, raise_, held, lvl = (array("q", [0]) for _ in range(5))
+  nrow = 0
   cur = [0] * S                          # each sequence's current row
   starts: list = []                      # the rows joining the submit at a launch start (the others: a wait's)
   ready = list(range(S - 1, -1, -1))
@@ -84,10 +84,10 @@ def _execute(u: Unrolled) -> _Execution:
     i = ready.pop()
     k = launch[i]
     if k >= N: continue
-    so, L, v, c = sync[i], lens[i], cur[i], at[i]
-    hsub = sub[i][k][0] if i and k < N and sub[i][k] is not None else 0   # the host position this launch's submit joined
+    (sidx, so), L, v, c = sync[i], lens[i], cur[i], at[i]
+    hsub = sub[i][k][0] if i and sub[i][k] is not None else 0   # the host position this launch's submit joined
     n = len(so)
-    wr_i = wrun[i]
+    ib = i * big
     while k < N:   # one launch of this sequence per round, from sync op c until it blocks
       if c == 0 and i:
         s_ = sub[i][k]
@@ -95,15 +95,13 @@ def _execute(u: Unrolled) -> _Execution:
           gate_blocked[i] = True
           break
         hsub, hr = s_
-        hp = hsub
-        prev.append(v); src.append(hr); col.append(0); val_.append(hp); rseq.append(i); eff.append(k * L + 1)
+        prev.append(v); src.append(hr); raise_.append(hsub); held.append(ib + k * L + 1)
         x = lvl[v]; y = lvl[hr]; lvl.append((x if x > y else y) + 1)
-        v = len(lvl) - 1
+        nrow += 1; v = nrow
         starts.append(v)
       envk, base = envs[k], k * L
       while c < n:
-        idx, op = so[c]
-        pos = base + idx + 1
+        op = so[c]
         kind = op[0]
         if kind == WAIT:
           _, s, var, val = op
@@ -111,37 +109,37 @@ def _execute(u: Unrolled) -> _Execution:
           if value[s] < need:
             heappush(waiters[s], (need, i))
             break
+          pos = base + sidx[c] + 1
           # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
-          # anything): else the wait could also run, or sit blocked, while it lowers the signal
+          # anything): else the wait could also run, or sit blocked, while it lowers the signal. The submit orders
+          # the host up to hsub
           r = last_reset[s]
-          if r is not None and r[0] != i and (r[0] or r[1] > hsub):   # (the submit already ordered the host up to hsub)
-            checks.append((v, r[0], r[1], ("non-monotonic", r, (i, pos), s)))
-          x = bisect_left(hv[s], need)
-          wj = hs[s][x]
-          wr_i[idx] += 1
+          if r is not None and r[0] != i and (r[0] or r[1] > hsub): checks.append((v, r[0], r[1], ("non-monotonic", r, (i, pos), s)))
+          wj, wp, hr = hw[s][bisect_left(hv[s], need)]
           if wj >= 0 and wj != i:
-            hr = hc[s][x]
-            prev.append(v); src.append(hr); col.append(wj); val_.append(hp_[s][x]); rseq.append(i); eff.append(pos + 1)
+            prev.append(v); src.append(hr); raise_.append(wj * big + wp); held.append(ib + pos + 1)
             x = lvl[v]; y = lvl[hr]; lvl.append((x if x > y else y) + 1)
-            v = len(lvl) - 1
+            nrow += 1; v = nrow
           last_wait[s][i] = pos
         elif kind == WRITE:
           _, s, var, val = op
           val = (val if var is None else envk[var] + val) & MASK
+          pos = base + sidx[c] + 1
           j = lw_s[s]
           if j >= 0 and j != i and (j or lw_p[s] > hsub): checks.append((v, j, lw_p[s], ("signal-race", (j, lw_p[s]), (i, pos), s)))
           if val < value[s]:
             for j, wp in last_wait[s].items():
               if j != i: checks.append((v, j, wp, ("non-monotonic", (i, pos), (j, wp), s)))
-            hv[s], hs[s], hp_[s], hc[s] = [val], [i], [pos], [v]
+            hv[s], hw[s] = [val], [(i, pos, v)]
             last_reset[s] = (i, pos)
           else:
-            hv[s].append(val); hs[s].append(i); hp_[s].append(pos); hc[s].append(v)
+            hv[s].append(val); hw[s].append((i, pos, v))
           value[s] = val
           lw_s[s] = i; lw_p[s] = pos
           wq = waiters[s]
           while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
         else:   # SUBMIT
+          pos = base + sidx[c] + 1
           for q in op[1]:
             sub[q][k] = (pos, v)
             if gate_blocked[q]:
@@ -154,7 +152,7 @@ def _execute(u: Unrolled) -> _Execution:
       break
     launch[i], at[i], cur[i] = k, c, v
 
-  done = [lens[i] * N if launch[i] >= N else launch[i] * lens[i] + (sync[i][at[i]][0] if at[i] or not gate_blocked[i] else 0)
+  done = [lens[i] * N if launch[i] >= N else launch[i] * lens[i] + (sync[i][0][at[i]] if at[i] or not gate_blocked[i] else 0)
           for i in range(S)]
   # a blocked wait must be ordered after the latest lowering write of its signal, or another execution runs it first
   blocked = {}
@@ -165,37 +163,49 @@ def _execute(u: Unrolled) -> _Execution:
     s = seqs[i].ops[done[i] % lens[i]][1]
     r = last_reset[s]
     if r is not None and r[0] != i: checks.append((cur[i], r[0], r[1], ("non-monotonic", r, (i, done[i] + 1), s)))
-  C = _clocks(S, prev, src, col, val_, lvl)
+  pv, sr, rz, hd, lv = (np.frombuffer(x, dtype=np.int64) for x in (prev, src, raise_, held, lvl))
+  cl, vl = rz // big, rz % big
+  C = _clocks(S, pv, sr, cl, vl, lv)
   violations = []
   if checks:
     row, c_, bound = (np.fromiter(map(itemgetter(f), checks), dtype=np.int64, count=len(checks)) for f in range(3))
     violations = [checks[n][3] for n in np.flatnonzero(C[row, c_] < bound).tolist()]
-  # a wait whose satisfying write was already ordered before it (or the initial value, or its own write) is redundant
-  rs, cl, vl, pv, ef = (np.asarray(x, dtype=np.int64) for x in (rseq, col, val_, prev, eff))
-  is_wait = rs >= 0
+  return _Execution(done=done, values=value, blocked=blocked, violations=violations, wstats=_wait_stats(u, done, starts, C, pv, cl, vl, hd, big),
+                    vc=[C[cur[i]].tolist() for i in range(S)], C=C, held=hd)
+
+def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
+  """{(sequence, op index): (instances run, instances redundant)} for the wait statements with a redundant instance:
+  one whose satisfying write was already ordered before it (or the initial value, or its own sequence's write)."""
+  lens = [len(s.ops) for s in u.seqs]
+  M = max(lens) + 1
+  waits = [s.where_kind(WAIT) for s in u.seqs]
+  keys = np.concatenate([w + n * M for n, w in enumerate(waits)])   # every wait statement, sorted
+  # instances run: the launches whose instance lies at or before where its sequence stopped
+  runs = np.concatenate([(d - w - 1) // max(L, 1) + 1 for w, d, L in zip(waits, done, lens)]).clip(0, u.launches)
+  is_wait = np.ones(len(pv), dtype=bool)
+  is_wait[0] = False
   is_wait[starts] = False
   joins = np.flatnonzero(is_wait)
-  joins = joins[C[pv[joins], cl[joins]] < vl[joins]]
-  wred = [list(x) for x in wrun]
-  for i, idx in zip(rs[joins].tolist(), ((ef[joins] - 2) % np.asarray(lens, dtype=np.int64)[rs[joins]]).tolist()):
-    wred[i][idx] -= 1
-  wstats = {(i, idx): (wrun[i][idx], wred[i][idx]) for i in range(S) for idx in compress(range(lens[i]), wrun[i])}
-  return _Execution(done=done, values=value, blocked=blocked, violations=violations, wstats=wstats,
-                    vc=[C[cur[i]].tolist() for i in range(S)], C=C, rseq=rs, eff=ef)
+  joins = joins[C[pv[joins], cl[joins]] < vl[joins]]   # the joins that order something new
+  sq = hd[joins] // big
+  idx = (hd[joins] % big - 2) % np.asarray(lens, dtype=np.int64)[sq]
+  red = runs - np.bincount(np.searchsorted(keys, sq * M + idx), minlength=len(runs))
+  hit = np.flatnonzero(red > 0)
+  return {(i, x): (n, r) for i, x, n, r in zip((keys[hit] // M).tolist(), (keys[hit] % M).tolist(), runs[hit].tolist(),
+                                                red[hit].tolist())}
 
-def _clocks(S: int, prev, src, col, val, lvl) -> np.ndarray:
+def _clocks(S: int, pv, sr, cl, vl, lv) -> np.ndarray:
   """Every clock row, built level by level: a row's two inputs are on lower levels, so a level is a few numpy
   operations whatever its size. Rows are built in level order (a level is a slice) and put back in order at the end."""
-  n = len(lvl)
+  n = len(lv)
   if n == 1: return np.zeros((1, S), dtype=np.int64)
-  lv = np.fromiter(lvl, dtype=np.int64, count=n)
   order = np.argsort(lv, kind="stable")
   new = np.empty(n, dtype=np.int64)
   new[order] = np.arange(n)                  # a row's place in level order
   bounds = np.searchsorted(lv[order], np.arange(1, int(lv[order[-1]]) + 2)).tolist()
-  pv, sr = (new[np.fromiter(x, dtype=np.int64, count=n)[order]] for x in (prev, src))
-  flat = np.arange(n, dtype=np.int64) * S + np.fromiter(col, dtype=np.int64, count=n)[order]   # the raised entry, in C.ravel()
-  vl = np.fromiter(val, dtype=np.int64, count=n)[order]
+  pv, sr = new[pv[order]], new[sr[order]]
+  flat = np.arange(n, dtype=np.int64) * S + cl[order]   # the raised entry, in C.ravel()
+  vl = vl[order]
   C = np.zeros((n, S), dtype=np.int64)
   Cf, mx, take = C.reshape(-1), np.maximum, C.take
   for a, b in zip(bounds, bounds[1:]):
@@ -228,7 +238,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   # clocks: C[row] for the clock holding at (seq, pos)
   C = x.C
   # each sequence's rows by the position from which they hold (row 0, all zeros, before the first)
-  keys = np.concatenate([np.arange(S, dtype=np.int64) * big, x.rseq[1:] * big + x.eff[1:]])
+  keys = np.concatenate([np.arange(S, dtype=np.int64) * big, x.held[1:]])
   ids = np.concatenate([np.zeros(S, dtype=np.int64), np.arange(1, len(C), dtype=np.int64)])
   order = np.argsort(keys, kind="stable")
   ckeys, cids = keys[order], ids[order]

@@ -35,10 +35,10 @@ class Seq:
     if self._kinds is None: self._kinds = np.fromiter(map(itemgetter(0), self.ops), dtype=np.int8, count=len(self.ops))
     return np.flatnonzero(np.isin(self._kinds, kinds))
 
-  def sync(self) -> list:
-    """(op index, op) of the ops the happens-before execution stops at: waits, writes, submits."""
+  def sync(self) -> tuple[list, tuple]:
+    """The ops the happens-before execution stops at (waits, writes, submits): their indices, and the ops."""
     at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
-    return list(zip(at, _gather(self.ops, at)))
+    return at, _gather(self.ops, at)
 
 def _gather(xs: list, at: list) -> tuple:
   if len(at) > 1: return itemgetter(*at)(xs)
