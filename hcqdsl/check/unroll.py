@@ -107,9 +107,9 @@ class AccessTable:
     self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
     n = np.concatenate(counts)
     self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
-    flat = list(chain.from_iterable(chain.from_iterable(accs)))
-    buf, lo, hi = (_col(map(itemgetter(f), flat)) for f in range(3))
-    self.mode = _col(map(itemgetter(3), flat))
+    rows = int(n.sum())
+    cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
     # a range id per distinct (buffer, lo, hi)
     order = np.lexsort((hi, lo, buf))
     new = np.ones(len(order), dtype=bool)
@@ -186,53 +186,67 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   # the host writes while the previous launch's exec may still read it, unless something orders them
   kargs_of: dict = {}  # queue name -> [buffer ids]
   same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
+  binfo = {b.name: (i, b.size) for i, b in enumerate(buffers)}
+
   def access(sl, mode):
-    b = buf_id.get(sl.buffer.name)
-    if b is None: return None
-    return (b, 0 if sl.start is None else sl.start, buffers[b].size if sl.end is None else sl.end, mode)
+    bi = binfo.get(sl.buffer.name)
+    if bi is None: return None
+    return (bi[0], 0 if sl.start is None else sl.start, bi[1] if sl.end is None else sl.end, mode)
+
+  def patch(st, q, op, known: bool):
+    """An exec whose kernel arguments the host patches: one more buffer, the host writes and the exec reads."""
+    line = st.span.line if st.span is not None else 0
+    buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
+    kb = len(buffers) - 1
+    kargs_of.setdefault(q.name, []).append(kb)
+    vals = [e for e in st.args if type(e) is Expr and e.var is not None]
+    if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
+      same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
+    return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
 
   cache: dict = {}    # (kind, signal, value) -> a wait's or write's op: few distinct
-  def lower(st, q: Optional[Queue], n: int):
-    t = type(st)  # exact types: this runs once per statement of a possibly huge program
-    if t is Wait or t is SignalWrite:
-      key = (t, id(st.signal), id(st.value))
-      op = cache.get(key)
-      if op is None:
-        v = st.value
-        op = cache[key] = (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
-      return op
-    if t is Exec:
-      ms = kmodes.get(st.kernel.name)
-      args = st.args
-      accs, patched = [], False
-      for a, m in zip(args, ms or (None,) * len(args)):
-        if type(a) is Slice:
-          bn = a.buffer.name
-          if bn in rebound: patched = True
-          if m is not None and (b := buf_id.get(bn)) is not None:
-            accs.append((b, 0 if a.start is None else a.start, buffers[b].size if a.end is None else a.end, m))
-        elif a.var is not None: patched = True
-      op = (ACCESS, tuple(accs))
-      if patched:
-        line = st.span.line if st.span is not None else 0
-        buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
-        kb = len(buffers) - 1
-        kargs_of.setdefault(q.name, []).append(kb)
-        vals = [e for e in st.args if type(e) is Expr and e.var is not None]
-        if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
-          same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
-        if ms is not None: op = (ACCESS, op[1] + ((kb, 0, 8, R),))
-      return op
-    if t is Copy:
-      a, b = access(st.src, R), access(st.dst, W)
-      return (ACCESS, (a, b) if a is not None and b is not None else tuple([x for x in (a, b) if x is not None]))
-    if t is Epoch:
-      d = q.device.name
-      return (WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1)
-    if t is Barrier: return _BARRIER
-    return _NOP
+  def lower(body, q: Optional[Queue]) -> list:
+    """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
+    statements are told apart by exact type and nothing is called per statement that need not be)."""
+    ops = []
+    app = ops.append
+    for st in body:
+      t = type(st)
+      if t is Wait or t is SignalWrite:
+        key = (t, id(st.signal), id(st.value))
+        op = cache.get(key)
+        if op is None:
+          v = st.value
+          op = cache[key] = (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
+        app(op)
+      elif t is Copy:
+        src, dst = st.src, st.dst
+        a, b = binfo.get(src.buffer.name), binfo.get(dst.buffer.name)
+        if a is not None and b is not None:
+          app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
+                        (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
+        else: app((ACCESS, tuple([x for x in (access(src, R), access(dst, W)) if x is not None])))
+      elif t is Exec:
+        ms = kmodes.get(st.kernel.name)
+        args = st.args
+        accs, patched = [], False
+        for a, m in zip(args, ms or (None,) * len(args)):
+          if type(a) is Slice:
+            bn = a.buffer.name
+            if bn in rebound: patched = True
+            if m is not None and (bi := binfo.get(bn)) is not None:
+              accs.append((bi[0], 0 if a.start is None else a.start, bi[1] if a.end is None else a.end, m))
+          elif a.var is not None: patched = True
+        op = (ACCESS, tuple(accs))
+        app(patch(st, q, op, ms is not None) if patched else op)
+      elif t is Epoch:
+        d = q.device.name
+        app((WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1))
+      elif t is Barrier: app(_BARRIER)
+      else: app(_NOP)
+    return ops
 
-  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), [lower(st, q, n) for n, st in enumerate(q.body)])
+  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), lower(q.body, q))
                    for i, q in enumerate(queues)]
   # the host: resolve which submit hands over which queue (the same in every launch)
   host = program.host
@@ -265,7 +279,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
   for n, st in enumerate(body):
     if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
-    else: stmts.append(st); ops.append(lower(st, None, n))
+    else: stmts.append(st); ops += lower((st,), None)
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
   u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
   if idle: u.idle[0] = idle
