@@ -186,7 +186,7 @@ def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
   is_wait[0] = False
   is_wait[starts] = False
   joins = np.flatnonzero(is_wait)
-  joins = joins[C[pv[joins], cl[joins]] < vl[joins]]   # the joins that order something new
+  joins = joins[C.reshape(-1)[pv[joins] * C.shape[1] + cl[joins]] < vl[joins]]   # the joins that order something new
   sq = hd[joins] // big
   idx = (hd[joins] % big - 2) % np.asarray(lens, dtype=np.int64)[sq]
   red = runs - np.bincount(np.searchsorted(keys, sq * M + idx), minlength=len(runs))
@@ -237,6 +237,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
 
   # clocks: C[row] for the clock holding at (seq, pos)
   C = x.C
+  Cf = C.reshape(-1)
   # each sequence's rows by the position from which they hold (row 0, all zeros, before the first)
   keys = np.concatenate([np.arange(S, dtype=np.int64) * big, x.held[1:]])
   ids = np.concatenate([np.zeros(S, dtype=np.int64), np.arange(1, len(C), dtype=np.int64)])
@@ -265,15 +266,18 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
     """Each (access of `sel`, range r2 overlapping it, other sequence j accessing r2): the index into `keyarr` of j's
     first access of r2 not ordered before the access (may point past j's accesses of r2), and the segment start."""
     ri = rinst[sel]
-    cnt = nb_ptr[ri + 1] - nb_ptr[ri]
-    a, r2 = np.repeat(sel, cnt), nb[_ranges(nb_ptr[ri], cnt)]
+    if nb is None: a, r2 = sel, ri   # every buffer's ranges disjoint: a range overlaps only itself
+    else:
+      cnt = nb_ptr[ri + 1] - nb_ptr[ri]
+      a, r2 = np.repeat(sel, cnt), nb[_ranges(nb_ptr[ri], cnt)]
     cnt2 = ptr[r2 + 1] - ptr[r2]
     j = sq[_ranges(ptr[r2], cnt2)]
-    a, r2 = np.repeat(a, cnt2), np.repeat(r2, cnt2)
+    if cnt2.max(initial=0) > 1: a, r2 = np.repeat(a, cnt2), np.repeat(r2, cnt2)
+    else: keep = cnt2 > 0; a, r2 = a[keep], r2[keep]
     other = j != seq[a]
     a, r2, j = a[other], r2[other], j[other]
     base = (r2 * S + j) * big
-    return a, j, base, np.searchsorted(keyarr, base + C[xrow[a], j], side="right")
+    return a, j, base, np.searchsorted(keyarr, base + Cf[xrow[a] * S + j], side="right")
 
   races: dict = {}
   partners: dict = {}
@@ -283,7 +287,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
     ok = t < len(keyarr)
     ok[ok] = keyarr[t[ok]] < base[ok] + big
     y = rec[t[ok]]
-    racy = C[xrow[y], seq[a[ok]]] < pos[a[ok]]   # and not ordered after it either
+    racy = Cf[xrow[y] * S + seq[a[ok]]] < pos[a[ok]]   # and not ordered after it either
     if racy.any(): _report(u, A, races, partners, np.flatnonzero(ok)[racy], a, j, t, keyarr, rec, rows, seq, pos, C, xrow, big)
 
   # visibility: a compute queue's read of memory another device wrote or holds, after the write it is ordered after
@@ -301,7 +305,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   ev = np.sort(np.concatenate([s * big + k * lens[s] + np.r_[1, A.barriers[s] + 2]
                                for s in range(S) for k in range(N)]))
   e = ev[np.searchsorted(ev, i * big + pos[a], side="right") - 1] - i * big
-  hit = wkey[t] % big > C[clock_row(i, e), j]
+  hit = wkey[t] % big > Cf[clock_row(i, e) * S + j]
   a, j, t = a[hit], j[hit], t[hit]
   # one warning per statement: its first launch, first access, first writer, that writer's latest write
   stmt = seq[a] * big + A.idx[rows[a]]
@@ -320,7 +324,7 @@ def _ranges(starts, counts):
   counts = np.asarray(counts, dtype=np.int64)
   total = int(counts.sum())
   if not total: return np.zeros(0, dtype=np.int64)
-  if total == len(counts) and (counts == 1).all(): return np.asarray(starts, dtype=np.int64)
+  if counts.max() == 1: return np.asarray(starts, dtype=np.int64)[counts > 0]
   ends = np.cumsum(counts)
   out = np.ones(total, dtype=np.int64)
   nz = counts > 0

@@ -134,14 +134,14 @@ class AccessTable:
 
   def neighbours(self, launches: int) -> tuple:
     """CSR over range instances (range id + nrange * launch for a rebound buffer's ranges, the range id otherwise):
-    the instances each overlaps, itself included. A buffer whose ranges are pairwise disjoint costs one entry each."""
+    the instances each overlaps, itself included; (None, None) when every buffer's ranges are pairwise disjoint (each
+    overlaps only itself)."""
     nr = self.nrange
     b, lo, hi = self.range_buf, self.range_lo, self.range_hi
     order = np.lexsort((hi, lo, b))
     same = b[order][1:] == b[order][:-1]
     crossing = np.unique(b[order][1:][same & (hi[order][:-1] > lo[order][1:])])
-    if not len(crossing):
-      cnt, flat = np.ones(nr, dtype=_I64), np.arange(nr, dtype=_I64)
+    if not len(crossing): return None, None
     else:
       nbs = [[r] for r in range(nr)]
       for buf in crossing.tolist():
