@@ -50,7 +50,7 @@ def pipelines(draw):
 
 def test_hb_matches_sequential_pass_on_pipelines():
   seen = {"total": 0, "races": 0, "vis": 0, "outside": 0}
-  @settings(max_examples=200, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @settings(max_examples=200, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
   @given(pipelines(), st.integers(1, 3))
   def each(text, launches):
     got = compare(text, launches)
@@ -61,7 +61,7 @@ def test_hb_matches_sequential_pass_on_pipelines():
 
 def test_hb_matches_sequential_pass():
   seen = {"total": 0, "races": 0, "vis": 0, "outside": 0}
-  @settings(max_examples=300, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+  @settings(max_examples=300, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
   @given(st.data(), st.integers(1, 3), st.booleans())
   def each(data, launches, symbolic):
     got = compare(data.draw(programs(max_queues=5, max_body=8, symbolic=symbolic)), launches)
