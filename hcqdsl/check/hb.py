@@ -100,7 +100,7 @@ def _execute(u: Unrolled) -> _Execution:
         nrow += 1; v = nrow
         starts.append(v)
       envk, base = envs[k], k * L
-      while c < n:
+      for c in range(c, n):
         op = so[c]
         kind = op[0]
         if kind == WAIT:
@@ -145,7 +145,6 @@ def _execute(u: Unrolled) -> _Execution:
             if gate_blocked[q]:
               gate_blocked[q] = False
               ready.append(q)
-        c += 1
       else:
         k += 1; c = 0
         continue
