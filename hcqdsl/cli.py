@@ -2,6 +2,7 @@
 run), 2 unusable invocation (missing file, bad flag)."""
 from __future__ import annotations
 import argparse, difflib, gc, json, os, re, sys, pathlib
+from operator import attrgetter
 from typing import Optional
 from .diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
 from .cliutil import UsageError, read_source, parse_vars, check_vars, add_var_arg
@@ -83,7 +84,7 @@ def _check(a) -> int:
     sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
     print(summary(diags, max(launches) if queues is not None and launches else None, queues))
   # a verdict cut short by --max-states is not a pass
-  return 1 if has_errors(diags) or any(d.code == "incomplete" for d in diags) else 0
+  return 1 if has_errors(diags) or "incomplete" in map(attrgetter("code"), diags) else 0
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
   """The whole CLI. With `command`, the other subcommands that live in their own modules (which import numpy,

@@ -1,11 +1,14 @@
 """Diagnostics: what every stage reports, and how it is printed (text with carets, JSON, SARIF)."""
 from __future__ import annotations
 import json
+from collections import Counter, deque
+from operator import attrgetter
+from itertools import repeat
 from typing import Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
            "split_lines", "printable", "summary", "did_you_mean"]
 
 # code -> one-line meaning (the spec's stable codes, plus warnings of the checker)
@@ -51,6 +54,53 @@ class Diagnostic:
     out.update(self.extra)
     return out
 
+_SLOT = {f: Diagnostic.__dict__[f] for f in ("message", "related", "extra")}
+
+def _lazy_field(name: str):
+  slot = _SLOT[name]
+  def get(self):
+    try: return slot.__get__(self)
+    except AttributeError:  # not built yet
+      build, args = self._args
+      for f, v in zip(("message", "related", "extra"), build(args)): _SLOT[f].__set__(self, v)
+      return slot.__get__(self)
+  return property(get, doc=f"the diagnostic's {name}, built on first use")
+
+class LazyDiagnostic(Diagnostic):
+  """A Diagnostic whose message, related locations and extra fields are built when first read, by `build(args)` ->
+  (message, related, extra): a big program can draw a hundred thousand warnings of one kind, of which the text report
+  prints twenty. A subclass per kind sets `code` and `severity`; an instance holds only its span and (build, args).
+  It is equal to, hashes like and prints as the Diagnostic with the built fields; `attrs.evolve` and pickling give
+  that Diagnostic."""
+  __slots__ = ("_args",)
+  notes = ()
+  message, related, extra = _lazy_field("message"), _lazy_field("related"), _lazy_field("extra")
+
+  def __new__(cls, *args, **kw): return Diagnostic(*args, **kw)  # what attrs.evolve calls
+  def __reduce__(self):
+    return Diagnostic, (self.code, self.message, self.span, self.severity, self.related, self.notes, self.extra)
+
+  @classmethod
+  def many(cls, spans: list, build, args: list) -> list:
+    """One diagnostic per (span, args) pair, made in C loops (no Python call per diagnostic)."""
+    out = list(map(_new, repeat(cls, len(spans))))
+    deque(map(_set_span, out, spans), 0)
+    deque(map(_set_args, out, zip(repeat(build), args)), 0)
+    return out
+
+  def _fields(self) -> tuple: return (self.code, self.message, self.span, self.severity, self.related, self.notes)
+  def __eq__(self, other):
+    if not isinstance(other, Diagnostic): return NotImplemented
+    return self._fields() == LazyDiagnostic._fields(other)
+  def __ne__(self, other):
+    eq = self.__eq__(other)
+    return eq if eq is NotImplemented else not eq
+  __hash__ = Diagnostic.__hash__
+  def __repr__(self): return "Diagnostic" + Diagnostic.__repr__(self)[len(type(self).__qualname__):]
+
+_new = object.__new__
+_set_span, _set_args = Diagnostic.__dict__["span"].__set__, LazyDiagnostic._args.__set__
+
 class HcqError(Exception):
   """Raised by API entry points (parse, compile, ...) when the input has errors; carries the diagnostics."""
   def __init__(self, diagnostics: Sequence[Diagnostic], sources: Optional[dict] = None):
@@ -58,7 +108,9 @@ class HcqError(Exception):
     self.sources = sources or {}
     super().__init__(render_text(self.diagnostics, self.sources))
 
-def has_errors(diags: Sequence[Diagnostic]) -> bool: return any(d.severity == "error" for d in diags)
+_CODE, _SEV = attrgetter("code"), attrgetter("severity")
+
+def has_errors(diags: Sequence[Diagnostic]) -> bool: return "error" in map(_SEV, diags)
 
 def did_you_mean(name: str, names) -> str:
   """` (did you mean `x`?)` for the closest of `names` (difflib's ratio >= 0.6), or an empty string."""
@@ -89,6 +141,10 @@ def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
     start, end = cols[start], cols[min(end, len(raw))] + max(0, end - len(raw))
   return [f"    {line}", f"    {' ' * start}^{'~' * (max(1, end - start) - 1)}"]
 
+def _head_lines(text: str, n: int) -> list[str]:
+  """`split_lines(text)` as far as line n (then the rest of the text in one piece)."""
+  return split_lines(text) if "\r" in text else text.split("\n", n)
+
 def _plural(n: int, word: str, words: str = "") -> str: return f"{n:,} {word if n == 1 else words or word + 's'}"
 
 def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max_per_code: int = 0) -> str:
@@ -97,36 +153,48 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
   With `max_per_code` > 0 only the first that many warnings (and notes) of each code are printed in full, then one
   `... and N more CODE warnings` line per code; errors are always printed in full."""
   sources = sources or {}
-  lines: dict = {}
-  shown: dict = {}
-  hidden: dict = {}
   out: list[str] = []
-  for d in diags:
-    if max_per_code > 0 and d.severity != "error":
-      key = (d.code, d.severity)
-      n = shown[key] = shown.get(key, 0) + 1
-      if n > max_per_code:
-        hidden[key] = hidden.get(key, 0) + 1
-        continue
+  shown, hidden = _capped(diags, max_per_code) if max_per_code > 0 else (diags, {})
+  # a source is split only as far as the last line shown (the first twenty warnings of a million-line program)
+  last: dict = {}
+  for d in shown:
+    if d.span and d.span.file in sources: last[d.span.file] = max(last.get(d.span.file, 0), d.span.line)
+  lines = {f: _head_lines(sources[f], n) for f, n in last.items()}
+  for d in shown:
     where = f"{d.span}: " if d.span else ""
     out.append(f"{where}{d.severity}[{d.code}]: {d.message}")
-    if d.span:
-      f = d.span.file
-      if f not in lines: lines[f] = split_lines(sources[f]) if f in sources else None
-      out += _excerpt(d.span, lines[f])
+    if d.span: out += _excerpt(d.span, lines.get(d.span.file))
     for r in d.related: out.append(f"  {r.span}: {r.message}" if r.span else f"  {r.message}")
     for n in d.notes: out.append(f"  note: {n}")
   for (code, sev), n in hidden.items():
     out.append(f"... and {n:,} more {code} {sev if n == 1 else sev + 's'} (--max-diagnostics 0 shows all)")
   return "\n".join(out) + ("\n" if out else "")
 
+def _capped(diags: Sequence[Diagnostic], cap: int) -> tuple[list, dict]:
+  """The diagnostics printed in full (every error, the first `cap` others of each (code, severity)) and, per
+  (code, severity) in the order their first unprinted one comes, how many are not printed. Found with C-level scans
+  (`list.index`): only the printed ones are looked at one by one."""
+  codes, sevs = list(map(_CODE, diags)), list(map(_SEV, diags))
+  show = [i for i, s in enumerate(sevs) if s == "error"]
+  over = []
+  for (code, sev), n in Counter(zip(codes, sevs)).items():
+    if sev == "error": continue
+    i, k = -1, 0
+    while k <= min(n - 1, cap):
+      i = codes.index(code, i + 1)
+      if sevs[i] != sev: continue
+      if k < cap: show.append(i)
+      else: over.append((i, (code, sev), n - cap))
+      k += 1
+  return [diags[i] for i in sorted(show)], {key: n for _, key, n in sorted(over)}
+
 def summary(diags: Sequence[Diagnostic], launches: Optional[int] = None, queues: Optional[int] = None) -> str:
   """The last line of `check`'s text output, counting every diagnostic (shown or not):
   `ok: 0 errors, 0 warnings over 2 launches, 12 queues`, or `failed: ...` when there are errors."""
-  errs = sum(d.severity == "error" for d in diags)
-  warns = sum(d.severity == "warning" for d in diags)
+  count = Counter(map(_SEV, diags))
+  errs, warns = count["error"], count["warning"]
   notes = len(diags) - errs - warns
-  inc = any(d.code == "incomplete" for d in diags)   # a verdict cut short by `--max-states` is never `ok`
+  inc = "incomplete" in map(_CODE, diags)   # a verdict cut short by `--max-states` is never `ok`
   s = f"{'failed' if errs else 'incomplete' if inc else 'ok'}: {_plural(errs, 'error')}, {_plural(warns, 'warning')}"
   if notes: s += f", {_plural(notes, 'note')}"
   over = [_plural(n, *w) for n, w in ((launches, ("launch", "launches")), (queues, ("queue",))) if n is not None]

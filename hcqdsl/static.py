@@ -6,6 +6,7 @@ from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
 from .diagnostics import Diagnostic, did_you_mean
 from .amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
+from operator import sub
 import attrs
 
 __all__ = ["check_static", "StaticCheck", "check_launches"]
@@ -153,38 +154,54 @@ class StaticCheck:
       self._stmt(s)
 
   def _clean_body(self, q: Queue) -> bool:
-    """True when a queue's body has nothing to report: the common case, decided with a few passes of comprehensions
-    over the body (each distinct name looked up once) so that a million-statement program checks in a fraction of a
-    second. False sends every statement through the full checks, which say what is wrong."""
-    names, body = self.names, q.body
-    kind = lambda ns, k: all(type(names.get(n)) is k for n in ns)
-    if not {type(s) for s in body} <= {Wait, SignalWrite, Barrier, Timestamp, Epoch, Exec if q.engine == "compute" else Copy}:
-      return False
-    syncs = [s for s in body if type(s) in _SYNC]
-    if not kind({s.signal.name for s in syncs}, Signal): return False
-    vals = [s.value for s in syncs if type(s) is not Timestamp]  # noqa: E721
-    if not kind({e.var.name for e in vals if e.var is not None}, Var): return False
-    if not all(0 <= e.offset <= U32_MAX for e in vals if e.var is None): return False
-    execs = [s for s in body if type(s) is Exec]
-    if not kind({s.kernel.name for s in execs}, Kernel): return False
-    if not all(len(s.args) == len(names[s.kernel.name].params) for s in execs): return False
-    # scalar parameters take expressions, buffer parameters slices; launch dims are numbers or expressions over vars
-    args = [(p.scalar, a) for s in execs for p, a in zip(names[s.kernel.name].params, s.args)]
-    if not all((type(a) is Expr) == sc for sc, a in args): return False
-    dims = [x for s in execs for d in (s.grid, s.block) if d is not None for x in d]
-    exprs = [a for sc, a in args if sc] + [x for x in dims if type(x) is not int]
-    if not kind({e.var.name for e in exprs if e.var is not None}, Var): return False
-    if not all(0 <= e.offset <= U32_MAX for e in exprs if e.var is None): return False
-    if not all(1 <= x <= U32_MAX for x in dims if type(x) is int): return False
-    copies = [s for s in body if type(s) is Copy]
-    slices = [a for sc, a in args if not sc] + [a for s in copies for a in (s.dst, s.src)]
-    bufs = {a.buffer.name for a in slices}
-    if not kind(bufs, Buffer): return False
-    size = {n: names[n].size for n in bufs}
-    lens = [(size[a.buffer.name] if a.end is None else a.end) - (a.start or 0) for a in slices]
-    if not all(0 < n for n in lens) or not all((a.end or 0) <= size[a.buffer.name] for a in slices): return False
-    c = len(slices) - 2 * len(copies)
-    return lens[c::2] == lens[c + 1::2]
+    run = Exec if q.engine == "compute" else Copy
+    return all(self._clean_run(q.body[lo:lo + 4096], run) for lo in range(0, len(q.body), 4096))
+
+  def _clean_run(self, body: tuple, run) -> bool:
+    """True when a queue's body has nothing to report: the common case, decided so that a million-statement program
+    checks in a fraction of a second. One loop sorts the statements by exact type and takes their parts (a big body
+    costs its memory traffic: each statement is touched once); the parts are then checked in comprehensions and C
+    loops over flat lists, each distinct name looked up once. False sends every statement through the full checks,
+    which say what is wrong."""
+    names, U = self.names, U32_MAX
+    sigs, vals, kerns, argss, dims, slices = [], [], [], [], [], []
+    sig, val, kern, arg, dim, sl = sigs.append, vals.append, kerns.append, argss.append, dims.append, slices.append
+    for s in body:
+      t = type(s)
+      if t is Wait or t is SignalWrite: sig(s.signal); val(s.value)
+      elif t is run:
+        if t is Exec: kern(s.kernel.name); arg(s.args); dim(s.grid); dim(s.block)
+        else: sl(s.dst); sl(s.src)
+      elif t is Timestamp: sig(s.signal)
+      elif t is not Barrier and t is not Epoch: return False
+    if any(type(names.get(n)) is not Signal for n in {r.name for r in sigs}): return False
+    ks = set(kerns)
+    if any(type(names.get(n)) is not Kernel for n in ks): return False
+    # scalar parameters take expressions, buffer parameters slices
+    want = {n: [Expr if p.scalar else Slice for p in names[n].params] for n in ks}
+    if list(map(len, argss)) != [len(want[n]) for n in kerns]: return False
+    args = [a for a in argss for a in a]
+    types = list(map(type, args))
+    if types != [t for n in kerns for t in want[n]]: return False
+    # launch dims are numbers or expressions over vars (a dims tuple is usually shared by every exec)
+    dims = [x for d in {id(d): d for d in dims if d is not None}.values() for x in d]
+    if not all(1 <= x <= U for x in dims if type(x) is int): return False
+    vals += [e for e, t in zip(args, types) if t is Expr] + [x for x in dims if type(x) is not int]
+    if any(type(names.get(n)) is not Var for n in {e.var.name for e in vals if e.var is not None}): return False
+    offs = [e.offset for e in vals if e.var is None]
+    if offs and not (min(offs) >= 0 and max(offs) <= U): return False
+    copied = len(slices)  # the copies' sides, then the buffer arguments
+    if args: slices += [a for a, t in zip(args, types) if t is Slice]
+    bufs = [a.buffer.name for a in slices]
+    if any(type(names.get(n)) is not Buffer for n in set(bufs)): return False
+    sizes = list(map({n: names[n].size for n in set(bufs)}.__getitem__, bufs))
+    starts, ends = [a.start for a in slices], [a.end for a in slices]
+    if None in starts: starts = [x or 0 for x in starts]
+    if None in ends: ends = [n if x is None else x for x, n in zip(ends, sizes)]
+    # every range non-empty and inside its buffer; a copy's two sides of one length
+    lens = list(map(sub, ends, starts))
+    if lens and (min(lens) <= 0 or max(map(sub, ends, sizes)) > 0): return False
+    return lens[:copied:2] == lens[1:copied:2]
 
   def _host(self, h: Host):
     submitted: dict = {}

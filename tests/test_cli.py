@@ -66,12 +66,25 @@ def test_errors_are_never_capped():
 
 def test_render_splits_each_source_once(monkeypatch):
   calls = []
-  real = diagnostics_mod.split_lines
-  monkeypatch.setattr(diagnostics_mod, "split_lines", lambda t: calls.append(1) or real(t))
+  real = diagnostics_mod._head_lines
+  monkeypatch.setattr(diagnostics_mod, "_head_lines", lambda t, n: calls.append(n) or real(t, n))
   src = "\n".join(f"wait s >= {i}" for i in range(1000)) + "\n"
   ds = [Diagnostic("visibility", "v", Span("p.hcq", i, 1, i, 5), "warning") for i in range(1, 1001)]
   out = render_text(ds, {"p.hcq": src, "unused.hcq": src})
-  assert len(calls) == 1 and out.count("\n    wait s >= ") == 1000
+  assert calls == [1000] and out.count("\n    wait s >= ") == 1000
+  # capped: split only as far as the last line shown
+  out = render_text(ds[::-1] + [Diagnostic("race", "r", Span("p.hcq", 5, 1, 5, 2))], {"p.hcq": src}, max_per_code=3)
+  assert calls == [1000, 1000] and out.count("\n    wait s >= ") == 4
+  calls.clear()
+  out = render_text(ds, {"p.hcq": src}, max_per_code=3)
+  assert calls == [3] and out.splitlines()[1::3] == ["    wait s >= 0", "    wait s >= 1", "    wait s >= 2"]
+
+def test_head_lines():
+  for text in ("a\nb\r\nc\rd\n", "a\nb\nc\n", "a\nb", "", "\n\n\n"):
+    full = split_lines(text)
+    for n in range(0, 6):
+      head = diagnostics_mod._head_lines(text, n)
+      assert head[:n] == full[:n] and (len(head) >= n + 1 or head == full), (text, n)
 
 # ---- source lines: split only at \n, \r\n and a lone \r; unprintable characters escaped in excerpts
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Optional
 import attrs
 from ..ir import Epoch, Expr, Ref, U32_MAX
-from ..diagnostics import Diagnostic, Related
+from ..diagnostics import Diagnostic, LazyDiagnostic, Related
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "deadlock_diags"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
+_SYNC = (WAIT, WRITE)
 
 def _who(u: Unrolled, i: int) -> str: return "the host" if i == 0 else u.seqs[i].name
 def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
@@ -29,10 +30,13 @@ class OverflowAnalysis:
   """`var + n` / `var - n` evaluating outside 0..2**32-1 in a checked launch (literals are the static check's)."""
   name = "overflow"
   def run(self, u: Unrolled) -> list[Diagnostic]:
+    # each distinct `var + n` is evaluated once; the statements are walked only when one of them overflows
+    sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] in _SYNC and op[2] is not None}
+    if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
     out = []
     for s in u.seqs:
       for idx, op in enumerate(s.ops):
-        if op[0] not in (WAIT, WRITE) or op[2] is None: continue
+        if op[0] not in _SYNC or op[2] is None: continue
         for k in range(1, u.launches + 1):
           raw = u.raw(op, k)
           if not 0 <= raw <= U32_MAX:
@@ -296,20 +300,29 @@ class NonMonotonicAnalysis:
                             extra={"launch": _launch(u, *w), "queue": _who(u, w[0]), "signal": s}))
     return out
 
+class _RedundantWait(LazyDiagnostic):
+  __slots__ = ()
+  code, severity = "redundant-wait", "warning"
+
+class _Visibility(LazyDiagnostic):
+  __slots__ = ()
+  code, severity = "visibility", "warning"
+
 class RedundantWaitAnalysis:
   """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
   launch. `epoch` is exempt: it also orders the queue after work outside the program (tinygrad waits its timeline
   for the same reason even when the host already did)."""
   name = "redundant-wait"
   def run(self, u: Unrolled, wstats: dict) -> list[Diagnostic]:
-    out = []
-    for (i, idx), (n, red) in wstats.items():
-      st = u.seqs[i].stmts[idx]
-      if n and n == red and st is not None and not isinstance(st, Epoch):
-        out.append(Diagnostic("redundant-wait", f"this wait never orders anything: in every checked launch "
-                              f"{st.signal.name} >= {st.value} already holds by happens-before when {_who(u, i)} gets here",
-                              st.span, severity="warning", extra={"queue": _who(u, i)}))
-    return out
+    stmts = [s.stmts for s in u.seqs]
+    found = [(i, st) for (i, idx), (n, red) in wstats.items() if n == red and n
+             and (st := stmts[i][idx]) is not None and type(st) is not Epoch]
+    who = [_who(u, i) for i in range(len(u.seqs))]
+    def build(x):  # the text of the few shown: a program can draw tens of thousands
+      i, st = x
+      return (f"this wait never orders anything: in every checked launch {st.signal.name} >= {st.value} already holds "
+              f"by happens-before when {who[i]} gets here", (), {"queue": who[i]})
+    return _RedundantWait.many([st.span for _, st in found], build, found)
 
 class VisibilityAnalysis:
   """A cross-device read (the buffer lives on another device, or another device's queue wrote it) ordered after the
@@ -317,34 +330,42 @@ class VisibilityAnalysis:
   barrier (tinygrad opens every queue with one)."""
   name = "visibility"
   def run(self, u: Unrolled, vis: dict) -> list[Diagnostic]:
-    # a program written without barriers has a warning for every other read: per-sequence and per-buffer text is
-    # built once, and each statement's span looked up once
+    # a program written without barriers has a warning for every other read: each one's span is looked up here (the
+    # report sorts by it), its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
+    dev = [s.device for s in u.seqs]
     lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
     bufs = [f"{b.name}" for b in u.buffers]
     where = [f" (on {b.device.name if b.device else 'host'})" for b in u.buffers]
+    host = u.host_span
     def at(i, pos):
       st = stmts[i][(pos - 1) % lens[i]]
-      sp = st.span if st is not None else u.host_span
+      sp = st.span if st is not None else host
       return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", (pos - 1) // lens[i] + 1
-    out = []
-    for i, p, a, j, q, aj in vis.values():
+    def build(x):
+      i, p, a, j, q, aj = x
       (spi, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
       b = bufs[a[0]]
-      out.append(Diagnostic("visibility", f"{who[i]} on {u.seqs[i].device} reads {b}[{a[1]}:{a[2]}]{where[a[0]]} at {li} "
-                            f"(launch {ki}), written by {who[j]} on {u.seqs[j].device} at {lj}, with no `barrier` after "
-                            f"the wait that orders them", spi, severity="warning",
-                            related=(Related(f"{who[j]} writes {b}[{aj[1]}:{aj[2]}] here (launch {kj})", spj),),
-                            extra={"launch": ki, "queue": who[i], "buffer": b}))
-    return out
+      return (f"{who[i]} on {dev[i]} reads {b}[{a[1]}:{a[2]}]{where[a[0]]} at {li} (launch {ki}), written by {who[j]} on "
+              f"{dev[j]} at {lj}, with no `barrier` after the wait that orders them",
+              (Related(f"{who[j]} writes {b}[{aj[1]}:{aj[2]}] here (launch {kj})", spj),),
+              {"launch": ki, "queue": who[i], "buffer": b})
+    found = list(vis.values())
+    spans = [st.span if (st := stmts[i][(p - 1) % lens[i]]) is not None else host for i, p, *_ in found]
+    return _Visibility.many(spans, build, found)
 
 class UnusedSignalAnalysis:
   """A signal written but waited on by nobody. `D.timeline` is exempt: it is the device's completion signal, waited on
   outside the program (tinygrad's synchronize and the next launch's host wait)."""
   name = "unused-signal"
   def run(self, u: Unrolled) -> list[Diagnostic]:
-    waited = {op[1] for s in u.seqs for op in s.ops if op[0] == WAIT}
+    # usually every signal is waited on somewhere early (a queue's first waits, a finalizer): stop looking then
+    exempt = {n for n, sig in enumerate(u.signals) if sig.name.endswith(".timeline")}
+    waited: set = set()
+    for s in u.seqs:
+      waited.update([op[1] for op in s.ops if op[0] == WAIT])
+      if len(waited | exempt) == len(u.signals): return []
     first: dict = {}
     for s in u.seqs:
       for idx, op in enumerate(s.ops):
