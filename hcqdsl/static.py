@@ -3,7 +3,7 @@
 re-exports them."""
 from __future__ import annotations
 from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES)
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines)
 from .diagnostics import Diagnostic, did_you_mean
 from .amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
 from operator import sub
@@ -36,7 +36,7 @@ class StaticCheck:
   name = "static"
 
   def run(self, prog: Program) -> list[Diagnostic]:
-    self.prog, self.diags = prog, []
+    self.prog, self.diags, self._lines = prog, [], None
     self.names = self._declare(prog)
     for d in prog.decls: getattr(self, f"_{type(d).__name__.lower()}")(d)
     self._address_space(prog)
@@ -188,20 +188,17 @@ class StaticCheck:
     if not all(1 <= x <= U for x in dims if type(x) is int): return False
     vals += [e for e, t in zip(args, types) if t is Expr] + [x for x in dims if type(x) is not int]
     if any(type(names.get(n)) is not Var for n in {e.var.name for e in vals if e.var is not None}): return False
-    offs = [e.offset for e in vals if e.var is None]
-    if offs and not (min(offs) >= 0 and max(offs) <= U): return False
+    if [e for e in vals if e.var is None and not 0 <= e.offset <= U]: return False
     copied = len(slices)  # the copies' sides, then the buffer arguments
     if args: slices += [a for a, t in zip(args, types) if t is Slice]
-    bufs = [a.buffer.name for a in slices]
-    if any(type(names.get(n)) is not Buffer for n in set(bufs)): return False
-    sizes = list(map({n: names[n].size for n in set(bufs)}.__getitem__, bufs))
-    starts, ends = [a.start for a in slices], [a.end for a in slices]
-    if None in starts: starts = [x or 0 for x in starts]
-    if None in ends: ends = [n if x is None else x for x, n in zip(ends, sizes)]
-    # every range non-empty and inside its buffer; a copy's two sides of one length
-    lens = list(map(sub, ends, starts))
-    if lens and (min(lens) <= 0 or max(map(sub, ends, sizes)) > 0): return False
-    return lens[:copied:2] == lens[1:copied:2]
+    bufs = {a.buffer.name for a in slices}
+    if any(type(names.get(n)) is not Buffer for n in bufs): return False
+    size = {n: names[n].size for n in bufs}
+    # every range non-empty and inside its buffer (else its length here is 0); a copy's two sides of one length. Each
+    # bound is read once: the ints of a big program are scattered objects, each read a cache miss
+    lens = [h - (a.start or 0) if (h := size[a.buffer.name] if a.end is None else a.end) <= size[a.buffer.name] else 0
+            for a in slices]
+    return not (lens and min(lens) <= 0) and lens[:copied:2] == lens[1:copied:2]
 
   def _host(self, h: Host):
     submitted: dict = {}
@@ -243,13 +240,17 @@ class StaticCheck:
 
   def _value_span(self, at):
     """The value of a `wait`/`signal` statement: the text after its `=` or `>=`."""
-    src = self.prog.source
-    if at is None or src is None or at.line != at.end_line: return at
-    line = src.split("\n", at.line)[at.line - 1]
+    if at is None or self.prog.source is None or at.line != at.end_line: return at
+    line = self._line(at.line)
     text = line[at.column - 1:at.end_column - 1]
     i = text.rfind("=") + 1
     while i < len(text) and text[i] in " \t": i += 1
     return Span(at.file, at.line, at.column + i, at.line, at.end_column) if 0 < i < len(text) else at
+
+  def _line(self, n: int) -> str:
+    """Line n of the source as spans count lines (split once per run, only when an error needs it)."""
+    if self._lines is None: self._lines = split_lines(self.prog.source)
+    return self._lines[n - 1] if 0 < n <= len(self._lines) else ""
 
   def _slice(self, s: Slice, at):
     b = self._need(s.buffer, Buffer, "buffer", at)
@@ -264,7 +265,7 @@ class StaticCheck:
     """`name[a:b]` inside the statement at `at` (found only when there is an error to show)."""
     span = self.prog.locate(s.buffer.name, at)
     if not s.ranged or span is at: return span
-    line = self.prog.source.split("\n", span.line)[span.line - 1]
+    line = self._line(span.line)
     close = line.find("]", span.end_column - 1, at.end_column - 1)
     return span if close < 0 else attrs.evolve(span, end_column=close + 2)
 

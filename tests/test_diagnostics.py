@@ -34,3 +34,33 @@ def test_sarif():
   assert r["locations"][0]["physicalLocation"]["region"] == {"startLine": 3, "startColumn": 3, "endLine": 3, "endColumn": 14}
   assert r["relatedLocations"][0]["message"]["text"] == "q waits here"
   assert "deadlock" in [x["id"] for x in s["runs"][0]["tool"]["driver"]["rules"]]
+
+# ---- lazy diagnostics: the text of a warning a big program draws by the hundred thousand is built when first read
+
+import pickle
+import attrs
+from hcqdsl.diagnostics import LazyDiagnostic, summary, has_errors
+
+class _Lazy(LazyDiagnostic):
+  __slots__ = ()
+  code, severity = "deadlock", "error"
+
+def _build(calls):
+  def build(x):
+    calls.append(x)
+    return D.message, D.related, D.extra
+  return build
+
+def test_lazy_diagnostic_is_the_diagnostic_it_stands_for():
+  calls = []
+  a, b = _Lazy.many([D.span, D.span], _build(calls), ["a", "b"])
+  eager = attrs.evolve(D, notes=())
+  assert calls == [] and (a.code, a.severity, a.span, a.notes) == ("deadlock", "error", D.span, ())
+  assert summary([a, b]) == "failed: 2 errors, 0 warnings" and has_errors([a]) and calls == []
+  assert a == eager and eager == a and not a != eager and hash(a) == hash(eager) and calls == ["a"]
+  assert repr(a) == repr(eager) and a.to_json() == eager.to_json() and render_text([a], SRC) == render_text([eager], SRC)
+  assert calls == ["a"]  # built once
+  assert attrs.evolve(b, notes=("n",)) == attrs.evolve(D, notes=("n",)) and type(attrs.evolve(b)) is Diagnostic
+  assert pickle.loads(pickle.dumps(b)) == eager and calls == ["a", "b"]
+  assert a != attrs.evolve(eager, message="other") and attrs.evolve(eager, message="other") != a
+  assert not hasattr(a, "__dict__")
