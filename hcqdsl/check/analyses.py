@@ -6,13 +6,14 @@ from typing import Optional
 import attrs
 from ..ir import Epoch, Expr, Ref, U32_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, R, W, RW
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "deadlock_diags"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
+assert WAIT < WRITE < min(ACCESS, NOP, BARRIER, SUBMIT)  # `kind <= WRITE` picks the waits and writes
 
 def _who(u: Unrolled, i: int) -> str: return "the host" if i == 0 else u.seqs[i].name
 def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
@@ -31,7 +32,7 @@ class OverflowAnalysis:
   name = "overflow"
   def run(self, u: Unrolled) -> list[Diagnostic]:
     # each distinct `var + n` is evaluated once; the statements are walked only when one of them overflows
-    sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] in _SYNC and op[2] is not None}
+    sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
     if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
     out = []
     for s in u.seqs:
