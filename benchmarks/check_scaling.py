@@ -21,6 +21,7 @@ Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1
        python benchmarks/check_scaling.py --spin            (the SPIN table only)
        python benchmarks/check_scaling.py --no-spin [sizes] (no SPIN table)
        python benchmarks/check_scaling.py --cli [sizes]     (the CLI end to end; default 100000 1000000)
+       python benchmarks/check_scaling.py --passes [sizes]  (one in-process run of the --cli program, per pass)
 """
 from __future__ import annotations
 import random, shutil, subprocess, sys, time, tempfile, os
@@ -164,6 +165,53 @@ def phases(path: str) -> dict:
   del prog, d, out
   return dict(zip(("read", "parse", "static", "analysis", "report"), (b - a for a, b in zip(t, t[1:]))))
 
+def passes(path: str) -> dict:
+  """One in-process run of `hcqdsl check PATH` split finer than `phases`: the static checks, unroll, the
+  happens-before pass, each warning pass, and the report's sort, capped text and summary line (CPU s, GC off)."""
+  import gc
+  from hcqdsl.syntax import parse_syntax
+  from hcqdsl.static import check_static
+  from hcqdsl.check import _sorted
+  from hcqdsl.check.unroll import unroll
+  from hcqdsl.check.hb import happens_before
+  from hcqdsl.check import analyses as A
+  from hcqdsl.diagnostics import render_text, summary
+  text = open(path).read()
+  gc.collect(); gc.disable()
+  out, clock = {}, time.process_time
+  def timed(name, f, *args):
+    t0 = clock(); r = f(*args); out[name] = clock() - t0
+    return r
+  try:
+    prog, _ = parse_syntax(text, path)
+    d = timed("static", check_static, prog)
+    u = timed("unroll", unroll, prog, 2)
+    t = timed("hb", happens_before, u)
+    d += timed("overflow", A.OverflowAnalysis().run, u)
+    d += timed("redundant-wait", A.RedundantWaitAnalysis().run, u, t.wstats)
+    d += timed("visibility", A.VisibilityAnalysis().run, u, t.vis)
+    d += timed("unused-signal", A.UnusedSignalAnalysis().run, u)
+    d = timed("sort", _sorted, d)
+    timed("text", render_text, d, {path: text}, 20)
+    timed("summary", summary, d, 2, len(prog.queues))
+  finally: gc.enable()
+  del prog, u, t, d
+  return out
+
+def passes_main(sizes):
+  tmp = tempfile.mkdtemp(prefix="check_passes_")
+  for n in sizes:
+    path = os.path.join(tmp, f"p{n}.hcq")
+    with open(path, "w") as f: f.write(cli_text(n))
+    best: dict = {}
+    for _ in range(REPS):
+      for k, v in passes(path).items(): best[k] = min(best.get(k, v), v)
+    warn = sum(best[k] for k in ("overflow", "redundant-wait", "visibility", "unused-signal"))
+    print(f"{n:>11,} " + " ".join(f"{k} {v:.3f}" for k, v in best.items()) +
+          f"  (warning passes {warn:.3f}, sort+report {best['sort'] + best['text'] + best['summary']:.3f})")
+    os.unlink(path)
+  os.rmdir(tmp)
+
 def cli_main(sizes):
   print(f"load average {os.getloadavg()[0]:.2f}; hcqdsl check FILE (text, default flags), best of {REPS}")
   tmp = tempfile.mkdtemp(prefix="check_cli_")
@@ -199,6 +247,7 @@ def cli_main(sizes):
 if __name__ == "__main__":
   if sys.argv[1:] == ["--spin"]: spin_table()
   elif "--cli" in sys.argv: cli_main([int(x) for x in sys.argv[1:] if x != "--cli"] or [100_000, 1_000_000])
+  elif "--passes" in sys.argv: passes_main([int(x) for x in sys.argv[1:] if x != "--passes"] or [100_000, 1_000_000])
   else:
     args = [x for x in sys.argv[1:] if x != "--no-spin"]
     main([int(x) for x in args] or [10_000, 100_000, 1_000_000], spin="--no-spin" not in sys.argv)
