@@ -186,11 +186,16 @@ class StaticCheck:
     # launch dims are numbers or expressions over vars (a dims tuple is usually shared by every exec)
     dims = [x for d in {id(d): d for d in dims if d is not None}.values() for x in d]
     if not all(1 <= x <= U for x in dims if type(x) is int): return False
-    vals += [e for e, t in zip(args, types) if t is Expr] + [x for x in dims if type(x) is not int]
-    if any(type(names.get(n)) is not Var for n in {e.var.name for e in vals if e.var is not None}): return False
-    if [e for e in vals if e.var is None and not 0 <= e.offset <= U]: return False
+    scalars = any(Expr in w for w in want.values())
+    if scalars: vals += [e for e, t in zip(args, types) if t is Expr]
+    vals += [x for x in dims if type(x) is not int]
+    # one pass over the expressions: the names of their vars, and whether each literal fits 32 bits
+    marks = {e.var.name if e.var is not None else 0 <= e.offset <= U for e in vals}
+    if False in marks: return False
+    marks.discard(True)
+    if any(type(names.get(n)) is not Var for n in marks): return False
     copied = len(slices)  # the copies' sides, then the buffer arguments
-    if args: slices += [a for a, t in zip(args, types) if t is Slice]
+    slices += [a for a, t in zip(args, types) if t is Slice] if scalars else args
     bufs = {a.buffer.name for a in slices}
     if any(type(names.get(n)) is not Buffer for n in bufs): return False
     size = {n: names[n].size for n in bufs}
