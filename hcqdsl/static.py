@@ -6,7 +6,7 @@ from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines)
 from .diagnostics import Diagnostic, did_you_mean
 from .amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
-from operator import sub
+from itertools import islice
 import attrs
 
 __all__ = ["check_static", "StaticCheck", "check_launches"]
@@ -155,9 +155,10 @@ class StaticCheck:
 
   def _clean_body(self, q: Queue) -> bool:
     run = Exec if q.engine == "compute" else Copy
-    return all(self._clean_run(q.body[lo:lo + 4096], run) for lo in range(0, len(q.body), 4096))
+    it = iter(q.body)  # read in chunks (islice: no copy), each checked while its statements are in cache
+    return all(self._clean_run(islice(it, 4096), run) for _ in range(0, len(q.body), 4096))
 
-  def _clean_run(self, body: tuple, run) -> bool:
+  def _clean_run(self, body, run) -> bool:
     """True when a queue's body has nothing to report: the common case, decided so that a million-statement program
     checks in a fraction of a second. One loop sorts the statements by exact type and takes their parts (a big body
     costs its memory traffic: each statement is touched once); the parts are then checked in comprehensions and C
