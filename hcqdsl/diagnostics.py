@@ -154,7 +154,7 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
   `... and N more CODE warnings` line per code; errors are always printed in full."""
   sources = sources or {}
   out: list[str] = []
-  shown, hidden = _capped(diags, max_per_code) if max_per_code > 0 else (diags, {})
+  shown, hidden = _capped(list(diags), max_per_code) if max_per_code > 0 else (diags, {})
   # a source is split only as far as the last line shown (the first twenty warnings of a million-line program)
   last: dict = {}
   for d in shown:
