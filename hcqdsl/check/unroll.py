@@ -204,7 +204,6 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
     return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
 
-  cache: dict = {}    # (kind, signal, value) -> a wait's or write's op: few distinct
   def lower(body, q: Optional[Queue]) -> list:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
     statements are told apart by exact type and nothing is called per statement that need not be)."""
@@ -213,12 +212,9 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     for st in body:
       t = type(st)
       if t is Wait or t is SignalWrite:
-        key = (t, id(st.signal), id(st.value))
-        op = cache.get(key)
-        if op is None:
-          v = st.value
-          op = cache[key] = (WAIT if t is Wait else WRITE, sig_id[st.signal.name], v.var.name if v.var is not None else None, v.offset)
-        app(op)
+        v = st.value
+        e = v.var
+        app((WAIT if t is Wait else WRITE, sig_id[st.signal.name], e if e is None else e.name, v.offset))
       elif t is Copy:
         src, dst = st.src, st.dst
         a, b = binfo.get(src.buffer.name), binfo.get(dst.buffer.name)
