@@ -70,3 +70,57 @@ def test_hb_matches_sequential_pass():
   each()
   # every example compared; racy and outside-the-fragment programs among them (visibility: the pipelines above)
   assert seen["total"] == 300 and min(seen["races"], seen["outside"]) >= 50, seen
+
+# ---- the execution beside the main process (`check(jobs=2)`, `hcqdsl check` on a big program)
+
+import os, pytest
+import importlib
+check_mod = importlib.import_module("hcqdsl.check")
+from hcqdsl.check import check
+from hcqdsl.check import hb as hb_mod
+
+def _no_children():
+  with pytest.raises(ChildProcessError): os.waitpid(-1, os.WNOHANG)
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+def test_check_beside_gives_the_same_diagnostics(monkeypatch):
+  monkeypatch.setattr(check_mod, "PARALLEL_MIN", 0)
+  seen = {"total": 0, "with diagnostics": 0}
+  @settings(max_examples=40, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+  @given(pipelines(), st.integers(1, 3))
+  def each(text, launches):
+    prog = parse(text, "gen.hcq")
+    one, two = check(prog, launches), check(prog, launches, jobs=2)
+    assert [repr(d) for d in one] == [repr(d) for d in two], text
+    seen["total"] += 1; seen["with diagnostics"] += bool(one)
+  each()
+  _no_children()
+  assert seen["total"] == 40 and seen["with diagnostics"] >= 20, seen
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+def test_check_beside_cancelled_on_name_errors(monkeypatch):
+  monkeypatch.setattr(check_mod, "PARALLEL_MIN", 0)
+  started = []
+  class Recorded(hb_mod.execute_beside):
+    def __init__(self, u): super().__init__(u); started.append(self)
+  monkeypatch.setattr(hb_mod, "execute_beside", Recorded)
+  from hcqdsl.syntax import parse_syntax
+  # unrolls (an unknown kernel is no access), so the execution starts; the static checks then reject the program
+  prog, _ = parse_syntax("device g = AMD:0\nbuffer b on g size 64\nqueue q compute on g {\n  exec nothing(b)\n}\n", "bad.hcq")
+  assert [d.code for d in check(prog, 2, jobs=2)] == [d.code for d in check(prog, 2)] == ["name"]
+  assert len(started) == 1 and started[0].pid is None   # started, then cancelled
+  _no_children()
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork (POSIX)")
+def test_execution_beside_falls_back_when_the_child_fails(monkeypatch):
+  parent, real = os.getpid(), hb_mod._execute
+  def failing_in_child(u):
+    if os.getpid() != parent: raise RuntimeError("child")
+    return real(u)
+  monkeypatch.setattr(hb_mod, "_execute", failing_in_child)
+  u = unroll(parse("device g = AMD:0\nsignal s on g\nqueue a compute on g {\n  signal s = 1\n}\n"
+                   "queue b compute on g {\n  wait s >= 1\n}\n", "ok.hcq"), 2)
+  x = hb_mod.execute_beside(u)
+  assert x.pid is not None   # it did fork
+  assert x.result().done == real(u).done
+  _no_children()
