@@ -9,7 +9,7 @@ whole) and each piece is matched by the same regexes. Data lists are validated b
 converted by C-level `map(int|float)`. `tests/test_syntax.py` holds the two paths equal on programs of every layout.
 """
 from __future__ import annotations
-import gc, itertools, math, re
+import gc, math, re
 import attrs
 from typing import Optional
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
@@ -80,6 +80,40 @@ _SUF = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
 _ESC_RX = re.compile(r"\\(.)")
 
+# ---- the block path: a queue or host block whose header starts a line, its body read row by row by one regex
+_HEADER = re.compile(rf"[ \t]*((?:queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME})|host){_W})\{{")
+# a block body ends at the first `{`, `}` or `"` outside comments (only a `}` ends it well)
+_REGION = re.compile(r'(?:[^{}"#]++|#[^\n]*+)*+')
+_AFTER = re.compile(r"[ \t]*+(#[^\n]*)?(?:\n|\Z)")           # what may follow a block's `}` on its line
+_E = r"[^;#\n]*[^;#\n \t]"   # text up to the next `;`, `#` or line end, without its trailing blanks
+# one row of a body: `keyword a sep b` (a statement's words, cut loosely: the fields are checked through the caches
+# below, each distinct text once), any other text (`_stmt` reads it), the comment, and the `;` or newline ending the
+# row. Every position of a body starts a row, so `findall` tiles it; the row ending at the body's end has terminator ''.
+_ROW = re.compile(rf"([ \t]*+)(?:(([a-z]++)(?:[ \t]++([^ \t<>=(;#\n]++)(?:[ \t]*+(>=|=|<-|\()[ \t]*+|[ \t]++(?=[^;#\n \t])|)"
+                  rf"({_E}|)|))|({_E}|))([ \t]*+)(#[^\n]*+|)([;\n]|\Z)")
+_SLICE_LIST = re.compile(rf"(?:{_W}{_SLICE_RX}{_W},)*{_W}{_SLICE_RX}{_W},?{_W}")
+_CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
+
+def _maker(cls, names: str):
+  """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`) that fills the
+  slots directly: the object attrs' `__init__` builds (the IR has no defaults to apply here, no validators, converters
+  or post-init hooks), without its per-field `object.__setattr__` calls: half the time."""
+  fields, names = attrs.fields(cls), names.split()
+  assert sorted(names) == sorted(a.name for a in fields), cls
+  assert all(a.validator is None and a.converter is None for a in fields) and not hasattr(cls, "__attrs_post_init__")
+  ns = {"new": object.__new__, "cls": cls, **{f"set_{n}": getattr(cls, n).__set__ for n in names}}
+  exec(f"def make({', '.join(names)}):\n  o = new(cls); {'; '.join(f'set_{n}(o, {n})' for n in names)}; return o", ns)
+  return ns["make"]
+
+_span = _maker(Span, "file line column end_line end_column")
+_wait = _maker(Wait, "signal value span comments comment")
+_signal = _maker(SignalWrite, "signal value span comments comment")
+_exec_node = _maker(Exec, "kernel args grid block span comments comment")
+_copy = _maker(Copy, "dst src span comments comment")
+_slice_node = _maker(Slice, "buffer start end ranged")
+_barrier = _maker(Barrier, "span comments comment")
+_epoch = _maker(Epoch, "span comments comment")
+
 class _GiveUp(Exception): pass
 
 def _int(s: str) -> int:
@@ -121,7 +155,9 @@ class _Scan:
     self.decls: list = []
     self.pending: list = []  # own-line comments waiting for the node they precede
     self.block = None        # [kind, name, engine, device, header span, comment, comments, body] of the open block
-    self.offsets = None      # line start offsets, for a string that runs over several lines
+    self.dims: dict = {}
+    self.sigs: dict = {}     # checked fields of statements by their text: a wait's or signal's signal,
+    self.names: dict = {}    # an exec's kernel
 
   def _ref(self, s: str) -> Ref:
     r = self.refs.get(s)
@@ -135,45 +171,128 @@ class _Scan:
     return s
 
   def run(self, src: str, text: str) -> Program:
-    f = self.file
-    decls = self.decls
-    lines = src.split("\n")
-    skip = 0                    # the last line a multi-line string took
-    for ln, raw in enumerate(lines, 1):
-      if ln <= skip: continue
-      if ";" in raw and '"' not in raw and "{" not in raw and "}" not in raw:
-        skip = self._semicolons(raw, ln); continue
-      block = self.block
-      hp = raw.find("#")
-      if hp < 0: code, comment = raw, None
-      else: code, comment = raw[:hp], raw[hp:].rstrip()
-      body = code.strip(" \t")
-      if not body:
-        if comment is not None: self.pending.append(comment)
-        continue
-      col = code.find(body[0]) + 1
-      end = col + len(body)
-      kw = body.partition(" ")[0]
-      if "\t" in kw: kw = kw.partition("\t")[0]
-      pending = self.pending
-      if ";" in body: skip = self._pieces(lines, ln, src); continue
-      try:
-        if block is not None:
-          if body == "}": self._close(ln, end, comment); continue
-          if pending:
-            block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); self.pending = []
-          else: block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), (), comment))
-          continue
-        if kw == "queue" or kw[:4] == "host":
-          self._open(kw, body, Span(f, ln, col, ln, end), comment, True)
-          continue
-        node = self._decl(kw, body, Span(f, ln, col, ln, end))
-        if pending or comment is not None: node = attrs.evolve(node, comments=tuple(pending), comment=comment); self.pending = []
-        decls.append(node)
-      except _GiveUp:
-        skip = self._pieces(lines, ln, src)
+    n = len(src)
+    pos, ln = 0, 1              # the line being read and where it starts
+    while pos <= n:
+      if self.block is None and (m := _HEADER.match(src, pos)) is not None:
+        r = self._bulk(src, pos, ln, m)
+        if r is not None: pos, ln = r; continue
+      nl = src.find("\n", pos)
+      if nl < 0: nl = n
+      last = self._line(src[pos:nl], ln, src, pos)
+      while ln < last:          # a string ran on over more lines
+        nl = src.find("\n", nl + 1)
+        if nl < 0: nl = n
+        ln += 1
+      pos, ln = nl + 1, ln + 1
     if self.block is not None: raise _GiveUp
-    return resolve_var_args(Program(tuple(decls), file=f, end_comments=tuple(self.pending), source=text))
+    return resolve_var_args(Program(tuple(self.decls), file=self.file, end_comments=tuple(self.pending), source=text))
+
+  def _line(self, raw, ln, src, lpos) -> int:
+    """One line (starting at src[lpos]) read on its own; returns the last line read."""
+    if ";" in raw and '"' not in raw and "{" not in raw and "}" not in raw: return self._semicolons(raw, ln)
+    f, block = self.file, self.block
+    hp = raw.find("#")
+    if hp < 0: code, comment = raw, None
+    else: code, comment = raw[:hp], raw[hp:].rstrip()
+    body = code.strip(" \t")
+    if not body:
+      if comment is not None: self.pending.append(comment)
+      return ln
+    col = code.find(body[0]) + 1
+    end = col + len(body)
+    kw = body.partition(" ")[0]
+    if "\t" in kw: kw = kw.partition("\t")[0]
+    pending = self.pending
+    if ";" in body: return self._pieces(raw, ln, src, lpos)
+    try:
+      if block is not None:
+        if body == "}": self._close(ln, end, comment); return ln
+        if pending:
+          block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); self.pending = []
+        else: block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), (), comment))
+        return ln
+      if kw == "queue" or kw[:4] == "host":
+        self._open(kw, body, Span(f, ln, col, ln, end), comment, True)
+        return ln
+      node = self._decl(kw, body, Span(f, ln, col, ln, end))
+      if pending or comment is not None: node = attrs.evolve(node, comments=tuple(pending), comment=comment); self.pending = []
+      self.decls.append(node)
+      return ln
+    except _GiveUp:
+      return self._pieces(raw, ln, src, lpos)
+
+  def _bulk(self, src, pos, ln, h):
+    """A queue or host block whose header `h` starts the line at `pos`, read to its `}` by `_ROW` over the body.
+    Returns where the next line starts (offset, line), or None to read the block line by line instead (a `{` or `"`
+    in the body, a `}` followed by more than a comment); nothing is kept from a None."""
+    start = h.end()
+    end = _REGION.match(src, start).end()
+    if end >= len(src) or src[end] != "}": return None
+    f, out = self.file, []
+    append = out.append
+    sigs, names, exprs, slices, args_of, dims_of = self.sigs, self.names, self.exprs, self.slices, self.args, self.dims
+    stmt, span_ = self._stmt, _span
+    hl, hcol = ln, h.start(1) - pos + 1
+    try:
+      if h.group(2) is not None: name, engine, dev = self._name(h.group(2)), h.group(3), self._ref(h.group(4))
+      hcomment, pend = None, ()
+      c0, seen, first = start - pos + 1, False, True    # the row's column; a statement on this line; the header's line
+      p = start
+      while True:
+        q = end if end - p <= _CHUNK else (src.rfind("\n", p, p + _CHUNK) + 1 or end)
+        for lead, body, kw, a, sep, b, other, tw, cm, term in _ROW.findall(src, p, q):
+          if body:
+            col = c0 + len(lead)
+            span = span_(f, ln, col, ln, col + len(body))
+            c = cm.rstrip() if cm else None
+            # the common statements from their cached fields; anything else, or a field not seen yet: `_stmt`
+            if kw == "wait" or kw == "signal":
+              x, e = sigs.get(a), exprs.get(b)
+              if x is None or e is None or sep != (">=" if kw == "wait" else "="): node = stmt(kw, body, span, pend, c)
+              else: node = (_wait if kw == "wait" else _signal)(x, e, span, pend, c)
+            elif kw == "exec":
+              x = names.get(a)
+              at, _, dt = b.partition(")")
+              xa = args_of.get(at)
+              xd = dims_of.get(dt) if dt else (None, None)
+              if x is None or xa is None or xd is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
+              else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
+            elif kw == "copy":
+              x, y = slices.get(a), slices.get(b)
+              if x is None or y is None or sep != "<-": node = stmt(kw, body, span, pend, c)
+              else: node = _copy(x, y, span, pend, c)
+            elif kw == "barrier" and not a: node = _barrier(span, pend, c)
+            elif kw == "epoch" and not a: node = _epoch(span, pend, c)
+            else: node = stmt(kw, body, span, pend, c)
+            append(node); pend = (); seen = True
+          elif other:
+            col = c0 + len(lead)
+            kw = other.partition(" ")[0]
+            if "\t" in kw: kw = kw.partition("\t")[0]
+            append(stmt(kw, other, Span(f, ln, col, ln, col + len(other)), pend, cm.rstrip() if cm else None))
+            pend = (); seen = True
+          elif cm:   # a comment after the last `;` of a line, or on a line of its own
+            if seen: out[-1] = attrs.evolve(out[-1], comment=cm.rstrip())   # `a;  # c`: the last statement's
+            elif first: hcomment = cm.rstrip()             # `{  # c`: the header's
+            elif c0 == 1: pend += (cm.rstrip(),)           # an own-line comment: the next statement's
+            # else `  ;  # c`: nothing ends on its line, the grammar drops it
+          if term == "\n": ln += 1; c0 = 1; seen = first = False
+          elif term: c0 += len(lead) + len(body) + len(other) + len(tw) + 1
+          else: break
+        if q == end: break
+        p = q
+    except (_GiveUp, ValueError): return None
+    a = _AFTER.match(src, end + 1)
+    if a is None: return None
+    span = Span(f, hl, hcol, ln, end - src.rfind("\n", 0, end) + 1)
+    ec = a.group(1).rstrip() if a.group(1) else None
+    if h.group(2) is not None:
+      node = Queue(name, engine, dev, tuple(out), span=span, comments=tuple(self.pending), comment=hcomment,
+                   end_comments=pend, end_comment=ec)
+    else: node = Host(tuple(out), span=span, comments=tuple(self.pending), comment=hcomment, end_comments=pend, end_comment=ec)
+    self.decls.append(node); self.pending = []
+    return a.end(), ln + 1
 
   # ---- blocks
   def _open(self, kw, body, span, comment, brace):
@@ -224,10 +343,9 @@ class _Scan:
       pos += len(part) + 1
     return ln
 
-  def _pieces(self, lines, ln, src) -> int:
+  def _pieces(self, raw, ln, src, lpos) -> int:
     """Cut the line (and the lines a string carries on to) into pieces at `;`, `{` and `}` and read each piece.
     Returns the last line read."""
-    raw = lines[ln - 1]
     toks = []              # (kind, text, offset): 1 code, 2 `;` `{` `}`, 3 the comment
     if '"' not in raw:
       hp = raw.find("#")
@@ -238,8 +356,7 @@ class _Scan:
       text, line_start = raw, 0
     else:
       if '"""' in raw:    # a string may run on: read from the whole text
-        if self.offsets is None: self.offsets = [0, *itertools.accumulate(len(x) + 1 for x in lines)]
-        text, pos = src, self.offsets[ln - 1]
+        text, pos = src, lpos
       else: text, pos = raw, 0
       line_start = pos
       while True:
@@ -432,7 +549,7 @@ class _Scan:
       if m is None: raise _GiveUp
       if kw == "barrier": return Barrier(span=span, comments=cs, comment=c)
       if kw == "epoch": return Epoch(span=span, comments=cs, comment=c)
-      sig = self._ref(m.group("s"))
+      sig = self.sigs[m.group("s")] = self._ref(m.group("s"))
       if kw == "timestamp": return Timestamp(sig, span=span, comments=cs, comment=c)
       e = self.exprs.get(m.group("e"))
       if e is None:
@@ -461,12 +578,14 @@ class _Scan:
   def _slice(self, body, pos):
     m = _SLICE.match(body, pos)
     if m is None: raise _GiveUp
-    s = self.slices.get(m.group())
-    if s is None:
-      name, a, b = m.group(1, 2, 3)
-      s = self.slices[m.group()] = Slice(self._ref(name), None if a is None else _int(a), None if b is None else _int(b),
-                                         m.end() != m.end(1))
-    return s, m.end()
+    return self.slices.get(m.group()) or self._slice_of(m), m.end()
+
+  def _slice_of(self, m) -> Slice:
+    """The slice `_SLICE` matched, interned by its text."""
+    name, a, b = m.group(1, 2, 3)
+    s = self.slices[m.group()] = _slice_node(self._ref(name), None if a is None else _int(a), None if b is None else _int(b),
+                                             m.end() != m.end(1))
+    return s
 
   def _arg_value(self, piece) -> Expr:
     """A scalar argument: what the grammar's `arg_expr` reads (a bare name stays a slice)."""
@@ -490,10 +609,18 @@ class _Scan:
   def _exec(self, body, span, cs, c):
     m = _EXEC.match(body)
     if m is None: raise _GiveUp
-    kernel = self._ref(m.group(1))
-    argtext = m.group(2)
-    args = self.args.get(argtext)
-    if args is None:
+    kernel = self.names[m.group(1)] = self._ref(m.group(1))
+    args = self.args.get(m.group(2))
+    if args is None: args = self._exec_args(m.group(2))
+    grid, block = self._dims(body[m.end():]) if m.end() < len(body) else (None, None)
+    return Exec(kernel, args, grid, block, span=span, comments=cs, comment=c)
+
+  def _exec_args(self, argtext) -> tuple:
+    """The arguments of an exec, interned by their text."""
+    if _SLICE_LIST.fullmatch(argtext):   # buffers only: one regex cuts them
+      slices = self.slices
+      args = tuple(slices.get(m.group()) or self._slice_of(m) for m in _SLICE.finditer(argtext))
+    else:
       pieces = argtext.split(",")
       if len(pieces) > 1 and not pieces[-1].strip(" \t"): pieces.pop()   # a trailing comma
       if len(pieces) == 1 and not pieces[0].strip(" \t"): pieces = []
@@ -505,12 +632,18 @@ class _Scan:
           if not piece[end:].strip(" \t"): args.append(sl); continue
         except _GiveUp: pass
         args.append(self._arg_value(piece))
-      args = self.args[argtext] = tuple(args)
-    pos, n = m.end(), len(body)
+      args = tuple(args)
+    self.args[argtext] = args
+    return args
+
+  def _dims(self, text) -> tuple:
+    """`grid (x, y, z) block (x, y, z)` (either, both, block not first): (grid, block), interned by their text."""
+    pos, n = 0, len(text)
     dims = {}
     while pos < n:
-      d = _DIM.match(body, pos)
+      d = _DIM.match(text, pos)
       if d is None or d.group(1) in dims or (d.group(1) == "grid" and "block" in dims): raise _GiveUp
       dims[d.group(1)] = tuple(self._dim(d.group(j)) for j in (2, 3, 4))
       pos = d.end()
-    return Exec(kernel, args, dims.get("grid"), dims.get("block"), span=span, comments=cs, comment=c)
+    r = self.dims[text] = (dims.get("grid"), dims.get("block"))
+    return r
