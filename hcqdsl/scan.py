@@ -91,7 +91,6 @@ _E = r"[^;#\n]*[^;#\n \t]"   # text up to the next `;`, `#` or line end, without
 # row. Every position of a body starts a row, so `findall` tiles it; the row ending at the body's end has terminator ''.
 _ROW = re.compile(rf"([ \t]*+)(?:(([a-z]++)(?:[ \t]++([^ \t<>=(;#\n]++)(?:[ \t]*+(>=|=|<-|\()[ \t]*+|[ \t]++(?=[^;#\n \t])|)"
                   rf"({_E}|)|))|({_E}|))([ \t]*+)(#[^\n]*+|)([;\n]|\Z)")
-_SLICE_LIST = re.compile(rf"(?:{_W}{_SLICE_RX}{_W},)*{_W}{_SLICE_RX}{_W},?{_W}")
 _CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 
 def _maker(cls, names: str):
@@ -156,6 +155,7 @@ class _Scan:
     self.pending: list = []  # own-line comments waiting for the node they precede
     self.block = None        # [kind, name, engine, device, header span, comment, comments, body] of the open block
     self.dims: dict = {}
+    self.ints: dict = {}
     self.sigs: dict = {}     # checked fields of statements by their text: a wait's or signal's signal,
     self.names: dict = {}    # an exec's kernel
 
@@ -254,14 +254,19 @@ class _Scan:
             elif kw == "exec":
               x = names.get(a)
               at, _, dt = b.partition(")")
-              xa = args_of.get(at)
-              xd = dims_of.get(dt) if dt else (None, None)
-              if x is None or xa is None or xd is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
-              else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
-            elif kw == "copy":
-              x, y = slices.get(a), slices.get(b)
-              if x is None or y is None or sep != "<-": node = stmt(kw, body, span, pend, c)
-              else: node = _copy(x, y, span, pend, c)
+              if x is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
+              else:
+                xa = args_of.get(at)
+                if xa is None: xa = self._exec_args(at)
+                if dt:
+                  xd = dims_of.get(dt)
+                  if xd is None: xd = self._dims(dt)
+                  node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
+                else: node = _exec_node(x, xa, None, None, span, pend, c)
+            elif kw == "copy" and sep == "<-":
+              x = slices.get(a) or self._slice_text(a)
+              y = slices.get(b) or self._slice_text(b)
+              node = _copy(x, y, span, pend, c) if x is not None and y is not None else stmt(kw, body, span, pend, c)
             elif kw == "barrier" and not a: node = _barrier(span, pend, c)
             elif kw == "epoch" and not a: node = _epoch(span, pend, c)
             else: node = stmt(kw, body, span, pend, c)
@@ -578,14 +583,26 @@ class _Scan:
   def _slice(self, body, pos):
     m = _SLICE.match(body, pos)
     if m is None: raise _GiveUp
-    return self.slices.get(m.group()) or self._slice_of(m), m.end()
+    t = m.group()
+    return self.slices.get(t) or self._slice_of(t, m), m.end()
 
-  def _slice_of(self, m) -> Slice:
-    """The slice `_SLICE` matched, interned by its text."""
+  def _slice_of(self, t, m) -> Slice:
+    """The slice `t` that `_SLICE` matched as `m`, interned by its text."""
     name, a, b = m.group(1, 2, 3)
-    s = self.slices[m.group()] = _slice_node(self._ref(name), None if a is None else _int(a), None if b is None else _int(b),
-                                             m.end() != m.end(1))
+    ints = self.ints
+    if a is not None: a = ints.get(a) or self._int(a)
+    if b is not None: b = ints.get(b) or self._int(b)
+    s = self.slices[t] = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
     return s
+
+  def _slice_text(self, t) -> Optional[Slice]:
+    """The slice written `t` (no blanks around it), or None if `t` is none."""
+    m = _SLICE.fullmatch(t)
+    return None if m is None else self._slice_of(t, m)
+
+  def _int(self, s) -> int:
+    v = self.ints[s] = _int(s)
+    return v
 
   def _arg_value(self, piece) -> Expr:
     """A scalar argument: what the grammar's `arg_expr` reads (a bare name stays a slice)."""
@@ -617,23 +634,17 @@ class _Scan:
 
   def _exec_args(self, argtext) -> tuple:
     """The arguments of an exec, interned by their text."""
-    if _SLICE_LIST.fullmatch(argtext):   # buffers only: one regex cuts them
-      slices = self.slices
-      args = tuple(slices.get(m.group()) or self._slice_of(m) for m in _SLICE.finditer(argtext))
-    else:
-      pieces = argtext.split(",")
-      if len(pieces) > 1 and not pieces[-1].strip(" \t"): pieces.pop()   # a trailing comma
-      if len(pieces) == 1 and not pieces[0].strip(" \t"): pieces = []
-      args = []
-      for piece in pieces:
-        if not piece.strip(" \t"): raise _GiveUp
-        try:
-          sl, end = self._slice(piece, len(piece) - len(piece.lstrip(" \t")))
-          if not piece[end:].strip(" \t"): args.append(sl); continue
-        except _GiveUp: pass
-        args.append(self._arg_value(piece))
-      args = tuple(args)
-    self.args[argtext] = args
+    pieces = argtext.split(",")
+    if len(pieces) > 1 and not pieces[-1].strip(" \t"): pieces.pop()   # a trailing comma
+    if len(pieces) == 1 and not pieces[0].strip(" \t"): pieces = []
+    args, slices = [], self.slices
+    for piece in pieces:
+      t = piece.strip(" \t")
+      if not t: raise _GiveUp
+      # a buffer (a bare name too: `resolve_var_args` turns a var's into a value), else a value
+      a = slices.get(t) or self._slice_text(t)
+      args.append(self._arg_value(piece) if a is None else a)
+    args = self.args[argtext] = tuple(args)
     return args
 
   def _dims(self, text) -> tuple:
