@@ -91,17 +91,25 @@ _E = r"[^;#\n]*[^;#\n \t]"   # text up to the next `;`, `#` or line end, without
 # row. Every position of a body starts a row, so `findall` tiles it; the row ending at the body's end has terminator ''.
 _ROW = re.compile(rf"([ \t]*+)(?:(([a-z]++)(?:[ \t]++([^ \t<>=(;#\n]++)(?:[ \t]*+(>=|=|<-|\()[ \t]*+|[ \t]++(?=[^;#\n \t])|)"
                   rf"({_E}|)|))|({_E}|))([ \t]*+)(#[^\n]*+|)([;\n]|\Z)")
+_SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _SNUM, written for sre's speed
+_SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)")   # _SLICE, ditto
+# the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
+_SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
+_NO_DIMS = (None, None)
 _CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 
 def _maker(cls, names: str):
-  """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`) that fills the
-  slots directly: the object attrs' `__init__` builds (the IR has no defaults to apply here, no validators, converters
-  or post-init hooks), without its per-field `object.__setattr__` calls: half the time."""
+  """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`): it fills the
+  slots of a subclass that may be written (plain slot stores) and then makes the object a `cls`: the same object attrs'
+  `__init__` builds (the IR has no validators, converters or post-init hooks), in half its time (no per-field
+  `object.__setattr__` call, no keyword arguments). The subclass adds no slots, so its layout is `cls`'s."""
   fields, names = attrs.fields(cls), names.split()
   assert sorted(names) == sorted(a.name for a in fields), cls
   assert all(a.validator is None and a.converter is None for a in fields) and not hasattr(cls, "__attrs_post_init__")
-  ns = {"new": object.__new__, "cls": cls, **{f"set_{n}": getattr(cls, n).__set__ for n in names}}
-  exec(f"def make({', '.join(names)}):\n  o = new(cls); {'; '.join(f'set_{n}(o, {n})' for n in names)}; return o", ns)
+  draft = type(f"_Draft{cls.__name__}", (cls,), {"__slots__": (), "__setattr__": object.__setattr__,
+                                                  "__delattr__": object.__delattr__})
+  ns = {"new": object.__new__, "cls": cls, "draft": draft}
+  exec(f"def make({', '.join(names)}):\n  o = new(draft); {'; '.join(f'o.{n} = {n}' for n in names)}; o.__class__ = cls; return o", ns)
   return ns["make"]
 
 _span = _maker(Span, "file line column end_line end_column")
@@ -236,7 +244,7 @@ class _Scan:
     hl, hcol = ln, h.start(1) - pos + 1
     try:
       if h.group(2) is not None: name, engine, dev = self._name(h.group(2)), h.group(3), self._ref(h.group(4))
-      hcomment, pend = None, ()
+      hcomment, pend, later = None, (), []
       c0, seen, first = start - pos + 1, False, True    # the row's column; a statement on this line; the header's line
       p = start
       while True:
@@ -256,17 +264,17 @@ class _Scan:
               at, _, dt = b.partition(")")
               if x is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
               else:
-                xa = args_of.get(at)
-                if xa is None: xa = self._exec_args(at)
                 if dt:
                   xd = dims_of.get(dt)
                   if xd is None: xd = self._dims(dt)
-                  node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
-                else: node = _exec_node(x, xa, None, None, span, pend, c)
+                else: xd = _NO_DIMS
+                xa = args_of.get(at)
+                if xa is None: later.append([len(out), at, x, xd, span, pend, c, body]); node = None
+                else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
             elif kw == "copy" and sep == "<-":
-              x = slices.get(a) or self._slice_text(a)
-              y = slices.get(b) or self._slice_text(b)
-              node = _copy(x, y, span, pend, c) if x is not None and y is not None else stmt(kw, body, span, pend, c)
+              x, y = slices.get(a), slices.get(b)
+              if x is None or y is None: later.append([len(out), None, a, b, span, pend, c, body]); node = None
+              else: node = _copy(x, y, span, pend, c)
             elif kw == "barrier" and not a: node = _barrier(span, pend, c)
             elif kw == "epoch" and not a: node = _epoch(span, pend, c)
             else: node = stmt(kw, body, span, pend, c)
@@ -278,13 +286,16 @@ class _Scan:
             append(stmt(kw, other, Span(f, ln, col, ln, col + len(other)), pend, cm.rstrip() if cm else None))
             pend = (); seen = True
           elif cm:   # a comment after the last `;` of a line, or on a line of its own
-            if seen: out[-1] = attrs.evolve(out[-1], comment=cm.rstrip())   # `a;  # c`: the last statement's
+            if seen:                                       # `a;  # c`: the last statement's
+              if out[-1] is None: later[-1][6] = cm.rstrip()
+              else: out[-1] = attrs.evolve(out[-1], comment=cm.rstrip())
             elif first: hcomment = cm.rstrip()             # `{  # c`: the header's
             elif c0 == 1: pend += (cm.rstrip(),)           # an own-line comment: the next statement's
             # else `  ;  # c`: nothing ends on its line, the grammar drops it
           if term == "\n": ln += 1; c0 = 1; seen = first = False
           elif term: c0 += len(lead) + len(body) + len(other) + len(tw) + 1
           else: break
+        if later: self._later(out, later); later = []
         if q == end: break
         p = q
     except (_GiveUp, ValueError): return None
@@ -298,6 +309,46 @@ class _Scan:
     else: node = Host(tuple(out), span=span, comments=tuple(self.pending), comment=hcomment, end_comments=pend, end_comment=ec)
     self.decls.append(node); self.pending = []
     return a.end(), ln + 1
+
+  def _later(self, out, later):
+    """The copies and execs of a chunk whose slices or argument lists were new: their slices cut by one regex over
+    them all, then the nodes in their places in `out`. An entry: [index, argument text (None: a copy), kernel | dst,
+    dims | src, span, comments, comment, body]."""
+    slices, args_of, need = self.slices, self.args, {}
+    for e in later:
+      if e[1] is None:
+        if e[2] not in slices: need[e[2]] = None
+        if e[3] not in slices: need[e[3]] = None
+      elif e[1] not in args_of:
+        pieces = e[1].split(",")
+        if len(pieces) > 1 and not pieces[-1].strip(" \t"): pieces.pop()   # a trailing comma
+        if len(pieces) == 1 and not pieces[0].strip(" \t"): pieces = []
+        ts = [t.strip(" \t") for t in pieces]
+        if "" in ts: raise _GiveUp
+        for t in ts:
+          if t not in slices: need[t] = None
+        e[1] = (e[1], ts)
+    if need:
+      texts = list(need)
+      refs, ints = self.refs, self.ints
+      for t, (name, a, b) in zip(texts, _SLICE_LINES.findall("\n".join(texts))):
+        if not name: continue      # not a slice: a value argument (or a bad copy: `_stmt` tells)
+        if a: a = ints[a] if a in ints else self._int(a)
+        else: a = None
+        if b: b = ints[b] if b in ints else self._int(b)
+        else: b = None
+        slices[t] = _slice_node(refs.get(name) or self._ref(name), a, b, "[" in t)
+    for i, at, x, y, span, pend, c, body in later:
+      if at is None:
+        sx, sy = slices.get(x), slices.get(y)
+        out[i] = _copy(sx, sy, span, pend, c) if sx is not None and sy is not None else self._stmt("copy", body, span, pend, c)
+      else:
+        xa = args_of.get(at) if type(at) is str else None
+        if xa is None:
+          at, ts = at
+          xa = args_of.get(at)
+          if xa is None: xa = args_of[at] = tuple([slices.get(t) or self._arg_value(t) for t in ts])
+        out[i] = _exec_node(x, xa, y[0], y[1], span, pend, c)
 
   # ---- blocks
   def _open(self, kw, body, span, comment, brace):
@@ -590,15 +641,23 @@ class _Scan:
     """The slice `t` that `_SLICE` matched as `m`, interned by its text."""
     name, a, b = m.group(1, 2, 3)
     ints = self.ints
-    if a is not None: a = ints.get(a) or self._int(a)
-    if b is not None: b = ints.get(b) or self._int(b)
+    if a is not None: a = ints[a] if a in ints else self._int(a)
+    if b is not None: b = ints[b] if b in ints else self._int(b)
     s = self.slices[t] = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
     return s
 
   def _slice_text(self, t) -> Optional[Slice]:
-    """The slice written `t` (no blanks around it), or None if `t` is none."""
-    m = _SLICE.fullmatch(t)
-    return None if m is None else self._slice_of(t, m)
+    """The slice written `t` (no blanks around it), interned; None if `t` is no slice."""
+    m = _SLICE_ONE.fullmatch(t)
+    if m is None: return None
+    name, a, b = m.groups()
+    ints = self.ints
+    if a: a = ints[a] if a in ints else self._int(a)
+    else: a = None
+    if b: b = ints[b] if b in ints else self._int(b)
+    else: b = None
+    s = self.slices[t] = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    return s
 
   def _int(self, s) -> int:
     v = self.ints[s] = _int(s)
