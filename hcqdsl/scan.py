@@ -96,7 +96,8 @@ _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
 _NO_DIMS = (None, None)
-_CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
+_CHUNK = 1 << 18
+_CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 
 def _maker(cls, names: str):
   """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`): it fills the
@@ -164,6 +165,7 @@ class _Scan:
     self.block = None        # [kind, name, engine, device, header span, comment, comments, body] of the open block
     self.dims: dict = {}
     self.ints: dict = {}
+    self.bare: set = set()   # names written as a whole buffer (a var's name among them: `resolve_var_args` has work)
     self.sigs: dict = {}     # checked fields of statements by their text: a wait's or signal's signal,
     self.names: dict = {}    # an exec's kernel
 
@@ -194,7 +196,8 @@ class _Scan:
         ln += 1
       pos, ln = nl + 1, ln + 1
     if self.block is not None: raise _GiveUp
-    return resolve_var_args(Program(tuple(self.decls), file=self.file, end_comments=tuple(self.pending), source=text))
+    prog = Program(tuple(self.decls), file=self.file, end_comments=tuple(self.pending), source=text)
+    return resolve_var_args(prog) if any(type(d) is Var and d.name in self.bare for d in self.decls) else prog
 
   def _line(self, raw, ln, src, lpos) -> int:
     """One line (starting at src[lpos]) read on its own; returns the last line read."""
@@ -337,17 +340,21 @@ class _Scan:
         else: a = None
         if b: b = ints[b] if b in ints else self._int(b)
         else: b = None
-        slices[t] = _slice_node(refs.get(name) or self._ref(name), a, b, "[" in t)
+        if "[" not in t: self.bare.add(name)
+        need[t] = _slice_node(refs.get(name) or self._ref(name), a, b, "[" in t)
+      if len(slices) < _CACHE: slices.update(need)   # (a None: not a slice, looked up as one that is missing)
     for i, at, x, y, span, pend, c, body in later:
       if at is None:
-        sx, sy = slices.get(x), slices.get(y)
+        sx, sy = need.get(x) or slices.get(x), need.get(y) or slices.get(y)
         out[i] = _copy(sx, sy, span, pend, c) if sx is not None and sy is not None else self._stmt("copy", body, span, pend, c)
       else:
         xa = args_of.get(at) if type(at) is str else None
         if xa is None:
           at, ts = at
           xa = args_of.get(at)
-          if xa is None: xa = args_of[at] = tuple([slices.get(t) or self._arg_value(t) for t in ts])
+          if xa is None:
+            xa = tuple([need.get(t) or slices.get(t) or self._arg_value(t) for t in ts])
+            if len(args_of) < _CACHE: args_of[at] = xa
         out[i] = _exec_node(x, xa, y[0], y[1], span, pend, c)
 
   # ---- blocks
@@ -643,7 +650,9 @@ class _Scan:
     ints = self.ints
     if a is not None: a = ints[a] if a in ints else self._int(a)
     if b is not None: b = ints[b] if b in ints else self._int(b)
-    s = self.slices[t] = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    if "[" not in t: self.bare.add(name)
+    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    if len(self.slices) < _CACHE: self.slices[t] = s
     return s
 
   def _slice_text(self, t) -> Optional[Slice]:
@@ -656,7 +665,9 @@ class _Scan:
     else: a = None
     if b: b = ints[b] if b in ints else self._int(b)
     else: b = None
-    s = self.slices[t] = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    if "[" not in t: self.bare.add(name)
+    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    if len(self.slices) < _CACHE: self.slices[t] = s
     return s
 
   def _int(self, s) -> int:
@@ -703,7 +714,8 @@ class _Scan:
       # a buffer (a bare name too: `resolve_var_args` turns a var's into a value), else a value
       a = slices.get(t) or self._slice_text(t)
       args.append(self._arg_value(piece) if a is None else a)
-    args = self.args[argtext] = tuple(args)
+    args = tuple(args)
+    if len(self.args) < _CACHE: self.args[argtext] = args
     return args
 
   def _dims(self, text) -> tuple:
