@@ -100,3 +100,73 @@ def test_formatted_programs_take_the_fast_path():
     seen[0] += 1
   check()
   assert seen[0] == 60
+
+# ---- the block path: a block whose header starts a line, its body read by one regex (scan._Scan._bulk)
+
+def block_path(text):
+  """(the fast path's program, checked against the grammar's; how many blocks the block path read)."""
+  seen = [0]
+  orig = hcqdsl.scan._Scan._bulk
+  def bulk(self, *a):
+    r = orig(self, *a)
+    seen[0] += r is not None
+    return r
+  hcqdsl.scan._Scan._bulk = bulk
+  try: return same(text), seen[0]
+  finally: hcqdsl.scan._Scan._bulk = orig
+
+_DECLS = "device g = AMD:0\nsignal s on g\nbuffer a on g size 64\nbuffer b on g size 64\nvar v\nkernel k(inout a, u32 n)\n"
+
+@pytest.mark.parametrize("body,blocks", [
+  ("queue q compute on g {\n\twait s >= 1\t\n\n  signal s = v + 2  \n}\n", 1),               # tabs, blanks, trailing blanks
+  ("queue q compute on g { wait s >= 1\n  barrier }\n", 1),                                  # statements on the `{` and `}` lines
+  ("queue q compute on g {  # head\n  # own\n  wait s >= 1  # tail\n  epoch;  # after a `;`\n  ; # dropped\n"
+   "  # end\n}  # closed\n# eof\n", 1),
+  ("queue q compute on g { ;  # the header's\n}\n", 1),
+  ("queue q compute on g { barrier;  # the barrier's\n  barrier ;; epoch;\n}\n", 1),
+  ("queue q compute on g {\r\n  wait s >= 1\r\n}\r\n", 1),                                   # CRLF
+  ("host {\n  wait s >= 1; submit\n}\nhost {}\nhost{\n}\n", 3),
+  ("queue q compute on g {\n  exec k(a, v) grid (v + 1, 2, 1) block (4, 1, 1)\n  exec k(a, v)\n  exec k(a[0:4], g.epoch - 1)\n"
+   "  exec k(a[0:4], 7,)\n  exec k ( a [ 0 : 4 ] , 7 )\n  exec k(a[0x10:1K], v)\n}\n", 1),   # values, dims, spacing, a bare var
+  ("queue c copy on g {\n  copy a <- b\n  copy a[0:4]<-b[4:8]\n  copy a [0 : 4] <- b[ 4:8 ]\n  copy a[:4] <- b[60:]\n  timestamp s\n}\n", 1),
+  ("queue q compute on g {\n  barrier\n}; var w\n", 0),                                     # more after `}`: line by line
+  ("var w; queue q compute on g {\n  barrier\n}\n", 0),                                      # not at a line start
+])
+def test_block_path_equals_the_grammar(body, blocks):
+  prog, n = block_path(_DECLS + body)
+  assert prog is not None and n == blocks
+
+@pytest.mark.parametrize("body", [
+  "queue q compute on g {\n  wait s >= 1K\n}\n",        # a size suffix on a value: the grammar reports it
+  "queue q compute on g {\n  wait copy >= 1\n}\n",      # a keyword as a name
+  "queue q compute on g {\n  copy a[0:4] <- 5\n}\n",
+  "queue q compute on g {\n  exec k(a,, 1)\n}\n",
+  "queue q compute on g {\n  exec k((a))\n}\n",
+  "queue q compute on g {\n  barrier\n",                 # never closed
+  'queue q compute on g {\n  barrier "x"\n}\n',
+])
+def test_block_path_gives_up(body):
+  assert hcqdsl.scan.scan(_DECLS + body, "f.hcq") is None
+
+def test_block_path_in_small_chunks_and_caches(monkeypatch):
+  """Chunks of a few rows and caches of a few texts: the boundaries of both, on every layout."""
+  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", 40)
+  monkeypatch.setattr(hcqdsl.scan, "_CACHE", 4)
+  seen = [0]
+  @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+  @given(programs(), st.data())
+  def check(prog, data):
+    text, _ = data.draw(layouts(prog))
+    assert same(text) is not None, f"the fast path gave up on:\n{text}"
+    seen[0] += 1
+  check()
+  assert seen[0] == 60
+
+def test_fast_constructors_build_the_attrs_objects():
+  from hcqdsl.ir import Span, Wait, Ref, Expr
+  import attrs
+  span = hcqdsl.scan._span("f", 1, 2, 3, 4)
+  assert type(span) is Span and span == Span("f", 1, 2, 3, 4) and attrs.astuple(span) == ("f", 1, 2, 3, 4)
+  w = hcqdsl.scan._wait(Ref("s"), Expr(None, 1), span, ("# c",), "# d")
+  assert type(w) is Wait and (w.signal, w.value, w.span, w.comments, w.comment) == (Ref("s"), Expr(None, 1), span, ("# c",), "# d")
+  with pytest.raises(attrs.exceptions.FrozenInstanceError): w.signal = Ref("t")
