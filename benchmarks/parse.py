@@ -8,10 +8,14 @@
    it: the target is ≤ 1.5x), and the lark grammar alone on a tenth of it (what these layouts took before the fast
    path covered them). Then 1M-value data lists.
 
+3. with `--check N`: the scanner alone (CPU time) on `check_scaling.py --cli`'s N-statement program (what issue 13's
+   `hcqdsl check` target parses), and with `--vs REV` the scanner of git revision REV on the same text, interleaved.
+
   python benchmarks/parse.py [--sizes 10000,100000,1000000] [--grammar-max 100000] [--layout-size 100000]
+  python benchmarks/parse.py --sizes '' --layout-size 0 --check 1000000 --vs main
 """
 from __future__ import annotations
-import argparse, random, time
+import argparse, os, random, subprocess, sys, time, types
 import hcqdsl.scan
 from hcqdsl.syntax import parse_syntax, format_program
 from hcqdsl.static import check_static
@@ -147,15 +151,41 @@ def big_lists():
     t = seconds(fast, text, 3)
     print(f"  {dtype}: {t:.3f} s ({len(text) / t / 1e6:.0f} MB/s)")
 
+def scanner_at(rev: str):
+  """`hcqdsl.scan.scan` as of git revision `rev`, loaded beside this tree's (same package, same IR)."""
+  root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+  src = subprocess.run(["git", "show", f"{rev}:hcqdsl/scan.py"], cwd=root, capture_output=True, text=True, check=True).stdout
+  mod = types.ModuleType(f"hcqdsl._scan_{rev}"); mod.__package__ = "hcqdsl"
+  exec(compile(src, f"{rev}:hcqdsl/scan.py", "exec"), mod.__dict__)
+  return mod.scan
+
+def check_program(n: int, rev):
+  sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+  from check_scaling import cli_text
+  text = cli_text(n)
+  runs = [("this tree", hcqdsl.scan.scan)] + ([(rev, scanner_at(rev))] if rev else [])
+  best = {k: float("inf") for k, _ in runs}
+  for _ in range(2 if n > 100000 else 5):   # interleaved: the shared box's load drifts between them alike
+    for k, fn in runs:
+      t = time.process_time(); prog = fn(text, "bench.hcq"); best[k] = min(best[k], time.process_time() - t)
+      assert prog is not None; del prog
+  print(f"\nscan of check_scaling --cli's {n:,}-statement program ({len(text) / 1e6:.0f} MB), CPU s, best of runs:")
+  for k, _ in runs: print(f"  {k:<10} {best[k]:.2f} s ({n / best[k]:,.0f} stmt/s)")
+  if rev: print(f"  {rev} / this tree: {best[rev] / best['this tree']:.2f}x")
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--sizes", default="10000,100000,1000000")
   ap.add_argument("--grammar-max", type=int, default=100000, help="largest size to time the lark grammar on")
   ap.add_argument("--layout-size", type=int, default=100000)
   ap.add_argument("--no-grammar", action="store_true", help="skip timing the grammar on each layout")
+  ap.add_argument("--check", type=int, default=0, help="time the scanner on check_scaling's N-statement CLI program")
+  ap.add_argument("--vs", default=None, help="with --check: also the scanner of this git revision")
   a = ap.parse_args()
   if a.sizes: scaling(list(map(int, a.sizes.split(","))), a.grammar_max)   # --sizes '': the layouts only
-  layouts(a.layout_size, not a.no_grammar)
-  big_lists()
+  if a.layout_size:
+    layouts(a.layout_size, not a.no_grammar)
+    big_lists()
+  if a.check: check_program(a.check, a.vs)
 
 if __name__ == "__main__": main()

@@ -9,7 +9,7 @@ whole) and each piece is matched by the same regexes. Data lists are validated b
 converted by C-level `map(int|float)`. `tests/test_syntax.py` holds the two paths equal on programs of every layout.
 """
 from __future__ import annotations
-import gc, math, re
+import gc, itertools, math, operator, re
 import attrs
 from typing import Optional
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
@@ -333,15 +333,19 @@ class _Scan:
         e[1] = (e[1], ts)
     if need:
       texts = list(need)
+      parts = _SLICE_LINES.findall("\n".join(texts))
+      names, los, his = zip(*parts)
       refs, ints = self.refs, self.ints
-      for t, (name, a, b) in zip(texts, _SLICE_LINES.findall("\n".join(texts))):
-        if not name: continue      # not a slice: a value argument (or a bad copy: `_stmt` tells)
-        if a: a = ints[a] if a in ints else self._int(a)
-        else: a = None
-        if b: b = ints[b] if b in ints else self._int(b)
-        else: b = None
-        if "[" not in t: self.bare.add(name)
-        need[t] = _slice_node(refs.get(name) or self._ref(name), a, b, "[" in t)
+      if "" in names:              # not all slices: value arguments (or a bad copy: `_stmt` tells)
+        for t, (name, a, b) in zip(texts, parts):
+          if name: need[t] = self._slice_text(t)
+      else:                        # the usual case, at C speed but for the constructor
+        for v in set(los).union(his).difference(ints): ints[v] = _int(v) if v else None
+        for v in set(names).difference(refs): self._ref(v)
+        ranged = list(map(operator.contains, texts, itertools.repeat("[")))
+        if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
+        need.update(zip(texts, map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
+                                   map(ints.__getitem__, his), ranged)))
       if len(slices) < _CACHE: slices.update(need)   # (a None: not a slice, looked up as one that is missing)
     for i, at, x, y, span, pend, c, body in later:
       if at is None:
