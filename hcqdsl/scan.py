@@ -3,10 +3,16 @@ data lists, strings, `expect` and comments anywhere. It builds exactly the IR �
 the lark grammar builds, and gives up (returns None) on anything it does not recognise, which the grammar then
 parses and diagnoses: the grammar stays the language's definition and the only source of syntax errors.
 
-Lines are split at `\\n` and `\\r\\n` only. A line without `;`, braces or strings is matched whole by one regex (the
-layout `fmt` prints); any other line is cut into pieces at top-level `;`, `{` and `}` (strings and the comment kept
-whole) and each piece is matched by the same regexes. Data lists are validated by one regex over the whole list and
-converted by C-level `map(int|float)`. `tests/test_syntax.py` holds the two paths equal on programs of every layout.
+Lines are split at `\\n` and `\\r\\n` only. A queue or host block whose header starts a line is read by the block
+path (`_Scan._bulk`): one `findall` of `_ROW` over its body cuts it into rows — a statement's words loosely, its
+comment, the `;` or newline ending it — and each row's fields are looked up in caches of checked texts (signals,
+values, slices, argument lists, launch dimensions); a text not seen yet goes through the statement regexes once. The
+slices new to a chunk of rows are cut by one regex over them all and built by C-level maps. Anything else in a body,
+or a block the block path does not take (a header after a `;`, more after its `}`), is read line by line: a line
+without `;`, braces or strings is matched whole by one regex (the layout `fmt` prints); any other line is cut into
+pieces at top-level `;`, `{` and `}` (strings and the comment kept whole) and each piece is matched by the same
+regexes. Data lists are validated by one regex over the whole list and converted by C-level `map(int|float)`.
+`tests/test_scan.py` holds the fast path equal to the grammar on programs of every layout.
 """
 from __future__ import annotations
 import gc, itertools, math, operator, re
@@ -96,8 +102,8 @@ _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
 _NO_DIMS = (None, None)
-_CHUNK = 1 << 18
-_CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow   # characters of body per findall: the rows of a 1M-statement block never all exist at once
+_CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
+_CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow
 
 def _maker(cls, names: str):
   """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`): it fills the
