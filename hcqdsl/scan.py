@@ -105,28 +105,37 @@ _NO_DIMS = (None, None)
 _CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 _CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow
 
-def _maker(cls, names: str):
+def _maker(cls, names: str, at: bool = False):
   """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`): it fills the
   slots of a subclass that may be written (plain slot stores) and then makes the object a `cls`: the same object attrs'
   `__init__` builds (the IR has no validators, converters or post-init hooks), in half its time (no per-field
-  `object.__setattr__` call, no keyword arguments). The subclass adds no slots, so its layout is `cls`'s."""
+  `object.__setattr__` call, no keyword arguments). The subclass adds no slots, so its layout is `cls`'s. With `at`,
+  a statement and its one-line span in one call: make(file, line, column, end_column, *names but span)."""
   fields, names = attrs.fields(cls), names.split()
   assert sorted(names) == sorted(a.name for a in fields), cls
   assert all(a.validator is None and a.converter is None for a in fields) and not hasattr(cls, "__attrs_post_init__")
   draft = type(f"_Draft{cls.__name__}", (cls,), {"__slots__": (), "__setattr__": object.__setattr__,
                                                   "__delattr__": object.__delattr__})
-  ns = {"new": object.__new__, "cls": cls, "draft": draft}
-  exec(f"def make({', '.join(names)}):\n  o = new(draft); {'; '.join(f'o.{n} = {n}' for n in names)}; o.__class__ = cls; return o", ns)
+  ns = {"new": object.__new__, "cls": cls, "draft": draft, "Span": Span}
+  if not at:
+    exec(f"def make({', '.join(names)}):\n  o = new(draft); {'; '.join(f'o.{n} = {n}' for n in names)}; o.__class__ = cls; return o", ns)
+    return ns["make"]
+  ns["sdraft"] = _DraftSpan
+  rest = [n for n in names if n != "span"]
+  exec(f"def make(file, line, column, end_column, {', '.join(rest)}):\n"
+       f"  s = new(sdraft); s.file = file; s.line = line; s.column = column; s.end_line = line; s.end_column = end_column\n"
+       f"  s.__class__ = Span\n  o = new(draft); o.span = s; {'; '.join(f'o.{n} = {n}' for n in rest)}; o.__class__ = cls; return o", ns)
   return ns["make"]
 
 _span = _maker(Span, "file line column end_line end_column")
-_wait = _maker(Wait, "signal value span comments comment")
-_signal = _maker(SignalWrite, "signal value span comments comment")
+_DraftSpan = type("_DraftSpan", (Span,), {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__})
+_wait = _maker(Wait, "signal value span comments comment", at=True)
+_signal = _maker(SignalWrite, "signal value span comments comment", at=True)
 _exec_node = _maker(Exec, "kernel args grid block span comments comment")
 _copy = _maker(Copy, "dst src span comments comment")
 _slice_node = _maker(Slice, "buffer start end ranged")
-_barrier = _maker(Barrier, "span comments comment")
-_epoch = _maker(Epoch, "span comments comment")
+_barrier = _maker(Barrier, "span comments comment", at=True)
+_epoch = _maker(Epoch, "span comments comment", at=True)
 
 class _GiveUp(Exception): pass
 
@@ -261,14 +270,21 @@ class _Scan:
         for lead, body, kw, a, sep, b, other, tw, cm, term in _ROW.findall(src, p, q):
           if body:
             col = c0 + len(lead)
-            span = span_(f, ln, col, ln, col + len(body))
+            stop = col + len(body)
             c = cm.rstrip() if cm else None
             # the common statements from their cached fields; anything else, or a field not seen yet: `_stmt`
-            if kw == "wait" or kw == "signal":
+            if kw == "wait":
               x, e = sigs.get(a), exprs.get(b)
-              if x is None or e is None or sep != (">=" if kw == "wait" else "="): node = stmt(kw, body, span, pend, c)
-              else: node = (_wait if kw == "wait" else _signal)(x, e, span, pend, c)
+              if x is None or e is None or sep != ">=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
+              else: node = _wait(f, ln, col, stop, x, e, pend, c)
+            elif kw == "signal":
+              x, e = sigs.get(a), exprs.get(b)
+              if x is None or e is None or sep != "=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
+              else: node = _signal(f, ln, col, stop, x, e, pend, c)
+            elif kw == "barrier" and not a: node = _barrier(f, ln, col, stop, pend, c)
+            elif kw == "epoch" and not a: node = _epoch(f, ln, col, stop, pend, c)
             elif kw == "exec":
+              span = span_(f, ln, col, ln, stop)
               x = names.get(a)
               at, _, dt = b.partition(")")
               if x is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
@@ -281,12 +297,11 @@ class _Scan:
                 if xa is None: later.append([len(out), at, x, xd, span, pend, c, body]); node = None
                 else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
             elif kw == "copy" and sep == "<-":
+              span = span_(f, ln, col, ln, stop)
               x, y = slices.get(a), slices.get(b)
               if x is None or y is None: later.append([len(out), None, a, b, span, pend, c, body]); node = None
               else: node = _copy(x, y, span, pend, c)
-            elif kw == "barrier" and not a: node = _barrier(span, pend, c)
-            elif kw == "epoch" and not a: node = _epoch(span, pend, c)
-            else: node = stmt(kw, body, span, pend, c)
+            else: node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
             append(node); pend = (); seen = True
           elif other:
             col = c0 + len(lead)

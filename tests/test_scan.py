@@ -167,6 +167,7 @@ def test_fast_constructors_build_the_attrs_objects():
   import attrs
   span = hcqdsl.scan._span("f", 1, 2, 3, 4)
   assert type(span) is Span and span == Span("f", 1, 2, 3, 4) and attrs.astuple(span) == ("f", 1, 2, 3, 4)
-  w = hcqdsl.scan._wait(Ref("s"), Expr(None, 1), span, ("# c",), "# d")
-  assert type(w) is Wait and (w.signal, w.value, w.span, w.comments, w.comment) == (Ref("s"), Expr(None, 1), span, ("# c",), "# d")
+  w = hcqdsl.scan._wait("f", 1, 2, 4, Ref("s"), Expr(None, 1), ("# c",), "# d")   # with its one-line span
+  assert type(w) is Wait and type(w.span) is Span and attrs.astuple(w.span) == ("f", 1, 2, 1, 4)
+  assert (w.signal, w.value, w.comments, w.comment) == (Ref("s"), Expr(None, 1), ("# c",), "# d")
   with pytest.raises(attrs.exceptions.FrozenInstanceError): w.signal = Ref("t")
