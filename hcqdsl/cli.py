@@ -68,14 +68,13 @@ def _check(a) -> int:
   if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   if a.max_states < 1: raise UsageError("--max-states must be at least 1")
-  if a.jobs < 1: raise UsageError("--jobs must be at least 1")
   diags: list[Diagnostic] = []
   sources, queues, launches = {}, 0, set()
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
   for path in a.files:
     sources[path] = text = read_source(path)
     launches.add(n := a.launches or header_launches(text) or 2)
-    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states, jobs=a.jobs)
+    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states)
     diags += d
     a.kept.append((prog, d))
     queues = queues + len(prog.queues) if prog is not None and queues is not None else None
@@ -116,10 +115,6 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
   p.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
                  help=f"skeleton states to explore outside the happens-before fragment before the verdict is "
                       f"incomplete (exit 1; default {MAX_STATES})")
-  p.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), metavar="N",
-                 help="processes for a big program (100k statements or more): 2 runs the happens-before execution in a "
-                      "forked process beside the static checks and the other passes (default: 2 where there are 2 "
-                      "cores; 1: one process)")
   p.set_defaults(run=cmd_check)
   import importlib
   for name, module, helptext in (("compile", "compile", "compile to AMD command buffers"),

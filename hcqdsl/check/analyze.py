@@ -26,26 +26,21 @@ def _why(u: Unrolled, v) -> str:
   return (f"the write lowering {u.signals[s].name} at {u.line(*a)} in {who(a[0])} is not ordered against its use at "
           f"{u.line(*b)} in {who(b[0])}")
 
-def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, max_states: int = MAX_STATES,
-            unrolled: Optional[Unrolled] = None, execution=None) -> list[Diagnostic]:
+def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, max_states: int = MAX_STATES) -> list[Diagnostic]:
   """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), and the warnings redundant-wait,
   unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
-  `var_values` pins them (a name -> int, or a list of per-launch ints). `unrolled`, `execution`: the program already
-  unrolled with these arguments, and its execution started beside this process (`hb.execute_beside`)."""
+  `var_values` pins them (a name -> int, or a list of per-launch ints)."""
   # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again
   enabled = gc.isenabled()
   gc.disable()
-  try: return _analyze(program, launches, var_values, max_states, unrolled, execution)
+  try: return _analyze(program, launches, var_values, max_states)
   finally:
     if enabled: gc.enable()
 
-def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int, u, execution) -> list[Diagnostic]:
-  if u is None: u = unroll(program, launches, var_values)
-  # what does not need the execution first: while it runs in another process, these run here
+def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int) -> list[Diagnostic]:
+  u = unroll(program, launches, var_values)
   diags = OverflowAnalysis().run(u)
-  unused = UnusedSignalAnalysis().run(u)
-  if execution is not None: u.access_table()
-  t = happens_before(u, execution)
+  t = happens_before(u)
   if t.exact:
     diags += DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else [])
     diags += RaceAnalysis().run(u, t.races)
@@ -70,4 +65,5 @@ def _analyze(program: Program, launches: int, var_values: Optional[dict], max_st
       dyn.append(Diagnostic("incomplete", note, u.host_span or (program.queues[0].span if program.queues else None),
                             severity="note"))
     diags += [attrs.evolve(d, notes=d.notes + (note,)) if d.code != "incomplete" else d for d in dyn]
-  return diags + unused
+  diags += UnusedSignalAnalysis().run(u)
+  return diags

@@ -27,11 +27,10 @@ from heapq import heappush, heappop
 from itertools import compress, chain
 from operator import itemgetter
 from array import array
-import os, pickle, signal
 import numpy as np
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
 
-__all__ = ["Trace", "happens_before", "execute_beside"]
+__all__ = ["Trace", "happens_before"]
 
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
 RACE_CAP = 16     # racing statements reported per statement and buffer
@@ -42,53 +41,14 @@ class Trace:
   @property
   def exact(self) -> bool: return not self.violations
 
-def happens_before(u: Unrolled, execution=None) -> Trace:
-  """`execution`: the result of `execute_beside(u)`, when the execution was started in another process."""
-  x = _execute(u) if execution is None else execution.result()
+def happens_before(u: Unrolled) -> Trace:
+  x = _execute(u)
   races, vis = _accesses(u, x)
   return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis=vis, violations=x.violations,
                wstats=x.wstats, vc=x.vc)
 
 class _Execution:
   def __init__(self, **kw): self.__dict__.update(kw)
-
-class execute_beside:
-  """The execution (`_execute`, the sequential part of the pass) run in a forked child while this process does other
-  work (static checks, the access table, the other passes): `result()` collects it — or runs it here if the platform
-  cannot fork or the child failed — and `cancel()` drops it. The child shares the unrolled program through fork and
-  sends back only the result (pickled; its clock rows are one numpy array)."""
-  def __init__(self, u: Unrolled):
-    self.u, self.pid, self.fd = u, None, None
-    if not hasattr(os, "fork"): return
-    r, w = os.pipe()
-    try: pid = os.fork()
-    except OSError:
-      os.close(r); os.close(w)
-      return
-    if pid == 0:   # the child: never returns
-      code = 1
-      try:
-        os.close(r)
-        with os.fdopen(w, "wb") as f: pickle.dump(_execute(u).__dict__, f, protocol=pickle.HIGHEST_PROTOCOL)
-        code = 0
-      finally: os._exit(code)
-    os.close(w)
-    self.pid, self.fd = pid, r
-
-  def result(self) -> _Execution:
-    if self.pid is None: return _execute(self.u)
-    try:
-      with os.fdopen(self.fd, "rb") as f: data = f.read()
-      ok = os.waitpid(self.pid, 0)[1] == 0
-    finally: self.pid = None
-    return _Execution(**pickle.loads(data)) if ok and data else _execute(self.u)
-
-  def cancel(self):
-    if self.pid is None: return
-    os.kill(self.pid, signal.SIGKILL)
-    os.close(self.fd)
-    os.waitpid(self.pid, 0)
-    self.pid = None
 
 def _execute(u: Unrolled) -> _Execution:
   """Runs the synchronization. Clocks are not computed as it goes: each join is recorded as a row (the sequence's
