@@ -33,9 +33,11 @@ def _impl(d: Optional[dict], img_file: str) -> Optional[Impl]:
   if amd and img_file and not img_file.startswith("<"): amd = str((pathlib.Path(img_file).parent / amd).resolve())
   return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd)
 
-def _init_data(b: bytes) -> Optional[Data]:
+def _init_data(b: bytes, size: int) -> Optional[Data]:
+  """A buffer's initial bytes as u32 words, or as bytes when the words would run past the buffer's size."""
   b = b.rstrip(b"\0")
   if not b: return None
+  if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
   b += b"\0" * (-len(b) % 4)
   return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
 
@@ -51,12 +53,12 @@ def lift_image(img: Image) -> Program:
   for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
   for n, (a, size) in img.buffers.items():
     if (addrs := img.var_values.get(f"{n}.addr")) is not None:  # rebound: launch k's memory is a region of its own
-      inits = tuple(_init_data(data.get(x, b"")) or Data("u8", (0,)) for x in addrs)
+      inits = tuple(_init_data(data.get(x, b""), size) or Data("u8", (0,)) for x in addrs)
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
     elif a in rewrites:
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten",
-                          tuple(_init_data(b) or Data("u8", (0,)) for b in rewrites[a])))
-    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""))))
+                          tuple(_init_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
+    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""), size)))
   for n, a in img.signals.items():
     if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
     init = struct.unpack("<Q", data[a])[0] & M32 if len(data.get(a, b"")) == 8 else 0

@@ -84,6 +84,17 @@ def test_image_round_trip_generated_any_layout():
   one()
   assert seen["compared"] >= 30, seen
 
+def test_image_lift_inits_of_buffers_smaller_than_a_word():
+  # the bytes as u32 words would run past a 1-, 3- or 6-byte buffer (a bounds error): they stay bytes
+  text = ("device g = AMD:0\nbuffer e on host size 1 rebound = u8 [1], u8 [2]\nbuffer f on g size 6 = u8 [1, 2, 3, 4, 5]\n"
+          "buffer r on host size 3 rewritten = u8 [1], u8 [2, 3]\nkernel k(in x)\n"
+          "queue q compute on g {\n  exec k(e)\n  exec k(f)\n  exec k(r)\n}\n")
+  lifted = format_program(lift_image(compile_program(parse(text, "t.hcq"))))
+  assert ("buffer e on host size 1 rebound = u8 [1], u8 [2]\n" in lifted and "buffer f on g size 6 = u8 [1, 2, 3, 4, 5]\n" in lifted
+          and "buffer r on host size 3 rewritten = u8 [1], u8 [2, 3]\n" in lifted), lifted
+  codes = lambda t, f: sorted(d.code for d in hcqdsl.check(parse(t, f)))
+  assert codes(lifted, "l.hcq") == codes(text, "t.hcq") == ["race", "race"]   # the rewrite races, as written
+
 def test_image_lift_keeps_kernels_inits_and_expects():
   lifted = image_round_trip(hcqdsl.parse_file(ROOT / "programs" / "run_pipeline.hcq"))
   r = hcqdsl.run(lifted, launches=2)
