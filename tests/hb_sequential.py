@@ -7,16 +7,7 @@ from bisect import bisect_left, bisect_right
 from heapq import heappush, heappop
 from itertools import compress
 from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
-
-
-SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
-RACE_CAP = 16     # racing statements reported per statement and buffer
-
-class Trace:
-  """What the one execution found. Positions are 1-based; a step is (seq, pos)."""
-  def __init__(self, **kw): self.__dict__.update(kw)
-  @property
-  def exact(self) -> bool: return not self.violations
+from hcqdsl.check.hb import Trace, SCAN_CAP, RACE_CAP
 
 def happens_before(u: Unrolled) -> Trace:
   seqs, N = u.seqs, u.launches
