@@ -15,8 +15,14 @@ _LAUNCHES = re.compile(r"^\s*#\s*hcq:.*\blaunches=([0-9]+)\b", re.M)
 
 def header_launches(text: str) -> int:
   """`# hcq: launches=N` (as the pytest plugin and `hcqdsl lift` write it), else 0."""
-  m = _LAUNCHES.search(text)
-  return int(m.group(1)) if m and int(m.group(1)) >= 1 else 0
+  # the regex from the start of each `hcq:` candidate's line only: searching a 30 MB program whole takes 0.3 s
+  p = text.find("hcq:")
+  while p >= 0:
+    k = text.rfind("#", 0, p)
+    m = _LAUNCHES.match(text, text.rfind("\n", 0, k) + 1) if k >= 0 else None
+    if m: return int(m.group(1)) if int(m.group(1)) >= 1 else 0
+    p = text.find("hcq:", p + 4)
+  return 0
 
 # ---- subcommands
 

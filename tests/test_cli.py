@@ -229,3 +229,19 @@ def test_no_module_imports_the_top_level_cli():
           assert not mod.startswith("hcqdsl.check"), f"{name} imports {mod}"
         seen += 1
   assert seen > 50
+
+def test_header_launches_equals_one_search_of_the_whole_text():
+  # header_launches reads only the lines around each `hcq:`; the whole-text regex search is its definition
+  import random, re
+  from hcqdsl.cli import header_launches, _LAUNCHES
+  def whole(t):
+    m = _LAUNCHES.search(t)
+    return int(m.group(1)) if m and int(m.group(1)) >= 1 else 0
+  atoms = ["#", " ", "\n", "hcq:", "launches=", "3", "0", "x", "\t", "# hcq: launches=2\n", "##", "queue q {\n"]
+  rng, found = random.Random(13), 0
+  for _ in range(20000):
+    t = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 12)))
+    assert header_launches(t) == whole(t), repr(t)
+    found += whole(t) > 0
+  assert found > 2000
+  assert header_launches("queue q compute on d {\n}\n#\n  hcq: seeds=2 launches=4\n") == 4
