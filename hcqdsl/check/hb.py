@@ -5,7 +5,11 @@ launch the host has not submitted yet); a write wakes the sequences waiting for 
 fragment (writes to each signal totally ordered, lowering writes ordered against every other use of their signal)
 progress is confluent, so this one execution decides `deadlock`, and the clocks it builds are the happens-before of
 every execution. Only waits, writes and submits take part in it: accesses, barriers and timestamps neither block nor
-order anything.
+order anything. Two implementations: `_execute_loop` runs every wait, write and submit; `_execute_direct` guesses each
+signal's write order up front (launch, then sequence with the host first, then position: what a program that resets
+its signals from the host between launches does), so that the write satisfying each wait is a binary search, runs only
+the joins, and then verifies on the clocks both the fragment and that its guess was the order. It takes most programs
+and falls back to the loop (returns None) on the rest; tests/test_check_hb.py holds the two equal.
 
 Clocks: `vc[i][j]` = the last position of sequence j known to happen before sequence i's current step. A wait joins
 the clock of the write that satisfies it (the first write reaching the value since the last lowering write); a
@@ -22,13 +26,13 @@ before the queue's latest `barrier` (or the launch start). Only a racy program g
 racing pairs (capped per statement).
 """
 from __future__ import annotations
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from heapq import heappush, heappop
-from itertools import compress, chain
+from itertools import compress, chain, repeat
 from operator import itemgetter
 from array import array
 import numpy as np
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK, _gather
 
 __all__ = ["Trace", "happens_before"]
 
@@ -51,6 +55,194 @@ class _Execution:
   def __init__(self, **kw): self.__dict__.update(kw)
 
 def _execute(u: Unrolled) -> _Execution:
+  """The execution: `_execute_direct` when its guess of every signal's write order is the order, else `_execute_loop`."""
+  return _execute_direct(u) or _execute_loop(u)
+
+_LIMIT = 1 << 62   # var values and offsets past this take the loop (Python ints; numpy's int64 would wrap)
+
+def _execute_direct(u: Unrolled):
+  """The execution without running the writes, for the programs where a guess of each signal's write order holds:
+  launch by launch, sequence by sequence (the host first), position by position. The guess fixes the segments between
+  lowering writes, which segment each wait falls in (the writes before it in the same order), and so the write that
+  satisfies it (the first in its segment reaching its value: a binary search). What is left to run is the order: each
+  sequence's joins (a wait satisfied by another sequence's write, a queue's launch start) as events, a sequence
+  running until an event whose write (or submit) its writer has not reached. Then every check `_execute_loop` makes
+  is made on the clocks, plus that the guess was the execution's order; if one fails, None (the loop decides)."""
+  seqs, N, S, envs = u.seqs, u.launches, len(u.seqs), u.envs
+  lens = [len(s.ops) for s in seqs]
+  big = max(lens) * N + 2
+  nsig = len(u.signals)
+  KS = N * S * big   # the guessed order's keys within one signal: (launch * S + sequence) * big + position
+  names = sorted({n for env in envs for n in env})
+  if nsig * KS >= _LIMIT or any(not -_LIMIT < env[n] < _LIMIT for env in envs for n in names) or \
+     any(s.gate < 0 for s in seqs[1:]): return None
+  vid = {n: x + 1 for x, n in enumerate(names)}
+  E = np.array([[0] + [env[n] for n in names] for env in envs], dtype=np.int64).reshape(N, len(names) + 1)
+  I64 = np.int64
+  # every wait and write instance: sequence, position, signal, value, key in the guessed order
+  inst = {WAIT: [], WRITE: []}
+  try:
+    for i, s in enumerate(seqs):
+      at = s.where_kind(WAIT, WRITE)
+      ops = _gather(s.ops, at.tolist())
+      n = len(ops)
+      if not n: continue
+      kind, sig, var, off = (np.fromiter(m, dtype=I64, count=n) for m in (
+        map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)), map(itemgetter(3), ops)))
+      if np.abs(off).max() >= _LIMIT: return None
+      for kd in (WAIT, WRITE):
+        m = kind == kd
+        if not m.any(): continue
+        a, sg, vr, of = at[m], sig[m], var[m], off[m]
+        for k in range(N):
+          pos = a + (k * lens[i] + 1)
+          inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & MASK, (k * S + i) * big + pos))
+  except OverflowError: return None
+  cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
+  # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
+  wq, wp, ws, wv, wk = cat(inst[WRITE])
+  ws = np.concatenate([ws, np.arange(nsig, dtype=I64)])
+  wq, wp = np.concatenate([wq, np.full(nsig, -1, dtype=I64)]), np.concatenate([wp, np.zeros(nsig, dtype=I64)])
+  wv = np.concatenate([wv, np.asarray(u.sig_init, dtype=I64)])
+  full = ws * KS + np.concatenate([wk, np.zeros(nsig, dtype=I64)])
+  order = np.argsort(full, kind="stable")
+  wq, wp, ws, wv, full = wq[order], wp[order], ws[order], wv[order], full[order]
+  is_init = wq < 0
+  lowering = np.r_[False, wv[1:] < wv[:-1]] & ~is_init
+  seg = np.cumsum(is_init | lowering) - 1                  # segment: an initial value or a lowering write, and on
+  seg_start = np.flatnonzero(is_init | lowering)           # by segment
+  segkey = (seg << 32) | wv                                # sorted: values never fall within a segment
+  # each wait's segment (that of the write just before it in the guessed order), and the write satisfying it
+  aq, ap, as_, an, ak = cat(inst[WAIT])
+  ag = seg[np.searchsorted(full, as_ * KS + ak, side="right") - 1]
+  t = np.searchsorted(segkey, (ag << 32) | an, side="left")
+  ok = t < len(segkey)
+  ok[ok] = seg[t[ok]] == ag[ok]
+  t = np.where(ok, t, 0)
+  never = 1 << 62
+  j = np.where(ok, wq[t], aq)            # no write reaches its value: blocked for ever (on itself)
+  q = np.where(ok, wp[t], never)
+  ev_mask = (j >= 0) & ((j != aq) | (q > ap))   # else the initial value, or its own earlier write: no join, no wait
+  # each sequence's events in position order: position, the sequence it needs, the position that one must reach, and
+  # the position from which the join's clock row holds (a launch start: its own position; a wait: the next)
+  ev = []
+  for i in range(S):
+    m = ev_mask & (aq == i)
+    P, J, Q = ap[m], j[m], q[m]
+    if i:
+      st = np.arange(N, dtype=I64) * lens[i] + 1
+      P, J, Q = np.concatenate([st, P]), np.concatenate([np.zeros(N, dtype=I64), J]), \
+                np.concatenate([np.arange(N, dtype=I64) * lens[0] + seqs[i].gate + 1, Q])
+      H = np.concatenate([st, ap[m] + 1])
+      o = np.argsort(2 * P + (H > P), kind="stable")
+      P, J, Q, H = P[o], J[o], Q[o], H[o]
+    else: H = P + 1
+    ev.append((P, J, Q, H))
+  # run: a sequence goes on until an event whose needed position its sequence has not reached. Only the order is run
+  # here: each join's level (one more than its inputs'), in one flat list (index 0: row 0's level, 0); the rows are
+  # built from the events afterwards. G: the flat index of the level of the row holding where an event's join reads
+  cnt = np.asarray([len(x[0]) for x in ev], dtype=I64)
+  first = np.r_[0, np.cumsum(cnt)] + 1                        # each sequence's first event's flat index
+  P, J, Q, H = (np.concatenate([x[f] for x in ev]) for f in range(4))
+  sq = np.repeat(np.arange(S, dtype=I64), cnt)
+  y = np.searchsorted(sq * big + H, J * big + Q, side="right") - 1   # J's last event holding by Q
+  G = np.where((y >= 0) & (sq[np.maximum(y, 0)] == J), y + 1, 0)
+  Q = np.where(J == sq, never, Q)                                   # waiting on itself: for ever
+  evl = [(P[a:b].tolist(), J[a:b].tolist(), Q[a:b].tolist(), G[a:b].tolist()) for a, b in zip(first - 1, first[1:] - 1)]
+  L = [0] * (len(P) + 1)
+  firsts = first.tolist()
+  done, at_ev = [0] * S, [0] * S
+  waiters: list = [[] for _ in range(S)]
+  ready = list(range(S - 1, -1, -1))
+  while ready:
+    i = ready.pop()
+    Pi, Ji, Qi, Gi = evl[i]
+    e, n, base = at_ev[i], len(Pi), firsts[i]
+    x = L[base + e - 1] if e else 0
+    while e < n:
+      q = Qi[e]
+      if done[Ji[e]] < q:
+        heappush(waiters[Ji[e]], (q, i))
+        break
+      y = L[Gi[e]]
+      x = (x if x > y else y) + 1
+      L[base + e] = x
+      e += 1
+    at_ev[i] = e
+    d = done[i] = Pi[e] - 1 if e < n else lens[i] * N
+    wl = waiters[i]
+    while wl and wl[0][0] <= d: ready.append(heappop(wl)[1])
+  # the rows: each event run (row 0: all zeros)
+  run = np.arange(len(P)) - (first - 1)[sq] < np.asarray(at_ev, dtype=I64)[sq]
+  newid = np.cumsum(run)                                      # row id of each event run
+  cnt = np.asarray(at_ev, dtype=I64)
+  first = np.r_[0, np.cumsum(cnt)] + 1
+  lv = np.r_[0, np.asarray(L[1:], dtype=I64)[run]]
+  y = np.where(G > 0, G - 1, 0)
+  sr = np.r_[0, np.where(G > 0, newid[y] * run[y], 0)[run]]
+  P, J, Q, H, sq = P[run], J[run], Q[run], H[run], sq[run]
+  nr = len(P)
+  pv = np.r_[0, np.arange(nr, dtype=I64)]                     # the previous row of its sequence, or row 0
+  pv[first[:-1][cnt > 0]] = 0
+  cl, vl = np.r_[0, J], np.r_[0, Q]
+  hd = np.r_[0, sq * big + H]
+  starts = (np.flatnonzero(H == P) + 1).tolist()
+  cur = [int(first[i] + cnt[i] - 1) if cnt[i] else 0 for i in range(S)]
+  C = _clocks(S, pv, sr, cl, vl, lv)
+  Cf = C.reshape(-1)
+  keys = np.concatenate([np.arange(S, dtype=I64) * big, hd[1:]])
+  rid = np.concatenate([np.zeros(S, dtype=I64), np.arange(1, len(C), dtype=I64)])
+  o = np.argsort(keys, kind="stable")
+  keys, rid = keys[o], rid[o]
+  clock = lambda sq, p, col: Cf[rid[np.searchsorted(keys, sq * big + p, side="right") - 1] * S + col]  # at (sq, p)
+  D = np.asarray(done, dtype=I64)
+  # the checks, and that the guess was the order: the writes run are a prefix of each signal's guessed order
+  ran = is_init | (wp <= D[np.maximum(wq, 0)])
+  if (~ran[:-1] & ran[1:] & ~is_init[1:]).any(): return None
+  # consecutive writes of a signal by two sequences: ordered (else signal-race)
+  c = np.flatnonzero(ran[1:] & ~is_init[1:] & (wq[:-1] >= 0) & (wq[1:] != wq[:-1])) + 1
+  if len(c) and (clock(wq[c], wp[c], wq[c - 1]) < wp[c - 1]).any(): return None
+  # a wait that ran after its segment's lowering write (else non-monotonic), and before the next lowering write
+  aran = ap <= D[aq]
+  r0 = seg_start[ag]
+  c = np.flatnonzero(aran & ~is_init[r0] & (wq[r0] != aq))
+  if len(c) and (clock(aq[c], ap[c], wq[r0[c]]) < wp[r0[c]]).any(): return None
+  low = np.flatnonzero(lowering & ran)
+  if len(low):
+    x = np.flatnonzero(aran)
+    if len(low) * S > 1 << 22: return None
+    gk = (as_[x] * S + aq[x]) * (seg[-1] + 1) + ag[x]
+    o = np.lexsort((ap[x], gk))
+    gk, x = gk[o], x[o]
+    lw = np.repeat(low, S)
+    js = np.tile(np.arange(S, dtype=I64), len(low))
+    want = (ws[lw] * S + js) * (seg[-1] + 1) + seg[lw]
+    y = np.searchsorted(gk, want, side="left") - 1
+    hit = (y >= 0) & (js != wq[lw])
+    hit[hit] = gk[y[hit]] // (seg[-1] + 1) == want[hit] // (seg[-1] + 1)
+    lw, js, y = lw[hit], js[hit], x[y[hit]]
+    if len(lw) and (clock(wq[lw], wp[lw], js) < ap[y]).any(): return None
+  # a wait left blocked: its segment is the last its signal reached, and ordered after that segment's lowering write
+  blocked = {}
+  for i, (P, J, Q, H) in enumerate(ev):
+    e = at_ev[i]
+    if e >= len(P): continue
+    if H[e] == P[e]: blocked[i] = "gate"; continue
+    blocked[i] = "wait"
+    w = np.flatnonzero((aq == i) & (ap == P[e]))[0]
+    sgn = as_[w]
+    lo, hi = np.searchsorted(ws, [sgn, sgn + 1])
+    last = lo + np.flatnonzero((is_init | lowering)[lo:hi] & ran[lo:hi])[-1]
+    if last != r0[w]: return None
+    if not is_init[last] and wq[last] != i and C[cur[i], wq[last]] < wp[last]: return None
+  # final values: each signal's last write run
+  values = list(u.sig_init)
+  fin = np.flatnonzero(ran & ~is_init & np.r_[~ran[1:] | is_init[1:], True])
+  for s_, val in zip(ws[fin].tolist(), wv[fin].tolist()): values[s_] = val
+  return _Execution(done=done, values=values, blocked=blocked, violations=[], wstats=_wait_stats(u, done, starts, C, pv, cl, vl, hd, big),
+                    vc=[C[cur[i]].tolist() for i in range(S)], C=C, held=hd)
+
+def _execute_loop(u: Unrolled) -> _Execution:
   """Runs the synchronization. Clocks are not computed as it goes: each join is recorded as a row (the sequence's
   previous row, the row it joins, the column it raises and to what) and each check on a clock as (row, column, bound);
   `_clocks` then builds every row at once, level by level, and the checks are settled on them."""
@@ -79,6 +271,7 @@ def _execute(u: Unrolled) -> _Execution:
   cur = [0] * S                          # each sequence's current row
   starts: list = []                      # the rows joining the submit at a launch start (the others: a wait's)
   ready = list(range(S - 1, -1, -1))
+  started = [0] * S                      # launches whose start row each sequence has
 
   while ready:
     i = ready.pop()
@@ -89,7 +282,7 @@ def _execute(u: Unrolled) -> _Execution:
     n = len(so)
     ib = i * big
     while k < N:   # one launch of this sequence per round, from sync op c until it blocks
-      if c == 0 and i:
+      if c == 0 and i and started[i] <= k:   # (a queue blocked at its first op has its start row already)
         s_ = sub[i][k]
         if s_ is None:
           gate_blocked[i] = True
@@ -98,7 +291,7 @@ def _execute(u: Unrolled) -> _Execution:
         prev.append(v); src.append(hr); raise_.append(hsub); held.append(ib + k * L + 1)
         x = lvl[v]; y = lvl[hr]; lvl.append((x if x > y else y) + 1)
         nrow += 1; v = nrow
-        starts.append(v)
+        starts.append(v); started[i] = k + 1
       envk, base = envs[k], k * L
       for c in range(c, n):
         op = so[c]
