@@ -21,6 +21,7 @@ Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1
        python benchmarks/check_scaling.py --spin            (the SPIN table only)
        python benchmarks/check_scaling.py --no-spin [sizes] (no SPIN table)
        python benchmarks/check_scaling.py --cli [sizes]     (the CLI end to end; default 100000 1000000)
+       python benchmarks/check_scaling.py --cli --vs REV    (... and git revision REV's CLI, interleaved, with ratios)
        python benchmarks/check_scaling.py --passes [sizes]  (one in-process run of the --cli program, per pass)
 """
 from __future__ import annotations
@@ -212,7 +213,9 @@ def passes_main(sizes):
     os.unlink(path)
   os.rmdir(tmp)
 
-def cli_main(sizes):
+def cli_main(sizes, vs=None):
+  """With `vs` (a git revision), the same runs of that revision's `hcqdsl check` (a `git archive` of it), interleaved
+  with this tree's, and the ratios: before/after figures from one run."""
   print(f"load average {os.getloadavg()[0]:.2f}; hcqdsl check FILE (text, default flags), best of {REPS}")
   tmp = tempfile.mkdtemp(prefix="check_cli_")
   files = {}
@@ -220,33 +223,50 @@ def cli_main(sizes):
     files[n] = os.path.join(tmp, f"p{n}.hcq")
     with open(files[n], "w") as f: f.write(cli_text(n))
   import resource
+  here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+  trees = {"this tree": here}
+  if vs is not None:
+    trees[vs] = other = os.path.join(tmp, "vs")
+    os.mkdir(other)
+    subprocess.run(f"git -C {here} archive {vs} | tar -x -C {other}", shell=True, check=True)
   best, cpu, last = {}, {}, {}
   for _ in range(REPS):  # interleaved rounds, as above
     for n in sizes:
-      r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-      t0 = time.perf_counter()
-      r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", files[n]], capture_output=True, text=True)
-      dt = time.perf_counter() - t0
-      r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-      dc = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime   # the child's CPU time: what a loaded box inflates least
-      best[n], cpu[n] = min(best.get(n, dt), dt), min(cpu.get(n, dc), dc)
-      last[n] = r.stdout.strip().splitlines()[-1]
-  print(f"{'statements':>11} {'MB':>6} {'wall s':>7} {'cpu s':>7}  summary line")
+      for name, tree in trees.items():
+        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        t0 = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", files[n]], capture_output=True, text=True, cwd=tree,
+                           env={**os.environ, "PYTHONPATH": tree})
+        dt = time.perf_counter() - t0
+        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        dc = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime   # the child's CPU time: what a loaded box inflates least
+        k = (name, n)
+        best[k], cpu[k] = min(best.get(k, dt), dt), min(cpu.get(k, dc), dc)
+        last[k] = r.stdout.strip().splitlines()[-1]
+  print(f"{'statements':>11} {'MB':>6} {'tree':>10} {'wall s':>7} {'cpu s':>7}  summary line")
   for n in sizes:
     stmts = sum(1 for line in open(files[n]) if line.startswith("  "))
-    print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {best[n]:>7.2f} {cpu[n]:>7.2f}  {last[n]}")
-  if 100_000 in best and 1_000_000 in best:
-    print(f"t(1M)/t(100k) = {best[1_000_000] / best[100_000]:.2f} wall, {cpu[1_000_000] / cpu[100_000]:.2f} cpu (target <= 12)")
+    for name in trees:
+      print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {name:>10} {best[name, n]:>7.2f} {cpu[name, n]:>7.2f}  {last[name, n]}")
+    if vs is not None:
+      print(f"{'':>11} {'':>6} {'ratio':>10} {best[vs, n] / best['this tree', n]:>6.2f}x {cpu[vs, n] / cpu['this tree', n]:>6.2f}x  ({vs} / this tree)")
+  b = {n: best["this tree", n] for n in sizes}
+  c = {n: cpu["this tree", n] for n in sizes}
+  if 100_000 in b and 1_000_000 in b:
+    print(f"t(1M)/t(100k) = {b[1_000_000] / b[100_000]:.2f} wall, {c[1_000_000] / c[100_000]:.2f} cpu (target <= 12)")
   print("phases of one in-process run (cpu s):")
   for n in sizes:
     ph = phases(files[n])
     print(f"{n:>11,} " + " ".join(f"{k} {v:.2f}" for k, v in ph.items()) + f"  (all but parse: {sum(ph.values()) - ph['parse']:.2f})")
-  for f in files.values(): os.unlink(f)
-  os.rmdir(tmp)
+  shutil.rmtree(tmp)
 
 if __name__ == "__main__":
   if sys.argv[1:] == ["--spin"]: spin_table()
-  elif "--cli" in sys.argv: cli_main([int(x) for x in sys.argv[1:] if x != "--cli"] or [100_000, 1_000_000])
+  elif "--cli" in sys.argv:
+    args = sys.argv[1:]
+    vs = args[args.index("--vs") + 1] if "--vs" in args else None
+    if vs is not None: del args[args.index("--vs"):args.index("--vs") + 2]
+    cli_main([int(x) for x in args if x != "--cli"] or [100_000, 1_000_000], vs)
   elif "--passes" in sys.argv: passes_main([int(x) for x in sys.argv[1:] if x != "--passes"] or [100_000, 1_000_000])
   else:
     args = [x for x in sys.argv[1:] if x != "--no-spin"]
