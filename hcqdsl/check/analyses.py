@@ -31,9 +31,15 @@ class OverflowAnalysis:
   """`var + n` / `var - n` evaluating outside 0..2**32-1 in a checked launch (literals are the static check's)."""
   name = "overflow"
   def run(self, u: Unrolled) -> list[Diagnostic]:
-    # each distinct `var + n` is evaluated once; the statements are walked only when one of them overflows
-    sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
-    if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
+    # every `var + n` of every launch at once; the statements are walked only when one of them overflows
+    cols = u.sync_columns()
+    if cols is not None:
+      E, per = cols
+      if all(((x := E[:, var[var > 0]] + off[var > 0]) >= 0).all() and (x <= U32_MAX).all() for _, _, _, var, off in per):
+        return []
+    else:
+      sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
+      if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
     out = []
     for s in u.seqs:
       for idx, op in enumerate(s.ops):

@@ -26,13 +26,12 @@ before the queue's latest `barrier` (or the launch start). Only a racy program g
 racing pairs (capped per statement).
 """
 from __future__ import annotations
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from heapq import heappush, heappop
-from itertools import compress, chain, repeat
 from operator import itemgetter
 from array import array
 import numpy as np
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK, _gather
+from .unroll import Unrolled, WAIT, WRITE, R, W, MASK, _LIMIT
 
 __all__ = ["Trace", "happens_before"]
 
@@ -58,8 +57,6 @@ def _execute(u: Unrolled) -> _Execution:
   """The execution: `_execute_direct` when its guess of every signal's write order is the order, else `_execute_loop`."""
   return _execute_direct(u) or _execute_loop(u)
 
-_LIMIT = 1 << 62   # var values and offsets past this take the loop (Python ints; numpy's int64 would wrap)
-
 def _execute_direct(u: Unrolled):
   """The execution without running the writes, for the programs where a guess of each signal's write order holds:
   launch by launch, sequence by sequence (the host first), position by position. The guess fixes the segments between
@@ -68,36 +65,25 @@ def _execute_direct(u: Unrolled):
   sequence's joins (a wait satisfied by another sequence's write, a queue's launch start) as events, a sequence
   running until an event whose write (or submit) its writer has not reached. Then every check `_execute_loop` makes
   is made on the clocks, plus that the guess was the execution's order; if one fails, None (the loop decides)."""
-  seqs, N, S, envs = u.seqs, u.launches, len(u.seqs), u.envs
+  seqs, N, S = u.seqs, u.launches, len(u.seqs)
   lens = [len(s.ops) for s in seqs]
   big = max(lens) * N + 2
   nsig = len(u.signals)
   KS = N * S * big   # the guessed order's keys within one signal: (launch * S + sequence) * big + position
-  names = sorted({n for env in envs for n in env})
-  if nsig * KS >= _LIMIT or any(not -_LIMIT < env[n] < _LIMIT for env in envs for n in names) or \
-     any(s.gate < 0 for s in seqs[1:]): return None
-  vid = {n: x + 1 for x, n in enumerate(names)}
-  E = np.array([[0] + [env[n] for n in names] for env in envs], dtype=np.int64).reshape(N, len(names) + 1)
+  cols = u.sync_columns()
+  if cols is None or nsig * KS >= _LIMIT or any(s.gate < 0 for s in seqs[1:]): return None
+  E, cols = cols
   I64 = np.int64
   # every wait and write instance: sequence, position, signal, value, key in the guessed order
   inst = {WAIT: [], WRITE: []}
-  try:
-    for i, s in enumerate(seqs):
-      at = s.where_kind(WAIT, WRITE)
-      ops = _gather(s.ops, at.tolist())
-      n = len(ops)
-      if not n: continue
-      kind, sig, var, off = (np.fromiter(m, dtype=I64, count=n) for m in (
-        map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)), map(itemgetter(3), ops)))
-      if np.abs(off).max() >= _LIMIT: return None
-      for kd in (WAIT, WRITE):
-        m = kind == kd
-        if not m.any(): continue
-        a, sg, vr, of = at[m], sig[m], var[m], off[m]
-        for k in range(N):
-          pos = a + (k * lens[i] + 1)
-          inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & MASK, (k * S + i) * big + pos))
-  except OverflowError: return None
+  for i, (at, kind, sig, var, off) in enumerate(cols):
+    for kd in (WAIT, WRITE):
+      m = kind == kd
+      if not m.any(): continue
+      a, sg, vr, of = at[m], sig[m], var[m], off[m]
+      for k in range(N):
+        pos = a + (k * lens[i] + 1)
+        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & MASK, (k * S + i) * big + pos))
   cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
   # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
   wq, wp, ws, wv, wk = cat(inst[WRITE])

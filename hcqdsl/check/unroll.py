@@ -6,7 +6,7 @@ Sequence 0 is always the host (it holds the implicit submit of queues no `submit
 """
 from __future__ import annotations
 from typing import Optional
-from itertools import chain
+from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
 from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Span, Slice,
@@ -59,8 +59,33 @@ class Unrolled:
     self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
     self.host_span = host_span
     self._acc = None
+    self._sync = None
 
   def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
+
+  def sync_columns(self) -> Optional[tuple]:
+    """The waits and writes as numpy columns, for the passes that take them all at once: (E, per sequence (op
+    indices, kinds, signals, vars, offsets)), where a var is a column of E (0: none) and E[k] holds launch k+1's
+    values (column 0 is 0). None when a value or an offset is too big for int64 arithmetic (those take the ops)."""
+    if self._sync is None:
+      names = sorted({n for env in self.envs for n in env})
+      vid = {n: x + 1 for x, n in enumerate(names)}
+      ok = all(-_LIMIT < env[n] < _LIMIT for env in self.envs for n in names)
+      E = np.array([[0] + [env[n] for n in names] for env in self.envs] if ok else [], dtype=_I64).reshape(-1, len(names) + 1)
+      cols = []
+      for s in self.seqs:
+        at = s.where_kind(WAIT, WRITE)
+        ops = _gather(s.ops, at.tolist())
+        n = len(ops)
+        try:
+          kind, sig, var, off = (np.fromiter(m, dtype=_I64, count=n) for m in (
+            map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)),
+            map(itemgetter(3), ops)))
+        except OverflowError: ok = False; break
+        if n and np.abs(off).max() >= _LIMIT: ok = False; break
+        cols.append((at, kind, sig, var, off))
+      self._sync = (E, cols) if ok else ()
+    return self._sync or None
 
   def access_table(self) -> "AccessTable":
     if self._acc is None: self._acc = AccessTable(self)
@@ -94,6 +119,7 @@ class Unrolled:
     return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
 
 _I64 = np.int64
+_LIMIT = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
 
 class AccessTable:
