@@ -28,7 +28,8 @@ racing pairs (capped per statement).
 from __future__ import annotations
 from bisect import bisect_left
 from heapq import heappush, heappop
-from operator import itemgetter
+from operator import itemgetter, getitem
+from itertools import repeat
 from array import array
 import numpy as np
 from .unroll import Unrolled, WAIT, WRITE, R, W, MASK, _LIMIT
@@ -489,12 +490,15 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   stmt = seq[a] * big + A.idx[rows[a]]
   order = np.lexsort((-wkey[t], j, A.sub[rows[a]], pos[a], stmt))
   first = order[np.r_[True, stmt[order][1:] != stmt[order][:-1]]] if len(order) else order
-  vis: dict = {}
   ops = [s.ops for s in seqs]
   ra, ry = rows[a[first]], rows[wrec[t[first]]]
-  for ii, idx, m, p, jj, jdx, jm, q in zip(A.seq[ra].tolist(), A.idx[ra].tolist(), A.sub[ra].tolist(), pos[a[first]].tolist(),
-                                           j[first].tolist(), A.idx[ry].tolist(), A.sub[ry].tolist(), pos[wrec[t[first]]].tolist()):
-    vis[(ii, idx)] = (ii, p, ops[ii][idx][1][m], jj, q, ops[jj][jdx][1][jm])
+  # a program written without barriers has a warning for every other read: built by C-level maps
+  def accs(r):   # ops[seq][idx][1][sub] of table rows r
+    return map(getitem, map(getitem, map(getitem, map(ops.__getitem__, A.seq[r].tolist()), A.idx[r].tolist()), repeat(1)),
+               A.sub[r].tolist())
+  ii = A.seq[ra].tolist()
+  vis = dict(zip(zip(ii, A.idx[ra].tolist()), zip(ii, pos[a[first]].tolist(), accs(ra), j[first].tolist(),
+                                                   pos[wrec[t[first]]].tolist(), accs(ry))))
   return races, vis
 
 def _ranges(starts, counts):
