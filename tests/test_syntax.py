@@ -231,3 +231,13 @@ def test_control_characters_and_other_syntax_errors():
   assert errors("device g = AMD:0\x0c\nvar 9\n") == [
     "1:17: syntax: control character U+000C is not allowed in a program (only tab and line ends)",
     "2:5: syntax: expected a name after `var`, found `9`"]
+
+def test_control_character_check_equals_its_class():
+  # _has_control looks for each character with `in`; the regex class is what it stands for
+  from hcqdsl.syntax import _has_control, _CONTROL
+  hits = 0
+  for c in [*range(0x3000), 0xfeff, 0x10000]:
+    t = "queue q\n\t" + chr(c) + " x"
+    assert _has_control(t) == bool(_CONTROL.search(t)), hex(c)
+    hits += _has_control(t)
+  assert hits == 65 and not _has_control("ascii\ttext\n") and not _has_control("é\n")
