@@ -190,7 +190,7 @@ def passes(path: str) -> dict:
     t = timed("hb", happens_before, u)
     d += timed("overflow", A.OverflowAnalysis().run, u)
     d += timed("redundant-wait", A.RedundantWaitAnalysis().run, u, t.wstats)
-    d += timed("visibility", A.VisibilityAnalysis().run, u, t.vis)
+    d += timed("visibility", A.VisibilityAnalysis().run, u, t.vis_found[1])
     d += timed("unused-signal", A.UnusedSignalAnalysis().run, u)
     d = timed("sort", _sorted, d)
     timed("text", render_text, d, {path: text}, 20)

@@ -231,3 +231,14 @@ def test_incomplete_verdict_never_exits_0(tmp_path, capsys):
   assert main(["check", str(f)]) == 1   # complete: the signal-race
   assert not capsys.readouterr().out.rstrip().endswith("incomplete")
   assert main(["check", str(f), "--max-states", "0"]) == 2
+
+def test_analyze_restores_numpy_hugepage_setting():
+  import numpy as np
+  if not hasattr(getattr(np, "_core", None), "multiarray"): pytest.skip("numpy 1.x: no hugepage setting to restore")
+  from hcqdsl.check.analyze import _madvise_hugepage
+  from hcqdsl.syntax import parse
+  prog = parse("device d = AMD:0\nsignal s on d\nqueue q compute on d {\n  signal s = 1\n}\n", "t.hcq")
+  for before in (True, False):
+    _madvise_hugepage(before)
+    analyze(prog)
+    assert _madvise_hugepage(True) == before

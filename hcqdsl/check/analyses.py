@@ -336,13 +336,15 @@ class VisibilityAnalysis:
   write by a wait (or a submit) with no `barrier` between that wait and the read. The start of each launch counts as a
   barrier (tinygrad opens every queue with one)."""
   name = "visibility"
-  def run(self, u: Unrolled, vis: dict) -> list[Diagnostic]:
+  def run(self, u: Unrolled, found) -> list[Diagnostic]:
+    """`found`: the happens-before pass's findings as columns (`Trace.vis_found`)."""
     # a program written without barriers has a warning for every other read: each one's span is looked up here (the
     # report sorts by it), its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
     dev = [s.device for s in u.seqs]
     lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
+    ops = [s.ops for s in u.seqs]
     bufs = [f"{b.name}" for b in u.buffers]
     where = [f" (on {b.device.name if b.device else 'host'})" for b in u.buffers]
     host = u.host_span
@@ -351,16 +353,17 @@ class VisibilityAnalysis:
       sp = st.span if st is not None else host
       return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", (pos - 1) // lens[i] + 1
     def build(x):
-      i, p, a, j, q, aj = x
-      (spi, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
+      i, idx, m, p, j, jdx, jm, q = x
+      a, aj = ops[i][idx][1][m], ops[j][jdx][1][jm]
+      (_, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
       b = bufs[a[0]]
       return (f"{who[i]} on {dev[i]} reads {b}[{a[1]}:{a[2]}]{where[a[0]]} at {li} (launch {ki}), written by {who[j]} on "
               f"{dev[j]} at {lj}, with no `barrier` after the wait that orders them",
               (Related(f"{who[j]} writes {b}[{aj[1]}:{aj[2]}] here (launch {kj})", spj),),
               {"launch": ki, "queue": who[i], "buffer": b})
-    found = list(vis.values())
-    spans = [st.span if (st := stmts[i][(p - 1) % lens[i]]) is not None else host for i, p, *_ in found]
-    return _Visibility.many(spans, build, found)
+    ii, idx = found[0], found[1]
+    spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(ii, idx)]
+    return _Visibility.many(spans, build, list(zip(*found)))
 
 class UnusedSignalAnalysis:
   """A signal written but waited on by nobody. `D.timeline` is exempt: it is the device's completion signal, waited on

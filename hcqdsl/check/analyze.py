@@ -4,6 +4,7 @@ from __future__ import annotations
 from typing import Optional
 import gc
 import attrs
+import numpy as np
 from ..ir import Program
 from ..diagnostics import Diagnostic
 from .unroll import unroll, Unrolled
@@ -30,12 +31,21 @@ def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = No
   """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), and the warnings redundant-wait,
   unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
   `var_values` pins them (a name -> int, or a list of per-launch ints)."""
-  # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again
+  # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again.
+  # And numpy asks for 2 MB pages for its big arrays: in a process holding a million-statement program the kernel
+  # compacts memory to find them (transparent huge pages, defrag=madvise), more system time than the arrays' work
   enabled = gc.isenabled()
   gc.disable()
+  huge = _madvise_hugepage(False)
   try: return _analyze(program, launches, var_values, max_states)
   finally:
+    _madvise_hugepage(huge)
     if enabled: gc.enable()
+
+def _madvise_hugepage(on: bool) -> bool:
+  """numpy's setting (a private function of numpy 2; a no-op where it is missing); returns the previous one."""
+  f = getattr(np._core.multiarray, "_set_madvise_hugepage", None) if hasattr(np, "_core") else None
+  return f(on) if f is not None else on
 
 def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int) -> list[Diagnostic]:
   u = unroll(program, launches, var_values)
@@ -45,7 +55,7 @@ def _analyze(program: Program, launches: int, var_values: Optional[dict], max_st
     diags += DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else [])
     diags += RaceAnalysis().run(u, t.races)
     diags += RedundantWaitAnalysis().run(u, t.wstats)
-    diags += VisibilityAnalysis().run(u, t.vis)
+    diags += VisibilityAnalysis().run(u, t.vis_found[1])
   else:
     why = _why(u, t.violations[0])
     e = explore(u, max_states)

@@ -26,6 +26,7 @@ before the queue's latest `barrier` (or the launch start). Only a racy program g
 racing pairs (capped per statement).
 """
 from __future__ import annotations
+import functools
 from bisect import bisect_left
 from heapq import heappush, heappop
 from operator import itemgetter, getitem
@@ -36,6 +37,7 @@ from .unroll import Unrolled, WAIT, WRITE, R, W, MASK, _LIMIT
 
 __all__ = ["Trace", "happens_before"]
 
+_NO_VIS = ([],) * 8
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
 RACE_CAP = 16     # racing statements reported per statement and buffer
 
@@ -44,11 +46,21 @@ class Trace:
   def __init__(self, **kw): self.__dict__.update(kw)
   @property
   def exact(self) -> bool: return not self.violations
+  @functools.cached_property
+  def vis(self) -> dict:
+    """{(seq, op index): (seq, pos, access, writer seq, its pos, its access)}: one visibility finding per statement.
+    Built on first use from `vis_found`: per finding (seq, op index, access index in the op, pos, writer seq, its op
+    index, its access index, its pos), columns of ints (what VisibilityAnalysis reads: a program written without
+    barriers has a finding for every other read)."""
+    ops, (ii, idx, m, p, jj, jdx, jm, q) = self.vis_found
+    accs = lambda i, x, n: map(getitem, map(getitem, map(getitem, map(ops.__getitem__, i), x), repeat(1)), n)
+    return dict(zip(zip(ii, idx), zip(ii, p, accs(ii, idx, m), jj, q, accs(jj, jdx, jm))))
 
 def happens_before(u: Unrolled) -> Trace:
   x = _execute(u)
   races, vis = _accesses(u, x)
-  return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis=vis, violations=x.violations,
+  return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis_found=([s.ops for s in u.seqs], vis),
+               violations=x.violations,
                wstats=x.wstats, vc=x.vc)
 
 class _Execution:
@@ -398,7 +410,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   seqs, N, S = u.seqs, u.launches, len(u.seqs)
   lens = [len(s.ops) for s in seqs]
   A = u.access_table()
-  if not len(A.seq): return {}, {}
+  if not len(A.seq): return {}, _NO_VIS
   # every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
   # other memory in each launch)
   done = np.asarray(x.done, dtype=np.int64)[A.seq]
@@ -410,7 +422,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
     r = np.flatnonzero(keep)
     rows.append(r); pos.append(p[r]); rinst.append(A.rid[r] + (A.nrange * k) * A.rebound[r] if k else A.rid[r])
   rows, pos, rinst = np.concatenate(rows), np.concatenate(pos), np.concatenate(rinst)
-  if not len(rows): return {}, {}
+  if not len(rows): return {}, _NO_VIS
   seq, mode = A.seq[rows], A.mode[rows]
   big = int(max(lens) * N + 2)
 
@@ -490,15 +502,8 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   stmt = seq[a] * big + A.idx[rows[a]]
   order = np.lexsort((-wkey[t], j, A.sub[rows[a]], pos[a], stmt))
   first = order[np.r_[True, stmt[order][1:] != stmt[order][:-1]]] if len(order) else order
-  ops = [s.ops for s in seqs]
   ra, ry = rows[a[first]], rows[wrec[t[first]]]
-  # a program written without barriers has a warning for every other read: built by C-level maps
-  def accs(r):   # ops[seq][idx][1][sub] of table rows r
-    return map(getitem, map(getitem, map(getitem, map(ops.__getitem__, A.seq[r].tolist()), A.idx[r].tolist()), repeat(1)),
-               A.sub[r].tolist())
-  ii = A.seq[ra].tolist()
-  vis = dict(zip(zip(ii, A.idx[ra].tolist()), zip(ii, pos[a[first]].tolist(), accs(ra), j[first].tolist(),
-                                                   pos[wrec[t[first]]].tolist(), accs(ry))))
+  vis = tuple(x.tolist() for x in (A.seq[ra], A.idx[ra], A.sub[ra], pos[a[first]], j[first], A.idx[ry], A.sub[ry], pos[wrec[t[first]]]))
   return races, vis
 
 def _ranges(starts, counts):
