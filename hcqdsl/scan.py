@@ -81,7 +81,9 @@ _VALUES = {k: re.compile(rf"[ \t]*+(?:{v}[ \t]*+(?:,[ \t]*+{v}[ \t]*+)*+(?:,[ \t
 # one piece of a line that is not matched whole: code and strings up to a top-level `;` `{` `}`, the comment, the newline
 _LEX = re.compile(rf'((?:[^;{{}}"#\n]+|{_STRING})+)|([;{{}}])|(#[^\n]*)|(\n)|(")')
 _SEPS = re.compile(r"([;{}])")
-_BAD = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")   # other control characters: the grammar decides
+# other control characters: the grammar decides. Looked for one by one with `in` (a memchr each: 4x faster than a
+# regex class over a 30 MB program)
+_BAD = [chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f)]
 _SUF = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 _ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
 _ESC_RX = re.compile(r"\\(.)")
@@ -155,7 +157,7 @@ def _unquote(s: str) -> str:
 
 def scan(text: str, file: str) -> Optional[Program]:
   src = text
-  if _BAD.search(text) is not None: return None
+  if any(c in text for c in _BAD): return None
   if "\r" in text:
     # a lone `\r` (whitespace to the grammar today; a line end once both paths agree on it), or a `\r\n` that a
     # multi-line string would keep: the grammar reads the file
