@@ -84,3 +84,18 @@ def test_hb_matches_sequential_pass():
   each()
   # every example compared; racy and outside-the-fragment programs among them (visibility: the pipelines above)
   assert seen["total"] == 300 and min(seen["races"], seen["outside"]) >= 50 and seen["direct"] >= 80, seen
+
+def test_direct_execution_falls_back_when_its_guess_is_not_the_order():
+  # qa's write of s follows qb's (qa waits for it), against the guessed order (sequence by sequence): the direct
+  # execution must notice and leave the program to the loop, which finds it inside the fragment
+  def program(first, second):
+    blocks = {"qa": "  wait s >= 1\n  signal s = 2", "qb": "  signal s = 1\n  wait s >= 2\n  signal t = 1"}
+    return ("device d = AMD:0\nsignal s on d\nsignal t on d\n" +
+            "".join(f"queue {q} compute on d {{\n{blocks[q]}\n}}\n" for q in (first, second)))
+  u = unroll(parse(program("qa", "qb"), "g.hcq"), 1)
+  assert _execute_direct(u) is None
+  t = happens_before(u)
+  assert t.exact and not t.blocked and t.values[:2] == [2, 1]
+  # with the writers in the guessed order it takes the direct path, to the same outcome
+  u = unroll(parse(program("qb", "qa"), "g.hcq"), 1)
+  assert same_execution(u, "") and happens_before(u).values[:2] == [2, 1]
