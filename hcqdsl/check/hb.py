@@ -147,7 +147,7 @@ def _execute_direct(u: Unrolled):
   y = np.searchsorted(sq * big + H, J * big + Q, side="right") - 1   # J's last event holding by Q
   G = np.where((y >= 0) & (sq[np.maximum(y, 0)] == J), y + 1, 0)
   Q = np.where(J == sq, never, Q)                                   # waiting on itself: for ever
-  evl = [(P[a:b].tolist(), J[a:b].tolist(), Q[a:b].tolist(), G[a:b].tolist()) for a, b in zip(first - 1, first[1:] - 1)]
+  evl = [(P[a:b], J[a:b].tolist(), Q[a:b].tolist(), G[a:b].tolist()) for a, b in zip(first - 1, first[1:] - 1)]
   L = [0] * (len(P) + 1)
   firsts = first.tolist()
   done, at_ev = [0] * S, [0] * S
@@ -168,7 +168,7 @@ def _execute_direct(u: Unrolled):
       L[base + e] = x
       e += 1
     at_ev[i] = e
-    d = done[i] = Pi[e] - 1 if e < n else lens[i] * N
+    d = done[i] = int(Pi[e]) - 1 if e < n else lens[i] * N
     wl = waiters[i]
     while wl and wl[0][0] <= d: ready.append(heappop(wl)[1])
   # the rows: each event run (row 0: all zeros)
@@ -185,8 +185,13 @@ def _execute_direct(u: Unrolled):
   pv[first[:-1][cnt > 0]] = 0
   cl, vl = np.r_[0, J], np.r_[0, Q]
   hd = np.r_[0, sq * big + H]
-  starts = (np.flatnonzero(H == P) + 1).tolist()
-  cur = [int(first[i] + cnt[i] - 1) if cnt[i] else 0 for i in range(S)]
+  # renumbered in level order (row 0 stays first): `_clocks` builds them as they are
+  order = np.argsort(lv, kind="stable")
+  new = np.empty(len(order), dtype=I64)
+  new[order] = np.arange(len(order))
+  starts = new[np.flatnonzero(H == P) + 1].tolist()
+  cur = [int(new[first[i] + cnt[i] - 1]) if cnt[i] else 0 for i in range(S)]
+  pv, sr, cl, vl, lv, hd = new[pv[order]], new[sr[order]], cl[order], vl[order], lv[order], hd[order]
   C = _clocks(S, pv, sr, cl, vl, lv)
   Cf = C.reshape(-1)
   keys = np.concatenate([np.arange(S, dtype=I64) * big, hd[1:]])
@@ -387,23 +392,27 @@ def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
 
 def _clocks(S: int, pv, sr, cl, vl, lv) -> np.ndarray:
   """Every clock row, built level by level: a row's two inputs are on lower levels, so a level is a few numpy
-  operations whatever its size. Rows are built in level order (a level is a slice) and put back in order at the end."""
+  operations whatever its size. Rows are built in level order (a level is a slice) and put back in order at the end,
+  unless they come in level order. int32 when positions fit (half the memory to fault in and walk)."""
   n = len(lv)
-  if n == 1: return np.zeros((1, S), dtype=np.int64)
-  order = np.argsort(lv, kind="stable")
-  new = np.empty(n, dtype=np.int64)
-  new[order] = np.arange(n)                  # a row's place in level order
-  bounds = np.searchsorted(lv[order], np.arange(1, int(lv[order[-1]]) + 2)).tolist()
-  pv, sr = new[pv[order]], new[sr[order]]
-  flat = np.arange(n, dtype=np.int64) * S + cl[order]   # the raised entry, in C.ravel()
-  vl = vl[order]
-  C = np.zeros((n, S), dtype=np.int64)
+  dt = np.int32 if n == 1 or int(vl.max()) < 1 << 31 else np.int64
+  if n == 1: return np.zeros((1, S), dtype=dt)
+  ordered = bool((lv[1:] >= lv[:-1]).all())
+  if not ordered:
+    order = np.argsort(lv, kind="stable")
+    new = np.empty(n, dtype=np.int64)
+    new[order] = np.arange(n)                  # a row's place in level order
+    pv, sr, cl, vl, lv = new[pv[order]], new[sr[order]], cl[order], vl[order], lv[order]
+  bounds = np.searchsorted(lv, np.arange(1, int(lv[-1]) + 2)).tolist()
+  flat = np.arange(n, dtype=np.int64) * S + cl   # the raised entry, in C.ravel()
+  vl = vl.astype(dt)
+  C = np.zeros((n, S), dtype=dt)
   Cf, mx, take = C.reshape(-1), np.maximum, C.take
   for a, b in zip(bounds, bounds[1:]):
     mx(take(pv[a:b], axis=0), take(sr[a:b], axis=0), out=C[a:b])
     f = flat[a:b]
     Cf[f] = mx(Cf[f], vl[a:b])
-  return C.take(new, axis=0)
+  return C if ordered else C.take(new, axis=0)
 
 def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   """(races, vis) from every executed access, given the execution's clock histories."""
