@@ -60,8 +60,7 @@ def happens_before(u: Unrolled) -> Trace:
   x = _execute(u)
   races, vis = _accesses(u, x)
   return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis_found=([s.ops for s in u.seqs], vis),
-               violations=x.violations,
-               wstats=x.wstats, vc=x.vc)
+               violations=x.violations, wstats=x.wstats, vc=x.vc)
 
 class _Execution:
   def __init__(self, **kw): self.__dict__.update(kw)
@@ -125,14 +124,16 @@ def _execute_direct(u: Unrolled):
   # each sequence's events in position order: position, the sequence it needs, the position that one must reach, and
   # the position from which the join's clock row holds (a launch start: its own position; a wait: the next)
   ev = []
+  m = np.flatnonzero(ev_mask)                    # grouped by sequence (the instances were made sequence by sequence)
+  cut = np.searchsorted(aq[m], np.arange(S + 1)).tolist()
   for i in range(S):
-    m = ev_mask & (aq == i)
-    P, J, Q = ap[m], j[m], q[m]
+    mi = m[cut[i]:cut[i + 1]]
+    P, J, Q = ap[mi], j[mi], q[mi]
     if i:
       st = np.arange(N, dtype=I64) * lens[i] + 1
       P, J, Q = np.concatenate([st, P]), np.concatenate([np.zeros(N, dtype=I64), J]), \
                 np.concatenate([np.arange(N, dtype=I64) * lens[0] + seqs[i].gate + 1, Q])
-      H = np.concatenate([st, ap[m] + 1])
+      H = np.concatenate([st, ap[mi] + 1])
       o = np.argsort(2 * P + (H > P), kind="stable")
       P, J, Q, H = P[o], J[o], Q[o], H[o]
     else: H = P + 1
@@ -233,7 +234,8 @@ def _execute_direct(u: Unrolled):
     if e >= len(P): continue
     if H[e] == P[e]: blocked[i] = "gate"; continue
     blocked[i] = "wait"
-    w = np.flatnonzero((aq == i) & (ap == P[e]))[0]
+    lo, hi = np.searchsorted(aq, [i, i + 1])   # its waits, by position
+    w = lo + int(np.searchsorted(ap[lo:hi], P[e]))
     sgn = as_[w]
     lo, hi = np.searchsorted(ws, [sgn, sgn + 1])
     last = lo + np.flatnonzero((is_init | lowering)[lo:hi] & ran[lo:hi])[-1]
