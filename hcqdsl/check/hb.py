@@ -98,21 +98,23 @@ def _execute_direct(u: Unrolled):
         inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & MASK, (k * S + i) * big + pos))
   cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
   # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
-  wq, wp, ws, wv, wk = cat(inst[WRITE])
+  wq, wp, ws, wv, wk = cat(inst.pop(WRITE))   # (popped: a big program's peak memory is its page faults)
   ws = np.concatenate([ws, np.arange(nsig, dtype=I64)])
   wq, wp = np.concatenate([wq, np.full(nsig, -1, dtype=I64)]), np.concatenate([wp, np.zeros(nsig, dtype=I64)])
   wv = np.concatenate([wv, np.asarray(u.sig_init, dtype=I64)])
   full = ws * KS + np.concatenate([wk, np.zeros(nsig, dtype=I64)])
   order = np.argsort(full, kind="stable")
   wq, wp, ws, wv, full = wq[order], wp[order], ws[order], wv[order], full[order]
+  del order, wk
   is_init = wq < 0
   lowering = np.r_[False, wv[1:] < wv[:-1]] & ~is_init
   seg = np.cumsum(is_init | lowering) - 1                  # segment: an initial value or a lowering write, and on
   seg_start = np.flatnonzero(is_init | lowering)           # by segment
   segkey = (seg << 32) | wv                                # sorted: values never fall within a segment
   # each wait's segment (that of the write just before it in the guessed order), and the write satisfying it
-  aq, ap, as_, an, ak = cat(inst[WAIT])
+  aq, ap, as_, an, ak = cat(inst.pop(WAIT))
   ag = seg[np.searchsorted(full, as_ * KS + ak, side="right") - 1]
+  del full, ak
   t = np.searchsorted(segkey, (ag << 32) | an, side="left")
   ok = t < len(segkey)
   ok[ok] = seg[t[ok]] == ag[ok]
@@ -148,6 +150,7 @@ def _execute_direct(u: Unrolled):
   y = np.searchsorted(sq * big + H, J * big + Q, side="right") - 1   # J's last event holding by Q
   G = np.where((y >= 0) & (sq[np.maximum(y, 0)] == J), y + 1, 0)
   Q = np.where(J == sq, never, Q)                                   # waiting on itself: for ever
+  del y, t, ok, j, q, ev_mask, m, segkey, an
   evl = [(P[a:b], J[a:b].tolist(), Q[a:b].tolist(), G[a:b].tolist()) for a, b in zip(first - 1, first[1:] - 1)]
   L = [0] * (len(P) + 1)
   firsts = first.tolist()
@@ -180,6 +183,7 @@ def _execute_direct(u: Unrolled):
   lv = np.r_[0, np.asarray(L[1:], dtype=I64)[run]]
   y = np.where(G > 0, G - 1, 0)
   sr = np.r_[0, np.where(G > 0, newid[y] * run[y], 0)[run]]
+  del evl, L, G, y, newid
   P, J, Q, H, sq = P[run], J[run], Q[run], H[run], sq[run]
   nr = len(P)
   pv = np.r_[0, np.arange(nr, dtype=I64)]                     # the previous row of its sequence, or row 0
@@ -445,6 +449,7 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   ids = np.concatenate([np.zeros(S, dtype=np.int64), np.arange(1, len(C), dtype=np.int64)])
   order = np.argsort(keys, kind="stable")
   ckeys, cids = keys[order], ids[order]
+  del keys, ids, order
   def clock_row(sq, p): return cids[np.searchsorted(ckeys, sq * big + p, side="right") - 1]
   xrow = clock_row(seq, pos)
 
