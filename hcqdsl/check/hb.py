@@ -151,30 +151,32 @@ def _execute_direct(u: Unrolled):
   G = np.where((y >= 0) & (sq[np.maximum(y, 0)] == J), y + 1, 0)
   Q = np.where(J == sq, never, Q)                                   # waiting on itself: for ever
   del y, t, ok, j, q, ev_mask, m, segkey, an
-  evl = [(P[a:b], J[a:b].tolist(), Q[a:b].tolist(), G[a:b].tolist()) for a, b in zip(first - 1, first[1:] - 1)]
+  # flat lists indexed like L (event f at f + 1): a sequence's events run from its first to the next one's
+  Pl, Jl, Ql, Gl = ([0] + c.tolist() for c in (P, J, Q, G))
   L = [0] * (len(P) + 1)
-  firsts = first.tolist()
-  done, at_ev = [0] * S, [0] * S
+  at_ev, ends, xs = first[:-1].tolist(), first[1:].tolist(), [0] * S
+  done = [0] * S
   waiters: list = [[] for _ in range(S)]
   ready = list(range(S - 1, -1, -1))
   while ready:
     i = ready.pop()
-    Pi, Ji, Qi, Gi = evl[i]
-    e, n, base = at_ev[i], len(Pi), firsts[i]
-    x = L[base + e - 1] if e else 0
-    while e < n:
-      q = Qi[e]
-      if done[Ji[e]] < q:
-        heappush(waiters[Ji[e]], (q, i))
+    k, end, x = at_ev[i], ends[i], xs[i]
+    while k < end:
+      q = Ql[k]
+      if done[Jl[k]] < q:
+        heappush(waiters[Jl[k]], (q, i))
         break
-      y = L[Gi[e]]
-      x = (x if x > y else y) + 1
-      L[base + e] = x
-      e += 1
-    at_ev[i] = e
-    d = done[i] = int(Pi[e]) - 1 if e < n else lens[i] * N
+      y = L[Gl[k]]
+      if y > x: x = y
+      x += 1
+      L[k] = x
+      k += 1
+    at_ev[i], xs[i] = k, x
+    d = done[i] = Pl[k] - 1 if k < end else lens[i] * N
     wl = waiters[i]
     while wl and wl[0][0] <= d: ready.append(heappop(wl)[1])
+  del Pl, Jl, Ql, Gl
+  at_ev = [k - f for k, f in zip(at_ev, first[:-1].tolist())]   # events run, per sequence
   # the rows: each event run (row 0: all zeros)
   run = np.arange(len(P)) - (first - 1)[sq] < np.asarray(at_ev, dtype=I64)[sq]
   newid = np.cumsum(run)                                      # row id of each event run
@@ -183,7 +185,7 @@ def _execute_direct(u: Unrolled):
   lv = np.r_[0, np.asarray(L[1:], dtype=I64)[run]]
   y = np.where(G > 0, G - 1, 0)
   sr = np.r_[0, np.where(G > 0, newid[y] * run[y], 0)[run]]
-  del evl, L, G, y, newid
+  del L, G, y, newid
   P, J, Q, H, sq = P[run], J[run], Q[run], H[run], sq[run]
   nr = len(P)
   pv = np.r_[0, np.arange(nr, dtype=I64)]                     # the previous row of its sequence, or row 0
