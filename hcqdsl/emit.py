@@ -51,10 +51,19 @@ class Schedule:
   var_lists: dict = field(default_factory=dict)  # symbolic variable -> its value per launch (emit: one launch)
   bases: dict = field(default_factory=dict)      # buffer name -> tinygrad's base Buffer (emit_jit tells calls apart by it)
 
-def _tg():
+def _tg_env() -> Optional[str]:
+  """tinygrad's CPU device, compiling with gcc when there is no clang (a fresh machine); the error, if no compiler."""
   os.environ.setdefault("DEV", "CPU")
-  try: use_for_tinygrad()  # no clang (a fresh machine): tinygrad's CPU device compiles with gcc
-  except NoCompilerError as e: raise EmitError(str(e))
+  try: use_for_tinygrad()
+  except NoCompilerError as e: return str(e)
+  return None
+
+# on import too: `hcqdsl.emit(Tensor(...))` loads this module before the tensor is made, and tinygrad picks its default
+# device (trying each, CPU only with a compiler) the first time a tensor needs one
+_tg_env()
+
+def _tg():
+  if (err := _tg_env()) is not None: raise EmitError(err)
   import tinygrad
   return tinygrad
 
