@@ -152,7 +152,7 @@ def _execute_direct(u: Unrolled):
   Q = np.where(J == sq, never, Q)                                   # waiting on itself: for ever
   del y, t, ok, j, q, ev_mask, m, segkey, an
   # flat lists indexed like L (event f at f + 1): a sequence's events run from its first to the next one's
-  Pl, Jl, Ql, Gl = ([0] + c.tolist() for c in (P, J, Q, G))
+  Pl, Jl, Ql, Gl = (np.r_[0, c].tolist() for c in (P, J, Q, G))
   L = [0] * (len(P) + 1)
   at_ev, ends, xs = first[:-1].tolist(), first[1:].tolist(), [0] * S
   done = [0] * S
