@@ -314,12 +314,14 @@ def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Option
 
 _LINE_END = re.compile(r"\r\n?")   # \r\n and a lone \r end a line, as \n does
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # with tab and \n, all that is not text
-# the same characters, for `in` (a search per character is a memchr: 4x faster than the class over a 30 MB program)
-_CONTROL_ASCII = [chr(c) for c in (*range(0x09), *range(0x0b, 0x20), 0x7f)]
-_CONTROL_WIDE = [chr(c) for c in range(0x80, 0xa0)] + ["\u2028", "\u2029"]
+# the same class without the regex engine (8x slower over a 30 MB program): an ASCII text is one C pass deleting the
+# allowed bytes, any other a search per character (memchr)
+_TEXT_ASCII = bytes([0x09, 0x0a, *range(0x20, 0x7f)])
+_CONTROL_ANY = [chr(c) for c in (*range(0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))] + ["\u2028", "\u2029"]
 
 def _has_control(text: str) -> bool:
-  return any(c in text for c in _CONTROL_ASCII) or (not text.isascii() and any(c in text for c in _CONTROL_WIDE))
+  if text.isascii(): return bool(text.encode("ascii").translate(None, _TEXT_ASCII))
+  return any(c in text for c in _CONTROL_ANY)
 
 def _control_chars(text: str, file: str) -> list[Diagnostic]:
   out = []
