@@ -145,6 +145,7 @@ _copy_at = _maker(Copy, "dst src span comments comment", at=True)
 _KIND = {"i": "wait", "g": "signal", "e": "exec", "p": "copy", "r": "barrier", "o": "epoch"}
 _THIRD = slice(2, 3)
 _AFTER_COPY = slice(5, None)
+_BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
 
@@ -368,7 +369,7 @@ class _Scan:
         for t in ts:
           if t not in slices: need[t] = None
         e[1] = (e[1], ts)
-    if need: need = self._cut(need)
+    if need: need = dict(zip(need, self._cut(list(need))))
     for i, at, x, y, span, pend, c, body in later:
       if at is None:
         sx, sy = need.get(x) or slices.get(x), need.get(y) or slices.get(y)
@@ -383,57 +384,58 @@ class _Scan:
             if len(args_of) < _CACHE: args_of[at] = xa
         out[i] = _exec_node(x, xa, y[0], y[1], span, pend, c)
 
-  def _cut(self, texts) -> dict:
-    """The slices written `texts` (distinct, none cached) by their text, None for one that is no slice: cut by one
-    regex over them all and built by C-level maps."""
-    texts = list(texts)
-    parts = _SLICE_LINES.findall("\n".join(texts))
-    if len(parts) != len(texts): raise _GiveUp
-    names, los, his = zip(*parts)
-    refs, ints = self.refs, self.ints
-    if "" in names:                # not all slices: value arguments (or a bad copy: `_stmt` tells)
-      got = {t: self._slice_text(t) if name else None for t, (name, _, _) in zip(texts, parts)}
-    else:                          # the usual case, at C speed but for the constructor
-      for v in set(los).union(his).difference(ints): ints[v] = _int(v) if v else None
-      for v in set(names).difference(refs): self._ref(v)
-      ranged = list(map(operator.contains, texts, repeat("[")))
-      if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
-      got = dict(zip(texts, map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
-                                map(ints.__getitem__, his), ranged)))
-    if len(self.slices) < _CACHE: self.slices.update(got)   # (a None: not a slice, looked up as one that is missing)
+  def _cut(self, texts: list) -> list:
+    """The slices written `texts` (none of them cached), in order, None for a text that is no slice. The usual
+    `name[lo:hi]` is cut by `str.partition`, its name and bounds found among the names and bound texts read before;
+    the others by one regex over them all. The slices are built by C-level maps."""
+    refs, ints, got = self.refs, self.ints, None
+    names, s1, rest = zip(*map(str.partition, texts, repeat("[")))
+    if all(s1) and "." not in "".join(names):     # (a ref with a `.`, `d.epoch`, is no buffer)
+      los, s2, his = zip(*map(str.partition, rest, repeat(":")))
+      if all(s2) and all(map(str.endswith, his, repeat("]"))):
+        try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
+                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True)))
+        except KeyError: pass    # a name or bound not read yet (or no name or bound): the regex
+    if got is None:
+      parts = _SLICE_LINES.findall("\n".join(texts))
+      if len(parts) != len(texts): raise _GiveUp
+      names, los, his = zip(*parts)
+      if "" in names:              # not all slices: value arguments (or a bad copy: `_stmt` tells)
+        got = [self._slice_text(t) if name else None for t, (name, _, _) in zip(texts, parts)]
+      else:                        # the usual case, at C speed but for the constructor
+        for v in set(los).union(his).difference(ints): ints[v] = _int(v) if v else None
+        for v in set(names).difference(refs): self._ref(v)
+        ranged = list(map(operator.contains, texts, repeat("[")))
+        if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
+        got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his), ranged))
+    if len(self.slices) < _CACHE: self.slices.update(zip(texts, got))   # (a None: no slice, looked up as missing)
     return got
 
-  def _slices_of(self, texts: set) -> dict:
-    """{text: its slice, or None if it is none} for every text in `texts`, the new ones cut together."""
-    slices = self.slices
-    new = texts.difference(slices)
-    got = self._cut(new) if new else {}
-    if len(new) < len(texts):
-      known = texts.difference(new)
-      got.update(zip(known, map(slices.__getitem__, known)))
+  def _slices(self, texts: list) -> list:
+    """The slices written `texts`, in order (None: not a slice), the uncached ones cut together."""
+    got = list(map(self.slices.get, texts))
+    if not all(got):
+      miss = list(itertools.compress(range(len(got)), map(operator.not_, got)))
+      any(map(got.__setitem__, miss, self._cut(list(map(texts.__getitem__, miss)))))
     return got
 
   def _arglists(self, texts) -> list:
-    """The argument lists written `texts` (an exec's text between its parentheses), in order; the new ones built
+    """The argument lists written `texts` (an exec's text between its parentheses), in order; the uncached ones built
     together when all their arguments are slices, else one by one (`_exec_args`, which gives up on a bad one)."""
     args_of = self.args
-    distinct = set(texts)
-    new = distinct.difference(args_of)
-    if not new: return list(map(args_of.__getitem__, texts))
-    new = list(new)
-    pieces = list(map(str.strip, ",".join(new).split(","), repeat(" \t")))
-    got = None
+    got = list(map(args_of.get, texts))
+    if None not in got: return got
+    miss = list(itertools.compress(range(len(got)), map(operator.is_, got, repeat(None))))
+    new = list(map(texts.__getitem__, miss))
+    pieces, made = list(map(str.strip, ",".join(new).split(","), repeat(" \t"))), None
     if "" not in pieces:           # no empty list, trailing comma or empty argument
-      values = list(map(self._slices_of(set(pieces)).__getitem__, pieces))
+      values = self._slices(pieces)
       if all(values):              # all slices
         it = iter(values)
-        got = dict(zip(new, map(tuple, map(itertools.islice, repeat(it), map(operator.add, map(str.count, new, repeat(",")), repeat(1))))))
-        if len(args_of) < _CACHE: args_of.update(got)
-    if got is None: got = {t: self._exec_args(t) for t in new}
-    if len(new) < len(distinct):
-      known = distinct.difference(new)
-      got.update(zip(known, map(args_of.__getitem__, known)))
-    return list(map(got.__getitem__, texts))
+        made = list(map(tuple, map(itertools.islice, repeat(it), map(operator.add, map(str.count, new, repeat(",")), repeat(1)))))
+        if len(args_of) < _CACHE: args_of.update(zip(new, made))
+    any(map(got.__setitem__, miss, made or map(self._exec_args, new)))
+    return got
 
   def _columns(self, seg, ln):
     """The statements of `seg`, whole lines of a block body (the first is line `ln`) without `#` or `;`: one statement
@@ -503,8 +505,8 @@ class _Scan:
         elif kind == "copy":       # `copy dst <- src`
           hs, s1, ys = zip(*map(str.partition, bs, repeat(" <- ")))
           xs = list(map(operator.getitem, hs, repeat(_AFTER_COPY)))
-          got = self._slices_of(set(xs).union(ys))
-          xs, ys, ok = list(map(got.__getitem__, xs)), list(map(got.__getitem__, ys)), list(map(str.startswith, hs, repeat("copy ")))
+          got = self._slices(xs + list(ys))
+          xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat("copy ")))
           nodes = map(_copy_at, *at, xs, ys, repeat(()), none)
           bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
             i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
