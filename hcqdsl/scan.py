@@ -143,8 +143,6 @@ _exec_at = _maker(Exec, "kernel args grid block span comments comment", at=True)
 _copy_at = _maker(Copy, "dst src span comments comment", at=True)
 # the column path's kinds of rows, told apart by a statement's third character (its keyword's, when it is one)
 _KIND = {"i": "wait", "g": "signal", "e": "exec", "p": "copy", "r": "barrier", "o": "epoch"}
-_THIRD = slice(2, 3)
-_AFTER_COPY = slice(5, None)
 _BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
@@ -445,27 +443,34 @@ class _Scan:
     Returns the nodes; None (a `_stmt` gave up) to read `seg` row by row."""
     lines = seg.split("\n"); lines.pop()
     n, f, blanks, add = len(lines), self.file, repeat(" \t"), operator.add
-    bodies = list(map(str.lstrip, lines, blanks))
-    if " \n" in seg or "\t\n" in seg:                  # blanks end some line: not in its statement's span
-      cols = list(map(add, map(operator.sub, map(len, lines), map(len, bodies)), repeat(1)))
-      bodies = list(map(str.rstrip, bodies, blanks))
-      stops = list(map(add, cols, map(len, bodies)))
+    w = len(lines[0]) - len(lines[0].lstrip(" \t"))
+    lead = lines[0][:w]
+    if (not seg.startswith((lead + " ", lead + "\t", lead + "\n")) and seg.count("\n" + lead) >= n - 1 and " \n" not in seg
+        and "\t\n" not in seg and "\n" + lead + " " not in seg and "\n" + lead + "\t" not in seg and "\n" + lead + "\n" not in seg):
+      # every line the same blanks then a statement (`fmt`'s layout): the rows are the lines, their statements at w
+      rows_of, cols, stops = lines, [w + 1] * n, list(map(add, map(len, lines), repeat(1)))
     else:
-      stops = list(map(add, map(len, lines), repeat(1)))
-      cols = list(map(operator.sub, stops, map(len, bodies)))
+      lead, w, rows_of = "", 0, list(map(str.lstrip, lines, blanks))
+      if " \n" in seg or "\t\n" in seg:                # blanks end some line: not in its statement's span
+        cols = list(map(add, map(operator.sub, map(len, lines), map(len, rows_of)), repeat(1)))
+        rows_of = list(map(str.rstrip, rows_of, blanks))
+        stops = list(map(add, cols, map(len, rows_of)))
+      else:
+        stops = list(map(add, map(len, lines), repeat(1)))
+        cols = list(map(operator.sub, stops, map(len, rows_of)))
     groups = collections.defaultdict(list)
-    any(map(list.append, map(groups.__getitem__, map(operator.getitem, bodies, repeat(_THIRD))), range(n)))
+    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))
     heads, exprs, out, slow, none, count = self.heads, self.exprs, [None] * n, [], repeat(None), itertools.count
 
     def read(i):
       """Row `i` by `_stmt`; its head and fields go to the caches, so the rows like it are found there."""
-      body = bodies[i]
+      body = rows_of[i][w:]
       node = out[i] = self._stmt(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
       if type(node) is Wait: h, sep, _ = body.partition(" >= "); x = node.signal
       elif type(node) is SignalWrite: h, sep, _ = body.partition(" = "); x = node.signal
       elif type(node) is Exec: h, sep, _ = body.partition("("); x = node.kernel
       else: return
-      if sep and len(heads) < _CACHE: heads[h] = x
+      if sep and len(heads) < _CACHE: heads[lead + h] = x   # (with the lead when the rows are whole lines)
 
     def firsts(texts, found):
       """The first row of each distinct text in `texts` not `found` (found[i] None)."""
@@ -476,7 +481,7 @@ class _Scan:
       for key, rows in groups.items():
         kind = _KIND.get(key)
         if kind is None: slow += rows; continue
-        bs = list(map(bodies.__getitem__, rows))
+        bs = list(map(rows_of.__getitem__, rows))
         at = (repeat(f), map(operator.add, rows, repeat(ln)), map(cols.__getitem__, rows), map(stops.__getitem__, rows))
         if kind == "wait" or kind == "signal":
           hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
@@ -504,19 +509,19 @@ class _Scan:
           nodes = map(_exec_at, *at, ks, xas, grids, blocks, repeat(()), none)
         elif kind == "copy":       # `copy dst <- src`
           hs, s1, ys = zip(*map(str.partition, bs, repeat(" <- ")))
-          xs = list(map(operator.getitem, hs, repeat(_AFTER_COPY)))
+          xs = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
           got = self._slices(xs + list(ys))
-          xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat("copy ")))
+          xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat(lead + "copy ")))
           nodes = map(_copy_at, *at, xs, ys, repeat(()), none)
           bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
             i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
         else:                      # a barrier or an epoch: the keyword alone
           nodes = map(_barrier if kind == "barrier" else _epoch, *at, repeat(()), none)
-          bad = bs.count(kind) != len(bs) and [i for i, b in enumerate(bs) if b != kind]
+          bad = bs.count(lead + kind) != len(bs) and [i for i, b in enumerate(bs) if b != lead + kind]
         any(map(out.__setitem__, rows, nodes))
         if bad: slow += map(rows.__getitem__, bad)
       for i in slow:
-        if bodies[i]: read(i)    # (else a blank line)
+        if rows_of[i]: read(i)   # (else a blank line)
     except (_GiveUp, ValueError): return None
     return list(filter(None, out)) if "" in groups else out
 
