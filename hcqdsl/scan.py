@@ -10,9 +10,9 @@ values, slices, argument lists, launch dimensions); a text not seen yet goes thr
 slices new to a chunk of rows are cut by one regex over them all and built by C-level maps. A chunk of whole lines with
 no `#` or `;` (at most one statement a line) is read a column at a time instead (`_Scan._columns`): its lines grouped
 by kind, each group's fields cut by `str.partition` and looked up in the caches and its nodes built by one `map`; a
-text not cached is read by the statement regexes once, and anything they reject sends the chunk to the rows. Anything
-else in a body,
-or a block the block path does not take (a header after a `;`, more after its `}`), is read line by line: a line
+text not cached is read by the statement regexes once, and anything they reject sends the chunk to the rows.
+Anything else in a body, or a block the block path does not take (a header after a `;`, more after its `}`), is read
+line by line: a line
 without `;`, braces or strings is matched whole by one regex (the layout `fmt` prints); any other line is cut into
 pieces at top-level `;`, `{` and `}` (strings and the comment kept whole) and each piece is matched by the same
 regexes. Data lists are validated by one regex over the whole list and converted by C-level `map(int|float)`.
