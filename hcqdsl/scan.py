@@ -465,11 +465,13 @@ class _Scan:
     groups = collections.defaultdict(list)
     any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))
     heads, exprs, out, slow, none, count = self.heads, self.exprs, [None] * n, [], repeat(None), itertools.count
+    done: dict = {}          # the rows `_stmt` read
 
     def read(i):
       """Row `i` by `_stmt`; its head and fields go to the caches, so the rows like it are found there."""
+      if i in done: out[i] = done[i]; return
       body = rows_of[i][w:]
-      node = out[i] = self._stmt(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
+      node = out[i] = done[i] = self._stmt(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
       if type(node) is Wait: h, sep, _ = body.partition(" >= "); x = node.signal
       elif type(node) is SignalWrite: h, sep, _ = body.partition(" = "); x = node.signal
       elif type(node) is Exec: h, sep, _ = body.partition("("); x = node.kernel
@@ -491,7 +493,9 @@ class _Scan:
           hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
           xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
           if not (all(xs) and all(es)):     # a new head or value: one row of each read, then all found
-            for i in sorted({*firsts(hs, xs), *firsts(vs, es)}): read(rows[i])
+            first = {*firsts(hs, xs), *firsts(vs, es)}
+            if len(first) > len(rows) // 4 + 8: return None   # mostly new texts (or odd spacing): the rows read them
+            for i in sorted(first): read(rows[i])
             xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
           bad = not (all(xs) and all(es)) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
           nodes = map(_wait if kind == "wait" else _signal, *at, xs, es, repeat(()), none)
@@ -500,7 +504,9 @@ class _Scan:
           ats, s2, dts = zip(*map(str.partition, rest, repeat(")")))
           ks = list(map(heads.get, hs))
           if not all(ks):
-            for i in sorted(firsts(hs, ks)): read(rows[i])
+            first = firsts(hs, ks)
+            if len(first) > len(rows) // 4 + 8: return None
+            for i in sorted(first): read(rows[i])
             ks = list(map(heads.get, hs))
           bad = not (all(ks) and all(s1) and all(s2)) and [
             i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
