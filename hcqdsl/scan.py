@@ -7,15 +7,20 @@ Lines are split at `\\n` and `\\r\\n` only. A queue or host block whose header s
 path (`_Scan._bulk`): one `findall` of `_ROW` over its body cuts it into rows — a statement's words loosely, its
 comment, the `;` or newline ending it — and each row's fields are looked up in caches of checked texts (signals,
 values, slices, argument lists, launch dimensions); a text not seen yet goes through the statement regexes once. The
-slices new to a chunk of rows are cut by one regex over them all and built by C-level maps. Anything else in a body,
-or a block the block path does not take (a header after a `;`, more after its `}`), is read line by line: a line
+slices new to a chunk of rows are cut by one regex over them all and built by C-level maps. A chunk of whole lines with
+no `#` or `;` (at most one statement a line) is read a column at a time instead (`_Scan._columns`): its lines grouped
+by kind, each group's fields cut by `str.partition` and looked up in the caches and its nodes built by one `map`; a
+text not cached is read by the statement regexes once, and anything they reject sends the chunk to the rows.
+Anything else in a body, or a block the block path does not take (a header after a `;`, more after its `}`), is read
+line by line: a line
 without `;`, braces or strings is matched whole by one regex (the layout `fmt` prints); any other line is cut into
 pieces at top-level `;`, `{` and `}` (strings and the comment kept whole) and each piece is matched by the same
 regexes. Data lists are validated by one regex over the whole list and converted by C-level `map(int|float)`.
 `tests/test_scan.py` holds the fast path equal to the grammar on programs of every layout.
 """
 from __future__ import annotations
-import gc, itertools, math, operator, re
+import collections, gc, itertools, math, operator, re
+from itertools import repeat
 import attrs
 from typing import Optional
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
@@ -138,6 +143,11 @@ _copy = _maker(Copy, "dst src span comments comment")
 _slice_node = _maker(Slice, "buffer start end ranged")
 _barrier = _maker(Barrier, "span comments comment", at=True)
 _epoch = _maker(Epoch, "span comments comment", at=True)
+_exec_at = _maker(Exec, "kernel args grid block span comments comment", at=True)
+_copy_at = _maker(Copy, "dst src span comments comment", at=True)
+# the column path's kinds of rows, told apart by a statement's third character (its keyword's, when it is one)
+_KIND = {"i": "wait", "g": "signal", "e": "exec", "p": "copy", "r": "barrier", "o": "epoch"}
+_BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
 
@@ -185,6 +195,7 @@ class _Scan:
     self.bare: set = set()   # names written as a whole buffer (a var's name among them: `resolve_var_args` has work)
     self.sigs: dict = {}     # checked fields of statements by their text: a wait's or signal's signal,
     self.names: dict = {}    # an exec's kernel
+    self.heads: dict = {}    # the column path's: a statement's text up to its `>=`, `=` or `(` -> its signal or kernel
 
   def _ref(self, s: str) -> Ref:
     r = self.refs.get(s)
@@ -269,6 +280,12 @@ class _Scan:
       p = start
       while True:
         q = end if end - p <= _CHUNK else (src.rfind("\n", p, p + _CHUNK) + 1 or end)
+        if first: q = src.find("\n", p, q) + 1 or q         # the header's line alone: the row loop reads it
+        elif (r := src.rfind("\n", p, q) + 1) > p and "#" not in (seg := src[p:r]) and ";" not in seg:
+          nodes = self._columns(seg, ln)                   # whole lines, one statement at most on each
+          if nodes is not None:
+            if pend and nodes: nodes[0] = attrs.evolve(nodes[0], comments=pend); pend = ()
+            out += nodes; ln += seg.count("\n"); p = r
         for lead, body, kw, a, sep, b, other, tw, cm, term in _ROW.findall(src, p, q):
           if body:
             col = c0 + len(lead)
@@ -354,22 +371,7 @@ class _Scan:
         for t in ts:
           if t not in slices: need[t] = None
         e[1] = (e[1], ts)
-    if need:
-      texts = list(need)
-      parts = _SLICE_LINES.findall("\n".join(texts))
-      names, los, his = zip(*parts)
-      refs, ints = self.refs, self.ints
-      if "" in names:              # not all slices: value arguments (or a bad copy: `_stmt` tells)
-        for t, (name, a, b) in zip(texts, parts):
-          if name: need[t] = self._slice_text(t)
-      else:                        # the usual case, at C speed but for the constructor
-        for v in set(los).union(his).difference(ints): ints[v] = _int(v) if v else None
-        for v in set(names).difference(refs): self._ref(v)
-        ranged = list(map(operator.contains, texts, itertools.repeat("[")))
-        if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
-        need.update(zip(texts, map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
-                                   map(ints.__getitem__, his), ranged)))
-      if len(slices) < _CACHE: slices.update(need)   # (a None: not a slice, looked up as one that is missing)
+    if need: need = dict(zip(need, self._cut(list(need))))
     for i, at, x, y, span, pend, c, body in later:
       if at is None:
         sx, sy = need.get(x) or slices.get(x), need.get(y) or slices.get(y)
@@ -383,6 +385,155 @@ class _Scan:
             xa = tuple([need.get(t) or slices.get(t) or self._arg_value(t) for t in ts])
             if len(args_of) < _CACHE: args_of[at] = xa
         out[i] = _exec_node(x, xa, y[0], y[1], span, pend, c)
+
+  def _cut(self, texts: list) -> list:
+    """The slices written `texts` (none of them cached), in order, None for a text that is no slice. The usual
+    `name[lo:hi]` is cut by `str.partition`, its name and bounds found among the names and bound texts read before;
+    the others by one regex over them all. The slices are built by C-level maps."""
+    refs, ints, got = self.refs, self.ints, None
+    names, s1, rest = zip(*map(str.partition, texts, repeat("[")))
+    if all(s1) and "." not in "".join(names):     # (a ref with a `.`, `d.epoch`, is no buffer)
+      los, s2, his = zip(*map(str.partition, rest, repeat(":")))
+      if all(s2) and all(map(str.endswith, his, repeat("]"))):
+        try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
+                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True)))
+        except KeyError: pass    # a name or bound not read yet (or no name or bound): the regex
+    if got is None:
+      parts = _SLICE_LINES.findall("\n".join(texts))
+      if len(parts) != len(texts): raise _GiveUp
+      names, los, his = zip(*parts)
+      if "" in names:              # not all slices: value arguments (or a bad copy: `_stmt` tells)
+        got = [self._slice_text(t) if name else None for t, (name, _, _) in zip(texts, parts)]
+      else:                        # the usual case, at C speed but for the constructor
+        for v in set(los).union(his).difference(ints): ints[v] = _int(v) if v else None
+        for v in set(names).difference(refs): self._ref(v)
+        ranged = list(map(operator.contains, texts, repeat("[")))
+        if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
+        got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his), ranged))
+    if len(self.slices) < _CACHE: self.slices.update(zip(texts, got))   # (a None: no slice, looked up as missing)
+    return got
+
+  def _slices(self, texts: list) -> list:
+    """The slices written `texts`, in order (None: not a slice), the uncached ones cut together."""
+    got = list(map(self.slices.get, texts))
+    if not all(got):
+      miss = list(itertools.compress(range(len(got)), map(operator.not_, got)))
+      any(map(got.__setitem__, miss, self._cut(list(map(texts.__getitem__, miss)))))
+    return got
+
+  def _arglists(self, texts) -> list:
+    """The argument lists written `texts` (an exec's text between its parentheses), in order; the uncached ones built
+    together when all their arguments are slices, else one by one (`_exec_args`, which gives up on a bad one)."""
+    args_of = self.args
+    got = list(map(args_of.get, texts))
+    if None not in got: return got
+    miss = list(itertools.compress(range(len(got)), map(operator.is_, got, repeat(None))))
+    new = list(map(texts.__getitem__, miss))
+    pieces, made = list(map(str.strip, ",".join(new).split(","), repeat(" \t"))), None
+    if "" not in pieces:           # no empty list, trailing comma or empty argument
+      values = self._slices(pieces)
+      if all(values):              # all slices
+        it = iter(values)
+        made = list(map(tuple, map(itertools.islice, repeat(it), map(operator.add, map(str.count, new, repeat(",")), repeat(1)))))
+        if len(args_of) < _CACHE: args_of.update(zip(new, made))
+    any(map(got.__setitem__, miss, made or map(self._exec_args, new)))
+    return got
+
+  def _columns(self, seg, ln):
+    """The statements of `seg`, whole lines of a block body (the first is line `ln`) without `#` or `;`: one statement
+    at most a line, so the lines are read a column at a time. The lines are grouped by their kind (`_KIND`), each
+    kind's fields cut by `str.partition` over the group and looked up in the caches, its nodes built by one `map` of
+    their constructor. A row that is not its kind's usual text, or whose fields are not cached, is read by `_stmt`.
+    Returns the nodes; None (a `_stmt` gave up) to read `seg` row by row."""
+    lines = seg.split("\n"); lines.pop()
+    n, f, blanks, add = len(lines), self.file, repeat(" \t"), operator.add
+    w = len(lines[0]) - len(lines[0].lstrip(" \t"))
+    lead = lines[0][:w]
+    if (not seg.startswith((lead + " ", lead + "\t", lead + "\n")) and seg.count("\n" + lead) >= n - 1 and " \n" not in seg
+        and "\t\n" not in seg and "\n" + lead + " " not in seg and "\n" + lead + "\t" not in seg and "\n" + lead + "\n" not in seg):
+      # every line the same blanks then a statement (`fmt`'s layout): the rows are the lines, their statements at w
+      rows_of, cols, stops = lines, [w + 1] * n, list(map(add, map(len, lines), repeat(1)))
+    else:
+      lead, w, rows_of = "", 0, list(map(str.lstrip, lines, blanks))
+      if " \n" in seg or "\t\n" in seg:                # blanks end some line: not in its statement's span
+        cols = list(map(add, map(operator.sub, map(len, lines), map(len, rows_of)), repeat(1)))
+        rows_of = list(map(str.rstrip, rows_of, blanks))
+        stops = list(map(add, cols, map(len, rows_of)))
+      else:
+        stops = list(map(add, map(len, lines), repeat(1)))
+        cols = list(map(operator.sub, stops, map(len, rows_of)))
+    groups = collections.defaultdict(list)
+    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))
+    heads, exprs, out, slow, none, count = self.heads, self.exprs, [None] * n, [], repeat(None), itertools.count
+    done: dict = {}          # the rows `_stmt` read
+
+    def read(i):
+      """Row `i` by `_stmt`; its head and fields go to the caches, so the rows like it are found there."""
+      if i in done: out[i] = done[i]; return
+      body = rows_of[i][w:]
+      node = out[i] = done[i] = self._stmt(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
+      if type(node) is Wait: h, sep, _ = body.partition(" >= "); x = node.signal
+      elif type(node) is SignalWrite: h, sep, _ = body.partition(" = "); x = node.signal
+      elif type(node) is Exec: h, sep, _ = body.partition("("); x = node.kernel
+      else: return
+      if sep and len(heads) < _CACHE: heads[lead + h] = x   # (with the lead when the rows are whole lines)
+
+    def firsts(texts, found):
+      """The first row of each distinct text in `texts` not `found` (found[i] None)."""
+      miss = list(itertools.compress(range(len(found)), map(operator.not_, found)))
+      return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
+
+    try:
+      for key, rows in groups.items():
+        kind = _KIND.get(key)
+        if kind is None: slow += rows; continue
+        bs = list(map(rows_of.__getitem__, rows))
+        at = (repeat(f), map(operator.add, rows, repeat(ln)), map(cols.__getitem__, rows), map(stops.__getitem__, rows))
+        if kind == "wait" or kind == "signal":
+          hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
+          xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
+          if not (all(xs) and all(es)):     # a new head or value: one row of each read, then all found
+            first = {*firsts(hs, xs), *firsts(vs, es)}
+            if len(first) > len(rows) // 4 + 8: return None   # mostly new texts (or odd spacing): the rows read them
+            for i in sorted(first): read(rows[i])
+            xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
+          bad = not (all(xs) and all(es)) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
+          nodes = map(_wait if kind == "wait" else _signal, *at, xs, es, repeat(()), none)
+        elif kind == "exec":       # `exec k(args) dims`
+          hs, s1, rest = zip(*map(str.partition, bs, repeat("(")))
+          ats, s2, dts = zip(*map(str.partition, rest, repeat(")")))
+          ks = list(map(heads.get, hs))
+          if not all(ks):
+            first = firsts(hs, ks)
+            if len(first) > len(rows) // 4 + 8: return None
+            for i in sorted(first): read(rows[i])
+            ks = list(map(heads.get, hs))
+          bad = not (all(ks) and all(s1) and all(s2)) and [
+            i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
+          xas = self._arglists(ats)
+          if any(dts):
+            dims_of = self.dims
+            for t in set(dts).difference(dims_of): self._dims(t)
+            grids, blocks = zip(*map(dims_of.__getitem__, dts))
+          else: grids = blocks = none
+          nodes = map(_exec_at, *at, ks, xas, grids, blocks, repeat(()), none)
+        elif kind == "copy":       # `copy dst <- src`
+          hs, s1, ys = zip(*map(str.partition, bs, repeat(" <- ")))
+          xs = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
+          got = self._slices(xs + list(ys))
+          xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat(lead + "copy ")))
+          nodes = map(_copy_at, *at, xs, ys, repeat(()), none)
+          bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
+            i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
+        else:                      # a barrier or an epoch: the keyword alone
+          nodes = map(_barrier if kind == "barrier" else _epoch, *at, repeat(()), none)
+          bad = bs.count(lead + kind) != len(bs) and [i for i, b in enumerate(bs) if b != lead + kind]
+        any(map(out.__setitem__, rows, nodes))
+        if bad: slow += map(rows.__getitem__, bad)
+      for i in slow:
+        if rows_of[i]: read(i)   # (else a blank line)
+    except (_GiveUp, ValueError): return None
+    return list(filter(None, out)) if "" in groups else out
 
   # ---- blocks
   def _open(self, kw, body, span, comment, brace):

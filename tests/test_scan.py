@@ -171,3 +171,84 @@ def test_fast_constructors_build_the_attrs_objects():
   assert type(w) is Wait and type(w.span) is Span and attrs.astuple(w.span) == ("f", 1, 2, 1, 4)
   assert (w.signal, w.value, w.comments, w.comment) == (Ref("s"), Expr(None, 1), ("# c",), "# d")
   with pytest.raises(attrs.exceptions.FrozenInstanceError): w.signal = Ref("t")
+
+# ---- the column path: clean chunks of a block body (no `#` or `;`) read a column at a time (scan._Scan._columns)
+
+def counting_columns(monkeypatch):
+  """[chunks the column path read, chunks it declined] as the scanner runs."""
+  seen = [0, 0]
+  orig = hcqdsl.scan._Scan._columns
+  def columns(self, seg, ln):
+    r = orig(self, seg, ln)
+    seen[r is None] += 1
+    return r
+  monkeypatch.setattr(hcqdsl.scan._Scan, "_columns", columns)
+  return seen
+
+def test_column_path_equals_the_grammar(monkeypatch):
+  """fmt's layout and the others, in chunks of a few lines and caches of a few texts: the column path reads many of
+  them and the programs are the grammar's."""
+  seen = counting_columns(monkeypatch)
+  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", 40)
+  monkeypatch.setattr(hcqdsl.scan, "_CACHE", 8)
+  took = [0, 0]
+  @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
+  @given(programs(), st.data())
+  def check(prog, data):
+    text = format(prog) if data.draw(st.booleans()) else data.draw(layouts(prog))[0]
+    before = seen[0]
+    assert same(text) is not None, f"the fast path gave up on:\n{text}"
+    took[seen[0] > before] += 1
+  check()
+  assert took[1] >= 30 and seen[0] >= 50, (took, seen)   # derandomized: 39 examples, 65 chunks
+
+_CLEAN = "".join(f"  wait s >= {i}\n  signal s = v + {i}\n  exec k(a[{i}:{i + 4}], b) grid ({i + 1}, 1, 1)\n  barrier\n"
+                 f"  exec k(a, b[{i}:], 3)\n  copy a[{i}:{i + 8}] <- b[:{i + 8}]\n  epoch\n  timestamp s\n" for i in range(12))
+
+@pytest.mark.parametrize("body", [
+  _CLEAN,                                                                       # fmt's layout
+  _CLEAN.replace("  wait", "\twait").replace("epoch\n", "epoch  \n"),           # mixed indentation, trailing blanks
+  _CLEAN.replace("  barrier\n", "\n  barrier\n\n"),                              # blank lines
+  _CLEAN.replace("  barrier\n", "  # a comment for the next statement\n  barrier\n", 1),   # a dirty chunk between clean ones
+  _CLEAN.replace("  epoch\n", "  barrier; epoch  # two\n", 2),
+  _CLEAN.replace("wait s >= 3\n", "wait  s >=  3\n").replace("a[5:9], b", "a [ 5 : 9 ] ,b"),   # spacing: `_stmt` reads it
+  _CLEAN.replace("exec k(a, b[2:], 3)", "exec k(a, b[0x2:1K], g.epoch - 1, 7,)"),  # values, a trailing comma
+  _CLEAN + "  submit q\n  wait s.timeline >= g.epoch + 1\n",
+])
+@pytest.mark.parametrize("chunk", [40, 97, 1 << 18])
+def test_column_path_chunks(monkeypatch, body, chunk):
+  seen = counting_columns(monkeypatch)
+  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", chunk)
+  # the second block's texts are all cached (a chunk of mostly new ones is left to the rows)
+  text = _DECLS + "device h = AMD:1\nqueue q compute on g {\n" + body + "}\nqueue r compute on h {\n" + body + "}\n"
+  prog, n = block_path(text)
+  clean = "#" not in body and ";" not in body
+  assert prog is not None and n == 2 and seen[0] >= (clean or chunk < len(body)), seen   # one dirty chunk: none
+
+def test_column_path_misses_read_once(monkeypatch):
+  """New heads and values are read by `_stmt` once each; the rest of the chunk is found in the caches."""
+  reads = []
+  orig = hcqdsl.scan._Scan._stmt
+  monkeypatch.setattr(hcqdsl.scan._Scan, "_stmt", lambda self, kw, body, *a: reads.append(body) or orig(self, kw, body, *a))
+  body = "".join(f"  wait s >= {i % 3}\n  signal s = {i % 3}\n  exec k(a[0:{i}], b)\n" for i in range(50))
+  seen = counting_columns(monkeypatch)
+  assert same(_DECLS + "queue q compute on g {\n" + body + "}\n") is not None and seen == [1, 0]
+  assert sorted(reads) == sorted(["wait s >= 0", "wait s >= 1", "wait s >= 2", "signal s = 0", "exec k(a[0:0], b)"]), reads
+
+def test_column_path_declined_chunks_read_row_by_row(monkeypatch):
+  """The column path declining (None) every other chunk: the row loop reads those, the lines and comments line up."""
+  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", 60)
+  orig, calls = hcqdsl.scan._Scan._columns, [0]
+  def columns(self, seg, ln):
+    calls[0] += 1
+    return None if calls[0] % 2 else orig(self, seg, ln)
+  monkeypatch.setattr(hcqdsl.scan._Scan, "_columns", columns)
+  prog, n = block_path(_DECLS + "queue q compute on g {  # head\n  # own\n" + _CLEAN + "  # end\n}\n")
+  assert prog is not None and n == 1 and calls[0] >= 10
+
+@pytest.mark.parametrize("bad", ["  wait s >= 1K\n", "  exec k(a) (b)\n", "  copy a <- 5\n", "  exec k((a))\n", "  barrier x\n",
+                                 "  wait copy >= 1\n", "  signal s = 4294967296\n"])
+def test_column_path_gives_up_as_the_grammar(monkeypatch, bad):
+  seen = counting_columns(monkeypatch)
+  text = _DECLS + "queue q compute on g {\n" + _CLEAN + bad + _CLEAN + "}\n"
+  assert hcqdsl.scan.scan(text, "f.hcq") is None and seen[1] >= 1
