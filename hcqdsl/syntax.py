@@ -347,7 +347,7 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
     _, more = _parse_normalized(_CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
     return None, sorted(bad + [d for d in more if d.code == "syntax"], key=lambda d: (d.span.line, d.span.column))
   from .scan import scan
-  prog = scan(text, file)
+  prog = scan(text, file, clean=True)   # (_has_control said so)
   if prog is not None: return prog, []
   diags: list[Diagnostic] = []
   lines = text.split("\n")

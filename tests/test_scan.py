@@ -12,7 +12,7 @@ from layouts import layouts
 
 def lark_only(text, file="f.hcq"):
   orig = hcqdsl.scan.scan
-  hcqdsl.scan.scan = lambda t, f: None
+  hcqdsl.scan.scan = lambda t, f, clean=False: None
   try: return parse_syntax(text, file)
   finally: hcqdsl.scan.scan = orig
 

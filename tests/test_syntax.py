@@ -15,7 +15,7 @@ PROGRAMS = sorted((ROOT / "programs").glob("*.hcq"))
 def lark_only(text, file="<input>"):
   """The grammar's result, with the fast path switched off."""
   orig = hcqdsl.scan.scan
-  hcqdsl.scan.scan = lambda t, f: None
+  hcqdsl.scan.scan = lambda t, f, clean=False: None
   try: return parse_syntax(text, file)
   finally: hcqdsl.scan.scan = orig
 
