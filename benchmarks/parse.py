@@ -105,7 +105,7 @@ def fast(text: str):
 
 def grammar_only(text: str):
   orig = hcqdsl.scan.scan
-  hcqdsl.scan.scan = lambda t, f: None
+  hcqdsl.scan.scan = lambda t, f, clean=False: None
   try: return parse_syntax(text, "bench.hcq")
   finally: hcqdsl.scan.scan = orig
 
