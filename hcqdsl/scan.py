@@ -12,10 +12,9 @@ no `#` or `;` (at most one statement a line) is read a column at a time instead 
 by kind, each group's fields cut by `str.partition` and looked up in the caches and its nodes built by one `map`; a
 text not cached is read by the statement regexes once, and anything they reject sends the chunk to the rows.
 Anything else in a body, or a block the block path does not take (a header after a `;`, more after its `}`), is read
-line by line: a line
-without `;`, braces or strings is matched whole by one regex (the layout `fmt` prints); any other line is cut into
-pieces at top-level `;`, `{` and `}` (strings and the comment kept whole) and each piece is matched by the same
-regexes. Data lists are validated by one regex over the whole list and converted by C-level `map(int|float)`.
+line by line: a line without `;`, braces or strings is matched whole by one regex (the layout `fmt` prints); any other
+line is cut into pieces at top-level `;`, `{` and `}` (strings and the comment kept whole) and each piece is matched by
+the same regexes. Data lists are validated by one regex over the whole list and converted by C-level `map(int|float)`.
 `tests/test_scan.py` holds the fast path equal to the grammar on programs of every layout.
 """
 from __future__ import annotations
@@ -484,6 +483,13 @@ class _Scan:
       miss = list(itertools.compress(range(len(found)), map(operator.not_, found)))
       return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
 
+    def learn(first, rows) -> bool:
+      """The rows `first` (indices into `rows`) read by `_stmt`, so the rows like them are found in the caches; False
+      when they are most of `rows` (mostly new texts, or odd spacing: the row loop reads them as cheaply)."""
+      if len(first) > len(rows) // 4 + 8: return False
+      for i in sorted(first): read(rows[i])
+      return True
+
     try:
       for key, rows in groups.items():
         kind = _KIND.get(key)
@@ -494,9 +500,7 @@ class _Scan:
           hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
           xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
           if not (all(xs) and all(es)):     # a new head or value: one row of each read, then all found
-            first = {*firsts(hs, xs), *firsts(vs, es)}
-            if len(first) > len(rows) // 4 + 8: return None   # mostly new texts (or odd spacing): the rows read them
-            for i in sorted(first): read(rows[i])
+            if not learn({*firsts(hs, xs), *firsts(vs, es)}, rows): return None
             xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
           bad = not (all(xs) and all(es)) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
           nodes = map(_wait if kind == "wait" else _signal, *at, xs, es, repeat(()), none)
@@ -505,9 +509,7 @@ class _Scan:
           ats, s2, dts = zip(*map(str.partition, rest, repeat(")")))
           ks = list(map(heads.get, hs))
           if not all(ks):
-            first = firsts(hs, ks)
-            if len(first) > len(rows) // 4 + 8: return None
-            for i in sorted(first): read(rows[i])
+            if not learn(firsts(hs, ks), rows): return None
             ks = list(map(heads.get, hs))
           bad = not (all(ks) and all(s1) and all(s2)) and [
             i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
