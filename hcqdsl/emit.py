@@ -184,7 +184,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   for k, t in enumerate(tensors):
     for b in lanes(t.uop):
       out_ids.setdefault(id(b.base), []).append((k, b))
-  names, decl_info, n = {}, {}, {"in": 0, "out": 0, "buf": 0}
+  names, n = {}, {"in": 0, "out": 0, "buf": 0}
   for bid in order:
     base, (written, read_first) = bases[bid]
     kind = "out" if bid in out_ids else "in" if read_first else "buf"
@@ -408,7 +408,6 @@ def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
     if u.op is Ops.MSTACK: return u.src[j]
     return u
   host: list = []
-  first_store_slots = {}
   for call in out:
     name = call.arg.name
     body = call.src[0]

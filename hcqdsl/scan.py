@@ -24,7 +24,7 @@ import attrs
 from typing import Optional
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
-                 SCALARS, resolve_var_args)
+                 resolve_var_args)
 
 __all__ = ["scan"]
 
@@ -58,7 +58,7 @@ _DATA_ONE = re.compile(rf"{_W}(?P<dt>{_NAME}){_W}\[(?P<vals>[^\]]*)\]")
 _DATA_SEP = re.compile(rf"{_W}(?:,|$)")
 _MINUS_WS = re.compile(r"-[ \t]+")
 _UVALS = re.compile(r"[ \t]*(?:(?:0|[1-9][0-9]*)[ \t]*(?:,[ \t]*(?:0|[1-9][0-9]*)[ \t]*)*(?:,[ \t]*)?)?")
-_COPY = re.compile(rf"copy[ \t]+")
+_COPY = re.compile(r"copy[ \t]+")
 _ARROW = re.compile(rf"{_W}<-{_W}")
 _SUBMIT = re.compile(rf"submit(?:[ \t]+({_NAME}(?:{_W},{_W}{_NAME})*))?{_W}$")
 _QUEUE = re.compile(rf"queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME}){_W}(\{{{_W})?$")

@@ -7,9 +7,9 @@ import bisect, math, pathlib, re
 from typing import Optional
 import attrs
 from lark import Lark, Transformer, Token, Tree
-from lark.exceptions import UnexpectedInput, UnexpectedToken, UnexpectedCharacters, UnexpectedEOF, VisitError
+from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX, SCALARS,
+                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  resolve_var_args)
 from .diagnostics import Diagnostic, Related, HcqError
 
