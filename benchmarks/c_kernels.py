@@ -4,7 +4,7 @@ best of 3 wall times and the per-exec overhead of the worker (one pipe round tri
   python benchmarks/c_kernels.py [--n 2000]"""
 import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from hcqdsl.syntax import parse  # noqa: E402
+from hcqdsl import parse  # noqa: E402
 from hcqdsl.runtime import run  # noqa: E402
 
 def program(n: int) -> str:

@@ -142,14 +142,14 @@ def _timed(p) -> float:
 
 def cli_text(n: int) -> str:
   """The `--cli` program as .hcq text: cross-device reads without barriers."""
-  from hcqdsl.syntax import format_program
+  from hcqdsl.lang.format import format_program
   return format_program(make(n, no_barrier=1.0, read=1.0, cross=True))
 
 def phases(path: str) -> dict:
   """One in-process run of what `hcqdsl check PATH` does, timed per phase (GC off, as the CLI runs it)."""
   import gc
-  from hcqdsl.syntax import parse_syntax
-  from hcqdsl.static import check_static
+  from hcqdsl.lang.parse import parse_syntax
+  from hcqdsl.check.static import check_static
   from hcqdsl.check import _sorted
   from hcqdsl.check.analyze import analyze as dyn
   from hcqdsl.diagnostics import render_text, summary
@@ -170,8 +170,8 @@ def passes(path: str) -> dict:
   """One in-process run of `hcqdsl check PATH` split finer than `phases`: the static checks, unroll, the
   happens-before pass, each warning pass, and the report's sort, capped text and summary line (CPU s, GC off)."""
   import gc
-  from hcqdsl.syntax import parse_syntax
-  from hcqdsl.static import check_static
+  from hcqdsl.lang.parse import parse_syntax
+  from hcqdsl.check.static import check_static
   from hcqdsl.check import _sorted
   from hcqdsl.check.unroll import unroll
   from hcqdsl.check.hb import happens_before

@@ -10,7 +10,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from hcqdsl import emit as E
 from hcqdsl.ir import Wait, Epoch, SignalWrite
-from hcqdsl.syntax import format_program
+from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
 
 WORKLOADS = [("matmul_sum", "matmul_sum.py:main"), ("mlp_train", "mlp_train.py:main"), ("conv", "conv.py:main"),

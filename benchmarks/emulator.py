@@ -4,8 +4,8 @@ Times only the engines (emulator.run), not compile or submit setup.
   python benchmarks/emulator.py [--n 20000] [--launches 5] [--target gfx1100]"""
 import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from hcqdsl.syntax import parse  # noqa: E402
-from hcqdsl.compile import compile_program  # noqa: E402
+from hcqdsl import parse  # noqa: E402
+from hcqdsl.amd.compile import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402
 from hcqdsl.runtime.submit import Submitter  # noqa: E402
 

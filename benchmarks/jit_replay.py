@@ -7,8 +7,8 @@ import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
-from hcqdsl.syntax import parse  # noqa: E402
-from hcqdsl.compile import compile_program  # noqa: E402
+from hcqdsl import parse  # noqa: E402
+from hcqdsl.amd.compile import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402
 from hcqdsl.runtime.submit import Submitter  # noqa: E402
 from test_amd_encode import _symbolic_replay  # noqa: E402

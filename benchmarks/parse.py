@@ -16,9 +16,10 @@
 """
 from __future__ import annotations
 import argparse, os, random, subprocess, sys, time, types
-import hcqdsl.scan
-from hcqdsl.syntax import parse_syntax, format_program
-from hcqdsl.static import check_static
+import hcqdsl.lang.scan
+from hcqdsl.lang.parse import parse_syntax
+from hcqdsl.lang.format import format_program
+from hcqdsl.check.static import check_static
 
 def statements(n: int, queues: int = 16, seed: int = 0) -> list:
   """n varied statements (waits, signals, execs, copies, barriers, epochs) over `queues` queues: [(header, [stmt])]."""
@@ -99,22 +100,22 @@ def seconds(fn, text: str, repeat: int) -> float:
   return best
 
 def fast(text: str):
-  prog = hcqdsl.scan.scan(text, "bench.hcq")
+  prog = hcqdsl.lang.scan.scan(text, "bench.hcq")
   assert prog is not None, "the fast path gave up"
   return prog
 
 def grammar_only(text: str):
-  orig = hcqdsl.scan.scan
-  hcqdsl.scan.scan = lambda t, f, clean=False: None
+  orig = hcqdsl.lang.scan.scan
+  hcqdsl.lang.scan.scan = lambda t, f, clean=False: None
   try: return parse_syntax(text, "bench.hcq")
-  finally: hcqdsl.scan.scan = orig
+  finally: hcqdsl.lang.scan.scan = orig
 
 def scaling(sizes, grammar_max: int):
   print(f"{'statements':>11} {'parse stmt/s':>13} {'+static stmt/s':>15} {'grammar stmt/s':>15} {'ratio':>6} {'format stmt/s':>14}")
   for n in sizes:
     text = render(statements(n))
     prog, diags = parse_syntax(text, "bench.hcq")
-    assert prog is not None and not diags and hcqdsl.scan.scan(text, "bench.hcq") is not None
+    assert prog is not None and not diags and hcqdsl.lang.scan.scan(text, "bench.hcq") is not None
     repeat = 3 if n <= 100000 else 1
     f = n / seconds(lambda t: parse_syntax(t, "bench.hcq"), text, repeat)
     slow = n / seconds(grammar_only, text, 1) if n <= grammar_max else float("nan")
@@ -152,18 +153,18 @@ def big_lists():
     print(f"  {dtype}: {t:.3f} s ({len(text) / t / 1e6:.0f} MB/s)")
 
 def scanner_at(rev: str):
-  """`hcqdsl.scan.scan` as of git revision `rev`, loaded beside this tree's (same package, same IR)."""
+  """`hcqdsl.lang.scan.scan` as of git revision `rev`, loaded beside this tree's (same package, same IR)."""
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-  src = subprocess.run(["git", "show", f"{rev}:hcqdsl/scan.py"], cwd=root, capture_output=True, text=True, check=True).stdout
+  src = subprocess.run(["git", "show", f"{rev}:hcqdsl/lang/scan.py"], cwd=root, capture_output=True, text=True, check=True).stdout
   mod = types.ModuleType(f"hcqdsl._scan_{rev}"); mod.__package__ = "hcqdsl"
-  exec(compile(src, f"{rev}:hcqdsl/scan.py", "exec"), mod.__dict__)
+  exec(compile(src, f"{rev}:hcqdsl/lang/scan.py", "exec"), mod.__dict__)
   return mod.scan
 
 def check_program(n: int, rev):
   sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
   from check_scaling import cli_text
   text = cli_text(n)
-  runs = [("this tree", hcqdsl.scan.scan)] + ([(rev, scanner_at(rev))] if rev else [])
+  runs = [("this tree", hcqdsl.lang.scan.scan)] + ([(rev, scanner_at(rev))] if rev else [])
   best = {k: float("inf") for k, _ in runs}
   for _ in range(2 if n > 100000 else 5):   # interleaved: the shared box's load drifts between them alike
     for k, fn in runs:

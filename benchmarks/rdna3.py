@@ -6,7 +6,7 @@ wave instructions per CPU second (process time: steadier than wall time on a sha
 import argparse, os, pathlib, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from hcqdsl.runtime import run  # noqa: E402
-from hcqdsl.runtime.rdna3 import STATS  # noqa: E402
+from hcqdsl.runtime.isa.rdna3 import STATS  # noqa: E402
 
 CODE = pathlib.Path(__file__).parent.parent / "tests" / "amd_code"
 

@@ -19,8 +19,8 @@ import argparse, random, sys, time  # noqa: E402
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
-from hcqdsl.syntax import parse  # noqa: E402
-from hcqdsl.compile import compile_program  # noqa: E402
+from hcqdsl import parse  # noqa: E402
+from hcqdsl.amd.compile import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402
 from hcqdsl.runtime.submit import Submitter, COPIES  # noqa: E402
 from test_amd_encode import _replay  # noqa: E402  (tinygrad queue for one of our compiled queues)

@@ -13,23 +13,22 @@
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
 from .diagnostics import Diagnostic, Related, HcqError, render_text, render_json, render_sarif
-from .syntax import parse, parse_file, format_program as format, parse_with_diagnostics
-from .check import check, check_text
+from .lang.format import format_program as format
+from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 
 __version__ = "0.1.0"
 
-# stages that pull in numpy, the AMD tables or tinygrad load on first use
-_LAZY = {"compile_program": "compile", "Image": "compile", "disasm_image": "disasm", "as_hcq": "disasm",
-         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "emit",
-         "lift_image": "lift", "lift_manifest": "lift", "load_manifest": "lift", "lift_file": "lift", "Capture": "capture"}
+# stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
+_LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "amd.disasm",
+         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
+         "lift_image": "lift.manifest", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
+         "lift_file": "lift.manifest", "Capture": "lift.capture"}
+_MODULES = {"emit": "tinygrad.emit", "capture": "lift.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
 
 def __getattr__(name: str):
-  if name in ("emit", "capture"):  # the module, callable as `hcqdsl.emit(*tensors)` / `hcqdsl.capture(path)`
-    import importlib
-    return importlib.import_module(f".{name}", __name__)
-  if name in _LAZY:
-    import importlib
-    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+  import importlib
+  if name in _MODULES: return importlib.import_module(f".{_MODULES[name]}", __name__)
+  if name in _LAZY: return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
   raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")
 
 __all__ = list(_ir_all) + ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif",

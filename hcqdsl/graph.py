@@ -8,13 +8,13 @@ the statements it reports (both sides of a race, every wait of a deadlock), with
 sides of a race and from each blocked wait's would-be writers; warnings are orange.
 """
 from __future__ import annotations
-import bisect, shutil, subprocess, sys
+import bisect
 from typing import Optional
-from .ir import Program, Submit
-from .syntax import format_stmt
-from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS, MASK
+from .ir import Program
+from .lang.format import format_stmt
+from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS
 
-__all__ = ["to_dot", "signal_edges", "add_graph_args", "cli_graph"]
+__all__ = ["to_dot", "signal_edges"]
 
 RED, ORANGE = "#d62728", "#ff7f0e"
 
@@ -166,48 +166,3 @@ def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int =
   out += extra
   out.append("}")
   return "\n".join(out) + "\n"
-
-# ---- CLI
-
-def add_graph_args(p) -> None:
-  from .cliutil import add_var_arg
-  p.add_argument("file", help="a .hcq program")
-  p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), or OUT.svg / OUT.png / OUT.pdf through "
-                 "Graphviz `dot`; default: DOT text on stdout")
-  p.add_argument("--launches", type=int, default=2, help="launches to check and to follow signal edges over (default 2)")
-  add_var_arg(p)
-
-def cli_graph(a) -> int:
-  from .cliutil import read_source, parse_vars, check_vars, UsageError
-  from .syntax import parse_syntax
-  from .diagnostics import render_text
-  from .check import check
-  if a.launches < 1: raise UsageError("--launches must be at least 1")
-  var_values = parse_vars(a.var)
-  text = read_source(a.file)
-  prog, diags = parse_syntax(text, a.file)
-  if prog is not None and not any(d.code == "syntax" for d in diags): check_vars(var_values, prog, a.file)
-  # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red
-  diags = diags if prog is None or any(d.code == "syntax" for d in diags) else diags + check(prog, a.launches, var_values)
-  bad = [d for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
-  if bad:
-    sys.stderr.write(render_text(bad, {a.file: text}))
-    return 1
-  dot = to_dot(prog, diags, a.launches, var_values)
-  if not a.output:
-    sys.stdout.write(dot)
-    return 0
-  fmt = a.output.rsplit(".", 1)[-1].lower() if "." in a.output else "dot"
-  if fmt in ("dot", "gv"):
-    try:
-      with open(a.output, "w") as f: f.write(dot)
-    except OSError as e: raise UsageError(f"{a.output}: {e.strerror or e}")
-    return 0
-  if fmt not in ("svg", "png", "pdf"): raise UsageError(f"{a.output}: write .dot, .svg, .png or .pdf")
-  exe = shutil.which("dot")
-  if exe is None: raise UsageError(f"{a.output}: Graphviz `dot` is not installed (apt-get install graphviz), or write .dot")
-  r = subprocess.run([exe, f"-T{fmt}", "-o", a.output], input=dot.encode(), capture_output=True)
-  if r.returncode != 0:
-    sys.stderr.write(r.stderr.decode(errors="replace"))
-    return 1
-  return 0

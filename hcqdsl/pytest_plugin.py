@@ -15,22 +15,19 @@ defaults, 2 for check and 1 for run), `seeds=K` (run seeds 0..K-1; default one t
 """
 from __future__ import annotations
 import collections, fnmatch, os, re
-from typing import Optional
 import pytest
-from .ir import Span, ARCHS
+from .ir import Span
+from .header import read_header, HeaderError
 from .diagnostics import Diagnostic, render_text, split_lines
 
-__all__ = ["parse_markers", "parse_options", "compare", "Marker", "HcqFile", "HcqCheckItem", "HcqRunItem"]
+__all__ = ["parse_markers", "compare", "Marker", "HcqFile", "HcqCheckItem", "HcqRunItem"]
 
 Marker = collections.namedtuple("Marker", "line column severity code")
 SEVERITY = {"E": "error", "W": "warning"}
 # a run of markers right after a `#`: `# E: race`, `# E: race W: visibility`, `# E: race, E: deadlock`
 _RUN = re.compile(r"#[ \t]*((?:[EW]:[ \t]*[A-Za-z][\w-]*[ \t,]*)+)")
 _ONE = re.compile(r"([EW]):[ \t]*([A-Za-z][\w-]*)")
-_HEADER = re.compile(r"^\s*#\s*hcq:(.*)$")
-
-class HcqSpecError(Exception):
-  """A malformed `# hcq:` header: reported as a collection error of the file."""
+_HEADER = re.compile(r"^\s*#\s*hcq:(.*)$")  # header lines carry no markers
 
 def _comment_start(line: str) -> int:
   """Index of the `#` that opens the line's comment (outside "strings"), or -1."""
@@ -55,28 +52,6 @@ def parse_markers(text: str) -> list[Marker]:
       for m in _ONE.finditer(run.group(1)):
         out.append(Marker(n, run.start(1) + m.start() + 1, SEVERITY[m.group(1)], m.group(2)))
   return out
-
-def parse_options(text: str) -> dict:
-  """`# hcq: launches=3 seeds=20` lines -> {"launches": 3, "seeds": 20, ...}."""
-  opts: dict = {}
-  for n, line in enumerate(split_lines(text), 1):
-    m = _HEADER.match(line)
-    if not m: continue
-    for item in m.group(1).split():
-      key, eq, val = item.partition("=")
-      if not eq: raise HcqSpecError(f"line {n}: `{item}`: header options are key=value")
-      if key in ("launches", "seeds"):
-        try: opts[key] = int(val)
-        except ValueError: raise HcqSpecError(f"line {n}: `{item}`: {key} takes an integer")
-        if opts[key] < 1: raise HcqSpecError(f"line {n}: `{item}`: {key} must be at least 1")
-      elif key == "target":
-        if val not in ARCHS: raise HcqSpecError(f"line {n}: `{item}`: target is one of {', '.join(ARCHS)}")
-        opts[key] = val
-      elif key == "run":
-        if val not in ("yes", "no"): raise HcqSpecError(f"line {n}: `{item}`: run is yes or no")
-        opts[key] = val == "yes"
-      else: raise HcqSpecError(f"line {n}: unknown option `{key}` (launches, seeds, target, run)")
-  return opts
 
 def compare(markers: list, diags: list, filename: str) -> tuple[list, list]:
   """(missing, unexpected) as Diagnostics: markers no diagnostic matches (a stand-in at the marker), and reported
@@ -131,8 +106,8 @@ class HcqFile(pytest.File):
   def collect(self):
     self.text = self.path.read_bytes().decode("utf-8", errors="replace")
     self.filename = _display(self.path, self.config)
-    try: self.options = parse_options(self.text)
-    except HcqSpecError as e: raise self.CollectError(f"{self.filename}: bad `# hcq:` header: {e}")
+    try: self.options = read_header(self.text)
+    except HeaderError as e: raise self.CollectError(f"{self.filename}: bad `# hcq:` header: {e}")
     item = HcqCheckItem.from_parent(self, name="check")
     item.add_marker("hcq_check")
     yield item
@@ -195,6 +170,6 @@ class HcqRunItem(_Item):
   def reportinfo(self): return self.path, 0, f"hcq run: {self.parent.filename}"
 
 def _expects(text: str, filename: str) -> list:
-  from .syntax import parse_with_diagnostics
+  from .check import parse_with_diagnostics
   prog, _ = parse_with_diagnostics(text, filename)
   return [] if prog is None else [e for e in prog.expects if e.span is not None]

@@ -43,8 +43,8 @@ def fuzz_text(n: int, seed: int = 0):
   return n, fails
 
 def _images():
-  from hcqdsl.syntax import parse
-  from hcqdsl.compile import compile_program
+  from hcqdsl import parse
+  from hcqdsl.amd.compile import compile_program
   out = []
   for p in PROGRAMS:
     try: out.append(compile_program(parse(open(p, encoding="utf-8").read(), p)).to_bytes())
@@ -69,14 +69,14 @@ def _mutate_meta(rng: random.Random, m):
   return m
 
 def _reads_image(img, rng: random.Random):
-  from hcqdsl.disasm import disasm_image, as_hcq
+  from hcqdsl.amd.disasm import disasm_image, as_hcq
   disasm_image(img); as_hcq(img)
   for a in [r.addr for r in img.regions] + [rng.randrange(1 << 48) for _ in range(4)]: img.name_at(a); img.name_at(a + 8)
   for q in img.queues:
     for off in range(-1, len(q.dwords) + 2, max(1, len(q.dwords) // 8)): q.span_at(off)
 
 def fuzz_images(n: int, seed: int = 0):
-  from hcqdsl.compile import Image, MAGIC
+  from hcqdsl.amd.image import Image, MAGIC
   rng = random.Random(seed)
   imgs = _images()
   fails = []
@@ -111,7 +111,7 @@ def _dwords(rng: random.Random, engine: str) -> list:
   return out[:n]
 
 def fuzz_dwords(n: int, seed: int = 0):
-  from hcqdsl.disasm import disasm_dwords
+  from hcqdsl.amd.disasm import disasm_dwords
   rng = random.Random(seed)
   fails = []
   for _ in range(n):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from hypothesis import strategies as st
 from hcqdsl.ir import Queue, Host
-from hcqdsl.syntax import format_stmt, format_decl
+from hcqdsl.lang.format import format_stmt, format_decl
 
 # tokens of formatted text: strings, signed numbers (`-2.5e-05`), names and numbers, two-character operators, the rest
 _TOK = re.compile(r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"|-?[0-9][0-9_.]*(?:[eE][+-]?[0-9]+)?[KMG]?|[A-Za-z0-9_.]+|<-|>=|==|~=|\S')

@@ -1,7 +1,7 @@
 """A manifest (the raw-dump form `hcqdsl capture` writes) from a compiled image: what a recorder would have seen if
 the image's launches had been submitted by a runtime — dwords only, no names."""
 from __future__ import annotations
-from hcqdsl.compile import Image
+from hcqdsl.amd.image import Image
 
 def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buffers: bool = True) -> dict:
   """Per launch: the host's steps with every queue's submission (queues no `submit` names go first, as the language

@@ -5,9 +5,12 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from hcqdsl.amd import pm4, sdma
 from hcqdsl.amd.targets import ARCHS
-from hcqdsl.syntax import parse, format_decl
-from hcqdsl.compile import compile_program, Image, add_compile_args, cli_compile
-from hcqdsl.disasm import disasm_dwords, disasm_image, lift_queue, as_hcq, add_disasm_args, cli_disasm
+from hcqdsl import parse
+from hcqdsl.lang.format import format_decl
+from hcqdsl.amd.compile import compile_program
+from hcqdsl.amd.image import Image
+from hcqdsl.cli import compile as cli_compile_mod, disasm as cli_disasm_mod
+from hcqdsl.amd.disasm import disasm_dwords, disasm_image, lift_queue, as_hcq
 from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue
 from hcqdsl.cli import main
 from test_amd_encode import PROGRAM
@@ -79,7 +82,7 @@ def _norm(img, stmts, dev):
 def _programs():
   here = os.path.dirname(__file__)
   files = sorted(glob.glob(os.path.join(here, "..", "programs", "**", "*.hcq"), recursive=True))
-  from hcqdsl.syntax import parse_with_diagnostics
+  from hcqdsl import parse_with_diagnostics
   from hcqdsl.diagnostics import has_errors
   # scenarios that carry static errors on purpose (name, bounds, ...) have no meaning to compile
   meaningful = [f for f in files if not has_errors(parse_with_diagnostics(open(f).read(), f)[1])]
@@ -124,40 +127,40 @@ def _args(adder, argv):
 def test_cli(tmp_path, capsys):
   src = tmp_path / "p.hcq"
   src.write_text(PROGRAM.format(a0="gfx1100", a1="gfx942"))
-  assert cli_compile(_args(add_compile_args, [str(src), "--hex"])) == 0
+  assert cli_compile_mod.run(_args(cli_compile_mod.add_args, [str(src), "--hex"])) == 0
   lines = capsys.readouterr().out.splitlines()
   assert lines[0].startswith("queue c0 compute gfx1100: c0053c00 ")
-  assert cli_compile(_args(add_compile_args, [str(src), "-o", str(tmp_path / "p.img")])) == 0
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "p.img")])) == 0
+  assert cli_compile_mod.run(_args(cli_compile_mod.add_args, [str(src), "-o", str(tmp_path / "p.img")])) == 0
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "p.img")])) == 0
   assert "WAIT_REG_MEM" in capsys.readouterr().out
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "p.img"), "--as-hcq"])) == 0
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "p.img"), "--as-hcq"])) == 0
   assert "copy b <- a" in capsys.readouterr().out
   hexfile = tmp_path / "p.hex"  # `compile --hex` output reads back with no flags: each line names engine and arch
   hexfile.write_text("\n".join(lines) + "\n")
-  assert cli_disasm(_args(add_disasm_args, [str(hexfile)])) == 0
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(hexfile)])) == 0
   out = capsys.readouterr().out
   assert out.startswith("queue c0 compute (gfx1100, pm4): ") and "queue x1 copy (gfx942, sdma): " in out
   assert "WAIT_REG_MEM" in out and "POLL_REGMEM" in out
   raw = tmp_path / "raw.txt"
   raw.write_text(lines[1].split(":", 1)[1])
-  assert cli_disasm(_args(add_disasm_args, [str(raw), "--engine", "sdma", "--target", "gfx942"])) == 0
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(raw), "--engine", "sdma", "--target", "gfx942"])) == 0
   assert "POLL_REGMEM" in capsys.readouterr().out
   (tmp_path / "raw.bin").write_bytes(struct.pack("<3I", 0xc0053c00, 1, 2))
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "raw.bin"), "--engine", "pm4"])) == 0
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "raw.bin"), "--engine", "pm4"])) == 0
   assert "truncated" in capsys.readouterr().out
   # errors: missing file, bad program, bad image, raw without engine
   assert main(["compile", str(tmp_path / "nope.hcq")]) == 2
   (tmp_path / "bad.hcq").write_text("queue {\n")
-  assert cli_compile(_args(add_compile_args, [str(tmp_path / "bad.hcq")])) == 1
+  assert cli_compile_mod.run(_args(cli_compile_mod.add_args, [str(tmp_path / "bad.hcq")])) == 1
   (tmp_path / "bad.img").write_bytes(b"HCQIMG\0\0garbage")
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "bad.img")])) == 2  # issue 11: a bad image is unusable input
-  assert cli_disasm(_args(add_disasm_args, [str(raw)])) == 2
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "bad.img")])) == 2  # issue 11: a bad image is unusable input
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(raw)])) == 2
   (tmp_path / "notes.txt").write_text("hello: world\n")
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "notes.txt")])) == 1
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "notes.txt")])) == 1
   assert "is not a `queue NAME ENGINE ARCH:` prefix" in capsys.readouterr().err
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "nope")])) == 2
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "nope")])) == 2
   (tmp_path / "odd.bin").write_bytes(b"\x01\x02\xff")
-  assert cli_disasm(_args(add_disasm_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 1
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 1
 
 # ---- one packet-length rule per engine (issue 11): the decoder's packets, the emulator's and the submitter's
 
@@ -180,7 +183,7 @@ def test_no_retyped_packet_literals():
   # tinygrad's headers and instruction classes, not from literals
   import re, pathlib
   root = pathlib.Path(__file__).parent.parent / "hcqdsl"
-  files = [*root.joinpath("amd").glob("*.py"), *(root / f for f in ("compile.py", "disasm.py", "runtime/emulator.py", "runtime/submit.py"))]
+  files = [*root.joinpath("amd").glob("*.py"), *(root / f for f in ("runtime/emulator.py", "runtime/submit.py"))]
   src = {f: f.read_text() for f in files}
   bad = [(f.name, m.group()) for f, t in src.items() for m in re.finditer(r"0x3FFF\b|0xFFFFF\b|0x400\b|0x1FF\b|<< 15\b|0x4000\b|0xBF[89AB][0-9A-F]0000\b|0x10000 \+|0xC000\b", t)]
   assert bad == []

@@ -7,8 +7,8 @@ from tinygrad.runtime.autogen import hsa
 from amd_standin import StandinDevice, signal, buf, program, args_state, compute_queue, copy_queue
 from hcqdsl.amd import pm4, sdma
 from hcqdsl.amd.targets import ARCHS, get_target
-from hcqdsl.syntax import parse
-from hcqdsl.compile import compile_program
+from hcqdsl import parse
+from hcqdsl.amd.compile import compile_program
 from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref
 
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x1_2345_6780, 0x7F00_DEAD_BEE0]
@@ -302,7 +302,7 @@ def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
   import ctypes, attrs, types
   from tinygrad.runtime.support.hcq import MMIOInterface
   import hcqdsl.amd.codeobj as codeobj
-  from hcqdsl.compile import _tmpring
+  from hcqdsl.amd.compile import _tmpring
   orig = codeobj.synthetic
   monkeypatch.setattr(codeobj, "synthetic", lambda t, name, n: attrs.evolve(
     orig(t, name, n), dispatch_ptr=dptr, private_segment_sgpr=priv, private_segment_size=256 if priv else 0,

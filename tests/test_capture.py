@@ -1,4 +1,4 @@
-"""hcqdsl.capture() on tinygrad's own AMDComputeQueue / AMDCopyQueue, submitted through tinygrad's own _submit onto
+"""hcqdsl.lift.capture() on tinygrad's own AMDComputeQueue / AMDCopyQueue, submitted through tinygrad's own _submit onto
 stand-in rings (tests/amd_standin.py; no GPU): an HCQGraph-shaped two-device schedule over several launches."""
 from __future__ import annotations
 import ctypes, json, subprocess, sys, textwrap
@@ -6,9 +6,10 @@ import pytest
 from tinygrad.uop.ops import UOp
 from tinygrad.runtime.support.hcq import HCQSignal, CLikeArgsState
 import hcqdsl
-from hcqdsl.capture import Capture
-from hcqdsl.lift import lift_manifest, load_manifest
-from hcqdsl.syntax import format_program, parse
+from hcqdsl.lift.capture import Capture
+from hcqdsl.lift.manifest import lift_manifest, load_manifest
+from hcqdsl import parse
+from hcqdsl.lang.format import format_program
 from amd_standin import Arena, StandinHCQDevice, AMDComputeQueue, AMDCopyQueue, program
 from hcqdsl.amd.targets import get_target
 
@@ -70,11 +71,11 @@ def test_capture_lifts_to_hcqgraph_program():
   assert text.startswith("# hcq: launches=3\n")
   # the timeline waits are recognised as `epoch`, the kick as `launch`, the timeline writes as `D.epoch`
   q0 = next(q for q in prog.queues if q.name == "comp_gpu0")
-  assert [hcqdsl.syntax.format_stmt(s) for s in q0.body][:2] == ["epoch", f"wait {q0.body[1].signal.name} >= launch"]
-  assert hcqdsl.syntax.format_stmt(q0.body[-1]) == "signal gpu0.timeline = gpu0.epoch"
+  assert [hcqdsl.lang.format.format_stmt(s) for s in q0.body][:2] == ["epoch", f"wait {q0.body[1].signal.name} >= launch"]
+  assert hcqdsl.lang.format.format_stmt(q0.body[-1]) == "signal gpu0.timeline = gpu0.epoch"
   kinds = [type(s).__name__ for q in prog.queues for s in q.body]
   assert kinds.count("Exec") == 2 and kinds.count("Copy") == 1 and kinds.count("Barrier") == 1
-  host = [hcqdsl.syntax.format_stmt(s) for s in prog.host.body]
+  host = [hcqdsl.lang.format.format_stmt(s) for s in prog.host.body]
   assert host[:3] == ["wait gpu0.timeline >= gpu0.epoch - 1", "wait gpu1.timeline >= gpu1.epoch - 1",
                       "submit comp_gpu0, copy0_gpu1, comp_gpu1"]
   assert host[-1].endswith("= launch")
@@ -149,7 +150,7 @@ def pathlib_tests():
   return pathlib.Path(__file__).parent
 
 def test_capture_api_writes_manifest(tmp_path):
-  with hcqdsl.capture(tmp_path / "m.json") as cap: hcqgraph(Arena(), launches=2)
+  with hcqdsl.lift.capture(tmp_path / "m.json") as cap: hcqgraph(Arena(), launches=2)
   assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(cap.manifest()))
   prog = hcqdsl.lift_file(tmp_path / "m.json")
   assert len(prog.queues) == 3 and prog.host is not None

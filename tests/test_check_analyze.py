@@ -2,7 +2,7 @@
 it must produce (a positive and a negative of every rule), plus exact message texts for the key reports."""
 import os, re, glob
 import pytest
-from hcqdsl.syntax import parse
+from hcqdsl import parse
 from hcqdsl.check import check_text
 from hcqdsl.check.analyze import analyze
 from hcqdsl.diagnostics import render_text
@@ -236,7 +236,7 @@ def test_analyze_restores_numpy_hugepage_setting():
   import numpy as np
   if not hasattr(getattr(np, "_core", None), "multiarray"): pytest.skip("numpy 1.x: no hugepage setting to restore")
   from hcqdsl.check.analyze import _madvise_hugepage
-  from hcqdsl.syntax import parse
+  from hcqdsl import parse
   prog = parse("device d = AMD:0\nsignal s on d\nqueue q compute on d {\n  signal s = 1\n}\n", "t.hcq")
   for before in (True, False):
     _madvise_hugepage(before)

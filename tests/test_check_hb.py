@@ -3,7 +3,7 @@ one-pass implementation it replaced (tests/hb_sequential.py), on generated progr
 rebound and rewritten buffers, patched kernel arguments), with overlapping ranges and racing queues. And its two
 executions against each other: the direct one (writes not run) equals the loop wherever it takes a program."""
 from hypothesis import given, settings, HealthCheck, strategies as st
-from hcqdsl.syntax import parse
+from hcqdsl import parse
 from hcqdsl.check.unroll import unroll
 from hcqdsl.check.hb import happens_before, _execute_direct, _execute_loop
 import numpy as np

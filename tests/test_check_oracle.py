@@ -2,7 +2,7 @@
 hcqdsl.check) on random programs at 1-4 launches: every code the semantics define, on every example."""
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
-from hcqdsl.syntax import parse
+from hcqdsl import parse
 from hcqdsl.check import check
 from hcqdsl.check.unroll import unroll
 from hcqdsl.check.hb import happens_before

@@ -1,7 +1,7 @@
 """SPIN's verdict on the Promela translation (hcqdsl.check.promela) agrees with `check` on deadlock."""
 import pathlib, shutil
 import pytest
-from hcqdsl.syntax import parse
+from hcqdsl import parse
 from hcqdsl.check import check
 from hcqdsl.check.promela import to_promela, spin_verify
 

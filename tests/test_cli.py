@@ -225,23 +225,35 @@ def test_no_module_imports_the_top_level_cli():
         base = name.split(".")[:len(name.split(".")) - node.level] if node.level else []
         mod = ".".join(base + ([node.module] if node.module else []))
         assert mod != "hcqdsl.cli", f"{name} imports hcqdsl.cli"
-        if name.startswith("hcqdsl.syntax") or name in ("hcqdsl.static", "hcqdsl.diagnostics", "hcqdsl.ir"):
+        if name.startswith("hcqdsl.lang.parse") or name in ("hcqdsl.check.static", "hcqdsl.diagnostics", "hcqdsl.ir"):
           assert not mod.startswith("hcqdsl.check"), f"{name} imports {mod}"
         seen += 1
   assert seen > 50
 
-def test_header_launches_equals_one_search_of_the_whole_text():
-  # header_launches reads only the lines around each `hcq:`; the whole-text regex search is its definition
+def test_header_reader_equals_reading_every_line():
+  # read_header looks only at the lines around each `hcq:`; reading every line with the header regex is its definition
   import random, re
-  from hcqdsl.cli import header_launches, _LAUNCHES
-  def whole(t):
-    m = _LAUNCHES.search(t)
-    return int(m.group(1)) if m and int(m.group(1)) >= 1 else 0
-  atoms = ["#", " ", "\n", "hcq:", "launches=", "3", "0", "x", "\t", "# hcq: launches=2\n", "##", "queue q {\n"]
-  rng, found = random.Random(13), 0
+  from hcqdsl.header import read_header, header_launches, HeaderError
+  line_rx = re.compile(r"[ \t]*#[ \t]*hcq:(.*)")
+  def every_line(t):
+    opts = {}
+    for n, line in enumerate(t.split("\n"), 1):
+      if (m := line_rx.fullmatch(line)) is None: continue
+      for item in m.group(1).split():
+        key, eq, val = item.partition("=")
+        if key not in ("launches", "seeds") or not eq or not val.isdigit() or int(val) < 1: return "error"
+        opts[key] = int(val)
+    return opts
+  def reader(t):
+    try: return read_header(t)
+    except HeaderError: return "error"
+  atoms = ["#", " ", "\n", "hcq:", "launches=", "seeds=", "3", "0", "x", "\t", "# hcq: launches=2\n", "##", "queue q {\n"]
+  rng, found, errors = random.Random(13), 0, 0
   for _ in range(20000):
     t = "".join(rng.choice(atoms) for _ in range(rng.randint(0, 12)))
-    assert header_launches(t) == whole(t), repr(t)
-    found += whole(t) > 0
-  assert found > 2000
-  assert header_launches("queue q compute on d {\n}\n#\n  hcq: seeds=2 launches=4\n") == 4
+    assert reader(t) == every_line(t), repr(t)
+    found += every_line(t) not in ("error", {})
+    errors += every_line(t) == "error"
+  assert found > 1000 and errors > 100
+  assert header_launches("queue q compute on d {\n}\n#\n  # hcq: seeds=2 launches=4\n") == 4
+  with pytest.raises(HeaderError, match=r"^line 2: `launches=x`: launches takes an integer$"): read_header("\n# hcq: launches=x\n")

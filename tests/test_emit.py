@@ -5,9 +5,10 @@ import attrs, pytest
 import numpy as np
 os.environ.setdefault("DEV", "CPU")
 from hcqdsl.ir import Wait, Epoch, Queue
-from hcqdsl.syntax import parse, format_program
+from hcqdsl import parse
+from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
-from hcqdsl.compile import compile_program
+from hcqdsl.amd.compile import compile_program
 from hcqdsl import emit as E
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import emit_sim

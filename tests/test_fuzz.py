@@ -3,7 +3,7 @@
 import json, struct
 import pytest
 from fuzz import FUZZERS
-from hcqdsl.compile import Image, MAGIC
+from hcqdsl.amd.image import Image, MAGIC
 from hcqdsl.cli import main
 
 N = {"text": 300, "images": 600, "raw dwords": 600, "rings": 300}
@@ -14,8 +14,8 @@ def test_fuzz_entry_point(entry):
   assert n == N[entry] and fails == []
 
 def _image(meta_edit):
-  from hcqdsl.syntax import parse
-  from hcqdsl.compile import compile_program
+  from hcqdsl import parse
+  from hcqdsl.amd.compile import compile_program
   b = compile_program(parse("device g = AMD:0\nsignal s on g\nqueue q compute on g {\n  signal s = 1\n}\n", "t.hcq")).to_bytes()
   ln = struct.unpack_from("<I", b, 12)[0]
   m = json.loads(b[16:16 + ln]); meta_edit(m)

@@ -1,7 +1,8 @@
 """`hcqdsl graph`: DOT structure (lanes, signal edges, highlighted diagnostics) and the CLI's outputs."""
 import pathlib, re, shutil
 import pytest
-from hcqdsl.syntax import parse, parse_syntax
+from hcqdsl.lang.parse import parse_syntax
+from hcqdsl import parse
 from hcqdsl.check import check
 from hcqdsl.graph import to_dot, signal_edges
 from hcqdsl.cli import main

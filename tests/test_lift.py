@@ -5,9 +5,10 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 import hcqdsl
 from hcqdsl.ir import Queue, Host
-from hcqdsl.compile import compile_program
-from hcqdsl.lift import lift_image, lift_manifest, load_manifest, lift_file, ManifestError
-from hcqdsl.syntax import format_program, parse, parse_with_diagnostics
+from hcqdsl.amd.compile import compile_program
+from hcqdsl.lift.manifest import lift_image, lift_manifest, load_manifest, lift_file, ManifestError
+from hcqdsl import parse, parse_with_diagnostics
+from hcqdsl.lang.format import format_program
 from hcqdsl.diagnostics import render_text
 import check_gen
 from lift_util import manifest_from_image
@@ -223,11 +224,11 @@ def test_ring_wrap():
   for i, x in enumerate(dw): ring[(start + i) % 32] = x
   m = {"format": "hcqdsl-manifest", "version": 1,
        "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": ring, "start": 52, "read_ptr": 52, "write_ptr": 82}]}
-  body = [hcqdsl.syntax.format_stmt(s) for s in lift_manifest(load_manifest(m)).queues[0].body]
+  body = [hcqdsl.lang.format.format_stmt(s) for s in lift_manifest(load_manifest(m)).queues[0].body]
   assert body == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26", "wait s_100000000000 >= 27", "signal s_100000000010 = 27"]
   # ring indices instead of counters: the write pointer is below the read pointer after wrapping
   m["queues"][0].update(start=20, read_ptr=20, write_ptr=18)
-  assert [hcqdsl.syntax.format_stmt(s) for s in lift_manifest(load_manifest(m)).queues[0].body] == body
+  assert [hcqdsl.lang.format.format_stmt(s) for s in lift_manifest(load_manifest(m)).queues[0].body] == body
 
 # ---- bad input: an error naming the field, or a packet kept as a comment with its offset
 
@@ -237,7 +238,7 @@ def test_truncated_and_unknown_packets_are_comments():
   m = {"format": "hcqdsl-manifest", "version": 1,
        "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": dw[:7] + [0xC0001700, 5] + dw[7:18]}]}  # 0x17: an opcode no header names
   q = lift_manifest(load_manifest(m)).queues[0]
-  assert [hcqdsl.syntax.format_stmt(s) for s in q.body] == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26"]
+  assert [hcqdsl.lang.format.format_stmt(s) for s in q.body] == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26"]
   assert q.body[1].comments == ("# @7: UNKNOWN_0x17: cannot lift (unknown PM4 opcode 0x17): c0001700 00000005",)
   assert q.end_comments == ("# @17: RAW: cannot lift (truncated: WAIT_REG_MEM needs 6 body dwords, 2 left): c0053c00 00000015 00000000",)
   # the program is still checkable (nothing writes `a`: the one wait deadlocks)
@@ -344,7 +345,7 @@ def test_names_from_the_manifest_stay_valid():
   prog = parse(text, "n2.hcq")
   assert [k.name for k in prog.kernels] == ["E_4"]
   assert [b.name for b in prog.buffers] == [f"b_{img.buffers['a'][0]:x}", f"b_{img.buffers['b'][0]:x}"]
-  assert [hcqdsl.syntax.format_stmt(q.body[0]) for q in prog.queues] == [f"exec E_4(b_{img.buffers[n][0]:x})" for n in "ab"]
+  assert [hcqdsl.lang.format.format_stmt(q.body[0]) for q in prog.queues] == [f"exec E_4(b_{img.buffers[n][0]:x})" for n in "ab"]
   assert hcqdsl.check(prog, 1) == []
 
 def test_corrupt_image_metadata_is_an_error(tmp_path):
@@ -405,5 +406,5 @@ def test_ring_without_pointers_keeps_straddling_packets_as_comments():
     "# @0: 3 x RAW: cannot lift (type-0 packet header (only type-3 packets are used on compute queues)): 0000001a 00000000 00000000",
     "# @18: 2 x RAW: cannot lift (type-0 packet header (only type-3 packets are used on compute queues)): 00000000 00000000",
     "# @27: RAW: cannot lift (truncated: RELEASE_MEM needs 7 body dwords, 4 left): c0064900 0070f514 20000000 00000010 00001000"]
-  assert [hcqdsl.syntax.format_stmt(s) for s in q.body] == \
+  assert [hcqdsl.lang.format.format_stmt(s) for s in q.body] == \
     ["wait s_100000000000 >= 27", "signal s_100000000010 = 27", "wait s_100000000000 >= 1"]

@@ -2,9 +2,9 @@
 `--max-memory`."""
 import resource
 import pytest
-from hcqdsl.syntax import parse
+from hcqdsl import parse
 from hcqdsl.check import check_text
-from hcqdsl.compile import compile_program
+from hcqdsl.amd.compile import compile_program
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.runtime import run
 from hcqdsl.cli import main

@@ -1,7 +1,8 @@
 """The pytest plugin (hcqdsl/pytest_plugin.py) on small scenario files, through pytester."""
 import pytest
-from hcqdsl.pytest_plugin import parse_markers, parse_options, HcqSpecError
-import hcqdsl.runtime, hcqdsl.check.analyze, hcqdsl.compile  # noqa: F401
+from hcqdsl.pytest_plugin import parse_markers
+from hcqdsl.header import read_header as parse_options, HeaderError as HcqSpecError
+import hcqdsl.runtime, hcqdsl.check.analyze, hcqdsl.amd.compile  # noqa: F401
 # imported here so that pytester's in-process runs keep them: numpy cannot be loaded twice, and the parser and
 # checker would be imported (and lark's tables built) again in every run
 

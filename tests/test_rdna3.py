@@ -13,7 +13,7 @@ from tinygrad.runtime.autogen.amd.rdna3.enum import (SOP1Op, SOP2Op, SOPCOp, SOP
 from tinygrad.renderer.amd.dsl import v, s, VCC, NULL
 from hcqdsl.runtime import run
 from hcqdsl.runtime.device import Memory, DeviceFault
-from hcqdsl.runtime.rdna3 import AmdKernel, Launch, Wave, STATS, EXEC, coverage
+from hcqdsl.runtime.isa.rdna3 import AmdKernel, Launch, Wave, STATS, EXEC, coverage
 
 ROOT = pathlib.Path(__file__).parent.parent
 CODE = pathlib.Path(__file__).parent / "amd_code"
@@ -56,7 +56,7 @@ def test_every_example_opcode_is_covered():
   """Each opcode in the committed code objects is one the executor implements (and the list the docs give)."""
   from hcqdsl.amd.codeobj import from_elf
   from hcqdsl.amd.targets import get_target
-  from hcqdsl.runtime.rdna3 import decode
+  from hcqdsl.runtime.isa.rdna3 import decode
   cov, used = set(coverage()), set()
   for co_file in CODE.glob("*/*.co"):
     co = from_elf(get_target("gfx1100"), co_file.read_bytes())
@@ -270,7 +270,7 @@ def test_bad_launch_is_a_fault(tmp_path):
 # ---- the committed code objects stay reproducible
 
 def _llvm_missing():
-  from hcqdsl.emit import amd_renderer
+  from hcqdsl.tinygrad.emit import amd_renderer
   try: amd_renderer()
   except Exception as e: return f"tinygrad's AMDLLVM compiler cannot load libLLVM (Debian: apt-get install libllvm19): {e}"
   return None
@@ -305,7 +305,7 @@ def test_every_translated_opcode_runs_on_random_bits():
   """Every ALU opcode counted as covered runs its translated pseudocode on random raw bits (32 lanes; NaNs,
   denormals and huge shifts included) without an error, and assigns what it says it writes."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
-  from hcqdsl.runtime.rdna3 import ALU_ENUMS, _translated
+  from hcqdsl.runtime.isa.rdna3 import ALU_ENUMS, _translated
   rng = np.random.default_rng(0)
   cov, n = set(coverage()), 0
   for en in ALU_ENUMS + ("VOP3POp",):
@@ -335,7 +335,7 @@ def test_loops_modifiers_and_nested_opcodes():
   assert int(w.v[0][0]) | int(w.v[1][0]) << 32 == (-3 * 1_000_000_000 + 5) & (2**64 - 1)
 
 def test_endless_kernel_is_a_fault(monkeypatch):
-  import hcqdsl.runtime.rdna3 as r
+  import hcqdsl.runtime.isa.rdna3 as r
   monkeypatch.setattr(r, "MAX_INSTRUCTIONS", 1000)
   with pytest.raises(DeviceFault, match=r"pc 0x10000 \(entry\+0x0\) `s_branch simm16=65535`: more than 1000 instructions in one dispatch"):
     execute([SOPP(SOPPOp.S_BRANCH, simm16=0xFFFF)])

@@ -95,8 +95,8 @@ def test_patches_only_changed_dwords():
   assert pinned.ok and pinned.queues["c0"].patched == [0, 0, 0]
 
 def test_ring_contents_equal_the_patched_image():
-  from hcqdsl.syntax import parse
-  from hcqdsl.compile import compile_program
+  from hcqdsl import parse
+  from hcqdsl.amd.compile import compile_program
   from hcqdsl.runtime.submit import Submitter
   img = compile_program(parse(CHAIN))
   emu = Emulator()

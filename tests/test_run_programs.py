@@ -2,7 +2,7 @@
 hang naming the waits `check` names, racy ones show differing final memory across seeds."""
 import pathlib, re
 import pytest
-from hcqdsl.syntax import parse
+from hcqdsl import parse
 from hcqdsl.runtime import run, run_schedules
 from hcqdsl.check import check_text
 

@@ -1,24 +1,24 @@
-"""The parser's fast path (hcqdsl/scan.py) against the grammar: on programs of every layout it takes them and builds
+"""The parser's fast path (hcqdsl/lang/scan.py) against the grammar: on programs of every layout it takes them and builds
 the identical IR, spans and comments included; on anything it takes, the grammar agrees."""
 import collections
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
-import hcqdsl.scan
+import hcqdsl.lang.scan
 from hcqdsl import format
-from hcqdsl.syntax import parse_syntax
-from hcqdsl.dump import program_to_json
+from hcqdsl.lang.parse import parse_syntax
+from hcqdsl.lang.dump import program_to_json
 from strategies import programs
 from layouts import layouts
 
 def lark_only(text, file="f.hcq"):
-  orig = hcqdsl.scan.scan
-  hcqdsl.scan.scan = lambda t, f, clean=False: None
+  orig = hcqdsl.lang.scan.scan
+  hcqdsl.lang.scan.scan = lambda t, f, clean=False: None
   try: return parse_syntax(text, file)
-  finally: hcqdsl.scan.scan = orig
+  finally: hcqdsl.lang.scan.scan = orig
 
 def same(text):
   """The fast path's program, after checking it is the grammar's (None if the fast path gave up)."""
-  fast = hcqdsl.scan.scan(text, "f.hcq")
+  fast = hcqdsl.lang.scan.scan(text, "f.hcq")
   if fast is None: return None
   slow, diags = lark_only(text)
   assert slow is not None and not diags, text
@@ -84,11 +84,11 @@ def test_layouts_the_fast_path_takes(text):
   "var x\x0c\n",
 ])
 def test_the_fast_path_gives_up(text):
-  assert hcqdsl.scan.scan(text, "f.hcq") is None
+  assert hcqdsl.lang.scan.scan(text, "f.hcq") is None
 
 def test_a_million_values():
   text = "device g = AMD:0\nbuffer b on g size 4M = u32 [" + ", ".join(map(str, range(1_000_000))) + "]\n"
-  p = hcqdsl.scan.scan(text, "f.hcq")
+  p = hcqdsl.lang.scan.scan(text, "f.hcq")
   assert p is not None and p.buffers[0].init.values[-1] == 999_999 and len(p.buffers[0].init.values) == 1_000_000
 
 def test_formatted_programs_take_the_fast_path():
@@ -106,14 +106,14 @@ def test_formatted_programs_take_the_fast_path():
 def block_path(text):
   """(the fast path's program, checked against the grammar's; how many blocks the block path read)."""
   seen = [0]
-  orig = hcqdsl.scan._Scan._bulk
+  orig = hcqdsl.lang.scan._Scan._bulk
   def bulk(self, *a):
     r = orig(self, *a)
     seen[0] += r is not None
     return r
-  hcqdsl.scan._Scan._bulk = bulk
+  hcqdsl.lang.scan._Scan._bulk = bulk
   try: return same(text), seen[0]
-  finally: hcqdsl.scan._Scan._bulk = orig
+  finally: hcqdsl.lang.scan._Scan._bulk = orig
 
 _DECLS = "device g = AMD:0\nsignal s on g\nbuffer a on g size 64\nbuffer b on g size 64\nvar v\nkernel k(inout a, u32 n)\n"
 
@@ -146,12 +146,12 @@ def test_block_path_equals_the_grammar(body, blocks):
   'queue q compute on g {\n  barrier "x"\n}\n',
 ])
 def test_block_path_gives_up(body):
-  assert hcqdsl.scan.scan(_DECLS + body, "f.hcq") is None
+  assert hcqdsl.lang.scan.scan(_DECLS + body, "f.hcq") is None
 
 def test_block_path_in_small_chunks_and_caches(monkeypatch):
   """Chunks of a few rows and caches of a few texts: the boundaries of both, on every layout."""
-  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", 40)
-  monkeypatch.setattr(hcqdsl.scan, "_CACHE", 4)
+  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", 40)
+  monkeypatch.setattr(hcqdsl.lang.scan, "_CACHE", 4)
   seen = [0]
   @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
   @given(programs(), st.data())
@@ -165,9 +165,9 @@ def test_block_path_in_small_chunks_and_caches(monkeypatch):
 def test_fast_constructors_build_the_attrs_objects():
   from hcqdsl.ir import Span, Wait, Ref, Expr
   import attrs
-  span = hcqdsl.scan._span("f", 1, 2, 3, 4)
+  span = hcqdsl.lang.scan._span("f", 1, 2, 3, 4)
   assert type(span) is Span and span == Span("f", 1, 2, 3, 4) and attrs.astuple(span) == ("f", 1, 2, 3, 4)
-  w = hcqdsl.scan._wait("f", 1, 2, 4, Ref("s"), Expr(None, 1), ("# c",), "# d")   # with its one-line span
+  w = hcqdsl.lang.scan._wait("f", 1, 2, 4, Ref("s"), Expr(None, 1), ("# c",), "# d")   # with its one-line span
   assert type(w) is Wait and type(w.span) is Span and attrs.astuple(w.span) == ("f", 1, 2, 1, 4)
   assert (w.signal, w.value, w.comments, w.comment) == (Ref("s"), Expr(None, 1), ("# c",), "# d")
   with pytest.raises(attrs.exceptions.FrozenInstanceError): w.signal = Ref("t")
@@ -177,20 +177,20 @@ def test_fast_constructors_build_the_attrs_objects():
 def counting_columns(monkeypatch):
   """[chunks the column path read, chunks it declined] as the scanner runs."""
   seen = [0, 0]
-  orig = hcqdsl.scan._Scan._columns
+  orig = hcqdsl.lang.scan._Scan._columns
   def columns(self, seg, ln):
     r = orig(self, seg, ln)
     seen[r is None] += 1
     return r
-  monkeypatch.setattr(hcqdsl.scan._Scan, "_columns", columns)
+  monkeypatch.setattr(hcqdsl.lang.scan._Scan, "_columns", columns)
   return seen
 
 def test_column_path_equals_the_grammar(monkeypatch):
   """fmt's layout and the others, in chunks of a few lines and caches of a few texts: the column path reads many of
   them and the programs are the grammar's."""
   seen = counting_columns(monkeypatch)
-  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", 40)
-  monkeypatch.setattr(hcqdsl.scan, "_CACHE", 8)
+  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", 40)
+  monkeypatch.setattr(hcqdsl.lang.scan, "_CACHE", 8)
   took = [0, 0]
   @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
   @given(programs(), st.data())
@@ -218,7 +218,7 @@ _CLEAN = "".join(f"  wait s >= {i}\n  signal s = v + {i}\n  exec k(a[{i}:{i + 4}
 @pytest.mark.parametrize("chunk", [40, 97, 1 << 18])
 def test_column_path_chunks(monkeypatch, body, chunk):
   seen = counting_columns(monkeypatch)
-  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", chunk)
+  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", chunk)
   # the second block's texts are all cached (a chunk of mostly new ones is left to the rows)
   text = _DECLS + "device h = AMD:1\nqueue q compute on g {\n" + body + "}\nqueue r compute on h {\n" + body + "}\n"
   prog, n = block_path(text)
@@ -228,8 +228,8 @@ def test_column_path_chunks(monkeypatch, body, chunk):
 def test_column_path_misses_read_once(monkeypatch):
   """New heads and values are read by `_stmt` once each; the rest of the chunk is found in the caches."""
   reads = []
-  orig = hcqdsl.scan._Scan._stmt
-  monkeypatch.setattr(hcqdsl.scan._Scan, "_stmt", lambda self, kw, body, *a: reads.append(body) or orig(self, kw, body, *a))
+  orig = hcqdsl.lang.scan._Scan._stmt
+  monkeypatch.setattr(hcqdsl.lang.scan._Scan, "_stmt", lambda self, kw, body, *a: reads.append(body) or orig(self, kw, body, *a))
   body = "".join(f"  wait s >= {i % 3}\n  signal s = {i % 3}\n  exec k(a[0:{i}], b)\n" for i in range(50))
   seen = counting_columns(monkeypatch)
   assert same(_DECLS + "queue q compute on g {\n" + body + "}\n") is not None and seen == [1, 0]
@@ -237,12 +237,12 @@ def test_column_path_misses_read_once(monkeypatch):
 
 def test_column_path_declined_chunks_read_row_by_row(monkeypatch):
   """The column path declining (None) every other chunk: the row loop reads those, the lines and comments line up."""
-  monkeypatch.setattr(hcqdsl.scan, "_CHUNK", 60)
-  orig, calls = hcqdsl.scan._Scan._columns, [0]
+  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", 60)
+  orig, calls = hcqdsl.lang.scan._Scan._columns, [0]
   def columns(self, seg, ln):
     calls[0] += 1
     return None if calls[0] % 2 else orig(self, seg, ln)
-  monkeypatch.setattr(hcqdsl.scan._Scan, "_columns", columns)
+  monkeypatch.setattr(hcqdsl.lang.scan._Scan, "_columns", columns)
   prog, n = block_path(_DECLS + "queue q compute on g {  # head\n  # own\n" + _CLEAN + "  # end\n}\n")
   assert prog is not None and n == 1 and calls[0] >= 10
 
@@ -251,4 +251,4 @@ def test_column_path_declined_chunks_read_row_by_row(monkeypatch):
 def test_column_path_gives_up_as_the_grammar(monkeypatch, bad):
   seen = counting_columns(monkeypatch)
   text = _DECLS + "queue q compute on g {\n" + _CLEAN + bad + _CLEAN + "}\n"
-  assert hcqdsl.scan.scan(text, "f.hcq") is None and seen[1] >= 1
+  assert hcqdsl.lang.scan.scan(text, "f.hcq") is None and seen[1] >= 1

@@ -2,8 +2,8 @@
 random programs full of bad names, ranges, values and misplaced statements, the checks report exactly what the
 statement-by-statement checks report."""
 from hypothesis import given, settings, HealthCheck, strategies as st
-from hcqdsl.syntax import parse_syntax
-from hcqdsl.static import StaticCheck
+from hcqdsl.lang.parse import parse_syntax
+from hcqdsl.check.static import StaticCheck
 
 HEAD = ("device g = AMD:0\nbuffer a on g size 64\nbuffer h on host size 16\nsignal s on g\nvar k\n"
         "kernel one(in x)\nkernel two(out x, in y)\nkernel sc(inout x, i32 n)\n")

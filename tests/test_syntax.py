@@ -3,10 +3,11 @@ import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 import hcqdsl
 from hcqdsl import parse, format, HcqError
-from hcqdsl.syntax import parse_syntax, parse_with_diagnostics
-from hcqdsl.dump import program_to_json
+from hcqdsl.lang.parse import parse_syntax
+from hcqdsl import parse_with_diagnostics
+from hcqdsl.lang.dump import program_to_json
 from hcqdsl.diagnostics import render_text
-import hcqdsl.scan
+import hcqdsl.lang.scan
 from strategies import programs
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -14,10 +15,10 @@ PROGRAMS = sorted((ROOT / "programs").glob("*.hcq"))
 
 def lark_only(text, file="<input>"):
   """The grammar's result, with the fast path switched off."""
-  orig = hcqdsl.scan.scan
-  hcqdsl.scan.scan = lambda t, f, clean=False: None
+  orig = hcqdsl.lang.scan.scan
+  hcqdsl.lang.scan.scan = lambda t, f, clean=False: None
   try: return parse_syntax(text, file)
-  finally: hcqdsl.scan.scan = orig
+  finally: hcqdsl.lang.scan.scan = orig
 
 def errors(text, file="t.hcq"):
   _, diags = parse_with_diagnostics(text, file)
@@ -38,7 +39,7 @@ def test_format_parse_round_trip(prog):
 
 def test_fast_path_takes_formatted_programs():
   text = format(parse((ROOT / "programs" / "spec_example.hcq").read_text()))
-  assert hcqdsl.scan.scan(text, "x") is not None
+  assert hcqdsl.lang.scan.scan(text, "x") is not None
 
 @pytest.mark.parametrize("path", PROGRAMS, ids=lambda p: p.name)
 def test_programs_parse_and_are_formatted(path):
@@ -218,7 +219,7 @@ def test_line_ends(nl):
   prog, diags = parse_syntax(text, "m.hcq")
   assert not diags and [s.span.line for s in prog.queues[0].body] == [4]
   assert [(d.code, d.span.line, d.span.column) for d in hcqdsl.check_text(text, "m.hcq")] == [("deadlock", 4, 3)]
-  from hcqdsl.syntax import _lark
+  from hcqdsl.lang.parse import _lark
   assert _lark().parse(text) is not None   # the grammar alone takes every line end too
 
 @pytest.mark.parametrize("ch", ["\f", "\v", "\x00", "\x1b", "\x7f", "\x85", "\u2028", "\u2029"])
@@ -234,7 +235,7 @@ def test_control_characters_and_other_syntax_errors():
 
 def test_control_character_check_equals_its_class():
   # _has_control looks for each character with `in`; the regex class is what it stands for
-  from hcqdsl.syntax import _has_control, _CONTROL
+  from hcqdsl.lang.parse import _has_control, _CONTROL
   hits = 0
   for c in [*range(0x3000), 0xfeff, 0x10000]:
     t = "queue q\n\t" + chr(c) + " x"

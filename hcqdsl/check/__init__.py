@@ -1,12 +1,15 @@
-"""`hcqdsl check`: static checks, then the happens-before analyses over several launches."""
+"""The checker's front door: parse with the static checks (`hcqdsl.parse`), then the happens-before analyses over
+several launches (`hcqdsl.check`)."""
 from __future__ import annotations
+import pathlib
 from typing import Optional
 from operator import attrgetter
 from ..ir import Program
-from ..diagnostics import Diagnostic
-from ..static import check_static, StaticCheck, check_launches
+from ..diagnostics import Diagnostic, HcqError
+from ..lang.parse import parse_syntax
+from .static import check_static, StaticCheck, check_launches
 
-__all__ = ["check", "check_text", "check_source", "check_static", "StaticCheck"]
+__all__ = ["parse", "parse_file", "parse_with_diagnostics", "check", "check_text", "check_source", "check_static", "StaticCheck"]
 
 _SPAN = attrgetter("span")
 
@@ -19,6 +22,27 @@ def _sorted(diags: list[Diagnostic]) -> list[Diagnostic]:
             else -2 for s in map(_SPAN, diags)]
     if -2 not in keys: return list(map(diags.__getitem__, sorted(range(len(diags)), key=keys.__getitem__)))
   return sorted(diags, key=lambda d: (d.span.file, d.span.line, d.span.column) if d.span else ("", 0, 0))
+
+# ---- parsing with the static checks: what `hcqdsl.parse` means
+
+def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
+  """Parse and run the static checks. Returns (program or None, diagnostics). Never raises on any input text."""
+  prog, diags = parse_syntax(text, filename)
+  if prog is None: return None, diags
+  diags = diags + check_static(prog)
+  diags.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
+  return prog, diags
+
+def parse(text: str, filename: str = "<input>") -> Program:
+  """Parse .hcq text into a Program. Raises HcqError (with every diagnostic) if the text has errors."""
+  prog, diags = parse_with_diagnostics(text, filename)
+  if prog is None or any(d.severity == "error" for d in diags): raise HcqError(diags, {filename: text})
+  return prog
+
+def parse_file(path) -> Program:
+  return parse(pathlib.Path(path).read_text(), str(path))
+
+# ---- the analyses
 
 def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True,
           max_states: Optional[int] = None) -> list[Diagnostic]:
@@ -36,7 +60,6 @@ def check_source(text: str, filename: str = "<input>", launches: int = 2, var_va
                  pre=None, max_states: Optional[int] = None) -> tuple[Optional[Program], list[Diagnostic]]:
   """Parse and check; returns (the program, or None when it does not parse, and every diagnostic). `pre(program)`,
   if given, runs between parsing and the analyses (the CLI checks `--var` names there). Never raises on any text."""
-  from ..syntax import parse_syntax
   prog, diags = parse_syntax(text, filename)
   if prog is None: return None, diags
   if any(d.code == "syntax" for d in diags): return prog, _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])

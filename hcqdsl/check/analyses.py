@@ -60,7 +60,7 @@ def deadlock_diags(u: Unrolled, done, values) -> list[tuple]:
   return [x[:3] for x in _deadlocks(u, done, values)]
 
 def _text(u: Unrolled, i: int, pos: int) -> str:
-  from ..syntax import format_stmt
+  from ..lang.format import format_stmt
   st = u.stmt(i, pos)
   return "the implicit submit" if st is None else f"`{format_stmt(st)}` (line {st.span.line})" if st.span else f"`{format_stmt(st)}`"
 

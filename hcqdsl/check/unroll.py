@@ -9,8 +9,8 @@ from typing import Optional
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Span, Slice,
-                  Expr, Ref, U32_MAX)
+from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Epoch, Submit, Span, Slice,
+                  Expr, U32_MAX)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll"]
 

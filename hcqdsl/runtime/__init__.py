@@ -1,7 +1,7 @@
 """`hcqdsl run`: compile a program, submit its launches to a device (the built-in AMD emulator by default) and check
 its `expect`s. Python API: `run(program_or_text, launches=1, seed=None, ...) -> RunResult`, `run_schedules(...)`."""
 from __future__ import annotations
-import json, os
+import os
 from collections.abc import Mapping
 from typing import Optional, Union
 import attrs
@@ -86,7 +86,7 @@ class Race:
 
 def _program(p: Union[Program, str], filename: str) -> Program:
   if isinstance(p, Program): return p
-  from ..syntax import parse_with_diagnostics
+  from ..check import parse_with_diagnostics
   from ..diagnostics import has_errors
   prog, diags = parse_with_diagnostics(p, filename)
   if prog is None or has_errors(diags): raise HcqError([d for d in diags if d.severity == "error"], {filename: p})
@@ -138,12 +138,12 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest. `indirect`: submit each
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
   path, docs/run.md), not the commands on the ring."""
-  from ..compile import compile_program
+  from ..amd.compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
-  from ..static import check_launches
+  from ..check.static import check_launches
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
@@ -170,7 +170,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
       for k in img.kernels:
         arch = arch_of.get(k["device"], target)
         if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
-          from .rdna3 import AmdKernel
+          from .isa.rdna3 import AmdKernel
           fn = AmdKernel(k["name"], arch)
         else: fn = make_kernel(kdecl[k["name"]], worker=worker)
         emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])

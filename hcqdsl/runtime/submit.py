@@ -23,7 +23,8 @@ from typing import Optional
 import numpy as np
 from ..amd.packet import M32
 from ..amd.targets import get_target
-from ..compile import Image, QueueImage, DEVICE_BASE
+from ..amd.image import Image, QueueImage
+from ..amd.layout import DEVICE_BASE
 from .device import Device, Ring
 from .emulator import HostWait, RingSpace, CopyFree, HOST_COST
 

@@ -1,7 +1,7 @@
 """The shape, types and ranges of an image's metadata (the JSON part of an .hcqimg, docs/amd.md), checked before
 anything uses it: an image is untrusted input. `validate(meta)` raises ValueError naming the first bad field."""
 from __future__ import annotations
-from .ir import ARCHS, DTYPES
+from ..ir import ARCHS, DTYPES
 
 __all__ = ["validate"]
 

@@ -2,10 +2,10 @@
 (`overflow`), and statements in the wrong kind of block (`syntax`). On the syntax layer: `parse` runs them, `check`
 re-exports them."""
 from __future__ import annotations
-from .ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
+from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines)
-from .diagnostics import Diagnostic, did_you_mean
-from .amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
+from ..diagnostics import Diagnostic, did_you_mean
+from ..amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
 from itertools import islice
 import attrs
 

@@ -4,16 +4,15 @@ with their dwords, optional read/write pointers, a signal snapshot, memory such 
 submissions, signal writes and waits as `hcqdsl capture` records them). Packets are decoded by hcqdsl.amd and turned
 into statements by disasm's lifter; what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
-import json, pathlib, re, struct, sys
+import json, pathlib, re, struct
 from typing import Optional
 import attrs
-from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
+from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
                  Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
-from .compile import Image, QueueImage, Patch, Region, MAGIC, M32
-from .disasm import _decoder, _lift_group, _Unliftable, read_raw
+from ..amd.image import Image, QueueImage, Patch, Region, MAGIC, M32
+from ..amd.disasm import _decoder, _lift_group, _Unliftable, read_raw
 
-__all__ = ["lift_image", "lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION",
-           "add_lift_args", "cli_lift"]
+__all__ = ["lift_image", "lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
 
 MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 1
 LAUNCH_VAR = "launch"
@@ -554,7 +553,7 @@ def _mark_stuck(decls: list, values: dict) -> list:
   return out
 
 def _describe(img, qi, g) -> str:
-  from .syntax import format_stmt
+  from ..lang.format import format_stmt
   try: return "; ".join(format_stmt(s) for s in _lift_group(img, qi, g, qi.engine))
   except (_Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
 
@@ -632,20 +631,3 @@ def lift_file(path, program_file: Optional[str] = None) -> Program:
       raise ManifestError(f"{p}: {e if isinstance(e, ValueError) else f'corrupt image metadata: {e!r}'}") from None
   else: prog = lift_manifest(load_manifest(p))
   return attrs.evolve(prog, file=program_file or prog.file)
-
-def add_lift_args(p) -> None:
-  p.add_argument("file", help="an image (.hcqimg) or a dump manifest (JSON, see docs/lift.md)")
-  p.add_argument("-o", "--output", metavar="FILE", help="write the program here (default: print it)")
-
-def cli_lift(a) -> int:
-  from .syntax import format_program
-  try: prog = lift_file(a.file, a.output)
-  except ValueError as e:
-    sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1
-  text = format_program(prog)
-  if not a.output: sys.stdout.write(text); return 0
-  try: pathlib.Path(a.output).write_text(text)
-  except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.output}: {e.strerror or e}\n"); return 2
-  sys.stderr.write(f"wrote {a.output}: {len(prog.queues)} queue{'s' * (len(prog.queues) != 1)}\n")
-  return 0

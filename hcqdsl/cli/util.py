@@ -1,11 +1,11 @@
-"""What every subcommand shares: usage errors, reading a source file, and `--var NAME=VALUE`. Below `cli` (which only
-wires subcommands together), so runtime, graph and emit import this, never `hcqdsl.cli`."""
+"""What every subcommand shares: usage errors, reading a source file and its `# hcq:` header, and `--var NAME=VALUE`."""
 from __future__ import annotations
 import pathlib
-from .ir import U32_MAX
-from .diagnostics import did_you_mean
+from ..ir import U32_MAX
+from ..diagnostics import did_you_mean
+from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -19,6 +19,12 @@ def read_source(path: str) -> str:
   if not p.is_file(): raise UsageError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
   try: return p.read_bytes().decode("utf-8", errors="replace")
   except OSError as e: raise UsageError(f"{path}: {e.strerror}")
+
+def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
+  """`--launches` if given, else the file's `# hcq: launches=N`, else `default`; a bad header is a usage error."""
+  if given is not None: return given
+  try: return read_header(text).get("launches", default)
+  except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
 
 def parse_vars(items) -> dict:
   """`--var name=value` items -> {name: value}; a value outside 0 .. 2**32-1 is an `overflow` error (never wrapped)."""
@@ -54,7 +60,7 @@ def warn_check_errors(program, file: str, launches: int = 2, var_values=None, ou
   """For `compile` and `run`: one stderr line when `check` finds errors in the program (they still proceed).
   Returns the number of errors."""
   import sys
-  from .check import check
+  from ..check import check
   errs = [d for d in check(program, max(launches, 2), var_values) if d.severity == "error"]
   if errs:
     codes = ", ".join(sorted({d.code for d in errs}))

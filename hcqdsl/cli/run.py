@@ -3,9 +3,9 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from ..cliutil import UsageError, read_source, parse_vars, check_vars, add_var_arg, add_no_check_arg, warn_check_errors
+from .util import UsageError, read_source, parse_vars, check_vars, add_var_arg, add_no_check_arg, warn_check_errors
 
-def add_run_args(p) -> None:
+def add_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
   p.add_argument("--launches", type=int, default=1, help="consecutive launches (default 1)")
   g = p.add_mutually_exclusive_group()
@@ -35,9 +35,9 @@ def parse_size(text: str) -> int:
   try: return int(float(t[:-1] if t[-1:] in _UNITS else t) * _UNITS[t[-1] if t[-1:] in "KMGT" else ""])
   except (ValueError, IndexError): raise ValueError(f"--max-memory takes a size like 512M or 64G, got `{text}`")
 
-def cli_run(a) -> int:
+def run(a) -> int:
   from ..diagnostics import HcqError, render_text
-  from . import run, compare
+  from ..runtime import run as run_program, compare
   if a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
@@ -48,7 +48,7 @@ def cli_run(a) -> int:
   kw = dict(launches=a.launches, target=a.target, var_values=var_values, filename=a.file, timeout_us=a.timeout * 1e6,
             kernels=a.kernels, indirect=a.indirect, max_memory=max_memory, kernel_timeout=a.kernel_timeout or None)
   try:
-    from ..syntax import parse_with_diagnostics
+    from ..check import parse_with_diagnostics
     from ..diagnostics import has_errors
     prog, diags = parse_with_diagnostics(text, a.file)
     if prog is None or has_errors(diags):
@@ -56,7 +56,7 @@ def cli_run(a) -> int:
     check_vars(var_values, prog, a.file)
     if not a.no_check: warn_check_errors(prog, a.file, a.launches, var_values)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
-    results = [run(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
+    results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
   except HcqError as e:
     sys.stdout.write(render_text(e.diagnostics, {a.file: text})); return 1
   res = results[0]

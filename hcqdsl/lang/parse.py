@@ -1,19 +1,17 @@
-"""Text ⇄ IR: the lark (LALR) parser with source spans and comments, and the formatter printing canonical text.
-
-`format(parse(t))` is a fixed point, and `parse(format(p)) == p`.
-"""
+"""Text → IR: the lark (LALR) parser with source spans and comments, behind `parse_syntax` (the fast path is scan.py;
+both give the same Program). `hcqdsl.parse` adds the static checks (hcqdsl/check)."""
 from __future__ import annotations
-import bisect, math, pathlib, re
+import bisect, pathlib, re
 from typing import Optional
 import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
-from .ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
+from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  resolve_var_args)
-from .diagnostics import Diagnostic, Related, HcqError
+from ..diagnostics import Diagnostic, Related
 
-__all__ = ["parse", "parse_file", "format_program", "parse_with_diagnostics", "parse_syntax", "format_stmt", "format_decl"]
+__all__ = ["parse_syntax"]
 
 _SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
@@ -303,15 +301,6 @@ def _parse_once(text: str, file: str):
   tree = _lark().parse(text)
   return b.transform(tree), b, list(_comments)
 
-def parse_with_diagnostics(text: str, filename: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
-  """Parse and run the static checks. Returns (program or None, diagnostics). Never raises on any input text."""
-  from .static import check_static
-  prog, diags = parse_syntax(text, filename)
-  if prog is None: return None, diags
-  diags = diags + check_static(prog)
-  diags.sort(key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))
-  return prog, diags
-
 _LINE_END = re.compile(r"\r\n?")   # \r\n and a lone \r end a line, as \n does
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # with tab and \n, all that is not text
 # the same class without the regex engine (8x slower over a 30 MB program): an ASCII text is one C pass deleting the
@@ -375,16 +364,6 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
     return prog, diags
   return None, diags
 
-def parse(text: str, filename: str = "<input>") -> Program:
-  """Parse .hcq text into a Program. Raises HcqError (with every diagnostic) if the text has errors."""
-  prog, diags = parse_with_diagnostics(text, filename)
-  if prog is None or any(d.severity == "error" for d in diags): raise HcqError(diags, {filename: text})
-  return prog
-
-def parse_file(path) -> Program:
-  p = pathlib.Path(path)
-  return parse(p.read_text(), str(path))
-
 # ---- comments: parsed by the lexer, attached to the node they precede or end the line of
 
 def _attach_comments(prog: Program, comments: list, lines: list, lbraces: dict) -> Program:
@@ -429,101 +408,3 @@ def _attach_comments(prog: Program, comments: list, lines: list, lbraces: dict) 
     decls[i] = fix(d, (i,))
   out = attrs.evolve(prog, decls=tuple(decls))
   return fix(out, ())
-
-# ---- the formatter
-
-def _num(v: int, sized=False) -> str:
-  if sized and v:
-    for suf, mul in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-      if v % mul == 0: return f"{v // mul}{suf}"
-  return str(v)
-
-def _float(v: float) -> str:
-  if math.isnan(v): return "nan"
-  if math.isinf(v): return "inf" if v > 0 else "-inf"
-  r = repr(float(v))
-  return r if ("." in r or "e" in r or "n" in r) else r + ".0"
-
-def _data(d: Data) -> str:
-  # repr of a Python float is exactly _float's text (shortest round-trip, always a '.' or 'e', and nan/inf/-inf), so
-  # the C-level map is the fast path for emitted buffers of thousands of values
-  vals = map(repr, map(float, d.values)) if d.dtype[0] == "f" else map(str, d.values)
-  return f"{d.dtype} [{', '.join(vals)}]"
-
-def _slice(s: Slice) -> str:
-  if not s.ranged: return s.buffer.name
-  a = "" if s.start is None else _num(s.start, True)
-  b = "" if s.end is None else _num(s.end, True)
-  return f"{s.buffer.name}[{a}:{b}]"
-
-def _impl(i: Impl) -> str:
-  parts = []
-  if i.builtin is not None:
-    p = f"builtin {i.builtin}"
-    if i.dtype: p += f"<{i.dtype}>"
-    if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
-    parts.append(p)
-  if i.c_source is not None: parts.append("c " + _quote(i.c_source))
-  if i.amd_code is not None: parts.append("amd " + _quote(i.amd_code))
-  return " ".join(parts)
-
-def _quote(s: str) -> str:
-  if "\n" in s and '"""' not in s: return f'"""{s}"""'
-  return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0") + '"'
-
-def _dim(d) -> str: return f"({', '.join(map(str, d))})"
-def _arg(a) -> str: return _slice(a) if type(a) is Slice else str(a)
-
-def format_stmt(s) -> str:
-  if isinstance(s, Wait): return f"wait {s.signal.name} >= {s.value}"
-  if isinstance(s, SignalWrite): return f"signal {s.signal.name} = {s.value}"
-  if isinstance(s, Exec):
-    out = f"exec {s.kernel.name}({', '.join(map(_arg, s.args))})"
-    if s.grid is not None: out += f" grid {_dim(s.grid)}"
-    if s.block is not None: out += f" block {_dim(s.block)}"
-    return out
-  if isinstance(s, Copy): return f"copy {_slice(s.dst)} <- {_slice(s.src)}"
-  if isinstance(s, Barrier): return "barrier"
-  if isinstance(s, Timestamp): return f"timestamp {s.signal.name}"
-  if isinstance(s, Epoch): return "epoch"
-  if isinstance(s, Submit): return "submit" + (" " + ", ".join(q.name for q in s.queues) if s.queues else "")
-  raise TypeError(f"not a statement: {s!r}")
-
-def format_decl(d) -> str:
-  if isinstance(d, Device): return f"device {d.name} = {d.vendor}:{d.index}" + (f" {d.arch}" if d.arch else "")
-  if isinstance(d, Buffer):
-    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {_num(d.size, True)}"
-    if d.per_launch is not None:
-      return f"{out} {d.per_launch}" + (" = " + ", ".join(map(_data, d.launch_inits)) if d.launch_inits else "")
-    return out + (f" = {_data(d.init)}" if d.init is not None else "")
-  if isinstance(d, Signal):
-    return f"signal {d.name} on {d.device.name if d.device else 'host'}" + (f" = {d.init}" if d.init else "")
-  if isinstance(d, Var): return f"var {d.name}" + (f" = [{', '.join(map(str, d.values))}]" if d.values is not None else "")
-  if isinstance(d, Kernel):
-    out = f"kernel {d.name}({', '.join(f'{p.mode} {p.name}' for p in d.params)})"
-    return out + (f" = {_impl(d.impl)}" if d.impl is not None else "")
-  if isinstance(d, Expect): return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}"
-  raise TypeError(f"not a declaration: {d!r}")
-
-def _line(text: str, node, indent: str) -> list[str]:
-  out = [indent + c for c in node.comments]
-  out.append(indent + text + (f"  {node.comment}" if node.comment else ""))
-  return out
-
-def format_program(prog: Program) -> str:
-  """Canonical text: one declaration or statement per line, two-space indent, a blank line around blocks."""
-  out: list[str] = []
-  prev_block = False
-  for i, d in enumerate(prog.decls):
-    block = isinstance(d, (Queue, Host))
-    if i and (block or prev_block or d.comments or type(d) is not type(prog.decls[i - 1])): out.append("")
-    if block:
-      head = f"queue {d.name} {d.engine} on {d.device.name} {{" if isinstance(d, Queue) else "host {"
-      out += _line(head, d, "")
-      for s in d.body: out += _line(format_stmt(s), s, "  ")
-      out += ["  " + c for c in d.end_comments]
-      out.append("}" + (f"  {d.end_comment}" if d.end_comment else ""))
-    else: out += _line(format_decl(d), d, "")
-    prev_block = block
-  if prog.end_comments: out += ([""] if out else []) + list(prog.end_comments)
-  return "\n".join(out) + "\n"

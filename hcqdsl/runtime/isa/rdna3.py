@@ -14,9 +14,8 @@ launch is a DeviceFault naming the kernel, the workgroup and wave, the PC and th
 queue, ring offset and .hcq line)."""
 from __future__ import annotations
 import functools, time
-from typing import Optional
 import numpy as np
-from .device import DeviceFault
+from ..device import DeviceFault
 from . import pcode
 from .pcode import translate, Unsupported, U64
 
@@ -545,7 +544,7 @@ class AmdKernel:
     return got
 
   def machine(self, engine, a):
-    from ..amd.targets import get_target
+    from ...amd.targets import get_target
     regs, mem = engine.regs, engine.mem
     arch = engine.ring.arch
     t = get_target(arch)

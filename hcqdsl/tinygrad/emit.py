@@ -6,14 +6,14 @@ run once on CPU to get the inputs' contents and tinygrad's results. Two planners
 `tinygrad` (translates hcq2's own plan: `_finalize_batch`) and `hcqdsl` (minimal waits by vector clocks). See docs/emit.md.
 Only this module (and the tinygrad device) imports tinygrad."""
 from __future__ import annotations
-import argparse, importlib.util, inspect, os, pathlib, re, sys, types
+import importlib.util, inspect, os, pathlib, re, sys, types
 from dataclasses import dataclass, field
 from typing import Any, Optional
 from .host_cc import gcc_compatible, use_for_tinygrad, NoCompilerError
-from .ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite,
+from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Data, Queue, Host, Expect, Wait, SignalWrite,
                  Exec, Copy, Barrier, Epoch, Submit, Ref, Expr, Slice)
 
-__all__ = ["emit", "emit_jit", "EmitError", "add_emit_args", "cli_emit", "Schedule", "schedule", "plan", "PLANNERS"]
+__all__ = ["emit", "emit_jit", "EmitError", "Schedule", "schedule", "plan", "PLANNERS"]
 
 PLANNERS = ("hcqdsl", "tinygrad")
 MAX_VALUES = 256
@@ -104,7 +104,7 @@ def _data(raw, dtype) -> Data:
   import numpy as np
   dt = _DT.get(dtype.name)
   if dt is None: return Data("u8", tuple(raw.tolist()))
-  from .ir import DTYPES
+  from ..ir import DTYPES
   # tolist: Python floats/ints in one C pass (float32 -> float exactly, as float(x) did)
   return Data(dt, tuple(raw.view(np.dtype(DTYPES[dt][0])).tolist()))
 
@@ -534,47 +534,6 @@ def call_script(fn, devices: Optional[int] = None):
   if devices is not None and "devices" in inspect.signature(fn).parameters: kw["devices"] = devices
   out = fn(**kw)
   return out if isinstance(out, (tuple, list)) else (out,)
-
-# ---- CLI
-
-def add_emit_args(p: argparse.ArgumentParser):
-  p.add_argument("script", metavar="SCRIPT.py[:FUNCTION]", help="a script whose function (default `main`) returns tensors")
-  p.add_argument("-o", "--output", metavar="OUT.hcq", help="write here (default: stdout)")
-  p.add_argument("--devices", type=int, help="passed to the function's `devices` parameter; the schedule may use at most N")
-  p.add_argument("--planner", choices=PLANNERS, default="hcqdsl", help="who places waits and signals: hcqdsl (default) or tinygrad's HCQGraph")
-  p.add_argument("--max-values", type=int, default=MAX_VALUES, help=f"largest output with an `expect` (default {MAX_VALUES})")
-  p.add_argument("--amd-code", action="store_true", help="also compile gfx1100 code objects with tinygrad (needs libllvm19)")
-
-def cli_emit(a) -> int:
-  from .syntax import format_program
-  from .cliutil import UsageError
-  try:
-    fn = load_function(a.script)
-    try: tensors = call_script(fn, a.devices)
-    except Exception as e: raise script_error(e, a.script) from None
-    from .jit import is_jit_spec, emit_jit as replay
-    if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): one launch per call
-      if a.amd_code: raise EmitError("--amd-code does not take a TinyJit replay yet")
-      try: prog = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
-      except EmitError: raise
-      except Exception as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
-      text = format_program(prog)
-      if a.output: pathlib.Path(a.output).write_text(text)
-      else: sys.stdout.write(text)
-      return 0
-    try: s = schedule(*tensors, max_values=a.max_values)
-    except EmitError: raise
-    except Exception as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None
-    if a.devices is not None and len(s.devices) > a.devices:
-      raise EmitError(f"the schedule uses {len(s.devices)} devices, more than --devices {a.devices}")
-    prog = program(s, a.planner, f"{a.script}")
-    if a.amd_code:
-      prog = attach_amd_code(prog, s, pathlib.Path(a.output).parent if a.output else pathlib.Path("."))
-  except EmitError as e: raise UsageError(str(e))
-  text = format_program(prog)
-  if a.output: pathlib.Path(a.output).write_text(text)
-  else: sys.stdout.write(text)
-  return 0
 
 AMD_ARCH = "gfx1100"
 

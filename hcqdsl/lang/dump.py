@@ -3,7 +3,7 @@ its kind, fields and source span."""
 from __future__ import annotations
 import math
 import attrs
-from .ir import Span
+from ..ir import Span
 
 __all__ = ["program_to_json", "program_to_tree"]
 
@@ -27,7 +27,7 @@ _SKIP = {"span", "comments", "end_comments", "comment", "end_comment", "source",
 
 def _short(v) -> str:
   """A field value on one line: names and expressions as written, data lists abbreviated."""
-  from .ir import Ref, Expr, Slice, Data
+  from ..ir import Ref, Expr, Slice, Data
   if v is None or isinstance(v, (Ref, Expr)): return str(v) if v is not None else "-"
   if isinstance(v, Slice): return v.buffer.name if not v.ranged else f"{v.buffer.name}[{'' if v.start is None else v.start}:{'' if v.end is None else v.end}]"
   if isinstance(v, Data):

@@ -2,19 +2,19 @@
 one line per field), with addresses named by the image's memory plan and each packet's .hcq line; and the lifter
 `as_hcq`, which turns command buffers back into .hcq queue statements. Never raises on any dword input."""
 from __future__ import annotations
-import pathlib, re, struct, sys
+import re, struct
 from typing import Optional
-from .ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref, Slice, ARCHS
-from .compile import Image, QueueImage, MAGIC, M32
+from ..ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref, Slice
+from .image import Image, QueueImage, M32
 
-__all__ = ["disasm_image", "disasm_dwords", "lift_queue", "as_hcq", "add_disasm_args", "cli_disasm"]
+__all__ = ["disasm_image", "disasm_dwords", "lift_queue", "as_hcq"]
 
 _FUNC = {0: "always", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
 # fields not worth a line: the opcode is the name, halves of joined 64-bit values are shown whole
 _HIDE = {"opcode", "op", "sub_op"}
 
 def _decoder(engine: str, target: str):
-  from .amd import pm4, sdma
+  from . import pm4, sdma
   return (pm4 if engine in ("compute", "pm4") else sdma).decoder(target)
 
 def _fmt_field(k: str, v, img: Optional[Image]) -> str:
@@ -159,7 +159,7 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   return out
 
 def as_hcq(img: Image) -> str:
-  from .syntax import format_stmt
+  from ..lang.format import format_stmt
   out = [f"# lifted from {img.file} ({img.target})"]
   for q in img.queues:
     out.append(f"queue {q.name} {q.engine} on {q.device} {{")
@@ -168,13 +168,6 @@ def as_hcq(img: Image) -> str:
   return "\n".join(out) + "\n"
 
 # ---------------------------------------------------------------- CLI
-
-def add_disasm_args(p) -> None:
-  p.add_argument("file", help="an image (.hcqimg), `compile --hex` output, or raw dwords (hex text, or little-endian binary)")
-  p.add_argument("--as-hcq", action="store_true", help="print .hcq queue statements instead of packets (images only)")
-  p.add_argument("--engine", choices=("pm4", "sdma", "compute", "copy"),
-                 help="packet format of raw input (`compile --hex` lines name their own)")
-  p.add_argument("--target", choices=ARCHS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
 
 _HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+))?\s*$")
 
@@ -198,28 +191,3 @@ def read_raw(b: bytes) -> list:
     if all(32 <= c < 127 or c in b"\t\n\r" for c in b): raise ValueError(f"not hex dwords: {e}")
   if len(b) % 4: raise ValueError(f"binary input of {len(b)} bytes is not a whole number of dwords")
   return [(None, None, None, list(struct.unpack(f"<{len(b) // 4}I", b)))]
-
-def cli_disasm(a) -> int:
-  try: b = pathlib.Path(a.file).read_bytes()
-  except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.file}: {e.strerror or e}\n"); return 2
-  if b[:8] == MAGIC:
-    try: img = Image.from_bytes(b)
-    except ValueError as e:   # an unusable input file: one line, exit 2
-      sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 2
-    sys.stdout.write(as_hcq(img) if a.as_hcq else disasm_image(img))
-    return 0
-  if a.as_hcq:
-    sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n"); return 2
-  try: queues = read_raw(b)
-  except ValueError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 1
-  engine = {"pm4": "compute", "sdma": "copy"}.get(a.engine, a.engine)
-  if engine is None and any(q[1] is None for q in queues):
-    sys.stderr.write(f"hcqdsl: error: {a.file} is not an image nor `compile --hex` output; give --engine pm4|sdma "
-                     f"(and --target) for raw dwords\n"); return 2
-  for name, eng, arch, dw in queues:
-    eng, arch = engine or eng, a.target or arch or "gfx1100"
-    if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, {'pm4' if eng == 'compute' else 'sdma'}): {len(dw)} dwords\n")
-    sys.stdout.write(disasm_dwords(dw, eng, arch))
-  return 0

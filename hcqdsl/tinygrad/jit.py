@@ -16,7 +16,7 @@ before patching kernel arguments), and the expects hold tinygrad's outputs after
 from __future__ import annotations
 import dataclasses
 import attrs
-from .ir import Program, Buffer, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
+from ..ir import Program, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
 from .emit import EmitError, MAX_VALUES, schedule, program, _tg, _np, _data
 
 __all__ = ["emit_jit", "capture", "is_jit_spec"]
@@ -83,7 +83,7 @@ def _tensors(ret) -> list:
 
 def _shape(s) -> tuple:
   """What must be equal in every call: kernels (names, parameters, code), commands, buffer names, sizes and devices."""
-  from .syntax import format_stmt, format_decl
+  from ..lang.format import format_stmt, format_decl
   return ([format_decl(k) for k in s.kernels], [(c.dev, c.engine, format_stmt(c.stmt)) for c in s.cmds],
           [(b.name, b.size, b.device.name if b.device else None) for b in s.buffers], s.devices)
 
@@ -148,11 +148,11 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
 
 def _raw(d: Data) -> bytes:
   import numpy as np
-  from .ir import DTYPES
+  from ..ir import DTYPES
   return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
 
 def _rename_vars(s, names: dict):
-  from .ir import Exec, Param
+  from ..ir import Exec, Param
   def fix_stmt(st):
     if not isinstance(st, Exec): return st
     return attrs.evolve(st, args=tuple(Expr(Ref(names.get(a.var.name, a.var.name))) if isinstance(a, Expr) and a.var else a for a in st.args))

@@ -1,0 +1,59 @@
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+run), 2 unusable invocation (missing file, bad flag)."""
+from __future__ import annotations
+import argparse, importlib, os, sys
+from typing import Optional
+from .util import UsageError
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+# subcommand -> its help line; each is the module hcqdsl.cli.NAME with `add_args(parser)` and `run(args) -> exit code`
+COMMANDS = {
+  "parse": "parse a program and print its IR as an indented tree",
+  "fmt": "format programs in place (like black)",
+  "check": "find deadlocks, races and signal-ordering errors",
+  "compile": "compile to AMD command buffers",
+  "disasm": "disassemble command buffers",
+  "run": "run a program on the built-in AMD emulator",
+  "emit": "emit .hcq from a tinygrad schedule",
+  "lift": "lift an image or a raw dump (manifest) to a checkable .hcq program",
+  "capture": "run a tinygrad script and record what it submits as a manifest",
+  "graph": "draw a program's queues and signals (DOT/SVG)",
+}
+
+def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
+  """The whole CLI. With `command`, only that subcommand's module is imported (the others pull in numpy, the AMD
+  tables or tinygrad) and the rest are listed without their arguments, so `hcqdsl check` does not pay for them."""
+  ap = argparse.ArgumentParser(prog="hcqdsl", description="A language and toolchain for AMD hardware command queues.")
+  from .. import __version__
+  ap.add_argument("--version", action="version", version=f"hcqdsl {__version__}")
+  sub = ap.add_subparsers(dest="command", metavar="COMMAND")
+  sub.required = True
+  for name, helptext in COMMANDS.items():
+    p = sub.add_parser(name, help=helptext)
+    if command is not None and command != name: continue
+    mod = importlib.import_module(f"{__name__}.{name}")
+    mod.add_args(p)
+    p.set_defaults(run=mod.run)
+  return ap
+
+def main(argv: Optional[list] = None) -> int:
+  from_shell = argv is None
+  argv = sys.argv[1:] if from_shell else list(argv)
+  ap = build_parser(next((x for x in argv if not x.startswith("-")), None))
+  a = ap.parse_args(argv)
+  try: rc = a.run(a)
+  except UsageError as e:
+    sys.stderr.write(f"hcqdsl: error{f'[{e.code}]' if e.code else ''}: {e}\n")
+    return 2
+  except KeyboardInterrupt: return 130
+  except BrokenPipeError: return 0
+  if from_shell and a.command == "check":
+    # like mypy's hard_exit: freeing a million-statement program object by object takes a second; the process ends
+    # here anyway (check writes no files; its output is flushed)
+    try: sys.stdout.flush(); sys.stderr.flush()
+    except BrokenPipeError: pass
+    os._exit(rc)
+  return rc
+
+if __name__ == "__main__": sys.exit(main())

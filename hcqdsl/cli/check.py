@@ -1,0 +1,53 @@
+"""`hcqdsl check FILES`: deadlocks, races and signal-ordering errors, as text, JSON or SARIF."""
+from __future__ import annotations
+import gc, sys
+from operator import attrgetter
+from ..diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
+from .util import UsageError, read_source, launches_of, parse_vars, check_vars, add_var_arg
+
+MAX_PER_CODE = 20  # warnings of one code printed in full (text)
+
+def add_args(p) -> None:
+  p.add_argument("files", nargs="+", help=".hcq programs to check")
+  p.add_argument("--launches", type=int, help="consecutive launches to analyse (default: the file's `# hcq: launches=N`, else 2)")
+  add_var_arg(p)
+  p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
+                 help="text (default: capped per code, then a summary line), or every diagnostic as JSON or SARIF 2.1.0")
+  p.add_argument("--max-diagnostics", type=int, default=MAX_PER_CODE, metavar="N",
+                 help=f"text: print the first N warnings of each code in full, then count the rest (default {MAX_PER_CODE}; 0 shows all)")
+  from ..check.analyze import MAX_STATES
+  p.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
+                 help=f"skeleton states to explore outside the happens-before fragment before the verdict is "
+                      f"incomplete (exit 1; default {MAX_STATES})")
+
+def run(a) -> int:
+  # the IR of a big program is millions of acyclic objects: the cyclic GC would rescan them over and over
+  enabled = gc.isenabled()
+  gc.disable()
+  try: return _check(a)
+  finally:
+    if enabled: gc.enable()
+
+def _check(a) -> int:
+  from ..check import check_source
+  var_values = parse_vars(a.var)
+  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
+  if a.max_states < 1: raise UsageError("--max-states must be at least 1")
+  diags: list[Diagnostic] = []
+  sources, queues, launches = {}, 0, set()
+  a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
+  for path in a.files:
+    sources[path] = text = read_source(path)
+    launches.add(n := launches_of(text, path, a.launches))
+    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states)
+    diags += d
+    a.kept.append((prog, d))
+    queues = queues + len(prog.queues) if prog is not None and queues is not None else None
+  if a.format == "json": print(render_json(diags))
+  elif a.format == "sarif": print(render_sarif(diags))
+  else:
+    sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
+    print(summary(diags, max(launches) if queues is not None and launches else None, queues))
+  # a verdict cut short by --max-states is not a pass
+  return 1 if has_errors(diags) or "incomplete" in map(attrgetter("code"), diags) else 0

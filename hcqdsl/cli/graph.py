@@ -1,0 +1,48 @@
+"""`hcqdsl graph FILE`: the queues and signal edges of a program as DOT, SVG, PNG or PDF."""
+from __future__ import annotations
+import shutil, subprocess, sys
+from ..graph import to_dot
+
+
+def add_args(p) -> None:
+  from .util import add_var_arg
+  p.add_argument("file", help="a .hcq program")
+  p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), or OUT.svg / OUT.png / OUT.pdf through "
+                 "Graphviz `dot`; default: DOT text on stdout")
+  p.add_argument("--launches", type=int, default=2, help="launches to check and to follow signal edges over (default 2)")
+  add_var_arg(p)
+
+def run(a) -> int:
+  from .util import read_source, parse_vars, check_vars, UsageError
+  from ..lang.parse import parse_syntax
+  from ..diagnostics import render_text
+  from ..check import check
+  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  var_values = parse_vars(a.var)
+  text = read_source(a.file)
+  prog, diags = parse_syntax(text, a.file)
+  if prog is not None and not any(d.code == "syntax" for d in diags): check_vars(var_values, prog, a.file)
+  # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red
+  diags = diags if prog is None or any(d.code == "syntax" for d in diags) else diags + check(prog, a.launches, var_values)
+  bad = [d for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
+  if bad:
+    sys.stderr.write(render_text(bad, {a.file: text}))
+    return 1
+  dot = to_dot(prog, diags, a.launches, var_values)
+  if not a.output:
+    sys.stdout.write(dot)
+    return 0
+  fmt = a.output.rsplit(".", 1)[-1].lower() if "." in a.output else "dot"
+  if fmt in ("dot", "gv"):
+    try:
+      with open(a.output, "w") as f: f.write(dot)
+    except OSError as e: raise UsageError(f"{a.output}: {e.strerror or e}")
+    return 0
+  if fmt not in ("svg", "png", "pdf"): raise UsageError(f"{a.output}: write .dot, .svg, .png or .pdf")
+  exe = shutil.which("dot")
+  if exe is None: raise UsageError(f"{a.output}: Graphviz `dot` is not installed (apt-get install graphviz), or write .dot")
+  r = subprocess.run([exe, f"-T{fmt}", "-o", a.output], input=dot.encode(), capture_output=True)
+  if r.returncode != 0:
+    sys.stderr.write(r.stderr.decode(errors="replace"))
+    return 1
+  return 0
