@@ -122,6 +122,14 @@ class Unrolled:
 _I64 = np.int64
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
 
+def _ranked(accs, rows: int) -> np.ndarray:
+  """The access columns of a program with byte offsets past int64 (a buffer of 2**63 bytes, a `bounds` error the
+  analyses still run past): each offset replaced by its rank among all of them, which keeps every overlap test (the
+  table's only use of offsets) exact."""
+  flat = list(chain.from_iterable(chain.from_iterable(accs)))
+  rank = {v: r for r, v in enumerate(sorted({x for a in flat for x in a[1:3]}))}
+  return np.array([(b, rank[lo], rank[hi], m) for b, lo, hi, m in flat], dtype=_I64).reshape(4 * rows)
+
 class AccessTable:
   """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
   sequence, op index, index in the op's accesses, range id, mode, buffer."""
@@ -134,7 +142,8 @@ class AccessTable:
     n = np.concatenate(counts)
     self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
     rows = int(n.sum())
-    cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    except OverflowError: cols = _ranked(accs, rows)
     buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
     # a range id per distinct (buffer, lo, hi)
     order = np.lexsort((hi, lo, buf))
