@@ -10,6 +10,10 @@ from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
 from hcqdsl.amd.compile import compile_program
 from hcqdsl import emit as E
+from hcqdsl.tinygrad.script import load_function, call_script
+from hcqdsl.tinygrad.schedule import schedule
+from hcqdsl.tinygrad.planners import program
+from hcqdsl.tinygrad.amdcode import amd_code_unavailable
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import emit_sim
 
@@ -33,9 +37,9 @@ def emitted(name: str, planner: str):
   """(program parsed back from its text, the text); tinygrad schedules each workload once."""
   if name not in _sched:
     spec, _ = WORKLOADS[name]
-    fn = E.load_function(str(EX / spec))
-    _sched[name] = E.schedule(*E.call_script(fn))
-  text = format_program(E.program(_sched[name], planner, name))
+    fn = load_function(str(EX / spec))
+    _sched[name] = schedule(*call_script(fn))
+  text = format_program(program(_sched[name], planner, name))
   return parse(text, f"{name}.{planner}.hcq"), text
 
 def cases():
@@ -170,7 +174,7 @@ def _tinygrad_amd_program(lib: bytes, name: str, va: int):
 def test_amd_code_objects(name, tmp_path):
   """`--amd-code`: real ELF code objects next to the .hcq; compile loads each one's kernel descriptor, and the dispatch
   packets are exactly what tinygrad's AMDComputeQueue.exec builds for its own AMDProgram of the same bytes."""
-  if why := E.amd_code_unavailable(): pytest.skip(f"optional extra: {why}")
+  if why := amd_code_unavailable(): pytest.skip(f"optional extra: {why}")
   from hcqdsl.amd.codeobj import from_elf
   from hcqdsl.amd.targets import get_target
   from amd_standin import compute_queue, args_state

@@ -10,7 +10,8 @@ from hcqdsl import parse
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
 from hcqdsl.amd.compile import compile_program
-from hcqdsl.tinygrad.emit import EmitError, load_function
+from hcqdsl.tinygrad.env import EmitError
+from hcqdsl.tinygrad.script import load_function
 from hcqdsl.tinygrad.jit import emit_jit
 from hcqdsl.runtime import run
 
@@ -182,7 +183,7 @@ def test_cli_bad_input_is_one_line(tmp_path):
 def test_plain_emit_with_a_bound_variable():
   """One launch of a schedule with a bound Variable: `var n = [value]`, and the kernels take it as a scalar."""
   from tinygrad import Tensor, Variable
-  from hcqdsl.tinygrad.emit import emit
+  from hcqdsl import emit
   x = Tensor(np.arange(8, dtype=np.float32)).realize()
   n = Variable("n", 1, 8)
   prog = emit((x[0:n.bind(5)] * 2).sum().reshape(1))

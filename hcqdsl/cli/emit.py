@@ -1,8 +1,11 @@
 """`hcqdsl emit SCRIPT.py[:FN]`: a program from a tinygrad schedule or TinyJit replay."""
 from __future__ import annotations
 import argparse, pathlib, sys
-from ..tinygrad.emit import (PLANNERS, MAX_VALUES, EmitError, load_function, call_script, script_error, schedule, program,
-                             attach_amd_code)
+from ..tinygrad.env import EmitError
+from ..tinygrad.script import load_function, call_script, script_error
+from ..tinygrad.schedule import MAX_VALUES, schedule
+from ..tinygrad.planners import PLANNERS, program
+from ..tinygrad.amdcode import attach_amd_code
 
 
 def add_args(p: argparse.ArgumentParser):

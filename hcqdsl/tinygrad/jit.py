@@ -17,7 +17,10 @@ from __future__ import annotations
 import dataclasses
 import attrs
 from ..ir import Program, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
-from .emit import EmitError, MAX_VALUES, schedule, program, _tg, _np, _data
+from .env import EmitError, tinygrad
+from .data import buffer_bytes, to_data, data_bytes
+from .schedule import MAX_VALUES, schedule
+from .planners import program
 
 __all__ = ["emit_jit", "capture", "is_jit_spec"]
 
@@ -61,7 +64,7 @@ class _Capture:
 
 def capture(fn, args, kwargs=None):
   """(LINEAR of every schedule `fn(*args)` realizes, their variable values, what fn returned) — nothing runs."""
-  _tg()
+  tinygrad()
   from tinygrad.engine.realize import capturing
   from tinygrad.uop.ops import UOp, Ops
   if capturing: raise EmitError("already inside a TinyJit capture")
@@ -97,7 +100,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
   Variables), in order. Runs the calls on tinygrad's CPU device (so the state they carry advances); `calls` is consumed
   lazily, so a generator may change state between calls (a host overwrite before call k: yield call k's arguments
   after it)."""
-  _tg()
+  tinygrad()
   fn = getattr(jit_fn, "fxn", jit_fn)
   if not callable(fn): raise EmitError("jit_fn has no function to capture (a TinyJit loaded from a pickle cannot be replayed)")
   scheds, after, first = [], [], None
@@ -116,7 +119,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
       raise EmitError(f"call {k} binds variables {sorted(s.var_lists)}, call 1 binds {sorted(scheds[0].var_lists)}")
     scheds.append(s)
     # contents after the call, for buffers the next call may find rewritten in place
-    after.append({n: _np(b) for n, b in s.bases.items() if b.is_allocated()})
+    after.append({n: buffer_bytes(b) for n, b in s.bases.items() if b.is_allocated()})
   if not scheds: raise EmitError("no calls to replay: FN must return (jit_fn, [args of call 1, args of call 2, ...])")
   s1, sN = scheds[0], scheds[-1]
   first = {b.name: b for b in s1.buffers}
@@ -124,17 +127,17 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
   for b in s1.buffers:
     same = all(s.bases[b.name] is s1.bases[b.name] for s in scheds)
     inits = [next(x for x in s.buffers if x.name == b.name).init for s in scheds]
-    read_first = "(input)" in (b.comment or "")
+    read_first = b.name in s1.read_first
     dtype = s1.bases[b.name].dtype
     def data(k) -> Data:  # call k's contents before it ran (zeros when emit dropped all-zero contents)
       import numpy as np
-      return inits[k] if inits[k] is not None else _data(np.zeros(b.size, np.uint8), dtype)
+      return inits[k] if inits[k] is not None else to_data(np.zeros(b.size, np.uint8), dtype)
     if not same and read_first:
       decls.append(attrs.evolve(b, init=None, per_launch="rebound", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " new memory at every call"))
     elif same and any(
         (after[k - 1].get(b.name) is not None and data(k).nbytes and
-         bytes(_raw(data(k))) != bytes(after[k - 1][b.name][:data(k).nbytes])) for k in range(1, len(scheds))):
+         data_bytes(data(k)) != bytes(after[k - 1][b.name][:data(k).nbytes])) for k in range(1, len(scheds))):
       decls.append(attrs.evolve(b, init=None, per_launch="rewritten", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " rewritten by the host between calls"))
     else: decls.append(b)
@@ -145,11 +148,6 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
   if any(names[v] != v for v in names): s = _rename_vars(s, names)
   prog = program(s, planner, title or getattr(fn, "__name__", ""))
   return _host_waits(prog)
-
-def _raw(d: Data) -> bytes:
-  import numpy as np
-  from ..ir import DTYPES
-  return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
 
 def _rename_vars(s, names: dict):
   from ..ir import Exec, Param
