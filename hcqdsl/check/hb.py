@@ -33,7 +33,7 @@ from operator import itemgetter, getitem
 from itertools import repeat
 from array import array
 import numpy as np
-from .unroll import Unrolled, WAIT, WRITE, R, W, MASK, _LIMIT
+from .unroll import Unrolled, WAIT, WRITE, R, W, MASK, INT64_SAFE
 
 __all__ = ["Trace", "happens_before"]
 
@@ -83,7 +83,7 @@ def _execute_direct(u: Unrolled):
   nsig = len(u.signals)
   KS = N * S * big   # the guessed order's keys within one signal: (launch * S + sequence) * big + position
   cols = u.sync_columns()
-  if cols is None or nsig * KS >= _LIMIT or any(s.gate < 0 for s in seqs[1:]): return None
+  if cols is None or nsig * KS >= INT64_SAFE or any(s.gate < 0 for s in seqs[1:]): return None
   E, cols = cols
   I64 = np.int64
   # every wait and write instance: sequence, position, signal, value, key in the guessed order

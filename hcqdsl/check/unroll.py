@@ -12,7 +12,7 @@ import numpy as np
 from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Epoch, Submit, Span, Slice,
                   Expr, U32_MAX)
 
-__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll"]
+__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll", "MASK", "INT64_SAFE"]
 
 # op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
@@ -70,7 +70,7 @@ class Unrolled:
     if self._sync is None:
       names = sorted({n for env in self.envs for n in env})
       vid = {n: x + 1 for x, n in enumerate(names)}
-      ok = all(-_LIMIT < env[n] < _LIMIT for env in self.envs for n in names)
+      ok = all(-INT64_SAFE < env[n] < INT64_SAFE for env in self.envs for n in names)
       E = np.array([[0] + [env[n] for n in names] for env in self.envs] if ok else [], dtype=_I64).reshape(-1, len(names) + 1)
       cols = []
       for s in self.seqs:
@@ -82,7 +82,7 @@ class Unrolled:
             map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)),
             map(itemgetter(3), ops)))
         except OverflowError: ok = False; break
-        if n and np.abs(off).max() >= _LIMIT: ok = False; break
+        if n and np.abs(off).max() >= INT64_SAFE: ok = False; break
         cols.append((at, kind, sig, var, off))
       self._sync = (E, cols) if ok else ()
     return self._sync or None
@@ -119,7 +119,7 @@ class Unrolled:
     return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
 
 _I64 = np.int64
-_LIMIT = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
+INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
 
 class AccessTable:
