@@ -8,9 +8,21 @@ from ..ir import Program
 from .env import EmitError, tinygrad
 from .schedule import MAX_VALUES, schedule
 from .planners import program
-from .jit import emit_jit as replay_jit
+from .jit import emit_jit as replay_jit, capture, returned_tensors
 
-__all__ = ["emit", "emit_jit", "EmitError"]
+__all__ = ["emit", "emit_jit", "EmitError", "schedule_returned"]
+
+def schedule_returned(tensors, again, max_values: int = MAX_VALUES):
+  """The Schedule of the tensors a function returned. A function that realizes its own tensors (examples/gpt2.py's
+  `forward` ends in `.realize()`) leaves nothing to schedule: then `again()` (the function called once more) runs under
+  TinyJit's capture hook, and the schedule is everything it realizes, from the state the first call left."""
+  s = schedule(*tensors, max_values=max_values)
+  if s.cmds: return s
+  try: linear, var_vals, ret = capture(again, ())
+  except EmitError:
+    raise EmitError("the function returned tensors that are already realized, and calling it again realizes nothing: "
+                    "nothing to emit (return the computation that makes them)") from None
+  return schedule(*returned_tensors(ret), max_values=max_values, linear_vars=(linear, var_vals))
 
 def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
   """The .hcq Program that realizes `tensors` the way tinygrad schedules them (runs them once on tinygrad's CPU)."""
@@ -24,9 +36,8 @@ def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, *
     return replay_jit(fn, args[0], planner=planner, max_values=max_values)
   tinygrad()
   fn = getattr(fn, "fxn", fn)
-  out = fn(*args, **kwargs)
-  return emit(*(out if isinstance(out, (tuple, list)) else (out,)), planner=planner, max_values=max_values,
-              title=getattr(fn, "__name__", ""))
+  s = schedule_returned(returned_tensors(fn(*args, **kwargs)), lambda: fn(*args, **kwargs), max_values)
+  return program(s, planner, getattr(fn, "__name__", ""))
 
 class _CallableModule(types.ModuleType):
   """`hcqdsl.emit(*tensors)` is the API the issue names, and `hcqdsl.emit` is also this module: calling the module

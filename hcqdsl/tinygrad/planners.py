@@ -219,11 +219,12 @@ def plan(s: Schedule, planner: str = "hcqdsl") -> tuple[list, list, Optional[Hos
 _PLANNERS = {"hcqdsl": plan_hcqdsl, "tinygrad": plan_tinygrad}
 assert tuple(_PLANNERS) == PLANNERS
 
-def program(s: Schedule, planner: str = "hcqdsl", title: str = "") -> Program:
-  """The whole program: devices, the schedule's buffers and kernels, the planner's signals, queues and host, expects."""
+def program(s: Schedule, planner: str = "hcqdsl", title: str = "", launches: int = 1) -> Program:
+  """The whole program: devices, the schedule's buffers and kernels, the planner's signals, queues and host, expects.
+  The header says how many launches it holds (`# hcq: launches=N`, what check, run and graph default to)."""
   signals, queues, host = plan(s, planner)
   devs = [Device(f"g{i}", "AMD", i, comment=f"# tinygrad {d}") for i, d in enumerate(s.devices)]
-  head = (f"# emitted by `hcqdsl emit` from a tinygrad schedule{': ' + title if title else ''} (planner {planner})",
+  head = (f"# hcq: launches={launches}", f"# emitted by `hcqdsl emit` from a tinygrad schedule{': ' + title if title else ''} (planner {planner})",
           f"# {len([c for c in s.cmds if c.engine == 'compute'])} execs, {len([c for c in s.cmds if c.engine == 'copy'])} copies "
           f"on {len(devs)} device{'s' * (len(devs) != 1)}")
   if devs: devs[0] = attrs.evolve(devs[0], comments=head)

@@ -159,6 +159,7 @@ class _Scheduler:
           if i in outs: st[0] = True
     self.out_ids: dict = {}   # id(base) -> [(tensor index, Buffer)]
     for k, t in enumerate(tensors):
+      if not t.uop.has_buffer_identity(): continue  # a constant (a 0-d tensor from a numpy scalar): no memory to expect
       for b in self.lanes(t.uop): self.out_ids.setdefault(id(b.base), []).append((k, b))
     self.names, n = {}, {"in": 0, "out": 0, "buf": 0}
     for bid, (_, (_, read_first)) in self.bases.items():
