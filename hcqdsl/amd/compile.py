@@ -216,12 +216,14 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
         v = s.value
         host.append({"op": "wait" if isinstance(s, Wait) else "signal", "signal": s.signal.name, "addr": sig_addr(s.signal, sp),
                      "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line})
+  def _py(vals): return vals.tolist() if hasattr(vals, "tolist") else vals   # data from a file: numpy values
   expects = []
   for e in program.expects:
     a, n = slice_range(e.target, e.span)
     expects.append({"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
-                    "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
-                    "approx": e.approx, "line": (e.span or NO_SPAN).line})
+                    "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in _py(e.data.values)],
+                    "approx": e.approx, "line": (e.span or NO_SPAN).line}
+                   | {k: v for k, v in (("rtol", e.rtol), ("atol", e.atol)) if v is not None})
   return Image(target, program.file, [{"name": d.name, "index": d.index, "arch": arch[d.name]} for d in devices],
                all_vars, regions, signals, buffers, kernels, queues, data, host, expects, var_values, rewrites)
 
