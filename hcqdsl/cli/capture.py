@@ -1,7 +1,8 @@
 """`hcqdsl capture SCRIPT.py[:FN]`: run a tinygrad script and record what it submits as a manifest."""
 from __future__ import annotations
-import argparse, pathlib, runpy, sys, traceback
+import argparse, pathlib, runpy, sys
 from ..lift.capture import Capture
+from ..tinygrad.script import script_line
 
 
 def add_args(p) -> None:
@@ -28,8 +29,7 @@ def run(a) -> int:
         g[fn]()
   except SystemExit as e: rc = 0 if e.code in (None, 0) else 1
   except Exception as e:
-    frames = [f for f in traceback.extract_tb(e.__traceback__) if pathlib.Path(f.filename).resolve() == script.resolve()]
-    where = f"{path}:{frames[-1].lineno}: " if frames else f"{path}: "
+    where = script_line(e, path) or f"{path}: "
     sys.stderr.write(f"hcqdsl: error: {where}{type(e).__name__}: {e}\n"); rc = 1
   finally:
     sys.argv = argv
