@@ -80,6 +80,7 @@ class Capture:
     self._in_init = 0
     self._skip = ()
     self._puts: dict = {}
+    self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
 
   # ---- what tinygrad objects tell us
   def _device(self, dev) -> str:
@@ -120,6 +121,21 @@ class Capture:
       except Exception: sig.append({"name": None})
     self.kernels[addr] = {"name": str(prg.name), "lib": bytes(getattr(prg, "lib", b"") or b""), "signature": sig,
                           "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
+    if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
+
+  def _set_modes(self, addr: int, outs, ins) -> None:
+    """tinygrad's own access modes of a program's buffer arguments (its PROGRAM's ProgramInfo outs/ins)."""
+    bufs = [s for s in self.kernels[addr]["signature"] if s.get("name") is None]
+    for i, s in enumerate(bufs): s["mode"] = "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+
+  def _on_runtime(self, device, ast, rt) -> None:
+    info = getattr(ast, "arg", None)
+    outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
+    if not outs and not ins: return
+    self._modes[id(rt)] = (outs, ins)
+    try: addr = int(rt.prog_addr)
+    except (AttributeError, TypeError, ValueError): return
+    if addr in self.kernels: self._set_modes(addr, outs, ins)
 
   def _read(self, addr: int, n: int) -> Optional[bytes]:
     a = self.allocs.find(addr)
@@ -312,6 +328,7 @@ class Capture:
         elif t.__name__ == "AMDQueueDesc":
           try: self._puts[id(obj)] = int(obj.put_value) if isinstance(obj.put_value, int) else int(obj.put_value._buf.cpu_view().view(fmt='Q')[0])
           except Exception: pass
+      self._programs_modes()
       self._wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
       self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
       self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
@@ -327,6 +344,27 @@ class Capture:
     except Exception:
       self._restore(); raise
     return self
+
+  def _programs_modes(self) -> None:
+    """Access modes for the programs tinygrad made already (its runtime cache, keyed by the PROGRAM's key), and a
+    wrapper on get_runtime for the ones it makes while capturing."""
+    from tinygrad.engine import realize
+    from tinygrad.uop.ops import UOpMetaClass, Ops
+    if realize.runtime_cache:
+      for ref in list(UOpMetaClass.ucache.values()):
+        u = ref()
+        if u is None or u.op is not Ops.PROGRAM: continue
+        for (key, dev), rt in list(realize.runtime_cache.items()):
+          if key == u.key: self._on_runtime(dev, u, rt)
+    orig = realize.get_runtime
+    def get_runtime(device, ast, *a, **kw):
+      rt = orig(device, ast, *a, **kw)
+      try: self._on_runtime(device, ast, rt)
+      except Exception: pass
+      return rt
+    get_runtime.__wrapped__ = orig
+    realize.get_runtime = get_runtime
+    self._saved.append((realize, "get_runtime", orig))
 
   def _install_hcq2(self):
     """hcq2 (`HCQ2=1`): the submitter is a program on HCQ_RUNTIME_DEV that writes rings and doorbells itself; each hcq
@@ -373,7 +411,8 @@ class Capture:
       names.setdefault(key, _ident(k["name"]) if not any(n == _ident(k["name"]) for n in names.values())
                        else f"{_ident(k['name'])}_{1 + sum(n.startswith(_ident(k['name'])) for n in names.values())}")
       ent = {"prog_addr": hx(a), "name": names[key], "tinygrad_name": k["name"],
-             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes")} for s in k["signature"]]}
+             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {})}
+                        for s in k["signature"]]}
       if self.contents and k["lib"]: ent["code"] = k["lib"].hex()
       kernels.append(ent)
     host = []

@@ -194,6 +194,7 @@ def _name(v: _V, key: str, default: Optional[str]) -> Optional[str]:
   return n
 
 def _hex_bytes(v: _V, key: str) -> bytes:
+  if isinstance(v.obj, dict) and v.obj.get(key) == "": return b""  # memory that reads as zeros (trailing zeros dropped)
   s = v.get(key, "str", required=True)
   try: return bytes.fromhex(s.replace(" ", "").replace("\n", ""))
   except ValueError: v.fail(key, "expected hex bytes")
@@ -710,7 +711,17 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
   their code objects, expects from the contents after the last launch."""
   notes: list = []
   ev = m.host
-  shape = lambda e: (e["op"], e.get("queue"), e.get("length")) if e["op"] == "submit" else (e["op"], e["addr"], bool(e.get("init")))
+  qmap = {q.name: q for q in m.queues}
+  def what(e) -> tuple:
+    """A submission's packets, by name, with the program each dispatch runs and each copy's length."""
+    q = qmap[e["queue"]]
+    out, regs = [], {}
+    for p in _decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
+      if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
+      extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
+      out.append((p.name, extra))
+    return tuple(out)
+  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else (e["op"], e["addr"], bool(e.get("init")))
   found = _period([shape(e) for e in ev])
   start, P, K = found if found else (0, len(ev), 1)
   if found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
@@ -718,7 +729,6 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
                          f"buffers start as they were at step {start + 1}")
   if start + K * P < len(ev): notes.append(f"steps {start + K * P + 1}..{len(ev)} after the last repeated launch are not lifted")
   end = start + K * P
-  qmap = {q.name: q for q in m.queues}
   mem_at = sorted(m.steps, key=lambda x: x[2])
   def snap(addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:
     """The bytes [addr, addr + n) as read first at a step in [lo, hi)."""
@@ -785,10 +795,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
     sig = k.get("signature") or []
     bufs = [x for x in sig if x.get("name") is None]
     scal = [x for x in sig if x.get("name") is not None]
-    blocks = []
-    for j, ka in enumerate(kas):
-      st = s["step"] + j * P
-      blocks.append(snap(ka, 8 * len(bufs) + 8 * len(scal), st, st + 1) or snap(ka, 8 * len(bufs), st, st + 1))
+    need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
+    for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
+    blocks = [snap(ka, need, s["step"] + j * P, s["step"] + j * P + 1) for j, ka in enumerate(kas)]
     if any(b is None for b in blocks):
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
       continue
@@ -800,7 +809,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
       off += -off % sz
       vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
       off += sz
-    kinfo[kas[0]] = (prog, ptrs, vals, scal)
+    kinfo[kas[0]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs])
   # ---- names
   def fresh(base: str) -> str:
     name, i = base, 2
@@ -837,13 +846,14 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
     return last
   # ---- kernels: one declaration per (tinygrad name, code), with its code object
   kdecl, kname_of = {}, {}
-  for ka, (prog, ptrs, vals, scal) in kinfo.items():
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     if prog in kname_of: continue
     k = m.kernels.get(prog, {})
     base = k.get("name") or _hexname("k", prog)
     key = (base, k.get("code") or prog)
     if key not in kdecl:
-      modes = [Param("inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
+      bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
+      modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
                                                                    for x in scal]
       impl = None
       if k.get("code") and code_dir is not None:
@@ -854,12 +864,19 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
       kdecl[key] = Kernel(fresh(base), tuple(modes), impl)
     kname_of[prog] = kdecl[key].name
   # ---- the pseudo image the statement lifter reads names from, with per-launch patches
+  ibufs = {}
+  for (kind, key), nm in bufname.items():
+    if kind == "s": ibufs[nm] = (key, static[key]["size"])
+    else: ibufs[nm] = (key[0], rebound[key]["size"])
+  ibufs_size = lambda nm: ibufs[nm][1]
   regions, mem_patches = [], {}
-  for ka, (prog, ptrs, vals, scal) in kinfo.items():
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     args = []
-    for t in ptrs:
+    for t, nb in zip(ptrs, nbytes):
       nm, off = buf_for(t)
-      args.append([nm, off or None, None, bool(off)])
+      size = ibufs_size(nm)
+      hi = off + nb if nb and off + nb < size else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
+      args.append([nm, off or None, hi, bool(off) or hi is not None])
     args += [None] * len(vals)
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
   kparams = {}
@@ -872,17 +889,13 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
     kparams[kd.name] = ps
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
   data = []
-  for ka, (prog, ptrs, vals, scal) in kinfo.items():
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     ps = kparams[kname_of[prog]]
     for i, v in enumerate(vals):
       off = ps[len(ptrs) + i][2]
       fit = vars_.fit(v, _ident(scal[i]["name"]))
       raw = v[0] & M32
       mem_patches.setdefault(ka, []).append(Patch("", ka + off, fit[0] if fit else None, fit[1] if fit else raw))
-  ibufs = {}
-  for (kind, key), nm in bufname.items():
-    if kind == "s": ibufs[nm] = (key, static[key]["size"])
-    else: ibufs[nm] = (key[0], rebound[key]["size"])
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
               [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
   # ---- declarations
@@ -941,7 +954,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
   decls += queues
   if host: decls.append(Host(tuple(host)))
   # expects: each buffer a launch writes, as it was after the last launch
-  written = {buf_for(t)[0] for _, (prog, ptrs, _, _) in kinfo.items() for t in ptrs}
+  written = {buf_for(t)[0] for _, (prog, ptrs, _, _, _) in kinfo.items() for t in ptrs}
   written |= {bufname.get(("s", alloc_of(a)[0] if alloc_of(a) else a)) for s in subs for p in s["packets"]
               if p.name == "COPY_LINEAR" and not p.raw and len({d[p.offset + 5] for d in s["per"]}) == 1
               for a in [p.fields["dst_addr"]]}
