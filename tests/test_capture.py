@@ -130,7 +130,7 @@ def test_capture_cli(tmp_path):
   out = tmp_path / "m.json"
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(out), f"{script}:main"], capture_output=True, text=True)
   assert r.returncode == 0, r.stderr
-  assert r.stderr == f"wrote {out}: 6 submissions on 3 queues, 10 host steps\n"
+  assert r.stderr == f"wrote {out}: 6 submissions on 3 queues, 15 host steps\n"
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "lift", str(out), "-o", str(tmp_path / "m.hcq")], capture_output=True, text=True)
   assert r.returncode == 0, r.stderr
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", str(tmp_path / "m.hcq")], capture_output=True, text=True)
@@ -156,8 +156,8 @@ def test_capture_api_writes_manifest(tmp_path):
   assert len(prog.queues) == 3 and prog.host is not None
 
 def test_capture_without_repeating_launches():
-  """A warm-up submission before the graph's launches: the steps do not repeat, the lift is one launch of everything
-  with the host's steps in order, and it still checks clean."""
+  """A submission after the graph's launches: the steps that repeat are the launches, the rest is left out with a
+  note; with nothing that repeats (one launch) the lift is one launch of every step, and it still checks clean."""
   arena = Arena()
   with Capture() as cap:
     d0, d1 = hcqgraph(arena, launches=2)
@@ -165,7 +165,10 @@ def test_capture_without_repeating_launches():
     AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
     s.wait(0)
   text = format_program(lift_manifest(load_manifest(cap.manifest())))
-  assert "# note: the host's steps do not repeat launch by launch" in text and text.startswith("# hcq: launches=1\n")
+  assert text.startswith("# hcq: launches=2\n") and "after the last repeated launch are not lifted" in text
+  assert [d for d in hcqdsl.check(parse(text, "c.hcq"), 2) if d.severity == "error"] == []
+  with Capture() as cap: hcqgraph(Arena(), launches=1)
+  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  assert "# note: the host's steps do not repeat" in text and text.startswith("# hcq: launches=1\n")
   prog = parse(text, "c.hcq")
-  assert len(prog.queues[0].body) == 2 * 6 + 2
   assert [d for d in hcqdsl.check(prog, 1) if d.severity == "error"] == []

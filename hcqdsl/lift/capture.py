@@ -238,6 +238,17 @@ class Capture:
         self._remember(ptr, min(want, a[0] + a[1] - ptr), step)
 
   # ---- hooks
+  def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
+    """A program the recorder has not seen (made before it started by a path it does not scan, or a stand-in): its
+    name and argument layout from the exec call (tinygrad's CLikeArgsState: buffers, then values)."""
+    try: addr = int(prg.prog_addr)
+    except (AttributeError, TypeError, ValueError): return
+    if addr in self.kernels: return
+    if type(prg).__name__ == "AMDProgram": self._register_program(prg); return
+    sig = [{"name": None} for _ in getattr(args_state, "bufs", ())] + [{"name": f"v{i}", "dtype": "int", "itemsize": 4, "bytes": 4}
+                                                                      for i, _ in enumerate(getattr(args_state, "vals", ()))]
+    self.kernels[addr] = {"name": str(getattr(prg, "name", f"k_{addr:x}")), "lib": b"", "signature": sig, "kernargs": 0, "_prg": prg}
+
   def _step(self, ent: dict) -> None:
     if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
     self.host.append(ent)
@@ -332,6 +343,7 @@ class Capture:
       self._wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
       self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
       self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
+      self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
       self._wrap(HCQSignal, "wait", before=self._on_host_wait)
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]

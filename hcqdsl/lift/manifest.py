@@ -663,8 +663,8 @@ def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Progra
 # ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
 
 def _period(shapes: list) -> Optional[tuple]:
-  """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (the fewest steps
-  per block on a tie), each containing a submission; None when nothing repeats."""
+  """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
+  fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
   n, best = len(shapes), None
   for P in range(1, n // 2 + 1):
     run = 0  # run[i]: how many consecutive j >= i have shapes[j] == shapes[j + P], computed right to left
@@ -674,7 +674,7 @@ def _period(shapes: list) -> Optional[tuple]:
     for i in range(n - 2 * P + 1):
       K = 1 + runs[i] // P
       if K < 2 or not any(s[0] == "submit" for s in shapes[i:i + P]): continue
-      key = (K * P, -P, -i)
+      key = (K * P, -P, i)  # on a tie the latest phase: its last launch is the one the program ended with
       if best is None or key > best[0]: best = (key, (i, P, K))
     del run
   return best[1] if best else None
@@ -830,9 +830,6 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
     for p in s["packets"]: sig_addrs += [a for a in _signal_addrs(p) if a not in mbox]
   sig_addrs += [e["addr"] for e in ev[start:start + P] if e["op"] != "submit"]
   signals: dict = {}
-  for a in dict.fromkeys(sig_addrs):
-    info = m.signals.get(a, {})
-    signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
   def sig_value(a: int) -> int:
     """The signal's value when step `start` ran: the first submission's reading at or after it (if the host does not
     write it first), else the host's last write or reading before it."""
@@ -844,6 +841,11 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
       if e["op"] == "signal" and e["addr"] == a: last = e["value"]
       elif e["op"] == "submit" and a in e.get("signals", {}): last = e["signals"][a]
     return last
+  for a in dict.fromkeys(sig_addrs):
+    info = m.signals.get(a, {})
+    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and f"{info['device']}.timeline" not in signals.values():
+      signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
+    else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
   # ---- kernels: one declaration per (tinygrad name, code), with its code object
   kdecl, kname_of = {}, {}
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
@@ -913,6 +915,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
   for a, n in signals.items():
     info = m.signals.get(a, {})
     v = sig_value(a)
+    if n.endswith(".timeline"): continue
     if v > M32: notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
     decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, v & M32))
   # queue statements: the template's dwords with per-launch patches
