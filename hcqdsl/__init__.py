@@ -9,6 +9,7 @@
     hcqdsl.to_dot(prog)                           # the picture
     hcqdsl.lift_file("dump.json")                 # a Program from an image or a raw dump manifest (docs/lift.md)
     with hcqdsl.capture("run.json"): ...          # record what tinygrad submits to AMD queues, as a manifest
+    with hcqdsl.sanitize() as s: ...              # ... and check it: s.findings, s.report() (docs/sanitize.md)
 """
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
@@ -22,7 +23,8 @@ __version__ = "0.1.0"
 _LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "amd.disasm",
          "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
          "lift_image": "lift.manifest", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
-         "lift_file": "lift.manifest", "Capture": "lift.capture"}
+         "lift_file": "lift.manifest", "Capture": "lift.capture",
+         "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}
 _MODULES = {"emit": "tinygrad.emit", "capture": "lift.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
 
 def __getattr__(name: str):

@@ -38,7 +38,7 @@ def user_frames(skip: tuple = ()) -> list:
   out = []
   for f in traceback.extract_stack()[:-1]:
     p = str(pathlib.Path(f.filename).resolve()) if not f.filename.startswith("<") else f.filename
-    if p.startswith(_OWN + skip) or p.startswith("<frozen") or "/lib/python3" in p and "site-packages" not in p: continue
+    if p.startswith(_OWN + skip) or p.startswith("<") or ("/lib/python3" in p and "site-packages" not in p): continue
     out.append((f.filename, f.lineno, f.name, (f.line or "").strip()))
   return out
 
@@ -117,7 +117,8 @@ class Capture:
         name, _, dt, shape = s
         n = 1
         for x in shape: n *= int(x) if isinstance(x, int) else 1
-        sig.append({"name": name, "dtype": dt.name, "itemsize": dt.itemsize, "bytes": n * dt.itemsize, "fmt": dt.fmt})
+        sig.append({"name": name, "dtype": dt.name, "itemsize": dt.itemsize, "bytes": n * dt.itemsize, "fmt": dt.fmt,
+                    "shape": [int(x) if isinstance(x, int) else str(x) for x in shape]})
       except Exception: sig.append({"name": None})
     self.kernels[addr] = {"name": str(prg.name), "lib": bytes(getattr(prg, "lib", b"") or b""), "signature": sig,
                           "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
@@ -423,7 +424,8 @@ class Capture:
       names.setdefault(key, _ident(k["name"]) if not any(n == _ident(k["name"]) for n in names.values())
                        else f"{_ident(k['name'])}_{1 + sum(n.startswith(_ident(k['name'])) for n in names.values())}")
       ent = {"prog_addr": hx(a), "name": names[key], "tinygrad_name": k["name"],
-             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {})}
+             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
+                         **({"shape": s["shape"]} if "shape" in s else {})}
                         for s in k["signature"]]}
       if self.contents and k["lib"]: ent["code"] = k["lib"].hex()
       kernels.append(ent)

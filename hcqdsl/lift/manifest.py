@@ -416,13 +416,13 @@ def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tu
 
 def _hexname(prefix: str, a: int) -> str: return f"{prefix}_{a:x}"
 
-def lift_manifest(m: Manifest, code_dir=None, program_dir=None) -> Program:
+def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
   """A program from a raw dump. With read pointers: the work still to do at the dump (signals start at the snapshot;
   what ran already is listed as comments; check with launches=1). With host steps (a capture): the launches, with a var
   `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1."""
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
-  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir)
+  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace)
   notes: list = []
   # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
@@ -702,7 +702,7 @@ class _Vars:
       self.used.add(name); self.lists[key] = name
     return (self.lists[key], 0)
 
-def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
+def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
   """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
   steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
   state: signal values and buffer contents as they were when the first repeated step ran —, per-launch values as
@@ -967,6 +967,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None) -> Program:
     if after is None: continue
     d = _init_data(after, static[key]["size"]) or Data("u8", (0,))
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
+  if trace is not None:  # for sanitize: which capture step each lifted queue came from
+    trace.update(start=start, period=P, launches=K, queues={x["name"]: x["step"] for x in subs},
+                steps=list(range(start, start + P)))
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return _program(decls, m.file, header)
