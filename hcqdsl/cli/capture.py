@@ -6,6 +6,7 @@ from ..lift.capture import Capture
 NO_DEVICE = ("no AMD queue was submitted to: run the script on tinygrad's AMD runtime — an AMD GPU, or tinygrad's mock "
              "GPU with DEV=MOCKKFD+AMD and a tinygrad checkout on PYTHONPATH (docs/lift.md)")
 OWN = str(pathlib.Path(__file__).resolve().parents[1])
+PASS_THROUGH = {"wrapped", "init", "fset", "get_runtime"}  # the recorder's wrappers: they call tinygrad's own method
 
 def add_args(p) -> None:
   p.add_argument("script", help="SCRIPT.py (run as __main__) or SCRIPT.py:FN (import it, then call FN())")
@@ -31,9 +32,11 @@ def run_script(script: pathlib.Path, fn: str, args: list, recorder) -> tuple:
   except SystemExit as e: return (0 if e.code in (None, 0) else 1), None
   except Exception as e:
     tb = traceback.extract_tb(e.__traceback__)
-    if tb and str(pathlib.Path(tb[-1].filename).resolve()).startswith(OWN):
-      f = tb[-1]
-      return 3, f"hcqdsl: internal error (not in {script}): {type(e).__name__}: {e} at {pathlib.Path(f.filename).name}:{f.lineno}"
+    for f in reversed(tb):  # the innermost frame that is the script's or hcqdsl's own (not a recording wrapper's)
+      p = pathlib.Path(f.filename).resolve()
+      if p == script.resolve(): break
+      if str(p).startswith(OWN) and f.name not in PASS_THROUGH and not p.name == "__main__.py" and p.parent.name != "cli":
+        return 3, f"hcqdsl: internal error (not in {script}): {type(e).__name__}: {e} at {p.parent.name}/{p.name}:{f.lineno}"
     frames = [f for f in tb if pathlib.Path(f.filename).resolve() == script.resolve()]
     at = f"{script}:{frames[-1].lineno}: " if frames else f"{script}: "
     return 1, f"hcqdsl: error: {at}{type(e).__name__}: {e}"
