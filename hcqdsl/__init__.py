@@ -11,13 +11,13 @@
     with hcqdsl.capture("run.json"): ...          # record what tinygrad submits to AMD queues, as a manifest
     with hcqdsl.sanitize() as s: ...              # ... and check it: s.findings, s.report() (docs/sanitize.md)
 """
+__version__ = "0.1.0"   # the one place (pyproject.toml reads it; `--version` and SARIF print it)
+
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
 from .diagnostics import Diagnostic, Related, HcqError, render_text, render_json, render_sarif
 from .lang.format import format_program as format
 from .check import parse, parse_file, parse_with_diagnostics, check, check_text
-
-__version__ = "0.1.0"
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
 _LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "amd.disasm",

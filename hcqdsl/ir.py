@@ -11,9 +11,17 @@ import attrs
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN",
            "resolve", "resolve_var_args"]
 
-U32_MAX = 2**32 - 1
+U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
+# The address space a program's memories share (every target has 48-bit GPU virtual addresses): device i's memory is
+# window i + 1 of DEVICE_WINDOW bytes (window 0 holds system memory); the buffers of one memory, each aligned to
+# BUFFER_ALIGN, fit in MEMORY_WINDOW (the rest of the window holds rings, signals, code, kernargs and command buffers)
+DEVICE_WINDOW = 1 << 44
+MAX_DEVICES = (1 << 48) // DEVICE_WINDOW - 1
+MEMORY_WINDOW = DEVICE_WINDOW // 4   # 4 TiB
+BUFFER_ALIGN = 0x1000
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),

@@ -139,7 +139,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
   path, docs/run.md), not the commands on the ring."""
   from ..amd.compile import compile_program
-  from .emulator import Emulator, Fault
+  from .emulator import Emulator, MemoryMap, Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
@@ -147,19 +147,8 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
-  emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
+  emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
-  emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
-  emu.buffers = sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")
-  for r in img.regions:
-    if r.kind == "kernargs":
-      ranges = []
-      for arg in r.meta.get("args", []):
-        if arg is None: ranges.append(None); continue  # a scalar
-        b, lo, hi, _ = arg
-        a, n = img.buffers[b]
-        ranges.append((a + (lo or 0), a + (n if hi is None else hi)))
-      emu.kernarg_ranges[r.addr] = ranges
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
@@ -175,7 +164,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         else: fn = make_kernel(kdecl[k["name"]], worker=worker)
         emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
     except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
-    if emu.fault is None: emu.run(sub.host(launches))
+    if emu.fault is None: emu.run(sub.host(launches), locator=sub)
   finally:
     if worker is not None: worker.close()
   def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch
