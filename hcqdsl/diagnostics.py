@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
            "split_lines", "printable", "summary", "did_you_mean"]
 
 # code -> one-line meaning (the spec's stable codes, plus warnings of the checker)
@@ -34,6 +34,17 @@ class Related:
   span: Optional[Span] = None
 
 @attrs.frozen
+class Edit:
+  """A concrete fix: insert `stmts` (IR statements) into the block of queue `block` (or "host") before its statement
+  number `index` (0-based; the block's length: at its end), or replace that statement with them (`replace`). `text`
+  says it in words, with the line where the edit goes."""
+  block: str
+  index: int
+  stmts: tuple
+  text: str
+  replace: bool = False
+
+@attrs.frozen
 class Diagnostic:
   code: str
   message: str
@@ -42,6 +53,15 @@ class Diagnostic:
   related: tuple = ()      # of Related, printed indented under the diagnostic
   notes: tuple = ()        # of str, free text printed after the related locations
   extra: dict = attrs.field(factory=dict, eq=False)  # launch, queue, buffer, range, ... (JSON only)
+  fix: Optional[Edit] = attrs.field(default=None, eq=False)    # the edit the notes suggest, when it is one
+  cause: Optional[tuple] = attrs.field(default=None, eq=False)  # the root cause's key() when this follows from it
+
+  def key(self) -> tuple:
+    """(code, file, line, column): how a consequence names its cause."""
+    s = self.span
+    return (self.code, s.file if s else None, s.line if s else None, s.column if s else None)
+
+  def __str__(self) -> str: return render_text([self]).rstrip("\n")
 
   def to_json(self) -> dict:
     s = self.span
@@ -51,6 +71,7 @@ class Diagnostic:
            "related": [{"message": r.message, **({"file": r.span.file, "line": r.span.line, "column": r.span.column}
                                                   if r.span else {})} for r in self.related],
            "notes": list(self.notes)}
+    if self.cause is not None: out["cause"] = dict(zip(("code", "file", "line", "column"), self.cause))
     out.update(self.extra)
     return out
 
@@ -73,12 +94,13 @@ class LazyDiagnostic(Diagnostic):
   It is equal to, hashes like and prints as the Diagnostic with the built fields; `attrs.evolve` and pickling give
   that Diagnostic."""
   __slots__ = ("_args",)
-  notes = ()
+  notes, fix, cause = (), None, None
   message, related, extra = _lazy_field("message"), _lazy_field("related"), _lazy_field("extra")
 
   def __new__(cls, *args, **kw): return Diagnostic(*args, **kw)  # what attrs.evolve calls
   def __reduce__(self):
-    return Diagnostic, (self.code, self.message, self.span, self.severity, self.related, self.notes, self.extra)
+    return Diagnostic, (self.code, self.message, self.span, self.severity, self.related, self.notes, self.extra, self.fix,
+                        self.cause)
 
   @classmethod
   def many(cls, spans: list, build, args: list) -> list:
@@ -108,7 +130,7 @@ class HcqError(Exception):
     self.sources = sources or {}
     super().__init__(render_text(self.diagnostics, self.sources))
 
-_CODE, _SEV = attrgetter("code"), attrgetter("severity")
+_CODE, _SEV, _CAUSE = attrgetter("code"), attrgetter("severity"), attrgetter("cause")
 
 def has_errors(diags: Sequence[Diagnostic]) -> bool: return "error" in map(_SEV, diags)
 
@@ -139,7 +161,15 @@ def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
   line, cols = printable(raw)
   if cols is not None:  # an escaped character is as wide as its escape; a span past the end keeps its width
     start, end = cols[start], cols[min(end, len(raw))] + max(0, end - len(raw))
+  if len(line) > _WIDTH:  # a long line (a data list, a binary file): the part around the span, cut with `...`
+    lo = max(0, min(start - _WIDTH // 3, len(line) - _WIDTH))
+    hi = min(len(line), lo + _WIDTH)
+    line = ("..." if lo else "") + line[lo:hi] + ("..." if hi < len(line) else "")
+    shift = lo - (3 if lo else 0)
+    start, end = start - shift, min(end, hi) - shift
   return [f"    {line}", f"    {' ' * start}^{'~' * (max(1, end - start) - 1)}"]
+
+_WIDTH = 120   # characters of a source line an excerpt shows at most
 
 def _head_lines(text: str, n: int) -> list[str]:
   """`split_lines(text)` as far as line n (then the rest of the text in one piece)."""
@@ -154,7 +184,15 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
   `... and N more CODE warnings` line per code; errors are always printed in full."""
   sources = sources or {}
   out: list[str] = []
-  shown, hidden = _capped(list(diags), max_per_code) if max_per_code > 0 else (diags, {})
+  diags = list(diags)
+  under: dict = {}   # a root cause's key -> its consequences, printed compactly under it (roots first)
+  if any(map(_CAUSE, diags)):
+    for d in diags:
+      if d.cause is not None: under.setdefault(d.cause, []).append(d)
+  if under:
+    roots = {d.key() for d in diags if d.key() in under}
+    diags = [d for d in diags if d.key() in roots and d.cause is None] + [d for d in diags if d.cause is None and d.key() not in roots]
+  shown, hidden = _capped(diags, max_per_code) if max_per_code > 0 else (diags, {})
   # a source is split only as far as the last line shown (the first twenty warnings of a million-line program)
   last: dict = {}
   for d in shown:
@@ -164,8 +202,12 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
     where = f"{d.span}: " if d.span else ""
     out.append(f"{where}{d.severity}[{d.code}]: {d.message}")
     if d.span: out += _excerpt(d.span, lines.get(d.span.file))
+    if "root_cause" in d.extra: out += [f"  root cause: {d.extra['root_cause']}", f"  fix: {d.extra['fix']}"]
     for r in d.related: out.append(f"  {r.span}: {r.message}" if r.span else f"  {r.message}")
     for n in d.notes: out.append(f"  note: {n}")
+    if d.cause is None and (cs := under.get(d.key())):
+      out.append(f"  {_plural(len(cs), 'consequence')} of this cause:")
+      out += [f"    {c.span}: {c.severity}[{c.code}]: {c.message}" if c.span else f"    {c.severity}[{c.code}]: {c.message}" for c in cs]
   for (code, sev), n in hidden.items():
     out.append(f"... and {n:,} more {code} {sev if n == 1 else sev + 's'} (--max-diagnostics 0 shows all)")
   return "\n".join(out) + ("\n" if out else "")
@@ -228,6 +270,7 @@ def render_sarif(diags: Sequence[Diagnostic], tool_version: str = "0.1.0") -> st
          "locations": [loc(d.span)] if d.span else []}
     rel = [loc(x.span, x.message) for x in d.related if x.span]
     if rel: r["relatedLocations"] = [dict(x, id=i) for i, x in enumerate(rel)]
+    if d.cause is not None: r["properties"] = {"cause": dict(zip(("code", "file", "line", "column"), d.cause))}
     results.append(r)
   rules = [{"id": c, "shortDescription": {"text": t}} for c, t in CODES.items()]
   head = json.dumps({"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",

@@ -311,7 +311,7 @@ def test_cli_errors(tmp_path):
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'raw.hex'}: neither an image (.hcqimg) nor a manifest (JSON); "
                                          "raw dwords need a manifest (docs/lift.md)\n")
   r = _cli("lift", tmp_path / "none.json")
-  assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'none.json'}: No such file or directory\n")
+  assert (r.returncode, r.stderr) == (2, f"hcqdsl: error: {tmp_path / 'none.json'}: no such file\n")   # as every command
   img = compile_program(parse(HANG, "h.hcq")).to_bytes()
   (tmp_path / "t.hcqimg").write_bytes(img[:40])
   r = _cli("lift", tmp_path / "t.hcqimg")

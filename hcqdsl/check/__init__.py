@@ -9,7 +9,8 @@ from ..diagnostics import Diagnostic, HcqError
 from ..lang.parse import parse_syntax
 from .static import check_static, StaticCheck, check_launches
 
-__all__ = ["parse", "parse_file", "parse_with_diagnostics", "check", "check_text", "check_source", "check_static", "StaticCheck"]
+__all__ = ["parse", "parse_file", "parse_with_diagnostics", "check", "check_text", "check_source", "check_static", "StaticCheck",
+           "unknown_var"]
 
 _SPAN = attrgetter("span")
 
@@ -44,17 +45,46 @@ def parse_file(path) -> Program:
 
 # ---- the analyses
 
+def unknown_var(program: Program, var_values) -> Optional[str]:
+  """Why `var_values` does not fit `program` (a name that is no var or D.epoch of it), or None."""
+  from ..diagnostics import did_you_mean
+  known = program.vars
+  for name in var_values or ():
+    if name not in known:
+      return (f"`{name}` is not a var of {program.file}{did_you_mean(name, known)} (vars: {', '.join(known) or 'none'})")
+  return None
+
 def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True,
-          max_states: Optional[int] = None) -> list[Diagnostic]:
+          max_states: Optional[int] = None, causes: bool = True) -> list[Diagnostic]:
   """Every diagnostic for `program` over `launches` consecutive launches. When `syntax` or `name` errors are present
-  only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses."""
+  only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses.
+  With `causes`, errors that follow from one cause name it in their `cause` (check/causes.py). Raises ValueError
+  when `var_values` names something that is not a var of the program."""
+  if (why := unknown_var(program, var_values)) is not None: raise ValueError(f"var_values: {why}")
   diags = check_static(program) if static else []
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
     return _sorted([d for d in diags if d.code in ("syntax", "name")])
   if short := check_launches(program, launches, var_values or ()): return _sorted(diags + short)
   from .analyze import analyze, MAX_STATES
-  return _sorted(diags + analyze(program, launches=launches, var_values=var_values,
-                                 max_states=MAX_STATES if max_states is None else max_states))
+  states = MAX_STATES if max_states is None else max_states
+  found = _consistent(_sorted(diags + analyze(program, launches=launches, var_values=var_values, max_states=states)))
+  if not causes: return found
+  from .causes import RootCauses
+  return RootCauses().run(program, found, lambda p: check(p, launches, var_values, static, states, causes=False))
+
+# a warning that an error at the same statement contradicts: a wait that never finishes, or that no 32-bit value
+# can satisfy, is not "already satisfied"
+_CONTRADICTED = {"redundant-wait": ("deadlock", "overflow")}
+
+def _consistent(diags: list[Diagnostic]) -> list[Diagnostic]:
+  """Without the warnings an error at the same statement contradicts (the error's span is the statement's or inside it)."""
+  errs = [d for d in diags if d.severity == "error" and d.span is not None and d.code in ("deadlock", "overflow")]
+  if not errs: return diags
+  at: dict = {}
+  for e in errs: at.setdefault((e.span.file, e.span.line), []).append(e)
+  def inside(a, b): return (b.line, b.column) <= (a.line, a.column) and (a.end_line, a.end_column) <= (b.end_line, b.end_column)
+  return [d for d in diags if not (d.code in _CONTRADICTED and d.span is not None and
+                                   any(e.code in _CONTRADICTED[d.code] and inside(e.span, d.span) for e in at.get((d.span.file, d.span.line), ())))]
 
 def check_source(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,
                  pre=None, max_states: Optional[int] = None) -> tuple[Optional[Program], list[Diagnostic]]:

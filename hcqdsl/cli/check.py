@@ -43,7 +43,9 @@ def _check(a) -> int:
     prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states)
     diags += d
     a.kept.append((prog, d))
-    queues = queues + len(prog.queues) if prog is not None and queues is not None else None
+    # the summary's "over N launches, Q queues" only when the analyses ran (no syntax or name errors stopped them)
+    ran = prog is not None and not any(x.code in ("syntax", "name") and x.severity == "error" for x in d)
+    queues = queues + len(prog.queues) if ran and queues is not None else None
   if a.format == "json": print(render_json(diags))
   elif a.format == "sarif": print(render_sarif(diags))
   else:

@@ -54,11 +54,12 @@ def run(a) -> int:
     if prog is None or has_errors(diags):
       sys.stdout.write(render_text(diags, {a.file: text})); return 1
     check_vars(var_values, prog, a.file)
-    if not a.no_check: warn_check_errors(prog, a.file, a.launches, var_values)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
-  except HcqError as e:
+  except HcqError as e:   # the run did not start (a memory plan too big, ...): that error alone, no advice about check
     sys.stdout.write(render_text(e.diagnostics, {a.file: text})); return 1
+  sys.stdout.flush()
+  if not a.no_check: warn_check_errors(prog, a.file, a.launches, var_values)
   res = results[0]
   if a.trace and res.trace is not None:
     try: pathlib.Path(a.trace).write_text(json.dumps(res.trace))
@@ -69,7 +70,7 @@ def run(a) -> int:
     bad = [r for r in results if not r.ok]
     for r in bad[:3]: print(r.summary())
     print(f"{a.file}: {len(results)} schedules, {len(results) - len(bad)} ok, {len(bad)} failed; "
-          f"{res.time_us:.1f} us emulated (seed 0)")
+          f"{res.time_us:.1f} us emulated in seed 0 (each schedule takes its own time)")
     races = compare(results)
     for r in races: print(str(r))
     if races or bad: rc = 1

@@ -57,8 +57,9 @@ class RunResult:
   def buffer(self, name: str, dtype: str = "u8") -> np.ndarray:
     return np.frombuffer(self.memory[name], np.dtype(DTYPES[dtype][0]).newbyteorder("<"))
   def summary(self) -> str:
-    seed = f", seed {self.seed}" if self.seed is not None else ""
-    out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}{seed}, {self.time_us:.1f} us emulated"]
+    # the time is this one schedule's: another interleaving (another seed) takes another time
+    sched = f"seed {self.seed}" if self.seed is not None else "the time-ordered schedule"
+    out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}, {self.time_us:.1f} us emulated in {sched}"]
     blocked = {b.queue: b for b in self.hang.blocked} if self.hang is not None else {}
     for q in self.queues.values():
       top = ", ".join(f"{k} {v}" for k, v in sorted(q.by_name.items(), key=lambda kv: -kv[1]))
@@ -143,6 +144,8 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
+  from ..check import unknown_var
+  if (why := unknown_var(prog, var_values)) is not None: raise ValueError(f"var_values: {why}")
   from ..check.static import check_launches
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)

@@ -689,6 +689,7 @@ class Emulator(Device):
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
+    self.gate = None   # a replay's ordering (runtime/replay.py): holds an engine before a statement; runs traced
 
   def codec(self, kind: str, arch: str) -> _Codec:
     if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
@@ -762,8 +763,10 @@ class Emulator(Device):
     launch, st = e.locate(rptr)
     self.events.append((e.name, e.device, launch, st[0] if st else None, st[6] if st else p.name, t0, t1, p.name,
                         st[2] if st else None))
+    if self.gate is not None: self.gate.executed(e, launch, st[2] if st else None)
   def trace_host(self, h: HostActor, t0: float, t1: float, what: str, line, launch):
     self.events.append(("host", None, launch, h.steps, what, t0, t1, "host", line))
+    if self.gate is not None: self.gate.executed(h, launch, line)
 
   # ---- the scheduler
   def run(self, host) -> None:
@@ -772,15 +775,19 @@ class Emulator(Device):
     random ready actor runs one step. Sets self.fault / self.hang."""
     H = self.host_actor = HostActor(self, host)
     actors = [H, *self.engines]
-    n, rr, steps, rng = len(actors), 0, 0, self.rng
+    n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
     mem = self.mem
     while True:
       w = mem.writes
       cands = [a for a in actors if a.busy() and a.blocked_at != w]
+      if gate is not None and cands: cands = gate.admit(self, cands)   # (one packet at a time, below)
       if not cands:
         if H.done and not any(e.busy() for e in self.engines): return
         self.hang = self.hang_report(); return
-      if rng is not None:
+      if gate is not None:
+        a = min(cands, key=lambda x: (x.clock, (x.index - rr) % n))
+        budget, limit = 1, None
+      elif rng is not None:
         a = cands[rng.randrange(len(cands))]
         budget, limit = 1, None
       else:
