@@ -15,6 +15,8 @@ def add_args(p) -> None:
                  help="text (default: capped per code, then a summary line), or every diagnostic as JSON or SARIF 2.1.0")
   p.add_argument("--max-diagnostics", type=int, default=MAX_PER_CODE, metavar="N",
                  help=f"text: print the first N warnings of each code in full, then count the rest (default {MAX_PER_CODE}; 0 shows all)")
+  p.add_argument("--witness", metavar="W.json",
+                 help="write, for each race and deadlock, the interleaving that exhibits it (`hcqdsl run FILE --replay W.json` runs it)")
   from ..check.analyze import MAX_STATES
   p.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
                  help=f"skeleton states to explore outside the happens-before fragment before the verdict is "
@@ -34,6 +36,7 @@ def _check(a) -> int:
   if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   if a.max_states < 1: raise UsageError("--max-states must be at least 1")
+  if a.witness and len(a.files) != 1: raise UsageError("--witness takes one program (a witness file is for one program)")
   diags: list[Diagnostic] = []
   sources, queues, launches = {}, 0, set()
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
@@ -46,6 +49,15 @@ def _check(a) -> int:
     # the summary's "over N launches, Q queues" only when the analyses ran (no syntax or name errors stopped them)
     ran = prog is not None and not any(x.code in ("syntax", "name") and x.severity == "error" for x in d)
     queues = queues + len(prog.queues) if ran and queues is not None else None
+  if a.witness:
+    import json
+    from ..check.witness import witnesses
+    prog = a.kept[0][0]
+    w = witnesses(prog, diags, max(launches), var_values) if prog is not None else {"format": "hcqdsl-witness", "version": 1, "witnesses": []}
+    try: open(a.witness, "w").write(json.dumps(w, indent=1) + "\n")
+    except OSError as e: raise UsageError(f"{a.witness}: {e.strerror or e}")
+    sys.stderr.write(f"wrote {a.witness}: {len(w['witnesses'])} witness{'es' * (len(w['witnesses']) != 1)} "
+                     f"(replay with `hcqdsl run {a.files[0]} --replay {a.witness}`)\n")
   if a.format == "json": print(render_json(diags))
   elif a.format == "sarif": print(render_sarif(diags))
   else:

@@ -9,7 +9,7 @@ import numpy as np
 from ..ir import Program, DTYPES
 from ..diagnostics import HcqError
 
-__all__ = ["run", "run_schedules", "RunResult", "QueueStats", "ExpectResult", "Race"]
+__all__ = ["run", "run_schedules", "replay", "RunResult", "QueueStats", "ExpectResult", "Race"]
 
 @attrs.define
 class QueueStats:
@@ -131,14 +131,15 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
         kernels: str = "auto", indirect: bool = False, max_memory: Optional[int] = None,
-        kernel_timeout: Optional[float] = 10.0) -> RunResult:
+        kernel_timeout: Optional[float] = 10.0, gate=None) -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
   device that is not gfx11) and the C/builtin implementation of the others; "c" runs the C/builtin implementations
   only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest. `indirect`: submit each
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
-  path, docs/run.md), not the commands on the ring."""
+  path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
+  API)."""
   from ..amd.compile import compile_program
   from .emulator import Emulator, Fault
   from .submit import Submitter
@@ -150,9 +151,10 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
-  emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
+  emu = Emulator(seed=seed, trace=trace or gate is not None, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
   emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
+  if gate is not None: gate.bind(img, emu); emu.gate = gate
   emu.buffers = sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")
   for r in img.regions:
     if r.kind == "kernargs":
@@ -242,3 +244,8 @@ def compare(results: list, max_offsets: int = 8) -> list:
         if key not in seen.values(): seen[r.seed] = key
       races.append(Race(name, offs, seen))
   return races
+
+def replay(program: Union[Program, str], witness, filename: str = "<input>", **kw) -> list:
+  """`check`'s witnesses (a dict or a `check --witness` file) run on the emulator: see runtime/replays.py."""
+  from .replays import replay as replay_witnesses
+  return replay_witnesses(program, witness, filename, **kw)

@@ -689,7 +689,7 @@ class Emulator(Device):
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
-    self.gate = None   # a replay's ordering (runtime/replay.py): holds an engine before a statement; runs traced
+    self.gate = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
 
   def codec(self, kind: str, arch: str) -> _Codec:
     if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
