@@ -8,7 +8,8 @@ from .util import UsageError, read_source, launches_of, parse_vars, check_vars, 
 MAX_PER_CODE = 20  # warnings of one code printed in full (text)
 
 def add_args(p) -> None:
-  p.add_argument("files", nargs="+", help=".hcq programs to check")
+  p.add_argument("files", nargs="*", help=".hcq programs to check")
+  p.add_argument("--explain", metavar="CODE", help="what a diagnostic code means, an example, and how to fix it")
   p.add_argument("--launches", type=int, help="consecutive launches to analyse (default: the file's `# hcq: launches=N`, else 2)")
   add_var_arg(p)
   p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
@@ -32,6 +33,12 @@ def run(a) -> int:
 
 def _check(a) -> int:
   from ..check import check_source
+  if a.explain is not None:
+    from ..diagnostics import RULES, explain, did_you_mean
+    if a.explain not in RULES:
+      raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, RULES)} (codes: {', '.join(RULES)})")
+    sys.stdout.write(explain(a.explain)); return 0
+  if not a.files: raise UsageError("check takes one or more .hcq programs (or --explain CODE)")
   var_values = parse_vars(a.var)
   if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
