@@ -106,3 +106,11 @@ def test_long_lines_are_cut_around_the_caret():
   out = render_text([Diagnostic("syntax", "x", Span("f", 1, 300, 1, 305))], {"f": line}).split("\n")
   assert len(out[1]) <= 4 + 126 and out[1].startswith("    ...") and out[1].endswith("...")
   assert out[2].index("^") == out[1].index("hello") and out[2].count("~") == 4
+
+def test_docs_do_not_call_sdma_indirect_unsupported():
+  from hcqdsl.runtime import run
+  text = open("docs/run.md").read()
+  assert "SDMA INDIRECT, COPY_DATA and register-space POLL_REGMEM fault as unsupported" not in text
+  assert "SDMA INDIRECT runs: `--indirect` submits copy" in text
+  r = run(open("programs/run_copy_chain.hcq").read(), launches=2, indirect=True)   # copy queues through SDMA INDIRECT
+  assert r.ok and any(q.engine == "copy" and q.by_name.get("INDIRECT") for q in r.queues.values()), r.summary()

@@ -20,7 +20,7 @@ from ..amd import pm4, sdma
 from ..amd.packet import Packet, M32
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
 from .device import Device, Ring, Memory, DeviceFault
-from .kernels import KernelError
+from .kernels import KernelError, KernelFault
 
 __all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace", "CopyFree"]
 
@@ -622,9 +622,19 @@ class Engine:
     try:
       if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
       else: fn.run(views)
+    except KernelFault as e: raise DeviceFault(f"kernel `{fn.name}`: {self.fault_text(e)}") from None
     except KernelError as e: raise DeviceFault(f"kernel `{fn.name}`: {e}") from None
     mem.writes += 1
     self.cost += nbytes / KERNEL_BYTES_PER_US + fn.extra_us
+
+  def fault_text(self, e) -> str:
+    """A C kernel's memory fault in words: the buffer and the offset it touched (its guard pages catch the first byte
+    past either end), else the address."""
+    got = self.m.mem.host_region(e.addr)
+    if got is None: return f"crashed ({e.signame}: an access to host address {e.addr:#x}, in no buffer)"
+    r, off = got
+    where = "past its end" if off >= r.size else "before its start" if off < 0 else "inside it"
+    return f"out-of-bounds access ({e.signame}): buffer `{r.name}` at offset {off}, {where} (`{r.name}` is {r.size} bytes)"
 
 class HostActor:
   name, device, index = "host", None, 0
