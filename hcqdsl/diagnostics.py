@@ -372,8 +372,9 @@ def render_json(diags: Sequence[Diagnostic]) -> str:
   """`{"diagnostics": [...]}`, one diagnostic a line."""
   return '{"diagnostics": ' + _lines(list(map(Diagnostic.to_json, diags)), "") + "}"
 
-def render_sarif(diags: Sequence[Diagnostic], tool_version: str = "0.1.0") -> str:
-  """SARIF 2.1.0, as GitHub code scanning loads it."""
+def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None) -> str:
+  """SARIF 2.1.0, as GitHub code scanning loads it; `tool_version` defaults to hcqdsl's."""
+  if tool_version is None: from . import __version__ as tool_version
   def loc(span: Span, message: Optional[str] = None):
     l = {"physicalLocation": {"artifactLocation": {"uri": span.file},
                               "region": {"startLine": max(span.line, 1), "startColumn": max(span.column, 1),

@@ -11,9 +11,17 @@ import attrs
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN",
            "resolve", "resolve_var_args"]
 
-U32_MAX = 2**32 - 1
+U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
+# The address space a program's memories share (every target has 48-bit GPU virtual addresses): device i's memory is
+# window i + 1 of DEVICE_WINDOW bytes (window 0 holds system memory); the buffers of one memory, each aligned to
+# BUFFER_ALIGN, fit in MEMORY_WINDOW (the rest of the window holds rings, signals, code, kernargs and command buffers)
+DEVICE_WINDOW = 1 << 44
+MAX_DEVICES = (1 << 48) // DEVICE_WINDOW - 1
+MEMORY_WINDOW = DEVICE_WINDOW // 4   # 4 TiB
+BUFFER_ALIGN = 0x1000
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
@@ -79,15 +87,22 @@ class Slice:
 
 @attrs.frozen
 class Data:
-  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes."""
+  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes. Data read from a
+  data file (`f32 from "m.safetensors" ["w"]`) has `source` = (file as written, tensor name) and its values are a
+  read-only numpy array mapped from the file."""
   dtype: str
   values: tuple
   span: Optional[Span] = _meta()
+  source: Optional[tuple] = _meta()
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
-    return isinstance(other, Data) and self.dtype == other.dtype and len(self.values) == len(other.values) and \
-      all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+    if not isinstance(other, Data) or self.dtype != other.dtype or len(self.values) != len(other.values): return False
+    if self.source is not None and self.source == other.source: return True
+    if isinstance(self.values, tuple) and isinstance(other.values, tuple):
+      return all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+    import numpy as np
+    return bool(np.array_equal(np.asarray(self.values), np.asarray(other.values), equal_nan=self.dtype[0] == "f"))
   def __hash__(self): return hash((self.dtype, len(self.values)))
 
 @attrs.frozen
@@ -221,7 +236,9 @@ class Host(Node):
 class Expect(Node):
   target: Slice
   data: Data
-  approx: bool = False  # `~=`: floats compared with numpy.allclose defaults
+  approx: bool = False  # `~=`: floats compared with numpy.allclose (its defaults, or rtol/atol)
+  rtol: Optional[float] = None  # `~= ... rtol 1e-4 atol 1e-6`: numpy.allclose's rtol and atol
+  atol: Optional[float] = None
 
 Decl = (Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect)
 

@@ -1,11 +1,10 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
-(`overflow`), and statements in the wrong kind of block (`syntax`). On the syntax layer: `parse` runs them, `check`
-re-exports them."""
+(`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines)
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines,
+                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
-from ..amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
 from itertools import islice
 import attrs
 

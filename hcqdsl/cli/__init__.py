@@ -1,4 +1,4 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
 run), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback)."""
 from __future__ import annotations
 import argparse, importlib, os, sys
@@ -18,6 +18,7 @@ COMMANDS = {
   "emit": "emit .hcq from a tinygrad schedule",
   "lift": "lift an image or a raw dump (manifest) to a checkable .hcq program",
   "capture": "run a tinygrad script and record what it submits as a manifest",
+  "sanitize": "run a tinygrad script and report the races and deadlocks of what it submits",
   "graph": "draw a program's queues and signals (DOT/SVG)",
 }
 

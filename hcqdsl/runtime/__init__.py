@@ -102,10 +102,11 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
   n = min(len(want), len(data) // dt.itemsize)
   got = np.frombuffer(data[:n * dt.itemsize], dt)
   if n < len(want): return ExpectResult(e["line"], e["buffer"], False, f"`{e['buffer']}` holds {n} elements, expected {len(want)}")
-  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True))
+  tol = {k: e[k] for k in ("rtol", "atol") if k in e}   # `~= ... rtol R atol A`, else numpy's defaults
+  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True, **tol))
   else: ok = got.tobytes() == want.tobytes()
   if ok: return ExpectResult(e["line"], e["buffer"], True, f"`{e['buffer']}` ok")
-  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True) if e["approx"] else got != want)
+  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True, **tol) if e["approx"] else got != want)
   if not len(bad): bad = np.arange(min(n, 1))  # -0.0 vs 0.0 and NaN payloads differ only in bytes
   i = int(bad[0])
   return ExpectResult(e["line"], e["buffer"], False,
@@ -141,7 +142,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
   API)."""
   from ..amd.compile import compile_program
-  from .emulator import Emulator, Fault
+  from .emulator import Emulator, MemoryMap, Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
@@ -151,20 +152,9 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
-  emu = Emulator(seed=seed, trace=trace or gate is not None, max_steps=max_steps)
+  emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
-  emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
   if gate is not None: gate.bind(img, emu); emu.gate = gate
-  emu.buffers = sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")
-  for r in img.regions:
-    if r.kind == "kernargs":
-      ranges = []
-      for arg in r.meta.get("args", []):
-        if arg is None: ranges.append(None); continue  # a scalar
-        b, lo, hi, _ = arg
-        a, n = img.buffers[b]
-        ranges.append((a + (lo or 0), a + (n if hi is None else hi)))
-      emu.kernarg_ranges[r.addr] = ranges
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
@@ -180,7 +170,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         else: fn = make_kernel(kdecl[k["name"]], worker=worker)
         emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
     except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
-    if emu.fault is None: emu.run(sub.host(launches))
+    if emu.fault is None: emu.run(sub.host(launches), locator=sub)
   finally:
     if worker is not None: worker.close()
   def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch

@@ -17,6 +17,7 @@ import bisect, mmap, sys
 from typing import Optional
 import attrs
 import numpy as np
+from ..ir import U32_MAX
 
 __all__ = ["Device", "Ring", "Memory", "MemRegion", "DeviceFault"]
 
@@ -47,7 +48,7 @@ class Device:
   def read_ptr(self, ring: Ring) -> int: raise NotImplementedError
   def signal_write(self, addr: int, value: int) -> None:
     """A host `signal` statement: a 32-bit store to signal memory."""
-    self.write(addr, (value & 0xFFFFFFFF).to_bytes(4, "little"))
+    self.write(addr, (value & U32_MAX).to_bytes(4, "little"))
   def run(self, host): raise NotImplementedError
 
 _NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)  # Python < 3.12: no name
@@ -160,11 +161,11 @@ class Memory:
   def w32(self, addr: int, v: int) -> None:
     if addr & 3: raise DeviceFault(f"unaligned 32-bit write at {addr:#x}")
     r = self.find(addr, 4)
-    r.u32[(addr - r.base) >> 2] = v & 0xFFFFFFFF
+    r.u32[(addr - r.base) >> 2] = v & U32_MAX
     self.writes += 1
 
   def w64(self, addr: int, v: int) -> None:
-    self.w32(addr, v & 0xFFFFFFFF); self.w32(addr + 4, (v >> 32) & 0xFFFFFFFF)
+    self.w32(addr, v & U32_MAX); self.w32(addr + 4, (v >> 32) & U32_MAX)
 
   def write(self, addr: int, data) -> None:
     b = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)

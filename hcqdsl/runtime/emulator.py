@@ -15,9 +15,9 @@ from collections import Counter, deque
 from typing import Callable, Optional
 import attrs
 import numpy as np
-from ..ir import SCALARS
+from ..ir import SCALARS, U32_MAX
 from ..amd import pm4, sdma
-from ..amd.packet import Packet, M32
+from ..amd.packet import Packet
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
 from .device import Device, Ring, Memory, DeviceFault
 from .kernels import KernelError, KernelFault
@@ -152,7 +152,7 @@ def _wait_ge_cell(e, a):  # WAIT_REG_MEM / POLL_REGMEM, memory, `>=`, full mask
     t = last_write.get(addr)
     if t is not None and t > e.clock: e.clock = t  # the wait ends when the satisfying write landed
     return True
-  e.wait_info = (addr, ref, M32, 5, v)
+  e.wait_info = (addr, ref, U32_MAX, 5, v)
   return False
 
 def _store_cell(e, a):  # RELEASE_MEM 32-bit data, FENCE
@@ -232,13 +232,13 @@ def _const_fill(e, a):
   return True
 
 def _prep_wait(addr, ref, mask, func, c):
-  cell = c.cell(addr) if func == 5 and mask == M32 else None
+  cell = c.cell(addr) if func == 5 and mask == U32_MAX else None
   if cell is not None: return _wait_ge_cell, (*cell, ref, addr, c.m.last_write)
   return _wait_mem, (addr, ref, mask, func)
 
 def _prep_store(addr, v, c):
   cell = c.cell(addr)
-  if cell is not None: return _store_cell, (*cell, v & M32, addr, c.m.mem, c.m.last_write)
+  if cell is not None: return _store_cell, (*cell, v & U32_MAX, addr, c.m.mem, c.m.last_write)
   return _fence, (addr, v)
 
 def _prep_copy(f, c):
@@ -580,11 +580,10 @@ class Engine:
 
   def locate(self, rptr: Optional[int] = None):
     """(launch, stmt tuple) of the packet at the read pointer, from the submitter's source map."""
-    if self.ib:
-      f = getattr(self.m, "locate_ib", None)
-      return f(self.ring, self.ib[-1][0], self.ib[-1][2]) if f is not None else (None, None)
-    if self.m.locate is None: return None, None
-    return self.m.locate(self.ring, (self.rptr if rptr is None else rptr) * self.unit >> 2)
+    loc = self.m.locator
+    if loc is None: return None, None
+    if self.ib: return loc.locate_ib(self.ring, self.ib[-1][0], self.ib[-1][2])
+    return loc.locate(self.ring, (self.rptr if rptr is None else rptr) * self.unit >> 2)
 
   def make_fault(self, msg: str) -> Fault:
     ring_off, ib = self.position()
@@ -675,17 +674,44 @@ class HostActor:
       m.fault = Fault("host", None, None, None, str(e))
       return FAULT
 
+@attrs.frozen
+class MemoryMap:
+  """What the emulator knows of the compiled image's memory plan: names for addresses in faults and hangs, and the
+  byte range each kernel argument may touch (C kernels get pointers to exactly that)."""
+  name_at: Callable = lambda addr: None
+  buffers: tuple = ()                                  # sorted (addr, end, name) of the buffer regions
+  kernarg_ranges: dict = attrs.field(factory=dict)     # kernarg address -> [(lo, hi), or None for a scalar] per param
+
+  @staticmethod
+  def of_image(img) -> "MemoryMap":
+    ranges = {}
+    for r in img.regions:
+      if r.kind != "kernargs": continue
+      out = []
+      for arg in r.meta.get("args", []):
+        if arg is None: out.append(None); continue   # a scalar
+        b, lo, hi, _ = arg
+        a, n = img.buffers[b]
+        out.append((a + (lo or 0), a + (n if hi is None else hi)))
+      ranges[r.addr] = out
+    return MemoryMap(img.name_at, tuple(sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")),
+                     ranges)
+
 class Emulator(Device):
   """A machine: memory, engines, kernels. `run(host)` interleaves the host program with the engines until all are
   done, a queue faults, or nothing can progress (a hang)."""
-  def __init__(self, seed: Optional[int] = None, trace: bool = False, max_steps: int = 50_000_000):
+  def __init__(self, memory_map: Optional["MemoryMap"] = None, seed: Optional[int] = None, trace: bool = False,
+               max_steps: int = 50_000_000):
+    mm = memory_map or MemoryMap()
     self.mem = Memory()
     self.engines: list[Engine] = []
     self.by_ring: dict = {}
     self.kernels: dict = {}          # program address -> (KernelFn, nparams)
     self.kernels_by_name: dict = {}
-    self.buffers: list = []          # sorted (addr, end, name) for kernel argument ranges
-    self.kernarg_ranges: dict = {}   # kernarg address -> [(lo, hi)] per parameter
+    self.buffers = mm.buffers                # sorted (addr, end, name) for kernel argument ranges
+    self.kernarg_ranges = mm.kernarg_ranges  # kernarg address -> [(lo, hi) or None] per parameter
+    self.namer: Callable = mm.name_at
+    self.locator = None   # the submitter while `run` runs: (ring, dword) -> (launch, stmt) for faults and hangs
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
     self.tracing, self.events, self.flows = trace, [], []
@@ -694,8 +720,6 @@ class Emulator(Device):
     self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
     self.fault: Optional[Fault] = None
     self.hang: Optional[Hang] = None
-    self.locate: Optional[Callable] = None   # (ring, absolute dword) -> (launch, stmt) from the submitter
-    self.namer: Callable = lambda addr: None
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
@@ -779,10 +803,12 @@ class Emulator(Device):
     if self.gate is not None: self.gate.executed(h, launch, line)
 
   # ---- the scheduler
-  def run(self, host) -> None:
+  def run(self, host, locator=None) -> None:
     """Interleave `host` (a generator, see submit.py) with the engines. Default: the ready actor with the smallest
     emulated clock runs next (ties round-robin), for a batch while it stays the earliest; with a seed: a uniformly
-    random ready actor runs one step. Sets self.fault / self.hang."""
+    random ready actor runs one step. Sets self.fault / self.hang. `locator` (the Submitter: `locate(ring, dword)`,
+    `locate_ib(ring, base, pos)` -> (launch, stmt)) names the statement of a fault or a hang."""
+    self.locator = locator
     H = self.host_actor = HostActor(self, host)
     actors = [H, *self.engines]
     n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
