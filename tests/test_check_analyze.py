@@ -161,7 +161,8 @@ def test_race_message_and_extra():
   assert [(r.span.line, r.message) for r in d.related] == [(17, "c1 reads a[0:256] here (launch 1)")]
   assert d.notes == ("c1 writes no signal after line 17: add one there, and a wait on it in c0 before line 12",)
   assert d.extra["launch"] == 2 and d.extra["queue"] == "c0" and d.extra["buffer"] == "a" and d.extra["range"] == [0, 4096]
-  assert d.extra["other"] == {"launch": 1, "queue": "c1", "range": [0, 256], "line": 17}
+  assert d.extra["other"] == {"launch": 1, "queue": "c1", "range": [0, 256], "line": 17, "mode": "reads"}
+  assert d.extra["line"] == 12 and d.extra["mode"] == "writes"
 
 def test_race_hint_names_existing_signal():
   [d] = [d for d in diags("queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n"

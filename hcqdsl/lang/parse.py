@@ -8,9 +8,10 @@ from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
-                 resolve_var_args)
-from ..diagnostics import Diagnostic, Related
-from .lexical import TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions
+                 KEYWORDS, resolve_var_args)
+from ..diagnostics import Diagnostic, Related, did_you_mean
+from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
+                      is_binary)
 
 __all__ = ["parse_syntax"]
 
@@ -291,7 +292,17 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   else: found = f"`{tok.value}`"
   if tok.type not in ("_NL", "NAME", "NUMBER", "FLOAT", "STRING") and tok.value.isidentifier() and "NAME" in (getattr(e, "expected", None) or ()):
     return Diagnostic("syntax", f"`{tok.value}` is a keyword and cannot be used as a name", span)
-  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}", span)
+  known = tok.type == "NAME" and tok.value in DTYPES   # (a word of the language, just not one allowed here)
+  hint = did_you_mean(tok.value, _keywords(acc or getattr(e, "expected", None) or ())) if tok.type == "NAME" and not known else ""
+  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}{hint}", span)
+
+# the words of the terminals that are keywords, for "did you mean `wait`?"
+_KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",),
+                  "TOL": ("rtol", "atol")}
+
+def _keywords(terms) -> list:
+  return [w for t in terms for w in _KEYWORD_TERMS.get(t, (t.lower(),) if t.lower() in KEYWORDS else ())]
 
 # ---- the parser
 
@@ -330,7 +341,11 @@ def _control_chars(text: str, file: str) -> list[Diagnostic]:
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
-  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position."""
+  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position. A
+  file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
+  if is_binary(text):
+    return None, [Diagnostic("syntax", "not a text file: a program is text, and this has NUL bytes or is mostly control "
+                             "characters (a compiled image? `hcqdsl disasm` and `hcqdsl lift` read those)", Span(file, 1, 1, 1, 2))]
   norm = LINE_END.sub("\n", text) if "\r" in text else text
   prog, diags = _parse_normalized(norm, file)
   if prog is not None and norm is not text: prog = attrs.evolve(prog, source=text)   # the file as written
