@@ -82,7 +82,7 @@ class Capture:
     self._puts: dict = {}
     self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
     self._unknown: set = set()
-    self._hcq2_images = None
+    self._hcq2_images, self._hcq2_seen = None, 0
 
   # ---- what tinygrad objects tell us
   def _device(self, dev) -> str:
@@ -190,10 +190,11 @@ class Capture:
     against the images of ops_amd2's program cache (name, code object, arguments: tinygrad's ProgramInfo)."""
     mod = sys.modules.get("extra.hcq2.ops_amd2")
     if mod is None: return None
-    if self._hcq2_images is None:
+    cache = getattr(mod, "_amd_program_cache", {})
+    if self._hcq2_images is None or self._hcq2_seen != len(cache):  # programs compiled since the last look
       from tinygrad.runtime.support.elf import elf_loader
-      self._hcq2_images = []
-      for (lib, _), prg in list(getattr(mod, "_amd_program_cache", {}).items()):
+      self._hcq2_images, self._hcq2_seen = [], len(cache)
+      for (lib, _), prg in list(cache.items()):
         try:
           image, _, relocs = elf_loader(lib)
           for off, sym, typ, add in relocs:
@@ -262,7 +263,7 @@ class Capture:
         for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
           if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
       k = self.kernels.get(prog)
-      if k is None: self._unknown.add(prog)
+      if k is None and "extra.hcq2.ops_amd2" not in sys.modules: self._unknown.add(prog)
     sig = k["signature"] if k else []
     nbufs = sum(1 for s in sig if s.get("name") is None)
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
