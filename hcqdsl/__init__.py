@@ -27,8 +27,11 @@ _LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image":
          "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}
 _MODULES = {"emit": "tinygrad.emit", "capture": "lift.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
 
+_TINYGRAD = ("emit", "emit_jit")  # the user builds tensors next: tinygrad's CPU device and compiler are set up first
+
 def __getattr__(name: str):
   import importlib
+  if name in _TINYGRAD: importlib.import_module(".tinygrad.env", __name__).prepare()
   if name in _MODULES: return importlib.import_module(f".{_MODULES[name]}", __name__)
   if name in _LAZY: return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
   raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")

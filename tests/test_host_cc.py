@@ -16,7 +16,7 @@ CLANG_C = textwrap.dedent("""\
 TINYGRAD_ARGS = ["-c", "-x", "c", "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib", "-fno-ident",
                  "--target=x86_64-none-unknown-elf", "-march=native", "-", "-o", "-"]
 
-needs_gcc = pytest.mark.skipif(host_cc.find_gcc() is None, reason="no gcc/cc on PATH (apt-get install gcc)")
+needs_gcc = pytest.mark.skipif(host_cc.find_cc(("gcc", "cc"), use_env=False) is None, reason="no gcc/cc on PATH (apt-get install gcc)")
 
 def test_gcc_compatible_rewrites_the_clang_only_spellings():
   src = host_cc.gcc_compatible(CLANG_C)

@@ -291,9 +291,10 @@ class Lowering:
 
   def expect(self, e) -> dict:
     a, n = self.plan.slice(e.target, e.span)
+    vals = e.data.values.tolist() if hasattr(e.data.values, "tolist") else e.data.values   # data from a file: numpy
     return {"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
-            "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
-            "approx": e.approx, "line": (e.span or NO_SPAN).line}
+            "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in vals],
+            "approx": e.approx, "line": (e.span or NO_SPAN).line} | {k: v for k, v in (("rtol", e.rtol), ("atol", e.atol)) if v is not None}
 
 def _tmpring(t: str, co) -> int:
   """COMPUTE_TMPRING_SIZE: 0 without private memory; else WAVESIZE (per-wave bytes / 256, gfx9: / 1024) and as many

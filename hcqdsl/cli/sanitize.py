@@ -2,7 +2,8 @@
 races and deadlocks with the kernel names and the script's lines of both commands (docs/sanitize.md)."""
 from __future__ import annotations
 import argparse, pathlib, sys
-from .capture import split_script, run_script, NO_DEVICE
+from ..tinygrad.script import split_script, run_script
+from .capture import NO_DEVICE
 
 def add_args(p) -> None:
   p.add_argument("script", help="SCRIPT.py (run as __main__) or SCRIPT.py:FN (import it, then call FN())")

@@ -17,6 +17,7 @@ def _float(v: float) -> str:
   return r if ("." in r or "e" in r or "n" in r) else r + ".0"
 
 def _data(d: Data) -> str:
+  if d.source is not None: return f"{d.dtype} from {_quote(d.source[0])} [{_quote(d.source[1])}]"
   # repr of a Python float is exactly _float's text (shortest round-trip, always a '.' or 'e', and nan/inf/-inf), so
   # the C-level map is the fast path for emitted buffers of thousands of values
   vals = map(repr, map(float, d.values)) if d.dtype[0] == "f" else map(str, d.values)
@@ -66,7 +67,9 @@ def format_decl(d) -> str:
   if isinstance(d, Kernel):
     out = f"kernel {d.name}({', '.join(f'{p.mode} {p.name}' for p in d.params)})"
     return out + (f" = {_impl(d.impl)}" if d.impl is not None else "")
-  if isinstance(d, Expect): return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}"
+  if isinstance(d, Expect):
+    tol = "".join(f" {k} {_float(v)}" for k, v in (("rtol", d.rtol), ("atol", d.atol)) if v is not None)
+    return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}{tol}"
   raise TypeError(f"not a declaration: {d!r}")
 
 def _line(text: str, node, indent: str) -> list[str]:

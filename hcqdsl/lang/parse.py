@@ -116,6 +116,20 @@ class _Build(Transformer):
         if not lo <= v.v <= hi: self._err("overflow", f"{v.v} does not fit {dtype} ({lo} .. {hi})", v.span)
         out.append(v.v)
     return Data(dtype, tuple(out), span=span)
+  def data_file(self, c):
+    """`f32 from "m.safetensors" ["w"]`: the file is found next to the program (relative to its directory)."""
+    from .sidecar import read_tensor, SidecarError
+    dtype, path, key, span = c[0].value, _unquote(c[2].value), _unquote(c[4].value), _span(c, self.file)
+    if dtype not in DTYPES:
+      self._err("name", f"unknown dtype `{dtype}` (one of {', '.join(DTYPES)})", _tok_span(c[0], self.file))
+      return Data("u8", (), span=span)
+    base = pathlib.Path(self.file).parent if not self.file.startswith("<") else pathlib.Path(".")
+    try: values = read_tensor(str(base / path), key, dtype)
+    except SidecarError as e:
+      self._err("name", str(e), span)
+      values = ()
+    return Data(dtype, values, span=span, source=(path, key))
+  def tolerance(self, c): return _Val((c[0].value, float(c[1].v)), _span(c, self.file))
   def queue(self, c):
     body, lb = self._body(c)
     span = _span(c, self.file)
@@ -129,7 +143,15 @@ class _Build(Transformer):
   def _body(self, c):
     lb = next(x for x in c if isinstance(x, Token) and x.type == "LBRACE")
     return tuple(x for x in c if not isinstance(x, Token)), (lb.line, lb.column)
-  def expect(self, c): return Expect(c[1].v, c[3], c[2].type == "APPROX", span=_span(c, self.file))
+  def expect(self, c):
+    tol: dict = {}
+    for t in c[4:]:
+      (k, v), sp = t.v, t.span
+      if k in tol: self._err("syntax", f"`{k}` is given twice", sp)
+      elif c[2].type != "APPROX": self._err("syntax", f"`{k}` takes `~=` (an `==` expect compares exactly)", sp)
+      elif not 0 <= v < float("inf"): self._err("syntax", f"`{k}` is a tolerance: at least 0 and finite", sp)
+      tol[k] = v
+    return Expect(c[1].v, c[3], c[2].type == "APPROX", tol.get("rtol"), tol.get("atol"), span=_span(c, self.file))
 
   # ---- statements
   def sigref(self, c):
@@ -185,7 +207,7 @@ class _Val:
 
 # ---- syntax errors in words
 
-_WORDS = {"NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
+_WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
           "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
