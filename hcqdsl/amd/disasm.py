@@ -91,7 +91,7 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
     mode, off = params[i][0], params[i][2]
     if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
-    yield Expr(None, raw - (1 << 32) if raw >> 31 and mode == "i32" else raw)
+    yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
 
 def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   """The statements a group of packets (one statement's, or one packet without a source map) stands for."""
