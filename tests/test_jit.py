@@ -196,7 +196,7 @@ def test_state_created_by_call_1():
   for c in calls: want = jit(*c).numpy()
   prog = parse(format_program(emit_jit(*make())), "s.hcq")
   acc = next(b for b in prog.buffers if b.init is not None and not b.per_launch)
-  assert acc.init.values == (1.0,) * 4    # call 1 added 1
+  assert list(acc.init.values) == [1.0] * 4    # call 1 added 1
   res = run(prog, launches=3)
   assert res.ok and list(res.buffer(_output(prog), "f32")[:4]) == list(want) == [20.0] * 4
 
@@ -248,3 +248,29 @@ def test_plain_emit_with_a_bound_variable():
   assert errors(prog, 1) == []
   res = run(prog, launches=1)
   assert res.ok and res.buffer(_output(prog), "f32")[0] == 20.0
+
+def test_data_file(tmp_path):
+  """Contents above --inline-max go to OUT.safetensors next to the program (tinygrad's safe_load reads it back), the
+  text references them, and the program checks and runs to the same numbers from another directory."""
+  out = tmp_path / "d.hcq"
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"{EX}/jit_decode.py", "-o", str(out), "--inline-max", "16"],
+                     capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DEV": "CPU"})
+  assert r.returncode == 0, r.stderr
+  text = out.read_text()
+  refs = [l for l in text.splitlines() if ' from "d.safetensors" [' in l]
+  assert len(refs) >= 3 and all(l.count(",") < 5 * 16 for l in text.splitlines() if l.startswith("buffer"))
+  from tinygrad.nn.state import safe_load
+  from tinygrad import Tensor
+  st = safe_load(str(tmp_path / "d.safetensors"))
+  full = parse(format_program(emitted("decode")), "full.hcq")
+  for b in full.buffers:
+    if b.init is not None and len(b.init.values) > 16:
+      np.testing.assert_array_equal(st[b.name].numpy(), np.asarray(b.init.values))
+  moved = tmp_path / "elsewhere"; moved.mkdir()
+  for f in ("d.hcq", "d.safetensors"): (moved / f).write_bytes((tmp_path / f).read_bytes())
+  for cmd in ("check", "run"):
+    r = subprocess.run([sys.executable, "-m", "hcqdsl", cmd, "elsewhere/d.hcq"], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+  (moved / "d.safetensors").unlink()
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", "elsewhere/d.hcq"], capture_output=True, text=True, cwd=tmp_path)
+  assert r.returncode == 1 and "error[name]: cannot read data file `elsewhere/d.safetensors`: No such file or directory" in r.stdout

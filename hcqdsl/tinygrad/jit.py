@@ -25,7 +25,7 @@ from .data import buffer_bytes, to_data, data_bytes
 from .schedule import MAX_VALUES, schedule
 from .planners import program
 
-__all__ = ["emit_jit", "capture", "is_jit_spec", "difference", "returned_tensors"]
+__all__ = ["emit_jit", "replay", "capture", "is_jit_spec", "difference", "returned_tensors"]
 
 def is_jit_spec(out) -> bool:
   """Does a script's function result look like `(jit_fn, calls)`?"""
@@ -138,7 +138,11 @@ def _var_name(name: str, taken: set) -> str:
   return n
 
 def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
-  """The program of `jit_fn` (a TinyJit or a plain function) over `calls` (argument tuples: tensors and bound
+  """The program of `jit_fn` over `calls` (see `replay`)."""
+  return replay(jit_fn, calls, planner, max_values, title)[0]
+
+def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = ""):
+  """(program, its Schedule) of `jit_fn` (a TinyJit or a plain function) over `calls` (argument tuples: tensors and bound
   Variables), with TinyJit's semantics: call 1 runs eagerly (its effects — state it creates, uploads, initialized
   optimizer buffers — are the program's initial memory), call 2 is captured (the graph), and every call from 2 on is
   one launch. The calls run on tinygrad's CPU device, so the state they carry advances; `calls` is consumed lazily, so
@@ -196,7 +200,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
   s = dataclasses.replace(s1, buffers=decls, expects=sN.expects, var_lists=var_lists)
   if any(names[v] != v for v in names): s = _rename_vars(s, names)
   prog = program(s, planner, title or getattr(fn, "__name__", ""), launches=len(scheds))
-  return _host_waits(prog)
+  return _host_waits(prog), s
 
 def _rename_vars(s, names: dict):
   from ..ir import Exec, Param

@@ -171,8 +171,7 @@ class _Scheduler:
     for bid, (base, (_, read_first)) in self.bases.items():
       dev = f"g{self.dev_index(base.device)}"
       buf_dev[self.names[bid]] = dev
-      init = to_data(inits[bid], base.dtype) if bid in inits else None
-      if init is not None and not any(init.values): init = None  # all zero: the default contents
+      init = to_data(inits[bid], base.dtype) if bid in inits and inits[bid].any() else None  # all zero: the default
       buffers.append(Buffer(self.names[bid], Ref(dev), base.nbytes, init,
                             comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if read_first and bid in inits else "")))
     return buffers, buf_dev
