@@ -274,3 +274,23 @@ def test_data_file(tmp_path):
   (moved / "d.safetensors").unlink()
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", "elsewhere/d.hcq"], capture_output=True, text=True, cwd=tmp_path)
   assert r.returncode == 1 and "error[name]: cannot read data file `elsewhere/d.safetensors`: No such file or directory" in r.stdout
+
+def test_gpt2_style_decode():
+  """examples/tinygrad/gpt2_decode.py: KV caches created by call 1 (as tinygrad's examples/gpt2.py), greedy decoding
+  with the token read back between calls. check and run with the file's own launch count; the last token is
+  tinygrad's TinyJit's."""
+  spec = importlib.util.spec_from_file_location("_gpt2_decode", EX / "gpt2_decode.py")
+  mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+  want = mod.reference(0)
+  text = format_program(emit_jit(*mod.main(0)))
+  prog = parse(text, "g.hcq")
+  n = __import__("hcqdsl.header", fromlist=["header_launches"]).header_launches(text)
+  assert n == len(want) - 1 == 5
+  assert {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"} == {"start_pos": (1, 2, 3, 4, 5)}
+  assert errors(prog, n) == []
+  res = run(prog, launches=n)
+  assert res.ok and all(e.ok for e in res.expects)
+  assert list(prog.expects[0].data.values) == [want[-1]]
+  # the tokens fed back are tinygrad's: launch k's input is the token call k decoded
+  tok = next(b for b in prog.buffers if b.per_launch == "rebound")
+  assert [int(d.values[0]) for d in tok.launch_inits] == want[:-1]

@@ -12,6 +12,7 @@ from ..ir import Buffer, Kernel, Param, Impl, Expect, Exec, Copy, Ref, Expr, Sli
 from .env import EmitError, tinygrad
 from .data import buffer_bytes, to_data
 from .csource import c_source, scalar_type
+from .tolerance import reduction_length, tolerance
 
 __all__ = ["Cmd", "Schedule", "schedule", "Timer", "MAX_VALUES"]
 
@@ -97,8 +98,9 @@ class _Scheduler:
     buffers, buf_dev = self.buffer_decls(inits)
     kernels, asts, cmds, by_call = self.commands(calls, ast_of)
     names = self.names
+    n = max((reduction_length(a) for a in asts.values()), default=1)
     return Schedule(self.devices, buffers, kernels, [(c, self.enq[c]) for c in calls], cmds, by_call,
-                    self.expects(max_values), buf_dev, asts, {k: [v] for k, v in var_vals.items()},
+                    self.expects(max_values, n), buf_dev, asts, {k: [v] for k, v in var_vals.items()},
                     {names[bid]: base for bid, (base, _) in self.bases.items()},
                     {names[bid] for bid, (_, (_, rf)) in self.bases.items() if rf and bid in inits})
 
@@ -220,12 +222,14 @@ class _Scheduler:
       by_call[ci] = lane_cmds
     return kernels, asts, cmds, by_call
 
-  def expects(self, max_values: int) -> list:
+  def expects(self, max_values: int, reduction: int) -> list:
+    """tinygrad's results; floats with the tolerance two summation orders of `reduction` terms need (tolerance.py)."""
     out = []
     for bid, uses in self.out_ids.items():
       if bid not in self.names: continue
       for k, b in uses:
         d = to_data(buffer_bytes(b.base, b.offset, b.offset + b.nbytes), b.dtype)
         if len(d.values) > max_values: continue
-        out.append(Expect(self.slice(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
+        tol = tolerance(reduction, d.values) if d.dtype[0] == "f" else (None, None)
+        out.append(Expect(self.slice(b), d, d.dtype[0] == "f", *tol, comment=f"# tinygrad's result, tensor {k}"))
     return out
