@@ -45,6 +45,8 @@ CASES = [pytest.param(n, p, id=f"{n}-{p}") for n in WORKLOADS for p in ("hcqdsl"
 def test_checks_clean_and_compiles(name, planner):
   prog, n = emitted(name, 0, planner), WORKLOADS[name][2]
   assert not errors(prog, n), [d.message for d in errors(prog, n)]
+  if planner == "hcqdsl":  # no diagnostics at all: no wait the host's waits for the previous launch already imply
+    assert not check(prog, launches=n), [d.message for d in check(prog, launches=n)]
   img = compile_program(prog)
   assert img.listed_launches == n
   # the image's patch table holds per-launch kernel-argument patches (vars, rebound addresses)
@@ -294,3 +296,14 @@ def test_gpt2_style_decode():
   # the tokens fed back are tinygrad's: launch k's input is the token call k decoded
   tok = next(b for b in prog.buffers if b.per_launch == "rebound")
   assert [int(d.values[0]) for d in tok.launch_inits] == want[:-1]
+
+def test_provenance_is_quoted_by_check():
+  """Each exec and copy of a replay carries the user's line that realized it (its comment, `Node.origin`), and a race
+  check finds on it names that line."""
+  prog = emitted("two_device")
+  cmds = [st for q in prog.queues for st in q.body if type(st).__name__ in ("Exec", "Copy")]
+  assert {st.origin for st in cmds} == {"jit_two_device.py:18: acc.assign(acc + a * 2 + partial).realize()",
+                                        "jit_two_device.py:19: return (acc * 1).realize()"}
+  q, i = next((q, i) for q in prog.queues for i, st in enumerate(q.body) if isinstance(st, Wait) and "# data" in (st.comment or ""))
+  races = [d for d in check(_without(prog, q, i), launches=5) if d.code == "race"]
+  assert races and "(from jit_two_device.py:1" in races[0].message

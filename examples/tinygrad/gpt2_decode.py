@@ -6,7 +6,7 @@ JIT returns the argmax token and the next call's input is that token, read back 
 import numpy as np
 from tinygrad import Tensor, Variable, TinyJit
 
-MAX_CTX, VOCAB, STEPS = 16, 64, 6
+MAX_CTX, VOCAB, STEPS = 16, 64, 6   # GPT-2's vocabulary is 50257
 
 class Attention:
   def __init__(self, dim, heads, rng):
@@ -29,9 +29,9 @@ class Block:
     return h + (h.layernorm() @ self.fc).gelu() @ self.proj
 
 class Transformer:
-  def __init__(self, layers, dim, heads, rng):
-    self.wte, self.wpe = _w(rng, VOCAB, dim), _w(rng, MAX_CTX, dim)
-    self.blocks, self.lm_head = [Block(dim, heads, rng) for _ in range(layers)], _w(rng, dim, VOCAB)
+  def __init__(self, layers, dim, heads, rng, vocab=VOCAB):
+    self.wte, self.wpe = _w(rng, vocab, dim), _w(rng, MAX_CTX, dim)
+    self.blocks, self.lm_head = [Block(dim, heads, rng) for _ in range(layers)], _w(rng, dim, vocab)
   def __call__(self, tok: Tensor, start_pos) -> Tensor:
     x = self.wte[tok].reshape(1, 1, -1) + self.wpe[start_pos].reshape(1, 1, -1)
     for b in self.blocks: x = b(x, start_pos)
@@ -39,8 +39,8 @@ class Transformer:
 
 def _w(rng, *shape): return Tensor((rng.standard_normal(shape, dtype=np.float32) * 0.5 / np.sqrt(shape[0])).astype(np.float32)).realize()
 
-def main(seed: int = 0, steps: int = STEPS, layers: int = 2, dim: int = 32, heads: int = 4):
-  model = Transformer(layers, dim, heads, np.random.default_rng(seed))
+def main(seed: int = 0, steps: int = STEPS, layers: int = 2, dim: int = 32, heads: int = 4, vocab: int = VOCAB):
+  model = Transformer(layers, dim, heads, np.random.default_rng(seed), vocab)
   pos, last = Variable("start_pos", 0, MAX_CTX - 1), {}
   def jitted(tok, p):
     last["tok"] = model(tok, p)

@@ -115,8 +115,10 @@ class Unrolled:
     return st.span if st is not None else self.host_span
 
   def line(self, i: int, pos: int) -> str:
-    sp = self.span(i, pos)
-    return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
+    """`line N`, with the statement's provenance when it has one (`line N (from model.py:42: x = self.attn(x))`)."""
+    st, sp = self.stmt(i, pos), self.span(i, pos)
+    if sp is None or sp.line <= 0: return "the implicit submit"
+    return f"line {sp.line}" + (f" (from {o})" if st is not None and (o := st.origin) else "")
 
 _I64 = np.int64
 INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)

@@ -25,7 +25,7 @@ from .data import buffer_bytes, to_data, data_bytes
 from .schedule import MAX_VALUES, schedule
 from .planners import program
 
-__all__ = ["emit_jit", "replay", "capture", "is_jit_spec", "difference", "returned_tensors"]
+__all__ = ["emit_jit", "replay", "capture", "user_line", "is_jit_spec", "difference", "returned_tensors"]
 
 def is_jit_spec(out) -> bool:
   """Does a script's function result look like `(jit_fn, calls)`?"""
@@ -56,11 +56,25 @@ def _check_call(k: int, args, first) -> list:
       if not lo <= val <= hi: raise EmitError(f"call {k}: variable `{v.expr}` = {val} is outside its range {lo}..{hi}")
   return got
 
+def user_line() -> str | None:
+  """`FILE:LINE: CODE` of the innermost frame on the stack outside tinygrad, hcqdsl and the standard library: the
+  user's line that is realizing (tinygrad 0.14's own kernel metadata names only Tensor methods)."""
+  import linecache, os, sys, sysconfig
+  import tinygrad
+  skip = (os.path.dirname(tinygrad.__file__), os.path.dirname(os.path.dirname(__file__)), sysconfig.get_paths()["stdlib"])
+  f = sys._getframe(1)
+  while f is not None and (f.f_code.co_filename.startswith(skip) or f.f_code.co_filename.startswith("<")): f = f.f_back
+  if f is None: return None
+  code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+  return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}" + (f": {code}" if code else "")
+
 class _Capture:
-  """Stands where a capturing TinyJit stands: tinygrad hands it each realize's schedule instead of running it."""
-  def __init__(self): self.linears, self.var_vals = [], {}
+  """Stands where a capturing TinyJit stands: tinygrad hands it each realize's schedule instead of running it; each
+  call of the schedule remembers the user's line that realized it (provenance)."""
+  def __init__(self): self.linears, self.var_vals, self.origins = [], {}, []
   def add_linear(self, linear, var_vals):
     self.linears.append(linear)
+    self.origins += [user_line()] * len(linear.src)
     for k, v in var_vals.items():
       if self.var_vals.get(k, v) != v: raise EmitError(f"variable `{k}` is bound to {self.var_vals[k]} and {v} in one call")
       self.var_vals[k] = v
@@ -92,7 +106,7 @@ def capture(fn, args, kwargs=None):
   if not c.linears: raise EmitError("the JIT function realized nothing: a TinyJit captures only the schedules its function realizes")
   linear = UOp(Ops.LINEAR, src=tuple(s for l in c.linears for s in l.src))
   if not linear.src: raise EmitError("the JIT function's schedules are empty: nothing runs on a device")
-  return linear, c.var_vals, ret
+  return linear, c.var_vals, ret, c.origins
 
 def returned_tensors(ret) -> list:
   """The tensors in what a function returned (a tensor, a tuple, list or dict of them, or objects holding them)."""
@@ -158,11 +172,11 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
     if k == 1:  # TinyJit's first call: the function runs as plain tinygrad, the results realized
       _realize_result(fn(*args))
       continue
-    try: linear, var_vals, ret = capture(fn, args)
+    try: linear, var_vals, ret, origins = capture(fn, args)
     except EmitError as e: raise EmitError(f"call {k}: {e}") from None
     tensors = returned_tensors(ret)
     if not tensors: raise EmitError(f"call {k}: the JIT function returned no tensors")
-    s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals), snapshot_all=True)
+    s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals), snapshot_all=True, origins=origins)
     if not s.cmds: raise EmitError(f"call {k} runs nothing on a device (only uploads from host memory): nothing to replay")
     if scheds and (why := difference(s, scheds[0])):
       raise EmitError(f"call {k} is not the graph TinyJit captured at call 2: {why}")
@@ -197,7 +211,7 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
   taken = {b.name for b in decls} | {k.name for k in s1.kernels}
   names = {v: _var_name(v, taken) for v in s1.var_lists}
   var_lists = {names[v]: [s.var_lists[v][0] for s in scheds] for v in s1.var_lists}
-  s = dataclasses.replace(s1, buffers=decls, expects=sN.expects, var_lists=var_lists)
+  s = dataclasses.replace(s1, buffers=decls, expects=sN.expects, var_lists=var_lists, host_waits=True)
   if any(names[v] != v for v in names): s = _rename_vars(s, names)
   prog = program(s, planner, title or getattr(fn, "__name__", ""), launches=len(scheds))
   return _host_waits(prog), s
