@@ -21,7 +21,7 @@ import dataclasses
 import attrs
 from ..ir import Program, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
 from .env import EmitError, tinygrad
-from .data import buffer_bytes, to_data, data_bytes
+from .data import buffer_bytes, to_data
 from .schedule import MAX_VALUES, schedule
 from .planners import program
 
@@ -146,6 +146,25 @@ def difference(s, ref) -> str:
       return f"buffer `{name}` is {b.size} bytes on {b.device.name}, {br[name].size} on {br[name].device.name} in the captured graph: {_CAUSE_SHAPE}"
   return ""
 
+def _digest(raw) -> bytes:
+  """A buffer's bytes (uint8 numpy), as a digest: two calls' contents compare without keeping both."""
+  import hashlib
+  return hashlib.blake2b(raw.data, digest_size=16).digest()
+
+class _Contents:
+  """Each call's buffer contents before it ran, {name: (Data or None for zeros, digest)}, sharing one Data between
+  calls whose bytes are equal: a model's weights are kept once, not once per call."""
+  def __init__(self): self.known: dict = {}   # name -> (Data or None, digest) last seen
+  def take(self, s) -> dict:
+    import numpy as np
+    out = {}
+    for b in s.buffers:
+      raw = np.ascontiguousarray(b.init.values).view(np.uint8).reshape(-1) if b.init is not None else np.zeros(b.size, np.uint8)
+      d = _digest(raw)
+      prev = self.known.get(b.name)
+      out[b.name] = self.known[b.name] = prev if prev is not None and prev[1] == d else (b.init, d)
+    return out
+
 def _var_name(name: str, taken: set) -> str:
   n = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name) or "v"
   if n[0].isdigit() or n in KEYWORDS or n in taken: n = f"v_{n}"
@@ -164,7 +183,7 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
   tinygrad()
   fn = getattr(jit_fn, "fxn", jit_fn)
   if not callable(fn): raise EmitError("jit_fn has no function to capture (a TinyJit loaded from a pickle cannot be replayed)")
-  scheds, after, first = [], [], None
+  scheds, inits, after, first, contents = [], [], [], None, _Contents()
   for k, args in enumerate(calls, 1):
     sig = _check_call(k, args, first)
     first = first or sig
@@ -182,9 +201,11 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
       raise EmitError(f"call {k} is not the graph TinyJit captured at call 2: {why}")
     if scheds and set(s.var_lists) != set(scheds[0].var_lists):
       raise EmitError(f"call {k} binds variables {sorted(s.var_lists)}, call 2 binds {sorted(scheds[0].var_lists)}")
+    inits.append(contents.take(s))
+    if scheds: s.buffers = [attrs.evolve(b, init=None) for b in s.buffers]   # kept in `inits`, once per distinct contents
     scheds.append(s)
-    # contents after the call, for buffers the next call may find rewritten in place
-    after.append({n: buffer_bytes(b) for n, b in s.bases.items() if b.is_allocated()})
+    # what the call left: a digest per buffer, for the next call to tell a host rewrite from its own state
+    after.append({n: _digest(buffer_bytes(b)) for n, b in s.bases.items() if b.is_allocated()})
   if first is None: raise EmitError("no calls to replay: FN must return (jit_fn, [args of call 1, args of call 2, ...])")
   if not scheds: raise EmitError("one call: TinyJit runs call 1 eagerly and captures its graph at call 2, so a replay needs "
                                  "at least 2 calls (the launches are calls 2..N)")
@@ -193,18 +214,15 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
   decls = []
   for b in s1.buffers:
     same = all(s.bases[b.name] is s1.bases[b.name] for s in scheds)
-    inits = [next(x for x in s.buffers if x.name == b.name).init for s in scheds]
     read_first = b.name in s1.read_first
     dtype = s1.bases[b.name].dtype
-    def data(k) -> Data:  # call k's contents before it ran (zeros when emit dropped all-zero contents)
+    def data(k) -> Data:  # the contents before launch k+1 (call k+2) ran (zeros when emit dropped all-zero contents)
       import numpy as np
-      return inits[k] if inits[k] is not None else to_data(np.zeros(b.size, np.uint8), dtype)
+      return inits[k][b.name][0] if inits[k][b.name][0] is not None else to_data(np.zeros(b.size, np.uint8), dtype)
     if not same and read_first:
       decls.append(attrs.evolve(b, init=None, per_launch="rebound", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " new memory at every call"))
-    elif same and any(
-        (after[k - 1].get(b.name) is not None and data(k).nbytes and
-         data_bytes(data(k)) != bytes(after[k - 1][b.name][:data(k).nbytes])) for k in range(1, len(scheds))):
+    elif same and any(after[k - 1].get(b.name) not in (None, inits[k][b.name][1]) for k in range(1, len(scheds))):
       decls.append(attrs.evolve(b, init=None, per_launch="rewritten", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " rewritten by the host between calls"))
     else: decls.append(b)
