@@ -6,14 +6,9 @@ from __future__ import annotations
 import math
 from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Barrier,
                  Timestamp, Epoch, Submit, Queue, Host, Expect, Program)
+from .lexical import size_text, range_text, quote
 
 __all__ = ["format_program", "format_stmt", "format_decl"]
-
-def _num(v: int, sized=False) -> str:
-  if sized and v:
-    for suf, mul in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-      if v % mul == 0: return f"{v // mul}{suf}"
-  return str(v)
 
 def _float(v: float) -> str:
   if math.isnan(v): return "nan"
@@ -29,11 +24,7 @@ def _data(d: Data) -> str:
   vals = map(repr, map(float, raw)) if d.dtype[0] == "f" else map(str, raw)
   return f"{d.dtype} [{', '.join(vals)}]"
 
-def _slice(s: Slice) -> str:
-  if not s.ranged: return s.buffer.name
-  a = "" if s.start is None else _num(s.start, True)
-  b = "" if s.end is None else _num(s.end, True)
-  return f"{s.buffer.name}[{a}:{b}]"
+def _slice(s: Slice) -> str: return s.buffer.name + range_text(s.start, s.end) if s.ranged else s.buffer.name
 
 def _impl(i: Impl) -> str:
   parts = []
@@ -42,13 +33,9 @@ def _impl(i: Impl) -> str:
     if i.dtype: p += f"<{i.dtype}>"
     if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
     parts.append(p)
-  if i.c_source is not None: parts.append("c " + _quote(i.c_source))
-  if i.amd_code is not None: parts.append("amd " + _quote(i.amd_code))
+  if i.c_source is not None: parts.append("c " + quote(i.c_source))
+  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code))
   return " ".join(parts)
-
-def _quote(s: str) -> str:
-  if "\n" in s and '"""' not in s: return f'"""{s}"""'
-  return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0") + '"'
 
 def _dim(d) -> str: return f"({', '.join(map(str, d))})"
 def _arg(a) -> str: return _slice(a) if type(a) is Slice else str(a)
@@ -71,7 +58,7 @@ def format_stmt(s) -> str:
 def format_decl(d) -> str:
   if isinstance(d, Device): return f"device {d.name} = {d.vendor}:{d.index}" + (f" {d.arch}" if d.arch else "")
   if isinstance(d, Buffer):
-    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {_num(d.size, True)}"
+    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {size_text(d.size)}"
     if d.per_launch is not None:
       return f"{out} {d.per_launch}" + (" = " + ", ".join(map(_data, d.launch_inits)) if d.launch_inits else "")
     return out + (f" = {_data(d.init)}" if d.init is not None else "")

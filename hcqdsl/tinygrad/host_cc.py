@@ -21,12 +21,17 @@ _GCC = ("gcc", "cc")  # compilers that take gcc's command line (the wrapper's)
 _VEC = re.compile(r"typedef ([^;]+?) (\w+) __attribute__\(\(aligned\((\d+)\),ext_vector_type\((\d+)\)\)\);")
 _BITCAST = ("#ifndef __clang__\n#define __builtin_bit_cast(T, v) ({ __typeof__(v) _bc_v = (v); T _bc_r; "
             "__builtin_memcpy(&_bc_r, &_bc_v, sizeof(_bc_r)); _bc_r; })\n#endif\n")
-_FP16 = "#if !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n#define __fp16 _Float16\n#endif\n"
+# clang's __fp16 is a storage type (arithmetic on it is float arithmetic); gcc's _Float16 is an arithmetic type,
+# computed in half precision where the target has AVX512-FP16 (-march=native on Sapphire Rapids and later): a
+# product of two halves would round to half there. Without AVX512-FP16, gcc evaluates _Float16 in float and rounds
+# only at casts and assignments, which is clang's __fp16 meaning.
+_FP16 = ("#if !defined(__clang__) && (defined(__x86_64__) || defined(__i386__))\n#ifdef __AVX512FP16__\n"
+         "#pragma GCC target(\"no-avx512fp16\")\n#endif\n#define __fp16 _Float16\n#endif\n")
 
 def gcc_compatible(src: str) -> str:
   """tinygrad's clang C, accepted by both clang and gcc with the same meaning: `ext_vector_type(N)` becomes GCC's
   `vector_size` (power-of-two N, the only sizes tinygrad's CPU renderer makes), `__builtin_bit_cast` a memcpy,
-  and `__fp16` (ARM-only in gcc) `_Float16` on x86."""
+  and `__fp16` (ARM-only in gcc) `_Float16` on x86, computed as clang computes `__fp16` (in float, above)."""
   src = _VEC.sub(lambda m: m.group(0) if int(m.group(4)) & (int(m.group(4)) - 1) else
                  f"typedef {m.group(1)} {m.group(2)} __attribute__((vector_size({m.group(4)}*sizeof({m.group(1)}))));", src)
   if "__builtin_bit_cast" in src and _BITCAST not in src: src = _BITCAST + src
