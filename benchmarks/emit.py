@@ -10,11 +10,10 @@ launches), side by side in one run, each in its own process: tinygrad's own Tiny
 -o` (the program and its safetensors data file), `hcqdsl check` and `hcqdsl run` of what it wrote; wall time and peak
 RSS of each. 8 512 is the 26M-parameter decode of issue 23, 12 768 50257 GPT-2 small's shape (124M parameters).
   python benchmarks/emit.py --decode 8 512"""
-import argparse, os, pathlib, statistics, sys, time
+import argparse, os, pathlib, sys, time
 os.environ.setdefault("DEV", "CPU")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from hcqdsl import emit as E
 from hcqdsl.tinygrad.script import load_function, call_script
 from hcqdsl.tinygrad.schedule import schedule
 from hcqdsl.tinygrad.planners import program

@@ -11,7 +11,6 @@ from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
 from hcqdsl.amd.compile import compile_program
 from hcqdsl.tinygrad.env import EmitError
-from hcqdsl.tinygrad.script import load_function
 from hcqdsl.tinygrad.jit import emit_jit
 from hcqdsl.runtime import run
 
@@ -262,7 +261,6 @@ def test_data_file(tmp_path):
   refs = [l for l in text.splitlines() if ' from "d.safetensors" [' in l]
   assert len(refs) >= 3 and all(l.count(",") < 5 * 16 for l in text.splitlines() if l.startswith("buffer"))
   from tinygrad.nn.state import safe_load
-  from tinygrad import Tensor
   st = safe_load(str(tmp_path / "d.safetensors"))
   full = parse(format_program(emitted("decode")), "full.hcq")
   for b in full.buffers:
