@@ -116,8 +116,10 @@ class Unrolled:
     return st.span if st is not None else self.host_span
 
   def line(self, i: int, pos: int) -> str:
-    sp = self.span(i, pos)
-    return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
+    """`line N`, with the statement's provenance when it has one (`line N (from model.py:42: x = self.attn(x))`)."""
+    st, sp = self.stmt(i, pos), self.span(i, pos)
+    if sp is None or sp.line <= 0: return "the implicit submit"
+    return f"line {sp.line}" + (f" (from {o})" if st is not None and (o := st.origin) else "")
 
 _I64 = np.int64
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)

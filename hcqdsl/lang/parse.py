@@ -120,7 +120,7 @@ class _Build(Transformer):
   def data_file(self, c):
     """`f32 from "m.safetensors" ["w"]`: the file is found next to the program (relative to its directory)."""
     from .sidecar import read_tensor, SidecarError
-    dtype, path, key, span = c[0].value, _unquote(c[2].value), _unquote(c[4].value), _span(c, self.file)
+    dtype, path, key, span = c[0].value, unquote(c[2].value), unquote(c[4].value), _span(c, self.file)
     if dtype not in DTYPES:
       self._err("name", f"unknown dtype `{dtype}` (one of {', '.join(DTYPES)})", _tok_span(c[0], self.file))
       return Data("u8", (), span=span)
