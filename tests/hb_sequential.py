@@ -73,6 +73,7 @@ def happens_before(u: Unrolled) -> Trace:
     ops, L, v = seqs[i].ops, lens[i], vc[i]
     wr_i, wd_i = wrun[i], wred[i]
     idle_i = idle.get(i)
+    pin_i = u.pinned.get(i)
     k, idx0 = divmod(done[i], L)
     p = totals[i]
     while k < N:   # one launch of this sequence per round, from idx0 until it blocks
@@ -92,11 +93,12 @@ def happens_before(u: Unrolled) -> Trace:
         pos = base + idx + 1
         hist[i][pos] = v
         if kind == ACCESS:
-          for acc in (op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
+          for n_, acc in enumerate(op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
             b, lo, hi, m = acc[:4]; key = (lo, hi)
+            km = pin_i.get((idx, n_), k) if pin_i else k   # `x@j`: launch j's memory
             # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
             # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
-            ub = users[b] if not rb[b] else rusers.setdefault((b, k), [[], {}, 0, True])
+            ub = users[b] if not rb[b] else rusers.setdefault((b, km), [[], {}, 0, True])
             rmap = ub[1]
             by = rmap.get(key)
             if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?

@@ -22,7 +22,7 @@ def visibility(u, hist, done) -> dict:
       k, idx = divmod(pos - 1, lens[i])
       op = seqs[i].ops[idx]
       if op[0] == ACCESS and not (i in u.idle and k + 1 in u.idle[i].get(idx, ())):
-        for n, acc in enumerate(op[1]): yield pos, k, n, acc
+        for n, acc in enumerate(op[1]): yield pos, u.pinned.get(i, {}).get((idx, n), k), n, acc   # `x@j`: j's memory
       elif op[0] in (BARRIER, NOP): yield pos, k, -1, op[0]
   every = {i: list(steps(i)) for i in range(S)}
   def overlap(x, kx, y, ky):

@@ -87,6 +87,10 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
   def slice_range(sl: Slice, span=None) -> tuple:
     if sl.buffer.name not in buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
     a, size = buffers[sl.buffer.name]
+    if sl.launch is not None:   # `x@k`: the region x has in launch k, a fixed address
+      if sl.buffer.name not in rebound or not 1 <= sl.launch <= len(rebound[sl.buffer.name]):
+        raise _err("name", f"`{sl.buffer.name}@{sl.launch}`: no such launch of a rebound buffer", span)
+      a = rebound[sl.buffer.name][sl.launch - 1]
     lo, hi = sl.bounds(size)
     if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
     return a + lo, hi - lo
@@ -104,7 +108,7 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
     """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
     of memory: 4) when its buffer is rebound."""
     a, _ = slice_range(sl, span)
-    if sl.buffer.name in rebound:
+    if sl.buffer.name in rebound and sl.launch is None:
       e = Expr(Ref(f"{sl.buffer.name}.addr"), a - buffers[sl.buffer.name][0])
       value(e, at, q, patches, span, "lo"); value(e, at + step, q, patches, span, "hi")
     return a
@@ -166,7 +170,7 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
         if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
         enc.copy(out, da, sa, dn)
         for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
-          if sl.buffer.name not in rebound: continue
+          if sl.buffer.name not in rebound or sl.launch is not None: continue
           for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
             address(Slice(sl.buffer, (sl.bounds(buffers[sl.buffer.name][1])[0]) + off, None, True), start + j * enc.COPY_DWORDS + at, q.name, patches, sp)
       elif isinstance(s, Exec):

@@ -10,7 +10,7 @@ from .caches import DEFAULT_ARCH
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
-           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "deadlock_diags"]
+           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
@@ -402,4 +402,29 @@ class UnusedSignalAnalysis:
       st = u.seqs[i].stmts[idx]
       out.append(Diagnostic("unused-signal", f"{name} is written but no queue or host statement waits on it", st.span,
                             severity="warning", related=(Related(f"{name} is declared here", u.signals[sid].span),)))
+    return out
+
+class StaleInputAnalysis:
+  """A command that, in launch k, reads `x@j` with j < k: launch j's memory of a rebound buffer, i.e. an input of an
+  earlier launch (tinygrad's HCQGraph replaces each input's address at every call; a command it missed keeps reading
+  the memory of the call it was captured at). One report per access of a statement, at its first such launch."""
+  name = "stale-input"
+  def run(self, u: Unrolled) -> list[Diagnostic]:
+    out = []
+    for i, pins in u.pinned.items():
+      seq = u.seqs[i]
+      for (idx, n), j in sorted(pins.items()):
+        acc = seq.ops[idx][1][n]
+        if acc[3] == W or j + 2 > u.launches: continue   # written, or never run in a later launch
+        st, b = seq.stmts[idx], u.buffers[acc[0]]
+        k = j + 2
+        sl = f"{b.name}@{j + 1}[{acc[1]}:{acc[2]}]"
+        out.append(Diagnostic("stale-input", f"{seq.name} reads {sl} at line {st.span.line if st.span else 0} in launch {k}: "
+                              f"`{b.name}` is rebound, so launch {k}'s input is new memory ({b.name}@{k}), and this reads "
+                              f"launch {j + 1}'s (an input replacement missed)", st.span,
+                              related=(Related(f"`{b.name}` is declared rebound here: launch {j + 1} and launch {k} each have "
+                                               f"memory of their own", b.span),),
+                              notes=(f"read `{b.name}` (the launch's own input) instead of `{b.name}@{j + 1}`, if launch {k} "
+                                     f"means its own input",),
+                              extra={"launch": k, "queue": seq.name, "buffer": b.name, "input_launch": j + 1}))
     return out

@@ -434,13 +434,16 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   # every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
   # other memory in each launch)
   done = np.asarray(x.done, dtype=np.int64)[A.seq]
+  pinned = bool(u.pinned)
+  NI = max(N, int(A.pin.max(initial=-1)) + 1)   # memory instances: a launch's, or the one `x@k` names
   rows, pos, rinst = [], [], []
   for k in range(N):
     p = A.idx + (1 + k * A.len)
     keep = p <= done
     if k in A.idle: keep &= ~A.idle[k]
     r = np.flatnonzero(keep)
-    rows.append(r); pos.append(p[r]); rinst.append(A.rid[r] + (A.nrange * k) * A.rebound[r] if k else A.rid[r])
+    rows.append(r); pos.append(p[r])
+    rinst.append(A.rid[r] + (A.nrange * np.where(A.pin[r] >= 0, A.pin[r], k)) * A.rebound[r] if k or pinned else A.rid[r])
   rows, pos, rinst = np.concatenate(rows), np.concatenate(pos), np.concatenate(rinst)
   if not len(rows): return {}, _NO_VIS
   seq, mode = A.seq[rows], A.mode[rows]
@@ -467,12 +470,12 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
     g = key // big
     first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else g
     # CSR: range instance -> the sequences accessing it
-    ptr = np.searchsorted(g[first] // S, np.arange(A.nrange * N + 1))
+    ptr = np.searchsorted(g[first] // S, np.arange(A.nrange * NI + 1))
     return key, r[order], ptr, g[first] % S
   writes, reads = mode != R, mode != W
   wkey, wrec, wptr, wseq = index(writes)
   rkey, rrec, rptr, rseq = index(reads)
-  nb_ptr, nb = A.neighbours(N)   # range instance -> the range instances it overlaps (itself included)
+  nb_ptr, nb = A.neighbours(NI)   # range instance -> the range instances it overlaps (itself included)
 
   def pairs(sel, ptr, sq, keyarr):
     """Each (access of `sel`, range r2 overlapping it, other sequence j accessing r2): the index into `keyarr` of j's

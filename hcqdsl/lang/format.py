@@ -28,10 +28,11 @@ def _data(d: Data) -> str:
   return f"{d.dtype} [{', '.join(vals)}]"
 
 def _slice(s: Slice) -> str:
-  if not s.ranged: return s.buffer.name
+  name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
+  if not s.ranged: return name
   a = "" if s.start is None else _num(s.start, True)
   b = "" if s.end is None else _num(s.end, True)
-  return f"{s.buffer.name}[{a}:{b}]"
+  return f"{name}[{a}:{b}]"
 
 def _impl(i: Impl) -> str:
   parts = []

@@ -171,11 +171,15 @@ class _Build(Transformer):
     return Submit(qs, span=_span(c, self.file))
   def slice(self, c):
     ref = Ref(c[0].value)
+    launch = None
+    if len(c) > 1 and c[1].type == "AT":   # `x@k`: a rebound buffer's launch-k memory
+      launch, c = self._int(c[2]), [c[0]] + list(c[3:])
+      if len(c) == 1: return _Val(Slice(ref, launch=launch), _span([c[0]], self.file))
     if len(c) == 1: return _Val(Slice(ref), _tok_span(c[0], self.file))
     colon = next(i for i, x in enumerate(c) if x.type == "COLON")
     start = self._int(c[2], sized=True) if colon == 3 else None
     end = self._int(c[colon + 1], sized=True) if c[colon + 1].type == "NUMBER" else None
-    return _Val(Slice(ref, start, end, True), _span(c, self.file))
+    return _Val(Slice(ref, start, end, True, launch), _span(c, self.file))
 
 @attrs.frozen
 class _Val:
