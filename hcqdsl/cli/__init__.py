@@ -1,4 +1,4 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|graph|diff`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
 run), 2 unusable invocation (missing file, bad flag)."""
 from __future__ import annotations
 import argparse, importlib, os, sys
@@ -19,6 +19,7 @@ COMMANDS = {
   "lift": "lift an image or a raw dump (manifest) to a checkable .hcq program",
   "capture": "run a tinygrad script and record what it submits as a manifest",
   "graph": "draw a program's queues and signals (DOT/SVG)",
+  "diff": "launch by launch, what differs between two programs (e.g. emitted vs captured)",
 }
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
