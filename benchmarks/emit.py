@@ -9,6 +9,9 @@ os.environ.setdefault("DEV", "CPU")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from hcqdsl import emit as E
+from hcqdsl.tinygrad.script import load_function, call_script
+from hcqdsl.tinygrad.schedule import schedule
+from hcqdsl.tinygrad.planners import program
 from hcqdsl.ir import Wait, Epoch, SignalWrite
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
@@ -38,19 +41,19 @@ def main():
   print("| --- | --- | --- | --- | --- | --- | --- |")
   table = []
   for name, spec in WORKLOADS:
-    fn = E.load_function(str(ex / spec))
-    Tensor.realize(*E.call_script(fn))  # warm tinygrad's compile caches
+    fn = load_function(str(ex / spec))
+    Tensor.realize(*call_script(fn))  # warm tinygrad's compile caches
     tg, em, pl, own, tgin = [], [], {"hcqdsl": [], "tinygrad": []}, [], []
     for _ in range(a.repeat):
-      ts = E.call_script(fn)
+      ts = call_script(fn)
       t0 = time.perf_counter(); Tensor.realize(*ts); tg.append(time.perf_counter() - t0)
-      ts = E.call_script(fn)
+      ts = call_script(fn)
       t0 = time.perf_counter()
       tim: dict = {}
-      s = E.schedule(*ts, timings=tim)
+      s = schedule(*ts, timings=tim)
       progs = {}
       for p in ("hcqdsl", "tinygrad"):
-        t1 = time.perf_counter(); progs[p] = E.program(s, p); format_program(progs[p]); pl[p].append(time.perf_counter() - t1)
+        t1 = time.perf_counter(); progs[p] = program(s, p); format_program(progs[p]); pl[p].append(time.perf_counter() - t1)
       # `hcqdsl emit` (default planner) = schedule + run + collect + the hcqdsl planner + format
       em.append(time.perf_counter() - t0 - pl["tinygrad"][-1])
       own.append(tim["total"] - tim["tinygrad"] + pl["hcqdsl"][-1]); tgin.append(tim["tinygrad"])

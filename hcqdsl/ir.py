@@ -88,15 +88,22 @@ class Slice:
 
 @attrs.frozen
 class Data:
-  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes."""
+  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes. Data read from a
+  data file (`f32 from "m.safetensors" ["w"]`) has `source` = (file as written, tensor name) and its values are a
+  read-only numpy array mapped from the file."""
   dtype: str
   values: tuple
   span: Optional[Span] = _meta()
+  source: Optional[tuple] = _meta()
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
-    return isinstance(other, Data) and self.dtype == other.dtype and len(self.values) == len(other.values) and \
-      all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+    if not isinstance(other, Data) or self.dtype != other.dtype or len(self.values) != len(other.values): return False
+    if self.source is not None and self.source == other.source: return True
+    if isinstance(self.values, tuple) and isinstance(other.values, tuple):
+      return all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+    import numpy as np
+    return bool(np.array_equal(np.asarray(self.values), np.asarray(other.values), equal_nan=self.dtype[0] == "f"))
   def __hash__(self): return hash((self.dtype, len(self.values)))
 
 @attrs.frozen
@@ -230,7 +237,9 @@ class Host(Node):
 class Expect(Node):
   target: Slice
   data: Data
-  approx: bool = False  # `~=`: floats compared with numpy.allclose defaults
+  approx: bool = False  # `~=`: floats compared with numpy.allclose (its defaults, or rtol/atol)
+  rtol: Optional[float] = None  # `~= ... rtol 1e-4 atol 1e-6`: numpy.allclose's rtol and atol
+  atol: Optional[float] = None
 
 Decl = (Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect)
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from heapq import heappush, heappop
 from itertools import compress
-from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
+from hcqdsl.ir import U32_MAX as MASK
+from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W
 from hcqdsl.check.hb import Trace, SCAN_CAP, RACE_CAP
 from visibility_reference import visibility
 

@@ -4,12 +4,12 @@ import bisect, json, pathlib, struct
 from typing import Optional
 import attrs
 from ..ir import Expr, Ref, U32_MAX
+from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
-__all__ = ["Image", "QueueImage", "Patch", "Region", "MAGIC", "VERSION", "SIGNAL_SLOT"]
+__all__ = ["Image", "QueueImage", "Patch", "Region", "MAGIC", "VERSION"]
 
 M32 = U32_MAX
 MAGIC, VERSION = b"HCQIMG\0\0", 1
-SIGNAL_SLOT = 16                    # value (u64, 32 bits used) at +0, timestamp (u64) at +8
 
 @attrs.define
 class Region:
@@ -92,7 +92,7 @@ class Image:
   def name_at(self, addr: int) -> Optional[str]:
     """`sig`, `sig.timestamp`, `buf`, `buf+0x10`, `kernel.code`, ... for an address inside the memory plan."""
     for n, a in self.signals.items():
-      if a <= addr < a + SIGNAL_SLOT: return n if addr == a else f"{n}.timestamp" if addr == a + 8 else f"{n}+{addr - a}"
+      if a <= addr < a + SIGNAL_SLOT: return n if addr == a else f"{n}.timestamp" if addr == a + TIMESTAMP_OFFSET else f"{n}+{addr - a}"
     for r in self.regions:
       if r.kind != "signals" and r.addr <= addr < r.addr + max(r.size, 1):
         return r.name if addr == r.addr else f"{r.name}+{addr - r.addr:#x}"

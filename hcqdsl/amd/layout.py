@@ -3,9 +3,12 @@
 `compile` and the runtime place things inside them."""
 from ..ir import DEVICE_WINDOW, MAX_DEVICES, MEMORY_WINDOW, BUFFER_ALIGN
 
-__all__ = ["HOST_BASE", "DEVICE_BASE", "MEMORY_WINDOW", "MAX_DEVICES", "BUFFER_ALIGN", "RING_OFFSET"]
+__all__ = ["HOST_BASE", "DEVICE_BASE", "MEMORY_WINDOW", "MAX_DEVICES", "BUFFER_ALIGN", "RING_OFFSET", "SIGNAL_SLOT",
+           "TIMESTAMP_OFFSET"]
 
 HOST_BASE = 0x10_0000_0000         # system memory
 DEVICE_BASE = DEVICE_WINDOW        # device i's memory starts at DEVICE_BASE * (i + 1): addresses need both dwords
 RING_OFFSET = DEVICE_BASE // 2     # the runtime's rings sit here inside each device's window
 assert MEMORY_WINDOW <= RING_OFFSET // 2   # buffers end well below the rings
+# a signal's slot: its value (u64, 32 bits used) at +0, a `timestamp`'s GPU clock (u64) at +TIMESTAMP_OFFSET
+SIGNAL_SLOT, TIMESTAMP_OFFSET = 16, 8

@@ -316,15 +316,22 @@ class _Visibility(LazyDiagnostic):
   __slots__ = ()
   code, severity = "visibility", "warning"
 
+def _previous_launch(st) -> bool:
+  """Is `st` `wait D.timeline >= D.epoch - 1` (the previous launch is done with device D)?"""
+  sig, v = st.signal.name, st.value
+  return (sig.endswith(".timeline") and isinstance(v, Expr) and v.var is not None and v.var.name == f"{sig[:-9]}.epoch"
+          and v.offset == -1)
+
 class RedundantWaitAnalysis:
   """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
   launch. `epoch` is exempt: it also orders the queue after work outside the program (tinygrad waits its timeline
-  for the same reason even when the host already did)."""
+  for the same reason even when the host already did). In a one-launch check so is a wait for the previous launch on
+  another device (`wait D.timeline >= D.epoch - 1`): it holds trivially in launch 1 and orders the launches after it."""
   name = "redundant-wait"
   def run(self, u: Unrolled, wstats: dict) -> list[Diagnostic]:
     stmts = [s.stmts for s in u.seqs]
     found = [(i, st) for (i, idx), (n, red) in wstats.items() if n == red and n
-             and (st := stmts[i][idx]) is not None and type(st) is not Epoch]
+             and (st := stmts[i][idx]) is not None and type(st) is not Epoch and not (u.launches == 1 and _previous_launch(st))]
     who = [_who(u, i) for i in range(len(u.seqs))]
     def build(x):  # the text of the few shown: a program can draw tens of thousands
       i, st = x

@@ -32,7 +32,8 @@ from heapq import heappush, heappop
 from operator import itemgetter
 from array import array
 import numpy as np
-from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, R, W, MASK, INT64_SAFE
+from ..ir import U32_MAX
+from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, R, W, INT64_SAFE
 from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
 
 __all__ = ["Trace", "happens_before"]
@@ -97,7 +98,7 @@ def _execute_direct(u: Unrolled):
       a, sg, vr, of = at[m], sig[m], var[m], off[m]
       for k in range(N):
         pos = a + (k * lens[i] + 1)
-        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & MASK, (k * S + i) * big + pos))
+        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & U32_MAX, (k * S + i) * big + pos))
   cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
   # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
   wq, wp, ws, wv, wk = cat(inst.pop(WRITE))   # (popped: a big program's peak memory is its page faults)
@@ -312,7 +313,7 @@ def _execute_loop(u: Unrolled) -> _Execution:
         kind = op[0]
         if kind == WAIT:
           _, s, var, val = op
-          need = (val if var is None else envk[var] + val) & MASK
+          need = (val if var is None else envk[var] + val) & U32_MAX
           if value[s] < need:
             heappush(waiters[s], (need, i))
             break
@@ -330,7 +331,7 @@ def _execute_loop(u: Unrolled) -> _Execution:
           last_wait[s][i] = pos
         elif kind == WRITE:
           _, s, var, val = op
-          val = (val if var is None else envk[var] + val) & MASK
+          val = (val if var is None else envk[var] + val) & U32_MAX
           pos = base + sidx[c] + 1
           j = lw_s[s]
           if j >= 0 and j != i and (j or lw_p[s] > hsub): checks.append((v, j, lw_p[s], ("signal-race", (j, lw_p[s]), (i, pos), s)))

@@ -12,13 +12,14 @@ import numpy as np
 from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Epoch, Submit, Span, Slice,
                   Expr, U32_MAX)
 
-__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll", "MASK", "INT64_SAFE"]
+__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll",
+           "INT64_SAFE"]
 
 # op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
 WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT = range(6)
 _BARRIER, _NOP = (BARRIER,), (NOP,)
-MASK = U32_MAX
+INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
 _MODE = {"in": R, "out": W, "inout": RW}
 
@@ -51,7 +52,7 @@ class Unrolled:
     self.program, self.launches, self.envs, self.seqs = program, launches, envs, seqs
     self.signals = signals          # [Signal]; id = index
     self.buffers = buffers          # [Buffer]; id = index
-    self.sig_init = [s.init & MASK for s in signals]
+    self.sig_init = [s.init & U32_MAX for s in signals]
     self.sig_device = [s.device.name if s.device is not None else None for s in signals]
     self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
     # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
@@ -101,7 +102,7 @@ class Unrolled:
     """The unwrapped value of a WAIT/WRITE op in a launch (may be outside 32 bits: `overflow`)."""
     return op[3] if op[2] is None else self.envs[launch - 1][op[2]] + op[3]
 
-  def value(self, op, launch: int) -> int: return self.raw(op, launch) & MASK  # what the 32-bit packets see
+  def value(self, op, launch: int) -> int: return self.raw(op, launch) & U32_MAX  # what the 32-bit packets see
 
   def gate_pos(self, i: int, launch: int) -> int:
     """The host position that submits queue i for `launch` (0: none needed)."""
@@ -120,8 +121,15 @@ class Unrolled:
     return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
 
 _I64 = np.int64
-INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
+
+def _ranked(accs, rows: int) -> np.ndarray:
+  """The access columns of a program with byte offsets past int64 (a buffer of 2**63 bytes, a `bounds` error the
+  analyses still run past): each offset replaced by its rank among all of them, which keeps every overlap test (the
+  table's only use of offsets) exact."""
+  flat = list(chain.from_iterable(chain.from_iterable(accs)))
+  rank = {v: r for r, v in enumerate(sorted({x for a in flat for x in a[1:3]}))}
+  return np.array([(b, rank[lo], rank[hi], m) for b, lo, hi, m in flat], dtype=_I64).reshape(4 * rows)
 
 class AccessTable:
   """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
@@ -135,7 +143,8 @@ class AccessTable:
     n = np.concatenate(counts)
     self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
     rows = int(n.sum())
-    cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    except OverflowError: cols = _ranked(accs, rows)
     buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
     # a range id per distinct (buffer, lo, hi)
     order = np.lexsort((hi, lo, buf))

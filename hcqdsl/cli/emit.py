@@ -1,8 +1,12 @@
 """`hcqdsl emit SCRIPT.py[:FN]`: a program from a tinygrad schedule or TinyJit replay."""
 from __future__ import annotations
 import argparse, pathlib, sys
-from ..tinygrad.emit import (PLANNERS, MAX_VALUES, EmitError, load_function, call_script, script_error, schedule, program,
-                             attach_amd_code)
+from ..tinygrad.env import EmitError
+from ..tinygrad.script import load_function, call_script, script_error
+from ..tinygrad.schedule import MAX_VALUES
+from ..tinygrad.emit import schedule_returned
+from ..tinygrad.planners import PLANNERS, program
+from ..tinygrad.amdcode import attach_amd_code
 
 
 def add_args(p: argparse.ArgumentParser):
@@ -30,7 +34,7 @@ def run(a) -> int:
       if a.output: pathlib.Path(a.output).write_text(text)
       else: sys.stdout.write(text)
       return 0
-    try: s = schedule(*tensors, max_values=a.max_values)
+    try: s = schedule_returned(tensors, lambda: call_script(fn, a.devices), a.max_values)
     except EmitError: raise
     except Exception as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None
     if a.devices is not None and len(s.devices) > a.devices:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file
+from .util import UsageError
 
 
 def add_args(p) -> None:
@@ -10,6 +11,8 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..lang.format import format_program
+  p = pathlib.Path(a.file)
+  if not p.is_file(): raise UsageError(f"{a.file}: no such file" if not p.exists() else f"{a.file}: not a file")
   try: prog = lift_file(a.file, a.output)
   except ValueError as e:
     sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1

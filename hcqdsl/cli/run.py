@@ -3,11 +3,12 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from .util import UsageError, read_source, parse_vars, check_vars, add_var_arg, add_no_check_arg, warn_check_errors
+from .util import (UsageError, read_source, launches_of, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
+                   warn_check_errors)
 
 def add_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("--launches", type=int, default=1, help="consecutive launches (default 1)")
+  p.add_argument("--launches", type=int, help="consecutive launches (default: the file's `# hcq: launches=N`, else 1)")
   g = p.add_mutually_exclusive_group()
   g.add_argument("--seed", type=int, help="a random fair interleaving of the queues and the host (default: time order)")
   g.add_argument("--schedules", type=int, metavar="K", help="run K seeds (0..K-1) and report final memory that differs")
@@ -38,10 +39,11 @@ def parse_size(text: str) -> int:
 def run(a) -> int:
   from ..diagnostics import HcqError, render_text
   from ..runtime import run as run_program, compare
-  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)
+  a.launches = launches_of(text, a.file, a.launches, 1)
   var_values = parse_vars(a.var)
   try: max_memory = parse_size(a.max_memory) if a.max_memory is not None else None
   except ValueError as e: raise UsageError(str(e))
@@ -54,7 +56,7 @@ def run(a) -> int:
     if prog is None or has_errors(diags):
       sys.stdout.write(render_text(diags, {a.file: text})); return 1
     check_vars(var_values, prog, a.file)
-    if not a.no_check: warn_check_errors(prog, a.file, a.launches, var_values)
+    if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file, a.launches), var_values)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
   except HcqError as e:

@@ -5,7 +5,7 @@ from ..ir import U32_MAX
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -25,6 +25,11 @@ def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   if given is not None: return given
   try: return read_header(text).get("launches", default)
   except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
+
+def precheck_launches(text: str, path: str, launches: int = 1) -> int:
+  """The launches `compile` and `run` check before they proceed: the file's `# hcq: launches=N`, else `launches` but at
+  least 2 (a race between consecutive launches needs two)."""
+  return launches_of(text, path, None, max(launches, 2))
 
 def parse_vars(items) -> dict:
   """`--var name=value` items -> {name: value}; a value outside 0 .. 2**32-1 is an `overflow` error (never wrapped)."""
@@ -57,11 +62,12 @@ def add_no_check_arg(p) -> None:
                  help="do not run `hcqdsl check`'s analyses first (nor print the line saying the program has check errors)")
 
 def warn_check_errors(program, file: str, launches: int = 2, var_values=None, out=None) -> int:
-  """For `compile` and `run`: one stderr line when `check` finds errors in the program (they still proceed).
+  """For `compile` and `run`: one stderr line when `check` over `launches` (precheck_launches) finds errors in the
+  program (they still proceed).
   Returns the number of errors."""
   import sys
   from ..check import check
-  errs = [d for d in check(program, max(launches, 2), var_values) if d.severity == "error"]
+  errs = [d for d in check(program, launches, var_values) if d.severity == "error"]
   if errs:
     codes = ", ".join(sorted({d.code for d in errs}))
     (out or sys.stderr).write(f"hcqdsl: warning: {file} has {len(errs):,} check error{'s' * (len(errs) != 1)} ({codes}); "

@@ -6,14 +6,9 @@ from __future__ import annotations
 import math
 from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Barrier,
                  Timestamp, Epoch, Submit, Queue, Host, Expect, Program)
+from .lexical import size_text, range_text, quote
 
 __all__ = ["format_program", "format_stmt", "format_decl"]
-
-def _num(v: int, sized=False) -> str:
-  if sized and v:
-    for suf, mul in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-      if v % mul == 0: return f"{v // mul}{suf}"
-  return str(v)
 
 def _float(v: float) -> str:
   if math.isnan(v): return "nan"
@@ -22,6 +17,7 @@ def _float(v: float) -> str:
   return r if ("." in r or "e" in r or "n" in r) else r + ".0"
 
 def _data(d: Data) -> str:
+  if d.source is not None: return f"{d.dtype} from {_quote(d.source[0])} [{_quote(d.source[1])}]"
   # repr of a Python float is exactly _float's text (shortest round-trip, always a '.' or 'e', and nan/inf/-inf), so
   # the C-level map is the fast path for emitted buffers of thousands of values
   vals = map(repr, map(float, d.values)) if d.dtype[0] == "f" else map(str, d.values)
@@ -29,10 +25,7 @@ def _data(d: Data) -> str:
 
 def _slice(s: Slice) -> str:
   name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
-  if not s.ranged: return name
-  a = "" if s.start is None else _num(s.start, True)
-  b = "" if s.end is None else _num(s.end, True)
-  return f"{name}[{a}:{b}]"
+  return name + range_text(s.start, s.end) if s.ranged else name
 
 def _impl(i: Impl) -> str:
   parts = []
@@ -41,13 +34,9 @@ def _impl(i: Impl) -> str:
     if i.dtype: p += f"<{i.dtype}>"
     if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
     parts.append(p)
-  if i.c_source is not None: parts.append("c " + _quote(i.c_source))
-  if i.amd_code is not None: parts.append("amd " + _quote(i.amd_code))
+  if i.c_source is not None: parts.append("c " + quote(i.c_source))
+  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code))
   return " ".join(parts)
-
-def _quote(s: str) -> str:
-  if "\n" in s and '"""' not in s: return f'"""{s}"""'
-  return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0") + '"'
 
 def _dim(d) -> str: return f"({', '.join(map(str, d))})"
 def _arg(a) -> str: return _slice(a) if type(a) is Slice else str(a)
@@ -70,7 +59,7 @@ def format_stmt(s) -> str:
 def format_decl(d) -> str:
   if isinstance(d, Device): return f"device {d.name} = {d.vendor}:{d.index}" + (f" {d.arch}" if d.arch else "")
   if isinstance(d, Buffer):
-    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {_num(d.size, True)}"
+    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {size_text(d.size)}"
     if d.per_launch is not None:
       return f"{out} {d.per_launch}" + (" = " + ", ".join(map(_data, d.launch_inits)) if d.launch_inits else "")
     return out + (f" = {_data(d.init)}" if d.init is not None else "")
@@ -80,7 +69,9 @@ def format_decl(d) -> str:
   if isinstance(d, Kernel):
     out = f"kernel {d.name}({', '.join(f'{p.mode} {p.name}' for p in d.params)})"
     return out + (f" = {_impl(d.impl)}" if d.impl is not None else "")
-  if isinstance(d, Expect): return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}"
+  if isinstance(d, Expect):
+    tol = "".join(f" {k} {_float(v)}" for k, v in (("rtol", d.rtol), ("atol", d.atol)) if v is not None)
+    return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}{tol}"
   raise TypeError(f"not a declaration: {d!r}")
 
 def _line(text: str, node, indent: str) -> list[str]:

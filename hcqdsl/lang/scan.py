@@ -25,17 +25,18 @@ from typing import Optional
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
+from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
 
 __all__ = ["scan"]
 
 _W = r"[ \t]*"
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_NUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)(?![A-Za-z0-9_.])"      # no size suffix: those lines take the grammar
-_SNUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)[KMG]?(?![A-Za-z0-9_.])"
+_NAME = NAME
+_NUM = rf"(?:{DIGITS})(?![A-Za-z0-9_.])"      # no size suffix: those lines take the grammar
+_SNUM = rf"{SIZED}(?![A-Za-z0-9_.])"
 _EXPR = rf"(?P<e>(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)"
 _SIG = rf"(?P<s>{_NAME}(?:\.timeline)?)(?![A-Za-z0-9_.])"
 _P = rf"(?:inout|in|out|i32|u32)[ \t]+{_NAME}"
-_STRING = r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"'              # the grammar's STRING
+_STRING = STRING
 _SLICE_RX = rf"{_NAME}(?:{_W}\[{_W}(?:{_SNUM})?{_W}:{_W}(?:{_SNUM})?{_W}\])?"
 _SLICE = re.compile(rf"({_NAME})(?:{_W}\[{_W}({_SNUM})?{_W}:{_W}({_SNUM})?{_W}\])?")
 _DATA = rf"(?P<dt>{_NAME}){_W}\[(?P<vals>[^\]]*)\]"           # a data list; its values are checked by _VALUES
@@ -85,12 +86,6 @@ _VALUES = {k: re.compile(rf"[ \t]*+(?:{v}[ \t]*+(?:,[ \t]*+{v}[ \t]*+)*+(?:,[ \t
 # one piece of a line that is not matched whole: code and strings up to a top-level `;` `{` `}`, the comment, the newline
 _LEX = re.compile(rf'((?:[^;{{}}"#\n]+|{_STRING})+)|([;{{}}])|(#[^\n]*)|(\n)|(")')
 _SEPS = re.compile(r"([;{}])")
-# other control characters: the grammar decides. Looked for one by one with `in` (a memchr each: 4x faster than a
-# regex class over a 30 MB program)
-_BAD = [chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f)]
-_SUF = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
-_ESC_RX = re.compile(r"\\(.)")
 
 # ---- the block path: a queue or host block whose header starts a line, its body read row by row by one regex
 _HEADER = re.compile(rf"[ \t]*((?:queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME})|host){_W})\{{")
@@ -103,7 +98,7 @@ _E = r"[^;#\n]*[^;#\n \t]"   # text up to the next `;`, `#` or line end, without
 # row. Every position of a body starts a row, so `findall` tiles it; the row ending at the body's end has terminator ''.
 _ROW = re.compile(rf"([ \t]*+)(?:(([a-z]++)(?:[ \t]++([^ \t<>=(;#\n]++)(?:[ \t]*+(>=|=|<-|\()[ \t]*+|[ \t]++(?=[^;#\n \t])|)"
                   rf"({_E}|)|))|({_E}|))([ \t]*+)(#[^\n]*+|)([;\n]|\Z)")
-_SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _SNUM, written for sre's speed
+_SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _SNUM, possessive for sre's speed
 _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)")   # _SLICE, ditto
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
@@ -150,24 +145,16 @@ _BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
 
-def _int(s: str) -> int:
-  s = s.replace("_", "")
-  if s[-1] in _SUF: return int(s[:-1], 0) * _SUF[s[-1]]
-  return int(s, 0)
-
 def _split(vals: str) -> list:
   parts = vals.split(",")
   if not parts[-1].strip(" \t"): parts.pop()   # a trailing comma, or no values
   return parts
 
-def _unquote(s: str) -> str:
-  if s.startswith('"""'): return s[3:-3]
-  return _ESC_RX.sub(lambda m: _ESC.get(m.group(1), m.group()), s[1:-1])
-
 def scan(text: str, file: str, clean: bool = False) -> Optional[Program]:
-  """`clean`: the caller has made sure `text` has no control characters (syntax.parse_syntax has, before it calls)."""
+  """`clean`: the caller has made sure `text` has no control characters (parse.parse_syntax has, before it calls);
+  otherwise a text with one is left to the grammar, which reports it."""
   src = text
-  if not clean and any(c in text for c in _BAD): return None
+  if not clean and has_control(text): return None
   if "\r" in text:
     # a lone `\r` (whitespace to the grammar today; a line end once both paths agree on it), or a `\r\n` that a
     # multi-line string would keep: the grammar reads the file

@@ -14,7 +14,9 @@ from ..amd.disasm import _decoder, _lift_group, _Unliftable, read_raw
 
 __all__ = ["lift_image", "lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
 
-MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 1
+U64 = (1 << 64) - 1
+MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 2
+READABLE_VERSIONS = (1, 2)  # version 1: no steps, contents or code (older captures and hand-written dumps)
 LAUNCH_VAR = "launch"
 
 class ManifestError(ValueError):
@@ -148,6 +150,10 @@ class Manifest:
   memory: list        # (addr, bytes)
   kernels: dict       # prog addr -> {"name", "params"}
   host: Optional[list]  # ordered {"op": submit|signal|wait, ...}; None: a raw dump without host steps
+  version: int = 1
+  steps: list = attrs.field(factory=list)   # version 2: (addr, bytes, step) memory read before host step `step` ran
+  final: list = attrs.field(factory=list)   # version 2: (addr, bytes) contents when the capture ended
+  mailboxes: set = attrs.field(factory=set)  # KFD interrupt mailbox addresses (writes there order nothing)
 
 class _V:
   """Typed access to one JSON object with its path, for error messages."""
@@ -188,6 +194,7 @@ def _name(v: _V, key: str, default: Optional[str]) -> Optional[str]:
   return n
 
 def _hex_bytes(v: _V, key: str) -> bytes:
+  if isinstance(v.obj, dict) and v.obj.get(key) == "": return b""  # memory that reads as zeros (trailing zeros dropped)
   s = v.get(key, "str", required=True)
   try: return bytes.fromhex(s.replace(" ", "").replace("\n", ""))
   except ValueError: v.fail(key, "expected hex bytes")
@@ -215,8 +222,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   top = _V(file, source, "")
   if top.get("format", "str", required=True) != MANIFEST_KIND:
     top.fail("format", f"expected \"{MANIFEST_KIND}\", got {json.dumps(source['format'])}")
-  if (ver := top.get("version", "int", required=True)) != MANIFEST_VERSION:
-    top.fail("version", f"this hcqdsl reads manifest version {MANIFEST_VERSION}, got {ver}")
+  if (ver := top.get("version", "int", required=True)) not in READABLE_VERSIONS:
+    top.fail("version", f"this hcqdsl reads manifest versions {' and '.join(map(str, READABLE_VERSIONS))}, got {ver}")
   devices, by_name = [], {}
   for d in top.get("devices", "list", default=[]):
     arch = d.get("arch", "str", required=True)
@@ -269,12 +276,13 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   signals = {}
   for s in top.get("signals", "list", default=[]):
     a, v = s.get("addr", "int", required=True), s.get("value", "int", required=True)
-    if v > M32: s.fail("value", f"{v} is not a 32-bit signal value")
+    if v > (M32 if ver == 1 else U64): s.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
     dev = _name(s, "device", None)
     if dev is not None and dev not in by_name: s.fail("device", f"unknown device `{dev}`")
     tl = s.get("timeline", "bool", default=False)
     if tl and dev is None: s.fail("timeline", "a timeline signal needs its `device`")
-    signals[a] = {"value": v, "name": _name(s, "name", None), "device": dev, "timeline": tl}
+    signals[a] = {"value": v & M32, "name": _name(s, "name", None), "device": dev, "timeline": tl,
+                  "mailbox": s.get("mailbox", "bool", default=False)}
   buffers = []
   for b in top.get("buffers", "list", default=[]):
     dev = _name(b, "device", None)
@@ -282,15 +290,24 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     size = b.get("size", "int", required=True)
     if size < 1: b.fail("size", "must be at least 1")
     buffers.append({"addr": b.get("addr", "int", required=True), "size": size, "name": _name(b, "name", None), "device": dev})
-  memory = [(m.get("addr", "int", required=True), _hex_bytes(m, "hex")) for m in top.get("memory", "list", default=[])]
+  memory, steps = [], []
+  for m in top.get("memory", "list", default=[]):
+    ent = (m.get("addr", "int", required=True), _hex_bytes(m, "hex"))
+    if "step" in m.obj: steps.append(ent + (m.get("step", "int"),))
+    else: memory.append(ent)
+  final = [(m.get("addr", "int", required=True), _hex_bytes(m, "hex")) for m in top.get("final", "list", default=[])]
+  mailboxes = {a for a, s in signals.items() if s.get("mailbox")}
   kernels = {}
   for k in top.get("kernels", "list", default=[]):
-    params = None
+    params, sig = None, None
     if "params" in k.obj:
       params = [p.obj for p in k.get("params", "list")]
-      for j, p in enumerate(params):
+      if ver >= 2 and all(isinstance(p, dict) for p in params):  # a capture: tinygrad's signature (buffers, then scalars)
+        sig, params = params, None
+      for j, p in enumerate(params or ()):
         if p not in ("in", "out", "inout"): k.fail(f"params[{j}]", f"expected in, out or inout, got {json.dumps(p)}")
-    kernels[k.get("prog_addr", "int", required=True)] = {"name": _name(k, "name", None), "params": params}
+    kernels[k.get("prog_addr", "int", required=True)] = {"name": _name(k, "name", None), "params": params, "signature": sig,
+      "code": _hex_bytes(k, "code") if "code" in k.obj else None, "tinygrad_name": k.get("tinygrad_name", "str", default=None)}
   host = None
   if "host" in top.obj:
     host = []
@@ -302,13 +319,19 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         if q is None: h.fail("queue", f"unknown queue `{qn}`")
         s0, ln = h.get("start", "int", required=True), h.get("length", "int", required=True)
         if s0 + ln > len(q.dwords): h.fail("length", f"dwords {s0}..{s0 + ln} are past the {len(q.dwords)} dwords of `{qn}`")
-        host.append({"op": "submit", "queue": qn, "start": s0, "length": ln})
+        snap = h.obj.get("signals", {})
+        if not isinstance(snap, dict): h.fail("signals", "expected an object of address: value")
+        try: snap = {int(a, 0): int(v) for a, v in snap.items()}
+        except (TypeError, ValueError): h.fail("signals", "expected \"0x...\" addresses and integer values")
+        host.append({"op": "submit", "queue": qn, "start": s0, "length": ln, "signals": snap,
+                     **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       elif op in ("signal", "wait"):
         v = h.get("value", "int", required=True)
-        if v > M32: h.fail("value", f"{v} is not a 32-bit signal value")
-        host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v})
+        if v > (M32 if ver == 1 else U64): h.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+        host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
+                     **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
-  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host)
+  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes)
 
 # ---- packets -> statement groups for streams without a source map
 
@@ -393,12 +416,13 @@ def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tu
 
 def _hexname(prefix: str, a: int) -> str: return f"{prefix}_{a:x}"
 
-def lift_manifest(m: Manifest) -> Program:
+def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
   """A program from a raw dump. With read pointers: the work still to do at the dump (signals start at the snapshot;
   what ran already is listed as comments; check with launches=1). With host steps (a capture): the launches, with a var
   `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1."""
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
+  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace)
   notes: list = []
   # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
@@ -620,8 +644,10 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
 
 # ---------------------------------------------------------------- files, CLI
 
-def lift_file(path, program_file: Optional[str] = None) -> Program:
-  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input."""
+def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Program:
+  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input. A
+  capture's kernel code objects are written to `code_dir` as NAME.co (default: beside `program_file`, else beside
+  the manifest) and referenced relative to the program file."""
   p = pathlib.Path(path)
   try: b = p.read_bytes()
   except OSError as e: raise ManifestError(f"{p}: {e.strerror or e}") from None
@@ -629,5 +655,348 @@ def lift_file(path, program_file: Optional[str] = None) -> Program:
     try: prog = lift_image(Image.from_bytes(b))
     except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error) as e:
       raise ManifestError(f"{p}: {e if isinstance(e, ValueError) else f'corrupt image metadata: {e!r}'}") from None
-  else: prog = lift_manifest(load_manifest(p))
+  else:
+    pdir = pathlib.Path(program_file).parent if program_file else p.parent
+    prog = lift_manifest(load_manifest(p), code_dir if code_dir is not None else pdir, pdir)
   return attrs.evolve(prog, file=program_file or prog.file)
+
+# ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
+
+def _period(shapes: list) -> Optional[tuple]:
+  """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
+  fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
+  n, best = len(shapes), None
+  for P in range(1, n // 2 + 1):
+    run = 0  # run[i]: how many consecutive j >= i have shapes[j] == shapes[j + P], computed right to left
+    runs = [0] * (n + 1)
+    for i in range(n - P - 1, -1, -1):
+      runs[i] = runs[i + 1] + 1 if shapes[i] == shapes[i + P] else 0
+    for i in range(n - 2 * P + 1):
+      K = 1 + runs[i] // P
+      if K < 2 or not any(s[0] == "submit" for s in shapes[i:i + P]): continue
+      key = (K * P, -P, i)  # on a tie the latest phase: its last launch is the one the program ended with
+      if best is None or key > best[0]: best = (key, (i, P, K))
+    del run
+  return best[1] if best else None
+
+# where in a packet a per-launch value sits: packet name -> {dword index: role}
+_ROLES = {"WAIT_REG_MEM": {4: "value", 2: "addr", 3: "addr"}, "RELEASE_MEM": {5: "value", 3: "addr", 4: "addr"},
+          "POLL_REGMEM": {3: "value", 1: "addr", 2: "addr"}, "FENCE": {3: "value", 1: "addr", 2: "addr"},
+          "COPY_LINEAR": {3: "src", 4: "src", 5: "dst", 6: "dst"}, "DISPATCH_DIRECT": {1: "dim", 2: "dim", 3: "dim"}}
+
+class _Vars:
+  """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
+  def __init__(self, used: set, notes: list): self.lists, self.used, self.notes, self.uses_launch = {}, used, notes, False
+  def fit(self, vals: list, hint: str) -> Optional[tuple]:
+    """(var, add) for values that change between launches; None when they do not."""
+    vals = [v & M32 for v in vals]
+    if len(set(vals)) == 1: return None
+    c = vals[0] - 1
+    if all((v - (k + 1 + c)) & M32 == 0 for k, v in enumerate(vals)):
+      self.uses_launch = True
+      return (LAUNCH_VAR, c if c <= M32 // 2 else c - (1 << 32))
+    key = tuple(vals)
+    if key not in self.lists:
+      name, i = hint, 2
+      while name in self.used or name in KEYWORDS: name, i = f"{hint}_{i}", i + 1
+      self.used.add(name); self.lists[key] = name
+    return (self.lists[key], 0)
+
+def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
+  """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
+  steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
+  state: signal values and buffer contents as they were when the first repeated step ran —, per-launch values as
+  `launch + c` or listed vars, kernel-argument pointers and copy addresses that change per launch as `rebound`
+  buffers, a ring submitted several times per launch as one queue per submission, kernels by tinygrad's names with
+  their code objects, expects from the contents after the last launch."""
+  notes: list = []
+  ev = m.host
+  qmap = {q.name: q for q in m.queues}
+  def what(e) -> tuple:
+    """A submission's packets, by name, with the program each dispatch runs and each copy's length."""
+    q = qmap[e["queue"]]
+    out, regs = [], {}
+    for p in _decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
+      if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
+      extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
+      out.append((p.name, extra))
+    return tuple(out)
+  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else (e["op"], e["addr"], bool(e.get("init")))
+  found = _period([shape(e) for e in ev])
+  start, P, K = found if found else (0, len(ev), 1)
+  if found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
+  if start: notes.append(f"steps 1..{start} (warm-up, compilation, first calls) are the initial state: signals and "
+                         f"buffers start as they were at step {start + 1}")
+  if start + K * P < len(ev): notes.append(f"steps {start + K * P + 1}..{len(ev)} after the last repeated launch are not lifted")
+  end = start + K * P
+  mem_at = sorted(m.steps, key=lambda x: x[2])
+  def snap(addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:
+    """The bytes [addr, addr + n) as read first at a step in [lo, hi)."""
+    for a, b, st in mem_at:
+      if lo <= st < hi and a <= addr and addr + n <= a + len(b): return b[addr - a:addr - a + n]
+    return None
+  used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(qmap)
+  vars_ = _Vars(used, notes)
+  # ---- one lifted queue per submission of a launch (a ring submitted twice is two queues, in ring order)
+  subs, count = [], {}
+  for i in range(start, start + P):
+    e = ev[i]
+    if e["op"] != "submit": continue
+    count[e["queue"]] = count.get(e["queue"], 0) + 1
+    name = e["queue"] if count[e["queue"]] == 1 else f"{e['queue']}_{count[e['queue']]}"
+    used.add(name)
+    q = qmap[e["queue"]]
+    per = [q.dwords[ev[i + k * P]["start"]:ev[i + k * P]["start"] + e["length"]] for k in range(K)]
+    subs.append({"name": name, "ring": q, "step": i, "per": per, "offset": e["start"]})
+  if any(c > 1 for c in count.values()):
+    notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...): "
+                 "the ring runs them in order, so each must wait for the one before (tinygrad's timeline waits do)")
+  mbox = m.mailboxes
+  # ---- addresses: buffers (allocations), rebound groups (an address that changes per launch)
+  allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
+  def alloc_of(a: int):
+    for lo, size, dev in allocs:
+      if lo <= a < lo + size: return lo, size, dev
+    return None
+  static: dict = {}     # allocation addr -> {"size", "device", "step"}
+  rebound: dict = {}    # tuple of per-launch addresses -> {"size", "device", "step"}
+  def use(addrs: tuple, size: int, step: int):
+    """`step`: the launch-1 step that first uses it (its contents are read as of then)."""
+    if len(set(addrs)) == 1:
+      al = alloc_of(addrs[0])
+      if al is None: static.setdefault(addrs[0], {"size": max(size, 1), "device": None, "step": step}); return
+      static.setdefault(al[0], {"size": al[1], "device": al[2], "step": step})
+    else:
+      al = alloc_of(addrs[0])
+      r = rebound.setdefault(addrs, {"size": size, "device": al[2] if al else None, "step": step})
+      r["size"] = max(r["size"], size)
+  dispatches = []   # (sub, packet offset, prog, [kernarg addr per launch])
+  for s in subs:
+    pk = _decoder(s["ring"].engine, s["ring"].target).decode(s["per"][0])
+    s["packets"] = pk
+    regs_at: dict = {}
+    for p in pk:
+      if p.raw: continue
+      if p.name == "COPY_LINEAR":
+        size = p.fields["count"] + 1
+        for lo in (3, 5):
+          use(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, s["step"])
+      elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
+      elif p.name == "DISPATCH_DIRECT":
+        pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")
+        if pgm is None or user is None or len(user.fields["values"]) < 2: continue
+        uo = user.offset + 2 + len(user.fields["values"]) - 2
+        prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
+        kas = [d[uo] | (d[uo + 1] << 32) for d in s["per"]]
+        dispatches.append((s, prog, kas))
+  kinfo: dict = {}   # kernarg addr in launch 1 -> (kernel info, per-launch pointer tuples, per-launch scalar values)
+  for s, prog, kas in dispatches:
+    k = m.kernels.get(prog, {})
+    sig = k.get("signature") or []
+    bufs = [x for x in sig if x.get("name") is None]
+    scal = [x for x in sig if x.get("name") is not None]
+    need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
+    for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
+    blocks = [snap(ka, need, s["step"] + j * P, s["step"] + j * P + 1) for j, ka in enumerate(kas)]
+    if any(b is None for b in blocks):
+      notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
+      continue
+    ptrs = [tuple(int.from_bytes(blocks[j][8 * i:8 * i + 8], "little") for j in range(K)) for i in range(len(bufs))]
+    for i, t in enumerate(ptrs): use(t, bufs[i].get("bytes") or 1, s["step"])
+    vals, off = [], 8 * len(bufs)
+    for x in scal:
+      sz = x.get("bytes") or 4
+      off += -off % sz
+      vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
+      off += sz
+    kinfo[kas[0]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs])
+  # ---- names
+  def fresh(base: str) -> str:
+    name, i = base, 2
+    while name in used or name in KEYWORDS: name, i = f"{base}_{i}", i + 1
+    used.add(name); return name
+  bufname: dict = {}
+  for a in sorted(static): bufname[("s", a)] = fresh(_hexname("b", a))
+  for t in rebound: bufname[("r", t)] = fresh(f"in_{t[0]:x}")
+  def buf_for(addrs: tuple):
+    """(name, offset) of the buffer the per-launch addresses point into."""
+    if len(set(addrs)) > 1: return bufname[("r", addrs)], 0
+    al = alloc_of(addrs[0])
+    lo = al[0] if al else addrs[0]
+    return bufname[("s", lo)], addrs[0] - lo
+  # signals: what the packets and host steps name, without the mailboxes
+  sig_addrs = []
+  for s in subs:
+    for p in s["packets"]: sig_addrs += [a for a in _signal_addrs(p) if a not in mbox]
+  sig_addrs += [e["addr"] for e in ev[start:start + P] if e["op"] != "submit"]
+  signals: dict = {}
+  def sig_value(a: int) -> int:
+    """The signal's value when step `start` ran: the first submission's reading at or after it (if the host does not
+    write it first), else the host's last write or reading before it."""
+    for e in ev[start:]:
+      if e["op"] == "submit" and a in e.get("signals", {}): return e["signals"][a]
+      if e["op"] == "signal" and e["addr"] == a: break
+    last = m.signals.get(a, {}).get("value", 0)
+    for e in ev[:start]:
+      if e["op"] == "signal" and e["addr"] == a: last = e["value"]
+      elif e["op"] == "submit" and a in e.get("signals", {}): last = e["signals"][a]
+    return last
+  for a in dict.fromkeys(sig_addrs):
+    info = m.signals.get(a, {})
+    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and f"{info['device']}.timeline" not in signals.values():
+      signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
+    else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
+  # ---- kernels: one declaration per (tinygrad name, code), with its code object
+  kdecl, kname_of = {}, {}
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+    if prog in kname_of: continue
+    k = m.kernels.get(prog, {})
+    base = k.get("name") or _hexname("k", prog)
+    key = (base, k.get("code") or prog)
+    if key not in kdecl:
+      bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
+      modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
+                                                                   for x in scal]
+      impl = None
+      if k.get("code") and code_dir is not None:
+        cpath = pathlib.Path(code_dir) / f"{base}.co"
+        cpath.write_bytes(k["code"])
+        rel = str(cpath.resolve()) if program_dir is None else _relpath(cpath, program_dir)
+        impl = Impl(None, None, (), None, rel)
+      kdecl[key] = Kernel(fresh(base), tuple(modes), impl)
+    kname_of[prog] = kdecl[key].name
+  # ---- the pseudo image the statement lifter reads names from, with per-launch patches
+  ibufs = {}
+  for (kind, key), nm in bufname.items():
+    if kind == "s": ibufs[nm] = (key, static[key]["size"])
+    else: ibufs[nm] = (key[0], rebound[key]["size"])
+  ibufs_size = lambda nm: ibufs[nm][1]
+  regions, mem_patches = [], {}
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+    args = []
+    for t, nb in zip(ptrs, nbytes):
+      nm, off = buf_for(t)
+      size = ibufs_size(nm)
+      hi = off + nb if nb and off + nb < size else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
+      args.append([nm, off or None, hi, bool(off) or hi is not None])
+    args += [None] * len(vals)
+    regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
+  kparams = {}
+  for kd in kdecl.values():
+    off, ps = 0, []
+    for p in kd.params:
+      sz = 4 if p.scalar else 8
+      off += -off % sz
+      ps.append([p.mode, p.name, off]); off += sz
+    kparams[kd.name] = ps
+  ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
+  data = []
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+    ps = kparams[kname_of[prog]]
+    for i, v in enumerate(vals):
+      off = ps[len(ptrs) + i][2]
+      fit = vars_.fit(v, _ident(scal[i]["name"]))
+      raw = v[0] & M32
+      mem_patches.setdefault(ka, []).append(Patch("", ka + off, fit[0] if fit else None, fit[1] if fit else raw))
+  img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
+              [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
+  # ---- declarations
+  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
+  def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return _init_data(b, size) if b else None
+  for (kind, key), nm in bufname.items():
+    if kind == "s":
+      st = static[key]
+      init = data_of(_assemble(m.steps, key, st["size"], st["step"]), st["size"])
+      decls.append(Buffer(nm, Ref(st["device"]) if st["device"] else None, st["size"], init))
+    else:
+      r = rebound[key]
+      inits = tuple(data_of(_assemble(m.steps, a, r["size"], r["step"] + k * P), r["size"]) or Data("u8", (0,)) for k, a in enumerate(key))
+      decls.append(Buffer(nm, Ref(r["device"]) if r["device"] else None, r["size"], None, "rebound", inits))
+  for a, n in signals.items():
+    info = m.signals.get(a, {})
+    v = sig_value(a)
+    if n.endswith(".timeline"): continue
+    if v > M32: notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
+    decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, v & M32))
+  # queue statements: the template's dwords with per-launch patches
+  queues = []
+  for s in subs:
+    patches = []
+    for p in s["packets"]:
+      roles = _ROLES.get(p.name, {})
+      for idx, role in roles.items():
+        o = p.offset + idx
+        if o >= len(s["per"][0]) or role not in ("value", "dim"): continue
+        fit = vars_.fit([d[o] for d in s["per"]], "v")
+        if fit: patches.append(Patch(s["name"], o, fit[0], fit[1]))
+    qi = QueueImage(s["name"], s["ring"].engine, s["ring"].device, s["ring"].target, 0, s["per"][0], patches, [],
+                    [x for ps in mem_patches.values() for x in ps])
+    groups = []
+    for g in _group(s["packets"], s["ring"].engine):
+      at = f"@{s['offset'] + g[0].offset}" if g else None
+      if g and g[0].name in ("RELEASE_MEM", "FENCE") and not g[0].raw and g[0].fields.get("addr") in mbox:
+        groups.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
+      elif g and g[0].name == "TRAP" and not g[0].raw: groups.append((f"# {at}: KFD interrupt: SDMA TRAP", None))
+      else: groups.append((g, at))
+    items = [_epochs(x, s["ring"].device) for x in _lift_stmts(img, qi, groups)]
+    queues.append(_queue(s["name"], s["ring"].engine, s["ring"].device, items))
+  host = []
+  for i in range(start, start + P):
+    e = ev[i]
+    if e["op"] == "submit":
+      nm = next(x["name"] for x in subs if x["step"] == i)
+      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),))
+      else: host.append(Submit((Ref(nm),)))
+      continue
+    fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
+    ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & M32)
+    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None))
+  decls += [Var(n, tuple(v)) for v, n in vars_.lists.items()]
+  if vars_.uses_launch: decls.append(Var(LAUNCH_VAR))
+  decls += list(kdecl.values())
+  decls += queues
+  if host: decls.append(Host(tuple(host)))
+  # expects: each buffer a launch writes, as it was after the last launch
+  written = {buf_for(t)[0] for _, (prog, ptrs, _, _, _) in kinfo.items() for t in ptrs}
+  written |= {bufname.get(("s", alloc_of(a)[0] if alloc_of(a) else a)) for s in subs for p in s["packets"]
+              if p.name == "COPY_LINEAR" and not p.raw and len({d[p.offset + 5] for d in s["per"]}) == 1
+              for a in [p.fields["dst_addr"]]}
+  for (kind, key), nm in bufname.items():
+    if kind != "s" or nm not in written or static[key]["size"] > (1 << 20): continue
+    after = _assemble(m.steps, key, static[key]["size"], end, m.final, after=True)
+    if after is None: continue
+    d = _init_data(after, static[key]["size"]) or Data("u8", (0,))
+    decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
+  if trace is not None:  # for sanitize: which capture step each lifted queue came from
+    trace.update(start=start, period=P, launches=K, queues={x["name"]: x["step"] for x in subs},
+                steps=list(range(start, start + P)))
+  header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
+            f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
+  return _program(decls, m.file, header)
+
+def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
+  """The allocation [addr, addr + size) when step `t` ran, each byte from the last reading at or before `t` (a capture
+  reads a buffer before each step that uses it and records it only when it changed). `after`: its contents once the
+  steps before `t` had run — the first reading at or after `t`, else the final contents, else the last one before.
+  None when nothing covers it."""
+  out, have = bytearray(size), bytearray(size)
+  def take(a: int, b: bytes):
+    for i in range(max(a, addr), min(a + len(b), addr + size)):
+      if not have[i - addr]: out[i - addr], have[i - addr] = b[i - a], 1
+  ordered = sorted(steps, key=lambda x: x[2])
+  if after:
+    for a, b, st in ordered:
+      if st >= t: take(a, b)
+    for a, b in final or ():
+      if a == addr: take(a, b.ljust(size, b"\0"))
+  for a, b, st in reversed(ordered):
+    if st <= t - after: take(a, b)
+  return bytes(out) if any(have) else None
+
+def _relpath(p: pathlib.Path, base) -> str:
+  import os
+  return os.path.relpath(p.resolve(), pathlib.Path(base).resolve())
+
+def _ident(name) -> str:
+  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name or "v")) or "v"
+  return out if not out[0].isdigit() else "v_" + out

@@ -101,10 +101,11 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
   n = min(len(want), len(data) // dt.itemsize)
   got = np.frombuffer(data[:n * dt.itemsize], dt)
   if n < len(want): return ExpectResult(e["line"], e["buffer"], False, f"`{e['buffer']}` holds {n} elements, expected {len(want)}")
-  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True))
+  tol = {k: e[k] for k in ("rtol", "atol") if k in e}   # `~= ... rtol R atol A`, else numpy's defaults
+  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True, **tol))
   else: ok = got.tobytes() == want.tobytes()
   if ok: return ExpectResult(e["line"], e["buffer"], True, f"`{e['buffer']}` ok")
-  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True) if e["approx"] else got != want)
+  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True, **tol) if e["approx"] else got != want)
   if not len(bad): bad = np.arange(min(n, 1))  # -0.0 vs 0.0 and NaN payloads differ only in bytes
   i = int(bad[0])
   return ExpectResult(e["line"], e["buffer"], False,

@@ -705,6 +705,7 @@ class Emulator(Device):
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
     self.tracing, self.events, self.flows = trace, [], []
+    self.signal_log: list = []       # (time, signal address, value) of every signal write (traced runs)
     self.last_write: dict = {}       # signal address -> emulated time of its last write (a float: no allocation)
     self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
     self.fault: Optional[Fault] = None
@@ -771,7 +772,9 @@ class Emulator(Device):
   # ---- time and flows
   def note_write(self, addr: int, t: float):
     self.last_write[addr] = t
-    if self.tracing: self.write_event[addr] = len(self.events)
+    if self.tracing:
+      self.write_event[addr] = len(self.events)
+      self.signal_log.append((t, addr, self.mem.r32(addr)))
   def wait_satisfied(self, who, addr: int):
     t = self.last_write.get(addr)
     if t is None: return

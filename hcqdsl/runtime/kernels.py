@@ -14,12 +14,13 @@ Built-ins (dtype default f32; `n` = elements of the shortest argument involved):
 Anything else (wrong parameter count, unknown name) is a KernelError, reported as a device fault at dispatch.
 """
 from __future__ import annotations
-import ctypes, hashlib, os, pathlib, select, shutil, signal, struct, subprocess, tempfile
+import ctypes, hashlib, os, pathlib, select, signal, struct, subprocess
 from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
+from ..tinygrad.host_cc import find_cc, cache_dir as cache_dir_of
 
-__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "BUILTINS", "Worker"]
+__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "BUILTINS", "Worker"]
 
 class KernelError(Exception): pass
 
@@ -169,15 +170,6 @@ def make_kernel(k, cache_dir: Optional[str] = None, worker: Optional[Worker] = N
 
 # ---- C kernels
 
-def find_cc() -> Optional[str]:
-  """The host C compiler: $CC, else clang, cc, gcc (first on PATH)."""
-  if (cc := os.environ.get("CC")) and shutil.which(cc): return cc
-  return next((c for c in ("clang", "cc", "gcc") if shutil.which(c)), None)
-
-def _cache_dir(cache_dir: Optional[str]) -> pathlib.Path:
-  d = pathlib.Path(cache_dir or os.environ.get("HCQDSL_CACHE") or pathlib.Path(tempfile.gettempdir()) / f"hcqdsl-kernels-{os.getuid()}")
-  d.mkdir(parents=True, exist_ok=True)
-  return d
 
 def _arch_flags() -> list:
   """tinygrad's CPU device arch flags (ClangCompiler on `<machine>,native`: -march=native on x86_64, -mcpu=native and
@@ -205,7 +197,7 @@ def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = N
   if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
   key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
   if key not in _loaded:
-    so = _cache_dir(cache_dir) / f"{key}.so"
+    so = pathlib.Path(cache_dir_of(cache_dir)) / f"{key}.so"
     if not so.exists():
       src = so.with_suffix(".c")
       src.write_text(source)
