@@ -253,7 +253,7 @@ def test_sdma_unknown_op_is_a_comment():
 BAD = [
   ({}, "m.json: format: missing"),
   ({"format": "x"}, 'm.json: format: expected "hcqdsl-manifest", got "x"'),
-  ({"format": "hcqdsl-manifest", "version": 2}, "m.json: version: this hcqdsl reads manifest version 1, got 2"),
+  ({"format": "hcqdsl-manifest", "version": 3}, "m.json: version: this hcqdsl reads manifest versions 1 and 2, got 3"),
   ({"format": "hcqdsl-manifest", "version": "one"}, "m.json: version: expected an integer (or a \"0x...\" string), got 'one'"),
   ({"format": "hcqdsl-manifest", "version": 1}, "m.json: queues: missing"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": {}}, "m.json: queues: expected a list, got dict"),
@@ -311,7 +311,7 @@ def test_cli_errors(tmp_path):
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'raw.hex'}: neither an image (.hcqimg) nor a manifest (JSON); "
                                          "raw dwords need a manifest (docs/lift.md)\n")
   r = _cli("lift", tmp_path / "none.json")
-  assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'none.json'}: No such file or directory\n")
+  assert (r.returncode, r.stderr) == (2, f"hcqdsl: error: {tmp_path / 'none.json'}: no such file\n")   # as every command
   img = compile_program(parse(HANG, "h.hcq")).to_bytes()
   (tmp_path / "t.hcqimg").write_bytes(img[:40])
   r = _cli("lift", tmp_path / "t.hcqimg")
