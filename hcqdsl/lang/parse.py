@@ -213,7 +213,7 @@ class _Val:
 
 _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
-          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
+          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "AT": "`@`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
@@ -278,7 +278,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
   exp = set(acc or getattr(e, "expected", None) or ())
-  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT"}  # `a + 1`, `a[0:4]`: details of an argument
+  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT", "AT"}  # `a + 1`, `a[0:4]`, `x@1`: details of an argument
   exp = _expected(exp, sep)
   lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
   if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):
