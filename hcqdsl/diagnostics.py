@@ -24,7 +24,8 @@ CODES = {
   "bounds": "a byte range outside its buffer, or a copy whose sides differ in length",
   "redundant-wait": "a wait already implied by happens-before",
   "unused-signal": "a signal written but never waited on",
-  "visibility": "a cross-device read with no barrier after the wait that orders it",
+  "visibility": "a compute read the packets let see stale data (no barrier where one is needed)",
+  "stale-input": "a launch's command reads an earlier launch's rebound input (input replacement missed)",
   "incomplete": "exhaustive exploration ran past its state budget: the verdict covers the states explored",
   "unused-ignore": "a `# hcq: ignore[CODE]` comment that suppresses nothing on its line",
 }

@@ -84,6 +84,7 @@ class Slice:
   start: Optional[int] = None
   end: Optional[int] = None
   ranged: bool = False   # written with [..]; kept so that `a[:]` formats back as written
+  launch: Optional[int] = None   # `x@k`: the memory a rebound buffer has in launch k (whatever launch runs it)
   def bounds(self, size: int) -> tuple[int, int]:
     return (0 if self.start is None else self.start, size if self.end is None else self.end)
 

@@ -25,7 +25,9 @@ def _data(d: Data) -> str:
   vals = map(repr, map(float, raw)) if d.dtype[0] == "f" else map(str, raw)
   return f"{d.dtype} [{', '.join(vals)}]"
 
-def _slice(s: Slice) -> str: return s.buffer.name + range_text(s.start, s.end) if s.ranged else s.buffer.name
+def _slice(s: Slice) -> str:
+  name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
+  return name + range_text(s.start, s.end) if s.ranged else name
 
 def _impl(i: Impl) -> str:
   parts = []
