@@ -417,8 +417,11 @@ class Capture:
       except Exception: pass
       return rt
     get_runtime.__wrapped__ = orig
-    realize.get_runtime = get_runtime
-    self._saved.append((realize, "get_runtime", orig))
+    # the JIT's GraphRunner (engine/jit.py) and ops_cpu call it by the name they imported: wrapped there too
+    for mod in [realize] + [m for n, m in list(sys.modules.items()) if n.startswith("tinygrad.") and m is not realize]:
+      if getattr(mod, "get_runtime", None) is orig:
+        setattr(mod, "get_runtime", get_runtime)
+        self._saved.append((mod, "get_runtime", orig))
 
   def _install_hcq2(self):
     """hcq2 (`HCQ2=1`): the submitter is a program on HCQ_RUNTIME_DEV that writes rings and doorbells itself; each hcq
