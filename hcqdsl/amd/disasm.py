@@ -75,7 +75,7 @@ def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Opt
   """The slice at addr; in a rebound buffer's launch-k region with no per-launch patch, `x@k` (a fixed address)."""
   for n, (a, sz) in img.buffers.items():
     for k, base in enumerate(img.var_values.get(f"{n}.addr") or ()):
-      if base <= addr and addr + size <= base + sz and (k or not patched):
+      if base <= addr and addr + size <= base + sz and not patched:   # a patched dword holds launch 1's address
         lo = addr - base
         return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
     if a <= addr and addr + size <= a + sz:
@@ -92,7 +92,7 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
   data = dict(img.data)
   params = k.get("params") or []
   for i, a in enumerate(kr.meta["args"]):
-    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], bool(a[3])); continue
+    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], bool(a[3]), a[4] if len(a) > 4 else None); continue
     mode, off = params[i][0], params[i][2]
     if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")

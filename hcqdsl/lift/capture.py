@@ -83,6 +83,8 @@ class Capture:
     self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
     self._unknown: set = set()
     self._hcq2_images, self._hcq2_seen = None, 0
+    self.graph_calls: list = []  # per HCQGraph call: {"step", "graph", "inputs": [[(addr, nbytes) per device] per input]}
+    self._graphs: dict = {}      # id(HCQGraph) -> (index, the graph: kept so its id is not reused)
 
   # ---- what tinygrad objects tell us
   def _device(self, dev) -> str:
@@ -289,6 +291,25 @@ class Capture:
                                                                       for i, _ in enumerate(getattr(args_state, "vals", ()))]
     self.kernels[addr] = {"name": str(getattr(prg, "name", f"k_{addr:x}")), "lib": b"", "signature": sig, "kernargs": 0, "_prg": prg}
 
+  def _on_graph_call(self, graph, input_uops=(), *rest, **kw) -> None:
+    """HCQGraph.__call__: the graph's inputs at this call, as tinygrad hands them over (`input_uops`: one buffer per
+    input, a MultiBuffer's per device), with their contents. The lift reads from them which memory is a launch's input,
+    so a command that kept an earlier call's input address (an input replacement missed) is recognized as such."""
+    step = len(self.host)
+    gid = self._graphs.setdefault(id(graph), (len(self._graphs), graph))[0]
+    inputs = []
+    for u in input_uops:
+      try: b = u.buffer
+      except Exception: inputs.append(None); continue
+      row = []
+      for x in getattr(b, "bufs", None) or [b]:
+        try: addr, n = int(x._buf.va_addr), int(x.nbytes)
+        except Exception: row.append(None); continue
+        row.append((addr, n))
+        if self._use(addr) is not None and self.contents: self._remember(addr, n, step)
+      inputs.append(row)
+    self.graph_calls.append({"step": step, "graph": gid, "inputs": inputs})
+
   def _step(self, ent: dict) -> None:
     if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
     self.host.append(ent)
@@ -386,6 +407,8 @@ class Capture:
         self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
         self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
         self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
+        from tinygrad.runtime.graph.hcq import HCQGraph
+        self._wrap(HCQGraph, "__call__", before=self._on_graph_call)
       self._wrap(HCQSignal, "wait", before=self._on_host_wait)
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
@@ -491,6 +514,8 @@ class Capture:
       "final": final,
       "kernels": kernels,
       "host": host,
+      "graph_calls": [{**g, "inputs": [None if r is None else [None if x is None else [hx(x[0]), x[1]] for x in r] for r in g["inputs"]]}
+                      for g in self.graph_calls],
     }
 
   def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")

@@ -4,7 +4,7 @@ with their dwords, optional read/write pointers, a signal snapshot, memory such 
 submissions, signal writes and waits as `hcqdsl capture` records them). Packets are decoded by hcqdsl.amd and turned
 into statements by disasm's lifter; what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
-import json, pathlib, re, struct
+import bisect, json, pathlib, re, struct
 from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
@@ -155,6 +155,8 @@ class Manifest:
   final: list = attrs.field(factory=list)   # version 2: (addr, bytes) contents when the capture ended
   mailboxes: set = attrs.field(factory=set)  # KFD interrupt mailbox addresses (writes there order nothing)
   path: str = "hcq"   # version 2: which of tinygrad's paths submitted (hcq: HWQueue objects, hcq2: the submitter program)
+  graph_calls: list = attrs.field(factory=list)  # version 2: (step, graph, inputs): an HCQGraph call before host step
+                      # `step`, its inputs as [[(addr, size) or None per device] or None per input] (tinygrad's input_uops)
 
 class _V:
   """Typed access to one JSON object with its path, for error messages."""
@@ -332,8 +334,23 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
+  graph_calls = []
+  for g in top.get("graph_calls", "list", default=[]):
+    inputs = []
+    for row in g.get("inputs", "list", required=True):
+      if row.obj is None: inputs.append(None); continue
+      if not isinstance(row.obj, list): row.fail("", f"expected a list of [addr, size] per device, got {json.dumps(row.obj)}")
+      bufs = []
+      for j, x in enumerate(row.obj):
+        if x is None: bufs.append(None); continue
+        pair = _V(file, {"addr": x[0], "size": x[1]} if isinstance(x, list) and len(x) == 2 else x, f"{row.path}[{j}]")
+        if not isinstance(pair.obj, dict): pair.fail("", f"expected [addr, size], got {json.dumps(x)}")
+        bufs.append((pair.get("addr", "int", required=True), pair.get("size", "int", required=True)))
+      inputs.append(bufs)
+    graph_calls.append((g.get("step", "int", required=True), g.get("graph", "int", required=True), inputs))
   prod = source.get("producer") if isinstance(source.get("producer"), dict) else {}
-  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes, str(prod.get("path", "hcq")))
+  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes, str(prod.get("path", "hcq")),
+                  graph_calls)
 
 # ---- packets -> statement groups for streams without a source map
 
@@ -664,6 +681,19 @@ def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Progra
 
 # ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
 
+def _launch_steps(ev: list) -> list:
+  """The indices of the host steps that are steps of a launch: all but a signal's creation (`init`) at an address no
+  earlier step names (a recycled signal's creation writes memory an earlier step used: it stays a step)."""
+  seen, keep = set(), []
+  for i, e in enumerate(ev):
+    if e["op"] == "submit": seen.update(e.get("signals", ()))
+    else:
+      if e.get("init") and e["addr"] not in seen:
+        seen.add(e["addr"]); continue
+      seen.add(e["addr"])
+    keep.append(i)
+  return keep
+
 def _period(shapes: list) -> Optional[tuple]:
   """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
   fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
@@ -704,6 +734,28 @@ class _Vars:
       self.used.add(name); self.lists[key] = name
     return (self.lists[key], 0)
 
+def _graph_inputs(m: Manifest, ev: list, start: int, P: int, K: int) -> dict:
+  """{per-launch addresses: size} of every graph input whose memory changes between launches: launch k's address is
+  what HCQGraph was handed at its call in launch k (the capture's `graph_calls`, tinygrad's input_uops; a
+  MultiBuffer's per device). A call belongs to the launch of its first submission."""
+  per: dict = {}   # (graph, input, device) -> [(addr, size) per launch]
+  subs = [i for i, e in enumerate(ev) if e["op"] == "submit"]
+  for step, g, ins in m.graph_calls:
+    at = next((i for i in subs if i >= step), None)
+    if at is None or not start <= at < start + K * P: continue
+    k = (at - start) // P
+    for i, row in enumerate(ins):
+      for d, x in enumerate(row or ()):
+        if x is None: continue
+        slot = per.setdefault((g, i, d), [None] * K)
+        slot[k] = x if slot[k] is None else (None, 0)   # called twice in one launch: not one input per launch
+  out: dict = {}
+  for xs in per.values():
+    if any(x is None or x[0] is None for x in xs) or len({a for a, _ in xs}) < 2: continue
+    t = tuple(a for a, _ in xs)
+    out[t] = max(out.get(t, 0), *(n for _, n in xs))
+  return out
+
 def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
   """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
   steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
@@ -712,6 +764,14 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   buffers, a ring submitted several times per launch as one queue per submission, kernels by tinygrad's names with
   their code objects, expects from the contents after the last launch."""
   notes: list = []
+  # a fresh signal's creation (tinygrad writes its first value in HCQSignal.__init__: HCQGraph makes its signals
+  # while the captured call runs) is its initial value, no step of a launch: so the captured call is launch 1
+  keep = _launch_steps(m.host)
+  n_all, orig = len(m.host), (lambda i: keep[i] if i < len(keep) else len(m.host))
+  if len(keep) < len(m.host):
+    new = lambda st: bisect.bisect_left(keep, st)
+    m = attrs.evolve(m, host=[m.host[i] for i in keep], steps=[(a, b, new(st)) for a, b, st in m.steps],
+                     graph_calls=[(new(st), g, ins) for st, g, ins in m.graph_calls])
   ev = m.host
   qmap = {q.name: q for q in m.queues}
   def what(e) -> tuple:
@@ -727,9 +787,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   found = _period([shape(e) for e in ev])
   start, P, K = found if found else (0, len(ev), 1)
   if found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
-  if start: notes.append(f"steps 1..{start} (warm-up, compilation, first calls) are the initial state: signals and "
-                         f"buffers start as they were at step {start + 1}")
-  if start + K * P < len(ev): notes.append(f"steps {start + K * P + 1}..{len(ev)} after the last repeated launch are not lifted")
+  if start: notes.append(f"steps 1..{orig(start)} (warm-up, compilation, first calls) are the initial state: signals and "
+                         f"buffers start as they were at step {orig(start) + 1}")
+  if start + K * P < len(ev): notes.append(f"steps {orig(start + K * P) + 1}..{n_all} after the last repeated launch are not lifted")
   end = start + K * P
   mem_at = sorted(m.steps, key=lambda x: x[2])
   def snap(addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:
@@ -772,8 +832,27 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     return None
   static: dict = {}     # allocation addr -> {"size", "device", "step"}
   rebound: dict = {}    # tuple of per-launch addresses -> {"size", "device", "step"}
+  inputs = _graph_inputs(m, ev, start, P, K)
+  at_input: dict = {}   # per-launch addresses -> (input's address tuple, offset, launch j of `x@j` or None)
+  def as_input(addrs: tuple, size: int) -> Optional[tuple]:
+    """(input, offset, None) for addresses at one offset into each launch's memory of a graph input; (input, offset,
+    j) for one address inside exactly one launch j's input — a command that kept it (`x@j`)."""
+    for t, n in inputs.items():
+      if len(set(addrs)) > 1:
+        off = addrs[0] - t[0]
+        if 0 <= off and off + size <= n and all(a - b == off for a, b in zip(addrs, t)): return t, off, None
+      else:
+        hits = [j for j, b in enumerate(t) if b <= addrs[0] < b + n]
+        if len(hits) == 1 and addrs[0] + size <= t[hits[0]] + n: return t, addrs[0] - t[hits[0]], hits[0] + 1
+    return None
   def use(addrs: tuple, size: int, step: int):
     """`step`: the launch-1 step that first uses it (its contents are read as of then)."""
+    if (hit := at_input.get(addrs) or as_input(addrs, size)) is not None:
+      at_input[addrs] = hit
+      al = alloc_of(hit[0][0])
+      r = rebound.setdefault(hit[0], {"size": inputs[hit[0]], "device": al[2] if al else None, "step": step})
+      r["size"] = max(r["size"], inputs[hit[0]])
+      return
     if len(set(addrs)) == 1:
       al = alloc_of(addrs[0])
       if al is None: static.setdefault(addrs[0], {"size": max(size, 1), "device": None, "step": step}); return
@@ -831,11 +910,12 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   for a in sorted(static): bufname[("s", a)] = fresh(_hexname("b", a))
   for t in rebound: bufname[("r", t)] = fresh(f"in_{t[0]:x}")
   def buf_for(addrs: tuple):
-    """(name, offset) of the buffer the per-launch addresses point into."""
-    if len(set(addrs)) > 1: return bufname[("r", addrs)], 0
+    """(name, offset, launch of `x@j` or None) of the buffer the per-launch addresses point into."""
+    if (hit := at_input.get(addrs)) is not None: return bufname[("r", hit[0])], hit[1], hit[2]
+    if len(set(addrs)) > 1: return bufname[("r", addrs)], 0, None
     al = alloc_of(addrs[0])
     lo = al[0] if al else addrs[0]
-    return bufname[("s", lo)], addrs[0] - lo
+    return bufname[("s", lo)], addrs[0] - lo, None
   # signals: what the packets and host steps name, without the mailboxes
   sig_addrs = []
   for s in subs:
@@ -887,10 +967,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     args = []
     for t, nb in zip(ptrs, nbytes):
-      nm, off = buf_for(t)
+      nm, off, pin = buf_for(t)
       size = ibufs_size(nm)
       hi = off + nb if nb and off + nb < size else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
-      args.append([nm, off or None, hi, bool(off) or hi is not None])
+      args.append([nm, off or None, hi, bool(off) or hi is not None, pin])
     args += [None] * len(vals)
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
   kparams = {}
@@ -912,6 +992,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       mem_patches.setdefault(ka, []).append(Patch("", ka + off, fit[0] if fit else None, fit[1] if fit else raw))
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
               [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
+  # a graph input's memory per launch, so a copy address that kept one launch's input lifts as `x@j`
+  img.var_values.update({f"{bufname[('r', t)]}.addr": list(t) for t in inputs if ("r", t) in bufname})
   # ---- declarations
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
   def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return _init_data(b, size) if b else None
@@ -940,7 +1022,11 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       roles = _ROLES.get(p.name, {})
       for idx, role in roles.items():
         o = p.offset + idx
-        if o >= len(s["per"][0]) or role not in ("value", "dim"): continue
+        if o >= len(s["per"][0]): continue
+        if role in ("src", "dst") and idx in (3, 5):  # an address that changes per launch: patched (`x`, not `x@1`)
+          if len({d[o] | (d[o + 1] << 32) for d in s["per"]}) > 1: patches.append(Patch(s["name"], o, None, 0, "lo"))
+          continue
+        if role not in ("value", "dim"): continue
         fit = vars_.fit([d[o] for d in s["per"]], "v")
         if fit: patches.append(Patch(s["name"], o, fit[0], fit[1]))
     qi = QueueImage(s["name"], s["ring"].engine, s["ring"].device, s["ring"].target, 0, s["per"][0], patches, [],
@@ -991,10 +1077,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     d = _init_data(after, static[key]["size"]) or Data("u8", (0,))
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
-    trace.update(start=start, period=P, launches=K, queues={x["name"]: x["segs"] for x in subs},
-                steps=list(range(start, start + P)))
+    trace.update(start=orig(start), period=P, launches=K, steps=[orig(i) for i in range(start, start + P)],
+                 queues={x["name"]: [(a, b, orig(i), c) for a, b, i, c in x["segs"]] for x in subs})
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
-            f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
+            f"tinygrad's AMD runtime, steps {orig(start) + 1}..{orig(end - 1) + 1} of {n_all})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return _program(decls, m.file, header)
 
 def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
