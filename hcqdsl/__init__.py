@@ -19,9 +19,9 @@ from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 __version__ = "0.1.0"
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
-_LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "amd.disasm",
+_LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "lift.image",
          "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
-         "lift_image": "lift.manifest", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
+         "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
          "lift_file": "lift.manifest", "Capture": "lift.capture"}
 _MODULES = {"emit": "tinygrad.emit", "capture": "lift.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
 

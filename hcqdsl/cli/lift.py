@@ -1,4 +1,5 @@
-"""`hcqdsl lift FILE`: a checkable program from an image or a raw-dump manifest."""
+"""`hcqdsl lift FILE`: a checkable program from an image (its real code objects written next to the program) or a
+raw-dump manifest."""
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file
@@ -10,7 +11,8 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..lang.format import format_program
-  try: prog = lift_file(a.file, a.output)
+  # an image's code objects go next to the program (stdout: into the current directory), which names them relative
+  try: prog = lift_file(a.file, a.output, pathlib.Path(a.output).parent if a.output else pathlib.Path("."))
   except ValueError as e:
     sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1
   text = format_program(prog)

@@ -2,127 +2,24 @@
 steps and kernels from its metadata) or from a raw dump described by a manifest (JSON, format in docs/lift.md: queues
 with their dwords, optional read/write pointers, a signal snapshot, memory such as kernarg blocks, and the host's
 submissions, signal writes and waits as `hcqdsl capture` records them). Packets are decoded by hcqdsl.amd and turned
-into statements by disasm's lifter; what is no statement is kept as a comment with its dword offset."""
+into statements by the image lifter's (lift/image.py); what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
 import json, pathlib, re, struct
 from typing import Optional
 import attrs
-from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
-from ..amd.image import Image, QueueImage, Patch, Region, MAGIC, M32
-from ..amd.disasm import _decoder, _lift_group, _Unliftable, read_raw
+from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Epoch, Submit,
+                 Ref, Expr, ARCHS, KEYWORDS, U32_MAX)
+from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
+from ..amd.disasm import decoder, read_raw
+from .image import lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, Unliftable
 
-__all__ = ["lift_image", "lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
+__all__ = ["lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
 
 MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 1
 LAUNCH_VAR = "launch"
 
 class ManifestError(ValueError):
   """A manifest that cannot be used: the message names the file and the JSON path of the bad field."""
-
-def _program(decls: list, file: str, header: list) -> Program:
-  return Program(tuple(decls), file=file, end_comments=()) if not header else \
-    Program(tuple([attrs.evolve(decls[0], comments=tuple(header) + decls[0].comments)] + decls[1:]), file=file)
-
-# ---------------------------------------------------------------- images
-
-def _impl(d: Optional[dict], img_file: str) -> Optional[Impl]:
-  if not d: return None
-  amd = d.get("amd_code")
-  if amd and img_file and not img_file.startswith("<"): amd = str((pathlib.Path(img_file).parent / amd).resolve())
-  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd)
-
-def _init_data(b: bytes, size: int) -> Optional[Data]:
-  """A buffer's initial bytes as u32 words, or as bytes when the words would run past the buffer's size."""
-  b = b.rstrip(b"\0")
-  if not b: return None
-  if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
-  b += b"\0" * (-len(b) % 4)
-  return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
-
-def lift_image(img: Image) -> Program:
-  """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
-  same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets."""
-  region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
-  data = dict(img.data)
-  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
-  devs = {d["name"] for d in img.devices}
-  dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
-  rewrites: dict = {}
-  for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
-  for n, (a, size) in img.buffers.items():
-    if (addrs := img.var_values.get(f"{n}.addr")) is not None:  # rebound: launch k's memory is a region of its own
-      inits = tuple(_init_data(data.get(x, b""), size) or Data("u8", (0,)) for x in addrs)
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
-    elif a in rewrites:
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten",
-                          tuple(_init_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
-    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""), size)))
-  for n, a in img.signals.items():
-    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
-    init = struct.unpack("<Q", data[a])[0] & M32 if len(data.get(a, b"")) == 8 else 0
-    decls.append(Signal(n, dev_ref(region_of(a)), init))
-  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
-  decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
-  seen = set()
-  for k in img.kernels:
-    if k["name"] in seen: continue
-    seen.add(k["name"])
-    decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k.get("params", ())), _impl(k.get("impl"), img.file)))
-  # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
-  blocks, key = [], 0
-  for q in img.queues:
-    key = next((s[2] for s in q.stmts if s[2]), key)
-    blocks.append((key, len(blocks), _queue(q.name, q.engine, q.device, _lift_stmts(img, q, _statement_groups(img, q)))))
-  if img.host:
-    body = []
-    for h in img.host:
-      if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
-      else:
-        e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
-        body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
-    blocks.append((min(h.get("line") or 0 for h in img.host), -1, Host(tuple(body))))
-  decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
-  for e in img.expects:
-    a, size = img.buffers[e["buffer"]]
-    lo = e["addr"] - a
-    target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
-    vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
-    decls.append(Expect(target, Data(e["dtype"], vals), e["approx"]))
-  return _program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
-
-def _statement_groups(img: Image, q: QueueImage) -> list:
-  """(packets, label) per statement: the image's source map groups packets (a split copy stays one `copy`)."""
-  pk = _decoder(q.engine, q.arch).decode(q.dwords)
-  if not q.stmts: return [([p], None) for p in pk]
-  return [([p for p in pk if s[0] <= p.offset < s[0] + s[1]], None) for s in q.stmts]
-
-def _lift_stmts(img: Image, q: QueueImage, groups: list) -> list:
-  """Statements, with the comments that stand for what is no statement attached to the next one."""
-  out, pending = [], []
-  for g, label in groups:
-    if isinstance(g, str): pending.append(g); continue
-    try: stmts = _lift_group(img, q, g, q.engine)
-    except (_Unliftable, KeyError, IndexError, TypeError) as e:
-      pending.append(_raw_comment(g, str(e), label)); continue
-    for s in stmts:
-      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
-  return out + pending  # trailing comments: strings, placed before `}`
-
-def _raw_comment(g: list, why: str, label) -> str:
-  if not g: return f"# {label or '?'}: cannot lift ({why})"
-  dw = [x for p in g for x in p.dwords]
-  shown = " ".join(f"{x:08x}" for x in dw[:12]) + (" ..." if len(dw) > 12 else "")
-  names = ", ".join(dict.fromkeys(p.name for p in g))
-  if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
-  return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
-
-def _queue(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
-  stmts = [s for s in items if not isinstance(s, str)]
-  tail = tuple(s for s in items if isinstance(s, str))
-  if head and stmts: stmts[0] = attrs.evolve(stmts[0], comments=head + stmts[0].comments)
-  elif head: tail = head + tail
-  return Queue(name, engine, Ref(device), tuple(stmts), end_comments=tail)
 
 # ---------------------------------------------------------------- manifests
 
@@ -251,7 +148,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     elif isinstance(q.obj.get("dwords"), list):
       dw = [x.obj for x in q.get("dwords", "list")]
       for j, x in enumerate(dw):
-        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= M32: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
+        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= U32_MAX: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
     elif "dwords" in q.obj:
       try: dw = _raw_dwords(q.get("dwords", "str").encode())
       except (ValueError, UnicodeEncodeError) as e: q.fail("dwords", f"expected hex dwords: {e}")
@@ -269,7 +166,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   signals = {}
   for s in top.get("signals", "list", default=[]):
     a, v = s.get("addr", "int", required=True), s.get("value", "int", required=True)
-    if v > M32: s.fail("value", f"{v} is not a 32-bit signal value")
+    if v > U32_MAX: s.fail("value", f"{v} is not a 32-bit signal value")
     dev = _name(s, "device", None)
     if dev is not None and dev not in by_name: s.fail("device", f"unknown device `{dev}`")
     tl = s.get("timeline", "bool", default=False)
@@ -305,7 +202,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         host.append({"op": "submit", "queue": qn, "start": s0, "length": ln})
       elif op in ("signal", "wait"):
         v = h.get("value", "int", required=True)
-        if v > M32: h.fail("value", f"{v} is not a 32-bit signal value")
+        if v > U32_MAX: h.fail("value", f"{v} is not a 32-bit signal value")
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
   return Manifest(file, devices, queues, signals, buffers, memory, kernels, host)
@@ -379,7 +276,7 @@ class _Mem:
 def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tuple:
   """Packets of `dw` with indirect buffers whose contents the manifest holds spliced in (their packets keep the
   offset of the IB packet, so comments point at the ring). Returns (packets, notes)."""
-  pk = _decoder(engine, target).decode(dw)
+  pk = decoder(engine, target).decode(dw)
   out = []
   for p in pk:
     ib = (p.fields.get("ib_base"), p.fields.get("ib_size")) if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw else None
@@ -501,7 +398,7 @@ def lift_manifest(m: Manifest) -> Program:
   for q in m.queues:
     if q.name not in decoded: continue
     dw, patches, done, ring_at = streams[q.name]
-    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(q.name, o, LAUNCH_VAR, add) for o, add in patches], [])
+    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(o, LAUNCH_VAR, add) for o, add in patches], [])
     groups = decoded[q.name]
     head: tuple = ()
     if triage:
@@ -514,8 +411,8 @@ def lift_manifest(m: Manifest) -> Program:
       head = tuple(ran) + (f"# stopped here ({where})",)
       groups = groups[cut:]
     at = lambda g: f"@{ring_at[g[0].offset]}" if g and g[0].offset < len(ring_at) else None
-    items = [_epochs(s, q.device) for s in _lift_stmts(img, qi, [(g, at(g)) for g in groups])]
-    decls.append(_queue(q.name, q.engine, q.device, items, head))
+    items = [_epochs(s, q.device) for s in lift_statements(img, qi, [(g, at(g)) for g in groups])]
+    decls.append(queue_decl(q.name, q.engine, q.device, items, head))
   if triage: decls = _mark_stuck(decls, {n: m.signals.get(a, {}).get("value", 0) for a, n in signals.items()})
   if plan is not None and plan["host"]:
     decls.append(Host(tuple(_epochs(_host_stmt(h, signals), None) for h in plan["host"])))
@@ -523,7 +420,7 @@ def lift_manifest(m: Manifest) -> Program:
   mode = "the work left at the dump: signals start at their snapshot values" if triage else \
     f"{launches} captured launch{'es' * (launches != 1)}" if plan is not None else "each queue's whole stream, run once"
   header = [f"# hcq: launches={launches}", f"# lifted from {m.file} by hcqdsl lift ({mode})"] + [f"# note: {x}" for x in notes]
-  return _program(decls, m.file, header)
+  return lifted_program(decls, m.file, header)
 
 def _epochs(s, device: Optional[str]):
   """A value on `D.timeline` that grows by one per launch is `D.epoch + c`; the queue's own `wait D.timeline >=
@@ -554,8 +451,8 @@ def _mark_stuck(decls: list, values: dict) -> list:
 
 def _describe(img, qi, g) -> str:
   from ..lang.format import format_stmt
-  try: return "; ".join(format_stmt(s) for s in _lift_group(img, qi, g, qi.engine))
-  except (_Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
+  try: return "; ".join(format_stmt(s) for s in lift_group(img, qi, g, qi.engine))
+  except (Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
 
 def _host_stmt(h: dict, signals: dict):
   if h["op"] == "submit": return Submit(tuple(Ref(q) for q in h["queues"]))
@@ -594,9 +491,9 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
     """c with vals[k] == k + 1 + c (mod 2**32) for every launch k, else None (noted)."""
     if len(set(vals)) == 1: return None
     c = vals[0] - 1
-    if all((v - (k + 1 + c)) & M32 == 0 for k, v in enumerate(vals)):
+    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
       out["uses_var"] = True
-      return c if c <= M32 // 2 else c - (1 << 32)
+      return c if c <= U32_MAX // 2 else c - (1 << 32)
     notes.append(f"{what} changes between launches as {', '.join(str(v) for v in vals[:6])}: not `launch + c`; "
                  "kept launch 1's value")
     return False
@@ -620,14 +517,20 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
 
 # ---------------------------------------------------------------- files, CLI
 
-def lift_file(path, program_file: Optional[str] = None) -> Program:
-  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input."""
+def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Program:
+  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). An image's real code objects are written into
+  `code_dir` when given (the lifted program names them relative to itself: put it there too). Raises ValueError
+  (ManifestError) on bad input."""
   p = pathlib.Path(path)
   try: b = p.read_bytes()
   except OSError as e: raise ManifestError(f"{p}: {e.strerror or e}") from None
   if b[:8] == MAGIC:
-    try: prog = lift_image(Image.from_bytes(b))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error) as e:
-      raise ManifestError(f"{p}: {e if isinstance(e, ValueError) else f'corrupt image metadata: {e!r}'}") from None
+    try:
+      img = Image.from_bytes(b)
+      prog = lift_image(img)
+    except ValueError as e: raise ManifestError(f"{p}: {e}") from None
+    if code_dir is not None:
+      try: write_code_objects(img, code_dir)
+      except ValueError as e: raise ManifestError(str(e)) from None
   else: prog = lift_manifest(load_manifest(p))
   return attrs.evolve(prog, file=program_file or prog.file)
