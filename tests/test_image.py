@@ -94,7 +94,11 @@ def test_emitted_compared():
 
 def test_empty_and_small_programs(tmp_path):
   for i, text in enumerate(["", "device g = AMD:0\n", "device g = AMD:0\nsignal s on g\nhost {\n  signal s = 1\n}\n",
-                            "device g = AMD:0\nqueue q copy on g {\n  barrier\n}\n"]):
+                            "device g = AMD:0\nqueue q copy on g {\n  barrier\n}\n",
+                            # a rebound buffer's launch-k memory (`x@k`) as kernel arguments and copy operands
+                            "device g = AMD:0\nbuffer x on g size 16 rebound = u32 [1], u32 [2], u32 [3]\nbuffer y on g size 16\n"
+                            "kernel k(inout a, in b)\nqueue q compute on g {\n  exec k(y, x@2)\n  exec k(y, x@3[4:8])\n  exec k(y, x)\n}\n"
+                            "queue c copy on g {\n  copy y <- x@2\n  copy y[0:4] <- x@3[4:8]\n  copy y <- x\n}\n"]):
     round_trip(parse(text, "e.hcq"), "gfx1100", tmp_path / str(i))
 
 # ---- the CLI: what compile writes, disasm and lift read; lift's code objects go next to its output

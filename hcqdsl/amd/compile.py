@@ -94,9 +94,13 @@ class MemoryPlan:
     return self.signals[ref.name]
 
   def slice(self, sl: Slice, span=None) -> tuple:
-    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer."""
+    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer (launch k's for `x@k`)."""
     if sl.buffer.name not in self.buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
     a, size = self.buffers[sl.buffer.name]
+    if sl.launch is not None:   # `x@k`: the region x has in launch k, a fixed address
+      if sl.buffer.name not in self.rebound or not 1 <= sl.launch <= len(self.rebound[sl.buffer.name]):
+        raise _err("name", f"`{sl.buffer.name}@{sl.launch}`: no such launch of a rebound buffer", span)
+      a = self.rebound[sl.buffer.name][sl.launch - 1]
     lo, hi = sl.bounds(size)
     if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
     return a + lo, hi - lo
@@ -178,7 +182,7 @@ class Lowering:
     """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
     of memory: 4) when its buffer is rebound."""
     a, _ = self.plan.slice(sl, span)
-    if sl.buffer.name in self.plan.rebound:
+    if sl.buffer.name in self.plan.rebound and sl.launch is None:
       e = Expr(Ref(f"{sl.buffer.name}.addr"), a - self.plan.buffers[sl.buffer.name][0])
       self.value(e, at, patches, span, "lo"); self.value(e, at + step, patches, span, "hi")
     return a
@@ -226,7 +230,7 @@ class Lowering:
     enc = self.enc
     enc.copy(self.out, da, sa, dn)
     for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
-      if sl.buffer.name not in self.plan.rebound: continue
+      if sl.buffer.name not in self.plan.rebound or sl.launch is not None: continue
       lo = sl.bounds(self.plan.buffers[sl.buffer.name][1])[0]
       for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
         self.address(Slice(sl.buffer, lo + off, None, True), self.start + j * enc.COPY_DWORDS + at, self.patches, sp)
@@ -262,7 +266,7 @@ class Lowering:
     offs, size = kernarg_layout(k.params)
     kasz = max(size, co.kernarg_size)
     ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
-                          kernel=k.name, args=[[sl.buffer.name, sl.start, sl.end, sl.ranged] if type(sl) is Slice else None for sl in s.args])
+                          kernel=k.name, args=[[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args])
     kargs = bytearray(kasz)
     for p, a, o in zip(k.params, s.args, offs):
       if p.scalar:
@@ -295,9 +299,10 @@ class Lowering:
 
   def expect(self, e) -> dict:
     a, n = self.plan.slice(e.target, e.span)
+    vals = e.data.values.tolist() if hasattr(e.data.values, "tolist") else e.data.values   # data from a file: numpy
     return {"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
-            "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
-            "approx": e.approx, "line": (e.span or NO_SPAN).line}
+            "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in vals],
+            "approx": e.approx, "line": (e.span or NO_SPAN).line} | {k: v for k, v in (("rtol", e.rtol), ("atol", e.atol)) if v is not None}
 
 def _tmpring(t: str, co) -> int:
   """COMPUTE_TMPRING_SIZE: 0 without private memory; else WAVESIZE (per-wave bytes / 256, gfx9: / 1024) and as many

@@ -3,6 +3,7 @@ raw-dump manifest."""
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file
+from .util import UsageError
 
 
 def add_args(p) -> None:
@@ -11,8 +12,9 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..lang.format import format_program
-  # an image's code objects go next to the program (stdout: into the current directory), which names them relative
-  try: prog = lift_file(a.file, a.output, pathlib.Path(a.output).parent if a.output else pathlib.Path("."))
+  p = pathlib.Path(a.file)
+  if not p.is_file(): raise UsageError(f"{a.file}: no such file" if not p.exists() else f"{a.file}: not a file")
+  try: prog = lift_file(a.file, a.output)
   except ValueError as e:
     sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1
   text = format_program(prog)

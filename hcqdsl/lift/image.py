@@ -13,7 +13,7 @@ from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
-           "lifted_program", "Unliftable"]
+           "lifted_program", "trimmed_data", "Unliftable"]
 
 class Unliftable(Exception):
   """A group of packets that is no .hcq statement (the message says why; the lifters keep the group as a comment)."""
@@ -24,8 +24,13 @@ _CANNOT = (Unliftable, KeyError, IndexError, TypeError)
 def _signal_at(img: Image, addr: int) -> Optional[str]:
   return next((n for n, a in img.signals.items() if a == addr), None)
 
-def _buffer_slice(img: Image, addr: int, size: int) -> Optional[Slice]:
+def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Optional[Slice]:
+  """The slice at addr; in a rebound buffer's launch-k region with no per-launch patch, `x@k` (a fixed address)."""
   for n, (a, sz) in img.buffers.items():
+    for k, base in enumerate(img.var_values.get(f"{n}.addr") or ()):
+      if base <= addr and addr + size <= base + sz and (k or not patched):
+        lo = addr - base
+        return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
     if a <= addr and addr + size <= a + sz:
       lo = addr - a
       return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
@@ -38,11 +43,11 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
   data = dict(img.data)
   params = k.get("params") or []
   for i, a in enumerate(kr.meta["args"]):
-    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], bool(a[3])); continue
-    mode, off = params[i][0], params[i][2]
+    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4]); continue
+    off = params[i][2]
     if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
-    yield Expr(None, raw - (1 << 32) if raw >> 31 and mode == "i32" else raw)
+    yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
 
 def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   """The statements a group of packets (one statement's, or one packet without a source map) stands for. Raises
@@ -95,7 +100,8 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
     if names and all(n == "COPY_LINEAR" for n in names):
       src, dst = f[0]["src_addr"], f[0]["dst_addr"]
       size = sum(x["count"] + 1 for x in f)
-      s, d = _buffer_slice(img, src, size), _buffer_slice(img, dst, size)
+      at = pk[0].offset
+      s, d = _buffer_slice(img, src, size, at + 3 in patches), _buffer_slice(img, dst, size, at + 5 in patches)
       if s is None or d is None: raise Unliftable("copy outside every buffer")
       return [Copy(d, s)]
   raise Unliftable("packets " + ", ".join(names) + " are no .hcq statement")
@@ -206,18 +212,18 @@ def _init_data(b: bytes) -> Data:
   if len(b) % 4: return Data("u8", tuple(b))
   return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
 
-def _rewrite_data(b: bytes, size: int) -> Data:
-  """A rewritten buffer's contents (padded with zeros to its size when compiled, so trailing zeros go), as u32 words
-  unless the words would run past the buffer's size."""
+def trimmed_data(b: bytes, size: int) -> Optional[Data]:
+  """Contents whose trailing zeros are implied (a rewritten buffer's, padded to its size when compiled; memory a
+  capture read): without them, as u32 words unless the words would run past `size` bytes; None when all zero."""
   b = b.rstrip(b"\0")
-  if not b: return Data("u8", (0,))
+  if not b: return None
   if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
   return _init_data(b + bytes(-len(b) % 4))
 
-def lift_image(img: Image) -> Program:
+def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
   same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets. A kernel with
-  a real code object names it by file name (`code_objects` gives the bytes to write next to the program)."""
+  a real code object names its file (code_objects' names; in `code_dir`, relative to the program, when given)."""
   region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
   data = dict(img.data)
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
@@ -230,7 +236,7 @@ def lift_image(img: Image) -> Program:
       inits = tuple(_init_data(data.get(x, b"")) for x in addrs)
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
     elif a in rewrites:
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(_rewrite_data(b, size) for b in rewrites[a])))
+      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(trimmed_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
     else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data[a]) if a in data else None))
   for n, a in img.signals.items():
     if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
@@ -238,7 +244,8 @@ def lift_image(img: Image) -> Program:
     decls.append(Signal(n, dev_ref(region_of(a)), init))
   implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
   decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
-  seen, code = set(), {k: name for k, (name, _) in _code_files(img).items()}
+  where = lambda name: name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)
+  seen, code = set(), {k: where(name) for k, (name, _) in _code_files(img).items()}
   for k in img.kernels:
     if k["name"] in seen: continue
     seen.add(k["name"])

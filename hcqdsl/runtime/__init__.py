@@ -9,7 +9,7 @@ import numpy as np
 from ..ir import Program, DTYPES
 from ..diagnostics import HcqError
 
-__all__ = ["run", "run_schedules", "RunResult", "QueueStats", "ExpectResult", "Race"]
+__all__ = ["run", "run_schedules", "replay", "RunResult", "QueueStats", "ExpectResult", "Race"]
 
 @attrs.define
 class QueueStats:
@@ -57,8 +57,9 @@ class RunResult:
   def buffer(self, name: str, dtype: str = "u8") -> np.ndarray:
     return np.frombuffer(self.memory[name], np.dtype(DTYPES[dtype][0]).newbyteorder("<"))
   def summary(self) -> str:
-    seed = f", seed {self.seed}" if self.seed is not None else ""
-    out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}{seed}, {self.time_us:.1f} us emulated"]
+    # the time is this one schedule's: another interleaving (another seed) takes another time
+    sched = f"seed {self.seed}" if self.seed is not None else "the time-ordered schedule"
+    out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}, {self.time_us:.1f} us emulated in {sched}"]
     blocked = {b.queue: b for b in self.hang.blocked} if self.hang is not None else {}
     for q in self.queues.values():
       top = ", ".join(f"{k} {v}" for k, v in sorted(q.by_name.items(), key=lambda kv: -kv[1]))
@@ -101,10 +102,11 @@ def _check_expect(e: dict, data: bytes) -> ExpectResult:
   n = min(len(want), len(data) // dt.itemsize)
   got = np.frombuffer(data[:n * dt.itemsize], dt)
   if n < len(want): return ExpectResult(e["line"], e["buffer"], False, f"`{e['buffer']}` holds {n} elements, expected {len(want)}")
-  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True))
+  tol = {k: e[k] for k in ("rtol", "atol") if k in e}   # `~= ... rtol R atol A`, else numpy's defaults
+  if e["approx"]: ok = bool(np.allclose(got, want, equal_nan=True, **tol))
   else: ok = got.tobytes() == want.tobytes()
   if ok: return ExpectResult(e["line"], e["buffer"], True, f"`{e['buffer']}` ok")
-  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True) if e["approx"] else got != want)
+  bad = np.flatnonzero(~np.isclose(got, want, equal_nan=True, **tol) if e["approx"] else got != want)
   if not len(bad): bad = np.arange(min(n, 1))  # -0.0 vs 0.0 and NaN payloads differ only in bytes
   i = int(bad[0])
   return ExpectResult(e["line"], e["buffer"], False,
@@ -130,36 +132,29 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
         kernels: str = "auto", indirect: bool = False, max_memory: Optional[int] = None,
-        kernel_timeout: Optional[float] = 10.0) -> RunResult:
+        kernel_timeout: Optional[float] = 10.0, gate=None) -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
   device that is not gfx11) and the C/builtin implementation of the others; "c" runs the C/builtin implementations
   only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest. `indirect`: submit each
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
-  path, docs/run.md), not the commands on the ring."""
+  path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
+  API)."""
   from ..amd.compile import compile_program
-  from .emulator import Emulator, Fault
+  from .emulator import Emulator, MemoryMap, Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
   prog = _program(program, filename)
+  from ..check import unknown_var
+  if (why := unknown_var(prog, var_values)) is not None: raise ValueError(f"var_values: {why}")
   from ..check.static import check_launches
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
-  emu = Emulator(seed=seed, trace=trace, max_steps=max_steps)
+  emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
-  emu.locate, emu.namer, emu.locate_ib = sub.locate, img.name_at, sub.locate_ib
-  emu.buffers = sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")
-  for r in img.regions:
-    if r.kind == "kernargs":
-      ranges = []
-      for arg in r.meta.get("args", []):
-        if arg is None: ranges.append(None); continue  # a scalar
-        b, lo, hi, _ = arg
-        a, n = img.buffers[b]
-        ranges.append((a + (lo or 0), a + (n if hi is None else hi)))
-      emu.kernarg_ranges[r.addr] = ranges
+  if gate is not None: gate.bind(img, emu); emu.gate = gate
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
@@ -175,7 +170,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         else: fn = make_kernel(kdecl[k["name"]], worker=worker)
         emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
     except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
-    if emu.fault is None: emu.run(sub.host(launches))
+    if emu.fault is None: emu.run(sub.host(launches), locator=sub)
   finally:
     if worker is not None: worker.close()
   def last(name: str, a: int) -> int:  # a rebound buffer's memory in the last launch
@@ -239,3 +234,8 @@ def compare(results: list, max_offsets: int = 8) -> list:
         if key not in seen.values(): seen[r.seed] = key
       races.append(Race(name, offs, seen))
   return races
+
+def replay(program: Union[Program, str], witness, filename: str = "<input>", **kw) -> list:
+  """`check`'s witnesses (a dict or a `check --witness` file) run on the emulator: see runtime/replays.py."""
+  from .replays import replay as replay_witnesses
+  return replay_witnesses(program, witness, filename, **kw)
