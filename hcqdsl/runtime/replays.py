@@ -107,7 +107,7 @@ def _stmt_text(prog: Program, queue: str, line: Optional[int]) -> str:
   return "its implicit submit" if queue == "host" else "?"
 
 def _race(prog: Program, w: dict, kw: dict) -> Replay:
-  from . import run
+  from .execute import run
   f, t = w["first"], w["then"]
   lo, hi = max(f["range"][0], t["range"][0]), min(f["range"][1], t["range"][1])
   out = {}
@@ -148,7 +148,7 @@ def _race(prog: Program, w: dict, kw: dict) -> Replay:
   return Replay("race", True, lines, res)
 
 def _deadlock(prog: Program, w: dict, kw: dict) -> Replay:
-  from . import run
+  from .execute import run
   want = {(b["queue"], b["line"]) for b in w["blocked"]}
   for seed in [None, *range(SEEDS)]:
     res = run(prog, seed=seed, trace=kw.pop("trace", False) if seed is None else False, **kw)
@@ -162,9 +162,9 @@ def replay(program: Union[Program, str], witness: Union[dict, str, pathlib.Path]
            **kw) -> list:
   """Each witness of `witness` (a dict from check/witness.py, or its file) replayed on `program`: a list of Replay.
   `kw` go to `run` (kernels, timeout_us, ...); the launches and var values are the witness's."""
-  from . import _program
+  from .execute import as_program
   w = load_witness(witness) if not isinstance(witness, dict) else witness
-  prog = _program(program, filename)
+  prog = as_program(program, filename)
   kw = dict(kw, launches=w.get("launches", 2), var_values=w.get("var_values") or None)
   out = []
   for x in w["witnesses"]:
