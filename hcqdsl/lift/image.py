@@ -270,5 +270,5 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
     lo = e["addr"] - a
     target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
     vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
-    decls.append(Expect(target, Data(e["dtype"], vals), e["approx"]))
+    decls.append(Expect(target, Data(e["dtype"], vals), e["approx"], e.get("rtol"), e.get("atol")))
   return lifted_program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
