@@ -5,6 +5,7 @@
     hcqdsl.check(prog, launches=2)                # list of Diagnostic
     img = hcqdsl.compile_program(prog, "gfx942")  # PM4/SDMA command buffers, patch table, memory plan
     hcqdsl.run(prog, launches=3, seed=1)          # the built-in AMD emulator
+    hcqdsl.replay(prog, hcqdsl.witnesses(prog, hcqdsl.check(prog), 2))   # check's races and hangs, seen happen
     hcqdsl.emit(*tensors)                         # a Program from a tinygrad schedule
     hcqdsl.to_dot(prog)                           # the picture
     hcqdsl.lift_file("dump.json")                 # a Program from an image or a raw dump manifest (docs/lift.md)
@@ -21,7 +22,7 @@ from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
 _LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "amd.disasm",
-         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
+         "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
          "lift_image": "lift.manifest", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
          "lift_file": "lift.manifest", "Capture": "lift.capture",
          "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}

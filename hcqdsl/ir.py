@@ -84,6 +84,7 @@ class Slice:
   start: Optional[int] = None
   end: Optional[int] = None
   ranged: bool = False   # written with [..]; kept so that `a[:]` formats back as written
+  launch: Optional[int] = None   # `x@k`: the memory a rebound buffer has in launch k (whatever launch runs it)
   def bounds(self, size: int) -> tuple[int, int]:
     return (0 if self.start is None else self.start, size if self.end is None else self.end)
 
@@ -259,12 +260,13 @@ class Program:
   source: Optional[str] = attrs.field(default=None, eq=False, repr=False)  # the text it was parsed from
 
   def locate(self, name: str, within: Optional[Span], nth: int = 1) -> Optional[Span]:
-    """The span of the `nth` whole-word occurrence of `name` inside `within` (a statement's span), else `within`."""
+    """The span of the `nth` whole-word occurrence of `name` inside `within` (a statement's span; of a block, its
+    first line: the header), else `within`."""
     if within is None or self.source is None or within.line < 1: return within
-    lines = _lines(self.source) if within.line == within.end_line else None
+    lines = _lines(self.source)
     if not lines or within.line > len(lines): return within
     line = lines[within.line - 1]
-    lo, hi = within.column - 1, within.end_column - 1
+    lo, hi = within.column - 1, within.end_column - 1 if within.line == within.end_line else len(line)
     i = lo
     while True:
       i = line.find(name, i, hi)

@@ -49,8 +49,8 @@ def test_comments_outside_strings():
   assert [c for _, c in comments(text)] == ["# one", '# two "quoted"', "# four"]
 
 def test_binary_files():
-  assert is_binary("\0ELF") and is_binary("".join(map(chr, range(32))) * 10)
-  assert not is_binary("device g = AMD:0\n") and not is_binary("a\x0cb" + "x" * 100)
+  assert is_binary("\x7fELF\x02\x01\x01\0\0") and is_binary("".join(map(chr, range(32))) * 10)
+  assert not is_binary("device g = AMD:0\n") and not is_binary("a\x0cb" + "x" * 100) and not is_binary("a\0b" + "x" * 100)
 
 def test_parsing_is_reentrant():
   # two threads parse through the grammar (the fast path declines), each its own comments: no state is shared

@@ -1,6 +1,7 @@
 """What every subcommand shares: usage errors, reading a source file and its `# hcq:` header, and `--var NAME=VALUE`."""
 from __future__ import annotations
 import pathlib
+import attrs
 from ..ir import U32_MAX
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
@@ -42,16 +43,15 @@ def parse_vars(items) -> dict:
     except ValueError: raise UsageError(f"--var takes name=value with an integer value, got `{it}`")
     if not 0 <= v <= U32_MAX:
       raise UsageError(f"--var {it.strip()}: {v} is outside 32 bits (values are 0 .. {U32_MAX})", "overflow")
+    if name.strip() in out:
+      raise UsageError(f"--var {name.strip()} is given twice ({out[name.strip()]} and {v}): give each var once")
     out[name.strip()] = v
   return out
 
 def check_vars(var_values: dict, program, file: str) -> None:
   """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""
-  known = program.vars
-  for name in var_values:
-    if name not in known:
-      raise UsageError(f"--var: `{name}` is not a var of {file}{did_you_mean(name, known)} "
-                       f"(vars: {', '.join(known) or 'none'})", "name")
+  from ..check import unknown_var
+  if (why := unknown_var(attrs.evolve(program, file=file), var_values)) is not None: raise UsageError(f"--var: {why}", "name")
 
 def add_var_arg(p) -> None:
   p.add_argument("--var", action="append", metavar="NAME=VALUE",

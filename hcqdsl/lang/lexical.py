@@ -92,7 +92,7 @@ def control_positions(text: str, limit: int = 20):
 
 def is_binary(text: str) -> bool:
   """A file that is not text at all (a compiled image, an archive) rather than a program with a stray control
-  character: a NUL anywhere, or control characters making up more than a tenth of its first 4K characters."""
-  if "\0" in text: return True
+  character: two NULs in a row (binary formats are full of them), or control characters making up more than a
+  twentieth of its first 4K characters."""
   head = text[:4096]
-  return len(CONTROL.findall(head)) * 10 > len(head)
+  return "\0\0" in head or len(CONTROL.findall(head)) * 20 > len(head)

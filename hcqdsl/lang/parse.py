@@ -8,9 +8,10 @@ from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
-                 resolve_var_args)
-from ..diagnostics import Diagnostic, Related
-from .lexical import TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions
+                 KEYWORDS, resolve_var_args)
+from ..diagnostics import Diagnostic, Related, did_you_mean
+from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
+                      is_binary)
 
 __all__ = ["parse_syntax"]
 
@@ -192,11 +193,15 @@ class _Build(Transformer):
     return Submit(qs, span=_span(c, self.file))
   def slice(self, c):
     ref = Ref(c[0].value)
+    launch = None
+    if len(c) > 1 and c[1].type == "AT":   # `x@k`: a rebound buffer's launch-k memory
+      launch, c = self._int(c[2]), [c[0]] + list(c[3:])
+      if len(c) == 1: return _Val(Slice(ref, launch=launch), _span([c[0]], self.file))
     if len(c) == 1: return _Val(Slice(ref), _tok_span(c[0], self.file))
     colon = next(i for i, x in enumerate(c) if x.type == "COLON")
     start = self._int(c[2], sized=True) if colon == 3 else None
     end = self._int(c[colon + 1], sized=True) if c[colon + 1].type == "NUMBER" else None
-    return _Val(Slice(ref, start, end, True), _span(c, self.file))
+    return _Val(Slice(ref, start, end, True, launch), _span(c, self.file))
 
 @attrs.frozen
 class _Val:
@@ -209,7 +214,7 @@ class _Val:
 
 _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
-          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
+          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "AT": "`@`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
@@ -274,7 +279,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
   exp = set(acc or getattr(e, "expected", None) or ())
-  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT"}  # `a + 1`, `a[0:4]`: details of an argument
+  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT", "AT"}  # `a + 1`, `a[0:4]`, `x@1`: details of an argument
   exp = _expected(exp, sep)
   lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
   if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):
@@ -291,7 +296,17 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   else: found = f"`{tok.value}`"
   if tok.type not in ("_NL", "NAME", "NUMBER", "FLOAT", "STRING") and tok.value.isidentifier() and "NAME" in (getattr(e, "expected", None) or ()):
     return Diagnostic("syntax", f"`{tok.value}` is a keyword and cannot be used as a name", span)
-  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}", span)
+  known = tok.type == "NAME" and tok.value in DTYPES   # (a word of the language, just not one allowed here)
+  hint = did_you_mean(tok.value, _keywords(acc or getattr(e, "expected", None) or ())) if tok.type == "NAME" and not known else ""
+  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}{hint}", span)
+
+# the words of the terminals that are keywords, for "did you mean `wait`?"
+_KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",),
+                  "TOL": ("rtol", "atol")}
+
+def _keywords(terms) -> list:
+  return [w for t in terms for w in _KEYWORD_TERMS.get(t, (t.lower(),) if t.lower() in KEYWORDS else ())]
 
 # ---- the parser
 
@@ -330,7 +345,11 @@ def _control_chars(text: str, file: str) -> list[Diagnostic]:
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
-  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position."""
+  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position. A
+  file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
+  if is_binary(text):
+    return None, [Diagnostic("syntax", "not a text file: a program is text, and this has NUL bytes or is mostly control "
+                             "characters (a compiled image? `hcqdsl disasm` and `hcqdsl lift` read those)", Span(file, 1, 1, 1, 2))]
   norm = LINE_END.sub("\n", text) if "\r" in text else text
   prog, diags = _parse_normalized(norm, file)
   if prog is not None and norm is not text: prog = attrs.evolve(prog, source=text)   # the file as written

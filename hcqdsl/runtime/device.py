@@ -55,16 +55,38 @@ _NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("l
 
 MAPPINGS = [0]   # shared mappings made so far: a kernel worker forked before the latest one cannot see it
 
+PAGE = mmap.PAGESIZE
+
+def _mprotect_none():
+  """libc's mprotect(addr, len, PROT_NONE), or None where it cannot be had (the guards are then left out)."""
+  try:
+    import ctypes
+    f = ctypes.CDLL(None, use_errno=True).mprotect
+    f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return lambda addr, n: f(addr, n, 0) == 0
+  except (OSError, AttributeError): return None
+_PROTECT = _mprotect_none() if sys.platform.startswith("linux") else None
+
 def _zeros(n: int) -> np.ndarray:
   """n zero bytes in an anonymous *shared* mapping without swap reservation: a huge buffer the program barely touches
   costs the pages it touches (np.zeros would be refused past the kernel's overcommit heuristic), and a forked kernel
-  worker (kernels.Worker) writes the same pages the emulator reads."""
+  worker (kernels.Worker) writes the same pages the emulator reads. The bytes end at a guard page (PROT_NONE) and a
+  guard page sits before their first page, so a C kernel that runs past either end of its buffer faults at once
+  (SIGSEGV in the worker, reported with the buffer and the offset) instead of writing whatever lies there."""
   if not hasattr(mmap, "MAP_ANONYMOUS"): return np.zeros(n, np.uint8)
-  m = mmap.mmap(-1, max(n, 1), flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
+  body = -(-max(n, 1) // PAGE) * PAGE
+  guard = PAGE if _PROTECT is not None else 0
+  m = mmap.mmap(-1, body + 2 * guard, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
   MAPPINGS[0] += 1
-  return np.frombuffer(m, np.uint8)[:n]
+  whole = np.frombuffer(m, np.uint8)
+  if guard:
+    base = whole.ctypes.data
+    if not (_PROTECT(base, guard) and _PROTECT(base + guard + body, guard)): guard = 0   # (then no guards, as before)
+  start = guard + body - n if guard else 0   # end-aligned: the first byte past the end is on the guard page
+  return whole[start:start + n]
 
 class MemRegion:
+  """A region of the emulated address space and the host memory that holds it (`u8`; a C kernel sees its address)."""
   __slots__ = ("base", "end", "size", "name", "device", "u8", "u32", "m8", "m32")
   def __init__(self, base: int, size: int, name: str, device: Optional[str]):
     self.base, self.size, self.end, self.name, self.device = base, size, base + size, name, device
@@ -103,6 +125,17 @@ class Memory:
     if addr + n > r.end: raise DeviceFault(f"access of {n} bytes at {addr:#x} runs past the end of {r.name}")
     self.last = r
     return r
+
+  def host_region(self, host_addr: int) -> Optional[tuple]:
+    """(region, byte offset) of a host address in or next to a region's host memory (within a page of its ends: its
+    guard pages), for a fault a C kernel took there; None when it is near no region."""
+    best = None   # the nearest region (guard pages of neighbouring mappings can touch)
+    for r in self.regions:
+      a = r.u8.ctypes.data
+      if a - PAGE <= host_addr < a + len(r.u8) + PAGE:
+        d = a - host_addr if host_addr < a else max(0, host_addr - (a + r.size) + 1)
+        if best is None or d < best[0]: best = (d, r, host_addr - a)
+    return best[1:] if best is not None else None
 
   def view(self, addr: int, n: int) -> np.ndarray:
     r = self.find(addr, n)

@@ -20,7 +20,7 @@ from ..amd import pm4, sdma
 from ..amd.packet import Packet
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
 from .device import Device, Ring, Memory, DeviceFault
-from .kernels import KernelError
+from .kernels import KernelError, KernelFault
 
 __all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace", "CopyFree"]
 
@@ -621,9 +621,19 @@ class Engine:
     try:
       if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
       else: fn.run(views)
+    except KernelFault as e: raise DeviceFault(f"kernel `{fn.name}`: {self.fault_text(e)}") from None
     except KernelError as e: raise DeviceFault(f"kernel `{fn.name}`: {e}") from None
     mem.writes += 1
     self.cost += nbytes / KERNEL_BYTES_PER_US + fn.extra_us
+
+  def fault_text(self, e) -> str:
+    """A C kernel's memory fault in words: the buffer and the offset it touched (its guard pages catch the first byte
+    past either end), else the address."""
+    got = self.m.mem.host_region(e.addr)
+    if got is None: return f"crashed ({e.signame}: an access to host address {e.addr:#x}, in no buffer)"
+    r, off = got
+    where = "past its end" if off >= r.size else "before its start" if off < 0 else "inside it"
+    return f"out-of-bounds access ({e.signame}): buffer `{r.name}` at offset {off}, {where} (`{r.name}` is {r.size} bytes)"
 
 class HostActor:
   name, device, index = "host", None, 0
@@ -713,6 +723,7 @@ class Emulator(Device):
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
+    self.gate = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
 
   def codec(self, kind: str, arch: str) -> _Codec:
     if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
@@ -786,8 +797,10 @@ class Emulator(Device):
     launch, st = e.locate(rptr)
     self.events.append((e.name, e.device, launch, st[0] if st else None, st[6] if st else p.name, t0, t1, p.name,
                         st[2] if st else None))
+    if self.gate is not None: self.gate.executed(e, launch, st[2] if st else None)
   def trace_host(self, h: HostActor, t0: float, t1: float, what: str, line, launch):
     self.events.append(("host", None, launch, h.steps, what, t0, t1, "host", line))
+    if self.gate is not None: self.gate.executed(h, launch, line)
 
   # ---- the scheduler
   def run(self, host, locator=None) -> None:
@@ -798,15 +811,19 @@ class Emulator(Device):
     self.locator = locator
     H = self.host_actor = HostActor(self, host)
     actors = [H, *self.engines]
-    n, rr, steps, rng = len(actors), 0, 0, self.rng
+    n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
     mem = self.mem
     while True:
       w = mem.writes
       cands = [a for a in actors if a.busy() and a.blocked_at != w]
+      if gate is not None and cands: cands = gate.admit(self, cands)   # (one packet at a time, below)
       if not cands:
         if H.done and not any(e.busy() for e in self.engines): return
         self.hang = self.hang_report(); return
-      if rng is not None:
+      if gate is not None:
+        a = min(cands, key=lambda x: (x.clock, (x.index - rr) % n))
+        budget, limit = 1, None
+      elif rng is not None:
         a = cands[rng.randrange(len(cands))]
         budget, limit = 1, None
       else:
