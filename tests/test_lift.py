@@ -253,7 +253,7 @@ def test_sdma_unknown_op_is_a_comment():
 BAD = [
   ({}, "m.json: format: missing"),
   ({"format": "x"}, 'm.json: format: expected "hcqdsl-manifest", got "x"'),
-  ({"format": "hcqdsl-manifest", "version": 2}, "m.json: version: this hcqdsl reads manifest version 1, got 2"),
+  ({"format": "hcqdsl-manifest", "version": 3}, "m.json: version: this hcqdsl reads manifest versions 1 and 2, got 3"),
   ({"format": "hcqdsl-manifest", "version": "one"}, "m.json: version: expected an integer (or a \"0x...\" string), got 'one'"),
   ({"format": "hcqdsl-manifest", "version": 1}, "m.json: queues: missing"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": {}}, "m.json: queues: expected a list, got dict"),
