@@ -237,5 +237,5 @@ def compare(results: list, max_offsets: int = 8) -> list:
 
 def replay(program: Union[Program, str], witness, filename: str = "<input>", **kw) -> list:
   """`check`'s witnesses (a dict or a `check --witness` file) run on the emulator: see runtime/replays.py."""
-  from .replays import replay as replay_witnesses
-  return replay_witnesses(program, witness, filename, **kw)
+  from .replays import replay_with
+  return replay_with(_program(program, filename), witness, run, **kw)
