@@ -24,7 +24,8 @@ CODES = {
   "bounds": "a byte range outside its buffer, or a copy whose sides differ in length",
   "redundant-wait": "a wait already implied by happens-before",
   "unused-signal": "a signal written but never waited on",
-  "visibility": "a cross-device read with no barrier after the wait that orders it",
+  "visibility": "a compute read the packets let see stale data (no barrier where one is needed)",
+  "stale-input": "a launch's command reads an earlier launch's rebound input (input replacement missed)",
   "incomplete": "exhaustive exploration ran past its state budget: the verdict covers the states explored",
   "unused-ignore": "a `# hcq: ignore[CODE]` comment that suppresses nothing on its line",
 }
@@ -111,16 +112,27 @@ RULES = {
                         "outside the program).",
                         _G + "signal progress on g\nqueue a compute on g {\n  signal progress = 1\n}\n", None,
                         "Wait on it where its writer's work is needed, or drop the write.", "check.md#unused-signal-warning"),
-  "visibility": Rule("A read of data another device wrote (or that lives on another device), ordered by a wait with "
-                     "no `barrier` after it: the reading queue's caches may still hold stale data.",
-                     "device g0 = AMD:0 gfx1100\ndevice g1 = AMD:1 gfx1100\nbuffer a on g0 size 4K\nbuffer b on g1 size 4K\n"
-                     "signal done on g0\nkernel fill(out dst)\nkernel use(out dst, in src)\nqueue c0 compute on g0 {\n"
-                     "  exec fill(a)\n  signal done = 1\n}\nqueue c1 compute on g1 {\n  wait done >= 1\n  exec use(b, a)\n}\n",
-                     "device g0 = AMD:0 gfx1100\ndevice g1 = AMD:1 gfx1100\nbuffer a on g0 size 4K\nbuffer b on g1 size 4K\n"
-                     "signal done on g0\nkernel fill(out dst)\nkernel use(out dst, in src)\nqueue c0 compute on g0 {\n"
-                     "  exec fill(a)\n  signal done = 1\n}\nqueue c1 compute on g1 {\n  wait done >= 1\n  barrier\n"
-                     "  exec use(b, a)\n}\n",
-                     "Put a `barrier` between the wait and the read.", "check.md#visibility-warning"),
+  "visibility": Rule("A compute read the packets let see stale data (docs/check.md, cache semantics): the host wrote the "
+                     "device's memory (a `rewritten` buffer, patched kernel arguments) and no `barrier` (HDP flush) "
+                     "of that device's compute queues comes between; or, on gfx942, another writer replaced bytes the "
+                     "reading device's L2 may still hold, with no L2 invalidation after the wait.",
+                     _G + "buffer w on g size 8 rewritten = u32 [1], u32 [2]\nkernel use(in src)\n"
+                     "queue q compute on g {\n  exec use(w)\n}\n",
+                     _G + "buffer w on g size 8 rewritten = u32 [1], u32 [2]\nkernel use(in src)\n"
+                     "queue q compute on g {\n  barrier\n  exec use(w)\n}\n",
+                     "Put a `barrier` before the read, after the write (tinygrad: `memory_barrier` at the start of the "
+                     "graph, after the host's writes).", "check.md#visibility-warning"),
+  "stale-input": Rule("A launch's command reads the memory of an earlier launch's `rebound` input (`x@k`): the input "
+                      "was replaced, but this command kept the address it was captured with (tinygrad's HCQGraph "
+                      "missing an input replacement, docs/findings/).",
+                      _G + "buffer a on g size 16 rebound = u32 [1], u32 [2]\nbuffer b on g size 16\n"
+                      "queue x copy on g {\n  epoch\n  copy b <- a@1\n  signal g.timeline = g.epoch\n}\n"
+                      "host {\n  wait g.timeline >= g.epoch - 1\n}\n",
+                      _G + "buffer a on g size 16 rebound = u32 [1], u32 [2]\nbuffer b on g size 16\n"
+                      "queue x copy on g {\n  epoch\n  copy b <- a\n  signal g.timeline = g.epoch\n}\n"
+                      "host {\n  wait g.timeline >= g.epoch - 1\n}\n",
+                      "Read the launch's own input (`a`, not `a@1`): in tinygrad, replace the input's address in that "
+                      "command at every call.", "check.md#stale-input-error"),
   "incomplete": Rule("The program is outside the fragment where happens-before is exact, and exploring its states ran "
                      "past `--max-states`: the problems listed come from the states explored, others may be missing.",
                      "(any program whose check says `exploring it exceeded the budget`; try `--max-states 10` on "

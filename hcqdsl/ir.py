@@ -5,7 +5,7 @@ that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
 from typing import Iterator, Optional
-import functools
+import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
@@ -30,6 +30,8 @@ SCALARS = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, U32_MAX)}  # scalar ke
 PER_LAUNCH = ("rebound", "rewritten")  # buffers with contents per launch: new memory each launch | the same, host-written
 KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size compute copy in out inout wait exec "
                      "barrier timestamp epoch grid block submit".split())
+
+_ORIGIN = re.compile(r"(?:^#|\s)from (\S+:\d+(?:: .*)?)$")
 
 def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
 def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
@@ -82,6 +84,7 @@ class Slice:
   start: Optional[int] = None
   end: Optional[int] = None
   ranged: bool = False   # written with [..]; kept so that `a[:]` formats back as written
+  launch: Optional[int] = None   # `x@k`: the memory a rebound buffer has in launch k (whatever launch runs it)
   def bounds(self, size: int) -> tuple[int, int]:
     return (0 if self.start is None else self.start, size if self.end is None else self.end)
 
@@ -133,6 +136,12 @@ class Node:
   span: Optional[Span] = _meta()
   comments: tuple = _comments()        # own-line comments just before it
   comment: Optional[str] = _meta()     # the comment ending its line
+  @property
+  def origin(self) -> Optional[str]:
+    """Provenance: the user's source line a statement came from, `FILE:LINE: CODE`, written at the end of its trailing
+    comment as `from FILE:LINE: CODE` (hcqdsl emit writes it for each exec and copy; check quotes it)."""
+    m = _ORIGIN.search(self.comment) if self.comment else None
+    return m.group(1) if m else None
 
 # ---- declarations
 

@@ -207,3 +207,11 @@ def test_manifest_version_and_truncation(tmp_path):
   text = json.dumps(man)
   p.write_text(text[:len(text) // 2])
   with pytest.raises(ManifestError, match=r"m.json:1:\d+: invalid JSON: "): hcqdsl.lift_file(p)
+
+def test_mock_tier_skip_names_how_to_enable(monkeypatch, tmp_path):
+  import mock_gpu
+  monkeypatch.setattr(mock_gpu, "ROOT", tmp_path / "repo")
+  monkeypatch.delenv("TINYGRAD_REPO", raising=False)
+  assert mock_gpu.unavailable() == ("tinygrad's mock GPU not found: set TINYGRAD_REPO to a tinygrad checkout (its test/mockgpu "
+                                    "and extra/ are the mock GPU), or put one at ../shared/peers/tinygrad; the mock needs "
+                                    "`apt-get install clang libllvm19`")

@@ -54,3 +54,20 @@ def test_decode_variable(tmp_path):
   prog, text = _lift_check_run(man, out, tmp_path, 2)
   k = next(k for k in prog.kernels if any(p.scalar for p in k.params))
   assert [p.name for p in k.params if p.scalar] == ["start_pos"]
+
+def test_hcq2_realize(tmp_path):
+  """tinygrad's hcq2 path (HCQ2=1 HCQ_RUNTIME_DEV=PYTHON): its submitter program writes the rings; recorded there."""
+  man, out = capture("realize", tmp_path, hcq2=True)
+  assert manifest(man)["producer"]["path"] == "hcq2"
+  _lift_check_run(man, out, tmp_path, 1)
+
+@pytest.mark.slow
+def test_hcq2_jit_new_inputs(tmp_path):
+  """Lifts and checks clean. `run` does not reproduce tinygrad's numbers here: hcq2 copies every input through one
+  staging buffer the host refills between launches, a host write the capture does not record (docs/lift.md)."""
+  man, _ = capture("jit_inputs", tmp_path, hcq2=True)
+  text = hcqdsl.format(lift_file(man, str(tmp_path / "lifted.hcq")))
+  prog = hcqdsl.parse(text, "lifted.hcq")
+  assert text.startswith("# hcq: launches=3\n") and "fifo_" in text  # the batch and its finalizer: one ring, in ring order
+  assert {k.name for k in prog.kernels} == {"E_4_4", "E_4_4_2"}
+  assert [d for d in hcqdsl.check(prog, 3) if d.severity == "error"] == []

@@ -44,8 +44,8 @@ def test_sarif_rules_have_descriptions_and_help_uris_into_the_docs():
     doc, anchor = r["helpUri"][len(DOCS_URI):].split("#")
     assert anchor in _anchors(DOCS / doc), (r["id"], anchor)
 
-IGNORED = """device g0 = AMD:0 gfx1100
-device g1 = AMD:1 gfx1100
+IGNORED = """device g0 = AMD:0 gfx942
+device g1 = AMD:1 gfx942
 buffer a on g0 size 4K
 buffer b on g1 size 4K
 signal done on g0

@@ -100,7 +100,7 @@ def test_syntax_error_in_words():
   ("device g = AMD:0\nqueue q compute on g {\n  signal\n}\n", ["3:9: syntax: expected a name after `signal`, found end of line"]),
   ("device g = AMD:0\nbuffer a on g\n", ["2:14: syntax: expected `size` after the device name, found end of line"]),
   ("device g = AMD:0\nqueue q compute on g {\n  exec k(a\n}\n", ["3:11: syntax: expected `)` or `,` after the argument, found end of line"]),
-  ("var x @\n", ["1:7: syntax: unexpected character `@`"]),
+  ("var x $\n", ["1:7: syntax: unexpected character `$`"]),
   ("device g = AMD:0\nsignal s on g = 1K\n", ["2:17: syntax: a size suffix (`K`) is only allowed on sizes and byte ranges"]),
   ("device g = AMD:0\nsignal s on g = 4294967296\n", ["2:17: overflow: initial value 4294967296 is outside 32 bits"]),
   ("var copy\n", ["1:5: syntax: `copy` is a keyword and cannot be used as a name"]),

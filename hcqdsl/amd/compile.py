@@ -95,9 +95,13 @@ class MemoryPlan:
     return self.signals[ref.name]
 
   def slice(self, sl: Slice, span=None) -> tuple:
-    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer."""
+    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer (launch k's for `x@k`)."""
     if sl.buffer.name not in self.buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
     a, size = self.buffers[sl.buffer.name]
+    if sl.launch is not None:   # `x@k`: the region x has in launch k, a fixed address
+      if sl.buffer.name not in self.rebound or not 1 <= sl.launch <= len(self.rebound[sl.buffer.name]):
+        raise _err("name", f"`{sl.buffer.name}@{sl.launch}`: no such launch of a rebound buffer", span)
+      a = self.rebound[sl.buffer.name][sl.launch - 1]
     lo, hi = sl.bounds(size)
     if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
     return a + lo, hi - lo
@@ -174,7 +178,7 @@ class Lowering:
     """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
     of memory: 4) when its buffer is rebound."""
     a, _ = self.plan.slice(sl, span)
-    if sl.buffer.name in self.plan.rebound:
+    if sl.buffer.name in self.plan.rebound and sl.launch is None:
       e = Expr(Ref(f"{sl.buffer.name}.addr"), a - self.plan.buffers[sl.buffer.name][0])
       self.value(e, at, patches, span, "lo"); self.value(e, at + step, patches, span, "hi")
     return a
@@ -222,7 +226,7 @@ class Lowering:
     enc = self.enc
     enc.copy(self.out, da, sa, dn)
     for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
-      if sl.buffer.name not in self.plan.rebound: continue
+      if sl.buffer.name not in self.plan.rebound or sl.launch is not None: continue
       lo = sl.bounds(self.plan.buffers[sl.buffer.name][1])[0]
       for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
         self.address(Slice(sl.buffer, lo + off, None, True), self.start + j * enc.COPY_DWORDS + at, self.patches, sp)

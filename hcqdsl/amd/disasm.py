@@ -71,8 +71,13 @@ def disasm_image(img: Image) -> str:
 def _signal_at(img: Image, addr: int) -> Optional[str]:
   return next((n for n, a in img.signals.items() if a == addr), None)
 
-def _buffer_slice(img: Image, addr: int, size: int) -> Optional[Slice]:
+def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Optional[Slice]:
+  """The slice at addr; in a rebound buffer's launch-k region with no per-launch patch, `x@k` (a fixed address)."""
   for n, (a, sz) in img.buffers.items():
+    for k, base in enumerate(img.var_values.get(f"{n}.addr") or ()):
+      if base <= addr and addr + size <= base + sz and (k or not patched):
+        lo = addr - base
+        return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
     if a <= addr and addr + size <= a + sz:
       lo = addr - a
       return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
@@ -91,7 +96,7 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
     mode, off = params[i][0], params[i][2]
     if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
-    yield Expr(None, raw - (1 << 32) if raw >> 31 and mode == "i32" else raw)
+    yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
 
 def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   """The statements a group of packets (one statement's, or one packet without a source map) stands for."""
@@ -142,7 +147,8 @@ def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
     if names and all(n == "COPY_LINEAR" for n in names):
       src, dst = f[0]["src_addr"], f[0]["dst_addr"]
       size = sum(x["count"] + 1 for x in f)
-      s, d = _buffer_slice(img, src, size), _buffer_slice(img, dst, size)
+      at = pk[0].offset
+      s, d = _buffer_slice(img, src, size, at + 3 in patches), _buffer_slice(img, dst, size, at + 5 in patches)
       if s is None or d is None: raise _Unliftable("copy outside every buffer")
       return [Copy(d, s)]
   raise _Unliftable("packets " + ", ".join(names) + " are no .hcq statement")

@@ -6,10 +6,11 @@ from typing import Optional
 import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
+from .caches import DEFAULT_ARCH
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
-           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "deadlock_diags"]
+           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
@@ -402,16 +403,18 @@ class RedundantWaitAnalysis:
     return _RedundantWait.many([st.span for _, st in found], build, found)
 
 class VisibilityAnalysis:
-  """A cross-device read (the buffer lives on another device, or another device's queue wrote it) ordered after the
-  write by a wait (or a submit) with no `barrier` between that wait and the read. The start of each launch counts as a
-  barrier (tinygrad opens every queue with one)."""
+  """A compute read that the packets let see stale data (docs/check.md, "Cache semantics of the packets"): the host's
+  write to the reading device's memory with no `barrier` (the HDP flush) between them, or, on gfx942, an earlier access
+  of the device's compute queues to the bytes with no L2 invalidation (`barrier`, `timestamp`) between it and the read
+  of what another device, a copy queue or the host wrote since."""
   name = "visibility"
   def run(self, u: Unrolled, found) -> list[Diagnostic]:
     """`found`: the happens-before pass's findings as columns (`Trace.vis_found`)."""
-    # a program written without barriers has a warning for every other read: each one's span is looked up here (the
-    # report sorts by it), its text only when it is shown, from per-sequence and per-buffer text built once
+    # a program can draw a warning for every other read: each one's span is looked up here (the report sorts by it),
+    # its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
     dev = [s.device for s in u.seqs]
+    arch = {d.name: d.arch or DEFAULT_ARCH for d in u.program.devices}
     lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
     ops = [s.ops for s in u.seqs]
@@ -423,14 +426,26 @@ class VisibilityAnalysis:
       sp = st.span if st is not None else host
       return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", (pos - 1) // lens[i] + 1
     def build(x):
-      i, idx, m, p, j, jdx, jm, q = x
+      i, idx, m, p, j, jdx, jm, q, kind, k, kdx, km, kp = x
       a, aj = ops[i][idx][1][m], ops[j][jdx][1][jm]
       (_, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
-      b = bufs[a[0]]
-      return (f"{who[i]} on {dev[i]} reads {b}[{a[1]}:{a[2]}]{where[a[0]]} at {li} (launch {ki}), written by {who[j]} on "
-              f"{dev[j]} at {lj}, with no `barrier` after the wait that orders them",
-              (Related(f"{who[j]} writes {b}[{aj[1]}:{aj[2]}] here (launch {kj})", spj),),
-              {"launch": ki, "queue": who[i], "buffer": b})
+      b, d = bufs[a[0]], dev[i]
+      rng, wrng = f"{b}[{a[1]}:{a[2]}]", f"{b}[{aj[1]}:{aj[2]}]"
+      related = [Related(f"{who[j]} writes {wrng} here (launch {kj})", spj)]
+      if kind == 0:
+        msg = (f"{who[i]} on {d} reads {rng}{where[a[0]]} at {li} (launch {ki}), written by the host at {lj} (launch "
+               f"{kj}), with no `barrier` on {d} between them: the host's writes reach {d}'s memory through the HDP, "
+               f"which only `barrier` flushes")
+      else:
+        ak = ops[k][kdx][1][km]
+        spk, lk, kk = at(k, kp)
+        by = f"{who[j]} on {dev[j]}" if j else "the host"
+        msg = (f"{who[i]} on {d} ({arch[d]}) reads {rng}{where[a[0]]} at {li} (launch {ki}), written by {by} at {lj} "
+               f"(launch {kj}), but {d}'s L2 may still hold the bytes {who[k]} accessed at {lk} (launch {kk}): no L2 "
+               f"invalidation on {d} follows that access before this read (on {arch[d]} a `signal` writes L2 back "
+               f"without invalidating it; a `barrier` after the wait invalidates it)")
+        related.append(Related(f"{who[k]} {_RW[ak[3]]} {b}[{ak[1]}:{ak[2]}] here (launch {kk}), leaving it in {d}'s L2", spk))
+      return (msg, tuple(related), {"launch": ki, "queue": who[i], "buffer": b, "cause": ("hdp", "l2")[kind]})
     ii, idx = found[0], found[1]
     spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(ii, idx)]
     return _Visibility.many(spans, build, list(zip(*found)))
@@ -457,4 +472,29 @@ class UnusedSignalAnalysis:
       st = u.seqs[i].stmts[idx]
       out.append(Diagnostic("unused-signal", f"{name} is written but no queue or host statement waits on it", st.span,
                             severity="warning", related=(Related(f"{name} is declared here", u.signals[sid].span),)))
+    return out
+
+class StaleInputAnalysis:
+  """A command that, in launch k, reads `x@j` with j < k: launch j's memory of a rebound buffer, i.e. an input of an
+  earlier launch (tinygrad's HCQGraph replaces each input's address at every call; a command it missed keeps reading
+  the memory of the call it was captured at). One report per access of a statement, at its first such launch."""
+  name = "stale-input"
+  def run(self, u: Unrolled) -> list[Diagnostic]:
+    out = []
+    for i, pins in u.pinned.items():
+      seq = u.seqs[i]
+      for (idx, n), j in sorted(pins.items()):
+        acc = seq.ops[idx][1][n]
+        if acc[3] == W or j + 2 > u.launches: continue   # written, or never run in a later launch
+        st, b = seq.stmts[idx], u.buffers[acc[0]]
+        k = j + 2
+        sl = f"{b.name}@{j + 1}[{acc[1]}:{acc[2]}]"
+        out.append(Diagnostic("stale-input", f"{seq.name} reads {sl} at line {st.span.line if st.span else 0} in launch {k}: "
+                              f"`{b.name}` is rebound, so launch {k}'s input is new memory ({b.name}@{k}), and this reads "
+                              f"launch {j + 1}'s (an input replacement missed)", st.span,
+                              related=(Related(f"`{b.name}` is declared rebound here: launch {j + 1} and launch {k} each have "
+                                               f"memory of their own", b.span),),
+                              notes=(f"read `{b.name}` (the launch's own input) instead of `{b.name}@{j + 1}`, if launch {k} "
+                                     f"means its own input",),
+                              extra={"launch": k, "queue": seq.name, "buffer": b.name, "input_launch": j + 1}))
     return out

@@ -58,6 +58,7 @@ class Unrolled:
     # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
     self.rebound = [b.per_launch == "rebound" for b in buffers]
     self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
+    self.pinned: dict = {}  # seq -> {(op index, access index): launch index (0-based)}: `x@k` accesses
     self.host_span = host_span
     self._acc = None
     self._sync = None
@@ -116,8 +117,10 @@ class Unrolled:
     return st.span if st is not None else self.host_span
 
   def line(self, i: int, pos: int) -> str:
-    sp = self.span(i, pos)
-    return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
+    """`line N`, with the statement's provenance when it has one (`line N (from model.py:42: x = self.attn(x))`)."""
+    st, sp = self.stmt(i, pos), self.span(i, pos)
+    if sp is None or sp.line <= 0: return "the implicit submit"
+    return f"line {sp.line}" + (f" (from {o})" if st is not None and (o := st.origin) else "")
 
 _I64 = np.int64
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
@@ -158,6 +161,10 @@ class AccessTable:
     self.len = _col(len(s.ops) for s in u.seqs)[self.seq]
     self.rebound_range = np.asarray(u.rebound, dtype=_I64)[self.range_buf] if self.nrange else np.zeros(0, dtype=_I64)
     self.rebound = self.rebound_range[self.rid]
+    # `x@k`: the launch whose memory the access is to (-1: the launch that runs it)
+    self.pin = np.full(rows, -1, dtype=_I64)
+    for i, ps in u.pinned.items():
+      for (n, m), k in ps.items(): self.pin[(self.seq == i) & (self.idx == n) & (self.sub == m)] = k
     self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
     self.idle = {}   # launch index -> rows that write nothing in it
@@ -239,11 +246,15 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
     return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
 
+  pins: dict = {}   # queue name -> {(op index, access index): launch index} of the `x@k` accesses
+
   def lower(body, q: Optional[Queue]) -> list:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
     statements are told apart by exact type and nothing is called per statement that need not be)."""
     ops = []
     app = ops.append
+    def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
+      pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
     for st in body:
       t = type(st)
       if t is Wait or t is SignalWrite:
@@ -253,6 +264,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       elif t is Copy:
         src, dst = st.src, st.dst
         a, b = binfo.get(src.buffer.name), binfo.get(dst.buffer.name)
+        if src.launch is not None: pin(src, 0)
+        if dst.launch is not None: pin(dst, 1)
         if a is not None and b is not None:
           app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
                         (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
@@ -266,6 +279,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
             bn = a.buffer.name
             if bn in rebound: patched = True
             if m is not None and (bi := binfo.get(bn)) is not None:
+              if a.launch is not None: pin(a, len(accs))
               accs.append((bi[0], 0 if a.start is None else a.start, bi[1] if a.end is None else a.end, m))
           elif a.var is not None: patched = True
         op = (ACCESS, tuple(accs))
@@ -314,4 +328,5 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
   u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
   if idle: u.idle[0] = idle
+  u.pinned = {s.index: pins[s.name] for s in seqs[1:] if s.name in pins}
   return u

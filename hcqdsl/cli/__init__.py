@@ -1,5 +1,5 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
-run), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback)."""
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph|diff`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+run, or differences from `diff`), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback)."""
 from __future__ import annotations
 import argparse, importlib, os, sys
 from typing import Optional
@@ -20,6 +20,7 @@ COMMANDS = {
   "capture": "run a tinygrad script and record what it submits as a manifest",
   "sanitize": "run a tinygrad script and report the races and deadlocks of what it submits",
   "graph": "draw a program's queues and signals (DOT/SVG)",
+  "diff": "launch by launch, what differs between two programs (e.g. emitted vs captured)",
 }
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:

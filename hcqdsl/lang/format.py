@@ -18,13 +18,16 @@ def _float(v: float) -> str:
   return r if ("." in r or "e" in r or "n" in r) else r + ".0"
 
 def _data(d: Data) -> str:
-  if d.source is not None: return f"{d.dtype} from {_quote(d.source[0])} [{_quote(d.source[1])}]"
+  if d.source is not None: return f"{d.dtype} from {quote(d.source[0])} [{quote(d.source[1])}]"
   # repr of a Python float is exactly _float's text (shortest round-trip, always a '.' or 'e', and nan/inf/-inf), so
   # the C-level map is the fast path for emitted buffers of thousands of values
-  vals = map(repr, map(float, d.values)) if d.dtype[0] == "f" else map(str, d.values)
+  raw = d.values.tolist() if hasattr(d.values, "tolist") else d.values   # numpy values (emit, data files): Python numbers
+  vals = map(repr, map(float, raw)) if d.dtype[0] == "f" else map(str, raw)
   return f"{d.dtype} [{', '.join(vals)}]"
 
-def _slice(s: Slice) -> str: return s.buffer.name + range_text(s.start, s.end) if s.ranged else s.buffer.name
+def _slice(s: Slice) -> str:
+  name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
+  return name + range_text(s.start, s.end) if s.ranged else name
 
 def _impl(i: Impl) -> str:
   parts = []

@@ -120,7 +120,7 @@ class _Build(Transformer):
   def data_file(self, c):
     """`f32 from "m.safetensors" ["w"]`: the file is found next to the program (relative to its directory)."""
     from .sidecar import read_tensor, SidecarError
-    dtype, path, key, span = c[0].value, _unquote(c[2].value), _unquote(c[4].value), _span(c, self.file)
+    dtype, path, key, span = c[0].value, unquote(c[2].value), unquote(c[4].value), _span(c, self.file)
     if dtype not in DTYPES:
       self._err("name", f"unknown dtype `{dtype}` (one of {', '.join(DTYPES)})", _tok_span(c[0], self.file))
       return Data("u8", (), span=span)
@@ -193,11 +193,15 @@ class _Build(Transformer):
     return Submit(qs, span=_span(c, self.file))
   def slice(self, c):
     ref = Ref(c[0].value)
+    launch = None
+    if len(c) > 1 and c[1].type == "AT":   # `x@k`: a rebound buffer's launch-k memory
+      launch, c = self._int(c[2]), [c[0]] + list(c[3:])
+      if len(c) == 1: return _Val(Slice(ref, launch=launch), _span([c[0]], self.file))
     if len(c) == 1: return _Val(Slice(ref), _tok_span(c[0], self.file))
     colon = next(i for i, x in enumerate(c) if x.type == "COLON")
     start = self._int(c[2], sized=True) if colon == 3 else None
     end = self._int(c[colon + 1], sized=True) if c[colon + 1].type == "NUMBER" else None
-    return _Val(Slice(ref, start, end, True), _span(c, self.file))
+    return _Val(Slice(ref, start, end, True, launch), _span(c, self.file))
 
 @attrs.frozen
 class _Val:
@@ -210,7 +214,7 @@ class _Val:
 
 _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
-          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
+          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "AT": "`@`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
@@ -275,7 +279,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
   exp = set(acc or getattr(e, "expected", None) or ())
-  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT"}  # `a + 1`, `a[0:4]`: details of an argument
+  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT", "AT"}  # `a + 1`, `a[0:4]`, `x@1`: details of an argument
   exp = _expected(exp, sep)
   lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
   if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):

@@ -134,7 +134,7 @@ _wait = _maker(Wait, "signal value span comments comment", at=True)
 _signal = _maker(SignalWrite, "signal value span comments comment", at=True)
 _exec_node = _maker(Exec, "kernel args grid block span comments comment")
 _copy = _maker(Copy, "dst src span comments comment")
-_slice_node = _maker(Slice, "buffer start end ranged")
+_slice_node = _maker(Slice, "buffer start end ranged launch")
 _barrier = _maker(Barrier, "span comments comment", at=True)
 _epoch = _maker(Epoch, "span comments comment", at=True)
 _exec_at = _maker(Exec, "kernel args grid block span comments comment", at=True)
@@ -383,7 +383,8 @@ class _Scan:
       los, s2, his = zip(*map(str.partition, rest, repeat(":")))
       if all(s2) and all(map(str.endswith, his, repeat("]"))):
         try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
-                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True)))
+                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True),
+                            repeat(None)))
         except KeyError: pass    # a name or bound not read yet (or no name or bound): the regex
     if got is None:
       parts = _SLICE_LINES.findall("\n".join(texts))
@@ -396,7 +397,8 @@ class _Scan:
         for v in set(names).difference(refs): self._ref(v)
         ranged = list(map(operator.contains, texts, repeat("[")))
         if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
-        got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his), ranged))
+        got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his), ranged,
+                       repeat(None)))
     if len(self.slices) < _CACHE: self.slices.update(zip(texts, got))   # (a None: no slice, looked up as missing)
     return got
 
@@ -819,7 +821,7 @@ class _Scan:
     if a is not None: a = ints[a] if a in ints else self._int(a)
     if b is not None: b = ints[b] if b in ints else self._int(b)
     if "[" not in t: self.bare.add(name)
-    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t, None)
     if len(self.slices) < _CACHE: self.slices[t] = s
     return s
 
@@ -834,7 +836,7 @@ class _Scan:
     if b: b = ints[b] if b in ints else self._int(b)
     else: b = None
     if "[" not in t: self.bare.add(name)
-    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t, None)
     if len(self.slices) < _CACHE: self.slices[t] = s
     return s
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import json, os, struct
 from ..ir import DTYPES
 
-__all__ = ["SidecarError", "read_tensor", "write_tensors", "ST_DTYPE"]
+__all__ = ["SidecarError", "read_tensor", "write_tensors", "move_out", "ST_DTYPE", "INLINE_MAX"]
 
 # .hcq dtype -> safetensors dtype
 ST_DTYPE = {"f16": "F16", "f32": "F32", "f64": "F64", "i8": "I8", "u8": "U8", "i16": "I16", "u16": "U16", "i32": "I32",
@@ -70,3 +70,28 @@ def write_tensors(path: str, tensors: dict) -> None:
     f.write(struct.pack("<Q", len(text))); f.write(text)
     for b in blobs: f.write(b)
   os.replace(tmp, path)
+
+INLINE_MAX = 1024   # values: larger buffer contents and expects go to the data file (`hcqdsl emit --inline-max`)
+
+def move_out(program, path: str, ref: str, inline_max: int = INLINE_MAX):
+  """`program` with every buffer's contents (per-launch ones too) and every expect of more than `inline_max` values
+  moved to the safetensors file `path` (written; nothing is written when nothing is that big), referenced as `ref` (the
+  file's name as the text gives it: relative to the program's directory). Tensor names: the buffer's name, `NAME@K`
+  for launch K of a per-launch buffer, `expect@LINE` in declaration order for expects (`expect@N`, N from 1)."""
+  import attrs
+  from ..ir import Buffer, Expect
+  tensors: dict = {}
+  def out(d, key):
+    if d is None or d.source is not None or len(d.values) <= inline_max: return d
+    tensors[key] = (d.dtype, d.values)
+    return attrs.evolve(d, values=d.values, source=(ref, key))
+  decls, n_expect = [], 0
+  for d in program.decls:
+    if isinstance(d, Buffer):
+      d = attrs.evolve(d, init=out(d.init, d.name), launch_inits=tuple(out(x, f"{d.name}@{k}") for k, x in enumerate(d.launch_inits, 1)))
+    elif isinstance(d, Expect):
+      n_expect += 1
+      d = attrs.evolve(d, data=out(d.data, f"expect@{n_expect}"))
+    decls.append(d)
+  if tensors: write_tensors(path, tensors)
+  return attrs.evolve(program, decls=tuple(decls))

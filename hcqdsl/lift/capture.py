@@ -9,7 +9,7 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, gc, hashlib, json, pathlib, sys, traceback, types
+import bisect, ctypes, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 from .manifest import MANIFEST_KIND, MANIFEST_VERSION
 from ..amd import pm4 as _pm4, sdma as _sdma
@@ -81,6 +81,8 @@ class Capture:
     self._skip = ()
     self._puts: dict = {}
     self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
+    self._unknown: set = set()
+    self._hcq2_images, self._hcq2_seen = None, 0
 
   # ---- what tinygrad objects tell us
   def _device(self, dev) -> str:
@@ -176,6 +178,40 @@ class Capture:
       if timeline: ent["timeline"] = True
     self.signals[addr] = ent
 
+  def _note_signal(self, addr: int, dev, timeline: bool = False) -> None:
+    """A signal an hcq2 host program or wait names (hcq2's timeline is the device's `signal("timeline")` buffer)."""
+    if addr in self.signals: return
+    try: timeline = timeline or addr == int(dev.signal("timeline")._buf.va_addr)
+    except Exception: pass
+    self._signal(addr, dev, timeline)
+
+  def _hcq2_program(self, prog: int) -> Optional[dict]:
+    """hcq2 has no AMDProgram objects: a program is its ELF image loaded into a buffer. Match the code at `prog`
+    against the images of ops_amd2's program cache (name, code object, arguments: tinygrad's ProgramInfo)."""
+    mod = sys.modules.get("extra.hcq2.ops_amd2")
+    if mod is None: return None
+    cache = getattr(mod, "_amd_program_cache", {})
+    if self._hcq2_images is None or self._hcq2_seen != len(cache):  # programs compiled since the last look
+      from tinygrad.runtime.support.elf import elf_loader
+      self._hcq2_images, self._hcq2_seen = [], len(cache)
+      for (lib, _), prg in list(cache.items()):
+        try:
+          image, _, relocs = elf_loader(lib)
+          for off, sym, typ, add in relocs:
+            if typ == 5: image[off:off + 8] = (sym - off + add).to_bytes(8, "little", signed=True)
+          data, info = prg.arg
+          self._hcq2_images.append((bytes(image), data, info, lib))
+        except Exception: continue
+    for image, data, info, lib in self._hcq2_images:
+      start = prog - data.entry_point_offset
+      if self._read(start, len(image)) != image: continue
+      outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
+      sig = [{"name": None, "mode": "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"}
+             for i, _ in enumerate(getattr(info, "globals", ()))]
+      sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
+      return {"name": str(getattr(info, "name", f"k_{prog:x}")), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
+    return None
+
   # ---- packets: what a submission reads and writes
   def _expand(self, dw: list, engine: str, target: str, depth: int = 0) -> list:
     """The dwords the engine executes: indirect buffers read from memory and spliced in place of their packet."""
@@ -221,10 +257,13 @@ class Capture:
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
-    if k is None:
-      for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
-        if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
+    if k is None and prog not in self._unknown:
+      if (h := self._hcq2_program(prog)) is not None: self.kernels[prog] = h
+      else:
+        for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
+          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
       k = self.kernels.get(prog)
+      if k is None and "extra.hcq2.ops_amd2" not in sys.modules: self._unknown.add(prog)
     sig = k["signature"] if k else []
     nbufs = sum(1 for s in sig if s.get("name") is None)
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
@@ -342,9 +381,11 @@ class Capture:
           except Exception: pass
       self._programs_modes()
       self._wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
-      self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
-      self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
-      self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
+      hcq2 = "extra.hcq2.ops_amd2" in sys.modules  # HCQ2=1: ops_amd's names are ops_amd2's (no HWQueue, no AMDProgram)
+      if not hcq2:
+        self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
+        self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
+        self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
       self._wrap(HCQSignal, "wait", before=self._on_host_wait)
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
@@ -353,7 +394,7 @@ class Capture:
         _set(sig, v)
       HCQSignal.value = property(prop.fget, fset, prop.fdel, prop.__doc__)
       self._saved.append((HCQSignal, "value", prop))
-      if "extra.hcq2.ops_amd2" in sys.modules or hasattr(ops_amd, "HCQ2Compiled"): self._install_hcq2()
+      if hcq2: self._install_hcq2()
     except Exception:
       self._restore(); raise
     return self
@@ -452,6 +493,7 @@ class Capture:
   def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
 
 def _ident(name: str) -> str:
+  name = re.sub(r"\x1b\[[0-9;]*m", "", name)  # tinygrad's names may carry terminal colors
   out = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
   return out if not out[0].isdigit() else "k_" + out
 

@@ -154,6 +154,7 @@ class Manifest:
   steps: list = attrs.field(factory=list)   # version 2: (addr, bytes, step) memory read before host step `step` ran
   final: list = attrs.field(factory=list)   # version 2: (addr, bytes) contents when the capture ended
   mailboxes: set = attrs.field(factory=set)  # KFD interrupt mailbox addresses (writes there order nothing)
+  path: str = "hcq"   # version 2: which of tinygrad's paths submitted (hcq: HWQueue objects, hcq2: the submitter program)
 
 class _V:
   """Typed access to one JSON object with its path, for error messages."""
@@ -331,7 +332,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
-  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes)
+  prod = source.get("producer") if isinstance(source.get("producer"), dict) else {}
+  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes, str(prod.get("path", "hcq")))
 
 # ---- packets -> statement groups for streams without a source map
 
@@ -738,6 +740,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(qmap)
   vars_ = _Vars(used, notes)
   # ---- one lifted queue per submission of a launch (a ring submitted twice is two queues, in ring order)
+  # ---- one lifted queue per submission; a ring's submissions in one launch are chained through a signal of the
+  # ring's own (its FIFO: each packet runs after the previous one finished, tinygrad ends a dispatch with a
+  # CS_PARTIAL_FLUSH), so host steps between them keep their place and the ring's order is kept
   subs, count = [], {}
   for i in range(start, start + P):
     e = ev[i]
@@ -747,10 +752,17 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     used.add(name)
     q = qmap[e["queue"]]
     per = [q.dwords[ev[i + k * P]["start"]:ev[i + k * P]["start"] + e["length"]] for k in range(K)]
-    subs.append({"name": name, "ring": q, "step": i, "per": per, "offset": e["start"]})
-  if any(c > 1 for c in count.values()):
+    subs.append({"name": name, "ring": q, "step": i, "per": per, "segs": [(0, e["length"], i, e["start"])], "nth": count[e["queue"]]})
+  # classic HCQ orders a ring's submissions itself (each waits for the timeline value the previous one signals);
+  # hcq2's finalizer is a submission of its own that signals the timeline for the batch before it: the ring's order
+  chained = {r for r, c in count.items() if c > 1} if m.path == "hcq2" else set()
+  if chained:
+    notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...), "
+                 "ordered as the ring runs them by a signal of the ring's own (`fifo_comp_gpu0`), which no packet writes")
+  elif any(c > 1 for c in count.values()):
     notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...): "
-                 "the ring runs them in order, so each must wait for the one before (tinygrad's timeline waits do)")
+                 "tinygrad orders them by the device's timeline")
+  seg_of = lambda sub, o: next((g for g in sub["segs"] if g[0] <= o < g[1]), sub["segs"][-1])
   mbox = m.mailboxes
   # ---- addresses: buffers (allocations), rebound groups (an address that changes per launch)
   allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
@@ -780,7 +792,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       if p.name == "COPY_LINEAR":
         size = p.fields["count"] + 1
         for lo in (3, 5):
-          use(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, s["step"])
+          use(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
       elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
       elif p.name == "DISPATCH_DIRECT":
         pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")
@@ -788,21 +800,21 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         uo = user.offset + 2 + len(user.fields["values"]) - 2
         prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
         kas = [d[uo] | (d[uo + 1] << 32) for d in s["per"]]
-        dispatches.append((s, prog, kas))
+        dispatches.append((s, prog, kas, seg_of(s, p.offset)[2]))
   kinfo: dict = {}   # kernarg addr in launch 1 -> (kernel info, per-launch pointer tuples, per-launch scalar values)
-  for s, prog, kas in dispatches:
+  for s, prog, kas, step in dispatches:
     k = m.kernels.get(prog, {})
     sig = k.get("signature") or []
     bufs = [x for x in sig if x.get("name") is None]
     scal = [x for x in sig if x.get("name") is not None]
     need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
     for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
-    blocks = [snap(ka, need, s["step"] + j * P, s["step"] + j * P + 1) for j, ka in enumerate(kas)]
+    blocks = [snap(ka, need, step + j * P, step + j * P + 1) for j, ka in enumerate(kas)]
     if any(b is None for b in blocks):
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
       continue
     ptrs = [tuple(int.from_bytes(blocks[j][8 * i:8 * i + 8], "little") for j in range(K)) for i in range(len(bufs))]
-    for i, t in enumerate(ptrs): use(t, bufs[i].get("bytes") or 1, s["step"])
+    for i, t in enumerate(ptrs): use(t, bufs[i].get("bytes") or 1, step)
     vals, off = [], 8 * len(bufs)
     for x in scal:
       sz = x.get("bytes") or 4
@@ -851,19 +863,19 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     if prog in kname_of: continue
     k = m.kernels.get(prog, {})
-    base = k.get("name") or _hexname("k", prog)
+    base = _ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else _hexname("k", prog)
     key = (base, k.get("code") or prog)
     if key not in kdecl:
       bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
       modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
                                                                    for x in scal]
-      impl = None
+      impl, kn = None, fresh(base)
       if k.get("code") and code_dir is not None:
-        cpath = pathlib.Path(code_dir) / f"{base}.co"
+        cpath = pathlib.Path(code_dir) / f"{kn}.co"
         cpath.write_bytes(k["code"])
         rel = str(cpath.resolve()) if program_dir is None else _relpath(cpath, program_dir)
         impl = Impl(None, None, (), None, rel)
-      kdecl[key] = Kernel(fresh(base), tuple(modes), impl)
+      kdecl[key] = Kernel(kn, tuple(modes), impl)
     kname_of[prog] = kdecl[key].name
   # ---- the pseudo image the statement lifter reads names from, with per-launch patches
   ibufs = {}
@@ -918,6 +930,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if n.endswith(".timeline"): continue
     if v > M32: notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
     decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, v & M32))
+  fifo_names = {r: fresh(f"fifo_{r}") for r in sorted(chained)}
+  decls += [Signal(n, Ref(qmap[r].device)) for r, n in fifo_names.items()]
   # queue statements: the template's dwords with per-launch patches
   queues = []
   for s in subs:
@@ -933,18 +947,27 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
                     [x for ps in mem_patches.values() for x in ps])
     groups = []
     for g in _group(s["packets"], s["ring"].engine):
-      at = f"@{s['offset'] + g[0].offset}" if g else None
+      at = f"@{seg_of(s, g[0].offset)[3] + g[0].offset - seg_of(s, g[0].offset)[0]}" if g else None
       if g and g[0].name in ("RELEASE_MEM", "FENCE") and not g[0].raw and g[0].fields.get("addr") in mbox:
         groups.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
       elif g and g[0].name == "TRAP" and not g[0].raw: groups.append((f"# {at}: KFD interrupt: SDMA TRAP", None))
       else: groups.append((g, at))
     items = [_epochs(x, s["ring"].device) for x in _lift_stmts(img, qi, groups)]
+    if s["ring"].name in chained:  # segment n of S in launch k: waits for (k-1)*S + n-1, signals (k-1)*S + n
+      S, n, fifo = count[s["ring"].name], s["nth"], fifo_names[s["ring"].name]
+      def fx(vals):
+        f = vars_.fit(vals, "fifo")
+        return Expr(Ref(f[0]), f[1]) if f else Expr(None, vals[0])
+      items = [Wait(Ref(fifo), fx([k * S + n - 1 for k in range(K)]), comment="# the ring's order: after its previous submission")] + \
+        [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
+        [x for x in items if isinstance(x, str)]
     queues.append(_queue(s["name"], s["ring"].engine, s["ring"].device, items))
   host = []
   for i in range(start, start + P):
     e = ev[i]
     if e["op"] == "submit":
-      nm = next(x["name"] for x in subs if x["step"] == i)
+      nm = next((x["name"] for x in subs if x["step"] == i), None)
+      if nm is None: continue  # a later submission of a ring already submitted in this launch
       if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),))
       else: host.append(Submit((Ref(nm),)))
       continue
@@ -968,7 +991,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     d = _init_data(after, static[key]["size"]) or Data("u8", (0,))
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
-    trace.update(start=start, period=P, launches=K, queues={x["name"]: x["step"] for x in subs},
+    trace.update(start=start, period=P, launches=K, queues={x["name"]: x["segs"] for x in subs},
                 steps=list(range(start, start + P)))
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
@@ -998,5 +1021,6 @@ def _relpath(p: pathlib.Path, base) -> str:
   return os.path.relpath(p.resolve(), pathlib.Path(base).resolve())
 
 def _ident(name) -> str:
+  name = re.sub(r"\x1b\[[0-9;]*m", "", str(name or "v"))  # tinygrad's names may carry terminal colors
   out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name or "v")) or "v"
   return out if not out[0].isdigit() else "v_" + out

@@ -12,7 +12,7 @@ from typing import Optional, Union
 import attrs
 from ..ir import Program
 
-__all__ = ["Replay", "replay_with", "load_witness", "SEEDS"]
+__all__ = ["Replay", "replay", "load_witness", "SEEDS"]
 
 SEEDS = 20
 SHOW = 16   # bytes of a range shown
@@ -116,7 +116,8 @@ def _stmt_text(prog: Program, queue: str, line: Optional[int]) -> str:
       if st.span is not None and st.span.line == line: return f"`{format_stmt(st)}`"
   return "its implicit submit" if queue == "host" else "?"
 
-def _race(prog: Program, w: dict, run, kw: dict) -> Replay:
+def _race(prog: Program, w: dict, kw: dict) -> Replay:
+  from .execute import run
   f, t = w["first"], w["then"]
   lo, hi = max(f["range"][0], t["range"][0]), min(f["range"][1], t["range"][1])
   out = {}
@@ -158,7 +159,8 @@ def _race(prog: Program, w: dict, run, kw: dict) -> Replay:
                  "nothing that differs: give them an implementation to see data change)")
   return Replay("race", True, lines, res)
 
-def _deadlock(prog: Program, w: dict, run, kw: dict) -> Replay:
+def _deadlock(prog: Program, w: dict, kw: dict) -> Replay:
+  from .execute import run
   want = {(b["queue"], b["line"]) for b in w["blocked"]}
   for seed in [None, *range(SEEDS)]:
     res = run(prog, seed=seed, trace=kw.pop("trace", False) if seed is None else False, **kw)
@@ -168,14 +170,16 @@ def _deadlock(prog: Program, w: dict, run, kw: dict) -> Replay:
   return Replay("deadlock", False, [f"deadlock at line {w['at']['line']}: not reproduced in time order or seeds "
                                     f"0..{SEEDS - 1} (check explores every interleaving; these are a few)"], res)
 
-def replay_with(prog: Program, witness: Union[dict, str, pathlib.Path], run, **kw) -> list:
-  """Each witness of `witness` (a dict from check/witness.py, or its file) replayed on `prog` by `run` (hcqdsl.runtime.run,
-  which `hcqdsl.replay` passes): a list of Replay. `kw` go to `run` (kernels, timeout_us, ...); the launches and var
-  values are the witness's."""
+def replay(program: Union[Program, str], witness: Union[dict, str, pathlib.Path], filename: str = "<input>",
+           **kw) -> list:
+  """Each witness of `witness` (a dict from check/witness.py, or its file) replayed on `program`: a list of Replay.
+  `kw` go to `run` (kernels, timeout_us, ...); the launches and var values are the witness's."""
+  from .execute import as_program
   w = load_witness(witness) if not isinstance(witness, dict) else witness
+  prog = as_program(program, filename)
   kw = dict(kw, launches=w.get("launches", 2), var_values=w.get("var_values") or None)
   out = []
   for x in w["witnesses"]:
-    if x.get("code") == "race": out.append(_race(prog, x, run, dict(kw)))
-    elif x.get("code") == "deadlock": out.append(_deadlock(prog, x, run, dict(kw)))
+    if x.get("code") == "race": out.append(_race(prog, x, dict(kw)))
+    elif x.get("code") == "deadlock": out.append(_deadlock(prog, x, dict(kw)))
   return out

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pathlib
 from typing import Optional
 import attrs
-from ..ir import Program, Kernel, Queue, Exec
+from ..ir import Program, Kernel, Queue, Exec, Expr, Ref
 from .env import EmitError
 from .schedule import Schedule, schedule
 
@@ -47,12 +47,25 @@ def amd_code(s: Schedule, arch: str = AMD_ARCH) -> dict:
     except Exception as e:
       raise EmitError(f"--amd-code: compiling {k.name} for {arch} failed ({LLVM_HINT}): {type(e).__name__}: {e}")
     info = prg.arg
-    # hcqdsl passes one pointer per parameter, in order: the code object must take exactly that
-    if list(info.globals) != list(range(len(k.params))) or info.vars:
+    # hcqdsl passes one pointer per buffer parameter, in order, then the scalars (kernarg_layout): the code object must
+    # take exactly that (tinygrad's AMD kernargs are the same: buffer pointers, then its variables as 32-bit ints)
+    scalars = [p.name for p in k.params if p.scalar]
+    nbuf = len(k.params) - len(scalars)
+    if list(info.globals) != list(range(nbuf)) or len(info.vars) != len(scalars):
       raise EmitError(f"--amd-code: {k.name}: unexpected {arch} signature (buffers {info.globals}, vars {[v.expr for v in info.vars]})")
+    names = {v.expr: n for v, n in zip(info.vars, scalars)}  # tinygrad's variable -> the .hcq var (emit may rename)
     lib = next(x.arg for x in prg.src if x.op is Ops.BINARY)
-    out[k.name] = (lib, tuple(info.global_size), tuple(info.local_size))
+    out[k.name] = (lib, tuple(_dim(x, names, k.name) for x in info.global_size), tuple(_dim(x, names, k.name) for x in info.local_size))
   return out
+
+def _dim(x, names: dict, kernel: str):
+  """A launch dimension as .hcq writes it: an int, or `var + c` (tinygrad recomputes symbolic dims per call)."""
+  from tinygrad.uop.ops import Ops
+  if isinstance(x, int): return x
+  if x.op is Ops.PARAM and x.arg.name in names: return Expr(Ref(names[x.arg.name]))
+  if x.op is Ops.ADD and x.src[0].op is Ops.PARAM and x.src[0].arg.name in names and x.src[1].op is Ops.CONST:
+    return Expr(Ref(names[x.src[0].arg.name]), int(x.src[1].arg))
+  raise EmitError(f"--amd-code: {kernel}: launch dimension `{x.render()}` is not a var plus a constant (what .hcq launch dims take)")
 
 def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path, arch: str = AMD_ARCH) -> Program:
   """Write each kernel's gfx1100 code object to OUTDIR/NAME.co, reference it (`amd "NAME.co"`), and give every exec of

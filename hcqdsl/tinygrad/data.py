@@ -16,12 +16,11 @@ def buffer_bytes(buf, lo: int = 0, hi: Optional[int] = None):
   return np.frombuffer(buf.as_memoryview(allow_zero_copy=True), dtype=np.uint8)[lo:hi].copy()
 
 def to_data(raw, dtype) -> Data:
-  """uint8 bytes as Data of the .hcq dtype of tinygrad's `dtype` (u8 for a dtype .hcq has not)."""
+  """uint8 bytes as Data of the .hcq dtype of tinygrad's `dtype` (u8 for a dtype .hcq has not). The values are a
+  numpy array over the bytes (a 26M-parameter model's weights as Python floats would take gigabytes)."""
   import numpy as np
-  dt = DTYPE_OF.get(dtype.name)
-  if dt is None: return Data("u8", tuple(raw.tolist()))
-  # tolist: Python floats/ints in one C pass (float32 -> float exactly, as float(x) did)
-  return Data(dt, tuple(raw.view(np.dtype(DTYPES[dt][0])).tolist()))
+  dt = DTYPE_OF.get(dtype.name, "u8")
+  return Data(dt, raw.view(np.dtype(DTYPES[dt][0]).newbyteorder("<")))
 
 def data_bytes(d: Data) -> bytes:
   """The little-endian bytes of Data's values."""

@@ -4,6 +4,7 @@ The pipeline: schedule.py (tinygrad schedule -> Schedule) -> planners.py (queues
 jit.py replays a TinyJit call by call. This module is callable: `hcqdsl.emit(*tensors)` calls `emit`."""
 from __future__ import annotations
 import sys, types
+from collections.abc import Iterator
 from ..ir import Program
 from .env import EmitError, tinygrad
 from .schedule import MAX_VALUES, schedule
@@ -18,11 +19,11 @@ def schedule_returned(tensors, again, max_values: int = MAX_VALUES):
   TinyJit's capture hook, and the schedule is everything it realizes, from the state the first call left."""
   s = schedule(*tensors, max_values=max_values)
   if s.cmds: return s
-  try: linear, var_vals, ret = capture(again, ())
+  try: linear, var_vals, ret, origins = capture(again, ())
   except EmitError:
     raise EmitError("the function returned tensors that are already realized, and calling it again realizes nothing: "
                     "nothing to emit (return the computation that makes them)") from None
-  return schedule(*returned_tensors(ret), max_values=max_values, linear_vars=(linear, var_vals))
+  return schedule(*returned_tensors(ret), max_values=max_values, linear_vars=(linear, var_vals), origins=origins)
 
 def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
   """The .hcq Program that realizes `tensors` the way tinygrad schedules them (runs them once on tinygrad's CPU)."""
@@ -30,9 +31,10 @@ def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title:
   return program(schedule(*tensors, max_values=max_values), planner, title)
 
 def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, **kwargs) -> Program:
-  """`emit_jit(jit_fn, calls)`, calls a list of argument tuples: one launch per call (docs/emit.md "TinyJit replay").
+  """`emit_jit(jit_fn, calls)`, calls a list of argument tuples or an iterator (a generator) of them: TinyJit's calls (docs/emit.md "TinyJit replay").
   `emit_jit(fn, *args)`: emit what `fn(*args)` returns (a tensor or a tuple of them), one launch."""
-  if len(args) == 1 and not kwargs and isinstance(args[0], list) and args[0] and all(isinstance(c, tuple) for c in args[0]):
+  calls = args[0] if len(args) == 1 and not kwargs else None
+  if isinstance(calls, Iterator) or (isinstance(calls, list) and calls and all(isinstance(c, tuple) for c in calls)):
     return replay_jit(fn, args[0], planner=planner, max_values=max_values)
   tinygrad()
   fn = getattr(fn, "fxn", fn)

@@ -21,11 +21,11 @@ import dataclasses
 import attrs
 from ..ir import Program, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
 from .env import EmitError, tinygrad
-from .data import buffer_bytes, to_data, data_bytes
+from .data import buffer_bytes, to_data
 from .schedule import MAX_VALUES, schedule
 from .planners import program
 
-__all__ = ["emit_jit", "capture", "is_jit_spec", "difference", "returned_tensors"]
+__all__ = ["emit_jit", "replay", "capture", "user_line", "is_jit_spec", "difference", "returned_tensors"]
 
 def is_jit_spec(out) -> bool:
   """Does a script's function result look like `(jit_fn, calls)`?"""
@@ -56,11 +56,25 @@ def _check_call(k: int, args, first) -> list:
       if not lo <= val <= hi: raise EmitError(f"call {k}: variable `{v.expr}` = {val} is outside its range {lo}..{hi}")
   return got
 
+def user_line() -> str | None:
+  """`FILE:LINE: CODE` of the innermost frame on the stack outside tinygrad, hcqdsl and the standard library: the
+  user's line that is realizing (tinygrad 0.14's own kernel metadata names only Tensor methods)."""
+  import linecache, os, sys, sysconfig
+  import tinygrad
+  skip = (os.path.dirname(tinygrad.__file__), os.path.dirname(os.path.dirname(__file__)), sysconfig.get_paths()["stdlib"])
+  f = sys._getframe(1)
+  while f is not None and (f.f_code.co_filename.startswith(skip) or f.f_code.co_filename.startswith("<")): f = f.f_back
+  if f is None: return None
+  code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
+  return f"{os.path.basename(f.f_code.co_filename)}:{f.f_lineno}" + (f": {code}" if code else "")
+
 class _Capture:
-  """Stands where a capturing TinyJit stands: tinygrad hands it each realize's schedule instead of running it."""
-  def __init__(self): self.linears, self.var_vals = [], {}
+  """Stands where a capturing TinyJit stands: tinygrad hands it each realize's schedule instead of running it; each
+  call of the schedule remembers the user's line that realized it (provenance)."""
+  def __init__(self): self.linears, self.var_vals, self.origins = [], {}, []
   def add_linear(self, linear, var_vals):
     self.linears.append(linear)
+    self.origins += [user_line()] * len(linear.src)
     for k, v in var_vals.items():
       if self.var_vals.get(k, v) != v: raise EmitError(f"variable `{k}` is bound to {self.var_vals[k]} and {v} in one call")
       self.var_vals[k] = v
@@ -92,7 +106,7 @@ def capture(fn, args, kwargs=None):
   if not c.linears: raise EmitError("the JIT function realized nothing: a TinyJit captures only the schedules its function realizes")
   linear = UOp(Ops.LINEAR, src=tuple(s for l in c.linears for s in l.src))
   if not linear.src: raise EmitError("the JIT function's schedules are empty: nothing runs on a device")
-  return linear, c.var_vals, ret
+  return linear, c.var_vals, ret, c.origins
 
 def returned_tensors(ret) -> list:
   """The tensors in what a function returned (a tensor, a tuple, list or dict of them, or objects holding them)."""
@@ -132,13 +146,36 @@ def difference(s, ref) -> str:
       return f"buffer `{name}` is {b.size} bytes on {b.device.name}, {br[name].size} on {br[name].device.name} in the captured graph: {_CAUSE_SHAPE}"
   return ""
 
+def _digest(raw) -> bytes:
+  """A buffer's bytes (uint8 numpy), as a digest: two calls' contents compare without keeping both."""
+  import hashlib
+  return hashlib.blake2b(raw.data, digest_size=16).digest()
+
+class _Contents:
+  """Each call's buffer contents before it ran, {name: (Data or None for zeros, digest)}, sharing one Data between
+  calls whose bytes are equal: a model's weights are kept once, not once per call."""
+  def __init__(self): self.known: dict = {}   # name -> (Data or None, digest) last seen
+  def take(self, s) -> dict:
+    import numpy as np
+    out = {}
+    for b in s.buffers:
+      raw = np.ascontiguousarray(b.init.values).view(np.uint8).reshape(-1) if b.init is not None else np.zeros(b.size, np.uint8)
+      d = _digest(raw)
+      prev = self.known.get(b.name)
+      out[b.name] = self.known[b.name] = prev if prev is not None and prev[1] == d else (b.init, d)
+    return out
+
 def _var_name(name: str, taken: set) -> str:
   n = "".join(ch if ch.isalnum() or ch == "_" else "_" for ch in name) or "v"
   if n[0].isdigit() or n in KEYWORDS or n in taken: n = f"v_{n}"
   return n
 
 def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
-  """The program of `jit_fn` (a TinyJit or a plain function) over `calls` (argument tuples: tensors and bound
+  """The program of `jit_fn` over `calls` (see `replay`)."""
+  return replay(jit_fn, calls, planner, max_values, title)[0]
+
+def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = ""):
+  """(program, its Schedule) of `jit_fn` (a TinyJit or a plain function) over `calls` (argument tuples: tensors and bound
   Variables), with TinyJit's semantics: call 1 runs eagerly (its effects — state it creates, uploads, initialized
   optimizer buffers — are the program's initial memory), call 2 is captured (the graph), and every call from 2 on is
   one launch. The calls run on tinygrad's CPU device, so the state they carry advances; `calls` is consumed lazily, so
@@ -146,7 +183,7 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
   tinygrad()
   fn = getattr(jit_fn, "fxn", jit_fn)
   if not callable(fn): raise EmitError("jit_fn has no function to capture (a TinyJit loaded from a pickle cannot be replayed)")
-  scheds, after, first = [], [], None
+  scheds, inits, after, first, contents = [], [], [], None, _Contents()
   for k, args in enumerate(calls, 1):
     sig = _check_call(k, args, first)
     first = first or sig
@@ -154,19 +191,21 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
     if k == 1:  # TinyJit's first call: the function runs as plain tinygrad, the results realized
       _realize_result(fn(*args))
       continue
-    try: linear, var_vals, ret = capture(fn, args)
+    try: linear, var_vals, ret, origins = capture(fn, args)
     except EmitError as e: raise EmitError(f"call {k}: {e}") from None
     tensors = returned_tensors(ret)
     if not tensors: raise EmitError(f"call {k}: the JIT function returned no tensors")
-    s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals), snapshot_all=True)
+    s = schedule(*tensors, max_values=max_values, linear_vars=(linear, var_vals), snapshot_all=True, origins=origins)
     if not s.cmds: raise EmitError(f"call {k} runs nothing on a device (only uploads from host memory): nothing to replay")
     if scheds and (why := difference(s, scheds[0])):
       raise EmitError(f"call {k} is not the graph TinyJit captured at call 2: {why}")
     if scheds and set(s.var_lists) != set(scheds[0].var_lists):
       raise EmitError(f"call {k} binds variables {sorted(s.var_lists)}, call 2 binds {sorted(scheds[0].var_lists)}")
+    inits.append(contents.take(s))
+    if scheds: s.buffers = [attrs.evolve(b, init=None) for b in s.buffers]   # kept in `inits`, once per distinct contents
     scheds.append(s)
-    # contents after the call, for buffers the next call may find rewritten in place
-    after.append({n: buffer_bytes(b) for n, b in s.bases.items() if b.is_allocated()})
+    # what the call left: a digest per buffer, for the next call to tell a host rewrite from its own state
+    after.append({n: _digest(buffer_bytes(b)) for n, b in s.bases.items() if b.is_allocated()})
   if first is None: raise EmitError("no calls to replay: FN must return (jit_fn, [args of call 1, args of call 2, ...])")
   if not scheds: raise EmitError("one call: TinyJit runs call 1 eagerly and captures its graph at call 2, so a replay needs "
                                  "at least 2 calls (the launches are calls 2..N)")
@@ -175,28 +214,25 @@ def emit_jit(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUE
   decls = []
   for b in s1.buffers:
     same = all(s.bases[b.name] is s1.bases[b.name] for s in scheds)
-    inits = [next(x for x in s.buffers if x.name == b.name).init for s in scheds]
     read_first = b.name in s1.read_first
     dtype = s1.bases[b.name].dtype
-    def data(k) -> Data:  # call k's contents before it ran (zeros when emit dropped all-zero contents)
+    def data(k) -> Data:  # the contents before launch k+1 (call k+2) ran (zeros when emit dropped all-zero contents)
       import numpy as np
-      return inits[k] if inits[k] is not None else to_data(np.zeros(b.size, np.uint8), dtype)
+      return inits[k][b.name][0] if inits[k][b.name][0] is not None else to_data(np.zeros(b.size, np.uint8), dtype)
     if not same and read_first:
       decls.append(attrs.evolve(b, init=None, per_launch="rebound", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " new memory at every call"))
-    elif same and any(
-        (after[k - 1].get(b.name) is not None and data(k).nbytes and
-         data_bytes(data(k)) != bytes(after[k - 1][b.name][:data(k).nbytes])) for k in range(1, len(scheds))):
+    elif same and any(after[k - 1].get(b.name) not in (None, inits[k][b.name][1]) for k in range(1, len(scheds))):
       decls.append(attrs.evolve(b, init=None, per_launch="rewritten", launch_inits=tuple(data(k) for k in range(len(scheds))),
                                 comment=(b.comment or "") + " rewritten by the host between calls"))
     else: decls.append(b)
   taken = {b.name for b in decls} | {k.name for k in s1.kernels}
   names = {v: _var_name(v, taken) for v in s1.var_lists}
   var_lists = {names[v]: [s.var_lists[v][0] for s in scheds] for v in s1.var_lists}
-  s = dataclasses.replace(s1, buffers=decls, expects=sN.expects, var_lists=var_lists)
+  s = dataclasses.replace(s1, buffers=decls, expects=sN.expects, var_lists=var_lists, host_waits=True)
   if any(names[v] != v for v in names): s = _rename_vars(s, names)
   prog = program(s, planner, title or getattr(fn, "__name__", ""), launches=len(scheds))
-  return _host_waits(prog)
+  return _host_waits(prog), s
 
 def _rename_vars(s, names: dict):
   from ..ir import Exec, Param

@@ -11,7 +11,9 @@ __all__ = ["PLANNERS", "plan", "plan_hcqdsl", "plan_tinygrad", "program"]
 
 PLANNERS = ("hcqdsl", "tinygrad")
 
-def _cmd_stmt(c: Cmd): return attrs.evolve(c.stmt, comment=f"# {c.label}")
+def _cmd_stmt(c: Cmd):
+  """The command with its trailing comment: tinygrad's name of the call, and where the user's code realized it."""
+  return attrs.evolve(c.stmt, comment=f"# {c.label}" + (f" from {c.origin}" if c.origin else ""))
 def _epoch(dev: str): return Expr(Ref(f"{dev}.epoch"))
 
 class _Q:
@@ -23,7 +25,8 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
   """Compute and copy queues per device; a signal after each command some other queue must wait for (value D.epoch,
   monotonic over launches, so no resets and no host waits); only waits that happens-before does not already imply
   (vector clocks, greedy cover); `epoch` on first use, a `wait E.timeline` before the first touch of another device E's
-  memory; per device a finalizer at the end of its compute queue."""
+  memory unless the clock implies it (`s.host_waits`: the host waited for every device's previous launch before it
+  submitted); per device a finalizer at the end of its compute queue."""
   qs: dict = {}
   def queue(dev, eng) -> _Q:
     k = (dev, eng)
@@ -75,7 +78,9 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
       cross |= src.dev != q.dev
     return cross
 
-  def _label(q: _Q, i: int) -> str: return q.body[q.cmd_pos[i]].comment[2:] if q.body[q.cmd_pos[i]].comment else str(i)
+  def _label(q: _Q, i: int) -> str:  # the command's name, not its provenance (that belongs to the command)
+    c = q.body[q.cmd_pos[i]].comment
+    return c[2:].split(" from ")[0] if c else str(i)
 
   for c in s.cmds:
     q = queue(c.dev, c.engine)
@@ -90,6 +95,8 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
     cross = add_waits(q, cover(q, need), "data")
     clock = vc.setdefault(q.name, {})
     clock[("tl", q.dev)] = 0  # `epoch`: ordered after the previous launch's finalizer of this device
+    if s.host_waits:  # the host waited for every device's previous launch before it submitted this queue
+      for d in range(len(s.devices)): clock[("tl", f"g{d}")] = 0
     for m in sorted(mems):
       if ("tl", m) in clock: continue  # already ordered after m's previous launch (itself, or through a wait)
       q.body.append(Wait(Ref(f"{m}.timeline"), Expr(Ref(f"{m}.epoch"), -1),

@@ -4,7 +4,7 @@ check it, and report each race and deadlock in tinygrad's terms — kernel names
 device and queue, and the user's Python line (and whole stack) where each of the two commands was enqueued — the way
 PyTorch's CUDA sanitizer (torch.cuda._sanitizer) reports a stream race with both stack traces. docs/sanitize.md."""
 from __future__ import annotations
-import json, sys
+import json, re, sys
 from typing import Optional
 import attrs
 from ..lift.capture import Capture
@@ -86,7 +86,9 @@ class Sanitizer:
       stmt = lines[span.line - 1].split("#")[0].strip() if 0 < span.line <= len(lines) else ""
       if q is None:
         return Command(stmt, "host", "CPU", f"the host's `{stmt}`", []) if stmt else None
-      step = info.get("queues", {}).get(q.name)
+      segs = info.get("queues", {}).get(q.name) or []
+      at = re.search(r"#\s*@(\d+)", lines[span.line - 1]) if 0 < span.line <= len(lines) else None
+      step = next((g[2] for g in segs if at and g[3] <= int(at.group(1)) < g[3] + g[1] - g[0]), segs[0][2] if segs else None)
       stack = host[step].get("stack", []) if step is not None and step < len(host) else []
       what = stmt
       if stmt.startswith("exec "):

@@ -12,6 +12,7 @@ from ..ir import Buffer, Kernel, Param, Impl, Expect, Exec, Copy, Ref, Expr, Sli
 from .env import EmitError, tinygrad
 from .data import buffer_bytes, to_data
 from .csource import c_source, scalar_type
+from .tolerance import reduction_length, tolerance
 
 __all__ = ["Cmd", "Schedule", "schedule", "Timer", "MAX_VALUES"]
 
@@ -27,6 +28,7 @@ class Cmd:
   stmt: Any               # Exec | Copy (no comments yet)
   access: list            # (buffer, start, end, writes)
   label: str              # tinygrad's name of the call
+  origin: Optional[str] = None  # the user's line that realized it, `FILE:LINE: CODE` (provenance)
 
 @dataclass
 class Schedule:
@@ -42,6 +44,7 @@ class Schedule:
   var_lists: dict = field(default_factory=dict)  # symbolic variable -> its value per launch (emit: one launch)
   bases: dict = field(default_factory=dict)      # buffer name -> tinygrad's base Buffer (emit_jit tells calls apart by it)
   read_first: set = field(default_factory=set)   # names of the buffers the schedule reads before it writes them
+  host_waits: bool = False   # the host waits for each device's previous launch before it submits (a TinyJit replay)
 
 class Timer:
   """Seconds spent inside tinygrad: the sum over `with timer:` blocks."""
@@ -57,11 +60,12 @@ def _on_sched_dev(d) -> bool:
   return all(str(x).split(":")[0] in ("CPU", "AMD") for x in (d if isinstance(d, tuple) else (d,)))
 
 def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None, linear_vars=None,
-             snapshot_all: bool = False) -> Schedule:
+             snapshot_all: bool = False, origins: Optional[list] = None) -> Schedule:
   """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands. `timings`, if
   given, gets the seconds spent inside tinygrad ("tinygrad") and in total ("total"). `linear_vars`: (LINEAR, var_vals)
   captured elsewhere (emit_jit) instead of `tensors`' own schedule; `snapshot_all`: initial contents for every buffer
-  allocated before the schedule runs, not only those it reads before writing (state a JIT carries between calls)."""
+  allocated before the schedule runs, not only those it reads before writing (state a JIT carries between calls);
+  `origins`: the user's line of each call of `linear_vars`' LINEAR (jit.capture), written with its command."""
   t_start, timer = time.perf_counter(), Timer()
   tinygrad()
   from tinygrad import Tensor
@@ -69,15 +73,15 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   if not tensors: raise EmitError("nothing to emit: the function returned no tensors")
   if bad := [t for t in tensors if not isinstance(t, Tensor)]:
     raise EmitError(f"the function must return tensors, got {type(bad[0]).__name__} `{str(bad[0])[:40]}`")
-  s = _Scheduler(timer).build(tensors, max_values, linear_vars, snapshot_all)
+  s = _Scheduler(timer, origins).build(tensors, max_values, linear_vars, snapshot_all)
   if timings is not None: timings.update(tinygrad=timer.inside, total=time.perf_counter() - t_start)
   return s
 
 class _Scheduler:
   """One schedule's state: tinygrad's calls, the per-lane Buffers of their arguments, devices and buffers in order of
   first use."""
-  def __init__(self, timer: Timer):
-    self.timer = timer
+  def __init__(self, timer: Timer, origins: Optional[list] = None):
+    self.timer, self.origins = timer, origins
     self.lane_cache: dict = {}   # argument UOp -> its per-lane tinygrad Buffers
     self.devices: list = []      # canonical tinygrad device names, index = AMD index
     self.dev_idx: dict = {}      # device string as tinygrad spells it -> index
@@ -97,8 +101,9 @@ class _Scheduler:
     buffers, buf_dev = self.buffer_decls(inits)
     kernels, asts, cmds, by_call = self.commands(calls, ast_of)
     names = self.names
+    n = max((reduction_length(a) for a in asts.values()), default=1)
     return Schedule(self.devices, buffers, kernels, [(c, self.enq[c]) for c in calls], cmds, by_call,
-                    self.expects(max_values), buf_dev, asts, {k: [v] for k, v in var_vals.items()},
+                    self.expects(max_values, n), buf_dev, asts, {k: [v] for k, v in var_vals.items()},
                     {names[bid]: base for bid, (base, _) in self.bases.items()},
                     {names[bid] for bid, (_, (_, rf)) in self.bases.items() if rf and bid in inits})
 
@@ -110,6 +115,7 @@ class _Scheduler:
     pre = linear.src
     with self.timer: linear = compile_linear(linear)
     ast_of = {id(c): a.src[0] for a, c in zip(pre, linear.src) if a.src[0].op is Ops.SINK}
+    self.origin_of = {id(c): o for c, o in zip(linear.src, self.origins or ()) if o}
     def upload(c): return c.src[0].op is Ops.COPY and not _on_sched_dev(get_call_arg_uops(c)[1].device)
     uploads = [c for c in linear.src if upload(c)]
     if uploads:
@@ -171,8 +177,7 @@ class _Scheduler:
     for bid, (base, (_, read_first)) in self.bases.items():
       dev = f"g{self.dev_index(base.device)}"
       buf_dev[self.names[bid]] = dev
-      init = to_data(inits[bid], base.dtype) if bid in inits else None
-      if init is not None and not any(init.values): init = None  # all zero: the default contents
+      init = to_data(inits[bid], base.dtype) if bid in inits and inits[bid].any() else None  # all zero: the default
       buffers.append(Buffer(self.names[bid], Ref(dev), base.nbytes, init,
                             comment=f"# {base.dtype.name} x {base.size}" + (" (input)" if read_first and bid in inits else "")))
     return buffers, buf_dev
@@ -216,17 +221,19 @@ class _Scheduler:
           stmt, eng, lbl = Exec(Ref(kname), tuple(self.slice(b) for b in bufs) + vals), "compute", label + lane
         else:
           stmt, eng, lbl = Copy(self.slice(bufs[0]), self.slice(bufs[1])), "copy", f"copy {bufs[1].device} -> {bufs[0].device}{lane}"
-        lane_cmds.append(Cmd(ci, j, f"g{self.dev_index(edevs[j])}", eng, stmt, acc, lbl))
+        lane_cmds.append(Cmd(ci, j, f"g{self.dev_index(edevs[j])}", eng, stmt, acc, lbl, self.origin_of.get(id(c))))
       cmds += lane_cmds
       by_call[ci] = lane_cmds
     return kernels, asts, cmds, by_call
 
-  def expects(self, max_values: int) -> list:
+  def expects(self, max_values: int, reduction: int) -> list:
+    """tinygrad's results; floats with the tolerance two summation orders of `reduction` terms need (tolerance.py)."""
     out = []
     for bid, uses in self.out_ids.items():
       if bid not in self.names: continue
       for k, b in uses:
         d = to_data(buffer_bytes(b.base, b.offset, b.offset + b.nbytes), b.dtype)
         if len(d.values) > max_values: continue
-        out.append(Expect(self.slice(b), d, approx=d.dtype[0] == "f", comment=f"# tinygrad's result, tensor {k}"))
+        tol = tolerance(reduction, d.values) if d.dtype[0] == "f" else (None, None)
+        out.append(Expect(self.slice(b), d, d.dtype[0] == "f", *tol, comment=f"# tinygrad's result, tensor {k}"))
     return out
