@@ -305,13 +305,13 @@ def test_every_translated_opcode_runs_on_random_bits():
   """Every ALU opcode counted as covered runs its translated pseudocode on random raw bits (32 lanes; NaNs,
   denormals and huge shifts included) without an error, and assigns what it says it writes."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
-  from hcqdsl.runtime.isa.rdna3 import ALU_ENUMS, _translated
+  from hcqdsl.runtime.isa.rdna3 import ALU_ENUMS, translated
   rng = np.random.default_rng(0)
   cov, n = set(coverage()), 0
   for en in ALU_ENUMS + ("VOP3POp",):
     for op in getattr(enum, en):
       if op.name not in cov or "WMMA" in op.name: continue
-      t = _translated("rdna3", op)
+      t = translated("rdna3", op)
       args = {a: rng.integers(0, 2**64, 32, dtype=np.uint64, endpoint=False) for a in t.args}
       args.update(laneId=np.arange(32, dtype=np.uint64), IEEE=np.bool_(True))
       with np.errstate(all="ignore"): out = t.fn(**args)

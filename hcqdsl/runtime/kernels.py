@@ -19,7 +19,7 @@ from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
 
-__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "BUILTINS", "Worker"]
+__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "kernel_cache", "BUILTINS", "Worker"]
 
 class KernelError(Exception): pass
 
@@ -174,7 +174,8 @@ def find_cc() -> Optional[str]:
   if (cc := os.environ.get("CC")) and shutil.which(cc): return cc
   return next((c for c in ("clang", "cc", "gcc") if shutil.which(c)), None)
 
-def _cache_dir(cache_dir: Optional[str]) -> pathlib.Path:
+def kernel_cache(cache_dir: Optional[str] = None) -> pathlib.Path:
+  """Where compiled kernels are cached: `cache_dir`, else $HCQDSL_CACHE, else <tmp>/hcqdsl-kernels-<uid> (created)."""
   d = pathlib.Path(cache_dir or os.environ.get("HCQDSL_CACHE") or pathlib.Path(tempfile.gettempdir()) / f"hcqdsl-kernels-{os.getuid()}")
   d.mkdir(parents=True, exist_ok=True)
   return d
@@ -205,7 +206,7 @@ def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = N
   if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
   key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
   if key not in _loaded:
-    so = _cache_dir(cache_dir) / f"{key}.so"
+    so = kernel_cache(cache_dir) / f"{key}.so"
     if not so.exists():
       src = so.with_suffix(".c")
       src.write_text(source)

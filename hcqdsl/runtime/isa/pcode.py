@@ -16,7 +16,7 @@ import re
 from typing import Optional
 import numpy as np
 
-__all__ = ["translate", "Translated", "Unsupported", "RUNTIME"]
+__all__ = ["translate", "Translated", "Unsupported", "RUNTIME", "statements", "ACCESSORS", "REGS"]
 
 class Unsupported(Exception): pass
 
@@ -199,6 +199,25 @@ class Translated:
 
 def _strip(pc: str) -> str:
   return "\n".join(l.split("//")[0] for l in pc.split("\n"))
+
+def statements(pcode: str) -> list:
+  """The pseudocode as a list of statements, each a list of (kind, text) tokens: split at `;` and line ends outside
+  parentheses, and around if/then/elsif/else/endif (each keyword a statement of its own); comments dropped."""
+  toks = _tokens(_strip(pcode).replace("\n", " ; "))
+  stmts, cur, depth = [], [], 0
+  for t in toks:
+    v = t[1]
+    if depth > 0 and v == ";": continue   # a line break inside parentheses
+    if v in ("(", "[", "{") or t[0] == "cast": depth += 1
+    if v in (")", "]", "}"): depth -= 1
+    if depth == 0 and (v == ";" or (t[0] == "id" and v in KEYWORDS)):
+      if cur: stmts.append(cur)
+      cur = []
+      if v != ";": stmts.append([t])
+      continue
+    cur.append(t)
+  if cur: stmts.append(cur)
+  return stmts
 
 def _tokens(s: str) -> list:
   out, i = [], 0
@@ -632,21 +651,7 @@ class _Translator:
 
   def translate(self, pcode: str) -> Translated:
     self.defined = set(REGS)
-    text = _strip(pcode)
-    toks = _tokens(text.replace("\n", " ; "))
-    stmts, cur, depth = [], [], 0
-    for t in toks:   # split at `;` outside parentheses, and around if/then/elsif/else/endif
-      v = t[1]
-      if depth > 0 and v == ";": continue   # a line break inside parentheses
-      if v in ("(", "[", "{") or t[0] == "cast": depth += 1
-      if v in (")", "]", "}"): depth -= 1
-      if depth == 0 and (v == ";" or (t[0] == "id" and v in KEYWORDS)):
-        if cur: stmts.append(cur)
-        cur = []
-        if v != ";": stmts.append([t])
-        continue
-      cur.append(t)
-    if cur: stmts.append(cur)
+    stmts = statements(pcode)
     self.loops: list = []   # break masks of the enclosing `for` loops
     self.block(stmts)
     params = sorted(self.reads | self.writes | {"laneId", "IEEE"})

@@ -15,14 +15,16 @@ queue, ring offset and .hcq line)."""
 from __future__ import annotations
 import functools, time
 import numpy as np
+from ...ir import U32_MAX
 from ..device import DeviceFault
 from . import pcode
 from .pcode import translate, Unsupported, U64
 
-__all__ = ["AmdKernel", "Stats", "disasm", "decode", "coverage", "STATS"]
+__all__ = ["AmdKernel", "Stats", "disasm", "decode", "coverage", "STATS", "Snap", "pcode_table", "translated",
+           "operand_formats", "dual_op", "access_width", "constant_operand", "resolve_pcode", "NOPS", "MEM_SIZE"]
 
 LANES = 32
-M32 = 0xFFFFFFFF
+
 VCC, NULL, M0, EXEC, SCC_SRC, VCCZ, EXECZ, LIT = 106, 124, 125, 126, 253, 251, 252, 255
 FLOAT_CONST = {240: 0.5, 241: -0.5, 242: 1.0, 243: -1.0, 244: 2.0, 245: -2.0, 246: 4.0, 247: -4.0, 248: 0.15915494309189535}
 NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_SENDMSG", "S_WAIT_IDLE", "S_ICACHE_INV",
@@ -59,14 +61,14 @@ def disasm(ins) -> str:
   return f"{name} {', '.join(parts)}".rstrip()
 
 @functools.lru_cache(maxsize=None)
-def _pcode_table(arch: str):
+def pcode_table(arch: str):
   import importlib
   return importlib.import_module(f"tinygrad.runtime.autogen.amd.{arch}.str_pcode").PCODE
 
 @functools.lru_cache(maxsize=None)
-def _translated(arch: str, op):
+def translated(arch: str, op):
   """The translated pseudocode of `op` (cached for the process), or the Unsupported explaining why not."""
-  pc = _pcode_table(arch).get(op)
+  pc = pcode_table(arch).get(op)
   if pc is None: return Unsupported("no pseudocode for this opcode")
   try: return translate(pc)
   except Unsupported as e: return e
@@ -80,9 +82,20 @@ def _resolve(name: str):
     e = getattr(enum, en)
     for cand in (up, up + "_E64", up + "_E32"):
       if cand in e.__members__:
-        t = _translated("rdna3", e[cand])
+        t = translated("rdna3", e[cand])
         if isinstance(t, Unsupported): return None
-        return t, _ftypes(e[cand]).get("d", "B32")
+        return t, operand_formats(e[cand]).get("d", "B32")
+  return None
+
+@functools.lru_cache(maxsize=None)
+def resolve_pcode(name: str):
+  """An opcode called by name from another's pseudocode, for the C translator: (pseudocode, D0's number format)."""
+  from tinygrad.runtime.autogen.amd.rdna3 import enum
+  up = name.upper()
+  for en in ("VOP3Op", "VOP2Op", "VOP1Op", "SOP2Op", "SOP1Op"):
+    e = getattr(enum, en)
+    for cand in (up, up + "_E64", up + "_E32"):
+      if cand in e.__members__ and e[cand] in pcode_table("rdna3"): return pcode_table("rdna3")[e[cand]], operand_formats(e[cand]).get("d", "B32")
   return None
 
 def decode(data: bytes):
@@ -109,12 +122,11 @@ class Launch:
 
 # operand access
 
-def _sreg(w: Wave, o: int, bits: int, ins, launch) -> int:
-  """A scalar operand's raw bits (inline constants and specials resolved)."""
-  if o < 106 or 106 <= o < 124 or o in (M0, EXEC, EXEC + 1):
-    v = int(w.s[o])
-    if bits > 32: v |= int(w.s[o + 1]) << 32
-    return v
+def is_sgpr(o: int) -> bool: return o < 124 or o in (M0, EXEC, EXEC + 1)
+
+def constant_operand(o: int, bits: int, ins) -> int:
+  """The raw bits of a scalar operand that is not a register: NULL, inline constants (f16 encodings for 16-bit
+  operands, f64 for 64-bit ones), the literal. DeviceFault for one that is neither."""
   if o == NULL: return 0
   if 128 <= o <= 192: return o - 128
   if 193 <= o <= 208: return (-(o - 192)) & ((1 << bits) - 1 if bits <= 64 else (1 << 64) - 1)
@@ -123,14 +135,22 @@ def _sreg(w: Wave, o: int, bits: int, ins, launch) -> int:
     if bits == 64: return int(np.float64(f).view(U64))
     if bits == 16: return int(np.float16(f).view(np.uint16))   # 16-bit operands take the constant as an f16
     return int(np.float32(f).view(np.uint32))
-  if o == SCC_SRC: return w.scc
-  if o == VCCZ: return int((int(w.s[VCC]) | (int(w.s[VCC + 1]) << 32)) == 0)
-  if o == EXECZ: return int(int(w.s[EXEC]) == 0)
   if o == LIT:
     lit = getattr(ins, "literal", None)
     if lit is None: raise DeviceFault("literal operand without a literal")
     return lit << 32 if bits == 64 and "F64" in _name(ins) else lit
   raise DeviceFault(f"unsupported source operand {o}")
+
+def _sreg(w: Wave, o: int, bits: int, ins, launch) -> int:
+  """A scalar operand's raw bits (inline constants and specials resolved)."""
+  if is_sgpr(o):
+    v = int(w.s[o])
+    if bits > 32: v |= int(w.s[o + 1]) << 32
+    return v
+  if o == SCC_SRC: return w.scc
+  if o == VCCZ: return int((int(w.s[VCC]) | (int(w.s[VCC + 1]) << 32)) == 0)
+  if o == EXECZ: return int(int(w.s[EXEC]) == 0)
+  return constant_operand(o, bits, ins)
 
 def _vsrc(w: Wave, reg, bits: int, ins, launch) -> np.ndarray:
   o = reg.offset
@@ -150,13 +170,13 @@ class Snap:
     self.cls = type(ins).__name__
     self.bits = ins.canonical_op_bits if hasattr(ins, "op") else {}
     self.literal = getattr(ins, "literal", None)
-    self.ftype = _ftypes(ins.op) if hasattr(ins, "op") else {}
+    self.ftype = operand_formats(ins.op) if hasattr(ins, "op") else {}
     self.name = ins.op.name if hasattr(ins, "op") else "VOPD"
     self.pc = None   # the translated pseudocode, looked up on first execution
     self.ins = ins
 
 @functools.lru_cache(maxsize=None)
-def _ftypes(op) -> dict:
+def operand_formats(op) -> dict:
   """canonical operand (s0 s1 s2 d) -> its number format ('F32', 'I32', 'B32', ...) from the ISA's operand table."""
   from tinygrad.renderer.amd.dsl import OPERANDS, _canonical_name
   return {cn: fmt.name.replace("FMT_NUM_", "") for n, (fmt, *_) in OPERANDS.get(op, {}).items() if (cn := _canonical_name(n))}
@@ -210,7 +230,7 @@ def _run_pcode(w, ins, launch, t, srcs: dict, vector: bool, dst_kind: str, dst_r
       _write_mask(w, target, _mask_bits(val, _read_mask(w, target), exec_mask) if vector else int(val[0]))
     elif reg == "EXEC":
       new = _mask_bits(val, exec_mask, exec_mask) if vector and "EXEC" in t.lane_bits else int(val[0])
-      w.s[EXEC] = U64(new & M32)
+      w.s[EXEC] = U64(new & U32_MAX)
     elif reg == "PC": w.pc, w.jumped = int(val[0]), True
 
 ZERO1 = np.zeros(1, U64)
@@ -224,12 +244,12 @@ def _special(w, k: str) -> int:
 
 def _read_mask(w, o) -> int: return 0 if o == NULL else int(w.s[o])
 def _write_mask(w, o, v: int):
-  if o != NULL: w.s[o] = U64(v & M32)
+  if o != NULL: w.s[o] = U64(v & U32_MAX)
 
 def _write_s(w, o: int, v: int, bits: int):
   if o == NULL: return
-  w.s[o] = U64(v & M32)
-  if bits > 32: w.s[o + 1] = U64((v >> 32) & M32)
+  w.s[o] = U64(v & U32_MAX)
+  if bits > 32: w.s[o + 1] = U64((v >> 32) & U32_MAX)
 
 _ACTIVE: dict = {}
 def _active(exec_mask: int) -> np.ndarray:
@@ -243,21 +263,21 @@ def _active(exec_mask: int) -> np.ndarray:
 def _write_v(w, reg, val: np.ndarray, bits: int, exec_mask: int, launch):
   r = reg.offset - 256
   if launch.flush_out and bits == 32 and launch.cur_f32: val = _flush(val)
-  if exec_mask == M32 and bits == 32:
-    w.v[r] = val & U64(M32)
+  if exec_mask == U32_MAX and bits == 32:
+    w.v[r] = val & U64(U32_MAX)
     return
   act = _active(exec_mask)
   if bits > 32:
-    np.copyto(w.v[r], val & U64(M32), where=act); np.copyto(w.v[r + 1], val >> U64(32), where=act)
+    np.copyto(w.v[r], val & U64(U32_MAX), where=act); np.copyto(w.v[r + 1], val >> U64(32), where=act)
   elif bits == 16: np.copyto(w.v[r], (w.v[r] & U64(0xFFFF0000)) | (val & U64(0xFFFF)), where=act)
-  else: np.copyto(w.v[r], val & U64(M32), where=act)
+  else: np.copyto(w.v[r], val & U64(U32_MAX), where=act)
 
 def _pcode_for(ins):
   ins.pc = _pcode_of(None, ins.op)
   return ins.pc
 
 def _pcode_of(launch, op):
-  t = _translated("rdna3", op)
+  t = translated("rdna3", op)
   if isinstance(t, Unsupported): raise DeviceFault(f"unsupported instruction ({t})")
   return t
 
@@ -308,7 +328,7 @@ def _vector(w, ins, launch):
   _run_pcode(w, ins, launch, t, srcs, True, dst_kind, dst, bits["d"], sdst)
 
 @functools.lru_cache(maxsize=None)
-def _dual_op(name: str):
+def dual_op(name: str):
   from tinygrad.runtime.autogen.amd.rdna3.enum import VOP1Op, VOP2Op
   base = name.replace("V_DUAL_", "V_")
   for enum in (VOP2Op, VOP1Op):
@@ -319,9 +339,9 @@ def _vopd(w, ins, launch):
   exec_mask = int(w.s[EXEC])
   writes = []
   for op, s0, s1, d in ((ins.opx, ins.srcx0, ins.vsrcx1, ins.vdstx), (ins.opy, ins.srcy0, ins.vsrcy1, ins.vdsty)):
-    vop = _dual_op(op.name)
+    vop = dual_op(op.name)
     t = _pcode_of(launch, vop)
-    ft = _ftypes(vop)
+    ft = operand_formats(vop)
     launch.cur_f32 = ft.get("d") == "F32"
     srcs = {"S0": _vsrc(w, s0, 32, ins, launch), "S1": _vsrc(w, s1, 32, ins, launch)}
     if launch.flush_in: srcs = {k: _flush(v) if ft.get(k.lower()) == "F32" else v for k, v in srcs.items()}
@@ -353,7 +373,7 @@ def _sopp(w, ins, launch):
 MEM_SIZE = {"U8": 1, "I8": 1, "U16": 2, "I16": 2, "B8": 1, "B16": 2, "B32": 4, "B64": 8, "B96": 12, "B128": 16,
             "B256": 32, "B512": 64}
 
-def _width(name: str) -> tuple:
+def access_width(name: str) -> tuple:
   kind = name.rsplit("_", 1)[1]
   if kind not in MEM_SIZE: raise DeviceFault("unsupported memory access width")
   return MEM_SIZE[kind], kind.startswith("I")
@@ -385,12 +405,12 @@ def _to_dwords(b: np.ndarray, n: int, signed: bool) -> np.ndarray:
   if n >= 4: return b.view("<u4").astype(U64)
   v = b.view("<u1" if n == 1 else "<u2").astype(np.int64)
   if signed: v = np.where(v >= 1 << (8 * n - 1), v - (1 << 8 * n), v)
-  return (v & M32).astype(U64)
+  return (v & U32_MAX).astype(U64)
 
 def _smem(w, ins, launch):
   name = ins.name
   if not name.startswith("S_LOAD_"): raise DeviceFault("unsupported instruction")
-  n, _ = _width(name)
+  n, _ = access_width(name)
   base = int(w.s[ins.sbase.offset]) | (int(w.s[ins.sbase.offset + 1]) << 32)
   off = ins.offset
   if off & (1 << 20): off -= 1 << 21
@@ -416,7 +436,7 @@ def _global(w, ins, launch):
   addrs = addrs[act]
   if "ATOMIC" in name or "ADDTID" in name or "LDS" in name.split("_", 2)[-1] or "D16" in name:
     raise DeviceFault("unsupported instruction")
-  n, signed = _width(name)
+  n, signed = access_width(name)
   if "_LOAD_" in name:
     vals = _to_dwords(_gather(launch.mem, addrs, n), n, signed)
     d = ins.vdst.offset - 256
@@ -439,7 +459,7 @@ def _ds(w, ins, launch):
   if two: offs = [ins.offset0 * stride, ins.offset1 * stride]
   else: offs = [ins.offset0 | (ins.offset1 << 8)]
   if name in ("DS_NOP",): return
-  n, signed = _width(name.replace("_2ADDR_STRIDE64", "").replace("_2ADDR", ""))
+  n, signed = access_width(name.replace("_2ADDR_STRIDE64", "").replace("_2ADDR", ""))
   def span(o):
     a = base + o
     if len(a) and (int(a.min()) < 0 or int(a.max()) + n > len(lds)):
@@ -647,17 +667,17 @@ def coverage() -> tuple:
   out = set()
   for en in ALU_ENUMS:
     for op in getattr(enum, en):
-      if not isinstance(_translated("rdna3", op), Unsupported): out.add(op.name)
+      if not isinstance(translated("rdna3", op), Unsupported): out.add(op.name)
   for op in enum.SOPPOp:
     if op.name in NOPS or op.name in ("S_ENDPGM", "S_BARRIER") or \
-       ("BRANCH" in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
+       ("BRANCH" in op.name and not isinstance(translated("rdna3", op), Unsupported)): out.add(op.name)
   for op in enum.VOP3POp:   # packed math with the default half selection, and the float WMMAs
     if ("WMMA" in op.name and "IU" not in op.name) or \
-       ("WMMA" not in op.name and not isinstance(_translated("rdna3", op), Unsupported)): out.add(op.name)
+       ("WMMA" not in op.name and not isinstance(translated("rdna3", op), Unsupported)): out.add(op.name)
   for en in ("SMEMOp", "GLOBALOp", "FLATOp", "DSOp"):
     out.update(op.name for op in getattr(enum, en) if _mem_covered(op.name))
   for op in enum.VOPDOp:
     try:
-      if _dual_op(op.name).name in out: out.add(op.name)
+      if dual_op(op.name).name in out: out.add(op.name)
     except DeviceFault: pass
   return tuple(sorted(out))
