@@ -132,6 +132,11 @@ def _fn(f):
   def g(*a):
     with np.errstate(all="ignore"): return f(*a)
   return g
+def _in_f64(f, x):
+  """A transcendental function of an f16/f32 value evaluated in double and rounded once (as the C translation does)."""
+  x = np.asarray(x)
+  if x.dtype in (np.float32, np.float16): return f(x.astype(np.float64)).astype(x.dtype)
+  return f(x)
 def _exponent(x):
   x = np.asarray(x)
   if x.dtype == np.float64: return (x.view(U64) >> U64(52)) & U64(0x7FF)
@@ -156,9 +161,9 @@ RUNTIME = {
   "np": np, "U64": U64, "_u": _u, "_i": _i, "_f32": _f32, "_f64": _f64, "_f16": _f16, "_bits_f32": _bits_f32,
   "_bits_f64": _bits_f64, "_bits_f16": _bits_f16, "_cast": _cast, "_where": _where, "_shl": _shl, "_shr": _shr,
   "_div": _div,
-  "fma": _fma, "pow": _fn(lambda a, b: np.power(np.asarray(b).dtype.type(a), b)), "log2": _fn(np.log2),
+  "fma": _fma, "pow": _fn(lambda a, b: _in_f64(lambda x: np.power(2.0 if a == 2.0 else a, x), b)), "log2": _fn(lambda x: _in_f64(np.log2, x)),
   "sqrt": _fn(np.sqrt), "abs": np.abs, "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil,
-  "sin": _fn(np.sin), "cos": _fn(np.cos), "exp": _fn(np.exp), "sign": _sign,
+  "sin": _fn(lambda x: _in_f64(np.sin, x)), "cos": _fn(lambda x: _in_f64(np.cos, x)), "exp": _fn(lambda x: _in_f64(np.exp, x)), "sign": _sign,
   "isNAN": _isnan, "isSignalNAN": _is_snan, "isQuietNAN": _is_qnan, "cvtToQuietNAN": _to_qnan, "signext": _signext,
   "i32_to_f32": lambda x: np.asarray(x).astype(np.float32), "u32_to_f32": lambda x: np.asarray(x).astype(np.float32),
   "f32_to_i32": lambda x: _f2i(x, -2**31, 2**31 - 1, np.int64), "f32_to_u32": lambda x: _f2i(x, 0, 2**32 - 1, U64),

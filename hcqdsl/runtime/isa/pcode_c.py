@@ -107,7 +107,11 @@ static inline int sign_f64(double x) { return (int)(d2b(x) >> 63); }
 static inline uint64_t exp_f16(float x) { return (f2h(x) >> 10) & 0x1f; }
 static inline uint64_t exp_f32(float x) { return (f2b(x) >> 23) & 0xff; }
 static inline uint64_t exp_f64(double x) { return (d2b(x) >> 52) & 0x7ff; }
-static inline float fma_f32(float a, float b, float c) { return fmaf(a, b, c); }
+static inline float fma_f32(float a, float b, float c) {  /* one rounding: exact product, sum rounded to odd in double */
+  double p = (double)a * (double)b, cc = (double)c, s = p + cc, bb = s - p, err = (p - (s - bb)) + (cc - bb);
+  if (err != 0 && s - s == 0 && !(d2b(s) & 1)) s = nextafter(s, err > 0 ? 1.0/0.0 : -1.0/0.0);
+  return (float)s;
+}
 static inline double fma_f64(double a, double b, double c) { return fma(a, b, c); }
 static inline float fmax_np_f(float a, float b) { return a != a ? a : b != b ? b : (a >= b ? a : b); }
 static inline float fmin_np_f(float a, float b) { return a != a ? a : b != b ? b : (a <= b ? a : b); }
@@ -516,7 +520,7 @@ class _Expr:
           else: e = V(f"brev(({src} >> {h}) & {(1 << (l - h + 1)) - 1 if l - h < 63 else MASK64}ULL, {l - h + 1})", "u", l - h + 1)
         else:
           self.expect("]")
-          e = V(f"shr({src}, {conv(hi, 'u')}) & 1ULL", "u", 1) if e.kind != "w" else V(f"((uint64_t)wshr({src}, {conv(hi, 'u')}) & 1ULL)", "u", 1)
+          e = V(f"(shr({src}, {conv(hi, 'u')}) & 1ULL)", "u", 1) if e.kind != "w" else V(f"((uint64_t)wshr({src}, {conv(hi, 'u')}) & 1ULL)", "u", 1)
       else: return e
 
   def call_lambda(self, name: str, args: list) -> V:
@@ -573,15 +577,17 @@ class _Expr:
     srcs = {f"S{i}": a for i, a in enumerate(args)}
     body_lines = _translate_body(pcode, inner, inline=True)
     if inner.writes - {"D0"}: raise Unsupported(f"`{name}` called for more than its D0")
-    decl = []
+    decl, bind = [], []   # the arguments into temporaries first: `uint64_t S0 = f(S0)` would read the new S0
     for r in sorted(inner.reads | {"D0"}):
       if r in srcs:
         a = srcs[r]
         bits = bits_of(a, a.kind) if a.kind in FLOATS else (f"(uint64_t)f2b({conv(a, 'f32')})" if a.kind == "cf" else
                                                             a.code if a.kind == "r" else conv(a, "u"))
-        decl.append(f"uint64_t {r} = {bits};")
-      elif r == "D0": decl.append("uint64_t D0 = 0;")
+        t = self.fn.tmp()
+        decl.append(f"uint64_t {t} = {bits};"); bind.append(f"uint64_t {r} = {t};")
+      elif r == "D0": bind.append("uint64_t D0 = 0;")
       else: self.fn.reads.add(r)   # a register of the enclosing function (IEEE mode, laneId are in scope)
+    decl += bind
     locs = " ".join(body_lines)
     k = fmt[0]
     n = int(fmt[1:]) if fmt[1:].isdigit() else 32

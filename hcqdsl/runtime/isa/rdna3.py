@@ -13,7 +13,7 @@ of the workgroup is waiting at one. An unsupported instruction, an access outsid
 launch is a DeviceFault naming the kernel, the workgroup and wave, the PC and the instruction (the engine adds the
 queue, ring offset and .hcq line)."""
 from __future__ import annotations
-import functools, time
+import functools, os, time
 import numpy as np
 from ...ir import U32_MAX
 from ..device import DeviceFault
@@ -31,6 +31,7 @@ NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_
         "S_WAITCNT_VSCNT", "S_WAITCNT_VMCNT", "S_WAITCNT_LGKMCNT", "S_WAITCNT_EXPCNT", "S_SET_INST_PREFETCH_DISTANCE",
         "S_SLEEP", "S_TTRACEDATA", "S_DCACHE_INV", "S_SENDMSGHALT", "S_CODE_END"}
 pcode.OP_RESOLVER[0] = lambda name: _resolve(name)
+EXECUTORS = ("auto", "native", "numpy")
 MAX_INSTRUCTIONS = 10_000_000     # per dispatch: a kernel that never ends is a fault (minutes), not an endless run
 LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
@@ -105,16 +106,19 @@ def decode(data: bytes):
 # ---- waves
 
 class Wave:
-  __slots__ = ("s", "v", "scc", "pc", "done", "at_barrier", "id", "jumped")
+  __slots__ = ("s", "v", "scc", "pc", "done", "at_barrier", "id", "jumped", "scratch")
   def __init__(self, pc: int, wid: int):
     self.s = np.zeros(128, U64)
     self.v = np.zeros((256, LANES), U64)
     self.scc, self.pc, self.done, self.at_barrier, self.id, self.jumped = 0, pc, False, False, wid, False
+    self.scratch = None   # [lane, byte] private memory, made on first use
 
 class Launch:
   """One dispatch: the kernel, the machine and the per-workgroup state instructions touch."""
-  def __init__(self, kernel: "AmdKernel", mem, entry: int, ieee: bool = True, float_mode: int = 0xF0, lds_size: int = 0):
+  def __init__(self, kernel: "AmdKernel", mem, entry: int, ieee: bool = True, float_mode: int = 0xF0, lds_size: int = 0,
+               scratch_size: int = 0):
     self.k, self.mem, self.entry, self.ieee, self.lds_size = kernel, mem, entry, np.bool_(ieee), lds_size
+    self.scratch_size = scratch_size   # private memory bytes per lane
     den = (float_mode >> 4) & 3   # FP32 denormals: 0 flush in and out, 1 keep inputs, 2 keep outputs, 3 keep both
     self.flush_in, self.flush_out = den in (0, 2), den in (0, 1)
     self.lds = np.zeros(lds_size, np.uint8)
@@ -448,6 +452,42 @@ def _global(w, ins, launch):
     _scatter(launch.mem, addrs, words.view(np.uint8)[:, :n])
   else: raise DeviceFault("unsupported instruction")
 
+def scratch_addresses(w, ins, launch, n: int) -> np.ndarray:
+  """Each active lane's offset into its private memory: (SVE ? VGPR addr : 0) + (saddr ? SGPR : 0) + the signed
+  offset; DeviceFault for the first lane whose n bytes fall outside the lane's private memory."""
+  off = ins.offset
+  if off & (1 << 12): off -= 1 << 13
+  act = _active(int(w.s[EXEC]))
+  a = np.zeros(LANES, np.int64) + off
+  if ins.sve: a += w.v[ins.addr.offset - 256].astype(np.int64)
+  sa = ins.saddr.offset
+  if is_sgpr(sa) and sa != NULL: a += int(w.s[sa])
+  a = a[act]
+  size = launch.scratch_size
+  bad = (a < 0) | (a + n > size)
+  if bad.any():
+    raise DeviceFault(f"scratch access of {n} bytes at {int(a[bad][0]) & ((1 << 64) - 1):#x} outside the lane's {size} bytes of private memory")
+  return a
+
+def _scratch(w, ins, launch):
+  name = ins.name
+  if "D16" in name or "LDS" in name.split("_", 2)[-1]: raise DeviceFault("unsupported instruction")
+  n, signed = access_width(name)
+  a = scratch_addresses(w, ins, launch, n)
+  if w.scratch is None: w.scratch = np.zeros((LANES, max(launch.scratch_size, 1)), np.uint8)
+  act = _active(int(w.s[EXEC]))
+  lanes = np.nonzero(act)[0]
+  idx = a[:, None] + np.arange(n)
+  if "_LOAD_" in name:
+    vals = _to_dwords(w.scratch[lanes[:, None], idx], n, signed)
+    d = ins.vdst.offset - 256
+    for k in range(vals.shape[1]): w.v[d + k][act] = vals[:, k]
+  elif "_STORE_" in name:
+    dsrc = ins.data.offset - 256
+    words = np.stack([w.v[dsrc + k][act] for k in range(max(1, n // 4))], 1).astype("<u4")
+    w.scratch[lanes[:, None], idx] = words.view(np.uint8)[:, :n]
+  else: raise DeviceFault("unsupported instruction")
+
 def _ds(w, ins, launch):
   name = ins.name
   lds = launch.lds
@@ -523,7 +563,8 @@ def _vop3p(w, ins, launch):
 
 HANDLERS = {"SOP1": _scalar, "SOP2": _scalar, "SOPC": _scalar, "SOPK": _scalar, "SOPP": _sopp, "SMEM": _smem,
             "VOP1": _vector, "VOP2": _vector, "VOP3": _vector, "VOP3SD": _vector, "VOPC": _vector,
-            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds, "VOP3P": _vop3p}
+            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds, "VOP3P": _vop3p,
+            "SCRATCH": _scratch}
 
 def _handler(ins):
   cls = type(ins).__name__
@@ -538,10 +579,31 @@ class AmdKernel:
   """What the emulator runs for a kernel with a gfx11 code object: `machine(engine, dispatch operands)` executes the
   code at COMPUTE_PGM_LO for the dispatch's grid. (`run`, the C-kernel interface, is not used.)"""
   extra_us = 0.0
-  def __init__(self, name: str, arch: str = "gfx1100"):
-    self.name, self.arch = name, arch
+  def __init__(self, name: str, arch: str = "gfx1100", executor: str = "auto"):
+    if executor not in EXECUTORS: raise ValueError(f"executor must be one of {', '.join(EXECUTORS)}, not {executor!r}")
+    self.name, self.arch, self.executor = name, arch, executor
     self.decoded: dict = {}    # pc -> (instruction, handler, size, text)
+    self.programs: dict = {}   # FP32 input flushing -> native.NativeProgram
     self.instructions = 0
+
+  def native(self) -> bool:
+    """Whether dispatches run on the compiled loop (native.py): `executor` "native", or "auto" (the default, also
+    from $HCQDSL_EXECUTOR) when a C compiler is there."""
+    ex = self.executor if self.executor != "auto" else os.environ.get("HCQDSL_EXECUTOR", "auto")
+    if ex == "numpy": return False
+    from . import native
+    why = native.available()
+    if why is not None and ex == "native": raise DeviceFault(f"kernel `{self.name}`: {why}")
+    return why is None
+
+  def native_program(self, launch):
+    from .native import NativeProgram
+    got = self.programs.get(launch.flush_in)
+    if got is None: got = self.programs[launch.flush_in] = NativeProgram(self, launch.flush_in)
+    return got
+
+  @staticmethod
+  def max_instructions() -> int: return MAX_INSTRUCTIONS
 
   def run(self, views): raise DeviceFault("an AMD code object kernel runs through its dispatch")
 
@@ -583,7 +645,11 @@ class AmdKernel:
     f1, f2 = gc.regCOMPUTE_PGM_RSRC1.decode(rsrc1), gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
     nuser = f2["user_sgpr"]
     user = [regs.get(engine.R_UD + i, 0) for i in range(nuser)]
-    launch = Launch(self, mem, entry, bool(f1["ieee_mode"]), f1["float_mode"], f2["lds_size"] * 512)
+    # private memory per lane: COMPUTE_TMPRING_SIZE.WAVESIZE (256-byte units per wave, sized for 64 lanes as tinygrad
+    # programs it) / 64 lanes
+    tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(regs.get(sh(gc.regCOMPUTE_TMPRING_SIZE), 0))
+    launch = Launch(self, mem, entry, bool(f1["ieee_mode"]), f1["float_mode"], f2["lds_size"] * 512,
+                    tmpring["wavesize"] * 256 // 64 if f2["scratch_en"] else 0)
     nwaves = -(-nthreads // LANES)
     tid = np.arange(nwaves * LANES)
     tx, ty, tz = tid % block[0], tid // block[0] % block[1], tid // (block[0] * block[1])
@@ -591,6 +657,12 @@ class AmdKernel:
     STATS.dispatches += 1
     t0 = time.process_time()
     count = 0
+    if self.native():
+      from .native import run_dispatch
+      enables = sum(1 << i for i, en in enumerate(("tgid_x_en", "tgid_y_en", "tgid_z_en", "tg_size_en", "scratch_en")) if f2[en])
+      with np.errstate(all="ignore"): count = run_dispatch(self, launch, (dx, dy, dz), tuple(block), user, enables, nwaves)
+      STATS.waves += nwaves * dx * dy * dz
+      dz = 0   # (the interpreter's loop below runs no workgroup)
     for gz in range(dz):
       for gy in range(dy):
         for gx in range(dx):
@@ -616,6 +688,9 @@ class AmdKernel:
     return count
 
   def run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
+    if self.native():
+      from .native import run_workgroup
+      return run_workgroup(self, launch, waves, wg, before)
     with np.errstate(all="ignore"): return self._run_workgroup(launch, waves, wg, before)  # NaN, inf: results
 
   def _run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
@@ -641,10 +716,12 @@ class AmdKernel:
           if before + count > MAX_INSTRUCTIONS:
             raise DeviceFault(self.where(w, wg, pc, launch) + f": more than {MAX_INSTRUCTIONS} instructions in one dispatch")
 
-  def where(self, w, wg, pc, launch) -> str:
+  def where(self, w, wg, pc, launch) -> str: return self.where_at(w.id, wg, pc, launch)
+
+  def where_at(self, wave: int, wg, pc, launch) -> str:
     got = self.decoded.get(pc)
     text = got[3] if got else "?"
-    return f"kernel `{self.name}` workgroup {wg} wave {w.id}, pc {pc:#x} (entry+{pc - launch.entry:#x}) `{text}`"
+    return f"kernel `{self.name}` workgroup {wg} wave {wave}, pc {pc:#x} (entry+{pc - launch.entry:#x}) `{text}`"
 
 # ---- what is covered
 
@@ -654,7 +731,8 @@ def _mem_covered(name: str) -> bool:
   if any(x in name for x in ("ATOMIC", "ADDTID", "D16", "LDS_", "_LDS")): return False
   kind = name.rsplit("_", 1)[1]
   if name.startswith("S_LOAD_"): return kind in MEM_SIZE
-  if name.startswith(("GLOBAL_LOAD_", "GLOBAL_STORE_", "FLAT_LOAD_", "FLAT_STORE_")): return kind in MEM_SIZE
+  if name.startswith(("GLOBAL_LOAD_", "GLOBAL_STORE_", "FLAT_LOAD_", "FLAT_STORE_", "SCRATCH_LOAD_", "SCRATCH_STORE_")):
+    return kind in MEM_SIZE
   if name.startswith(("DS_LOAD_", "DS_STORE_")): return kind in MEM_SIZE and "STOREXCHG" not in name
   return False
 
@@ -674,7 +752,7 @@ def coverage() -> tuple:
   for op in enum.VOP3POp:   # packed math with the default half selection, and the float WMMAs
     if ("WMMA" in op.name and "IU" not in op.name) or \
        ("WMMA" not in op.name and not isinstance(translated("rdna3", op), Unsupported)): out.add(op.name)
-  for en in ("SMEMOp", "GLOBALOp", "FLATOp", "DSOp"):
+  for en in ("SMEMOp", "GLOBALOp", "FLATOp", "SCRATCHOp", "DSOp"):
     out.update(op.name for op in getattr(enum, en) if _mem_covered(op.name))
   for op in enum.VOPDOp:
     try:

@@ -24,12 +24,12 @@ typedef void (*opfn)(Regs *, int, uint32_t);
 typedef struct { uint64_t base, end; uint8_t *host; } Region;
 
 typedef struct {
-  int64_t *P;          /* the parameter block */
+  int64_t *par;        /* the parameter block */
   Regs r;
   Region *last;
 } Ctx;
 
-#define P (c->P)
+#define P (c->par)
 #define COL(ins, k) ((ins)[k])
 
 static Region *region(Ctx *c, uint64_t a, uint64_t n) {
@@ -313,6 +313,41 @@ static int run_ds(Ctx *c, uint32_t *w, int64_t *ins, uint64_t pc) {
   return 0;
 }
 
+static int run_scratch(Ctx *c, uint32_t *w, int64_t *ins, uint64_t pc, int64_t wi) {
+  uint32_t exec = w[SREG_EXEC];
+  int64_t fl = COL(ins, C_M_FLAGS), n = COL(ins, C_M_WIDTH), size = P[P_SCRATCH_SIZE], sa = COL(ins, C_M_SADDR);
+  uint32_t *va = w + 256 + COL(ins, C_M_ADDR) * LANES;
+  int64_t addrs[LANES];
+  for (int l = 0; l < LANES; l++) {
+    if (!((exec >> l) & 1)) continue;
+    int64_t a = COL(ins, C_M_OFFSET) + ((fl & MF_SVE) ? (int64_t)va[l] : 0) + (sa >= 0 ? (int64_t)w[sa] : 0);
+    if (a < 0 || a + n > size) return fault(c, F_SCRATCH, pc, a, n);
+    addrs[l] = a;
+  }
+  uint8_t *base = (uint8_t *)P[P_SCRATCH] + wi * LANES * size;
+  int nd = n < 4 ? 1 : (int)n / 4;
+  if (fl & MF_STORE) {
+    uint32_t *dv = w + 256 + COL(ins, C_M_DATA) * LANES;
+    for (int l = 0; l < LANES; l++) {
+      if (!((exec >> l) & 1)) continue;
+      uint32_t tmp[4];
+      for (int k = 0; k < nd; k++) tmp[k] = dv[k * LANES + l];
+      memcpy(base + l * size + addrs[l], tmp, (size_t)n);
+    }
+  } else {
+    uint32_t vals[4][LANES];
+    for (int l = 0; l < LANES; l++) {
+      if (!((exec >> l) & 1)) continue;
+      uint8_t *p = base + l * size + addrs[l];
+      if (n >= 4) { uint32_t tmp[4]; memcpy(tmp, p, (size_t)n); for (int k = 0; k < nd; k++) vals[k][l] = tmp[k]; }
+      else vals[0][l] = ext(p, (int)n, (int)(fl & MF_SIGNED));
+    }
+    uint32_t *dv = w + 256 + COL(ins, C_M_VDST) * LANES;
+    for (int k = 0; k < nd; k++) for (int l = 0; l < LANES; l++) if ((exec >> l) & 1) dv[k * LANES + l] = vals[k][l];
+  }
+  return 0;
+}
+
 static void run_wmma(Ctx *c, uint32_t *w, int64_t *ins) {
   int64_t flags = COL(ins, C_FLAGS);
   int bf16_in = (flags & FL_WMMA_BF16_IN) != 0, out = (int)COL(ins, C_DBITS);   /* out: 0 F32, 1 F16, 2 BF16 */
@@ -342,7 +377,7 @@ static void run_wmma(Ctx *c, uint32_t *w, int64_t *ins) {
 }
 
 /* one wave until s_endpgm, s_barrier, a fault or a PC without a row; 0: stopped normally */
-static int run_wave(Ctx *c, uint32_t *w) {
+static int run_wave(Ctx *c, uint32_t *w, int64_t wi) {
   int64_t *prog = (int64_t *)P[P_PROG], *index = (int64_t *)P[P_INDEX];
   uint64_t base = (uint64_t)P[P_BASE], nidx = (uint64_t)P[P_INDEX_LEN];
   int64_t count = P[P_COUNT], max = P[P_MAX_INS];
@@ -352,6 +387,7 @@ static int run_wave(Ctx *c, uint32_t *w) {
     int64_t i = (pc >= base && !(pc & 3) && slot < nidx) ? index[slot] : -1;
     if (i < 0) { P[P_COUNT] = count; P[P_FAULT_PC] = (int64_t)pc; return 2; }
     int64_t *ins = prog + i * NCOL;
+    uint64_t ipc = pc;
     int rc = 0;
     switch (COL(ins, C_KIND)) {
       case K_SCALAR: run_scalar(c, w, ins); break;
@@ -364,13 +400,14 @@ static int run_wave(Ctx *c, uint32_t *w) {
       case K_GLOBAL: rc = run_global(c, w, ins, pc); break;
       case K_DS: rc = run_ds(c, w, ins, pc); break;
       case K_WMMA: run_wmma(c, w, ins); break;
+      case K_SCRATCH: rc = run_scratch(c, w, ins, pc, wi); break;
       default: rc = fault(c, F_UNSUPPORTED, pc, i, 0);
     }
     if (rc) { P[P_COUNT] = count; return 1; }
     if (w[W_BARRIER] & 2) w[W_BARRIER] &= ~2u;   /* a branch set the PC */
     else { pc += (uint64_t)COL(ins, C_SIZE); w[W_PC_LO] = (uint32_t)pc; w[W_PC_HI] = (uint32_t)(pc >> 32); }
     count++;
-    if (count > max) { P[P_COUNT] = count; return fault(c, F_MAX, pc - (uint64_t)COL(ins, C_SIZE), i, 0); }
+    if (count > max) { P[P_COUNT] = count; return fault(c, F_MAX, ipc, i, 0); }
     if (w[W_DONE] || (w[W_BARRIER] & 1)) { P[P_COUNT] = count; return 0; }
   }
 }
@@ -402,7 +439,7 @@ static void init_wave(Ctx *c, uint32_t *w, int64_t wi, int64_t gx, int64_t gy, i
    1 fault (P_FAULT*), 2 a PC without a row (P_FAULT_PC): decode there and call again */
 int hcq_run(int64_t *params) {
   Ctx ctx, *c = &ctx;
-  c->P = params; c->last = 0; c->r.ieee = (int)P[P_IEEE];
+  c->par = params; c->last = 0; c->r.ieee = (int)P[P_IEEE];
   uint32_t *waves = (uint32_t *)P[P_WAVES];
   int64_t nwaves = P[P_NWAVES];
   for (;;) {
@@ -411,6 +448,7 @@ int hcq_run(int64_t *params) {
       int64_t g = P[P_WG], gx = g % P[P_GX], gy = g / P[P_GX] % P[P_GY], gz = g / (P[P_GX] * P[P_GY]);
       for (int64_t wi = 0; wi < nwaves; wi++) init_wave(c, waves + wi * WAVE_WORDS, wi, gx, gy, gz);
       if (P[P_LDS_SIZE]) memset((void *)P[P_LDS], 0, (size_t)P[P_LDS_SIZE]);
+      if (P[P_SCRATCH_SIZE]) memset((void *)P[P_SCRATCH], 0, (size_t)(nwaves * LANES * P[P_SCRATCH_SIZE]));
       P[P_INWG] = 1; P[P_WI] = 0; P[P_TURN] = 0;
     }
     int any = 0;
@@ -418,7 +456,7 @@ int hcq_run(int64_t *params) {
       uint32_t *w = waves + P[P_WI] * WAVE_WORDS;
       if (w[W_DONE]) continue;
       if (!P[P_TURN]) { w[W_BARRIER] = 0; P[P_TURN] = 1; }
-      int rc = run_wave(c, w);
+      int rc = run_wave(c, w, P[P_WI]);
       if (rc) { P[P_FAULT_WAVE] = P[P_WI]; return rc; }
       P[P_TURN] = 0;
     }
