@@ -21,19 +21,21 @@ from .pcode import Unsupported
 from .rdna3 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
                     is_sgpr, decode, disasm, LANES, NULL, VCC, EXEC, M0, SCC_SRC, VCCZ, EXECZ)
 
-__all__ = ["available", "NativeProgram", "run_dispatch", "run_workgroup", "opcode_function", "CHUNK"]
+__all__ = ["available", "NativeProgram", "run_dispatch", "run_workgroup", "opcode_function", "translates", "CHUNK"]
 
 CHUNK = 64   # opcodes per compiled library
 FLAGS = ["-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv"]
 
 # ---- the row and parameter layouts, shared with the C as #defines
 _COLS = ["KIND", "SIZE", "FN", "ARGS", "WRITES", "LANE_BITS", "SRC0", "SRC1", "SRC2", "CVAL0", "CVAL1", "CVAL2", "DST",
-         "DST_MODE", "DBITS", "SDST", "FLAGS", "D0_SRC", "VCCIN", "VCCIN_VAL", "SIMM16", "LIT"]
+         "DST_MODE", "DBITS", "SDST", "FLAGS", "D0_SRC", "VCCIN", "VCCIN_VAL", "SIMM16", "LIT", "SRC0_IDX", "VDST_IDX"]
 COL = {n: i for i, n in enumerate(_COLS)}
 C_Y = 24   # the VOPD Y half: the same columns from here
+_CONST_COLS = ["OPSEL", "OPSEL_HI", "NEG", "NEG_HI"]   # VOP3P's fields as the pseudocode reads them (v_fma_mix, v_dot)
 _MEM_COLS = ["M_WIDTH", "M_FLAGS", "M_OFFSET", "M_ADDR", "M_SADDR", "M_SOFF", "M_SOFF_VAL", "M_DATA", "M_DATA1",
              "M_VDST", "M_OFF0", "M_OFF1"]
 COL.update({n: C_Y + i for i, n in enumerate(_MEM_COLS)})
+COL.update({n: C_Y + len(_MEM_COLS) + i for i, n in enumerate(_CONST_COLS)})
 NCOL = 48
 _PARAMS = ["PROG", "INDEX", "BASE", "INDEX_LEN", "ENTRY", "GX", "GY", "GZ", "BX", "BY", "BZ", "NWG", "NUSER", "USER",
            "ENABLES", "LDS_SIZE", "LDS", "FLUSH_IN", "FLUSH_OUT", "IEEE", "REGIONS", "NREGIONS", "MAX_INS", "COUNT",
@@ -43,7 +45,11 @@ PAR = {n: i for i, n in enumerate(_PARAMS)}
 KINDS = {n: i for i, n in enumerate(["UNSUPPORTED", "SCALAR", "VECTOR", "VOPD", "NOP", "ENDPGM", "BARRIER", "SMEM",
                                      "GLOBAL", "DS", "WMMA", "SCRATCH"])}
 OPK = {"VGPR": 1, "SGPR": 2, "CONST": 3, "SCC": 4, "VCCZ": 5, "EXECZ": 6}
-FL = {"D_F32": 1, "VCC_FROM_S2": 2, "WMMA_BF16_IN": 4}
+FL = {"D_F32": 1, "VCC_FROM_S2": 2, "WMMA_BF16_IN": 4, "WAVE": 8, "D_HI": 16, "CLAMP_F32": 32, "CLAMP_F16": 64,
+      "CLAMP_F64": 128, "MIX": 256}
+# operand descriptor bits above the kind/register/width/modifier fields (rdna3_native.c's vread)
+SRC_HI16, SRC_PACKED, SRC_LO_FROM_HI, SRC_HI_FROM_HI, SRC_NEG_LO, SRC_NEG_HI = (1 << 31, 1 << 32, 1 << 33, 1 << 34,
+                                                                               1 << 35, 1 << 36)
 MF = {"SIGNED": 1, "STORE": 2, "TWO": 4, "SVE": 8}
 DM = {"SGPR": 0, "VGPR": 1}
 FAULTS = {"UNSUPPORTED": 1, "MEM": 2, "LDS": 3, "MAX": 4, "SCRATCH": 5}
@@ -95,17 +101,27 @@ def _enum_of(op):
   return getattr(importlib.import_module("tinygrad.runtime.autogen.amd.rdna3.enum"), type(op).__name__)
 
 @functools.lru_cache(maxsize=None)
+def _translation(op):
+  """op's pseudocode as a pcode_c.CFunction, or the Unsupported saying why not."""
+  pc = pcode_table("rdna3").get(op)
+  if pc is None: return Unsupported("no pseudocode for this opcode")
+  try: return pcode_c.translate(pc, f"op_{type(op).__name__}_{op.name}", resolve_pcode)
+  except Unsupported as e: return e
+
+def translates(op) -> bool:
+  """Whether op's pseudocode translates to C (the native executor's coverage)."""
+  return not isinstance(_translation(op), Unsupported)
+
+@functools.lru_cache(maxsize=None)
 def _chunk(enum_name: str, index: int):
   """(library, {opcode: CFunction}, {opcode: why not}) for one chunk of an encoding's opcodes."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
   ops = sorted(getattr(enum, enum_name), key=lambda o: o.value)[index * CHUNK:(index + 1) * CHUNK]
-  table = pcode_table("rdna3")
   fns, why = {}, {}
   for op in ops:
-    pc = table.get(op)
-    if pc is None: why[op] = "no pseudocode for this opcode"; continue
-    try: fns[op] = pcode_c.translate(pc, f"op_{enum_name}_{op.name}", resolve_pcode)
-    except Unsupported as e: why[op] = str(e)
+    t = _translation(op)
+    if isinstance(t, Unsupported): why[op] = str(t)
+    else: fns[op] = t
   if not fns: return None, fns, why
   lib = _compile(pcode_c.HEADER + "\n".join(f.source for f in fns.values()), f"{enum_name}-{index}")
   return lib, fns, why
@@ -165,19 +181,37 @@ def _scalar_row(ins: Snap, row: _Row):
   row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"] = sd, DM["SGPR"], bits["d"], -1
   row["KIND"] = KINDS["SCALAR"]
 
-def _vector_row(ins: Snap, row: _Row, flush_in: bool):
+CLAMPS = {"F32": "CLAMP_F32", "F16": "CLAMP_F16", "F64": "CLAMP_F64"}
+
+def _vector_row(ins: Snap, row: _Row, flush_in: bool, packed=None):
+  """VOP1/VOP2/VOP3/VOPC/VOP3SD rows (and VOP3P's: `packed` gives per source (extra descriptor bits, width), the
+  half selection and negation of packed math)."""
   name, fields, ft, bits = ins.name, ins.fields, ins.ftype, ins.bits
-  if (getattr(ins, "omod", 0) or 0) or (getattr(ins, "clmp", 0) or 0):
-    raise DeviceFault("output modifiers (omod/clamp) are not supported")
-  if getattr(ins, "opsel", 0): raise DeviceFault("opsel (16-bit halves) is not supported")
+  if getattr(ins, "omod", 0) or 0: raise DeviceFault("output modifiers (omod) are not supported")
   f = _fn(row, ins.ins.op)
-  neg, ab = getattr(ins, "neg", 0) or 0, getattr(ins, "abs", 0) or 0
   flags = FL["D_F32"] if ft.get("d") == "F32" else 0
+  if getattr(ins, "clmp", 0) or 0:
+    if ft.get("d") not in CLAMPS or "D0" in f.lane_bits: raise DeviceFault("clamp of a non-float result is not supported")
+    flags |= FL[CLAMPS[ft["d"]]]
+  opsel = 0 if packed is not None else getattr(ins, "opsel", 0) or 0   # VOP3: bit i the high half of source i, bit 3 of D
+  if opsel & 8:
+    if bits["d"] != 16: raise DeviceFault("opsel on a 32-bit destination is not supported")
+    flags |= FL["D_HI"]
+  neg, ab = (getattr(ins, "neg", 0) or 0, getattr(ins, "abs", 0) or 0) if packed is None else (0, 0)
+  if f.cross_lane: flags |= FL["WAVE"]
   for i, (fld, key) in enumerate((("src0", "s0"), ("vsrc1" if "vsrc1" in fields else "src1", "s1"), ("src2", "s2"))):
     if fld not in fields or f"S{i}" not in f.reads and not (i == 2 and ("CNDMASK" in name or "_CI_" in name)): continue
     mods = ((neg >> i) & 1) | (((ab >> i) & 1) << 1)
-    row[COL["SRC0"] + i], row[COL["CVAL0"] + i] = _operand(getattr(ins, fld).offset, bits[key], ins, mods,
-                                                           flush_in and ft.get(key) == "F32")
+    width = bits[key] if packed is None else packed[i][1]
+    d, c = _operand(getattr(ins, fld).offset, width, ins, mods, flush_in and ft.get(key) == "F32")
+    if (opsel >> i) & 1:
+      if bits[key] != 16: raise DeviceFault("opsel on a 32-bit source is not supported")
+      d |= SRC_HI16
+    if packed is not None: d |= packed[i][0]
+    row[COL["SRC0"] + i], row[COL["CVAL0"] + i] = d, c
+  if f.cross_lane:   # v_readlane, v_readfirstlane, v_writelane: register numbers, and the wave's own VGPRs
+    if "src0" in fields: row["SRC0_IDX"] = ins.src0.offset - 256
+    row["VDST_IDX"] = ins.vdst.offset - 256 if ins.vdst.offset >= 256 else ins.vdst.offset
   if "literal" in fields and ins.literal is not None: row["LIT"] = ins.literal
   sdst = -1
   cls = ins.cls
@@ -195,7 +229,7 @@ def _vector_row(ins: Snap, row: _Row, flush_in: bool):
       row["VCCIN"], row["VCCIN_VAL"] = _operand(o, 32, ins)
     sdst = VCC
   if cls.startswith("VOPC"): mode, dst = DM["SGPR"], VCC
-  elif "D0" in f.lane_bits: mode, dst = DM["SGPR"], ins.vdst.offset
+  elif "D0" in f.lane_bits or ins.vdst.offset < 256: mode, dst = DM["SGPR"], ins.vdst.offset   # compares; v_readlane
   else: mode, dst = DM["VGPR"], ins.vdst.offset - 256
   if "D0" in f.reads and mode == DM["VGPR"]: row["D0_SRC"] = _operand(dst + 256, bits["d"], ins)[0]
   row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"], row["FLAGS"] = dst, mode, bits["d"], sdst, flags
@@ -266,6 +300,29 @@ def _memory_row(ins: Snap, row: _Row):
   row["M_DATA"], row["M_DATA1"], row["M_VDST"] = ins.data0.offset - 256, ins.data1.offset - 256, ins.vdst.offset - 256
   row["KIND"] = KINDS["DS"]
 
+def _vop3p_row(ins: Snap, row: _Row, flush_in: bool):
+  """Packed math: each source's low and high halves as opsel/opsel_hi select them, negated by neg/neg_hi on float
+  formats (v_dot*: NEG is the signedness, read by the pseudocode). v_fma_mix* select halves themselves (OPSEL,
+  OPSEL_HI); their neg and neg_hi (abs) act on the value each source is taken as, f32 or the selected f16 half (the C
+  loop applies them: FL_MIX). Inline float constants are f16 for f16 operands (tinygrad's emulator's reading)."""
+  name = ins.name
+  opsel, opsel_hi = ins.opsel, (ins.opsel_hi & 3) | ((ins.opsel_hi2 & 1) << 2)
+  neg, neg_hi = ins.neg, ins.neg_hi
+  fmts = ins.ftype
+  if "MIX" in name:
+    _vector_row(ins, row, flush_in, [(0, 16 if (opsel_hi >> i) & 1 else 32) for i in range(3)])
+    row["FLAGS"] = row.c[COL["FLAGS"]] | FL["MIX"]
+  else:
+    is_float = any(fmts.get(k, "").endswith(("F16", "BF16", "F32")) for k in ("s0", "s1", "s2")) and "IU" not in name
+    packed = []
+    for i in range(3):
+      extra = SRC_PACKED | (SRC_LO_FROM_HI if (opsel >> i) & 1 else 0) | (SRC_HI_FROM_HI if (opsel_hi >> i) & 1 else 0)
+      if is_float:
+        extra |= (SRC_NEG_LO if (neg >> i) & 1 else 0) | (SRC_NEG_HI if (neg_hi >> i) & 1 else 0)
+      packed.append((extra, 16 if is_float else 32))
+    _vector_row(ins, row, flush_in, packed)
+  row["OPSEL"], row["OPSEL_HI"], row["NEG"], row["NEG_HI"] = opsel, opsel_hi, neg, neg_hi
+
 def _wmma_row(ins: Snap, row: _Row):
   name = ins.name
   if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("WMMA with neg/opsel/clamp is not supported")
@@ -293,10 +350,7 @@ def build_row(ins: Snap, size: int, flush_in: bool) -> tuple:
     elif cls in ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3_SDST"): _vector_row(ins, row, flush_in)
     elif cls == "VOP3P":
       if "WMMA" in ins.name: _wmma_row(ins, row)
-      else:
-        if ins.neg or ins.neg_hi or ins.opsel or ins.clmp or ins.opsel_hi != 3 or ins.opsel_hi2 != 1:
-          raise DeviceFault("VOP3P with neg/opsel/clamp is not supported")
-        _vector_row(ins, row, flush_in)
+      else: _vop3p_row(ins, row, flush_in)
     elif cls == "VOPD": _vopd_row(ins, row, flush_in)
     elif cls in ("SMEM", "GLOBAL", "FLAT", "DS", "SCRATCH"): _memory_row(ins, row)
     else: raise DeviceFault(f"unsupported instruction format {ins.cls}")

@@ -16,11 +16,11 @@ import re
 from typing import Optional
 import numpy as np
 
-__all__ = ["translate", "Translated", "Unsupported", "RUNTIME", "statements", "ACCESSORS", "REGS"]
+__all__ = ["translate", "Translated", "Unsupported", "RUNTIME", "statements", "split_statements", "ACCESSORS", "REGS"]
 
 class Unsupported(Exception): pass
 
-M = {1: 1, 8: 0xFF, 16: 0xFFFF, 24: 0xFFFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
+M = {1: 1, 2: 3, 3: 7, 4: 0xF, 5: 0x1F, 6: 0x3F, 8: 0xFF, 16: 0xFFFF, 24: 0xFFFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 U64 = np.uint64
 
 # ---- runtime helpers the generated code calls (bits in, bits out; lanes are numpy arrays)
@@ -189,7 +189,8 @@ TOKEN = re.compile(r"""\s*(?:
 ACCESSORS = {"u1": ("u", 1), "u8": ("u", 8), "u16": ("u", 16), "u24": ("u", 24), "u32": ("u", 32), "u64": ("u", 64),
              "b1": ("u", 1), "b8": ("u", 8), "b16": ("u", 16), "b32": ("u", 32), "b64": ("u", 64),
              "i1": ("i", 1), "i8": ("i", 8), "i16": ("i", 16), "i24": ("i", 24), "i32": ("i", 32), "i64": ("i", 64),
-             "f16": ("f16", 16), "f32": ("f32", 32), "f64": ("f64", 64)}
+             "f16": ("f16", 16), "f32": ("f32", 32), "f64": ("f64", 64), "u2": ("u", 2), "u3": ("u", 3), "u4": ("u", 4),
+             "i4": ("i", 4), "b2": ("u", 2), "b3": ("u", 3), "u5": ("u", 5), "u6": ("u", 6)}
 REGS = {"S0", "S1", "S2", "D0", "D1", "SCC", "VCC", "EXEC", "SIMM16", "SIMM32", "PC", "VCCZ", "EXECZ", "M0",
         "laneId", "SRC0", "OFFSET"}
 OUT_REGS = {"D0", "D1", "SCC", "VCC", "EXEC", "PC"}
@@ -208,13 +209,25 @@ def _strip(pc: str) -> str:
 def statements(pcode: str) -> list:
   """The pseudocode as a list of statements, each a list of (kind, text) tokens: split at `;` and line ends outside
   parentheses, and around if/then/elsif/else/endif (each keyword a statement of its own); comments dropped."""
-  toks = _tokens(_strip(pcode).replace("\n", " ; "))
-  stmts, cur, depth = [], [], 0
+  return split_statements(_tokens(_strip(pcode).replace("\n", " ; ")))
+
+def split_statements(toks: list) -> list:
+  """Tokens split into statements (see `statements`). Line breaks inside parentheses are dropped, except in a
+  `lambda`'s body, where they separate the body's own statements (split those with this function again)."""
+  stmts, cur, depth, bodies, pending = [], [], 0, [], 0
   for t in toks:
     v = t[1]
-    if depth > 0 and v == ";": continue   # a line break inside parentheses
+    if t[0] == "id" and v == "lambda": pending = 2   # the second `(` after `lambda` opens its body
+    if v == "(" and pending:
+      pending -= 1
+      if not pending: bodies.append(depth + 1)
+    if depth > 0 and v == ";":
+      if bodies and depth == bodies[-1]: cur.append(t)
+      continue   # a line break inside parentheses
     if v in ("(", "[", "{") or t[0] == "cast": depth += 1
-    if v in (")", "]", "}"): depth -= 1
+    if v in (")", "]", "}"):
+      if bodies and depth == bodies[-1]: bodies.pop()
+      depth -= 1
     if depth == 0 and (v == ";" or (t[0] == "id" and v in KEYWORDS)):
       if cur: stmts.append(cur)
       cur = []
@@ -497,7 +510,7 @@ class _Translator:
       depth, j = 1, p.i
       while depth:
         v = toks[j][1]; depth += (v == "(" or toks[j][0] == "cast") - (v == ")"); j += 1
-      self.lambdas[name] = (params, toks[p.i:j - 1])
+      self.lambdas[name] = (params, [t for t in toks[p.i:j - 1] if t[1] != ";"])
       return
     if toks[0][1] == "{":   # { D1.u1, D0.u64 } = 65'B(...)
       parts, i = [], 1

@@ -18,13 +18,15 @@ lane) or raises `pcode.Unsupported` naming what it cannot translate."""
 from __future__ import annotations
 import math, struct
 from typing import Callable, Optional
-from .pcode import Unsupported, statements, ACCESSORS
+from .pcode import Unsupported, statements, split_statements, ACCESSORS
 
-__all__ = ["translate", "CFunction", "REG_INDEX", "HEADER"]
+__all__ = ["translate", "CFunction", "REG_INDEX", "NREGS", "HEADER"]
 
 # the per-lane registers a pseudocode function reads and writes, as rows of the executor's register block
 REG_INDEX = {r: i for i, r in enumerate(("S0", "S1", "S2", "D0", "D1", "SCC", "VCC", "EXEC", "PC", "SIMM16", "SIMM32",
-                                         "M0", "VCCZ", "EXECZ", "SRC0", "OFFSET"))}
+                                         "M0", "VCCZ", "EXECZ", "SRC0", "OFFSET", "OPSEL", "OPSEL_HI", "NEG", "NEG_HI",
+                                         "VDST"))}
+NREGS = 24
 WRITABLE = {"D0", "D1", "SCC", "VCC", "EXEC", "PC", "S0"}
 C_TYPE = {"u": "uint64_t", "i": "int64_t", "f16": "float", "f32": "float", "f64": "double", "b": "int", "w": "__int128"}
 FLOATS = ("f16", "f32", "f64")
@@ -35,7 +37,7 @@ HEADER = r"""
 #include <stdint.h>
 #include <string.h>
 #include <math.h>
-typedef struct { uint64_t r[16][32]; int ieee; } Regs;
+typedef struct { uint64_t r[24][32]; int ieee; uint32_t *vgpr; } Regs;   /* vgpr: the wave's VGPRs [reg][lane] */
 static inline float b2f(uint32_t b) { float f; memcpy(&f, &b, 4); return f; }
 static inline uint32_t f2b(float f) { uint32_t b; memcpy(&b, &f, 4); return b; }
 static inline double b2d(uint64_t b) { double f; memcpy(&f, &b, 8); return f; }
@@ -113,6 +115,18 @@ static inline float fma_f32(float a, float b, float c) {  /* one rounding: exact
   return (float)s;
 }
 static inline double fma_f64(double a, double b, double c) { return fma(a, b, c); }
+static inline uint32_t f2h_rtz(float x) {   /* round toward zero (v_cvt_pk_rtz_f16_f32) */
+  uint32_t b = f2b(x);
+  if ((b & 0x7f800000u) == 0x7f800000u) return f2h(x);
+  uint32_t h = f2h(x);
+  if (fabs((double)h2f(h)) > fabs((double)x)) h = (h & 0x7fffu) ? h - 1 : h;   /* rounded away from zero: one step back */
+  if ((h & 0x7c00u) == 0x7c00u) h = (h & 0x8000u) | 0x7bffu;                      /* no overflow to infinity */
+  return h;
+}
+static inline int isdenorm_f32(float x) { uint32_t b = f2b(x); return !(b & 0x7f800000u) && (b & 0x7fffffu); }
+static inline int isdenorm_f64(double x) { uint64_t b = d2b(x); return !(b & 0x7ff0000000000000ULL) && (b & 0xfffffffffffffULL); }
+static inline float mant_f32(float x) { int e; return (x != x || isinf(x)) ? x : frexpf(x, &e); }
+static inline double mant_f64(double x) { int e; return (x != x || isinf(x)) ? x : frexp(x, &e); }
 static inline float fmax_np_f(float a, float b) { return a != a ? a : b != b ? b : (a >= b ? a : b); }
 static inline float fmin_np_f(float a, float b) { return a != a ? a : b != b ? b : (a <= b ? a : b); }
 static inline double fmax_np_d(double a, double b) { return a != a ? a : b != b ? b : (a >= b ? a : b); }
@@ -122,8 +136,9 @@ static inline double fmin_np_d(double a, double b) { return a != a ? a : b != b 
 class CFunction:
   """One opcode's C function `void NAME(Regs *r, int n, uint32_t active)`: `source`; `reads`/`writes` the registers
   (REG_INDEX) it reads and assigns; `lane_bits` those it writes one bit per lane (`VCC.u64[laneId] = ...`)."""
-  def __init__(self, name: str, source: str, reads: set, writes: set, lane_bits: set):
+  def __init__(self, name: str, source: str, reads: set, writes: set, lane_bits: set, cross_lane: bool = False):
     self.name, self.source, self.reads, self.writes, self.lane_bits = name, source, reads, writes, lane_bits
+    self.cross_lane = cross_lane   # reads or writes VGPR[lane][reg]: runs once per wave, not per lane
 
 # ---- values: (C expression, kind, bit width); kinds u i f16 f32 f64 b w, c (an integer constant: the expression is
 # its Python int), cf (a float constant: a Python float), r (raw bits of a register or local container, uint64_t)
@@ -270,7 +285,7 @@ def binop(op: str, a: V, b: V) -> V:
 
 def _f(kind: str) -> str: return "f" if kind == "f32" else ""
 
-def call(name: str, args: list) -> V:
+def call(name: str, args: list, rtz: bool = False) -> V:
   a = args[0] if args else None
   ak = ("f64" if a.kind == "cf" else a.kind) if a is not None else None
   if name == "isNAN": return V(f"isnan_f({conv(a, ak if ak in FLOATS else 'f64')})", "b", 1)
@@ -293,7 +308,19 @@ def call(name: str, args: list) -> V:
     return V(f"llabs({conv(a, 'i')})", "i")
   if name in ("i32_to_f32", "u32_to_f32", "f64_to_f32", "f16_to_f32"): return V(conv(a, "f32"), "f32")
   if name in ("f32_to_f64", "i32_to_f64", "u32_to_f64"): return V(conv(a, "f64") if name != "f32_to_f64" else f"((double){conv(a, 'f32')})", "f64")
-  if name in ("f32_to_f16", "f16_to_f16"): return V(conv(a, "f16"), "f16")
+  if name in ("f32_to_f16", "f16_to_f16"):
+    return V(f"h2f(f2h_rtz({conv(a, 'f32')}))", "f16") if rtz and name == "f32_to_f16" else V(conv(a, "f16"), "f16")
+  if name == "isDENORM":
+    k = "f64" if ak == "f64" else "f32"
+    return V(f"isdenorm_{k}({conv(a, k)})", "b", 1)
+  if name == "mantissa":
+    k = "f64" if ak == "f64" else "f32"
+    return V(f"mant_{k}({conv(a, k)})", k)
+  if name in ("v_cvt_i16_f32", "v_cvt_u16_f32"):
+    lo, hi = (-32768.0, 32767.0) if name == "v_cvt_i16_f32" else (0.0, 65535.0)
+    return V(f"sat_i({conv(a, 'f64')}, {lo}, {hi})", "i" if "i16" in name else "u", 16)
+  if name == "i32_to_i16": return V(f"sx({conv(a, 'u')}, 16)", "i", 16)
+  if name == "u32_to_u16": return V(f"({conv(a, 'u')} & 0xffffULL)", "u", 16)
   if name in ("f32_to_i32", "f64_to_i32"): return V(f"sat_i({conv(a, 'f64')}, -2147483648.0, 2147483647.0)", "i", 32)
   if name in ("f32_to_u32", "f64_to_u32"): return V(f"(uint64_t)sat_i({conv(a, 'f64')}, 0.0, 4294967295.0)", "u", 32)
   if name == "trunc": return V(f"trunc{_f(ak)}({a.code})" if ak != "f16" else f"truncf({a.code})", ak)
@@ -346,7 +373,11 @@ FUNCS = {"isNAN", "isSignalNAN", "isQuietNAN", "cvtToQuietNAN", "sign", "exponen
          "u32_to_f32", "f64_to_f32", "f16_to_f32", "f32_to_f64", "i32_to_f64", "u32_to_f64", "f32_to_f16", "f32_to_i32",
          "f64_to_i32", "f32_to_u32", "f64_to_u32", "trunc", "floor", "ceil", "sqrt", "log2", "exp", "sin", "cos", "pow",
          "fma", "max", "min", "isEven", "fract", "ldexp", "signext_from_bit", "u16_to_f16", "i16_to_f16", "f16_to_i16",
-         "f16_to_u16", "countbits", "reverse_bits", "u8_to_u32", "u4_to_u32", "bf16_to_f32"}
+         "f16_to_u16", "countbits", "reverse_bits", "u8_to_u32", "u4_to_u32", "bf16_to_f32", "isDENORM", "mantissa",
+         "v_cvt_i16_f32", "v_cvt_u16_f32", "i32_to_i16", "u32_to_u16"}
+# constants read with an accessor (`NAN.f32`) or bare: (f32 bits, f64 bits)
+FLOAT_CONSTS = {"NAN": (0x7FC00000, 0x7FF8000000000000), "UNDERFLOW_F32": (1, None), "OVERFLOW_F32": (0x7F7FFFFF, None),
+                "UNDERFLOW_F64": (None, 1), "OVERFLOW_F64": (None, 0x7FEFFFFFFFFFFFFF)}
 CONSTS = {"PI": V(math.pi, "cf"), "INF": V(math.inf, "cf"), "MAX_FLOAT_F32": V(3.4028234663852886e38, "cf"),
           "WAVE32": V(1, "c"), "WAVE64": V(0, "c")}
 
@@ -364,6 +395,9 @@ class _Fn:
     self.reads, self.writes, self.lane_bits = set(), set(), set()
     self.resolve, self.n, self.depth = resolve, 0, 1
     self.decl_order: list = []  # (name, kind) of the locals, in order of first assignment
+    self.ret = None             # inside a lambda body with statements: (result variable, [its kind], end label)
+    self.rtz = False            # ROUND_MODE = ROUND_TOWARD_ZERO in effect
+    self.vgpr = False           # reads or writes VGPR[lane][reg] (cross-lane)
 
   def tmp(self) -> str:
     self.n += 1
@@ -445,6 +479,7 @@ class _Expr:
       self.expect("}")
       code, shift = [], 0
       for p in reversed(parts):
+        if p.kind in ("c", "cf") and p.width >= 64: raise Unsupported("a constant of unknown width in a concatenation")
         code.append(f"((unsigned __int128)({conv(p, 'u') if p.kind != 'w' else p.code} & {(1 << p.width) - 1 if p.width < 64 else MASK64}ULL) << {shift})")
         shift += p.width
       if shift > 64: return V(f"((__int128)({' | '.join(code)}))", "w", shift)
@@ -467,7 +502,7 @@ class _Expr:
       if val.endswith("F"): return V(float(val[:-1]), "cf")
       val = val.rstrip("UI")
       if "." in val: return V(float(val), "cf")
-      return V(int(val, 0), "c")
+      return V(int(val, 0), "c", int(n))
     if kind == "num":
       s = v.rstrip("LUF") if not v.startswith("0x") else v.rstrip("LU")
       if "." in v or (v.endswith("F") and not v.startswith("0x")): return V(float(s), "cf")
@@ -475,8 +510,22 @@ class _Expr:
     if kind == "type": raise Unsupported(f"type {v} in an expression")
     if kind != "id": raise Unsupported(f"unexpected {v!r}")
     if v in fn.lambdas and self.peek() == "(": self.next(); return self.call_lambda(v, self.args())
+    if v in FUNCS and self.peek() == "(": self.next(); return call(v, self.args(), fn.rtz)
     if v[:2] in ("v_", "s_") and self.peek() == "(": self.next(); return self.call_op(v, self.args())
-    if v in FUNCS and self.peek() == "(": self.next(); return call(v, self.args())
+    if v in FLOAT_CONSTS:
+      f32, f64 = FLOAT_CONSTS[v]
+      if self.peek() == "." and self.peek(1) in ("f32", "f64", "f16"):
+        self.next(); acc = self.next()[1]
+        if acc == "f16": raise Unsupported(f"{v}.f16")
+        bits = f32 if acc == "f32" else f64
+        if bits is None: raise Unsupported(f"{v}.{acc}")
+        return V(f"b2f({bits}u)", "f32") if acc == "f32" else V(f"b2d({bits}ULL)", "f64")
+      return V(f"b2f({f32}u)", "f32") if f32 is not None else V(f"b2d({f64}ULL)", "f64")
+    if v == "EXEC_LO": fn.reads.add("EXEC"); return V("(EXEC & 4294967295ULL)", "u", 32)
+    if v == "VGPR" and self.peek() == "[":
+      self.next(); lane = self.expr(0); self.expect("]"); self.expect("["); reg = self.expr(0); self.expect("]")
+      fn.vgpr = True
+      return V(f"((uint64_t)r->vgpr[(({conv(reg, 'u')}) & 255) * 32 + (({conv(lane, 'u')}) & 31)])", "r")
     if v == "WAVE_MODE":
       self.expect("."); f = self.next()[1]
       if f != "IEEE": raise Unsupported(f"WAVE_MODE.{f}")
@@ -485,11 +534,12 @@ class _Expr:
     if v in CONSTS: return CONSTS[v]
     if v == "laneId": return V("(uint64_t)laneId", "u", 32)
     if v in fn.arrays:
-      ak, length = fn.arrays[v]
+      (ak, aw), length = fn.arrays[v]
       self.expect("["); i = self.expr(0); self.expect("]")
       idx = conv(i, "i")
-      return V(f"L_{v}[({idx}) & {length - 1}]" if length & (length - 1) == 0 else f"L_{v}[({idx}) % {length}]", "r") \
-        if ak == "r" else V(conv(V(f"L_{v}[{idx}]", "r"), ak), ak)
+      cell = f"L_{v}[({idx}) & {length - 1}]" if length & (length - 1) == 0 else f"L_{v}[(uint64_t)({idx}) % {length}]"
+      if self.peek() in (".", "["): return V(cell, "r")   # typed or sliced: its bits
+      return V(conv(V(cell, "r"), ak), ak, aw)
     if v in REG_INDEX: fn.reads.add(v); return V(v, "r")
     if v in fn.locals:
       k = fn.locals[v]
@@ -512,7 +562,11 @@ class _Expr:
         src = e.code if e.kind == "r" else conv(e, "u") if e.kind != "w" else e.code
         if self.peek() == ":":
           self.next(); lo = self.expr(0); self.expect("]")
-          if hi.kind != "c" or lo.kind != "c": raise Unsupported("a bit slice with variable bounds")
+          if hi.kind != "c" or lo.kind != "c":   # variable bounds (a loop's bytes): hi >= lo
+            if e.kind == "w": raise Unsupported("a variable bit slice of a wide value")
+            l, h = conv(lo, "u"), conv(hi, "u")
+            e = V(f"(shr({src}, {l}) & (shl(1ULL, {h} - {l} + 1) - 1))", "u")
+            continue
           h, l = hi.code, lo.code
           if e.kind == "w":
             e = V(f"((uint64_t)((unsigned __int128)({src}) >> {l}) & {(1 << (h - l + 1)) - 1 if h - l < 63 else MASK64}ULL)", "u", h - l + 1)
@@ -534,38 +588,29 @@ class _Expr:
       decl.append(f"{C_TYPE['u' if k == 'r' else k]} {t} = {conv(a, k) if k != 'r' else a.code};")
       fn.params[p] = V(t, k, a.width)
     try:
-      if any(tok[1] == "return" for tok in body): code, k = self.lambda_statements(body)
-      else:
-        r = _Expr(body, fn).expr(0)
+      stmts = split_statements(body)
+      if len(stmts) == 1 and not any(tok[0] == "id" and tok[1] in ("return", "declare", "for") for tok in stmts[0]):
+        r = _Expr(stmts[0], fn).expr(0)
         k = r.kind if r.kind not in ("c", "cf") else ("i" if r.kind == "c" else "f64")
-        code = f"{conv(r, k) if k != 'r' else r.code};"
+        code, w = f"{conv(r, k) if k != 'r' else r.code};", r.width
+      else: code, k, w = self.lambda_statements(stmts)
     finally: fn.params = saved
-    return V(f"({{ {' '.join(decl)} {code} }})", k)
+    return V(f"({{ {' '.join(decl)} {code} }})", k, w)
 
-  def lambda_statements(self, body: list) -> tuple:
-    """A lambda body with if/elsif/else and `return`s (SAT8): C statements assigning one result variable."""
-    fn, res, parts, cur = self.fn, self.fn.tmp(), [], []
-    for tok in body:
-      if tok[0] == "id" and tok[1] in ("if", "then", "elsif", "else", "endif", "return"):
-        if cur: parts.append(("expr", cur))
-        cur = []
-        parts.append(("kw", tok[1]))
-      else: cur.append(tok)
-    if cur: parts.append(("expr", cur))
-    out, kind, i = [], None, 0
-    while i < len(parts):
-      t, x = parts[i]
-      if t == "kw" and x in ("if", "elsif"):
-        c = truth(_Expr(parts[i + 1][1], fn).expr(0))
-        out.append(("if" if x == "if" else "} else if") + f" ({c}) {{"); i += 3; continue
-      if t == "kw" and x == "else": out.append("} else {"); i += 1; continue
-      if t == "kw" and x == "endif": out.append("}"); i += 1; continue
-      if t == "kw" and x == "return":
-        r = _Expr(parts[i + 1][1], fn).expr(0)
-        if kind is None: kind = r.kind if r.kind not in ("c", "cf") else ("u" if r.kind == "c" else "f64")
-        out.append(f"{res} = {conv(r, kind) if kind != 'r' else r.code};"); i += 2; continue
-      raise Unsupported("lambda body")
-    return f"{C_TYPE['u' if kind == 'r' else kind]} {res} = 0; {' '.join(out)} {res};", kind
+  def lambda_statements(self, stmts: list) -> tuple:
+    """A lambda body of statements (declare, for, if and `return`s: BYTE_PERMUTE, SAT8): C statements inside the
+    statement expression, each `return` storing the result's bits and jumping to the end."""
+    fn = self.fn
+    res, end = fn.tmp(), fn.tmp()
+    saved_lines, saved_depth, saved_ret = fn.lines, fn.depth, fn.ret
+    fn.lines, fn.depth, fn.ret = [], 0, (res, [None, 64], end)
+    try:
+      _Block(fn).block(stmts)
+      lines, (k, w) = fn.lines, fn.ret[1]
+    finally: fn.lines, fn.depth, fn.ret = saved_lines, saved_depth, saved_ret
+    if k is None: raise Unsupported("a lambda without `return`")
+    value = V(res, "r") if k == "r" else V(conv(V(res, "r"), k), k)
+    return f"uint64_t {res} = 0; {' '.join(l.strip() for l in lines)} {end}: ; {value.code};", k, w
 
   def call_op(self, name: str, args: list) -> V:
     """Another opcode's pseudocode, its sources the arguments' bits, its D0 the value (in D0's number format)."""
@@ -600,7 +645,7 @@ def _translate_body(pcode: str, fn: _Fn, inline: bool = False) -> list:
   _Block(fn).block(stmts)
   decls = []
   for name, k in fn.decl_order: decls.append(f"uint64_t L_{name} = 0;")
-  for name, (k, n) in fn.arrays.items(): decls.append(f"uint64_t L_{name}[{n}] = {{0}};")
+  for name, (_, n) in fn.arrays.items(): decls.append(f"uint64_t L_{name}[{n}] = {{0}};")
   return decls + [l.strip() if inline else l for l in fn.lines]
 
 class _Block:
@@ -618,33 +663,71 @@ class _Block:
     while i < len(stmts):
       s = stmts[i]
       head = s[0][1] if s[0][0] == "id" else None
-      if head in ("if", "elsif"):
-        if i + 2 >= len(stmts) or stmts[i + 2][0][1] != "then": raise Unsupported("`if` without `then`")
-        c = truth(_Expr(stmts[i + 1], fn).expr(0))
-        if head == "if": fn.emit(f"if ({c}) {{")
-        else: fn.depth -= 1; fn.emit(f"}} else if ({c}) {{")
-        fn.depth += 1
-        i += 3; continue
-      if head == "else": fn.depth -= 1; fn.emit("} else {"); fn.depth += 1; i += 1; continue
-      if head == "endif": fn.depth -= 1; fn.emit("}"); i += 1; continue
-      if head == "then": raise Unsupported("stray `then`")
+      if head == "if": i = self.if_chain(stmts, i); continue
+      if head in ("then", "elsif", "else", "endif"): raise Unsupported(f"stray `{head}`")
       if head == "declare":
         if len(s) == 4 and s[2][1] == ":" and s[3][0] == "type":
           n, t = s[3][1].split("'")
           self.local(s[1][1], {"U": "u", "B": "u", "I": "i"}.get(t) or {16: "f16", 32: "f32", 64: "f64"}[int(n)])
         elif len(s) == 7 and s[2][1] == ":" and s[3][0] == "type" and s[4][1] == "[" and s[6][1] == "]":
           n, t = s[3][1].split("'")
-          fn.arrays[s[1][1]] = ({"U": "u", "B": "u", "I": "i"}.get(t) or {16: "f16", 32: "f32", 64: "f64"}[int(n)], int(s[5][1]))
+          name, length = s[1][1], int(s[5][1])
+          fn.arrays[name] = (({"U": "u", "B": "u", "I": "i"}.get(t) or {16: "f16", 32: "f32", 64: "f64"}[int(n)], int(n)), length)
+          if name == "S" and length == 3:   # the sources as an array (v_fma_mix_*): S[i] is Si
+            fn.reads.update(("S0", "S1", "S2"))
+            fn.emit("L_S[0] = S0; L_S[1] = S1; L_S[2] = S2;")
         else: raise Unsupported("`declare` form")
         i += 1; continue
       if head == "for": i = self.loop(stmts, i); continue
       if head == "break":
         if not self.loops: raise Unsupported("`break` outside a loop")
         fn.emit("break;"); i += 1; continue
+      if head == "return" and fn.ret is not None:
+        res, kind, end = fn.ret
+        e = _Expr(s[1:], fn).expr(0)
+        if kind[0] is None: kind[0] = e.kind if e.kind not in ("c", "cf", "b") else ("u" if e.kind != "cf" else "f64")
+        if e.width < 64 and kind[1] >= 64: kind[1] = e.width
+        k = kind[0]
+        fn.emit(f"{res} = {bits_of(e, k) if k in FLOATS else e.code if e.kind == 'r' else conv(e, 'u') if e.kind != 'w' else f'(uint64_t)({e.code})'}; goto {end};")
+        i += 1; continue
       if head in ("case", "while", "endfor", "return"): raise Unsupported(f"`{head}`")
+      if head == "ROUND_MODE" or (len(s) == 3 and s[2][1] == "ROUND_MODE"):   # only v_cvt_pk_rtz_f16_f32 sets it
+        if s[-1][1] == "ROUND_TOWARD_ZERO": fn.rtz = True
+        elif head == "ROUND_MODE": fn.rtz = False
+        i += 1; continue
       if len(s) >= 2 and s[1][1] == "<=" and head and head.islower(): i += 1; continue   # s_waitcnt's `x <= y`
       self.statement(s)
       i += 1
+
+  def if_chain(self, stmts: list, i: int) -> int:
+    """if/elsif/else/endif starting at stmts[i]: branches whose condition is a constant (WAVE32, WAVE64) are decided
+    here, the others become C's if / else if / else. Returns the index after `endif`."""
+    fn, branches, depth, j, cur = self.fn, [], 0, i, None
+    while True:   # [(condition tokens or None for else, first statement, end)]
+      if j >= len(stmts): raise Unsupported("`if` without `endif`")
+      h = stmts[j][0][1] if stmts[j][0][0] == "id" else None
+      if h == "if" and depth == 0 and j == i or (h in ("elsif", "else", "endif") and depth == 0):
+        if cur is not None: branches.append((cur[0], cur[1], j))
+        if h == "endif": break
+        if h == "else": cur = (None, j + 1); j += 1; continue
+        if j + 2 >= len(stmts) or stmts[j + 2][0][1] != "then": raise Unsupported("`if` without `then`")
+        cur = (stmts[j + 1], j + 3); j += 3; continue
+      if h == "if": depth += 1
+      elif h == "endif": depth -= 1
+      j += 1
+    opened = False
+    for cond, lo, hi in branches:
+      c = "1" if cond is None else truth(_Expr(cond, fn).expr(0))
+      if c == "0": continue
+      if c == "1" and not opened: self.block(stmts[lo:hi]); break
+      fn.emit(("} else " if opened else "") + (f"if ({c}) {{" if c != "1" else "{"))
+      fn.depth += 1
+      self.block(stmts[lo:hi])
+      fn.depth -= 1
+      opened = True
+      if c == "1": break
+    if opened: fn.emit("}")
+    return j + 1
 
   def loop(self, stmts: list, i: int) -> int:
     s, fn = stmts[i], self.fn
@@ -706,6 +789,12 @@ class _Block:
     p = _Expr(toks, fn)
     name = p.next()[1]
     acc = lane = sl = idx = None
+    if name == "VGPR" and p.peek() == "[":   # VGPR[lane][reg] = value (v_writelane)
+      p.next(); ln = p.expr(0); p.expect("]"); p.expect("["); reg = p.expr(0); p.expect("]"); p.expect("=")
+      e = p.expr(0)
+      fn.vgpr = True
+      fn.emit(f"r->vgpr[(({conv(reg, 'u')}) & 255) * 32 + (({conv(ln, 'u')}) & 31)] = (uint32_t)({conv(e, 'u') if e.kind != 'r' else e.code});")
+      return
     if name in fn.arrays:
       p.expect("["); idx = p.expr(0); p.expect("]")
     while p.peek() in (".", "["):
@@ -725,7 +814,7 @@ class _Block:
     e = p.expr(0)
     if p.i != len(toks): raise Unsupported(f"trailing {toks[p.i][1]!r}")
     if idx is not None:   # an array element
-      k, n = fn.arrays[name]
+      (k, _), n = fn.arrays[name]
       cur = V(conv(V(f"L_{name}[{conv(idx, 'i')}]", "r"), k), k)
       if op != "=": e = binop(op[0], cur, e)
       fn.emit(f"L_{name}[{conv(idx, 'i')}] = {bits_of(e, k) if k in FLOATS else conv(e, 'u') if e.kind != 'w' else f'(uint64_t)({e.code})'};")
@@ -803,4 +892,4 @@ def translate(pcode: str, name: str, resolve: Optional[Callable] = None) -> CFun
   src = (f"void {name}(Regs *r, int n, uint32_t active) {{\n"
          f"  for (int laneId = 0; laneId < n; laneId++) {{\n    if (!((active >> laneId) & 1)) continue;\n"
          f"    {load}\n" + "\n".join("  " + l for l in body) + f"\n    {store}\n  }}\n}}\n")
-  return CFunction(name, src, set(fn.reads | fn.writes), set(fn.writes), set(fn.lane_bits))
+  return CFunction(name, src, set(fn.reads | fn.writes), set(fn.writes), set(fn.lane_bits), fn.vgpr)

@@ -32,6 +32,7 @@ NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_
         "S_SLEEP", "S_TTRACEDATA", "S_DCACHE_INV", "S_SENDMSGHALT", "S_CODE_END"}
 pcode.OP_RESOLVER[0] = lambda name: _resolve(name)
 EXECUTORS = ("auto", "native", "numpy")
+RENAMED = {"S_FF1_I32_B32": "S_CTZ_I32_B32", "S_FF1_I32_B64": "S_CTZ_I32_B64"}   # opcodes the pseudocode calls by old names
 MAX_INSTRUCTIONS = 10_000_000     # per dispatch: a kernel that never ends is a fault (minutes), not an endless run
 LANE_IDS = np.arange(LANES, dtype=U64)
 _DECODED: dict = {}   # 16 bytes at a PC -> decoded instruction (content-addressed: shared by kernels and runs)
@@ -92,7 +93,7 @@ def _resolve(name: str):
 def resolve_pcode(name: str):
   """An opcode called by name from another's pseudocode, for the C translator: (pseudocode, D0's number format)."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
-  up = name.upper()
+  up = RENAMED.get(name.upper(), name.upper())
   for en in ("VOP3Op", "VOP2Op", "VOP1Op", "SOP2Op", "SOP1Op"):
     e = getattr(enum, en)
     for cand in (up, up + "_E64", up + "_E32"):
@@ -200,10 +201,12 @@ def _flush(x: np.ndarray) -> np.ndarray:
   return np.where(den, x & U64(0x80000000), x) if den.any() else x
 
 def _mask_bits(out: np.ndarray, old: int, exec_mask: int) -> int:
-  """Per-lane copies of a wave mask (each lane set its own bit) -> one mask; inactive lanes keep the old bits."""
+  """Per-lane copies of a wave mask (each lane set its own bit) -> one mask. Inactive lanes' bits are 0, as the
+  hardware writes compare results and carry-outs (tinygrad's emulator, verified on hardware; LLVM relies on it: it
+  drops an `s_and_b32 vcc, exec, vcc` after a v_cmp)."""
   if len(out) == LANES: bits = int(np.packbits(((out >> LANE_IDS) & U64(1)).astype(bool), bitorder="little").view("<u4")[0])
   else: bits = int(out[0])
-  return (old & ~exec_mask) | (bits & exec_mask)
+  return bits & exec_mask
 
 # ---- instruction handlers: h(w, ins, launch) -> None (pc advanced by the caller unless the handler set it)
 
@@ -602,8 +605,9 @@ class AmdKernel:
     if got is None: got = self.programs[launch.flush_in] = NativeProgram(self, launch.flush_in)
     return got
 
-  @staticmethod
-  def max_instructions() -> int: return MAX_INSTRUCTIONS
+  step_limit = None   # instructions per dispatch, when set: below MAX_INSTRUCTIONS (single-stepping in tests)
+
+  def max_instructions(self) -> int: return self.step_limit if self.step_limit is not None else MAX_INSTRUCTIONS
 
   def run(self, views): raise DeviceFault("an AMD code object kernel runs through its dispatch")
 
@@ -713,8 +717,8 @@ class AmdKernel:
           if w.jumped: w.jumped = False   # a branch (even to itself) set the PC
           else: w.pc = pc + size
           count += 1
-          if before + count > MAX_INSTRUCTIONS:
-            raise DeviceFault(self.where(w, wg, pc, launch) + f": more than {MAX_INSTRUCTIONS} instructions in one dispatch")
+          if before + count > self.max_instructions():
+            raise DeviceFault(self.where(w, wg, pc, launch) + f": more than {self.max_instructions()} instructions in one dispatch")
 
   def where(self, w, wg, pc, launch) -> str: return self.where_at(w.id, wg, pc, launch)
 
@@ -737,21 +741,23 @@ def _mem_covered(name: str) -> bool:
   return False
 
 @functools.lru_cache(maxsize=None)
-def coverage() -> tuple:
-  """The RDNA3 opcode names the executor implements: ALU opcodes whose pseudocode translates (VOP3P: with the
-  default half selection), the float WMMAs, VOPD pairs, the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/DS loads
-  and stores of 1 to 64 bytes."""
+def coverage(executor: str = "native") -> tuple:
+  """The RDNA3 opcode names an executor implements ("native": the compiled path, "numpy": the interpreter): ALU
+  opcodes whose pseudocode its translator takes (VOP3P: numpy with the default half selection only), the float
+  WMMAs, VOPD pairs, the SOPP flow instructions, and the SMEM/GLOBAL/FLAT/SCRATCH/DS loads and stores of 1 to 64
+  bytes."""
   from tinygrad.runtime.autogen.amd.rdna3 import enum
+  if executor == "native":
+    from .native import translates
+  else: translates = lambda op: not isinstance(translated("rdna3", op), Unsupported)   # noqa: E731
   out = set()
   for en in ALU_ENUMS:
     for op in getattr(enum, en):
-      if not isinstance(translated("rdna3", op), Unsupported): out.add(op.name)
+      if translates(op): out.add(op.name)
   for op in enum.SOPPOp:
-    if op.name in NOPS or op.name in ("S_ENDPGM", "S_BARRIER") or \
-       ("BRANCH" in op.name and not isinstance(translated("rdna3", op), Unsupported)): out.add(op.name)
-  for op in enum.VOP3POp:   # packed math with the default half selection, and the float WMMAs
-    if ("WMMA" in op.name and "IU" not in op.name) or \
-       ("WMMA" not in op.name and not isinstance(translated("rdna3", op), Unsupported)): out.add(op.name)
+    if op.name in NOPS or op.name in ("S_ENDPGM", "S_BARRIER") or ("BRANCH" in op.name and translates(op)): out.add(op.name)
+  for op in enum.VOP3POp:   # packed math, and the float WMMAs
+    if ("WMMA" in op.name and "IU" not in op.name) or ("WMMA" not in op.name and translates(op)): out.add(op.name)
   for en in ("SMEMOp", "GLOBALOp", "FLATOp", "SCRATCHOp", "DSOp"):
     out.update(op.name for op in getattr(enum, en) if _mem_covered(op.name))
   for op in enum.VOPDOp:

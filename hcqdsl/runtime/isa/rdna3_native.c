@@ -9,6 +9,13 @@
 
 typedef void (*opfn)(Regs *, int, uint32_t);
 #define LANES 32
+#define R_COUNT 24
+#define SRC_HI16 (1LL << 31)
+#define SRC_PACKED (1LL << 32)
+#define SRC_LO_FROM_HI (1LL << 33)
+#define SRC_HI_FROM_HI (1LL << 34)
+#define SRC_NEG_LO (1LL << 35)
+#define SRC_NEG_HI (1LL << 36)
 #define WAVE_WORDS (256 + 256 * LANES)
 #define W_SCC 128
 #define W_PC_LO 129
@@ -70,6 +77,15 @@ static inline void vread(Ctx *c, uint32_t *w, int64_t d, int64_t cval, uint64_t 
     if (bits > 32) { uint32_t *v1 = v + LANES; for (int l = 0; l < LANES; l++) out[l] = v[l] | ((uint64_t)v1[l] << 32); }
     else for (int l = 0; l < LANES; l++) out[l] = v[l];
   } else { uint64_t x = sread(w, d, cval); for (int l = 0; l < LANES; l++) out[l] = x; }
+  if (d & SRC_HI16) for (int l = 0; l < LANES; l++) out[l] = (out[l] >> 16) & 0xFFFF;
+  if (d & SRC_PACKED) {   /* packed math: halves as opsel/opsel_hi select them, negated by neg/neg_hi */
+    for (int l = 0; l < LANES; l++) {
+      uint64_t x = out[l], lo = ((d & SRC_LO_FROM_HI) ? x >> 16 : x) & 0xFFFF, hi = ((d & SRC_HI_FROM_HI) ? x >> 16 : x) & 0xFFFF;
+      if (d & SRC_NEG_LO) lo ^= 0x8000;
+      if (d & SRC_NEG_HI) hi ^= 0x8000;
+      out[l] = lo | (hi << 16);
+    }
+  }
   if (mods) {
     uint64_t sign = bits == 64 ? 1ULL << 63 : bits == 32 ? 1ULL << 31 : 1ULL << 15;
     for (int l = 0; l < LANES; l++) { if (mods & 2) out[l] &= ~sign; if (mods & 1) out[l] ^= sign; }
@@ -96,21 +112,30 @@ static inline uint32_t mask_bits(uint64_t *out, int n, uint32_t old, uint32_t ex
   uint32_t bits = 0;
   if (n == LANES) { for (int l = 0; l < LANES; l++) bits |= (uint32_t)((out[l] >> l) & 1) << l; }
   else bits = (uint32_t)out[0];
-  return (old & ~exec) | (bits & exec);
+  (void)old;
+  return bits & exec;   /* inactive lanes' bits are 0 (rdna3._mask_bits) */
 }
 
 static inline void write_mask(uint32_t *w, int64_t o, uint32_t v) { if (o >= 0 && o != SREG_NULL) w[o] = v; }
 static inline uint32_t read_mask(uint32_t *w, int64_t o) { return (o < 0 || o == SREG_NULL) ? 0 : w[o]; }
 
-static inline void write_v(Ctx *c, uint32_t *w, int64_t reg, uint64_t *val, int bits, uint32_t exec, int f32) {
+static inline uint64_t clamp_bits(uint64_t x, int64_t flags) {   /* the clamp modifier: [0, 1], NaN to 0 */
+  if (flags & FL_CLAMP_F32) { float f = b2f((uint32_t)x); f = f != f ? 0.0f : f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f; return (x & ~0xFFFFFFFFULL) | f2b(f); }
+  if (flags & FL_CLAMP_F16) { float f = h2f((uint32_t)x & 0xFFFF); f = f != f ? 0.0f : f < 0.0f ? 0.0f : f > 1.0f ? 1.0f : f; return (x & ~0xFFFFULL) | f2h(f); }
+  double f = b2d(x); f = f != f ? 0.0 : f < 0.0 ? 0.0 : f > 1.0 ? 1.0 : f; return d2b(f);
+}
+
+static inline void write_v(Ctx *c, uint32_t *w, int64_t reg, uint64_t *val, int bits, uint32_t exec, int64_t flags) {
   uint32_t *v = w + 256 + reg * LANES;
-  int flush = P[P_FLUSH_OUT] && bits == 32 && f32;
+  int flush = P[P_FLUSH_OUT] && bits == 32 && (flags & FL_D_F32);
+  int clamp = (flags & (FL_CLAMP_F32 | FL_CLAMP_F16 | FL_CLAMP_F64)) != 0;
   for (int l = 0; l < LANES; l++) {
     if (!((exec >> l) & 1)) continue;
     uint64_t x = val[l];
+    if (clamp) x = clamp_bits(x, flags);
     if (flush && !(x & 0x7F800000ULL) && (x & 0x7FFFFFULL)) x &= 0x80000000ULL;
     if (bits > 32) { v[l] = (uint32_t)x; v[l + LANES] = (uint32_t)(x >> 32); }
-    else if (bits == 16) v[l] = (v[l] & 0xFFFF0000u) | (uint32_t)(x & 0xFFFF);
+    else if (bits == 16) v[l] = (flags & FL_D_HI) ? (v[l] & 0xFFFFu) | ((uint32_t)(x & 0xFFFF) << 16) : (v[l] & 0xFFFF0000u) | (uint32_t)(x & 0xFFFF);
     else v[l] = (uint32_t)x;
   }
 }
@@ -129,7 +154,7 @@ static void writeback(Ctx *c, uint32_t *w, int64_t *ins, int vector, int n) {
   int64_t dst = COL(ins, C_DST), mode = COL(ins, C_DST_MODE), dbits = COL(ins, C_DBITS), sdst = COL(ins, C_SDST);
   if (writes & (1 << R_D0)) {
     if (lane_bits & (1 << R_D0)) write_mask(w, dst, mask_bits(r->r[R_D0], n, read_mask(w, dst), exec));
-    else if (mode == DM_VGPR) write_v(c, w, dst, r->r[R_D0], (int)dbits, exec, (int)(COL(ins, C_FLAGS) & FL_D_F32));
+    else if (mode == DM_VGPR) write_v(c, w, dst, r->r[R_D0], (int)dbits, exec, COL(ins, C_FLAGS));
     else write_s(w, dst, r->r[R_D0][0], (int)dbits);
   }
   if (writes & (1 << R_D1)) write_mask(w, sdst, vector ? mask_bits(r->r[R_D1], n, read_mask(w, sdst), exec) : (uint32_t)r->r[R_D1][0]);
@@ -149,8 +174,9 @@ static inline void fill(Regs *r, int reg, uint64_t x, int n) { for (int l = 0; l
 
 static void run_scalar(Ctx *c, uint32_t *w, int64_t *ins) {
   Regs *r = &c->r;
+  r->vgpr = w + 256;
   int64_t args = COL(ins, C_ARGS);
-  for (int k = 0; k < 16; k++) {
+  for (int k = 0; k < R_COUNT; k++) {
     if (!((args >> k) & 1)) continue;
     uint64_t x;
     if (k <= R_S2) x = COL(ins, C_SRC0 + k) ? sread(w, COL(ins, C_SRC0 + k), COL(ins, C_CVAL0 + k)) : special(w, k);
@@ -176,7 +202,7 @@ static void run_vector(Ctx *c, uint32_t *w, int64_t *ins) {
     if (k == 2 && (flags & FL_VCC_FROM_S2)) vread(c, w, d, COL(ins, C_CVAL0 + k), r->r[R_VCC]);
     else vread(c, w, d, COL(ins, C_CVAL0 + k), r->r[R_S0 + k]);
   }
-  for (int k = 0; k < 16; k++) {
+  for (int k = 0; k < R_COUNT; k++) {
     if (!((args >> k) & 1)) continue;
     if (k <= R_S2 && COL(ins, C_SRC0 + k) && !(k == 2 && (flags & FL_VCC_FROM_S2))) continue;
     if (k == R_VCC && (flags & FL_VCC_FROM_S2)) continue;
@@ -186,7 +212,25 @@ static void run_vector(Ctx *c, uint32_t *w, int64_t *ins) {
     if (k == R_SIMM16) { fill(r, k, (uint64_t)COL(ins, C_SIMM16), LANES); continue; }
     if (k == R_VCCZ) { fill(r, k, w[SREG_VCC] == 0, LANES); continue; }
     if (k == R_EXECZ) { fill(r, k, w[SREG_EXEC] == 0, LANES); continue; }
+    if (k >= R_OPSEL && k <= R_NEG_HI) { fill(r, k, (uint64_t)COL(ins, C_OPSEL + (k - R_OPSEL)), LANES); continue; }
+    if (k == R_SRC0) { fill(r, k, (uint64_t)COL(ins, C_SRC0_IDX), LANES); continue; }
+    if (k == R_VDST) { fill(r, k, (uint64_t)COL(ins, C_VDST_IDX), LANES); continue; }
     fill(r, k, special(w, k), LANES);
+  }
+  if (flags & FL_MIX)   /* v_fma_mix*: neg and abs (neg_hi) on the f32 value, or on the f16 half opsel selects */
+    for (int i = 0; i < 3; i++) {
+      int64_t f16 = (COL(ins, C_OPSEL_HI) >> i) & 1, hi = (COL(ins, C_OPSEL) >> i) & 1;
+      uint64_t sign = !f16 ? 0x80000000ULL : hi ? 0x80000000ULL : 0x8000ULL;
+      for (int l = 0; l < LANES; l++) {
+        if ((COL(ins, C_NEG_HI) >> i) & 1) r->r[R_S0 + i][l] &= ~sign;
+        if ((COL(ins, C_NEG) >> i) & 1) r->r[R_S0 + i][l] ^= sign;
+      }
+    }
+  r->vgpr = w + 256;
+  if (flags & FL_WAVE) {   /* cross-lane (v_readlane, v_readfirstlane, v_writelane): once per wave, whatever EXEC */
+    ((opfn)COL(ins, C_FN))(r, 1, 1);
+    writeback(c, w, ins, 0, 1);
+    return;
   }
   ((opfn)COL(ins, C_FN))(r, LANES, exec);
   writeback(c, w, ins, 1, LANES);
@@ -194,12 +238,13 @@ static void run_vector(Ctx *c, uint32_t *w, int64_t *ins) {
 
 static void run_vopd(Ctx *c, uint32_t *w, int64_t *ins) {
   Regs *r = &c->r;
+  r->vgpr = w + 256;
   uint64_t dx[LANES];
   uint32_t exec = w[SREG_EXEC];
   for (int half = 0; half < 2; half++) {
     int64_t b = half ? C_Y : 0, args = COL(ins, C_ARGS + b);
     for (int k = 0; k < 2; k++) vread(c, w, COL(ins, C_SRC0 + b + k), COL(ins, C_CVAL0 + b + k), r->r[R_S0 + k]);
-    for (int k = 0; k < 16; k++) {
+    for (int k = 0; k < R_COUNT; k++) {
       if (!((args >> k) & 1) || k == R_S0 || k == R_S1) continue;
       if (k == R_D0) { vread(c, w, COL(ins, C_D0_SRC + b), 0, r->r[R_D0]); continue; }
       if (k == R_SIMM32) { fill(r, k, (uint64_t)COL(ins, C_LIT), LANES); continue; }
@@ -208,8 +253,8 @@ static void run_vopd(Ctx *c, uint32_t *w, int64_t *ins) {
     ((opfn)COL(ins, C_FN + b))(r, LANES, exec);
     if (!half) memcpy(dx, r->r[R_D0], sizeof dx);
   }
-  write_v(c, w, COL(ins, C_DST), dx, 32, exec, (int)(COL(ins, C_FLAGS) & FL_D_F32));
-  write_v(c, w, COL(ins, C_DST + C_Y), r->r[R_D0], 32, exec, (int)(COL(ins, C_FLAGS + C_Y) & FL_D_F32));
+  write_v(c, w, COL(ins, C_DST), dx, 32, exec, COL(ins, C_FLAGS) & FL_D_F32);
+  write_v(c, w, COL(ins, C_DST + C_Y), r->r[R_D0], 32, exec, COL(ins, C_FLAGS + C_Y) & FL_D_F32);
 }
 
 /* memory */
