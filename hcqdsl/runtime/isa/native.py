@@ -347,7 +347,7 @@ def build_row(ins: Snap, size: int, flush_in: bool) -> tuple:
       elif name == "S_BARRIER": row["KIND"] = KINDS["BARRIER"]
       elif "BRANCH" in name: _scalar_row(ins, row)
       else: raise DeviceFault("unsupported instruction")
-    elif cls in ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3_SDST"): _vector_row(ins, row, flush_in)
+    elif cls in ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3_SDST", "VOP1_SDST"): _vector_row(ins, row, flush_in)
     elif cls == "VOP3P":
       if "WMMA" in ins.name: _wmma_row(ins, row)
       else: _vop3p_row(ins, row, flush_in)

@@ -21,7 +21,7 @@ from . import pcode
 from .pcode import translate, Unsupported, U64
 
 __all__ = ["AmdKernel", "Stats", "disasm", "decode", "coverage", "STATS", "Snap", "pcode_table", "translated",
-           "operand_formats", "dual_op", "access_width", "constant_operand", "resolve_pcode", "NOPS", "MEM_SIZE"]
+           "operand_formats", "dual_op", "access_width", "constant_operand", "resolve_pcode", "NOPS", "MEM_SIZE", "OBSERVERS"]
 
 LANES = 32
 
@@ -32,6 +32,7 @@ NOPS = {"S_NOP", "S_WAITCNT", "S_WAITCNT_DEPCTR", "S_CLAUSE", "S_DELAY_ALU", "S_
         "S_SLEEP", "S_TTRACEDATA", "S_DCACHE_INV", "S_SENDMSGHALT", "S_CODE_END"}
 pcode.OP_RESOLVER[0] = lambda name: _resolve(name)
 EXECUTORS = ("auto", "native", "numpy")
+OBSERVERS: list = []   # callables (phase "before"/"after", launch description, memory) around every dispatch
 RENAMED = {"S_FF1_I32_B32": "S_CTZ_I32_B32", "S_FF1_I32_B64": "S_CTZ_I32_B64"}   # opcodes the pseudocode calls by old names
 MAX_INSTRUCTIONS = 10_000_000     # per dispatch: a kernel that never ends is a fault (minutes), not an endless run
 LANE_IDS = np.arange(LANES, dtype=U64)
@@ -566,7 +567,7 @@ def _vop3p(w, ins, launch):
 
 HANDLERS = {"SOP1": _scalar, "SOP2": _scalar, "SOPC": _scalar, "SOPK": _scalar, "SOPP": _sopp, "SMEM": _smem,
             "VOP1": _vector, "VOP2": _vector, "VOP3": _vector, "VOP3SD": _vector, "VOPC": _vector,
-            "VOP3_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds, "VOP3P": _vop3p,
+            "VOP3_SDST": _vector, "VOP1_SDST": _vector, "VOPD": _vopd, "GLOBAL": _global, "FLAT": _global, "DS": _ds, "VOP3P": _vop3p,
             "SCRATCH": _scratch}
 
 def _handler(ins):
@@ -659,6 +660,10 @@ class AmdKernel:
     tx, ty, tz = tid % block[0], tid // block[0] % block[1], tid // (block[0] * block[1])
     packed = (tx | ty << 10 | tz << 20).astype(U64)
     STATS.dispatches += 1
+    if OBSERVERS:   # the launch as the packets describe it, for tools that replay dispatches elsewhere
+      desc = {"kernel": self.name, "entry": entry, "rsrc1": rsrc1, "rsrc2": rsrc2, "grid": (dx, dy, dz), "block": tuple(block),
+              "user": user, "lds_size": launch.lds_size, "scratch_size": launch.scratch_size, "float_mode": f1["float_mode"]}
+      for o in OBSERVERS: o("before", desc, mem)
     t0 = time.process_time()
     count = 0
     if self.native():
@@ -689,6 +694,7 @@ class AmdKernel:
     self.instructions += count
     STATS.instructions += count
     STATS.seconds += time.process_time() - t0
+    for o in OBSERVERS: o("after", desc, mem)
     return count
 
   def run_workgroup(self, launch, waves: list, wg: tuple, before: int) -> int:
