@@ -245,14 +245,14 @@ def campaign_cases(per_op: int = 6, seed: int = 0) -> list:
 
 CODE_ADDR = 0x10000
 
-def run_ours(code: bytes, seed: int, float_mode: int, executor: str):
+def run_ours(code: bytes, seed: int, float_mode: int):
   """(s, v, scc, pc offset) after one instruction on hcqdsl's executor, or the fault's message."""
   from hcqdsl.runtime.device import Memory, DeviceFault
   from hcqdsl.runtime.isa.rdna3 import AmdKernel, Launch, Wave
   st = state(seed)
   mem = Memory()
   mem.add(CODE_ADDR, 64, "code"); mem.write(CODE_ADDR, code.ljust(64, b"\0"))
-  k = AmdKernel("case", executor=executor)
+  k = AmdKernel("case")
   k.step_limit = 0   # the fault after the first instruction: the state after exactly one
   launch = Launch(k, mem, CODE_ADDR, True, float_mode, 0)
   w = Wave(CODE_ADDR, 0)
@@ -430,10 +430,10 @@ def _tinygrad_cache() -> pathlib.Path:
   from hcqdsl.runtime.kernels import kernel_cache
   return kernel_cache() / "rdna3-tinygrad-states.pkl"
 
-def campaign(per_op: int = 6, executors=("native", "numpy"), cache: bool = True) -> dict:
-  """Run every case on tinygrad's emulator and on this executor: per opcode its outcome. Returns
-  {"cases": [...], "results": {executor: [...]}, "tinygrad": [...]}. tinygrad's states are kept in a cache file
-  (by case) when `cache`, so a rerun only asks tinygrad about new cases."""
+def campaign(per_op: int = 6, cache: bool = True) -> dict:
+  """Run every case on tinygrad's emulator and on this executor. Returns {"cases": [...], "results": [...],
+  "tinygrad": [...]}. tinygrad's states are kept in a cache file (by case) when `cache`, so a rerun only asks tinygrad
+  about new cases."""
   import pickle
   cases = campaign_cases(per_op)
   alu = [i for i, (n, c, _, _) in enumerate(cases) if not _is_memory(bytes.fromhex(c))]
@@ -449,14 +449,13 @@ def campaign(per_op: int = 6, executors=("native", "numpy"), cache: bool = True)
   got = [known[(cases[i][1], cases[i][2], cases[i][3])] for i in alu]
   tg = ["tinygrad: not run (a memory instruction: its addresses are host addresses there)"] * len(cases)
   for i, r in zip(alu, got): tg[i] = r
-  results = {ex: [run_ours(bytes.fromhex(c), seed, fm, ex) for _, c, seed, fm in cases] for ex in executors}
-  return {"cases": cases, "results": results, "tinygrad": tg}
+  return {"cases": cases, "results": [run_ours(bytes.fromhex(c), seed, fm) for _, c, seed, fm in cases], "tinygrad": tg}
 
-def summarize(c: dict, executor: str = "native") -> dict:
+def summarize(c: dict) -> dict:
   """Per opcode: 'agree' (every case), 'unsupported' (this executor faults naming it unsupported in every case that
   ran), 'tinygrad-unsupported', or 'differs' with examples; and the totals."""
   per: dict = {}
-  for (name, code, seed, fm), ours, tg in zip(c["cases"], c["results"][executor], c["tinygrad"]):
+  for (name, code, seed, fm), ours, tg in zip(c["cases"], c["results"], c["tinygrad"]):
     b = bytes.fromhex(code)
     e = per.setdefault(name, {"agree": 0, "differ": [], "unsupported": 0, "tg_unsupported": 0, "cases": 0})
     e["cases"] += 1
@@ -470,9 +469,9 @@ def summarize(c: dict, executor: str = "native") -> dict:
 def record(path: pathlib.Path = CASES, per_op: int = 3):
   """Write the recorded cases: per case the opcode, bytes, seed, float mode and tinygrad's outcome (the digest of its
   normalized state, or its full destination rows for the TOLERANT opcodes, or 'tinygrad: ...' when it cannot run it)."""
-  c = campaign(per_op, executors=("native",))
+  c = campaign(per_op)
   rows = []
-  for (name, code, seed, fm), tg, ours in zip(c["cases"], c["tinygrad"], c["results"]["native"]):
+  for (name, code, seed, fm), tg, ours in zip(c["cases"], c["tinygrad"], c["results"]):
     b = bytes.fromhex(code)
     if isinstance(tg, str): exp = tg
     elif name.replace("_E32", "").replace("_E64", "") in TOLERANT:
@@ -520,10 +519,9 @@ if __name__ == "__main__":
   if a.record: print(len(record(per_op=a.per_op)), "cases recorded in", CASES); sys.exit(0)
   if a.campaign:
     c = campaign(a.per_op)
-    for ex in c["results"]:
-      per = summarize(c, ex)
-      agree_ops = sum(1 for e in per.values() if e["agree"] and not e["differ"] and e["agree"] + e["unsupported"] + e["tg_unsupported"] == e["cases"] and not e["unsupported"])
-      unsup = sum(1 for e in per.values() if e["unsupported"] == e["cases"])
-      differ = {n: e for n, e in per.items() if e["differ"]}
-      print(f"{ex}: {len(c['cases'])} cases over {len(per)} opcodes: {agree_ops} agree, {unsup} unsupported, {len(differ)} differ")
-      for n, e in sorted(differ.items()): print(f"  {n}: {len(e['differ'])}/{e['cases']} differ, e.g. {e['differ'][0][3][:200]}")
+    per = summarize(c)
+    agree_ops = sum(1 for e in per.values() if e["agree"] and not e["differ"] and not e["unsupported"])
+    unsup = sum(1 for e in per.values() if e["unsupported"] == e["cases"])
+    differ = {n: e for n, e in per.items() if e["differ"]}
+    print(f"{len(c['cases'])} cases over {len(per)} opcodes: {agree_ops} agree, {unsup} unsupported, {len(differ)} differ")
+    for n, e in sorted(differ.items()): print(f"  {n}: {len(e['differ'])}/{e['cases']} differ, e.g. {e['differ'][0][3][:200]}")

@@ -1,8 +1,9 @@
-"""The RDNA3 executor's compiled path: a kernel's instructions decoded once into a table of int64 rows, run by a C
-loop (rdna3_native.c) that calls each opcode's pseudocode translated to C (pcode_c.py) through a function pointer.
+"""The RDNA3 executor's engine: a kernel's instructions decoded once into a table of int64 rows, run by a C loop
+(rdna3_native.c) that calls each opcode's pseudocode translated to C (pcode_c.py) through a function pointer.
 
-Same semantics as the numpy interpreter in rdna3.py (the operand, modifier, denormal and write-back rules are its, row
-by row), at a few hundred nanoseconds per wave instruction instead of tens of microseconds. What is compiled, with the
+A row holds everything decided at decode time: the operands resolved (VGPR, SGPR, constant; VOP3 abs/neg, opsel
+halves, packed-math selection; FLOAT_MODE's denormal flushing per number format), the destination and how it is
+written (VGPR, SGPR, a lane mask), the memory access. What is compiled, with the
 host compiler (`$CC`, clang, cc, gcc; the C kernels' choice) and cached under the C kernels' cache directory by hash:
 the loop itself, and the opcodes in chunks of CHUNK (one library per chunk of an encoding's opcodes, translated and
 compiled the first time an instruction of the chunk runs anywhere on the machine). Nothing is compiled per kernel.
@@ -38,14 +39,14 @@ COL.update({n: C_Y + i for i, n in enumerate(_MEM_COLS)})
 COL.update({n: C_Y + len(_MEM_COLS) + i for i, n in enumerate(_CONST_COLS)})
 NCOL = 48
 _PARAMS = ["PROG", "INDEX", "BASE", "INDEX_LEN", "ENTRY", "GX", "GY", "GZ", "BX", "BY", "BZ", "NWG", "NUSER", "USER",
-           "ENABLES", "LDS_SIZE", "LDS", "FLUSH_IN", "FLUSH_OUT", "IEEE", "REGIONS", "NREGIONS", "MAX_INS", "COUNT",
+           "ENABLES", "LDS_SIZE", "LDS", "IEEE", "REGIONS", "NREGIONS", "MAX_INS", "COUNT",
            "STORES", "WG", "INWG", "WI", "TURN", "WAVES", "NWAVES", "FAULT", "FAULT_PC", "FAULT_A", "FAULT_B",
            "FAULT_WAVE", "SCRATCH", "SCRATCH_SIZE"]
 PAR = {n: i for i, n in enumerate(_PARAMS)}
 KINDS = {n: i for i, n in enumerate(["UNSUPPORTED", "SCALAR", "VECTOR", "VOPD", "NOP", "ENDPGM", "BARRIER", "SMEM",
                                      "GLOBAL", "DS", "WMMA", "SCRATCH"])}
 OPK = {"VGPR": 1, "SGPR": 2, "CONST": 3, "SCC": 4, "VCCZ": 5, "EXECZ": 6}
-FL = {"D_F32": 1, "VCC_FROM_S2": 2, "WMMA_BF16_IN": 4, "WAVE": 8, "D_HI": 16, "CLAMP_F32": 32, "CLAMP_F16": 64,
+FL = {"FLUSH_D": 1, "VCC_FROM_S2": 2, "WMMA_BF16_IN": 4, "WAVE": 8, "D_HI": 16, "CLAMP_F32": 32, "CLAMP_F16": 64,
       "CLAMP_F64": 128, "MIX": 256}
 # operand descriptor bits above the kind/register/width/modifier fields (rdna3_native.c's vread)
 SRC_HI16, SRC_PACKED, SRC_LO_FROM_HI, SRC_HI_FROM_HI, SRC_NEG_LO, SRC_NEG_HI = (1 << 31, 1 << 32, 1 << 33, 1 << 34,
@@ -167,11 +168,13 @@ def _fn(row: _Row, op, base: int = 0):
   row[COL["LANE_BITS"] + base] = _bitset(f.lane_bits)
   return f
 
-def _scalar_row(ins: Snap, row: _Row):
+def _scalar_row(ins: Snap, row: _Row, denorm: int = 0xF):
   f = _fn(row, ins.ins.op)
-  bits = ins.bits
+  bits, ft = ins.bits, ins.ftype
   for i, (fld, key) in enumerate((("ssrc0", "s0"), ("ssrc1", "s1"))):
-    if fld in ins.fields: row[COL["SRC0"] + i], row[COL["CVAL0"] + i] = _operand(getattr(ins, fld).offset, bits[key], ins)
+    if fld in ins.fields:
+      row[COL["SRC0"] + i], row[COL["CVAL0"] + i] = _operand(getattr(ins, fld).offset, bits[key], ins, 0, flushes(ft.get(key), denorm, True))
+  if flushes(ft.get("d"), denorm, False): row["FLAGS"] = FL["FLUSH_D"]
   if "simm16" in ins.fields: row["SIMM16"] = ins.simm16
   if ins.literal is not None: row["LIT"] = ins.literal
   sd = ins.sdst.offset if "sdst" in ins.fields else NULL
@@ -183,13 +186,19 @@ def _scalar_row(ins: Snap, row: _Row):
 
 CLAMPS = {"F32": "CLAMP_F32", "F16": "CLAMP_F16", "F64": "CLAMP_F64"}
 
-def _vector_row(ins: Snap, row: _Row, flush_in: bool, packed=None):
+def flushes(fmt, denorm: int, inputs: bool) -> bool:
+  """Whether FLOAT_MODE's denormal field (`denorm`: FP32 in bits 1:0, FP16/FP64 in bits 3:2) flushes a value of
+  number format `fmt` to signed zero: on inputs for modes 0 and 2, on results for modes 0 and 1."""
+  mode = denorm & 3 if fmt == "F32" else (denorm >> 2) & 3 if fmt in ("F16", "F64") else 3
+  return mode in ((0, 2) if inputs else (0, 1))
+
+def _vector_row(ins: Snap, row: _Row, denorm: int, packed=None):
   """VOP1/VOP2/VOP3/VOPC/VOP3SD rows (and VOP3P's: `packed` gives per source (extra descriptor bits, width), the
   half selection and negation of packed math)."""
   name, fields, ft, bits = ins.name, ins.fields, ins.ftype, ins.bits
   if getattr(ins, "omod", 0) or 0: raise DeviceFault("output modifiers (omod) are not supported")
   f = _fn(row, ins.ins.op)
-  flags = FL["D_F32"] if ft.get("d") == "F32" else 0
+  flags = FL["FLUSH_D"] if flushes(ft.get("d"), denorm, False) else 0
   if getattr(ins, "clmp", 0) or 0:
     if ft.get("d") not in CLAMPS or "D0" in f.lane_bits: raise DeviceFault("clamp of a non-float result is not supported")
     flags |= FL[CLAMPS[ft["d"]]]
@@ -203,7 +212,7 @@ def _vector_row(ins: Snap, row: _Row, flush_in: bool, packed=None):
     if fld not in fields or f"S{i}" not in f.reads and not (i == 2 and ("CNDMASK" in name or "_CI_" in name)): continue
     mods = ((neg >> i) & 1) | (((ab >> i) & 1) << 1)
     width = bits[key] if packed is None else packed[i][1]
-    d, c = _operand(getattr(ins, fld).offset, width, ins, mods, flush_in and ft.get(key) == "F32")
+    d, c = _operand(getattr(ins, fld).offset, width, ins, mods, flushes(ft.get(key), denorm, True) and packed is None)
     if (opsel >> i) & 1:
       if bits[key] != 16: raise DeviceFault("opsel on a 32-bit source is not supported")
       d |= SRC_HI16
@@ -235,16 +244,16 @@ def _vector_row(ins: Snap, row: _Row, flush_in: bool, packed=None):
   row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"], row["FLAGS"] = dst, mode, bits["d"], sdst, flags
   row["KIND"] = KINDS["VECTOR"]
 
-def _vopd_row(ins: Snap, row: _Row, flush_in: bool):
+def _vopd_row(ins: Snap, row: _Row, denorm: int):
   for base, (op, s0, s1, d) in zip((0, C_Y), ((ins.opx, ins.srcx0, ins.vsrcx1, ins.vdstx), (ins.opy, ins.srcy0, ins.vsrcy1, ins.vdsty))):
     vop = dual_op(op.name)
     f = _fn(row, vop, base)
     ft = operand_formats(vop)
     for i, (src, key) in enumerate(((s0, "s0"), (s1, "s1"))):
-      row[COL["SRC0"] + base + i], row[COL["CVAL0"] + base + i] = _operand(src.offset, 32, ins, 0, flush_in and ft.get(key) == "F32")
+      row[COL["SRC0"] + base + i], row[COL["CVAL0"] + base + i] = _operand(src.offset, 32, ins, 0, flushes(ft.get(key), denorm, True))
     if "D0" in f.reads: row[COL["D0_SRC"] + base] = _operand(d.offset, 32, ins)[0]
     row[COL["DST"] + base] = d.offset - 256
-    row[COL["FLAGS"] + base] = FL["D_F32"] if ft.get("d") == "F32" else 0
+    row[COL["FLAGS"] + base] = FL["FLUSH_D"] if flushes(ft.get("d"), denorm, False) else 0
   if ins.literal is not None: row["LIT"] = ins.literal
   row["KIND"] = KINDS["VOPD"]
 
@@ -300,7 +309,7 @@ def _memory_row(ins: Snap, row: _Row):
   row["M_DATA"], row["M_DATA1"], row["M_VDST"] = ins.data0.offset - 256, ins.data1.offset - 256, ins.vdst.offset - 256
   row["KIND"] = KINDS["DS"]
 
-def _vop3p_row(ins: Snap, row: _Row, flush_in: bool):
+def _vop3p_row(ins: Snap, row: _Row, denorm: int):
   """Packed math: each source's low and high halves as opsel/opsel_hi select them, negated by neg/neg_hi on float
   formats (v_dot*: NEG is the signedness, read by the pseudocode). v_fma_mix* select halves themselves (OPSEL,
   OPSEL_HI); their neg and neg_hi (abs) act on the value each source is taken as, f32 or the selected f16 half (the C
@@ -310,7 +319,7 @@ def _vop3p_row(ins: Snap, row: _Row, flush_in: bool):
   neg, neg_hi = ins.neg, ins.neg_hi
   fmts = ins.ftype
   if "MIX" in name:
-    _vector_row(ins, row, flush_in, [(0, 16 if (opsel_hi >> i) & 1 else 32) for i in range(3)])
+    _vector_row(ins, row, denorm, [(0, 16 if (opsel_hi >> i) & 1 else 32) for i in range(3)])
     row["FLAGS"] = row.c[COL["FLAGS"]] | FL["MIX"]
   else:
     is_float = any(fmts.get(k, "").endswith(("F16", "BF16", "F32")) for k in ("s0", "s1", "s2")) and "IU" not in name
@@ -320,7 +329,7 @@ def _vop3p_row(ins: Snap, row: _Row, flush_in: bool):
       if is_float:
         extra |= (SRC_NEG_LO if (neg >> i) & 1 else 0) | (SRC_NEG_HI if (neg_hi >> i) & 1 else 0)
       packed.append((extra, 16 if is_float else 32))
-    _vector_row(ins, row, flush_in, packed)
+    _vector_row(ins, row, denorm, packed)
   row["OPSEL"], row["OPSEL_HI"], row["NEG"], row["NEG_HI"] = opsel, opsel_hi, neg, neg_hi
 
 def _wmma_row(ins: Snap, row: _Row):
@@ -334,24 +343,24 @@ def _wmma_row(ins: Snap, row: _Row):
   row["FLAGS"] = FL["WMMA_BF16_IN"] if name.endswith("_BF16") else 0
   row["KIND"] = KINDS["WMMA"]
 
-def build_row(ins: Snap, size: int, flush_in: bool) -> tuple:
+def build_row(ins: Snap, size: int, denorm: int) -> tuple:
   """(row, unsupported message or None) for a decoded instruction."""
   row = _Row()
   cls = ins.cls.replace("_LIT", "")
   try:
-    if cls in ("SOP1", "SOP2", "SOPC", "SOPK"): _scalar_row(ins, row)
+    if cls in ("SOP1", "SOP2", "SOPC", "SOPK"): _scalar_row(ins, row, denorm)
     elif cls == "SOPP":
       name = ins.name
       if name in NOPS: row["KIND"] = KINDS["NOP"]
       elif name == "S_ENDPGM": row["KIND"] = KINDS["ENDPGM"]
       elif name == "S_BARRIER": row["KIND"] = KINDS["BARRIER"]
-      elif "BRANCH" in name: _scalar_row(ins, row)
+      elif "BRANCH" in name: _scalar_row(ins, row, denorm)
       else: raise DeviceFault("unsupported instruction")
-    elif cls in ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3_SDST", "VOP1_SDST"): _vector_row(ins, row, flush_in)
+    elif cls in ("VOP1", "VOP2", "VOP3", "VOP3SD", "VOPC", "VOP3_SDST", "VOP1_SDST"): _vector_row(ins, row, denorm)
     elif cls == "VOP3P":
       if "WMMA" in ins.name: _wmma_row(ins, row)
-      else: _vop3p_row(ins, row, flush_in)
-    elif cls == "VOPD": _vopd_row(ins, row, flush_in)
+      else: _vop3p_row(ins, row, denorm)
+    elif cls == "VOPD": _vopd_row(ins, row, denorm)
     elif cls in ("SMEM", "GLOBAL", "FLAT", "DS", "SCRATCH"): _memory_row(ins, row)
     else: raise DeviceFault(f"unsupported instruction format {ins.cls}")
   except DeviceFault as e: return _unsupported(str(e))
@@ -361,8 +370,8 @@ def build_row(ins: Snap, size: int, flush_in: bool) -> tuple:
 class NativeProgram:
   """A kernel's decoded rows: `index` maps (pc - base) / 4 to a row, -1 where there is none yet. Rows are added by
   `decode_at` (a worklist following branches from the PC), and the arrays rebuilt for the C loop."""
-  def __init__(self, kernel, flush_in: bool):
-    self.k, self.flush_in = kernel, flush_in
+  def __init__(self, kernel, denorm: int):
+    self.k, self.denorm = kernel, denorm   # FLOAT_MODE's denormal field (bits 7:4): the rows' flushing
     self.rows: list = []
     self.msgs: list = []          # per row: the unsupported instruction's message, or None
     self.pcs: list = []
@@ -375,11 +384,10 @@ class NativeProgram:
     while todo:
       p = todo.pop()
       while p not in self.at:
-        try: ins, h, size, text = self.k.fetch(mem, p)
+        try: ins, size, text = self.k.fetch(mem, p)
         except DeviceFault as e:
           row, msg = _unsupported(str(e)); size, ins = 4, None
-        else:
-          row, msg = build_row(ins, size, self.flush_in) if h is not None else _unsupported("unsupported instruction")
+        else: row, msg = build_row(ins, size, self.denorm)
         self.at[p] = len(self.rows)
         self.rows.append(row); self.msgs.append(msg); self.pcs.append(p)
         if ins is None or msg is not None: break
@@ -422,7 +430,7 @@ def _run(kernel, launch, P: np.ndarray, prog: NativeProgram, waves: np.ndarray, 
   P[PAR["WAVES"]], P[PAR["NWAVES"]] = waves.ctypes.data, len(waves)
   scratch = np.zeros(len(waves) * LANES * launch.scratch_size if launch.scratch_size else 1, np.uint8)
   P[PAR["SCRATCH"]], P[PAR["SCRATCH_SIZE"]] = scratch.ctypes.data, launch.scratch_size
-  P[PAR["FLUSH_IN"]], P[PAR["FLUSH_OUT"]], P[PAR["IEEE"]] = launch.flush_in, launch.flush_out, bool(launch.ieee)
+  P[PAR["IEEE"]] = bool(launch.ieee)
   P[PAR["MAX_INS"]] = kernel.max_instructions() - before
   P[PAR["ENTRY"]] = launch.entry
   while True:

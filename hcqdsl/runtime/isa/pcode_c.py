@@ -199,7 +199,7 @@ def conv(e: V, k: str) -> str:
   if k == "b": return f"({c} != 0)"
   if kind in FLOATS:
     if k == "f32": return c if kind == "f16" else f"((float){c})"
-    if k == "f64": return f"f2d({c})" if kind == "f32" else f"((double){c})"
+    if k == "f64": return f"f2d({c})"   # (an f16 is held in a float: the same bit-exact widening)
     if k == "f16": return f"hr({c})" if kind == "f32" else f"hrd({c})"
     if k == "i": return f"d2i({c})"
     if k == "u": return f"((uint64_t)d2i({c}))"
@@ -243,7 +243,7 @@ def truth(e: V) -> str:
   if e.kind == "r": return f"({e.code} != 0)"
   return f"({conv(e, e.kind if e.kind != 'cf' else 'f64')} != 0)"
 
-CMP = {"==", "!=", "<", ">", "<=", ">="}
+CMP = {"==", "!=", "<", ">", "<=", ">=", "<>"}
 def binop(op: str, a: V, b: V) -> V:
   if op == "||": return V(f"({truth(a)} || {truth(b)})", "b", 1)
   if op == "&&": return V(f"({truth(a)} && {truth(b)})", "b", 1)
@@ -253,7 +253,7 @@ def binop(op: str, a: V, b: V) -> V:
          "^": lambda: x ^ y, "<<": lambda: x << y, ">>": lambda: x >> y, "/": lambda: int(x / y) if y else 0,
          "%": lambda: x % y if y else 0, "**": lambda: x ** y}.get(op)
     if r is not None: return V(r(), "c")
-    if op in CMP: return V("1" if eval(f"{x} {op} {y}") else "0", "b", 1)
+    if op in CMP: return V("1" if eval(f"{x} {op.replace('<>', '!=')} {y}") else "0", "b", 1)
   if op in ("<<", ">>"):
     k = a.kind if a.kind not in ("c", "b", "r") else "u"
     if k in FLOATS: k = "u"
@@ -269,6 +269,7 @@ def binop(op: str, a: V, b: V) -> V:
   if k == "cf": k = "f64"
   x, y = conv(a, k), conv(b, k)
   w = max(a.width if a.kind not in ("c", "cf") else 0, b.width if b.kind not in ("c", "cf") else 0) or 64
+  if op == "<>": return V(f"(({x} < {y}) || ({x} > {y}))" if k in FLOATS else f"({x} != {y})", "b", 1)   # ordered: NaN is not <>
   if op in CMP: return V(f"({x} {op} {y})", "b", 1)
   if op == "/":
     if k in FLOATS: return V(f"({x} / {y})" if k != "f16" else f"hr({x} / {y})", k)
@@ -414,7 +415,7 @@ class _Fn:
 
 class _Expr:
   """Expression parser (precedence climbing) over one statement's tokens."""
-  BIN = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!="), ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"),
+  BIN = [("||",), ("&&",), ("|",), ("^",), ("&",), ("==", "!=", "<>"), ("<", ">", "<=", ">="), ("<<", ">>"), ("+", "-"),
          ("*", "/", "%"), ("**",)]
   def __init__(self, toks: list, fn: _Fn):
     self.t, self.i, self.fn = toks, 0, fn

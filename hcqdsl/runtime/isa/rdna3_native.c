@@ -54,6 +54,13 @@ static int fault(Ctx *c, int code, uint64_t pc, int64_t a, int64_t b) {
   return 1;
 }
 
+/* a denormal of the given width (16, 32, 64) as signed zero, for FLOAT_MODE's flushing (other bits kept) */
+static inline uint64_t flushed(uint64_t x, int bits) {
+  if (bits == 64) return (!(x & 0x7FF0000000000000ULL) && (x & 0xFFFFFFFFFFFFFULL)) ? x & 0x8000000000000000ULL : x;
+  if (bits == 16) return (!(x & 0x7C00ULL) && (x & 0x3FFULL)) ? x & ~0x7FFFULL : x;
+  return (!(x & 0x7F800000ULL) && (x & 0x7FFFFFULL)) ? x & ~0x7FFFFFFFULL : x;
+}
+
 static inline uint64_t sgpr_pair(uint32_t *w, int o) { return (uint64_t)w[o] | ((uint64_t)w[o + 1] << 32); }
 
 /* a scalar operand's raw bits (descriptor: kind | reg << 8 | bits << 20; constants resolved by native.py) */
@@ -90,11 +97,7 @@ static inline void vread(Ctx *c, uint32_t *w, int64_t d, int64_t cval, uint64_t 
     uint64_t sign = bits == 64 ? 1ULL << 63 : bits == 32 ? 1ULL << 31 : 1ULL << 15;
     for (int l = 0; l < LANES; l++) { if (mods & 2) out[l] &= ~sign; if (mods & 1) out[l] ^= sign; }
   }
-  if (fl && P[P_FLUSH_IN])
-    for (int l = 0; l < LANES; l++) {
-      uint64_t x = out[l];
-      if (!(x & 0x7F800000ULL) && (x & 0x7FFFFFULL)) out[l] = x & 0x80000000ULL;
-    }
+  if (fl) for (int l = 0; l < LANES; l++) out[l] = flushed(out[l], bits);
 }
 
 static inline uint64_t special(uint32_t *w, int reg) {
@@ -127,13 +130,13 @@ static inline uint64_t clamp_bits(uint64_t x, int64_t flags) {   /* the clamp mo
 
 static inline void write_v(Ctx *c, uint32_t *w, int64_t reg, uint64_t *val, int bits, uint32_t exec, int64_t flags) {
   uint32_t *v = w + 256 + reg * LANES;
-  int flush = P[P_FLUSH_OUT] && bits == 32 && (flags & FL_D_F32);
+  int flush = (flags & FL_FLUSH_D) != 0;
   int clamp = (flags & (FL_CLAMP_F32 | FL_CLAMP_F16 | FL_CLAMP_F64)) != 0;
   for (int l = 0; l < LANES; l++) {
     if (!((exec >> l) & 1)) continue;
     uint64_t x = val[l];
     if (clamp) x = clamp_bits(x, flags);
-    if (flush && !(x & 0x7F800000ULL) && (x & 0x7FFFFFULL)) x &= 0x80000000ULL;
+    if (flush) x = flushed(x, bits);
     if (bits > 32) { v[l] = (uint32_t)x; v[l + LANES] = (uint32_t)(x >> 32); }
     else if (bits == 16) v[l] = (flags & FL_D_HI) ? (v[l] & 0xFFFFu) | ((uint32_t)(x & 0xFFFF) << 16) : (v[l] & 0xFFFF0000u) | (uint32_t)(x & 0xFFFF);
     else v[l] = (uint32_t)x;
@@ -155,9 +158,19 @@ static void writeback(Ctx *c, uint32_t *w, int64_t *ins, int vector, int n) {
   if (writes & (1 << R_D0)) {
     if (lane_bits & (1 << R_D0)) write_mask(w, dst, mask_bits(r->r[R_D0], n, read_mask(w, dst), exec));
     else if (mode == DM_VGPR) write_v(c, w, dst, r->r[R_D0], (int)dbits, exec, COL(ins, C_FLAGS));
-    else write_s(w, dst, r->r[R_D0][0], (int)dbits);
+    else {   /* an SGPR: a 16-bit result is zero-extended; FLOAT_MODE flushes a denormal float result */
+      uint64_t x = r->r[R_D0][0];
+      if (COL(ins, C_FLAGS) & FL_FLUSH_D) x = flushed(x, (int)dbits);
+      write_s(w, dst, dbits == 16 ? x & 0xFFFF : x, (int)dbits);
+    }
   }
-  if (writes & (1 << R_D1)) write_mask(w, sdst, vector ? mask_bits(r->r[R_D1], n, read_mask(w, sdst), exec) : (uint32_t)r->r[R_D1][0]);
+  if (writes & (1 << R_D1)) {   /* D1: each lane's carry-out bit (bit 0 of its D1) into its bit of the mask */
+    uint32_t bits = 0;
+    if (vector && (lane_bits & (1 << R_D1))) bits = mask_bits(r->r[R_D1], n, 0, exec);
+    else if (vector) { for (int l = 0; l < LANES; l++) bits |= (uint32_t)(r->r[R_D1][l] & 1) << l; bits &= exec; }
+    else bits = (uint32_t)r->r[R_D1][0];
+    write_mask(w, sdst, bits);
+  }
   if (writes & (1 << R_SCC)) w[W_SCC] = (uint32_t)(r->r[R_SCC][0] & 1);
   if (writes & (1 << R_VCC)) {
     int64_t t = sdst < 0 ? SREG_VCC : sdst;
@@ -179,7 +192,11 @@ static void run_scalar(Ctx *c, uint32_t *w, int64_t *ins) {
   for (int k = 0; k < R_COUNT; k++) {
     if (!((args >> k) & 1)) continue;
     uint64_t x;
-    if (k <= R_S2) x = COL(ins, C_SRC0 + k) ? sread(w, COL(ins, C_SRC0 + k), COL(ins, C_CVAL0 + k)) : special(w, k);
+    if (k <= R_S2) {
+      int64_t d = COL(ins, C_SRC0 + k);
+      x = d ? sread(w, d, COL(ins, C_CVAL0 + k)) : special(w, k);
+      if ((d >> 30) & 1) x = flushed(x, (int)((d >> 20) & 0xff));
+    }
     else if (k == R_D0) x = COL(ins, C_D0_SRC) ? sread(w, COL(ins, C_D0_SRC), 0) : 0;
     else if (k == R_SIMM16) x = (uint64_t)COL(ins, C_SIMM16);
     else if (k == R_SIMM32) x = (uint64_t)COL(ins, C_LIT);
@@ -253,8 +270,8 @@ static void run_vopd(Ctx *c, uint32_t *w, int64_t *ins) {
     ((opfn)COL(ins, C_FN + b))(r, LANES, exec);
     if (!half) memcpy(dx, r->r[R_D0], sizeof dx);
   }
-  write_v(c, w, COL(ins, C_DST), dx, 32, exec, COL(ins, C_FLAGS) & FL_D_F32);
-  write_v(c, w, COL(ins, C_DST + C_Y), r->r[R_D0], 32, exec, COL(ins, C_FLAGS + C_Y) & FL_D_F32);
+  write_v(c, w, COL(ins, C_DST), dx, 32, exec, COL(ins, C_FLAGS) & FL_FLUSH_D);
+  write_v(c, w, COL(ins, C_DST + C_Y), r->r[R_D0], 32, exec, COL(ins, C_FLAGS + C_Y) & FL_FLUSH_D);
 }
 
 /* memory */
