@@ -185,6 +185,7 @@ def encodings(op, r: random.Random, n: int) -> list:
     else:
       for f, (fmt, bits, ot) in ops.items():
         if f in ("simm16", "simm32"): fields[f] = r.getrandbits(16 if f == "simm16" else 32); continue
+        if "WMMA" in op.name: ot = type(ot).OPR_VGPR   # (WMMA takes VGPR matrices only)
         fields[f] = _operand_values(r, f, fmt, bits, ot, dst)
       if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(_fmt(f[0]) in FLOAT_FMTS for k, f in ops.items() if k.startswith("src")):
         nsrc = sum(1 for k in ops if k.startswith("src"))
@@ -271,6 +272,10 @@ def _canon(d: np.ndarray, fmt: str, regs: list) -> None:
     x = d[r]
     if fmt in ("F32",):
       nan = ((x & 0x7F800000) == 0x7F800000) & ((x & 0x7FFFFF) != 0); x[nan] = 0x7FC00000
+    elif fmt in ("BF16",):   # (WMMA's bf16 results sit in the low halves)
+      h = x & 0xFFFF
+      nan = ((h & 0x7F80) == 0x7F80) & ((h & 0x7F) != 0)
+      x[nan] = (x[nan] & ~np.uint64(0xFFFF)) | np.uint64(0x7FC0)
     elif fmt in ("F16", "PK2_F16"):
       for sh in (0, 16):
         h = (x >> sh) & 0xFFFF
@@ -289,7 +294,7 @@ def _dests(code: bytes):
     return "VOPD", "F32", [i.vdstx.offset - 256, i.vdsty.offset - 256], []
   fmts = operand_formats(i.op)
   fmt = fmts.get("d", "B32")
-  bits = i.canonical_op_bits.get("d", 32)
+  bits = i.canonical_op_bits.get("d", 32) if "WMMA" not in i.op.name else 256   # a WMMA's D: 8 VGPRs
   vd, sd = [], []
   for f in ("vdst", "sdst"):
     if f in {n for n, _ in i._fields}:
@@ -452,18 +457,20 @@ def campaign(per_op: int = 6, cache: bool = True) -> dict:
   return {"cases": cases, "results": [run_ours(bytes.fromhex(c), seed, fm) for _, c, seed, fm in cases], "tinygrad": tg}
 
 def summarize(c: dict) -> dict:
-  """Per opcode: 'agree' (every case), 'unsupported' (this executor faults naming it unsupported in every case that
-  ran), 'tinygrad-unsupported', or 'differs' with examples; and the totals."""
+  """Per opcode: cases, agree, unsupported (this executor faults naming it unsupported), tg_unsupported (tinygrad's
+  emulator cannot run it), differ (with FLOAT_MODE 0xF0, tinygrad's kernels' mode) and differ_flush (FLOAT_MODE 0:
+  tinygrad's emulator models denormal flushing with x86 DAZ/FTZ, which does not touch selected operands, f16
+  conversions or compares the way the GPU's flush does), each difference as (bytes, seed, mode, what)."""
   per: dict = {}
   for (name, code, seed, fm), ours, tg in zip(c["cases"], c["results"], c["tinygrad"]):
     b = bytes.fromhex(code)
-    e = per.setdefault(name, {"agree": 0, "differ": [], "unsupported": 0, "tg_unsupported": 0, "cases": 0})
+    e = per.setdefault(name, {"agree": 0, "differ": [], "differ_flush": [], "unsupported": 0, "tg_unsupported": 0, "cases": 0})
     e["cases"] += 1
     if isinstance(ours, str) and "unsupported" in ours: e["unsupported"] += 1; continue
     if isinstance(tg, str): e["tg_unsupported"] += 1; continue
     ok, what = agree(b, ours, tg)
     if ok: e["agree"] += 1
-    else: e["differ"].append((code, seed, fm, what))
+    else: e["differ" if fm == 0xF0 else "differ_flush"].append((code, seed, fm, what))
   return per
 
 def record(path: pathlib.Path = CASES, per_op: int = 3):

@@ -18,7 +18,7 @@ import numpy as np
 from ..device import DeviceFault
 from ..kernels import find_cc, kernel_cache
 from . import pcode_c
-from .pcode import Unsupported
+from .pcode import Unsupported, corrected
 from .rdna3 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
                     is_sgpr, decode, disasm, LANES, NULL, VCC, EXEC, M0, SCC_SRC, VCCZ, EXECZ)
 
@@ -106,7 +106,7 @@ def _translation(op):
   """op's pseudocode as a pcode_c.CFunction, or the Unsupported saying why not."""
   pc = pcode_table("rdna3").get(op)
   if pc is None: return Unsupported("no pseudocode for this opcode")
-  try: return pcode_c.translate(pc, f"op_{type(op).__name__}_{op.name}", resolve_pcode)
+  try: return pcode_c.translate(corrected(op.name, pc), f"op_{type(op).__name__}_{op.name}", resolve_pcode)
   except Unsupported as e: return e
 
 def translates(op) -> bool:
@@ -168,6 +168,12 @@ def _fn(row: _Row, op, base: int = 0):
   row[COL["LANE_BITS"] + base] = _bitset(f.lane_bits)
   return f
 
+def _dest_bits(f, canonical: int) -> int:
+  """The destination bits written back: what the pseudocode's writes reach (`D0[31 : 16].f16 = ...` rewrites the
+  whole 32-bit register it read, `D0.f16 = ...` only the low half), else the operand table's width."""
+  if not f.d0_width: return canonical
+  return 16 if f.d0_width <= 16 else 32 if f.d0_width <= 32 else 64
+
 def _scalar_row(ins: Snap, row: _Row, denorm: int = 0xF):
   f = _fn(row, ins.ins.op)
   bits, ft = ins.bits, ins.ftype
@@ -178,10 +184,11 @@ def _scalar_row(ins: Snap, row: _Row, denorm: int = 0xF):
   if "simm16" in ins.fields: row["SIMM16"] = ins.simm16
   if ins.literal is not None: row["LIT"] = ins.literal
   sd = ins.sdst.offset if "sdst" in ins.fields else NULL
-  if "D0" in f.reads and sd != NULL: row["D0_SRC"] = _operand(sd, bits["d"], ins)[0]
+  dbits = _dest_bits(f, bits["d"])
+  if "D0" in f.reads and sd != NULL: row["D0_SRC"] = _operand(sd, max(dbits, 32), ins)[0]
   if "S0" in f.reads and "ssrc0" not in ins.fields and sd != NULL:   # SOPK: the register operand is the sdst field
     row["SRC0"], row["CVAL0"] = _operand(sd, bits["d"], ins)
-  row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"] = sd, DM["SGPR"], bits["d"], -1
+  row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"] = sd, DM["SGPR"], dbits, -1
   row["KIND"] = KINDS["SCALAR"]
 
 CLAMPS = {"F32": "CLAMP_F32", "F16": "CLAMP_F16", "F64": "CLAMP_F64"}
@@ -240,8 +247,9 @@ def _vector_row(ins: Snap, row: _Row, denorm: int, packed=None):
   if cls.startswith("VOPC"): mode, dst = DM["SGPR"], VCC
   elif "D0" in f.lane_bits or ins.vdst.offset < 256: mode, dst = DM["SGPR"], ins.vdst.offset   # compares; v_readlane
   else: mode, dst = DM["VGPR"], ins.vdst.offset - 256
-  if "D0" in f.reads and mode == DM["VGPR"]: row["D0_SRC"] = _operand(dst + 256, bits["d"], ins)[0]
-  row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"], row["FLAGS"] = dst, mode, bits["d"], sdst, flags
+  dbits = _dest_bits(f, bits["d"])
+  if "D0" in f.reads and mode == DM["VGPR"]: row["D0_SRC"] = _operand(dst + 256, dbits, ins)[0]
+  row["DST"], row["DST_MODE"], row["DBITS"], row["SDST"], row["FLAGS"] = dst, mode, dbits, sdst, flags
   row["KIND"] = KINDS["VECTOR"]
 
 def _vopd_row(ins: Snap, row: _Row, denorm: int):
@@ -335,6 +343,8 @@ def _vop3p_row(ins: Snap, row: _Row, denorm: int):
 def _wmma_row(ins: Snap, row: _Row):
   name = ins.name
   if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("WMMA with neg/opsel/clamp is not supported")
+  if min(ins.src0.offset, ins.src1.offset, ins.src2.offset, ins.vdst.offset) < 256:
+    raise DeviceFault("WMMA operands must be VGPRs")
   out = name.split("WMMA_", 1)[1].split("_", 1)[0]
   if out not in ("F32", "F16", "BF16"): raise DeviceFault("integer WMMA is not supported")
   row["SRC0"], row["SRC1"], row["SRC2"], row["DST"] = (ins.src0.offset - 256, ins.src1.offset - 256, ins.src2.offset - 256,

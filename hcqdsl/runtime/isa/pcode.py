@@ -7,7 +7,7 @@ num, id, op. `Unsupported` names a construct a translator cannot take (the execu
 from __future__ import annotations
 import re
 
-__all__ = ["Unsupported", "statements", "split_statements", "ACCESSORS", "KEYWORDS"]
+__all__ = ["Unsupported", "statements", "split_statements", "ACCESSORS", "KEYWORDS", "ERRATA", "corrected"]
 
 class Unsupported(Exception): pass
 
@@ -26,6 +26,56 @@ ACCESSORS = {"u1": ("u", 1), "u8": ("u", 8), "u16": ("u", 16), "u24": ("u", 24),
              "f16": ("f16", 16), "f32": ("f32", 32), "f64": ("f64", 64), "u2": ("u", 2), "u3": ("u", 3), "u4": ("u", 4),
              "i4": ("i", 4), "b2": ("u", 2), "b3": ("u", 3), "u5": ("u", 5), "u6": ("u", 6)}
 KEYWORDS = {"if", "then", "elsif", "else", "endif"}
+
+# The shipped pseudocode of a few opcodes is subtly wrong; tinygrad's emulator (test/mockgpu/amd/emu.py, its
+# _pcode_fixes and _fix_div_scale, checked on hardware) corrects it, and these are the same corrections: the division
+# helpers' scaling (v_div_fmas scales by 2**64 or 2**-64 by the exponent of S2, v_div_scale returns S0 unscaled except
+# where it must scale and sets VCC exactly when it does, v_div_fixup of a NaN quotient is a signed infinity), and
+# v_trig_preop takes the 53 bits of 2/PI from the top of the 1201-bit constant.
+_DIV_SCALE = """VCC.u64[laneId] = 0;
+if ((64'F(S2.{t}) == 0.0) || (64'F(S1.{t}) == 0.0)) then
+VCC.u64[laneId] = 1;
+D0.{t} = NAN.{t}
+elsif exponent(S2.{t}) - exponent(S1.{t}) >= {near} then
+VCC.u64[laneId] = 1;
+if S0.{t} == S1.{t} then
+D0.{t} = ldexp(S0.{t}, {sc})
+else
+D0.{t} = S0.{t}
+endif
+elsif divWouldBeDenorm(S2.{t}, S1.{t}) then
+VCC.u64[laneId] = 1;
+D0.{t} = S0.{t}
+elsif exponent(S2.{t}) <= {tiny} then
+{tinyvcc}D0.{t} = ldexp(S0.{t}, {sc})
+else
+D0.{t} = S0.{t}
+endif;
+if isDENORM(S1.{t}) then
+D0.{t} = NAN.{t}
+endif"""
+ERRATA = {
+  "V_DIV_SCALE_F32": _DIV_SCALE.format(t="f32", near=96, sc=64, tiny=23, tinyvcc="VCC.u64[laneId] = 1;\n"),
+  "V_DIV_SCALE_F64": _DIV_SCALE.format(t="f64", near=768, sc=128, tiny=53, tinyvcc=""),
+  "V_DIV_FMAS_F32": ("D0.f32 = 2.0F ** 32 * fma(S0.f32, S1.f32, S2.f32)",
+                     "D0.f32 = (exponent(S2.f32) > 127) ? (2.0F ** 64 * fma(S0.f32, S1.f32, S2.f32)) : (2.0F ** -64 * fma(S0.f32, S1.f32, S2.f32))"),
+  "V_DIV_FMAS_F64": ("D0.f64 = 2.0 ** 64 * fma(S0.f64, S1.f64, S2.f64)",
+                     "D0.f64 = (exponent(S2.f64) > 1023) ? (2.0 ** 128 * fma(S0.f64, S1.f64, S2.f64)) : (2.0 ** -128 * fma(S0.f64, S1.f64, S2.f64))"),
+  "V_DIV_FIXUP_F32": ("D0.f32 = sign_out ? -abs(S0.f32) : abs(S0.f32)",
+                      "D0.f32 = isNAN(S0.f32) ? (sign_out ? -INF.f32 : +INF.f32) : (sign_out ? -abs(S0.f32) : abs(S0.f32))"),
+  "V_DIV_FIXUP_F64": ("D0.f64 = sign_out ? -abs(S0.f64) : abs(S0.f64)",
+                      "D0.f64 = isNAN(S0.f64) ? (sign_out ? -INF : +INF) : (sign_out ? -abs(S0.f64) : abs(S0.f64))"),
+  "V_TRIG_PREOP_F64": ("result = 64'F((1201'B(2.0 / PI)[1200 : 0] << shift.u32) & 1201'0x1fffffffffffff)",
+                       "result = trig_preop_result(shift)"),
+}
+
+def corrected(name: str, pcode: str) -> str:
+  """The pseudocode of opcode `name` with the corrections above (its _E32/_E64 forms alike)."""
+  fix = ERRATA.get(name.replace("_E32", "").replace("_E64", ""))
+  if fix is None: return pcode
+  if isinstance(fix, str): return fix
+  if fix[0] not in pcode: raise Unsupported(f"the correction for {name} does not apply to its pseudocode")
+  return pcode.replace(*fix)
 
 def _strip(pc: str) -> str:   # the `//` comments
   return "\n".join(l.split("//")[0] for l in pc.split("\n"))

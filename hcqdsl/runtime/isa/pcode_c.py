@@ -133,12 +133,39 @@ static inline double fmax_np_d(double a, double b) { return a != a ? a : b != b 
 static inline double fmin_np_d(double a, double b) { return a != a ? a : b != b ? b : (a <= b ? a : b); }
 """
 
+def _two_over_pi_words() -> list:
+  """2/PI as the 1201-bit fraction v_trig_preop reads (bit 1200 the first bit after the point), in 19 u64 words from
+  the least significant; pi by Machin's formula in integers, 80 guard bits."""
+  prec = 1201 + 80
+  def atan_inv(x: int) -> int:   # atan(1/x) * 2**prec
+    total, term, k, x2 = 0, (1 << prec) // x, 1, x * x
+    while term:
+      total += term // k if (k // 2) % 2 == 0 else -(term // k)
+      term //= x2; k += 2
+    return total
+  pi = 16 * atan_inv(5) - 4 * atan_inv(239)   # pi * 2**prec
+  n = (2 << (prec + 1201)) // pi               # floor(2/pi * 2**1201)
+  return [(n >> (64 * i)) & MASK64 for i in range(19)]
+
+HEADER += ("static const uint64_t TWO_OVER_PI[19] = {" + ", ".join(f"{w:#x}ULL" for w in _two_over_pi_words()) + "};\n" + r"""
+static inline double trig_preop(int64_t shift) {  /* the 53 bits of 2/PI from bit 1148 - shift up, as an integer */
+  int64_t pos = 1148 - shift;
+  if (pos < 0) pos = 0;
+  uint64_t lo = TWO_OVER_PI[pos >> 6], hi = (pos >> 6) + 1 < 19 ? TWO_OVER_PI[(pos >> 6) + 1] : 0;
+  int off = (int)(pos & 63);
+  uint64_t bits = ((lo >> off) | (off ? hi << (64 - off) : 0)) & 0x1FFFFFFFFFFFFFULL;
+  return (double)bits;
+}
+""")
+
 class CFunction:
   """One opcode's C function `void NAME(Regs *r, int n, uint32_t active)`: `source`; `reads`/`writes` the registers
   (REG_INDEX) it reads and assigns; `lane_bits` those it writes one bit per lane (`VCC.u64[laneId] = ...`)."""
-  def __init__(self, name: str, source: str, reads: set, writes: set, lane_bits: set, cross_lane: bool = False):
+  def __init__(self, name: str, source: str, reads: set, writes: set, lane_bits: set, cross_lane: bool = False,
+               d0_width: int = 0):
     self.name, self.source, self.reads, self.writes, self.lane_bits = name, source, reads, writes, lane_bits
     self.cross_lane = cross_lane   # reads or writes VGPR[lane][reg]: runs once per wave, not per lane
+    self.d0_width = d0_width       # bits of D0 its writes reach (D0.f16: 16, D0[31 : 16].f16: 32, D0.u64: 64)
 
 # ---- values: (C expression, kind, bit width); kinds u i f16 f32 f64 b w, c (an integer constant: the expression is
 # its Python int), cf (a float constant: a Python float), r (raw bits of a register or local container, uint64_t)
@@ -301,7 +328,7 @@ def call(name: str, args: list, rtz: bool = False) -> V:
     return V(f"({conv(a, 'i')} < 0)", "b", 1)
   if name == "exponent":
     k = ak if ak in FLOATS else "f32"
-    return V(f"exp_{k}({conv(a, k)})", "u", 16)
+    return V(f"(int64_t)exp_{k}({conv(a, k)})", "i", 16)   # signed: exponent differences are compared
   if name == "signext": return V(conv(a, "i") if a.kind != "u" else f"((int64_t){a.code})", "i")
   if name == "abs":
     if ak == "f64": return V(f"fabs({a.code})", "f64")
@@ -364,6 +391,10 @@ def call(name: str, args: list, rtz: bool = False) -> V:
   if name in ("f16_to_i16", "f16_to_u16"):
     lo, hi = (-32768.0, 32767.0) if name == "f16_to_i16" else (0.0, 65535.0)
     return V(f"sat_i({conv(a, 'f64')}, {lo}, {hi})", "i" if name == "f16_to_i16" else "u", 16)
+  if name == "divWouldBeDenorm":
+    k = "f64" if ak == "f64" else "f32"
+    return V(f"((int64_t)exp_{k}({conv(a, k)}) - (int64_t)exp_{k}({conv(args[1], k)}) < {-1022 if k == 'f64' else -126})", "b", 1)
+  if name == "trig_preop_result": return V(f"trig_preop({conv(a, 'i')})", "f64")
   if name == "countbits": return V(f"(uint64_t)__builtin_popcountll({conv(a, 'u')})", "u", 32)
   if name == "reverse_bits": return V(f"brev({conv(a, 'u')}, {a.width})", "u", a.width)
   if name in ("u8_to_u32", "u4_to_u32"): return V(f"({conv(a, 'u')} & {0xff if name == 'u8_to_u32' else 0xf}ULL)", "u", 32)
@@ -375,7 +406,7 @@ FUNCS = {"isNAN", "isSignalNAN", "isQuietNAN", "cvtToQuietNAN", "sign", "exponen
          "f64_to_i32", "f32_to_u32", "f64_to_u32", "trunc", "floor", "ceil", "sqrt", "log2", "exp", "sin", "cos", "pow",
          "fma", "max", "min", "isEven", "fract", "ldexp", "signext_from_bit", "u16_to_f16", "i16_to_f16", "f16_to_i16",
          "f16_to_u16", "countbits", "reverse_bits", "u8_to_u32", "u4_to_u32", "bf16_to_f32", "isDENORM", "mantissa",
-         "v_cvt_i16_f32", "v_cvt_u16_f32", "i32_to_i16", "u32_to_u16"}
+         "v_cvt_i16_f32", "v_cvt_u16_f32", "i32_to_i16", "u32_to_u16", "divWouldBeDenorm", "trig_preop_result"}
 # constants read with an accessor (`NAN.f32`) or bare: (f32 bits, f64 bits)
 FLOAT_CONSTS = {"NAN": (0x7FC00000, 0x7FF8000000000000), "UNDERFLOW_F32": (1, None), "OVERFLOW_F32": (0x7F7FFFFF, None),
                 "UNDERFLOW_F64": (None, 1), "OVERFLOW_F64": (None, 0x7FEFFFFFFFFFFFFF)}
@@ -399,6 +430,7 @@ class _Fn:
     self.ret = None             # inside a lambda body with statements: (result variable, [its kind], end label)
     self.rtz = False            # ROUND_MODE = ROUND_TOWARD_ZERO in effect
     self.vgpr = False           # reads or writes VGPR[lane][reg] (cross-lane)
+    self.d0_width = 0           # the highest bit of D0 a write reaches, + 1
 
   def tmp(self) -> str:
     self.n += 1
@@ -835,6 +867,9 @@ class _Block:
       if name not in WRITABLE: raise Unsupported(f"write to {name}")
       fn.writes.add(name); fn.reads.add(name)
       c = name
+      if name == "D0":
+        w = (sl[0] + 1) if isinstance(sl, tuple) else 64 if sl is not None or lane else ACCESSORS[acc][1] if acc else 0
+        fn.d0_width = max(fn.d0_width, w)
     else:
       if name in fn.params: raise Unsupported(f"write to `{name}`")
       if name not in fn.locals:
@@ -893,4 +928,4 @@ def translate(pcode: str, name: str, resolve: Optional[Callable] = None) -> CFun
   src = (f"void {name}(Regs *r, int n, uint32_t active) {{\n"
          f"  for (int laneId = 0; laneId < n; laneId++) {{\n    if (!((active >> laneId) & 1)) continue;\n"
          f"    {load}\n" + "\n".join("  " + l for l in body) + f"\n    {store}\n  }}\n}}\n")
-  return CFunction(name, src, set(fn.reads | fn.writes), set(fn.writes), set(fn.lane_bits), fn.vgpr)
+  return CFunction(name, src, set(fn.reads | fn.writes), set(fn.writes), set(fn.lane_bits), fn.vgpr, fn.d0_width)

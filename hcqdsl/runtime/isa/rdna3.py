@@ -14,7 +14,7 @@ import functools, time
 import numpy as np
 from ...ir import U32_MAX
 from ..device import DeviceFault
-from .pcode import Unsupported
+from .pcode import Unsupported, corrected
 
 __all__ = ["AmdKernel", "Launch", "Wave", "Stats", "disasm", "decode", "coverage", "STATS", "Snap", "pcode_table",
            "operand_formats", "dual_op", "access_width", "constant_operand", "is_sgpr", "resolve_pcode", "NOPS", "MEM_SIZE",
@@ -70,7 +70,8 @@ def resolve_pcode(name: str):
   for en in ("VOP3Op", "VOP2Op", "VOP1Op", "SOP2Op", "SOP1Op"):
     e = getattr(enum, en)
     for cand in (up, up + "_E64", up + "_E32"):
-      if cand in e.__members__ and e[cand] in pcode_table("rdna3"): return pcode_table("rdna3")[e[cand]], operand_formats(e[cand]).get("d", "B32")
+      if cand in e.__members__ and e[cand] in pcode_table("rdna3"):
+        return corrected(cand, pcode_table("rdna3")[e[cand]]), operand_formats(e[cand]).get("d", "B32")
   return None
 
 def decode(data: bytes):
