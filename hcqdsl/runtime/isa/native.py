@@ -147,7 +147,8 @@ def _operand(o: int, bits: int, ins, mods: int = 0, flush: bool = False) -> tupl
   if o == SCC_SRC: return OPK["SCC"] | extra, 0
   if o == VCCZ: return OPK["VCCZ"] | extra, 0
   if o == EXECZ: return OPK["EXECZ"] | extra, 0
-  v = constant_operand(o, bits, ins)
+  # packed math (bits 16 from _vop3p_row): float constants as f16 in the low half, integer ones their 32 bits
+  v = constant_operand(o, 32 if bits == 16 and 128 <= o <= 208 and ins.cls.startswith("VOP3P") else bits, ins)
   return OPK["CONST"] | extra, v - (1 << 64) if v >= 1 << 63 else v
 
 class _Row:
@@ -203,15 +204,15 @@ def _vector_row(ins: Snap, row: _Row, denorm: int, packed=None):
   """VOP1/VOP2/VOP3/VOPC/VOP3SD rows (and VOP3P's: `packed` gives per source (extra descriptor bits, width), the
   half selection and negation of packed math)."""
   name, fields, ft, bits = ins.name, ins.fields, ins.ftype, ins.bits
-  if getattr(ins, "omod", 0) or 0: raise DeviceFault("output modifiers (omod) are not supported")
+  if getattr(ins, "omod", 0) or 0: raise DeviceFault("unsupported instruction (the omod output modifier)")
   f = _fn(row, ins.ins.op)
   flags = FL["FLUSH_D"] if flushes(ft.get("d"), denorm, False) else 0
   if getattr(ins, "clmp", 0) or 0:
-    if ft.get("d") not in CLAMPS or "D0" in f.lane_bits: raise DeviceFault("clamp of a non-float result is not supported")
+    if ft.get("d") not in CLAMPS or "D0" in f.lane_bits: raise DeviceFault("unsupported instruction (clamp of a non-float result)")
     flags |= FL[CLAMPS[ft["d"]]]
   opsel = 0 if packed is not None else getattr(ins, "opsel", 0) or 0   # VOP3: bit i the high half of source i, bit 3 of D
   if opsel & 8:
-    if bits["d"] != 16: raise DeviceFault("opsel on a 32-bit destination is not supported")
+    if bits["d"] != 16: raise DeviceFault("unsupported instruction (opsel on a 32-bit destination)")
     flags |= FL["D_HI"]
   neg, ab = (getattr(ins, "neg", 0) or 0, getattr(ins, "abs", 0) or 0) if packed is None else (0, 0)
   if f.cross_lane: flags |= FL["WAVE"]
@@ -221,7 +222,7 @@ def _vector_row(ins: Snap, row: _Row, denorm: int, packed=None):
     width = bits[key] if packed is None else packed[i][1]
     d, c = _operand(getattr(ins, fld).offset, width, ins, mods, flushes(ft.get(key), denorm, True) and packed is None)
     if (opsel >> i) & 1:
-      if bits[key] != 16: raise DeviceFault("opsel on a 32-bit source is not supported")
+      if bits[key] != 16: raise DeviceFault("unsupported instruction (opsel on a 32-bit source)")
       d |= SRC_HI16
     if packed is not None: d |= packed[i][0]
     row[COL["SRC0"] + i], row[COL["CVAL0"] + i] = d, c
@@ -342,11 +343,11 @@ def _vop3p_row(ins: Snap, row: _Row, denorm: int):
 
 def _wmma_row(ins: Snap, row: _Row):
   name = ins.name
-  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("WMMA with neg/opsel/clamp is not supported")
+  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("unsupported instruction (WMMA with neg, opsel or clamp)")
   if min(ins.src0.offset, ins.src1.offset, ins.src2.offset, ins.vdst.offset) < 256:
-    raise DeviceFault("WMMA operands must be VGPRs")
+    raise DeviceFault("unsupported instruction (WMMA operands that are not VGPRs)")
   out = name.split("WMMA_", 1)[1].split("_", 1)[0]
-  if out not in ("F32", "F16", "BF16"): raise DeviceFault("integer WMMA is not supported")
+  if out not in ("F32", "F16", "BF16"): raise DeviceFault("unsupported instruction (integer WMMA)")
   row["SRC0"], row["SRC1"], row["SRC2"], row["DST"] = (ins.src0.offset - 256, ins.src1.offset - 256, ins.src2.offset - 256,
                                                         ins.vdst.offset - 256)
   row["DBITS"] = {"F32": 0, "F16": 1, "BF16": 2}[out]
