@@ -25,7 +25,8 @@ from .rdna3 import (Snap, pcode_table, operand_formats, dual_op, access_width, c
 __all__ = ["available", "NativeProgram", "run_dispatch", "run_workgroup", "opcode_function", "translates", "CHUNK"]
 
 CHUNK = 64   # opcodes per compiled library
-FLAGS = ["-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv"]
+FLAGS = ["-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv"]   # the opcode libraries
+LOOP_FLAGS = ["-O2"] + FLAGS[1:]   # the loop (small, hot)
 
 # ---- the row and parameter layouts, shared with the C as #defines
 _COLS = ["KIND", "SIZE", "FN", "ARGS", "WRITES", "LANE_BITS", "SRC0", "SRC1", "SRC2", "CVAL0", "CVAL1", "CVAL2", "DST",
@@ -69,16 +70,16 @@ def _defines() -> str:
 
 _LOCK = threading.Lock()
 
-def _compile(source: str, tag: str) -> ctypes.CDLL:
+def _compile(source: str, tag: str, flags: list = FLAGS) -> ctypes.CDLL:
   cc = find_cc()
   if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
-  key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
+  key = hashlib.sha256(f"{cc}\0{' '.join(flags)}\0{source}".encode()).hexdigest()[:24]
   so = kernel_cache() / f"isa-{tag}-{key}.so"
   if not so.exists():
     src = so.with_suffix(".c")
     src.write_text(source)
     tmp = so.with_suffix(f".{os.getpid()}.tmp")
-    r = subprocess.run([cc, *FLAGS, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True)
+    r = subprocess.run([cc, *flags, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True)
     if r.returncode != 0: raise Unsupported(f"the native executor's {tag} does not compile: {r.stderr.strip()[:2000]}")
     os.replace(tmp, so)   # atomic: concurrent runs share the cache
   return ctypes.CDLL(str(so))
@@ -86,7 +87,7 @@ def _compile(source: str, tag: str) -> ctypes.CDLL:
 @functools.lru_cache(maxsize=None)
 def _runtime():
   text = (pathlib.Path(__file__).parent / "rdna3_native.c").read_text()
-  lib = _compile(pcode_c.HEADER + _defines() + text, "loop")
+  lib = _compile(pcode_c.HEADER + _defines() + text, "loop", LOOP_FLAGS)
   fn = lib.hcq_run
   fn.argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
   return lib, fn
@@ -115,18 +116,41 @@ def translates(op) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _chunk(enum_name: str, index: int):
-  """(library, {opcode: CFunction}, {opcode: why not}) for one chunk of an encoding's opcodes."""
-  from tinygrad.runtime.autogen.amd.rdna3 import enum
-  ops = sorted(getattr(enum, enum_name), key=lambda o: o.value)[index * CHUNK:(index + 1) * CHUNK]
+  """(library, {opcode: CFunction}, {opcode: why not}) for one chunk of an encoding's opcodes. A compiled chunk is
+  found by a key over the translator's source and the chunks' pseudocode, with its functions' registers in a JSON file
+  beside it, so a cached chunk costs no translation."""
+  import json
+  from tinygrad.runtime.autogen.amd import rdna3 as arch
+  ops = sorted(getattr(arch.enum, enum_name), key=lambda o: o.value)[index * CHUNK:(index + 1) * CHUNK]
+  cc = find_cc()
+  if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
+  here = pathlib.Path(__file__).parent
+  table = pcode_table("rdna3")
+  key = hashlib.sha256("\0".join([cc, " ".join(FLAGS), (here / "pcode_c.py").read_text(), (here / "pcode.py").read_text(),
+                                   *(f"{op.name}:{table.get(op)}" for op in ops)]).encode()).hexdigest()[:24]
+  meta = kernel_cache() / f"isa-{enum_name}-{index}-{key}.json"
+  if meta.exists():
+    m = json.loads(meta.read_text())
+    fns = {op: pcode_c.CFunction(d["name"], "", set(d["reads"]), set(d["writes"]), set(d["lane_bits"]), d["cross_lane"], d["d0_width"])
+           for op in ops if (d := m.get(op.name)) and "name" in d}
+    why = {op: m[op.name]["why"] for op in ops if op.name in m and "why" in m[op.name]}
+    lib = ctypes.CDLL(m["library"]) if fns and os.path.exists(m["library"]) else None
+    if lib is not None or not fns: return lib, fns, why
   fns, why = {}, {}
   for op in ops:
     t = _translation(op)
     if isinstance(t, Unsupported): why[op] = str(t)
     else: fns[op] = t
-  if not fns: return None, fns, why
-  lib = _compile(pcode_c.HEADER + "\n".join(f.source for f in fns.values()), f"{enum_name}-{index}")
+  lib = _compile(pcode_c.HEADER + "\n".join(f.source for f in fns.values()), f"{enum_name}-{index}") if fns else None
+  m = {op.name: {"name": f.name, "reads": sorted(f.reads), "writes": sorted(f.writes), "lane_bits": sorted(f.lane_bits),
+                 "cross_lane": f.cross_lane, "d0_width": f.d0_width} for op, f in fns.items()}
+  m.update({op.name: {"why": w} for op, w in why.items()})
+  m["library"] = lib._name if lib is not None else ""
+  tmp = meta.with_suffix(f".{os.getpid()}.tmp")
+  tmp.write_text(json.dumps(m)); os.replace(tmp, meta)
   return lib, fns, why
 
+@functools.lru_cache(maxsize=None)
 def opcode_function(op):
   """(address of op's compiled pseudocode, CFunction) or Unsupported."""
   values = sorted(o.value for o in _enum_of(op))
@@ -378,6 +402,8 @@ def build_row(ins: Snap, size: int, denorm: int) -> tuple:
   row["SIZE"] = size
   return row.c, None
 
+_ROWS: dict = {}   # (instruction bytes, denormal mode) -> (row, unsupported message)
+
 class NativeProgram:
   """A kernel's decoded rows: `index` maps (pc - base) / 4 to a row, -1 where there is none yet. Rows are added by
   `decode_at` (a worklist following branches from the PC), and the arrays rebuilt for the C loop."""
@@ -398,7 +424,11 @@ class NativeProgram:
         try: ins, size, text = self.k.fetch(mem, p)
         except DeviceFault as e:
           row, msg = _unsupported(str(e)); size, ins = 4, None
-        else: row, msg = build_row(ins, size, self.denorm)
+        else:
+          key = (ins.raw, self.denorm)   # rows are content-addressed too: a kernel run again decodes nothing
+          got = _ROWS.get(key)
+          if got is None: got = _ROWS[key] = build_row(ins, size, self.denorm)
+          row, msg = got
         self.at[p] = len(self.rows)
         self.rows.append(row); self.msgs.append(msg); self.pcs.append(p)
         if ins is None or msg is not None: break
