@@ -3,12 +3,20 @@ workload in examples/tinygrad; plus the waits and signals each planner emits. Ca
 once before timing), so the difference is emit's own work: reading buffers, kernels, planning, formatting.
 Times are best of --repeat runs; the last column is emit's best own time over tinygrad's best time inside emit (tinygrad's
 time includes resolving call arguments to Buffers, `UOp.buffer`: run_linear does that for the same arguments too).
-  python benchmarks/emit.py [--repeat 5]"""
-import argparse, os, pathlib, statistics, sys, time
+  python benchmarks/emit.py [--repeat 5]
+
+--decode LAYERS DIM [VOCAB]: examples/tinygrad/gpt2_decode.py at that size, 6 calls (TinyJit: call 1 eager, 5
+launches), side by side in one run, each in its own process: tinygrad's own TinyJit over the calls, then `hcqdsl emit
+-o` (the program and its safetensors data file), `hcqdsl check` and `hcqdsl run` of what it wrote; wall time and peak
+RSS of each. 8 512 is the 26M-parameter decode of issue 23, 12 768 50257 GPT-2 small's shape (124M parameters).
+  python benchmarks/emit.py --decode 8 512"""
+import argparse, os, pathlib, sys, time
 os.environ.setdefault("DEV", "CPU")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from hcqdsl import emit as E
+from hcqdsl.tinygrad.script import load_function, call_script
+from hcqdsl.tinygrad.schedule import schedule
+from hcqdsl.tinygrad.planners import program
 from hcqdsl.ir import Wait, Epoch, SignalWrite
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
@@ -28,29 +36,82 @@ def stats(prog):
   return dict(queues=len(prog.queues), waits=waits, epochs=epochs, host_waits=hwaits, signal_writes=writes,
               host_writes=hwrites, signals=sigs, warnings=warns)
 
+DECODE = """
+import sys, time, resource
+sys.path.insert(0, {ex!r})
+import gpt2_decode as m
+kw = dict(layers={layers}, dim={dim}, vocab={vocab}, heads=max(1, {dim} // 64))
+t0 = time.perf_counter()
+if {which!r} == "tinygrad": m.reference(0, 6, **kw)
+else:
+  import hcqdsl, pathlib
+  from hcqdsl.lang.format import format_program
+  from hcqdsl.lang.sidecar import move_out
+  out = pathlib.Path({out!r})
+  prog = move_out(hcqdsl.emit_jit(*m.main(0, 6, **kw)), str(out.with_suffix(".safetensors")), out.with_suffix(".safetensors").name)
+  out.write_text(format_program(prog))
+print(f"{{time.perf_counter() - t0:.1f}} {{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}}")
+"""
+
+CLI = ("import sys, resource; from hcqdsl.cli import main; rc = main(sys.argv[1:]); "
+       "sys.stderr.write(f'PEAK {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}\\n'); sys.exit(rc)")
+
+def measure(argv: list) -> tuple:
+  """(wall seconds, the subprocess's completed result); each child reports its own peak RSS."""
+  import subprocess
+  t0 = time.perf_counter()
+  r = subprocess.run(argv, capture_output=True, text=True, env={**os.environ, "DEV": "CPU"})
+  if r.returncode != 0: raise SystemExit(f"{argv[:4]} failed:\n{r.stdout[-1000:]}{r.stderr[-2000:]}")
+  return time.perf_counter() - t0, r
+
+def decode(layers: int, dim: int, vocab: int):
+  import tempfile
+  ex, tmp = str(ROOT / "examples" / "tinygrad"), tempfile.mkdtemp(prefix="hcqdsl-bench-")
+  out = f"{tmp}/decode.hcq"
+  params = layers * 12 * dim * dim + (vocab + 16) * dim   # blocks, token and position embeddings (the head is tied)
+  print(f"gpt2_decode.py: {layers} layers, dim {dim}, vocab {vocab}: {params / 1e6:.1f}M parameters, 6 calls\n")
+  print("| step | wall s | peak RSS MB |")
+  print("| --- | --- | --- |")
+  rows = {}
+  for which in ("tinygrad", "hcqdsl"):
+    code = DECODE.format(ex=ex, layers=layers, dim=dim, vocab=vocab, which=which, out=out)
+    wall, r = measure([sys.executable, "-c", code])
+    inner, peak = r.stdout.split()[-2:]
+    rows[which] = (wall, float(peak))
+    print(f"| {'tinygrad TinyJit, 6 calls' if which == 'tinygrad' else 'hcqdsl emit -o (text + data file)'} | {wall:.1f} | {peak} |")
+  sizes = (os.path.getsize(out), os.path.getsize(out.replace(".hcq", ".safetensors")))
+  for cmd in ("check", "run"):
+    wall, r = measure([sys.executable, "-c", CLI, cmd, out])
+    last = (r.stdout.strip().splitlines() or [""])[-1]
+    print(f"| hcqdsl {cmd} ({last[:48]}) | {wall:.1f} | {r.stderr.split('PEAK ')[-1].strip()} |")
+  print(f"\nemit / tinygrad wall time: {rows['hcqdsl'][0] / rows['tinygrad'][0]:.2f}x; text {sizes[0] / 1e6:.2f} MB, "
+        f"data file {sizes[1] / 1e6:.1f} MB")
+
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--repeat", type=int, default=5)
+  ap.add_argument("--decode", type=int, nargs="+", metavar="LAYERS DIM [VOCAB]")
   a = ap.parse_args()
+  if a.decode: return decode(a.decode[0], a.decode[1], a.decode[2] if len(a.decode) > 2 else 64)
   from tinygrad import Tensor
   ex = ROOT / "examples" / "tinygrad"
   print("| workload | cmds | tinygrad realize ms | emit ms | overhead | plan+format ms (hcqdsl / tinygrad) | emit's own work / tinygrad's, same run |")
   print("| --- | --- | --- | --- | --- | --- | --- |")
   table = []
   for name, spec in WORKLOADS:
-    fn = E.load_function(str(ex / spec))
-    Tensor.realize(*E.call_script(fn))  # warm tinygrad's compile caches
+    fn = load_function(str(ex / spec))
+    Tensor.realize(*call_script(fn))  # warm tinygrad's compile caches
     tg, em, pl, own, tgin = [], [], {"hcqdsl": [], "tinygrad": []}, [], []
     for _ in range(a.repeat):
-      ts = E.call_script(fn)
+      ts = call_script(fn)
       t0 = time.perf_counter(); Tensor.realize(*ts); tg.append(time.perf_counter() - t0)
-      ts = E.call_script(fn)
+      ts = call_script(fn)
       t0 = time.perf_counter()
       tim: dict = {}
-      s = E.schedule(*ts, timings=tim)
+      s = schedule(*ts, timings=tim)
       progs = {}
       for p in ("hcqdsl", "tinygrad"):
-        t1 = time.perf_counter(); progs[p] = E.program(s, p); format_program(progs[p]); pl[p].append(time.perf_counter() - t1)
+        t1 = time.perf_counter(); progs[p] = program(s, p); format_program(progs[p]); pl[p].append(time.perf_counter() - t1)
       # `hcqdsl emit` (default planner) = schedule + run + collect + the hcqdsl planner + format
       em.append(time.perf_counter() - t0 - pl["tinygrad"][-1])
       own.append(tim["total"] - tim["tinygrad"] + pl["hcqdsl"][-1]); tgin.append(tim["tinygrad"])

@@ -156,7 +156,7 @@ def scanner_at(rev: str):
   """`hcqdsl.lang.scan.scan` as of git revision `rev`, loaded beside this tree's (same package, same IR)."""
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
   src = subprocess.run(["git", "show", f"{rev}:hcqdsl/lang/scan.py"], cwd=root, capture_output=True, text=True, check=True).stdout
-  mod = types.ModuleType(f"hcqdsl._scan_{rev}"); mod.__package__ = "hcqdsl"
+  mod = types.ModuleType(f"hcqdsl.lang._scan_{rev}"); mod.__package__ = "hcqdsl.lang"
   exec(compile(src, f"{rev}:hcqdsl/lang/scan.py", "exec"), mod.__dict__)
   return mod.scan
 

@@ -5,28 +5,34 @@
     hcqdsl.check(prog, launches=2)                # list of Diagnostic
     img = hcqdsl.compile_program(prog, "gfx942")  # PM4/SDMA command buffers, patch table, memory plan
     hcqdsl.run(prog, launches=3, seed=1)          # the built-in AMD emulator
+    hcqdsl.replay(prog, hcqdsl.witnesses(prog, hcqdsl.check(prog), 2))   # check's races and hangs, seen happen
     hcqdsl.emit(*tensors)                         # a Program from a tinygrad schedule
     hcqdsl.to_dot(prog)                           # the picture
     hcqdsl.lift_file("dump.json")                 # a Program from an image or a raw dump manifest (docs/lift.md)
     with hcqdsl.capture("run.json"): ...          # record what tinygrad submits to AMD queues, as a manifest
+    with hcqdsl.sanitize() as s: ...              # ... and check it: s.findings, s.report() (docs/sanitize.md)
 """
+__version__ = "0.1.0"   # the one place (pyproject.toml reads it; `--version` and SARIF print it)
+
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
 from .diagnostics import Diagnostic, Related, HcqError, render_text, render_json, render_sarif
 from .lang.format import format_program as format
 from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 
-__version__ = "0.1.0"
-
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
-_LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "amd.disasm",
-         "run": "runtime", "run_schedules": "runtime", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
-         "lift_image": "lift.manifest", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
-         "lift_file": "lift.manifest", "Capture": "lift.capture"}
+_LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "lift.image",
+         "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
+         "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
+         "lift_file": "lift.manifest", "Capture": "lift.capture",
+         "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}
 _MODULES = {"emit": "tinygrad.emit", "capture": "lift.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
+
+_TINYGRAD = ("emit", "emit_jit")  # the user builds tensors next: tinygrad's CPU device and compiler are set up first
 
 def __getattr__(name: str):
   import importlib
+  if name in _TINYGRAD: importlib.import_module(".tinygrad.env", __name__).prepare()
   if name in _MODULES: return importlib.import_module(f".{_MODULES[name]}", __name__)
   if name in _LAZY: return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
   raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")

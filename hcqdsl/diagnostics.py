@@ -8,8 +8,9 @@ from typing import Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
-           "split_lines", "printable", "summary", "did_you_mean"]
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+           "split_lines", "printable", "summary", "did_you_mean",
+           "Rule", "RULES", "explain", "DOCS_URI"]
 
 # code -> one-line meaning (the spec's stable codes, plus warnings of the checker)
 CODES = {
@@ -23,15 +24,154 @@ CODES = {
   "bounds": "a byte range outside its buffer, or a copy whose sides differ in length",
   "redundant-wait": "a wait already implied by happens-before",
   "unused-signal": "a signal written but never waited on",
-  "visibility": "a cross-device read with no barrier after the wait that orders it",
+  "visibility": "a compute read the packets let see stale data (no barrier where one is needed)",
+  "stale-input": "a launch's command reads an earlier launch's rebound input (input replacement missed)",
   "incomplete": "exhaustive exploration ran past its state budget: the verdict covers the states explored",
+  "unused-ignore": "a `# hcq: ignore[CODE]` comment that suppresses nothing on its line",
 }
+
+@attrs.frozen
+class Rule:
+  """What `hcqdsl check --explain CODE` prints and SARIF's rule carries: what the code means, a short program that
+  draws it (`example`), the same program fixed (`fixed`, None where no edit applies), how to fix it, and where the
+  docs say more."""
+  description: str
+  example: str
+  fixed: Optional[str]
+  fix: str
+  doc: str   # docs/FILE.md#anchor
+
+_G = "device g = AMD:0 gfx1100\n"
+_RACE = (_G + "buffer a on g size 4K\nbuffer b on g size 4K\nsignal done on g\nsignal copied on g\nvar kick\n"
+         "kernel fill(out dst)\nqueue c compute on g {\n  wait copied >= kick - 1\n  exec fill(a)\n  signal done = kick\n}\n"
+         "queue x copy on g {\n  wait done >= kick\n  copy b <- a\n  signal copied = kick\n}\nhost {\n  wait copied >= kick\n}\n")
+RULES = {
+  "syntax": Rule("The text does not parse: a misspelled keyword, a missing `>=`, a block left open, a keyword used as "
+                 "a name, a statement in the wrong block, a file that is not text.",
+                 _G + "signal s on g\nqueue q compute on g {\n  wiat s >= 1\n}\n",
+                 _G + "signal s on g\nqueue q compute on g {\n  wait s >= 1\n}\n",
+                 "Edit the text where the caret points; the message says what was expected there (and the keyword "
+                 "you probably meant).", "language.md#diagnostics"),
+  "name": Rule("A name that is unknown, declared twice or of the wrong kind (a buffer passed as a signal, an `exec` on a "
+               "copy queue, a wrong argument count).",
+               _G + "signal ready on g\nqueue q compute on g {\n  wait raedy >= 1\n}\n",
+               _G + "signal ready on g\nqueue q compute on g {\n  wait ready >= 1\n}\n",
+               "Use the declared name the message suggests, or declare the one you meant.", "language.md#diagnostics"),
+  "bounds": Rule("A byte range outside its buffer (or empty, or reversed), a copy whose sides differ in length, data "
+                 "longer than its buffer, a memory plan the target cannot address.",
+                 _G + "buffer a on g size 4K\nkernel fill(out dst)\nqueue q compute on g {\n  exec fill(a[2K:6K])\n}\n",
+                 _G + "buffer a on g size 4K\nkernel fill(out dst)\nqueue q compute on g {\n  exec fill(a[2K:4K])\n}\n",
+                 "Keep ranges inside the buffer (`a[lo:hi]` with hi <= its size), or make the buffer bigger.",
+                 "language.md#diagnostics"),
+  "overflow": Rule("A signal value outside 32 bits: signals are 32-bit memory, and a value past 2**32-1 would wrap in the "
+                   "packets (a literal, a `var + n` in some launch, a `--var`).",
+                   _G + "signal s on g\nqueue q compute on g {\n  wait s >= 4294967296\n}\n",
+                   _G + "signal s on g\nqueue q compute on g {\n  wait s >= 4294967295\n}\n",
+                   "Keep values in 0 .. 4294967295; for a var, check the launches it is checked over (`--launches`).",
+                   "check.md#overflow-error"),
+  "deadlock": Rule("In some execution a queue (or the host) waits for a value no remaining write brings: a cycle of "
+                   "waits, a wait for a signal nothing writes, or a wait for a later launch's value.",
+                   _G + "signal s on g\nsignal t on g\nqueue a compute on g {\n  wait t >= 1\n  signal s = 1\n}\n"
+                   "queue b compute on g {\n  wait s >= 1\n  signal t = 1\n}\n",
+                   _G + "signal s on g\nsignal t on g\nqueue a compute on g {\n  signal s = 1\n  wait t >= 1\n}\n"
+                   "queue b compute on g {\n  wait s >= 1\n  signal t = 1\n}\n",
+                   "Follow the cycle the report lists and apply its `fix:` note (a signal moved above the wait that "
+                   "blocks its writer, or a wait for the value the signal already holds). `hcqdsl run FILE --replay "
+                   "W.json` (after `check --witness W.json`) shows the hang.", "check.md#deadlock-error"),
+  "race": Rule("Two accesses to overlapping bytes of a buffer, at least one a write, with no happens-before order "
+               "between them: the result depends on which runs first (within a launch, or across launches).",
+               _RACE.replace("  wait done >= kick\n  copy", "  copy"), _RACE,
+               "Add the wait the `fix:` note names (on a signal the other side writes after its access) before the "
+               "later access. `check --witness W.json` then `run FILE --replay W.json` shows the race happen.",
+               "check.md#race-error"),
+  "signal-race": Rule("Two writes to one signal from different queues (or the host) with no order between them: its "
+                      "final value depends on the schedule, and waits on it may pass or hang by chance.",
+                      _G + "signal s on g\nvar kick\nqueue a compute on g {\n  signal s = kick\n}\nqueue b compute on g {\n"
+                      "  signal s = kick\n}\nhost {\n  wait s >= kick\n}\n",
+                      _G + "signal s on g\nsignal t on g\nvar kick\nqueue a compute on g {\n  signal s = kick\n}\n"
+                      "queue b compute on g {\n  signal t = kick\n}\nhost {\n  wait s >= kick\n  wait t >= kick\n}\n",
+                      "Give each signal one writer (or order the writers with a wait).", "check.md#signal-race-error"),
+  "non-monotonic": Rule("A write that lowers a signal (a reset) while another queue may still wait on it or write it: "
+                        "a wait can miss its value and hang, or pass early. The usual case: the host resets signals "
+                        "for the next launch while the previous launch still uses them.",
+                        _G + "signal level on g\nqueue a compute on g {\n  signal level = 2\n  signal level = 1\n}\n"
+                        "queue b compute on g {\n  wait level >= 1\n}\n",
+                        _G + "signal level on g\nvar kick\nqueue a compute on g {\n  signal level = kick\n}\n"
+                        "queue b compute on g {\n  wait level >= kick\n}\n",
+                        "Write values that only grow (`signal s = kick`, as tinygrad's timelines do), or order the "
+                        "lowering write after every other use (the host: wait for the previous launch, "
+                        "`wait D.timeline >= D.epoch - 1`, before its resets).", "check.md#non-monotonic-error"),
+  "redundant-wait": Rule("A wait that happens-before already implies in every checked launch: it orders nothing and costs "
+                         "a packet.",
+                         _G + "signal s on g\nqueue a compute on g {\n  signal s = 1\n}\nqueue b compute on g {\n"
+                         "  wait s >= 1\n  wait s >= 1\n}\n",
+                         _G + "signal s on g\nqueue a compute on g {\n  signal s = 1\n}\nqueue b compute on g {\n  wait s >= 1\n}\n",
+                         "Delete it, or `# hcq: ignore[redundant-wait]` on its line if it is there for code outside the "
+                         "program.", "check.md#redundant-wait-warning"),
+  "unused-signal": Rule("A signal written but waited on by nobody (a device's `D.timeline` is exempt: it is waited on "
+                        "outside the program).",
+                        _G + "signal progress on g\nqueue a compute on g {\n  signal progress = 1\n}\n", None,
+                        "Wait on it where its writer's work is needed, or drop the write.", "check.md#unused-signal-warning"),
+  "visibility": Rule("A compute read the packets let see stale data (docs/check.md, cache semantics): the host wrote the "
+                     "device's memory (a `rewritten` buffer, patched kernel arguments) and no `barrier` (HDP flush) "
+                     "of that device's compute queues comes between; or, on gfx942, another writer replaced bytes the "
+                     "reading device's L2 may still hold, with no L2 invalidation after the wait.",
+                     _G + "buffer w on g size 8 rewritten = u32 [1], u32 [2]\nkernel use(in src)\n"
+                     "queue q compute on g {\n  exec use(w)\n}\n",
+                     _G + "buffer w on g size 8 rewritten = u32 [1], u32 [2]\nkernel use(in src)\n"
+                     "queue q compute on g {\n  barrier\n  exec use(w)\n}\n",
+                     "Put a `barrier` before the read, after the write (tinygrad: `memory_barrier` at the start of the "
+                     "graph, after the host's writes).", "check.md#visibility-warning"),
+  "stale-input": Rule("A launch's command reads the memory of an earlier launch's `rebound` input (`x@k`): the input "
+                      "was replaced, but this command kept the address it was captured with (tinygrad's HCQGraph "
+                      "missing an input replacement, docs/findings/).",
+                      _G + "buffer a on g size 16 rebound = u32 [1], u32 [2]\nbuffer b on g size 16\n"
+                      "queue x copy on g {\n  epoch\n  copy b <- a@1\n  signal g.timeline = g.epoch\n}\n"
+                      "host {\n  wait g.timeline >= g.epoch - 1\n}\n",
+                      _G + "buffer a on g size 16 rebound = u32 [1], u32 [2]\nbuffer b on g size 16\n"
+                      "queue x copy on g {\n  epoch\n  copy b <- a\n  signal g.timeline = g.epoch\n}\n"
+                      "host {\n  wait g.timeline >= g.epoch - 1\n}\n",
+                      "Read the launch's own input (`a`, not `a@1`): in tinygrad, replace the input's address in that "
+                      "command at every call.", "check.md#stale-input-error"),
+  "incomplete": Rule("The program is outside the fragment where happens-before is exact, and exploring its states ran "
+                     "past `--max-states`: the problems listed come from the states explored, others may be missing.",
+                     "(any program whose check says `exploring it exceeded the budget`; try `--max-states 10` on "
+                     "programs/hcqgraph_kickoff.hcq)", None,
+                     "Raise `--max-states`, or order the writes the note names so the program is in the exact fragment.",
+                     "check.md#the-model"),
+  "unused-ignore": Rule("A `# hcq: ignore[CODE]` comment on a line where no CODE diagnostic is reported: the problem it "
+                        "silenced is gone (or the code is misspelled).",
+                        _G + "signal s on g\nqueue a compute on g {\n  signal s = 1  # hcq: ignore[race]\n}\nhost {\n  wait s >= 1\n}\n",
+                        _G + "signal s on g\nqueue a compute on g {\n  signal s = 1\n}\nhost {\n  wait s >= 1\n}\n",
+                        "Delete the comment (or the codes in it that no longer apply).", "check.md#suppressing-a-diagnostic"),
+}
+DOCS_URI = "https://github.com/hcqdsl/hcqdsl/blob/main/docs/"
+
+def explain(code: str) -> str:
+  """`hcqdsl check --explain CODE`: what it means, an example, the example fixed, how to fix it, where to read more."""
+  r = RULES[code]
+  sev = "note" if code == "incomplete" else "warning" if code in ("redundant-wait", "unused-signal", "visibility", "unused-ignore") else "error"
+  out = [f"{code} ({sev}): {CODES[code]}", "", r.description, "", "Example:", ""]
+  out += ["    " + l for l in r.example.rstrip("\n").split("\n")]
+  if r.fixed is not None: out += ["", "Fixed:", ""] + ["    " + l for l in r.fixed.rstrip("\n").split("\n")]
+  return "\n".join(out + ["", f"How to fix: {r.fix}", "", f"More: docs/{r.doc}", ""])
 
 @attrs.frozen
 class Related:
   """A secondary location: a hop of a cycle, the other access of a race, a note."""
   message: str
   span: Optional[Span] = None
+
+@attrs.frozen
+class Edit:
+  """A concrete fix: insert `stmts` (IR statements) into the block of queue `block` (or "host") before its statement
+  number `index` (0-based; the block's length: at its end), or replace that statement with them (`replace`). `text`
+  says it in words, with the line where the edit goes."""
+  block: str
+  index: int
+  stmts: tuple
+  text: str
+  replace: bool = False
 
 @attrs.frozen
 class Diagnostic:
@@ -42,6 +182,15 @@ class Diagnostic:
   related: tuple = ()      # of Related, printed indented under the diagnostic
   notes: tuple = ()        # of str, free text printed after the related locations
   extra: dict = attrs.field(factory=dict, eq=False)  # launch, queue, buffer, range, ... (JSON only)
+  fix: Optional[Edit] = attrs.field(default=None, eq=False)    # the edit the notes suggest, when it is one
+  cause: Optional[tuple] = attrs.field(default=None, eq=False)  # the root cause's key() when this follows from it
+
+  def key(self) -> tuple:
+    """(code, file, line, column): how a consequence names its cause."""
+    s = self.span
+    return (self.code, s.file if s else None, s.line if s else None, s.column if s else None)
+
+  def __str__(self) -> str: return render_text([self]).rstrip("\n")
 
   def to_json(self) -> dict:
     s = self.span
@@ -51,6 +200,7 @@ class Diagnostic:
            "related": [{"message": r.message, **({"file": r.span.file, "line": r.span.line, "column": r.span.column}
                                                   if r.span else {})} for r in self.related],
            "notes": list(self.notes)}
+    if self.cause is not None: out["cause"] = dict(zip(("code", "file", "line", "column"), self.cause))
     out.update(self.extra)
     return out
 
@@ -73,12 +223,13 @@ class LazyDiagnostic(Diagnostic):
   It is equal to, hashes like and prints as the Diagnostic with the built fields; `attrs.evolve` and pickling give
   that Diagnostic."""
   __slots__ = ("_args",)
-  notes = ()
+  notes, fix, cause = (), None, None
   message, related, extra = _lazy_field("message"), _lazy_field("related"), _lazy_field("extra")
 
   def __new__(cls, *args, **kw): return Diagnostic(*args, **kw)  # what attrs.evolve calls
   def __reduce__(self):
-    return Diagnostic, (self.code, self.message, self.span, self.severity, self.related, self.notes, self.extra)
+    return Diagnostic, (self.code, self.message, self.span, self.severity, self.related, self.notes, self.extra, self.fix,
+                        self.cause)
 
   @classmethod
   def many(cls, spans: list, build, args: list) -> list:
@@ -108,7 +259,7 @@ class HcqError(Exception):
     self.sources = sources or {}
     super().__init__(render_text(self.diagnostics, self.sources))
 
-_CODE, _SEV = attrgetter("code"), attrgetter("severity")
+_CODE, _SEV, _CAUSE = attrgetter("code"), attrgetter("severity"), attrgetter("cause")
 
 def has_errors(diags: Sequence[Diagnostic]) -> bool: return "error" in map(_SEV, diags)
 
@@ -139,7 +290,15 @@ def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
   line, cols = printable(raw)
   if cols is not None:  # an escaped character is as wide as its escape; a span past the end keeps its width
     start, end = cols[start], cols[min(end, len(raw))] + max(0, end - len(raw))
+  if len(line) > _WIDTH:  # a long line (a data list, a binary file): the part around the span, cut with `...`
+    lo = max(0, min(start - _WIDTH // 3, len(line) - _WIDTH))
+    hi = min(len(line), lo + _WIDTH)
+    line = ("..." if lo else "") + line[lo:hi] + ("..." if hi < len(line) else "")
+    shift = lo - (3 if lo else 0)
+    start, end = start - shift, min(end, hi) - shift
   return [f"    {line}", f"    {' ' * start}^{'~' * (max(1, end - start) - 1)}"]
+
+_WIDTH = 120   # characters of a source line an excerpt shows at most
 
 def _head_lines(text: str, n: int) -> list[str]:
   """`split_lines(text)` as far as line n (then the rest of the text in one piece)."""
@@ -154,7 +313,15 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
   `... and N more CODE warnings` line per code; errors are always printed in full."""
   sources = sources or {}
   out: list[str] = []
-  shown, hidden = _capped(list(diags), max_per_code) if max_per_code > 0 else (diags, {})
+  diags = list(diags)
+  under: dict = {}   # a root cause's key -> its consequences, printed compactly under it (roots first)
+  if any(map(_CAUSE, diags)):
+    for d in diags:
+      if d.cause is not None: under.setdefault(d.cause, []).append(d)
+  if under:
+    roots = {d.key() for d in diags if d.key() in under}
+    diags = [d for d in diags if d.key() in roots and d.cause is None] + [d for d in diags if d.cause is None and d.key() not in roots]
+  shown, hidden = _capped(diags, max_per_code) if max_per_code > 0 else (diags, {})
   # a source is split only as far as the last line shown (the first twenty warnings of a million-line program)
   last: dict = {}
   for d in shown:
@@ -164,8 +331,12 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
     where = f"{d.span}: " if d.span else ""
     out.append(f"{where}{d.severity}[{d.code}]: {d.message}")
     if d.span: out += _excerpt(d.span, lines.get(d.span.file))
+    if "root_cause" in d.extra: out += [f"  root cause: {d.extra['root_cause']}", f"  fix: {d.extra['fix']}"]
     for r in d.related: out.append(f"  {r.span}: {r.message}" if r.span else f"  {r.message}")
     for n in d.notes: out.append(f"  note: {n}")
+    if d.cause is None and (cs := under.get(d.key())):
+      out.append(f"  {_plural(len(cs), 'consequence')} of this cause:")
+      out += [f"    {c.span}: {c.severity}[{c.code}]: {c.message}" if c.span else f"    {c.severity}[{c.code}]: {c.message}" for c in cs]
   for (code, sev), n in hidden.items():
     out.append(f"... and {n:,} more {code} {sev if n == 1 else sev + 's'} (--max-diagnostics 0 shows all)")
   return "\n".join(out) + ("\n" if out else "")
@@ -213,8 +384,9 @@ def render_json(diags: Sequence[Diagnostic]) -> str:
   """`{"diagnostics": [...]}`, one diagnostic a line."""
   return '{"diagnostics": ' + _lines(list(map(Diagnostic.to_json, diags)), "") + "}"
 
-def render_sarif(diags: Sequence[Diagnostic], tool_version: str = "0.1.0") -> str:
-  """SARIF 2.1.0, as GitHub code scanning loads it."""
+def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None) -> str:
+  """SARIF 2.1.0, as GitHub code scanning loads it; `tool_version` defaults to hcqdsl's."""
+  if tool_version is None: from . import __version__ as tool_version
   def loc(span: Span, message: Optional[str] = None):
     l = {"physicalLocation": {"artifactLocation": {"uri": span.file},
                               "region": {"startLine": max(span.line, 1), "startColumn": max(span.column, 1),
@@ -228,8 +400,10 @@ def render_sarif(diags: Sequence[Diagnostic], tool_version: str = "0.1.0") -> st
          "locations": [loc(d.span)] if d.span else []}
     rel = [loc(x.span, x.message) for x in d.related if x.span]
     if rel: r["relatedLocations"] = [dict(x, id=i) for i, x in enumerate(rel)]
+    if d.cause is not None: r["properties"] = {"cause": dict(zip(("code", "file", "line", "column"), d.cause))}
     results.append(r)
-  rules = [{"id": c, "shortDescription": {"text": t}} for c, t in CODES.items()]
+  rules = [{"id": c, "shortDescription": {"text": t}, "fullDescription": {"text": RULES[c].description},
+            "help": {"text": RULES[c].fix}, "helpUri": DOCS_URI + RULES[c].doc} for c, t in CODES.items()]
   head = json.dumps({"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
                      "runs": [{"tool": {"driver": {"name": "hcqdsl", "version": tool_version,
                                                    "informationUri": "https://github.com/hcqdsl/hcqdsl", "rules": rules}},

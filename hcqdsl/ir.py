@@ -5,15 +5,23 @@ that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
 from typing import Iterator, Optional
-import functools
+import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN",
            "resolve", "resolve_var_args"]
 
-U32_MAX = 2**32 - 1
+U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
+# The address space a program's memories share (every target has 48-bit GPU virtual addresses): device i's memory is
+# window i + 1 of DEVICE_WINDOW bytes (window 0 holds system memory); the buffers of one memory, each aligned to
+# BUFFER_ALIGN, fit in MEMORY_WINDOW (the rest of the window holds rings, signals, code, kernargs and command buffers)
+DEVICE_WINDOW = 1 << 44
+MAX_DEVICES = (1 << 48) // DEVICE_WINDOW - 1
+MEMORY_WINDOW = DEVICE_WINDOW // 4   # 4 TiB
+BUFFER_ALIGN = 0x1000
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
@@ -22,6 +30,8 @@ SCALARS = {"i32": (-(1 << 31), (1 << 31) - 1), "u32": (0, U32_MAX)}  # scalar ke
 PER_LAUNCH = ("rebound", "rewritten")  # buffers with contents per launch: new memory each launch | the same, host-written
 KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size compute copy in out inout wait exec "
                      "barrier timestamp epoch grid block submit".split())
+
+_ORIGIN = re.compile(r"(?:^#|\s)from (\S+:\d+(?:: .*)?)$")
 
 def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
 def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
@@ -74,20 +84,28 @@ class Slice:
   start: Optional[int] = None
   end: Optional[int] = None
   ranged: bool = False   # written with [..]; kept so that `a[:]` formats back as written
+  launch: Optional[int] = None   # `x@k`: the memory a rebound buffer has in launch k (whatever launch runs it)
   def bounds(self, size: int) -> tuple[int, int]:
     return (0 if self.start is None else self.start, size if self.end is None else self.end)
 
 @attrs.frozen
 class Data:
-  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes."""
+  """Typed values: `u32 [1, 2, 3]`. Ints for integer dtypes, floats (incl. inf/nan) for float dtypes. Data read from a
+  data file (`f32 from "m.safetensors" ["w"]`) has `source` = (file as written, tensor name) and its values are a
+  read-only numpy array mapped from the file."""
   dtype: str
   values: tuple
   span: Optional[Span] = _meta()
+  source: Optional[tuple] = _meta()
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
-    return isinstance(other, Data) and self.dtype == other.dtype and len(self.values) == len(other.values) and \
-      all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+    if not isinstance(other, Data) or self.dtype != other.dtype or len(self.values) != len(other.values): return False
+    if self.source is not None and self.source == other.source: return True
+    if isinstance(self.values, tuple) and isinstance(other.values, tuple):
+      return all(a == b or (a != a and b != b) for a, b in zip(self.values, other.values))
+    import numpy as np
+    return bool(np.array_equal(np.asarray(self.values), np.asarray(other.values), equal_nan=self.dtype[0] == "f"))
   def __hash__(self): return hash((self.dtype, len(self.values)))
 
 @attrs.frozen
@@ -118,6 +136,12 @@ class Node:
   span: Optional[Span] = _meta()
   comments: tuple = _comments()        # own-line comments just before it
   comment: Optional[str] = _meta()     # the comment ending its line
+  @property
+  def origin(self) -> Optional[str]:
+    """Provenance: the user's source line a statement came from, `FILE:LINE: CODE`, written at the end of its trailing
+    comment as `from FILE:LINE: CODE` (hcqdsl emit writes it for each exec and copy; check quotes it)."""
+    m = _ORIGIN.search(self.comment) if self.comment else None
+    return m.group(1) if m else None
 
 # ---- declarations
 
@@ -221,7 +245,9 @@ class Host(Node):
 class Expect(Node):
   target: Slice
   data: Data
-  approx: bool = False  # `~=`: floats compared with numpy.allclose defaults
+  approx: bool = False  # `~=`: floats compared with numpy.allclose (its defaults, or rtol/atol)
+  rtol: Optional[float] = None  # `~= ... rtol 1e-4 atol 1e-6`: numpy.allclose's rtol and atol
+  atol: Optional[float] = None
 
 Decl = (Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect)
 
@@ -234,12 +260,13 @@ class Program:
   source: Optional[str] = attrs.field(default=None, eq=False, repr=False)  # the text it was parsed from
 
   def locate(self, name: str, within: Optional[Span], nth: int = 1) -> Optional[Span]:
-    """The span of the `nth` whole-word occurrence of `name` inside `within` (a statement's span), else `within`."""
+    """The span of the `nth` whole-word occurrence of `name` inside `within` (a statement's span; of a block, its
+    first line: the header), else `within`."""
     if within is None or self.source is None or within.line < 1: return within
-    lines = _lines(self.source) if within.line == within.end_line else None
+    lines = _lines(self.source)
     if not lines or within.line > len(lines): return within
     line = lines[within.line - 1]
-    lo, hi = within.column - 1, within.end_column - 1
+    lo, hi = within.column - 1, within.end_column - 1 if within.line == within.end_line else len(line)
     i = lo
     while True:
       i = line.find(name, i, hi)

@@ -73,15 +73,16 @@ class _ReadPtr:
   def __init__(self, ring): self.ring = ring
   def __getitem__(self, i): return self.ring.put_value
 
-class StandinRing:
-  """What AMDComputeQueue._submit / AMDCopyQueue._submit touch of tinygrad's AMDQueueDesc."""
-  def __init__(self, arena: Arena, dwords: int):
+from tinygrad.runtime.ops_amd import AMDQueueDesc
+
+class StandinRing(AMDQueueDesc):
+  """tinygrad's AMDQueueDesc over arena memory: what AMDComputeQueue._submit / AMDCopyQueue._submit touch, and
+  tinygrad's own signal_doorbell (the write pointer, then the doorbell)."""
+  def __init__(self, arena: Arena, dwords: int):  # pylint: disable=super-init-not-called
     self.buf = arena.alloc(4 * dwords)
     self.ring = MMIOInterface(self.buf.va_addr, 4 * dwords, fmt="I")
-    self.put_value, self.doorbells = 0, 0
-    self.read_ptr, self.write_ptr = _ReadPtr(self), [0]
-  def signal_doorbell(self, dev, doorbell_value=None):
-    self.write_ptr[0] = self.put_value; self.doorbells += 1
+    self.put_value, self.params = 0, None
+    self.read_ptr, self.write_ptr, self.doorbell = _ReadPtr(self), [0], [0]
 
 class StandinHCQDevice(StandinDevice):
   def __init__(self, arch: str, index: int, arena: Arena, ring_dwords: int = 1024):
@@ -91,7 +92,10 @@ class StandinHCQDevice(StandinDevice):
     self.compute_queue, self._sdma = StandinRing(arena, ring_dwords), StandinRing(arena, ring_dwords)
     self.timeline_signal = HCQSignal(arena.alloc(16), 0, owner=self, is_timeline=True)
     self.timeline_value = 1
+    self.iface = types.SimpleNamespace(dev_impl=types.SimpleNamespace(gmc=types.SimpleNamespace(flush_hdp=lambda: None)))
   def sdma_queue(self, idx: int = 0): return self._sdma
+  @property
+  def sdma_queues(self): return {0: self._sdma}
   def is_usb(self): return False
   def next_timeline(self):
     self.timeline_value += 1

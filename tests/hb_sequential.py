@@ -1,13 +1,16 @@
 """The happens-before pass as it was before it was split into an execution and a numpy pass over the accesses
 (hcqdsl/check/hb.py): one sequential pass that handles every access as it runs, with its own per-range bookkeeping.
 Kept as a second implementation: tests/test_check_hb.py holds the two equal (deadlock state, violations, races,
-visibility warnings, redundant waits) on generated programs, including what the reference semantics do not define."""
+redundant waits) on generated programs, and visibility warnings by their definition (tests/visibility_reference.py)
+on this pass's clocks,, including what the reference semantics do not define."""
 from __future__ import annotations
 from bisect import bisect_left, bisect_right
 from heapq import heappush, heappop
 from itertools import compress
-from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W, MASK
+from hcqdsl.ir import U32_MAX as MASK
+from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W
 from hcqdsl.check.hb import Trace, SCAN_CAP, RACE_CAP
+from visibility_reference import visibility
 
 def happens_before(u: Unrolled) -> Trace:
   seqs, N = u.seqs, u.launches
@@ -17,8 +20,6 @@ def happens_before(u: Unrolled) -> Trace:
   H = lens[0]
   gates = [s.gate for s in seqs]
   devs = [s.device for s in seqs]
-  # only a compute queue's reads can see stale caches: SDMA reads memory directly, and `barrier` is no packet there
-  cached = [s.queue is not None and s.queue.engine == "compute" for s in seqs]
   envs = u.envs
   nsig = len(u.signals)
   done = [0] * S
@@ -37,10 +38,9 @@ def happens_before(u: Unrolled) -> Trace:
   users = [[[], {}, 0, True] for _ in u.buffers]
   rb, rusers, idle = u.rebound, {}, u.idle   # a rebound buffer's accesses: one users entry per launch (new memory each launch)
   bufdev = u.buf_device
-  bar: list = [None] * S                 # clock at each queue's latest barrier (a submit counts as one)
+  hist: list = [dict() for _ in range(S)]  # each step's clock (for visibility, decided afterwards by its definition)
   races: dict = {}
   partners: dict = {}   # (seq, op index, buffer) -> racing statements found: a racy program stops at RACE_CAP each
-  vis: dict = {}
   violations: list = []
   wrun = [[0] * n for n in lens]         # per wait statement: instances run,
   wred = [[0] * n for n in lens]         # and instances already implied by happens-before
@@ -74,6 +74,7 @@ def happens_before(u: Unrolled) -> Trace:
     ops, L, v = seqs[i].ops, lens[i], vc[i]
     wr_i, wd_i = wrun[i], wred[i]
     idle_i = idle.get(i)
+    pin_i = u.pinned.get(i)
     k, idx0 = divmod(done[i], L)
     p = totals[i]
     while k < N:   # one launch of this sequence per round, from idx0 until it blocks
@@ -86,18 +87,19 @@ def happens_before(u: Unrolled) -> Trace:
         hp, hclk = s_
         if hp > v[0]:
           v = vc[i] = list(map(max, v, hclk)); v[0] = hp
-        bar[i] = v
       envk, base = envs[k], k * L
       for idx in range(idx0, L):
         op = ops[idx]
         kind = op[0]
         pos = base + idx + 1
+        hist[i][pos] = v
         if kind == ACCESS:
-          for acc in (op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
+          for n_, acc in enumerate(op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
             b, lo, hi, m = acc[:4]; key = (lo, hi)
+            km = pin_i.get((idx, n_), k) if pin_i else k   # `x@j`: launch j's memory
             # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
             # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
-            ub = users[b] if not rb[b] else rusers.setdefault((b, k), [[], {}, 0, True])
+            ub = users[b] if not rb[b] else rusers.setdefault((b, km), [[], {}, 0, True])
             rmap = ub[1]
             by = rmap.get(key)
             if by is None:   # a new range: where it goes in the sorted list, and do the ranges stay pairwise disjoint?
@@ -117,8 +119,6 @@ def happens_before(u: Unrolled) -> Trace:
                 if k2[1] > lo: cands.append(k2)
             else: cands = ()
             if cands:
-              vis_on = m != W and cached[i]
-              far = bufdev[b] != devs[i]
               for k2 in cands:
                 e = rmap[k2]
                 for x in range(0, len(e), 3):   # e[x]: a sequence j; e[x + 1], e[x + 2]: its write, read positions
@@ -129,15 +129,6 @@ def happens_before(u: Unrolled) -> Trace:
                   # j's accesses after cj are not ordered before this one: its writes race with anything, its reads
                   # only with a write (so shared read-only data costs nothing)
                   if (pl and pl[-1] > cj) or (m != R and jr and jr[-1] > cj): scan(j, pl, jr, cj, k2, b, i, idx, pos, acc, m)
-                  if vis_on and pl and (far or devs[j] != devs[i]):
-                    # j's last write ordered before this read: is it also ordered before this queue's last barrier?
-                    lowb = bar[i][j] if bar[i] is not None else 0
-                    n = bisect_right(pl, cj) - 1
-                    if n >= 0 and pl[n] > lowb and (i, idx) not in vis:
-                      q = pl[n]
-                      hit = next(a2 for a2 in seqs[j].ops[(q - 1) % lens[j]][1] if a2[0] == b and (a2[1], a2[2]) == k2 and a2[3] != R)
-                      vis[(i, idx)] = (i, pos, acc, j, q, hit)
-                      vis_on = False
             slot = 0 if m != R else 1
             if by is None:
               if ti == nk: keys.append(key)
@@ -192,8 +183,6 @@ def happens_before(u: Unrolled) -> Trace:
             if gate_blocked[q]:
               gate_blocked[q] = False
               ready.append(q)
-        elif kind == BARRIER:
-          bar[i] = v
       else:
         k += 1; idx0 = 0
         continue
@@ -211,5 +200,5 @@ def happens_before(u: Unrolled) -> Trace:
     r = last_reset[s]
     if r is not None and r[0] != i and r[1] > vc[i][r[0]]: violations.append(("non-monotonic", r, (i, done[i] + 1), s))
   wstats = {(i, idx): (wrun[i][idx], wred[i][idx]) for i in range(S) for idx in compress(range(lens[i]), wrun[i])}
-  return Trace(done=done, values=value, blocked=blocked, races=races, vis=vis, violations=violations,
+  return Trace(done=done, values=value, blocked=blocked, races=races, vis=visibility(u, hist, done), violations=violations,
                wstats=wstats, vc=vc)

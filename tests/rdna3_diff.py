@@ -450,8 +450,8 @@ def _is_memory(code: bytes) -> bool:
 # ---- the campaign
 
 def _tinygrad_cache() -> pathlib.Path:
-  from hcqdsl.runtime.kernels import kernel_cache
-  return kernel_cache() / "rdna3-tinygrad-states.pkl"
+  from hcqdsl.tinygrad.host_cc import cache_dir
+  return pathlib.Path(cache_dir()) / "rdna3-tinygrad-states.pkl"
 
 def campaign(per_op: int = 6, cache: bool = True) -> dict:
   """Run every case on tinygrad's emulator and on this executor. Returns {"cases": [...], "results": [...],

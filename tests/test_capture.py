@@ -130,7 +130,7 @@ def test_capture_cli(tmp_path):
   out = tmp_path / "m.json"
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(out), f"{script}:main"], capture_output=True, text=True)
   assert r.returncode == 0, r.stderr
-  assert r.stderr == f"wrote {out}: 6 submissions on 3 queues, 10 host steps\n"
+  assert r.stderr == f"wrote {out}: 6 submissions on 3 queues, 15 host steps\n"
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "lift", str(out), "-o", str(tmp_path / "m.hcq")], capture_output=True, text=True)
   assert r.returncode == 0, r.stderr
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", str(tmp_path / "m.hcq")], capture_output=True, text=True)
@@ -156,8 +156,8 @@ def test_capture_api_writes_manifest(tmp_path):
   assert len(prog.queues) == 3 and prog.host is not None
 
 def test_capture_without_repeating_launches():
-  """A warm-up submission before the graph's launches: the steps do not repeat, the lift is one launch of everything
-  with the host's steps in order, and it still checks clean."""
+  """A submission after the graph's launches: the steps that repeat are the launches, the rest is left out with a
+  note; with nothing that repeats (one launch) the lift is one launch of every step, and it still checks clean."""
   arena = Arena()
   with Capture() as cap:
     d0, d1 = hcqgraph(arena, launches=2)
@@ -165,7 +165,53 @@ def test_capture_without_repeating_launches():
     AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
     s.wait(0)
   text = format_program(lift_manifest(load_manifest(cap.manifest())))
-  assert "# note: the host's steps do not repeat launch by launch" in text and text.startswith("# hcq: launches=1\n")
+  assert text.startswith("# hcq: launches=2\n") and "after the last repeated launch are not lifted" in text
+  assert [d for d in hcqdsl.check(parse(text, "c.hcq"), 2) if d.severity == "error"] == []
+  with Capture() as cap: hcqgraph(Arena(), launches=1)
+  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  assert "# note: the host's steps do not repeat" in text and text.startswith("# hcq: launches=1\n")
   prog = parse(text, "c.hcq")
-  assert len(prog.queues[0].body) == 2 * 6 + 2
   assert [d for d in hcqdsl.check(prog, 1) if d.severity == "error"] == []
+
+def test_capture_without_amd_device(tmp_path):
+  """A script that never submits to an AMD queue: one error naming the mock GPU or a GPU, exit 2 (capture and
+  sanitize); hcqdsl's own failure is not reported as the script's line."""
+  script = tmp_path / "cpu.py"
+  script.write_text("x = 1 + 1\n")
+  for cmd in ("capture", "sanitize"):
+    r = subprocess.run([sys.executable, "-m", "hcqdsl", cmd, *(["-o", str(tmp_path / "m.json")] if cmd == "capture" else []), str(script)],
+                       capture_output=True, text=True)
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.splitlines()[-1] == (f"hcqdsl: error: {script}: no AMD queue was submitted to: run the script on tinygrad's AMD "
+                                         "runtime — an AMD GPU, or tinygrad's mock GPU with DEV=MOCKKFD+AMD and a tinygrad checkout "
+                                         "on PYTHONPATH (docs/lift.md)")
+
+def test_capture_internal_error_is_not_the_script_line(tmp_path, monkeypatch):
+  from hcqdsl.cli.capture import run_script
+  monkeypatch.setattr(Capture, "_register_alloc", Capture._read)  # a broken recorder: the wrong arguments inside hcqdsl
+  script = tmp_path / "buf.py"
+  script.write_text("from tinygrad.runtime.support.hcq import HCQBuffer\nHCQBuffer(0x1000, 16)\n")
+  rc, err = run_script(script, "", [], Capture())
+  assert rc == 3 and err.startswith(f"hcqdsl: internal error (not in {script}): TypeError: ") and " at lift/capture.py:" in err
+  script.write_text("from tinygrad.runtime.support.hcq import HCQBuffer\nHCQBuffer(0x1000, 16).offset(1, 2).cpu_view()\n")
+  monkeypatch.undo()
+  assert run_script(script, "", [], Capture()) == (1, f"hcqdsl: error: {script}:2: AssertionError: buffer has no cpu_view")
+
+def test_manifest_version_and_truncation(tmp_path):
+  from hcqdsl.lift.manifest import ManifestError
+  with Capture() as cap: hcqgraph(Arena(), launches=2)
+  man = cap.manifest()
+  p = tmp_path / "m.json"
+  p.write_text(json.dumps({**man, "version": 7}))
+  with pytest.raises(ManifestError, match=r"^.*m.json: version: this hcqdsl reads manifest versions 1 and 2, got 7$"): hcqdsl.lift_file(p)
+  text = json.dumps(man)
+  p.write_text(text[:len(text) // 2])
+  with pytest.raises(ManifestError, match=r"m.json:1:\d+: invalid JSON: "): hcqdsl.lift_file(p)
+
+def test_mock_tier_skip_names_how_to_enable(monkeypatch, tmp_path):
+  import mock_gpu
+  monkeypatch.setattr(mock_gpu, "ROOT", tmp_path / "repo")
+  monkeypatch.delenv("TINYGRAD_REPO", raising=False)
+  assert mock_gpu.unavailable() == ("tinygrad's mock GPU not found: set TINYGRAD_REPO to a tinygrad checkout (its test/mockgpu "
+                                    "and extra/ are the mock GPU), or put one at ../shared/peers/tinygrad; the mock needs "
+                                    "`apt-get install clang libllvm19`")

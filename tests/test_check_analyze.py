@@ -10,13 +10,17 @@ from hcqdsl.diagnostics import render_text
 HDR = "device gpu0 = AMD:0 gfx1100\ndevice gpu1 = AMD:1 gfx1100\nbuffer a on gpu0 size 4K\nbuffer b on gpu1 size 4K\n" \
       "signal s0 on gpu0\nsignal s1 on gpu0\nvar kick\nkernel fill(out dst)\nkernel use(in src)\nkernel upd(inout x)\n"
 
-def codes(body: str, launches: int = 2, **kw) -> set:
-  return {d.code for d in analyze(parse(HDR + body, "t.hcq"), launches, **kw) if d.severity != "note"}
+def codes(body: str, launches: int = 2, arch: str = "gfx1100", **kw) -> set:
+  return {d.code for d in diags(body, launches, arch, **kw)}
 
-def diags(body: str, launches: int = 2, **kw):
-  return [d for d in analyze(parse(HDR + body, "t.hcq"), launches, **kw) if d.severity != "note"]
+def diags(body: str, launches: int = 2, arch: str = "gfx1100", **kw):
+  return [d for d in analyze(parse(HDR.replace("gfx1100", arch) + body, "t.hcq"), launches, **kw) if d.severity != "note"]
 
-# (name, program body, expected codes)
+# gpu1's kernel reads `a` (bringing it into gpu1's L2), signals; gpu0 overwrites it; gpu1 waits and reads it again
+ROUND_TRIP = ("queue c1 compute on gpu1 {\n exec use(a)\n signal s1 = 1\n wait s0 >= 1\n{inv} exec use(a)\n}\n"
+              "queue c0 compute on gpu0 {\n wait s1 >= 1\n exec fill(a)\n signal s0 = 1\n}\n")
+
+# (name, program body, expected codes[, launches[, arch of both devices]])
 CASES = [
   # deadlock
   ("cycle", "queue c0 compute on gpu0 {\n wait s1 >= 1\n signal s0 = 1\n}\nqueue c1 compute on gpu0 {\n wait s0 >= 1\n signal s1 = 1\n}\n",
@@ -79,12 +83,20 @@ CASES = [
    "queue c2 compute on gpu0 {\n wait s1 >= kick\n wait s0 >= kick\n}\n", {"redundant-wait"}),
   ("unused", "queue c0 compute on gpu0 {\n signal s0 = 1\n}\n", {"unused-signal"}),
   ("timeline_unwaited", "queue c0 compute on gpu0 {\n signal gpu0.timeline = gpu0.epoch\n}\n", set()),
-  ("visibility", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = 1\n}\nqueue c1 compute on gpu1 {\n wait s0 >= 1\n exec use(a)\n}\n",
-   {"visibility"}, 1),
-  ("visibility_barrier", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = 1\n}\nqueue c1 compute on gpu1 {\n wait s0 >= 1\n"
-   " barrier\n exec use(a)\n}\n", set(), 1),
-  ("barrier_before_wait", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = 1\n}\nqueue c1 compute on gpu1 {\n barrier\n"
-   " wait s0 >= 1\n exec use(a)\n}\n", {"visibility"}, 1),
+  # visibility (docs/check.md, cache semantics): a kernel on gpu1 reads `a`, hands over to gpu0's writer, reads it back
+  ("visibility_l2_gfx942", ROUND_TRIP.replace("{inv}", ""), {"visibility"}, 1, "gfx942"),
+  ("visibility_l2_gfx942_barrier", ROUND_TRIP.replace("{inv}", " barrier\n"), set(), 1, "gfx942"),
+  ("visibility_l2_gfx942_timestamp", ROUND_TRIP.replace("{inv}", " timestamp s1\n"), set(), 1, "gfx942"),
+  ("visibility_l2_gfx1100_signal_invalidates", ROUND_TRIP.replace("{inv}", ""), set(), 1),
+  ("visibility_l2_gfx1201_signal_invalidates", ROUND_TRIP.replace("{inv}", ""), set(), 1, "gfx1201"),
+  ("visibility_l2_gfx942_first_read", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = 1\n}\nqueue c1 compute on gpu1 {\n"
+   " wait s0 >= 1\n exec use(a)\n}\n", set(), 1, "gfx942"),
+  ("visibility_hdp", "buffer w on gpu0 size 8 rewritten = u32 [1], u32 [2]\nqueue c0 compute on gpu0 {\n exec use(w)\n}\n", {"visibility"}, 1),
+  ("visibility_hdp_barrier", "buffer w on gpu0 size 8 rewritten = u32 [1], u32 [2]\nqueue c0 compute on gpu0 {\n barrier\n"
+   " exec use(w)\n}\n", set(), 1),
+  ("visibility_hdp_host_memory", "buffer w on host size 8 rewritten = u32 [1], u32 [2]\nqueue c0 compute on gpu0 {\n exec use(w)\n}\n", set(), 1),
+  ("visibility_hdp_timestamp_is_no_flush", "buffer w on gpu0 size 8 rewritten = u32 [1], u32 [2]\nqueue c0 compute on gpu0 {\n"
+   " timestamp s0\n exec use(w)\n}\n", {"visibility"}, 1),
   ("same_device_no_barrier", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = 1\n}\nqueue c1 compute on gpu0 {\n wait s0 >= 1\n"
    " exec use(a)\n}\n", set(), 1),
 ]
@@ -93,7 +105,8 @@ CASES = [
 def test_codes(case):
   name, body, want = case[:3]
   launches = case[3] if len(case) > 3 else 2
-  assert codes(body, launches) == want, render_text(diags(body, launches))
+  arch = case[4] if len(case) > 4 else "gfx1100"
+  assert codes(body, launches, arch) == want, render_text(diags(body, launches, arch))
 
 def test_var_values_pin():
   body = "queue c0 compute on gpu0 {\n signal s0 = kick - 5\n}\nhost {\n wait s0 >= kick - 5\n}\n"
@@ -161,7 +174,8 @@ def test_race_message_and_extra():
   assert [(r.span.line, r.message) for r in d.related] == [(17, "c1 reads a[0:256] here (launch 1)")]
   assert d.notes == ("c1 writes no signal after line 17: add one there, and a wait on it in c0 before line 12",)
   assert d.extra["launch"] == 2 and d.extra["queue"] == "c0" and d.extra["buffer"] == "a" and d.extra["range"] == [0, 4096]
-  assert d.extra["other"] == {"launch": 1, "queue": "c1", "range": [0, 256], "line": 17}
+  assert d.extra["other"] == {"launch": 1, "queue": "c1", "range": [0, 256], "line": 17, "mode": "reads"}
+  assert d.extra["line"] == 12 and d.extra["mode"] == "writes"
 
 def test_race_hint_names_existing_signal():
   [d] = [d for d in diags("queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n"

@@ -27,3 +27,18 @@ def test_docs_name_no_file_outside_the_repository():
     assert not re.search(r"(?<![\w.])(/work/|/tmp/|shared/|\.\./)", doc.read_text()), doc.name
   for doc in sorted((ROOT / "docs").glob("*.md")):  # the founders' design notes are not part of the repository
     assert "shared/design" not in doc.read_text(), doc.name
+
+def test_architecture_md_names_every_folder_and_only_real_modules():
+  text = (ROOT / "docs" / "architecture.md").read_text()
+  rows = dict(re.findall(r"^\| `hcqdsl/([\w/]+?)/?`[^|]*\| (.*) \|$", text, re.M))
+  folders = {str(d.relative_to(ROOT / "hcqdsl")) for d in (ROOT / "hcqdsl").iterdir() if d.is_dir() and (d / "__init__.py").exists()}
+  assert folders <= set(rows), folders - set(rows)
+  named = 0
+  for folder, what in rows.items():
+    base = ROOT / "hcqdsl" / folder
+    for f in re.findall(r"`([\w/]+\.(?:py|lark))", what):
+      assert (base / f).exists() or (ROOT / "hcqdsl" / f).exists(), f"{folder}: {f}"
+      named += 1
+  assert named > 30
+  for path in re.findall(r"`(\w+/[\w/]*\w+\.py)", text):   # `cli/run.py` in the walk-throughs
+    assert (ROOT / "hcqdsl" / path).exists() or (ROOT / path).exists(), path

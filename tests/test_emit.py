@@ -10,6 +10,10 @@ from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
 from hcqdsl.amd.compile import compile_program
 from hcqdsl import emit as E
+from hcqdsl.tinygrad.script import load_function, call_script
+from hcqdsl.tinygrad.schedule import schedule
+from hcqdsl.tinygrad.planners import program
+from hcqdsl.tinygrad.amdcode import amd_code_unavailable
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import emit_sim
 
@@ -33,9 +37,9 @@ def emitted(name: str, planner: str):
   """(program parsed back from its text, the text); tinygrad schedules each workload once."""
   if name not in _sched:
     spec, _ = WORKLOADS[name]
-    fn = E.load_function(str(EX / spec))
-    _sched[name] = E.schedule(*E.call_script(fn))
-  text = format_program(E.program(_sched[name], planner, name))
+    fn = load_function(str(EX / spec))
+    _sched[name] = schedule(*call_script(fn))
+  text = format_program(program(_sched[name], planner, name))
   return parse(text, f"{name}.{planner}.hcq"), text
 
 def cases():
@@ -170,7 +174,7 @@ def _tinygrad_amd_program(lib: bytes, name: str, va: int):
 def test_amd_code_objects(name, tmp_path):
   """`--amd-code`: real ELF code objects next to the .hcq; compile loads each one's kernel descriptor, and the dispatch
   packets are exactly what tinygrad's AMDComputeQueue.exec builds for its own AMDProgram of the same bytes."""
-  if why := E.amd_code_unavailable(): pytest.skip(f"optional extra: {why}")
+  if why := amd_code_unavailable(): pytest.skip(f"optional extra: {why}")
   from hcqdsl.amd.codeobj import from_elf
   from hcqdsl.amd.targets import get_target
   from amd_standin import compute_queue, args_state
@@ -214,3 +218,42 @@ def test_amd_code_objects(name, tmp_path):
   from hcqdsl.runtime import run
   res = run(prog, seed=0)
   assert res.hang is None and res.fault is None and res.expects and all(e.ok for e in res.expects)
+
+# ---- functions tinygrad users write (issue 23)
+
+SCRIPTS = '''
+import numpy as np
+from tinygrad import Tensor, nn
+def batchnorm():   # num_batches_tracked from a numpy scalar, as loading weights leaves it: a constant, not memory
+  bn = nn.BatchNorm(4)
+  bn.num_batches_tracked = Tensor(np.array(0, dtype=np.int32))
+  return bn(Tensor(np.arange(32, dtype=np.float32).reshape(2, 4, 2, 2))), bn.num_batches_tracked
+def realizes_its_own():   # as examples/gpt2.py's forward: the result is realized inside
+  return (Tensor(np.arange(8, dtype=np.float32)) * 2).realize()
+X = Tensor([1.0, 2.0]).realize()
+def already_realized(): return X
+'''
+
+def _cli_emit(tmp_path, fn):
+  (tmp_path / "s.py").write_text(SCRIPTS)
+  out = tmp_path / f"{fn}.hcq"
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"{tmp_path}/s.py:{fn}", "-o", str(out)], capture_output=True,
+                     text=True, env={**os.environ, "DEV": "CPU"})
+  return r, out
+
+@pytest.mark.parametrize("fn,values", [("batchnorm", None), ("realizes_its_own", [0.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0])])
+def test_functions_users_write_emit_and_run(tmp_path, fn, values):
+  r, out = _cli_emit(tmp_path, fn)
+  assert r.returncode == 0, r.stderr
+  prog = parse(out.read_text(), str(out))
+  assert prog.expects and not errors(prog)
+  from hcqdsl.runtime import run
+  res = run(prog, launches=1)
+  assert res.ok and all(e.ok for e in res.expects)
+  if values: assert list(prog.expects[0].data.values) == values
+
+def test_already_realized_is_a_clear_error(tmp_path):
+  r, out = _cli_emit(tmp_path, "already_realized")
+  assert r.returncode == 2 and r.stderr == ("hcqdsl: error: the function returned tensors that are already realized, and calling "
+                                            "it again realizes nothing: nothing to emit (return the computation that makes them)\n")
+  assert not out.exists()

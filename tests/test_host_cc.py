@@ -16,7 +16,7 @@ CLANG_C = textwrap.dedent("""\
 TINYGRAD_ARGS = ["-c", "-x", "c", "-O2", "-fPIC", "-ffreestanding", "-fno-math-errno", "-nostdlib", "-fno-ident",
                  "--target=x86_64-none-unknown-elf", "-march=native", "-", "-o", "-"]
 
-needs_gcc = pytest.mark.skipif(host_cc.find_gcc() is None, reason="no gcc/cc on PATH (apt-get install gcc)")
+needs_gcc = pytest.mark.skipif(host_cc.find_cc(("gcc", "cc"), use_env=False) is None, reason="no gcc/cc on PATH (apt-get install gcc)")
 
 def test_gcc_compatible_rewrites_the_clang_only_spellings():
   src = host_cc.gcc_compatible(CLANG_C)
@@ -54,7 +54,7 @@ def test_gcc_computes_fp16_products_as_clang(monkeypatch, tmp_path):
   import ctypes
   import numpy as np
   from hcqdsl.runtime.kernels import compile_c
-  monkeypatch.setenv("CC", host_cc.find_gcc())
+  monkeypatch.setenv("CC", host_cc.find_cc(("gcc", "cc"), use_env=False))
   src = host_cc.gcc_compatible("void k(float* restrict out, float* restrict a, float* restrict b) {\n"
                                "  for (int i = 0; i < 64; i++) out[i] = (float)(((__fp16)(a[i]))*((__fp16)(b[i])));\n}\n")
   fn = compile_c(src, "k", 3, cache_dir=str(tmp_path))

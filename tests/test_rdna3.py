@@ -272,7 +272,7 @@ def test_bad_launch_is_a_fault(tmp_path):
 # ---- the committed code objects stay reproducible
 
 def _llvm_missing():
-  from hcqdsl.tinygrad.emit import amd_renderer
+  from hcqdsl.tinygrad.amdcode import amd_renderer
   try: amd_renderer()
   except Exception as e: return f"tinygrad's AMDLLVM compiler cannot load libLLVM (Debian: apt-get install libllvm19): {e}"
   return None

@@ -135,7 +135,8 @@ def test_trace_has_tracks_spans_and_flows(tmp_path):
   assert main(["run", str(f), "--launches", "2", "--trace", str(out)]) == 0
   ev = json.loads(out.read_text())["traceEvents"]
   spans = [e for e in ev if e["ph"] == "X"]
-  assert {e["tid"] for e in spans} == {"host", "c0", "x0"}
+  names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["name"] == "thread_name"}
+  assert {names[e["pid"], e["tid"]] for e in spans} == {"host", "c0", "x0"}
   assert any(e["name"] == "exec fill(a)" for e in spans)
   assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) > 0
 

@@ -62,9 +62,9 @@ def test_overlapping_launches_never_patch_a_copy_in_use(monkeypatch):
   monkeypatch.setattr(submit_mod.Indirect, "patch", patch)
   from hcqdsl.runtime import emulator
   real_run = emulator.Emulator.run
-  def run(self, host):
+  def run(self, host, locator=None):
     engines[:] = self.engines
-    return real_run(self, host)
+    return real_run(self, host, locator)
   monkeypatch.setattr(emulator.Emulator, "run", run)
   n = 40
   for seed in range(4):
@@ -88,10 +88,10 @@ def test_patched_dwords_are_the_changed_sites():
   from hcqdsl.runtime.emulator import Emulator
   from hcqdsl.runtime.submit import Submitter
   text = OVERLAP.replace("var k", "var k\nvar fixed").replace("  signal seen = k\n", "  signal seen = k\n  signal seen = fixed\n")
-  img = compile_program(rt._program(text, "t.hcq"), "gfx1100")
+  img = compile_program(hcqdsl.parse(text, "t.hcq"), "gfx1100")
   emu = Emulator(seed=0)
   sub = Submitter(img, emu, {"fixed": 7}, indirect=True)
-  emu.run(sub.host(10))
+  emu.run(sub.host(10), locator=sub)
   for qs in sub.queues.values():
     per_var = {v: sum(p.var == v for p in qs.qi.patches) for v in img.vars}
     first, then = sum(per_var.values()), sum(n for v, n in per_var.items() if v != "fixed")

@@ -78,10 +78,10 @@ def test_pinned_var_wins_over_its_list(tmp_path):
 def test_host_must_wait_before_patching_kernel_arguments():
   racy = DECODE.replace("  wait g0.timeline >= g0.epoch - 1\n", "")
   assert errors(racy, 2) == [
-    "24:3: race: the host writes the kernel arguments of `exec put` (c0 line 18)[0:8] at line 24 (launch 2) and c0 reads "
-    "the kernel arguments of `exec put` (c0 line 18)[0:8] at line 18 (launch 1) with no happens-before order between them",
-    "24:3: race: the host writes the kernel arguments of `exec red` (c0 line 19)[0:8] at line 24 (launch 2) and c0 reads "
-    "the kernel arguments of `exec red` (c0 line 19)[0:8] at line 19 (launch 1) with no happens-before order between them"]
+    "24:3: race: the host writes the kernel arguments of `exec put` (c0 line 18) at line 24 (launch 2) and c0 reads "
+    "the kernel arguments of `exec put` (c0 line 18) at line 18 (launch 1) with no happens-before order between them",
+    "24:3: race: the host writes the kernel arguments of `exec red` (c0 line 19) at line 24 (launch 2) and c0 reads "
+    "the kernel arguments of `exec red` (c0 line 19) at line 19 (launch 1) with no happens-before order between them"]
 
 def _two(kind):
   # copy queue a writes x then signals launch k; b waits for that, then reads x. Within a launch they are ordered;
@@ -197,9 +197,9 @@ queue c0 compute on g0 {
 }
 '''
   assert errors(text, 2) == []
-  assert errors(text, 3) == ["5:1: race: the host writes the kernel arguments of `exec k` (c0 line 6)[0:8] at line 5 "
-                             "(launch 3) and c0 reads the kernel arguments of `exec k` (c0 line 6)[0:8] at line 6 (launch 1) "
-                             "with no happens-before order between them"]
+  assert errors(text, 3) == ["5:1: race: the host writes the kernel arguments of `exec k` (c0 line 6) when it submits c0 "
+                             "(implicitly, before its first statement) (launch 3) and c0 reads the kernel arguments of "
+                             "`exec k` (c0 line 6) at line 6 (launch 1) with no happens-before order between them"]
 
 def test_indirect_submission_patches_addresses_and_kernel_arguments():
   """Indirect mode (command-buffer copies) patches the same dwords: rebound addresses in copies (both halves) and the

@@ -1,229 +1,32 @@
 """Program -> Image: a memory plan, one command buffer per queue (the launch template, filled in for launch 1) and a
-patch table of every dword that changes between launches. Packet layouts live in hcqdsl/amd; this module only lays
-out memory and walks statements. The on-disk format is described in docs/amd.md."""
+patch table of every dword that changes between launches. Packet layouts live in pm4.py and sdma.py; this module lays
+out memory (MemoryPlan), loads code objects (CodeLoader) and walks statements (Lowering: one method per statement
+kind). The on-disk format is described in docs/amd.md."""
 from __future__ import annotations
 import pathlib, struct
 from typing import Optional
-import attrs
+import numpy as np
 from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
-                 ARCHS, NO_SPAN, resolve)
+                 ARCHS, NO_SPAN, U32_MAX, resolve)
 from ..diagnostics import Diagnostic, HcqError
+from ..lang.format import format_stmt
+from . import pm4, sdma
+from .targets import get_target
+from . import codeobj
+from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET
+from .image import Image, QueueImage, Patch, Region
 
-__all__ = ["compile_program", "kernarg_layout"]
-
-from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN
-from .image import Image, QueueImage, Patch, Region, SIGNAL_SLOT, M32
+__all__ = ["compile_program", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE"]
 
 ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
-
-# ---------------------------------------------------------------- compiler
-
-class _Alloc:
-  def __init__(self, base: int): self.base, self.top = base, base
-  def take(self, size: int, align: int) -> int:
-    self.top += -self.top % align
-    a, self.top = self.top, self.top + max(size, 1)
-    return a
+SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
 
 def _err(code: str, msg: str, span) -> HcqError: return HcqError([Diagnostic(code, msg, span)])
-
-def _stmt_text(s) -> str:
-  try:
-    from ..lang.format import format_stmt  # type: ignore
-    return format_stmt(s)
-  except Exception: return type(s).__name__.lower()
 
 def compile_program(program: Program, target: str = "gfx1100") -> Image:
   """Lower `program` for AMD. Each device uses its declared arch, else `target`. Raises HcqError (code `name` or
   `bounds`) on a program that cannot be lowered; run `check` first for the full set of diagnostics."""
-  from . import pm4, sdma
-  from .targets import get_target
-  from .codeobj import synthetic, from_elf
-  if target not in ARCHS: raise ValueError(f"unknown target {target!r} (known: {', '.join(ARCHS)})")
-  names = program.lookup()
-  devices = program.devices
-  arch = {d.name: d.arch or target for d in devices}
-  allocs = {None: _Alloc(HOST_BASE), **{d.name: _Alloc(DEVICE_BASE * (i + 1)) for i, d in enumerate(devices)}}
-  regions: list[Region] = []
-  data: list = []
-  def region(name, kind, dev, size, **meta) -> int:
-    if dev not in allocs: raise _err("name", f"unknown device `{dev}`", None)
-    a = allocs[dev].take(size, ALIGN[kind])
-    regions.append(Region(name, kind, dev, a, size, meta))
-    return a
-  def dev_of(ref) -> Optional[str]: return None if ref is None else ref.name
-
-  # signals: one 16-byte slot each, packed into one region per memory
-  signals: dict[str, int] = {}
-  by_mem: dict = {}
-  for s in program.signals: by_mem.setdefault(dev_of(s.device), []).append(s)
-  for mem, sigs in by_mem.items():
-    base = region(f"signals@{mem or 'host'}", "signals", mem, SIGNAL_SLOT * len(sigs), names=[s.name for s in sigs])
-    for i, s in enumerate(sigs):
-      signals[s.name] = base + SIGNAL_SLOT * i
-      if s.init: data.append((signals[s.name], struct.pack("<Q", s.init & M32)))
-  import numpy as np
-  def contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
-  buffers: dict[str, tuple] = {}
-  var_values: dict = {n: list(v) for n, v in program.var_lists.items() if v}  # empty lists: a static error
-  rebound: dict = {}   # rebound buffer -> its `B.addr` var (launch k's memory is a region of its own)
-  rewrites: list = []
-  for b in program.buffers:
-    if b.per_launch == "rebound" and b.launch_inits:
-      addrs = [region(f"{b.name}@{k + 1}", "buffer", dev_of(b.device), b.size, launch=k + 1) for k in range(len(b.launch_inits))]
-      for a, d in zip(addrs, b.launch_inits): data.append((a, contents(d)))
-      buffers[b.name] = (addrs[0], b.size)
-      rebound[b.name] = var_values[f"{b.name}.addr"] = addrs
-      continue
-    buffers[b.name] = (a := region(b.name, "buffer", dev_of(b.device), b.size), b.size)
-    if b.per_launch == "rewritten" and b.launch_inits:
-      for k, d in enumerate(b.launch_inits): rewrites.append((k + 1, a, contents(d).ljust(b.size, b"\0")))
-      data.append((a, rewrites[-len(b.launch_inits)][2]))
-    elif b.init is not None: data.append((a, contents(b.init)))
-
-  def sig_addr(ref: Ref, span=None) -> int:
-    if ref.name not in signals: raise _err("name", f"`{ref.name}` is not a signal", span)
-    return signals[ref.name]
-  def slice_range(sl: Slice, span=None) -> tuple:
-    if sl.buffer.name not in buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
-    a, size = buffers[sl.buffer.name]
-    lo, hi = sl.bounds(size)
-    if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
-    return a + lo, hi - lo
-  all_vars = list(program.vars) + [f"{b}.addr" for b in rebound]
-  env1 = {**{v: 1 for v in all_vars}, **{v: vals[0] for v, vals in var_values.items()}}
-  def value(e, at: int, q: str, patches: list, span=None, encoding="u32") -> int:
-    """The launch-1 value of `e` (an int or Expr); a patch of dword `at` when it depends on a var."""
-    if type(e) is int: return e & M32
-    if e.var is None: return e.offset & M32
-    if e.var.name not in env1: raise _err("name", f"`{e.var.name}` is not a var", span)
-    p = Patch(q, at, e.var.name, e.offset, encoding)
-    patches.append(p)
-    return p.value(env1)
-  def address(sl: Slice, at: int, q: str, patches: list, span=None, step=1) -> int:
-    """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
-    of memory: 4) when its buffer is rebound."""
-    a, _ = slice_range(sl, span)
-    if sl.buffer.name in rebound:
-      e = Expr(Ref(f"{sl.buffer.name}.addr"), a - buffers[sl.buffer.name][0])
-      value(e, at, q, patches, span, "lo"); value(e, at + step, q, patches, span, "hi")
-    return a
-
-  kernels: list = []
-  code: dict = {}  # (kernel, device) -> (CodeObject, code address)
-  base_dir = pathlib.Path(program.file).parent if program.file and not program.file.startswith("<") else pathlib.Path(".")
-  def code_for(kname: str, dev: str, span):
-    if (kname, dev) in code: return code[kname, dev]
-    k = names.get(kname)
-    if k is None or type(k).__name__ != "Kernel": raise _err("name", f"`{kname}` is not a kernel", span)
-    t = get_target(arch[dev])
-    if k.impl is not None and k.impl.amd_code:
-      path = base_dir / k.impl.amd_code
-      try: co = from_elf(t, path.read_bytes())
-      except (OSError, ValueError) as e: raise _err("name", f"kernel `{kname}`: cannot load AMD code object {path}: {e}", span or k.span)
-    else: co = synthetic(t, kname, len(k.params))
-    a = region(f"{kname}.code@{dev}", "code", dev, len(co.image) + (-len(co.image) % 4), kernel=kname)
-    if (a + co.entry_offset) % 256: raise _err("name", f"kernel `{kname}`: entry point is not 256-byte aligned", span)
-    data.append((a, co.image))
-    offs, _ = kernarg_layout(k.params)
-    kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
-                    "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
-                    "params": [[p.mode, p.name, o] for p, o in zip(k.params, offs)],
-                    "impl": attrs.asdict(k.impl, filter=lambda a, _: a.name != "span") if k.impl is not None else None})
-    code[kname, dev] = (co, a)
-    return code[kname, dev]
-  scratch: dict = {}
-  def scratch_for(dev: str) -> int:
-    if dev not in scratch: scratch[dev] = region(f"scratch@{dev}", "scratch", dev, SCRATCH_SIZE)
-    return scratch[dev]
-
-  queues: list[QueueImage] = []
-  for q in program.queues:
-    dev = q.device.name
-    if dev not in arch: raise _err("name", f"queue `{q.name}`: unknown device `{dev}`", q.span)
-    t = arch[dev]
-    enc = pm4.encoder(t) if q.engine == "compute" else sdma.encoder(t)
-    out: list = []
-    patches: list = []
-    mem_patches: list = []
-    stmts: list = []
-    for n, s in enumerate(q.body):
-      start = len(out)
-      sp = s.span
-      if isinstance(s, Epoch): s_eff = Wait(Ref(f"{dev}.timeline"), Expr(Ref(f"{dev}.epoch"), -1))
-      else: s_eff = s
-      if isinstance(s_eff, Wait):
-        a = sig_addr(s_eff.signal, sp)
-        enc.wait(out, a, value(s_eff.value, start + enc.WAIT_VALUE_AT, q.name, patches, sp))
-      elif isinstance(s_eff, SignalWrite):
-        a = sig_addr(s_eff.signal, sp)
-        enc.signal(out, a, value(s_eff.value, start + enc.SIGNAL_VALUE_AT, q.name, patches, sp))
-      elif isinstance(s, Barrier): enc.barrier(out)
-      elif isinstance(s, Timestamp): enc.timestamp(out, sig_addr(s.signal, sp) + 8)
-      elif isinstance(s, Copy):
-        if q.engine != "copy": raise _err("name", "`copy` on a compute queue", s.span)
-        (da, dn), (sa, sn) = slice_range(s.dst, sp), slice_range(s.src, sp)
-        if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
-        enc.copy(out, da, sa, dn)
-        for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
-          if sl.buffer.name not in rebound: continue
-          for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
-            address(Slice(sl.buffer, (sl.bounds(buffers[sl.buffer.name][1])[0]) + off, None, True), start + j * enc.COPY_DWORDS + at, q.name, patches, sp)
-      elif isinstance(s, Exec):
-        if q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
-        co, ca = code_for(s.kernel.name, dev, sp)
-        k = names[s.kernel.name]
-        if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
-        offs, size = kernarg_layout(k.params)
-        kasz = max(size, co.kernarg_size)
-        ka = region(f"{q.name}.kernargs.{n}", "kernargs", dev, kasz + (64 if co.dispatch_ptr else 0), kernel=k.name,
-                    args=[[sl.buffer.name, sl.start, sl.end, sl.ranged] if type(sl) is Slice else None for sl in s.args])
-        kargs = bytearray(kasz)
-        for p, a, o in zip(k.params, s.args, offs):
-          if p.scalar:
-            if type(a) is not Expr: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a value", sp)
-            struct.pack_into("<I", kargs, o, value(a, ka + o, q.name, mem_patches, sp))
-          else:
-            if type(a) is not Slice: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a buffer", sp)
-            struct.pack_into("<Q", kargs, o, address(a, ka + o, q.name, mem_patches, sp, 4))
-        data.append((ka, bytes(kargs)))
-        gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
-        grid, block = tuple(resolve(x, env1) & M32 for x in gdims), tuple(resolve(x, env1) & M32 for x in bdims)
-        if co.dispatch_ptr and any(type(x) is Expr for x in gdims + bdims):
-          raise _err("name", f"kernel `{k.name}`: launch dimensions over vars need a code object without a dispatch packet", sp)
-        user = []
-        if co.private_segment_sgpr:  # scratch buffer resource, as tinygrad sets it up
-          sc = scratch_for(dev)
-          user += [sc & M32, (sc >> 32) | 1 << 31, M32, 0x20c14000]
-        if co.dispatch_ptr: user += [(ka + kasz) & M32, (ka + kasz) >> 32]; data.append((ka + kasz, _dispatch_packet(co, grid, block, ka)))
-        user += [ka & M32, ka >> 32]
-        enc.exec(out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, _tmpring(t, co),
-                 scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid, block, co.wave32)
-        for dims, back in ((bdims, enc.EXEC_BLOCK_FROM_END), (gdims, enc.EXEC_GRID_FROM_END)):
-          for j, x in enumerate(dims): value(x, len(out) - back + j, q.name, patches, sp)
-      else: raise _err("syntax", f"`{type(s).__name__}` is not a queue statement", getattr(s, "span", None))
-      sp = s.span or NO_SPAN
-      stmts.append((start, len(out) - start, sp.line, sp.column, sp.end_line, sp.end_column, _stmt_text(s)))
-    ca = region(f"{q.name}.cmdbuf", "cmdbuf", dev, 4 * len(out), queue=q.name)
-    queues.append(QueueImage(q.name, q.engine, dev, t, ca, out, patches, stmts, mem_patches))
-
-  host = []
-  if (h := program.host) is not None:
-    for s in h.body:
-      sp = s.span or NO_SPAN
-      if isinstance(s, Submit): host.append({"op": "submit", "queues": [r.name for r in s.queues], "line": sp.line})
-      elif isinstance(s, (Wait, SignalWrite)):
-        v = s.value
-        host.append({"op": "wait" if isinstance(s, Wait) else "signal", "signal": s.signal.name, "addr": sig_addr(s.signal, sp),
-                     "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line})
-  expects = []
-  for e in program.expects:
-    a, n = slice_range(e.target, e.span)
-    expects.append({"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
-                    "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in e.data.values],
-                    "approx": e.approx, "line": (e.span or NO_SPAN).line})
-  return Image(target, program.file, [{"name": d.name, "index": d.index, "arch": arch[d.name]} for d in devices],
-               all_vars, regions, signals, buffers, kernels, queues, data, host, expects, var_values, rewrites)
+  return Lowering(program, target).image()
 
 def kernarg_layout(params) -> tuple:
   """(byte offset of each parameter in the kernel arguments, their size): buffers are 8-byte pointers, scalars 4-byte
@@ -235,14 +38,277 @@ def kernarg_layout(params) -> tuple:
     offs.append(top); top += n
   return offs, top
 
-SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
+def _contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
+
+class MemoryPlan:
+  """Where everything lives: one bump allocator per memory (host, then each device's window), regions in allocation
+  order with their initial contents. Signals (one SIGNAL_SLOT each, one region per memory) and buffers (a rebound
+  buffer: one region per listed launch, its `B.addr` var listing their addresses) are placed first, in declaration
+  order; code, kernel arguments, scratch and command buffers as the statements need them."""
+  def __init__(self, program: Program):
+    self.tops = {None: HOST_BASE, **{d.name: DEVICE_BASE * (i + 1) for i, d in enumerate(program.devices)}}
+    self.regions: list[Region] = []
+    self.data: list = []       # (address, bytes)
+    self.signals: dict = {}    # name -> address
+    self.buffers: dict = {}    # name -> (address, size); a rebound buffer's: launch 1's
+    self.rebound: dict = {}    # rebound buffer -> its per-launch addresses
+    self.rewrites: list = []   # (launch, address, bytes)
+    self.var_values = {n: list(v) for n, v in program.var_lists.items() if v}  # empty lists: a static error
+    self.scratch: dict = {}    # device -> scratch address
+    self._signals(program.signals)
+    self._buffers(program.buffers)
+
+  def region(self, name: str, kind: str, dev: Optional[str], size: int, **meta) -> int:
+    if dev not in self.tops: raise _err("name", f"unknown device `{dev}`", None)
+    a = self.tops[dev] + -self.tops[dev] % ALIGN[kind]
+    self.tops[dev] = a + max(size, 1)
+    self.regions.append(Region(name, kind, dev, a, size, meta))
+    return a
+
+  def _signals(self, signals):
+    by_mem: dict = {}
+    for s in signals: by_mem.setdefault(s.device.name if s.device else None, []).append(s)
+    for mem, sigs in by_mem.items():
+      base = self.region(f"signals@{mem or 'host'}", "signals", mem, SIGNAL_SLOT * len(sigs), names=[s.name for s in sigs])
+      for i, s in enumerate(sigs):
+        self.signals[s.name] = base + SIGNAL_SLOT * i
+        if s.init: self.data.append((self.signals[s.name], struct.pack("<Q", s.init & U32_MAX)))
+
+  def _buffers(self, buffers):
+    for b in buffers:
+      dev = b.device.name if b.device else None
+      if b.per_launch == "rebound" and b.launch_inits:
+        addrs = [self.region(f"{b.name}@{k + 1}", "buffer", dev, b.size, launch=k + 1) for k in range(len(b.launch_inits))]
+        self.data += [(a, _contents(d)) for a, d in zip(addrs, b.launch_inits)]
+        self.buffers[b.name] = (addrs[0], b.size)
+        self.rebound[b.name] = self.var_values[f"{b.name}.addr"] = addrs
+        continue
+      self.buffers[b.name] = (a := self.region(b.name, "buffer", dev, b.size), b.size)
+      if b.per_launch == "rewritten" and b.launch_inits:
+        self.rewrites += [(k + 1, a, _contents(d).ljust(b.size, b"\0")) for k, d in enumerate(b.launch_inits)]
+        self.data.append((a, self.rewrites[-len(b.launch_inits)][2]))
+      elif b.init is not None: self.data.append((a, _contents(b.init)))
+
+  def signal(self, ref: Ref, span=None) -> int:
+    if ref.name not in self.signals: raise _err("name", f"`{ref.name}` is not a signal", span)
+    return self.signals[ref.name]
+
+  def slice(self, sl: Slice, span=None) -> tuple:
+    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer (launch k's for `x@k`)."""
+    if sl.buffer.name not in self.buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
+    a, size = self.buffers[sl.buffer.name]
+    if sl.launch is not None:   # `x@k`: the region x has in launch k, a fixed address
+      if sl.buffer.name not in self.rebound or not 1 <= sl.launch <= len(self.rebound[sl.buffer.name]):
+        raise _err("name", f"`{sl.buffer.name}@{sl.launch}`: no such launch of a rebound buffer", span)
+      a = self.rebound[sl.buffer.name][sl.launch - 1]
+    lo, hi = sl.bounds(size)
+    if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
+    return a + lo, hi - lo
+
+  def scratch_for(self, dev: str) -> int:
+    if dev not in self.scratch: self.scratch[dev] = self.region(f"scratch@{dev}", "scratch", dev, SCRATCH_SIZE)
+    return self.scratch[dev]
+
+class CodeLoader:
+  """The code object of each (kernel, device) an exec names, placed in the plan the first time: the program's `amd
+  "file.co"` (relative to the program) or a synthetic one. `kernels` lists them for the image, in load order."""
+  def __init__(self, plan: MemoryPlan, names: dict, arch: dict, base_dir: pathlib.Path):
+    self.plan, self.names, self.arch, self.base_dir = plan, names, arch, base_dir
+    self.kernels: list = []
+    self.loaded: dict = {}   # (kernel, device) -> (CodeObject, code address)
+
+  def load(self, kname: str, dev: str, span) -> tuple:
+    if (kname, dev) in self.loaded: return self.loaded[kname, dev]
+    k = self.names.get(kname)
+    if k is None or type(k).__name__ != "Kernel": raise _err("name", f"`{kname}` is not a kernel", span)
+    t, elf = get_target(self.arch[dev]), None
+    if k.impl is not None and k.impl.amd_code:
+      path = self.base_dir / k.impl.amd_code
+      try: co = codeobj.from_elf(t, elf := path.read_bytes())
+      except (OSError, ValueError) as e: raise _err("name", f"kernel `{kname}`: cannot load AMD code object {path}: {e}", span or k.span)
+    else: co = codeobj.synthetic(t, kname, len(k.params))
+    a = self.plan.region(f"{kname}.code@{dev}", "code", dev, len(co.image) + (-len(co.image) % 4), kernel=kname)
+    if (a + co.entry_offset) % 256: raise _err("name", f"kernel `{kname}`: entry point is not 256-byte aligned", span)
+    self.plan.data.append((a, co.image))
+    offs, _ = kernarg_layout(k.params)
+    self.kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
+                         "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
+                         "params": [[p.mode, p.name, o] for p, o in zip(k.params, offs)],
+                         "impl": _impl_record(k.impl),
+                         **({"code_object": elf} if elf is not None else {})})   # the ELF, for `lift` to write out
+    self.loaded[kname, dev] = (co, a)
+    return self.loaded[kname, dev]
+
+def _impl_record(i) -> Optional[dict]:
+  if i is None: return None
+  return {"builtin": i.builtin, "dtype": i.dtype, "args": list(i.args), "c_source": i.c_source, "amd_code": i.amd_code}
+
+class Lowering:
+  """One program's lowering for AMD: the memory plan, then each queue's statements through STATEMENTS (statement type
+  -> method appending its packets to the queue's command buffer and recording the dwords a launch patches), then the
+  host steps (HOST_STEPS) and expects, with resolved addresses."""
+  def __init__(self, program: Program, target: str = "gfx1100"):
+    if target not in ARCHS: raise ValueError(f"unknown target {target!r} (known: {', '.join(ARCHS)})")
+    self.program, self.target = program, target
+    self.names = program.lookup()
+    self.arch = {d.name: d.arch or target for d in program.devices}
+    self.plan = MemoryPlan(program)
+    file = program.file
+    self.code = CodeLoader(self.plan, self.names, self.arch,
+                           pathlib.Path(file).parent if file and not file.startswith("<") else pathlib.Path("."))
+    self.vars = list(program.vars) + [f"{b}.addr" for b in self.plan.rebound]
+    self.env1 = {**{v: 1 for v in self.vars}, **{v: vals[0] for v, vals in self.plan.var_values.items()}}
+
+  def image(self) -> Image:
+    p, plan = self.program, self.plan
+    queues = [self.queue(q) for q in p.queues]
+    host, expects = self.host(), [self.expect(e) for e in p.expects]
+    return Image(self.target, p.file, [{"name": d.name, "index": d.index, "arch": self.arch[d.name]} for d in p.devices],
+                 self.vars, plan.regions, plan.signals, plan.buffers, self.code.kernels, queues, plan.data, host,
+                 expects, plan.var_values, plan.rewrites)
+
+  # ---- values: launch 1's, with a patch wherever a var is used
+
+  def value(self, e, at: int, patches: list, span=None, encoding: str = "u32") -> int:
+    """The launch-1 value of `e` (an int or Expr); a patch of dword `at` when it depends on a var."""
+    if type(e) is int: return e & U32_MAX
+    if e.var is None: return e.offset & U32_MAX
+    if e.var.name not in self.env1: raise _err("name", f"`{e.var.name}` is not a var", span)
+    p = Patch(at, e.var.name, e.offset, encoding)
+    patches.append(p)
+    return p.value(self.env1)
+
+  def address(self, sl: Slice, at: int, patches: list, span=None, step: int = 1) -> int:
+    """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
+    of memory: 4) when its buffer is rebound."""
+    a, _ = self.plan.slice(sl, span)
+    if sl.buffer.name in self.plan.rebound and sl.launch is None:
+      e = Expr(Ref(f"{sl.buffer.name}.addr"), a - self.plan.buffers[sl.buffer.name][0])
+      self.value(e, at, patches, span, "lo"); self.value(e, at + step, patches, span, "hi")
+    return a
+
+  # ---- queues
+
+  def queue(self, q) -> QueueImage:
+    dev = q.device.name
+    if dev not in self.arch: raise _err("name", f"queue `{q.name}`: unknown device `{dev}`", q.span)
+    t = self.arch[dev]
+    self.q, self.dev, self.t = q, dev, t
+    self.enc = pm4.encoder(t) if q.engine == "compute" else sdma.encoder(t)
+    self.out, self.patches, self.mem_patches = [], [], []
+    stmts = []
+    for self.index, s in enumerate(q.body):
+      self.start = len(self.out)
+      lower = self.STATEMENTS.get(type(s))
+      if lower is None: raise _err("syntax", f"`{type(s).__name__}` is not a queue statement", getattr(s, "span", None))
+      lower(self, s, s.span)
+      sp = s.span or NO_SPAN
+      stmts.append((self.start, len(self.out) - self.start, sp.line, sp.column, sp.end_line, sp.end_column, format_stmt(s)))
+    ca = self.plan.region(f"{q.name}.cmdbuf", "cmdbuf", dev, 4 * len(self.out), queue=q.name)
+    return QueueImage(q.name, q.engine, dev, t, ca, self.out, self.patches, stmts, self.mem_patches)
+
+  def wait(self, s, sp):
+    a = self.plan.signal(s.signal, sp)
+    self.enc.wait(self.out, a, self.value(s.value, self.start + self.enc.WAIT_VALUE_AT, self.patches, sp))
+
+  def epoch(self, s, sp):
+    """`wait D.timeline >= D.epoch - 1` on the queue's device."""
+    self.wait(Wait(Ref(f"{self.dev}.timeline"), Expr(Ref(f"{self.dev}.epoch"), -1)), sp)
+
+  def signal(self, s, sp):
+    a = self.plan.signal(s.signal, sp)
+    self.enc.signal(self.out, a, self.value(s.value, self.start + self.enc.SIGNAL_VALUE_AT, self.patches, sp))
+
+  def barrier(self, s, sp): self.enc.barrier(self.out)
+
+  def timestamp(self, s, sp): self.enc.timestamp(self.out, self.plan.signal(s.signal, sp) + TIMESTAMP_OFFSET)
+
+  def copy(self, s, sp):
+    if self.q.engine != "copy": raise _err("name", "`copy` on a compute queue", s.span)
+    (da, dn), (sa, sn) = self.plan.slice(s.dst, sp), self.plan.slice(s.src, sp)
+    if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
+    enc = self.enc
+    enc.copy(self.out, da, sa, dn)
+    for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
+      if sl.buffer.name not in self.plan.rebound or sl.launch is not None: continue
+      lo = sl.bounds(self.plan.buffers[sl.buffer.name][1])[0]
+      for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
+        self.address(Slice(sl.buffer, lo + off, None, True), self.start + j * enc.COPY_DWORDS + at, self.patches, sp)
+
+  def exec(self, s, sp):
+    if self.q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
+    plan, dev = self.plan, self.dev
+    co, ca = self.code.load(s.kernel.name, dev, sp)
+    k = self.names[s.kernel.name]
+    if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
+    ka, kasz = self.kernargs(s, k, co, sp)
+    gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
+    grid, block = tuple(resolve(x, self.env1) & U32_MAX for x in gdims), tuple(resolve(x, self.env1) & U32_MAX for x in bdims)
+    if co.dispatch_ptr and any(type(x) is Expr for x in gdims + bdims):
+      raise _err("name", f"kernel `{k.name}`: launch dimensions over vars need a code object without a dispatch packet", sp)
+    user = []
+    if co.private_segment_sgpr:  # scratch buffer resource, as tinygrad sets it up
+      sc = plan.scratch_for(dev)
+      user += [sc & U32_MAX, (sc >> 32) | 1 << 31, U32_MAX, 0x20c14000]
+    if co.dispatch_ptr:
+      user += [(ka + kasz) & U32_MAX, (ka + kasz) >> 32]
+      plan.data.append((ka + kasz, _dispatch_packet(co, grid, block, ka)))
+    user += [ka & U32_MAX, ka >> 32]
+    self.enc.exec(self.out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, _tmpring(self.t, co),
+                  plan.scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid,
+                  block, co.wave32)
+    for dims, back in ((bdims, self.enc.EXEC_BLOCK_FROM_END), (gdims, self.enc.EXEC_GRID_FROM_END)):
+      for j, x in enumerate(dims): self.value(x, len(self.out) - back + j, self.patches, sp)
+
+  def kernargs(self, s, k, co, sp) -> tuple:
+    """The exec's kernel-argument region (address, size without the dispatch packet): buffer pointers and scalar
+    values at kernarg_layout's offsets, memory patches where they change per launch."""
+    offs, size = kernarg_layout(k.params)
+    kasz = max(size, co.kernarg_size)
+    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
+                          kernel=k.name, args=[[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args])
+    kargs = bytearray(kasz)
+    for p, a, o in zip(k.params, s.args, offs):
+      if p.scalar:
+        if type(a) is not Expr: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a value", sp)
+        struct.pack_into("<I", kargs, o, self.value(a, ka + o, self.mem_patches, sp))
+      else:
+        if type(a) is not Slice: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a buffer", sp)
+        struct.pack_into("<Q", kargs, o, self.address(a, ka + o, self.mem_patches, sp, 4))
+    self.plan.data.append((ka, bytes(kargs)))
+    return ka, kasz
+
+  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Exec: exec}
+
+  # ---- host steps and expects
+
+  def host(self) -> list:
+    out = []
+    for s in (self.program.host.body if self.program.host is not None else ()):
+      if (lower := self.HOST_STEPS.get(type(s))) is not None: out.append(lower(self, s, s.span or NO_SPAN))
+    return out
+
+  def host_submit(self, s, sp) -> dict: return {"op": "submit", "queues": [r.name for r in s.queues], "line": sp.line}
+
+  def host_signal(self, s, sp) -> dict:
+    v = s.value
+    return {"op": "wait" if type(s) is Wait else "signal", "signal": s.signal.name, "addr": self.plan.signal(s.signal, sp),
+            "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line}
+
+  HOST_STEPS = {Submit: host_submit, Wait: host_signal, SignalWrite: host_signal}
+
+  def expect(self, e) -> dict:
+    a, n = self.plan.slice(e.target, e.span)
+    vals = e.data.values.tolist() if hasattr(e.data.values, "tolist") else e.data.values   # data from a file: numpy
+    return {"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
+            "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in vals],
+            "approx": e.approx, "line": (e.span or NO_SPAN).line} | {k: v for k, v in (("rtol", e.rtol), ("atol", e.atol)) if v is not None}
 
 def _tmpring(t: str, co) -> int:
   """COMPUTE_TMPRING_SIZE: 0 without private memory; else WAVESIZE (per-wave bytes / 256, gfx9: / 1024) and as many
   waves as fit SCRATCH_SIZE."""
   if not co.private_segment_size: return 0
   from tinygrad.runtime.autogen import hsa
-  from .targets import get_target
   gen = get_target(t).gen
   align = 1024 if gen == 9 else 256
   wavesize = -(-64 * (co.private_segment_size + 3 & ~3) // align)

@@ -4,12 +4,13 @@ each distinct problem is reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Epoch, Expr, Ref, U32_MAX
-from ..diagnostics import Diagnostic, LazyDiagnostic, Related
+from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX
+from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
+from .caches import DEFAULT_ARCH
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
-           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "deadlock_diags"]
+           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
@@ -20,8 +21,29 @@ def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
 def _launch(u: Unrolled, i: int, pos: int) -> int: return (pos - 1) // len(u.seqs[i].ops) + 1
 def _op(u: Unrolled, i: int, pos: int): return u.seqs[i].ops[(pos - 1) % len(u.seqs[i].ops)]
 def _key(u: Unrolled, i: int, pos: int): return (i, (pos - 1) % len(u.seqs[i].ops))
-def _expr(op, shift: int = 0) -> str:
-  return str(Expr(None if op[2] is None else Ref(op[2]), op[3] - (shift if op[2] is not None else 0)))
+def _expr_of(op, shift: int = 0) -> Expr:
+  return Expr(None if op[2] is None else Ref(op[2]), op[3] - (shift if op[2] is not None else 0))
+def _expr(op, shift: int = 0) -> str: return str(_expr_of(op, shift))
+
+def _at(u: Unrolled, i: int, pos: int) -> tuple:
+  """Where an edit before sequence i's step `pos` goes: (block name, 0-based index in its body, words). The host's
+  implicit submit (and its kernel-argument writes, shown at the queue they patch) happens before its first
+  statement: the edit goes at the start of the host block, not at the queue's line."""
+  st = u.stmt(i, pos)
+  if i == 0 and (st is None or isinstance(st, (Queue, Buffer))):
+    host = u.program.host
+    if host is None: return "host", 0, "in a new `host { ... }` block (the program has none; its submit is implicit)"
+    if not host.body: return "host", 0, f"inside its block (line {host.span.line}), before its implicit submit"
+    return "host", 0, f"at the start of its block, before line {host.body[0].span.line} (its submit is implicit)"
+  block = "host" if i == 0 else u.seqs[i].name
+  body = u.program.host.body if i == 0 else u.seqs[i].queue.body
+  idx = next((n for n, x in enumerate(body) if x is st), 0)
+  return block, idx, f"before {u.line(i, pos)}"
+
+def _new_span(u: Unrolled, i: int, pos: int) -> Optional[Span]:
+  """A zero-width span where an inserted statement goes (its diagnostics, if any, are told apart by it)."""
+  sp = u.span(i, pos)
+  return Span(sp.file, sp.line, sp.column, sp.line, sp.column) if sp is not None else None
 
 def _sortkey(u: Unrolled, i: int, pos: int):
   sp = u.span(i, pos)
@@ -64,10 +86,11 @@ def _text(u: Unrolled, i: int, pos: int) -> str:
   st = u.stmt(i, pos)
   return "the implicit submit" if st is None else f"`{format_stmt(st)}` (line {st.span.line})" if st.span else f"`{format_stmt(st)}`"
 
-def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> Optional[str]:
+def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> tuple:
   """One edit that breaks the cycle: a wait of a hop asking for the value the signal already has (written with its
-  var, e.g. the previous launch's `kick - 1`), else a signal (or submit) moved above the wait that blocks its writer."""
-  out = []
+  var, e.g. the previous launch's `kick - 1`), else a signal (or submit) moved above the wait that blocks its writer.
+  Returns (the fix note or None, the first kind as an Edit or None)."""
+  out, edit = [], None
   for h in cyc:
     st = state[h]
     if st[0] != "wait": continue
@@ -77,6 +100,8 @@ def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> Optional[s
       new = Expr(Ref(op[2]), op[3] - (need - values[s]))
       out.append(f"{_who(u, h)}'s {_text(u, h, pos)} waiting for `{_sig(u, s)} >= {new}` instead (what {_sig(u, s)} "
                  f"already holds{', the previous launch' + chr(39) + 's value' if need - values[s] == 1 else ''})")
+      block, idx, _ = _at(u, h, pos)
+      edit = Edit(block, idx, (Wait(Ref(_sig(u, s)), new, span=u.span(h, pos)),), out[-1], replace=True)
       break
   for n, h in enumerate(cyc):
     nx = cyc[(n + 1) % len(cyc)]
@@ -85,8 +110,8 @@ def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> Optional[s
     if w is None or hs[0] != "wait" or _launch(u, nx, w) != _launch(u, nx, hs[3]) or u.stmt(nx, w) is None: continue
     out.append(f"{_who(u, nx)}'s {_text(u, nx, w)} moved above its {_text(u, nx, hs[3])}")
     break
-  return "fix: either edit breaks the cycle: " + "; or ".join(out) if len(out) > 1 else \
-    f"fix: the cycle breaks with {out[0]}" if out else None
+  return ("fix: either edit breaks the cycle: " + "; or ".join(out) if len(out) > 1 else
+          f"fix: the cycle breaks with {out[0]}" if out else None), edit
 
 def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
   """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
@@ -180,10 +205,12 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
           w = next(p for j, p in edges[h] if j == nx)
           related.append(Related(f"{_who(u, h)} waits for {_sig(u, hs[1])} >= {hs[2]} (launch {_launch(u, h, hs[3])}), "
                                  f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
-      fix = _fix(u, cyc, state, edges, values)
+    edit = None
+    if cyc:
+      fix, edit = _fix(u, cyc, state, edges, values)
       if fix: notes.append(fix)
     out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
-               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]}),
+               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]}, fix=edit),
                 grp, cause == i or bool(cyc)))
   return out
 
@@ -214,7 +241,20 @@ class DeadlockAnalysis:
 def _order(u: Unrolled, d: Diagnostic):
   return (d.extra["launch"], d.span.file, d.span.line, d.span.column) if d.span else (d.extra["launch"], "", 0, 0)
 
-def _rng(a) -> str: return f"[{a[1]}:{a[2]}]"
+def _rng(u: Unrolled, a) -> str:
+  # (a kernel-argument block is named by the exec it serves; its byte range says nothing to the reader)
+  return "" if u.buffers[a[0]].name.startswith("the kernel arguments") else f"[{a[1]}:{a[2]}]"
+
+def _stmt_line(u: Unrolled, i: int, p: int) -> Optional[int]:
+  """The line of the statement at sequence i's step p; None for the host's implicit submit (and what it patches)."""
+  st = u.stmt(i, p)
+  return None if st is None or isinstance(st, (Queue, Buffer)) or st.span is None else st.span.line
+
+def _where(u: Unrolled, i: int, p: int) -> str:
+  """`at line N`, or for the host's implicit submit of a queue `when it submits QUEUE (implicitly)`."""
+  st = u.stmt(i, p)
+  if i == 0 and isinstance(st, Queue): return f"when it submits {st.name} (implicitly, before its first statement)"
+  return f"at {u.line(i, p)}"
 
 class RaceAnalysis:
   name = "race"
@@ -242,28 +282,48 @@ class RaceAnalysis:
       (j, q, aj), (i, p, ai) = first, second
       b = u.buffers[ai[0]].name
       kj, ki = _launch(u, j, q), _launch(u, i, p)
-      msg = (f"{_who(u, i)} {_RW[ai[3]]} {b}{_rng(ai)} at {u.line(i, p)} (launch {ki}) and {_who(u, j)} {_RW[aj[3]]} "
-             f"{b}{_rng(aj)} at {u.line(j, q)} (launch {kj}) with no happens-before order between them")
+      msg = (f"{_who(u, i)} {_RW[ai[3]]} {b}{_rng(u, ai)} {_where(u, i, p)} (launch {ki}) and {_who(u, j)} {_RW[aj[3]]} "
+             f"{b}{_rng(u, aj)} {_where(u, j, q)} (launch {kj}) with no happens-before order between them")
       # the missing order: a signal sequence j already writes after its access, and a wait on it before the other
       ops, L = u.seqs[j].ops, len(u.seqs[j].ops)
       w = self._next_write(u, j, q)
+      block, idx, where = _at(u, i, p)
+      edit = None
       if w is not None:
         op = ops[(w - 1) % L]
-        hint = (f"add `wait {_sig(u, op[1])} >= {_expr(op, ki - _launch(u, j, w))}` in {_who(u, i)} before {u.line(i, p)}"
+        e = _expr_of(op, ki - _launch(u, j, w))
+        hint = (f"add `wait {_sig(u, op[1])} >= {e}` in {_who(u, i)} {where}"
                 f" ({_who(u, j)} signals it at {u.line(j, w)}, after its access)")
+        edit = Edit(block, idx, (Wait(Ref(_sig(u, op[1])), e, span=_new_span(u, i, p)),), hint)
       else:
         hint = (f"{_who(u, j)} writes no signal after {u.line(j, q)}: add one there, and a wait on it in {_who(u, i)} "
-                f"before {u.line(i, p)}")
-      out.append(Diagnostic("race", msg, u.span(i, p),
-                            related=(Related(f"{_who(u, j)} {_RW[aj[3]]} {b}{_rng(aj)} here (launch {kj})", u.span(j, q)),),
-                            notes=(hint,),
+                f"{where}")
+      span = u.host_span if i == 0 and isinstance(u.stmt(i, p), Queue) and u.host_span is not None else u.span(i, p)
+      out.append(Diagnostic("race", msg, span,
+                            related=(Related(f"{_who(u, j)} {_RW[aj[3]]} {b}{_rng(u, aj)} here (launch {kj})", u.span(j, q)),),
+                            notes=(hint,), fix=edit,
                             extra={"launch": ki, "queue": _who(u, i), "buffer": b, "range": [ai[1], ai[2]],
+                                   "line": _stmt_line(u, i, p), "mode": _RW[ai[3]],
                                    "other": {"launch": kj, "queue": _who(u, j), "range": [aj[1], aj[2]],
-                                             "line": u.span(j, q).line if u.span(j, q) else None}}))
+                                             "line": _stmt_line(u, j, q), "mode": _RW[aj[3]]}}))
     if len(found) > limit:  # a racy program of thousands of statements: the first ones say what is wrong
       out.append(Diagnostic("race", f"{len(found) - limit} more racing pairs of statements are not listed", None,
                             extra={"more": len(found) - limit}))
     return out
+
+def _host_reset(u: Unrolled, w: tuple, users, sig: str) -> Optional[Edit]:
+  """The fix for the host lowering (resetting) a signal the previous launch may still use: before the reset, wait for
+  that launch to finish on every device whose queues use the signal, by the device timeline (when the program
+  writes it: `signal D.timeline = D.epoch` ends a launch, tinygrad's HCQGraph waits for it the same way)."""
+  if w[0] != 0: return None
+  written = {u.signals[op[1]].name for s in u.seqs[1:] for op in s.ops if op[0] == WRITE}
+  devs = sorted({u.seqs[j].device for j in users if j} & {n[:-len(".timeline")] for n in written if n.endswith(".timeline")})
+  if not devs: return None
+  block, idx, where = _at(u, 0, w[1])
+  waits = tuple(Wait(Ref(f"{d}.timeline"), Expr(Ref(f"{d}.epoch"), -1), span=_new_span(u, 0, w[1])) for d in devs)
+  text = (f"add {' and '.join(f'`wait {d}.timeline >= {d}.epoch - 1`' for d in devs)} to the host {where}: it resets "
+          f"{sig} while the previous launch may still use it, and must wait for that launch first")
+  return Edit(block, idx, waits, text)
 
 class SignalRaceAnalysis:
   name = "signal-race"
@@ -276,10 +336,12 @@ class SignalRaceAnalysis:
       if key in seen: continue
       seen.add(key)
       s = _sig(u, _op(u, *b)[1])
+      host, other = (b, a) if b[0] == 0 else (a, b)
+      fix = _host_reset(u, host, [other[0]], s) if _launch(u, *host) > _launch(u, *other) else None
       out.append(Diagnostic("signal-race", f"{_who(u, b[0])} writes {s} at {u.line(*b)} (launch {_launch(u, *b)}) and "
                             f"{_who(u, a[0])} writes it at {u.line(*a)} (launch {_launch(u, *a)}) with no order between them",
                             u.span(*b), related=(Related(f"{_who(u, a[0])} writes {s} here (launch {_launch(u, *a)})", u.span(*a)),),
-                            extra={"launch": _launch(u, *b), "queue": _who(u, b[0]), "signal": s}))
+                            extra={"launch": _launch(u, *b), "queue": _who(u, b[0]), "signal": s}, fix=fix))
     return out
 
 class NonMonotonicAnalysis:
@@ -301,10 +363,12 @@ class NonMonotonicAnalysis:
         if _key(u, *o2) in seen: continue
         seen.add(_key(u, *o2))
         related.append(Related(f"{_who(u, o2[0])} may {use(o2)} {s} here (launch {_launch(u, *o2)})", u.span(*o2)))
+      fix = _host_reset(u, w, [o2[0] for _, o2, _, _ in found], s)
       out.append(Diagnostic("non-monotonic", f"{_who(u, w[0])} lowers {s}{frm} at {u.line(*w)} (launch {_launch(u, *w)}) "
                             f"while {_who(u, o[0])} may {use(o)} it at {u.line(*o)} (launch {_launch(u, *o)}): the lowering "
                             f"write is not ordered against every other use of {s}", u.span(*w), related=tuple(related),
-                            extra={"launch": _launch(u, *w), "queue": _who(u, w[0]), "signal": s}))
+                            notes=(f"fix: {fix.text}",) if fix else (),
+                            extra={"launch": _launch(u, *w), "queue": _who(u, w[0]), "signal": s}, fix=fix))
     return out
 
 class _RedundantWait(LazyDiagnostic):
@@ -315,15 +379,22 @@ class _Visibility(LazyDiagnostic):
   __slots__ = ()
   code, severity = "visibility", "warning"
 
+def _previous_launch(st) -> bool:
+  """Is `st` `wait D.timeline >= D.epoch - 1` (the previous launch is done with device D)?"""
+  sig, v = st.signal.name, st.value
+  return (sig.endswith(".timeline") and isinstance(v, Expr) and v.var is not None and v.var.name == f"{sig[:-9]}.epoch"
+          and v.offset == -1)
+
 class RedundantWaitAnalysis:
   """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
   launch. `epoch` is exempt: it also orders the queue after work outside the program (tinygrad waits its timeline
-  for the same reason even when the host already did)."""
+  for the same reason even when the host already did). In a one-launch check so is a wait for the previous launch on
+  another device (`wait D.timeline >= D.epoch - 1`): it holds trivially in launch 1 and orders the launches after it."""
   name = "redundant-wait"
   def run(self, u: Unrolled, wstats: dict) -> list[Diagnostic]:
     stmts = [s.stmts for s in u.seqs]
     found = [(i, st) for (i, idx), (n, red) in wstats.items() if n == red and n
-             and (st := stmts[i][idx]) is not None and type(st) is not Epoch]
+             and (st := stmts[i][idx]) is not None and type(st) is not Epoch and not (u.launches == 1 and _previous_launch(st))]
     who = [_who(u, i) for i in range(len(u.seqs))]
     def build(x):  # the text of the few shown: a program can draw tens of thousands
       i, st = x
@@ -332,16 +403,18 @@ class RedundantWaitAnalysis:
     return _RedundantWait.many([st.span for _, st in found], build, found)
 
 class VisibilityAnalysis:
-  """A cross-device read (the buffer lives on another device, or another device's queue wrote it) ordered after the
-  write by a wait (or a submit) with no `barrier` between that wait and the read. The start of each launch counts as a
-  barrier (tinygrad opens every queue with one)."""
+  """A compute read that the packets let see stale data (docs/check.md, "Cache semantics of the packets"): the host's
+  write to the reading device's memory with no `barrier` (the HDP flush) between them, or, on gfx942, an earlier access
+  of the device's compute queues to the bytes with no L2 invalidation (`barrier`, `timestamp`) between it and the read
+  of what another device, a copy queue or the host wrote since."""
   name = "visibility"
   def run(self, u: Unrolled, found) -> list[Diagnostic]:
     """`found`: the happens-before pass's findings as columns (`Trace.vis_found`)."""
-    # a program written without barriers has a warning for every other read: each one's span is looked up here (the
-    # report sorts by it), its text only when it is shown, from per-sequence and per-buffer text built once
+    # a program can draw a warning for every other read: each one's span is looked up here (the report sorts by it),
+    # its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
     dev = [s.device for s in u.seqs]
+    arch = {d.name: d.arch or DEFAULT_ARCH for d in u.program.devices}
     lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
     ops = [s.ops for s in u.seqs]
@@ -353,14 +426,26 @@ class VisibilityAnalysis:
       sp = st.span if st is not None else host
       return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", (pos - 1) // lens[i] + 1
     def build(x):
-      i, idx, m, p, j, jdx, jm, q = x
+      i, idx, m, p, j, jdx, jm, q, kind, k, kdx, km, kp = x
       a, aj = ops[i][idx][1][m], ops[j][jdx][1][jm]
       (_, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
-      b = bufs[a[0]]
-      return (f"{who[i]} on {dev[i]} reads {b}[{a[1]}:{a[2]}]{where[a[0]]} at {li} (launch {ki}), written by {who[j]} on "
-              f"{dev[j]} at {lj}, with no `barrier` after the wait that orders them",
-              (Related(f"{who[j]} writes {b}[{aj[1]}:{aj[2]}] here (launch {kj})", spj),),
-              {"launch": ki, "queue": who[i], "buffer": b})
+      b, d = bufs[a[0]], dev[i]
+      rng, wrng = f"{b}[{a[1]}:{a[2]}]", f"{b}[{aj[1]}:{aj[2]}]"
+      related = [Related(f"{who[j]} writes {wrng} here (launch {kj})", spj)]
+      if kind == 0:
+        msg = (f"{who[i]} on {d} reads {rng}{where[a[0]]} at {li} (launch {ki}), written by the host at {lj} (launch "
+               f"{kj}), with no `barrier` on {d} between them: the host's writes reach {d}'s memory through the HDP, "
+               f"which only `barrier` flushes")
+      else:
+        ak = ops[k][kdx][1][km]
+        spk, lk, kk = at(k, kp)
+        by = f"{who[j]} on {dev[j]}" if j else "the host"
+        msg = (f"{who[i]} on {d} ({arch[d]}) reads {rng}{where[a[0]]} at {li} (launch {ki}), written by {by} at {lj} "
+               f"(launch {kj}), but {d}'s L2 may still hold the bytes {who[k]} accessed at {lk} (launch {kk}): no L2 "
+               f"invalidation on {d} follows that access before this read (on {arch[d]} a `signal` writes L2 back "
+               f"without invalidating it; a `barrier` after the wait invalidates it)")
+        related.append(Related(f"{who[k]} {_RW[ak[3]]} {b}[{ak[1]}:{ak[2]}] here (launch {kk}), leaving it in {d}'s L2", spk))
+      return (msg, tuple(related), {"launch": ki, "queue": who[i], "buffer": b, "cause": ("hdp", "l2")[kind]})
     ii, idx = found[0], found[1]
     spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(ii, idx)]
     return _Visibility.many(spans, build, list(zip(*found)))
@@ -387,4 +472,29 @@ class UnusedSignalAnalysis:
       st = u.seqs[i].stmts[idx]
       out.append(Diagnostic("unused-signal", f"{name} is written but no queue or host statement waits on it", st.span,
                             severity="warning", related=(Related(f"{name} is declared here", u.signals[sid].span),)))
+    return out
+
+class StaleInputAnalysis:
+  """A command that, in launch k, reads `x@j` with j < k: launch j's memory of a rebound buffer, i.e. an input of an
+  earlier launch (tinygrad's HCQGraph replaces each input's address at every call; a command it missed keeps reading
+  the memory of the call it was captured at). One report per access of a statement, at its first such launch."""
+  name = "stale-input"
+  def run(self, u: Unrolled) -> list[Diagnostic]:
+    out = []
+    for i, pins in u.pinned.items():
+      seq = u.seqs[i]
+      for (idx, n), j in sorted(pins.items()):
+        acc = seq.ops[idx][1][n]
+        if acc[3] == W or j + 2 > u.launches: continue   # written, or never run in a later launch
+        st, b = seq.stmts[idx], u.buffers[acc[0]]
+        k = j + 2
+        sl = f"{b.name}@{j + 1}[{acc[1]}:{acc[2]}]"
+        out.append(Diagnostic("stale-input", f"{seq.name} reads {sl} at line {st.span.line if st.span else 0} in launch {k}: "
+                              f"`{b.name}` is rebound, so launch {k}'s input is new memory ({b.name}@{k}), and this reads "
+                              f"launch {j + 1}'s (an input replacement missed)", st.span,
+                              related=(Related(f"`{b.name}` is declared rebound here: launch {j + 1} and launch {k} each have "
+                                               f"memory of their own", b.span),),
+                              notes=(f"read `{b.name}` (the launch's own input) instead of `{b.name}@{j + 1}`, if launch {k} "
+                                     f"means its own input",),
+                              extra={"launch": k, "queue": seq.name, "buffer": b.name, "input_launch": j + 1}))
     return out

@@ -11,7 +11,7 @@ from .unroll import unroll, Unrolled
 from .hb import happens_before
 from .explore import explore
 from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
-                       RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis)
+                       RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis, StaleInputAnalysis)
 
 __all__ = ["analyze", "MAX_STATES"]
 
@@ -28,8 +28,8 @@ def _why(u: Unrolled, v) -> str:
           f"{u.line(*b)} in {who(b[0])}")
 
 def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, max_states: int = MAX_STATES) -> list[Diagnostic]:
-  """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), and the warnings redundant-wait,
-  unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
+  """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), stale-input, and the warnings
+  redundant-wait, unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
   `var_values` pins them (a name -> int, or a list of per-launch ints)."""
   # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again.
   # And numpy asks for 2 MB pages for its big arrays: in a process holding a million-statement program the kernel
@@ -76,4 +76,5 @@ def _analyze(program: Program, launches: int, var_values: Optional[dict], max_st
                             severity="note"))
     diags += [attrs.evolve(d, notes=d.notes + (note,)) if d.code != "incomplete" else d for d in dyn]
   diags += UnusedSignalAnalysis().run(u)
+  diags += StaleInputAnalysis().run(u)
   return diags

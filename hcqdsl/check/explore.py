@@ -147,16 +147,21 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
     for j in passive[n + 1:]:
       for c in reach(i, hmax):
         for d in reach(j, hmax): pairs.add((i, c, j, d))
+  pins = u.pinned
+  def memory(i, p, n, k):   # the launch whose memory access n of sequence i's step p touches
+    pin = pins.get(i)
+    return k if pin is None else pin.get(((p - 1) % len(u.seqs[i].ops), n), k - 1) + 1
   # races: every conflicting pair of accesses of two segments that are current together
   for i, ci, j, cj in sorted(pairs):
     for p, xi in segs[i][ci]:
       for q, xj in segs[j][cj]:
-        for a in xi:
-          for b in xj:
+        for na, a in enumerate(xi):
+          for nb, b in enumerate(xj):
             if _conflict(a, b):
               A, B = (i, p), (j, q)
               kA, kB = launch(*A), launch(*B)
-              if kA != kB and u.rebound[a[0]]: continue  # a rebound buffer is other memory in another launch
+              # a rebound buffer is other memory in another launch (`x@k`: launch k's memory, whatever the launch)
+              if u.rebound[a[0]] and memory(i, p, na, kA) != memory(j, q, nb, kB): continue
               lo_first = key(*A) <= key(*B)
               first(ex.races, (min(key(*A), key(*B)), max(key(*A), key(*B)), a[0]),
                     (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)), (j, q, b), (i, p, a))

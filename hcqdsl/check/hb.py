@@ -29,15 +29,16 @@ from __future__ import annotations
 import functools
 from bisect import bisect_left
 from heapq import heappush, heappop
-from operator import itemgetter, getitem
-from itertools import repeat
+from operator import itemgetter
 from array import array
 import numpy as np
-from .unroll import Unrolled, WAIT, WRITE, R, W, MASK, _LIMIT
+from ..ir import U32_MAX
+from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, R, W, INT64_SAFE
+from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
 
 __all__ = ["Trace", "happens_before"]
 
-_NO_VIS = ([],) * 8
+_NO_VIS = ([],) * 13
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
 RACE_CAP = 16     # racing statements reported per statement and buffer
 
@@ -48,13 +49,15 @@ class Trace:
   def exact(self) -> bool: return not self.violations
   @functools.cached_property
   def vis(self) -> dict:
-    """{(seq, op index): (seq, pos, access, writer seq, its pos, its access)}: one visibility finding per statement.
-    Built on first use from `vis_found`: per finding (seq, op index, access index in the op, pos, writer seq, its op
-    index, its access index, its pos), columns of ints (what VisibilityAnalysis reads: a program written without
-    barriers has a finding for every other read)."""
-    ops, (ii, idx, m, p, jj, jdx, jm, q) = self.vis_found
-    accs = lambda i, x, n: map(getitem, map(getitem, map(getitem, map(ops.__getitem__, i), x), repeat(1)), n)
-    return dict(zip(zip(ii, idx), zip(ii, p, accs(ii, idx, m), jj, q, accs(jj, jdx, jm))))
+    """{(seq, op index): (seq, pos, access, writer seq, its pos, its access, kind, A's seq, its pos, its access)}: one
+    visibility finding per statement (kind 0: the host's write with no HDP flush after it; 1: a stale L2 line A's
+    access may have left, A None for kind 0). Built on first use from `vis_found`: per finding (seq, op index, access
+    index in the op, pos, writer seq, its op index, its access index, its pos, kind, A's seq, op index, access index,
+    pos), columns of ints (what VisibilityAnalysis reads)."""
+    ops, (ii, idx, m, p, jj, jdx, jm, q, kind, kk, kdx, km, kp) = self.vis_found
+    acc = lambda i, x, n: ops[i][x][1][n] if i >= 0 else None
+    return {(i, x): (i, pp, acc(i, x, n), j, qq, acc(j, y, o), kd, k if k >= 0 else None, kq if k >= 0 else None, acc(k, z, r))
+            for i, x, n, pp, j, y, o, qq, kd, k, z, r, kq in zip(ii, idx, m, p, jj, jdx, jm, q, kind, kk, kdx, km, kp)}
 
 def happens_before(u: Unrolled) -> Trace:
   x = _execute(u)
@@ -83,7 +86,7 @@ def _execute_direct(u: Unrolled):
   nsig = len(u.signals)
   KS = N * S * big   # the guessed order's keys within one signal: (launch * S + sequence) * big + position
   cols = u.sync_columns()
-  if cols is None or nsig * KS >= _LIMIT or any(s.gate < 0 for s in seqs[1:]): return None
+  if cols is None or nsig * KS >= INT64_SAFE or any(s.gate < 0 for s in seqs[1:]): return None
   E, cols = cols
   I64 = np.int64
   # every wait and write instance: sequence, position, signal, value, key in the guessed order
@@ -95,7 +98,7 @@ def _execute_direct(u: Unrolled):
       a, sg, vr, of = at[m], sig[m], var[m], off[m]
       for k in range(N):
         pos = a + (k * lens[i] + 1)
-        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & MASK, (k * S + i) * big + pos))
+        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & U32_MAX, (k * S + i) * big + pos))
   cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
   # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
   wq, wp, ws, wv, wk = cat(inst.pop(WRITE))   # (popped: a big program's peak memory is its page faults)
@@ -310,7 +313,7 @@ def _execute_loop(u: Unrolled) -> _Execution:
         kind = op[0]
         if kind == WAIT:
           _, s, var, val = op
-          need = (val if var is None else envk[var] + val) & MASK
+          need = (val if var is None else envk[var] + val) & U32_MAX
           if value[s] < need:
             heappush(waiters[s], (need, i))
             break
@@ -328,7 +331,7 @@ def _execute_loop(u: Unrolled) -> _Execution:
           last_wait[s][i] = pos
         elif kind == WRITE:
           _, s, var, val = op
-          val = (val if var is None else envk[var] + val) & MASK
+          val = (val if var is None else envk[var] + val) & U32_MAX
           pos = base + sidx[c] + 1
           j = lw_s[s]
           if j >= 0 and j != i and (j or lw_p[s] > hsub): checks.append((v, j, lw_p[s], ("signal-race", (j, lw_p[s]), (i, pos), s)))
@@ -432,13 +435,16 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   # every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
   # other memory in each launch)
   done = np.asarray(x.done, dtype=np.int64)[A.seq]
+  pinned = bool(u.pinned)
+  NI = max(N, int(A.pin.max(initial=-1)) + 1)   # memory instances: a launch's, or the one `x@k` names
   rows, pos, rinst = [], [], []
   for k in range(N):
     p = A.idx + (1 + k * A.len)
     keep = p <= done
     if k in A.idle: keep &= ~A.idle[k]
     r = np.flatnonzero(keep)
-    rows.append(r); pos.append(p[r]); rinst.append(A.rid[r] + (A.nrange * k) * A.rebound[r] if k else A.rid[r])
+    rows.append(r); pos.append(p[r])
+    rinst.append(A.rid[r] + (A.nrange * np.where(A.pin[r] >= 0, A.pin[r], k)) * A.rebound[r] if k or pinned else A.rid[r])
   rows, pos, rinst = np.concatenate(rows), np.concatenate(pos), np.concatenate(rinst)
   if not len(rows): return {}, _NO_VIS
   seq, mode = A.seq[rows], A.mode[rows]
@@ -465,12 +471,12 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
     g = key // big
     first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]]) if len(g) else g
     # CSR: range instance -> the sequences accessing it
-    ptr = np.searchsorted(g[first] // S, np.arange(A.nrange * N + 1))
+    ptr = np.searchsorted(g[first] // S, np.arange(A.nrange * NI + 1))
     return key, r[order], ptr, g[first] % S
   writes, reads = mode != R, mode != W
   wkey, wrec, wptr, wseq = index(writes)
   rkey, rrec, rptr, rseq = index(reads)
-  nb_ptr, nb = A.neighbours(N)   # range instance -> the range instances it overlaps (itself included)
+  nb_ptr, nb = A.neighbours(NI)   # range instance -> the range instances it overlaps (itself included)
 
   def pairs(sel, ptr, sq, keyarr):
     """Each (access of `sel`, range r2 overlapping it, other sequence j accessing r2): the index into `keyarr` of j's
@@ -500,30 +506,102 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
     racy = Cf[xrow[y] * S + seq[a[ok]]] < pos[a[ok]]   # and not ordered after it either
     if racy.any(): _report(u, A, races, partners, np.flatnonzero(ok)[racy], a, j, t, keyarr, rec, rows, seq, pos, C, xrow, big)
 
-  # visibility: a compute queue's read of memory another device wrote or holds, after the write it is ordered after
-  # (j's last write of the range at or before C[j]) but not before the queue's latest barrier (or the launch start)
+  return races, _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, clock_row, big, index, nb_ptr, nb)
+
+def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, clock_row, big, index, nb_ptr, nb) -> tuple:
+  """The packets' cache semantics (caches.py, docs/check.md): a compute read R on device D of bytes last written
+  (before it, by happens-before) by W that did not write through D's L2 — the host, a copy queue, another device's
+  queue — reads stale data when
+  * (HDP) W is the host's write to D's memory and no `barrier` on a compute queue of D is ordered between W and R, or
+  * (L2) an access A of a compute queue of D to R's bytes ordered before W (it may have brought the old bytes into
+    D's L2) is followed by no L2 invalidation on D ordered before R. On gfx1100/gfx1201 every compute `signal`
+    invalidates L2, and A is ordered before W only through a signal of A's queue after A, so this never holds there:
+    it is searched on gfx942 only, where `barrier` and `timestamp` are the invalidations.
+  Columns per finding (one per statement: its first launch, first access, first writer): the read's sequence, op
+  index, access index, position; the writer's sequence, op index, access index, position; the kind (0 HDP, 1 L2);
+  A's sequence, op index, access index, position (all -1 for HDP)."""
+  seqs, N, S = u.seqs, u.launches, len(u.seqs)
+  lens = [len(s.ops) for s in seqs]
   a, j, base, t = ww
-  cached = np.array([s.queue is not None and s.queue.engine == "compute" for s in seqs])
+  compute = np.array([s.queue is not None and s.queue.engine == "compute" for s in seqs])
   devs = [s.device for s in seqs]
   dev_id = {d: n for n, d in enumerate(dict.fromkeys(devs + u.buf_device))}
   sdev, bdev = np.array([dev_id[d] for d in devs]), np.array([dev_id[d] for d in u.buf_device])
   i = seq[a]
   t = t - 1
-  ok = reads[a] & cached[i] & ((bdev[A.buf[rows[a]]] != sdev[i]) | (sdev[j] != sdev[i])) & (t >= 0)
+  # j's last write of an overlapping range ordered before the read (in the same (range, sequence) run of keys), by a
+  # writer that does not write through the reading device's L2
+  ok = reads[a] & compute[i] & ((j == 0) | ~compute[j] | (sdev[j] != sdev[i])) & (t >= 0)
   ok[ok] = wkey[t[ok]] >= base[ok]
   a, j, t, i = a[ok], j[ok], t[ok], i[ok]
-  ev = np.sort(np.concatenate([s * big + k * lens[s] + np.r_[1, A.barriers[s] + 2]
-                               for s in range(S) for k in range(N)]))
-  e = ev[np.searchsorted(ev, i * big + pos[a], side="right") - 1] - i * big
-  hit = wkey[t] % big > Cf[clock_row(i, e) * S + j]
-  a, j, t = a[hit], j[hit], t[hit]
+  if not len(a): return _NO_VIS
+  p, wrow = pos[a], wrec[t]
+  q, D = pos[wrow], sdev[i]
+  kind, arow = np.full(len(a), -1, dtype=np.int64), np.full(len(a), -1, dtype=np.int64)
+  def positions(m, *kinds):   # sequence m's steps of these op kinds, every launch, sorted
+    at = seqs[m].where_kind(*kinds).astype(np.int64)
+    return (np.arange(N, dtype=np.int64)[:, None] * lens[m] + at[None, :] + 1).reshape(-1)
+  def latest(m, steps, c):    # per read c: m's last step of `steps` ordered before it (0: none)
+    bound = np.where(i[c] == m, p[c] - 1, Cf[xrow[a[c]] * S + m])
+    if not len(steps): return np.zeros(len(c), dtype=np.int64)
+    x = np.searchsorted(steps, bound, side="right") - 1
+    return np.where(x >= 0, steps[np.maximum(x, 0)], 0)
+  on = {d: [m for m in range(S) if compute[m] and sdev[m] == d] for d in np.unique(D).tolist()}
+  # HDP: the host's writes to the reading device's memory want a `barrier` (the HDP flush) between them and the read
+  hdp = np.flatnonzero((j == 0) & (bdev[A.buf[rows[a]]] == D))
+  if len(hdp):
+    flushed = np.zeros(len(hdp), dtype=bool)
+    for d, ms in on.items():
+      for m in ms:
+        e = latest(m, positions(m, BARRIER), hdp)
+        has = (e > 0) & (D[hdp] == d)
+        flushed[has] |= Cf[clock_row(m, e[has]) * S] >= q[hdp[has]]
+    kind[hdp[~flushed]] = 0
+  # L2 (gfx942): an access A of a compute queue k of D, ordered before W, with no L2 invalidation after it before R
+  arch = {dev_id[d.name]: d.arch or DEFAULT_ARCH for d in u.program.devices if d.name in dev_id}
+  l2 = [d for d in on if not SIGNAL_INVALIDATES_L2[arch[d]]]
+  if l2:
+    akey, arec, aptr, aseq = index(np.ones(len(rows), dtype=bool))
+    inv = {m: np.sort(positions(m, BARRIER, NOP)) for d in l2 for m in on[d]}  # `barrier`, `timestamp`
+    for d in l2:
+      for k in on[d]:
+        c = np.flatnonzero((D == d) & (kind < 0))
+        ri = rinst[a[c]]
+        if nb is None: cc, r2 = c, ri
+        else:
+          cnt = nb_ptr[ri + 1] - nb_ptr[ri]
+          cc, r2 = np.repeat(c, cnt), nb[_ranges(nb_ptr[ri], cnt)]
+        kb = (r2 * S + k) * big
+        x = np.searchsorted(akey, kb + Cf[xrow[wrow[cc]] * S + k], side="right") - 1
+        hit = x >= 0
+        hit[hit] = akey[x[hit]] >= kb[hit]
+        cc, x = cc[hit], x[hit]
+        if not len(cc): continue
+        apos = akey[x] % big
+        last = np.lexsort((apos, cc))
+        last = last[np.r_[cc[last][1:] != cc[last][:-1], True]]   # per read: k's latest such access
+        cc, x, apos = cc[last], x[last], apos[last]
+        covered = np.zeros(len(cc), dtype=bool)
+        for m in on[d]:
+          e = latest(m, inv[m], cc)
+          has = e > 0
+          if m == k: covered |= has & (e > apos)
+          else: covered[has] |= Cf[clock_row(m, e[has]) * S + k] >= apos[has]
+        kind[cc[~covered]] = 1
+        arow[cc[~covered]] = arec[x[~covered]]
+  hit = kind >= 0
+  a, j, t, kind, arow = a[hit], j[hit], t[hit], kind[hit], arow[hit]
   # one warning per statement: its first launch, first access, first writer, that writer's latest write
   stmt = seq[a] * big + A.idx[rows[a]]
   order = np.lexsort((-wkey[t], j, A.sub[rows[a]], pos[a], stmt))
   first = order[np.r_[True, stmt[order][1:] != stmt[order][:-1]]] if len(order) else order
-  ra, ry = rows[a[first]], rows[wrec[t[first]]]
-  vis = tuple(x.tolist() for x in (A.seq[ra], A.idx[ra], A.sub[ra], pos[a[first]], j[first], A.idx[ry], A.sub[ry], pos[wrec[t[first]]]))
-  return races, vis
+  ra, ry, rz = rows[a[first]], rows[wrec[t[first]]], arow[first]
+  rzr = rows[np.maximum(rz, 0)]
+  none = rz < 0
+  cols = (A.seq[ra], A.idx[ra], A.sub[ra], pos[a[first]], j[first], A.idx[ry], A.sub[ry], pos[wrec[t[first]]], kind[first],
+          np.where(none, -1, A.seq[rzr]), np.where(none, -1, A.idx[rzr]), np.where(none, -1, A.sub[rzr]),
+          np.where(none, -1, pos[np.maximum(rz, 0)]))
+  return tuple(x.tolist() for x in cols)
 
 def _ranges(starts, counts):
   """The concatenation of arange(s, s + c) for each (s, c)."""

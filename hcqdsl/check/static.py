@@ -1,11 +1,10 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
-(`overflow`), and statements in the wrong kind of block (`syntax`). On the syntax layer: `parse` runs them, `check`
-re-exports them."""
+(`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines)
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines,
+                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
-from ..amd.layout import MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN
 from itertools import islice
 import attrs
 
@@ -199,6 +198,7 @@ class StaticCheck:
     slices += [a for a, t in zip(args, types) if t is Slice] if scalars else args
     bufs = {a.buffer.name for a in slices}
     if any(type(names.get(n)) is not Buffer for n in bufs): return False
+    if any(map(_LAUNCH, slices)): return False   # `x@k` (rare): checked by the slow path
     size = {n: names[n].size for n in bufs}
     # every range non-empty and inside its buffer (else its length here is 0); a copy's two sides of one length. Each
     # bound is read once: the ints of a big program are scattered objects, each read a cache miss
@@ -261,6 +261,11 @@ class StaticCheck:
   def _slice(self, s: Slice, at):
     b = self._need(s.buffer, Buffer, "buffer", at)
     if b is None: return None
+    if s.launch is not None and b.per_launch != "rebound":
+      self._err("name", f"`{_fmt_slice(s)}`: only a rebound buffer has memory per launch (`{b.name}` is not rebound)", self._slice_span(s, at))
+    elif s.launch is not None and not 1 <= s.launch <= len(b.launch_inits):
+      self._err("bounds", f"`{_fmt_slice(s)}`: `{b.name}` lists {len(b.launch_inits)} launch{'es' * (len(b.launch_inits) != 1)}, "
+                f"so its launches are 1 .. {len(b.launch_inits)}", self._slice_span(s, at))
     lo, hi = s.bounds(b.size)
     if lo > hi: self._err("bounds", f"range `{_fmt_slice(s)}` ends before it starts", self._slice_span(s, at))
     elif hi > b.size: self._err("bounds", f"range `{_fmt_slice(s)}` is outside buffer `{b.name}` ({b.size} bytes)", self._slice_span(s, at))
@@ -301,9 +306,12 @@ class StaticCheck:
     if b - a != d - c:
       self._err("bounds", f"copy of unequal lengths: `{_fmt_slice(s.dst)}` is {b - a} bytes, `{_fmt_slice(s.src)}` is {d - c}", s.span)
 
+_LAUNCH = lambda s: s.launch is not None
+
 def _fmt_slice(s: Slice) -> str:
-  if not s.ranged: return s.buffer.name
-  return f"{s.buffer.name}[{'' if s.start is None else s.start}:{'' if s.end is None else s.end}]"
+  name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
+  if not s.ranged: return name
+  return f"{name}[{'' if s.start is None else s.start}:{'' if s.end is None else s.end}]"
 
 def check_static(prog: Program) -> list[Diagnostic]: return StaticCheck().run(prog)
 

@@ -12,13 +12,14 @@ import numpy as np
 from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Epoch, Submit, Span, Slice,
                   Expr, U32_MAX)
 
-__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll"]
+__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll",
+           "INT64_SAFE"]
 
 # op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
 WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT = range(6)
 _BARRIER, _NOP = (BARRIER,), (NOP,)
-MASK = U32_MAX
+INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
 _MODE = {"in": R, "out": W, "inout": RW}
 
@@ -51,12 +52,13 @@ class Unrolled:
     self.program, self.launches, self.envs, self.seqs = program, launches, envs, seqs
     self.signals = signals          # [Signal]; id = index
     self.buffers = buffers          # [Buffer]; id = index
-    self.sig_init = [s.init & MASK for s in signals]
+    self.sig_init = [s.init & U32_MAX for s in signals]
     self.sig_device = [s.device.name if s.device is not None else None for s in signals]
     self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
     # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
     self.rebound = [b.per_launch == "rebound" for b in buffers]
     self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
+    self.pinned: dict = {}  # seq -> {(op index, access index): launch index (0-based)}: `x@k` accesses
     self.host_span = host_span
     self._acc = None
     self._sync = None
@@ -70,7 +72,7 @@ class Unrolled:
     if self._sync is None:
       names = sorted({n for env in self.envs for n in env})
       vid = {n: x + 1 for x, n in enumerate(names)}
-      ok = all(-_LIMIT < env[n] < _LIMIT for env in self.envs for n in names)
+      ok = all(-INT64_SAFE < env[n] < INT64_SAFE for env in self.envs for n in names)
       E = np.array([[0] + [env[n] for n in names] for env in self.envs] if ok else [], dtype=_I64).reshape(-1, len(names) + 1)
       cols = []
       for s in self.seqs:
@@ -82,7 +84,7 @@ class Unrolled:
             map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)),
             map(itemgetter(3), ops)))
         except OverflowError: ok = False; break
-        if n and np.abs(off).max() >= _LIMIT: ok = False; break
+        if n and np.abs(off).max() >= INT64_SAFE: ok = False; break
         cols.append((at, kind, sig, var, off))
       self._sync = (E, cols) if ok else ()
     return self._sync or None
@@ -100,7 +102,7 @@ class Unrolled:
     """The unwrapped value of a WAIT/WRITE op in a launch (may be outside 32 bits: `overflow`)."""
     return op[3] if op[2] is None else self.envs[launch - 1][op[2]] + op[3]
 
-  def value(self, op, launch: int) -> int: return self.raw(op, launch) & MASK  # what the 32-bit packets see
+  def value(self, op, launch: int) -> int: return self.raw(op, launch) & U32_MAX  # what the 32-bit packets see
 
   def gate_pos(self, i: int, launch: int) -> int:
     """The host position that submits queue i for `launch` (0: none needed)."""
@@ -115,12 +117,21 @@ class Unrolled:
     return st.span if st is not None else self.host_span
 
   def line(self, i: int, pos: int) -> str:
-    sp = self.span(i, pos)
-    return f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit"
+    """`line N`, with the statement's provenance when it has one (`line N (from model.py:42: x = self.attn(x))`)."""
+    st, sp = self.stmt(i, pos), self.span(i, pos)
+    if sp is None or sp.line <= 0: return "the implicit submit"
+    return f"line {sp.line}" + (f" (from {o})" if st is not None and (o := st.origin) else "")
 
 _I64 = np.int64
-_LIMIT = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
+
+def _ranked(accs, rows: int) -> np.ndarray:
+  """The access columns of a program with byte offsets past int64 (a buffer of 2**63 bytes, a `bounds` error the
+  analyses still run past): each offset replaced by its rank among all of them, which keeps every overlap test (the
+  table's only use of offsets) exact."""
+  flat = list(chain.from_iterable(chain.from_iterable(accs)))
+  rank = {v: r for r, v in enumerate(sorted({x for a in flat for x in a[1:3]}))}
+  return np.array([(b, rank[lo], rank[hi], m) for b, lo, hi, m in flat], dtype=_I64).reshape(4 * rows)
 
 class AccessTable:
   """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
@@ -134,7 +145,8 @@ class AccessTable:
     n = np.concatenate(counts)
     self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
     rows = int(n.sum())
-    cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    except OverflowError: cols = _ranked(accs, rows)
     buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
     # a range id per distinct (buffer, lo, hi)
     order = np.lexsort((hi, lo, buf))
@@ -149,6 +161,10 @@ class AccessTable:
     self.len = _col(len(s.ops) for s in u.seqs)[self.seq]
     self.rebound_range = np.asarray(u.rebound, dtype=_I64)[self.range_buf] if self.nrange else np.zeros(0, dtype=_I64)
     self.rebound = self.rebound_range[self.rid]
+    # `x@k`: the launch whose memory the access is to (-1: the launch that runs it)
+    self.pin = np.full(rows, -1, dtype=_I64)
+    for i, ps in u.pinned.items():
+      for (n, m), k in ps.items(): self.pin[(self.seq == i) & (self.idx == n) & (self.sub == m)] = k
     self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
     self.idle = {}   # launch index -> rows that write nothing in it
@@ -230,11 +246,15 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
     return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
 
+  pins: dict = {}   # queue name -> {(op index, access index): launch index} of the `x@k` accesses
+
   def lower(body, q: Optional[Queue]) -> list:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
     statements are told apart by exact type and nothing is called per statement that need not be)."""
     ops = []
     app = ops.append
+    def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
+      pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
     for st in body:
       t = type(st)
       if t is Wait or t is SignalWrite:
@@ -244,6 +264,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       elif t is Copy:
         src, dst = st.src, st.dst
         a, b = binfo.get(src.buffer.name), binfo.get(dst.buffer.name)
+        if src.launch is not None: pin(src, 0)
+        if dst.launch is not None: pin(dst, 1)
         if a is not None and b is not None:
           app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
                         (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
@@ -257,6 +279,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
             bn = a.buffer.name
             if bn in rebound: patched = True
             if m is not None and (bi := binfo.get(bn)) is not None:
+              if a.launch is not None: pin(a, len(accs))
               accs.append((bi[0], 0 if a.start is None else a.start, bi[1] if a.end is None else a.end, m))
           elif a.var is not None: patched = True
         op = (ACCESS, tuple(accs))
@@ -305,4 +328,5 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
   u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
   if idle: u.idle[0] = idle
+  u.pinned = {s.index: pins[s.name] for s in seqs[1:] if s.name in pins}
   return u

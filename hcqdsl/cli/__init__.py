@@ -1,5 +1,5 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|graph`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
-run), 2 unusable invocation (missing file, bad flag)."""
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph|diff`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+run, or differences from `diff`), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback)."""
 from __future__ import annotations
 import argparse, importlib, os, sys
 from typing import Optional
@@ -18,7 +18,9 @@ COMMANDS = {
   "emit": "emit .hcq from a tinygrad schedule",
   "lift": "lift an image or a raw dump (manifest) to a checkable .hcq program",
   "capture": "run a tinygrad script and record what it submits as a manifest",
+  "sanitize": "run a tinygrad script and report the races and deadlocks of what it submits",
   "graph": "draw a program's queues and signals (DOT/SVG)",
+  "diff": "launch by launch, what differs between two programs (e.g. emitted vs captured)",
 }
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
@@ -48,6 +50,12 @@ def main(argv: Optional[list] = None) -> int:
     return 2
   except KeyboardInterrupt: return 130
   except BrokenPipeError: return 0
+  except Exception as e:
+    # a bug of ours: one line naming it rather than a traceback (HCQDSL_TRACEBACK=1 shows the traceback)
+    if os.environ.get("HCQDSL_TRACEBACK"): raise
+    sys.stderr.write(f"hcqdsl: internal error: {type(e).__name__}: {e} (please report it with the input; "
+                     f"HCQDSL_TRACEBACK=1 shows where)\n")
+    return 3
   if from_shell and a.command == "check":
     # like mypy's hard_exit: freeing a million-statement program object by object takes a second; the process ends
     # here anyway (check writes no files; its output is flushed)

@@ -8,13 +8,16 @@ from .util import UsageError, read_source, launches_of, parse_vars, check_vars, 
 MAX_PER_CODE = 20  # warnings of one code printed in full (text)
 
 def add_args(p) -> None:
-  p.add_argument("files", nargs="+", help=".hcq programs to check")
+  p.add_argument("files", nargs="*", help=".hcq programs to check")
+  p.add_argument("--explain", metavar="CODE", help="what a diagnostic code means, an example, and how to fix it")
   p.add_argument("--launches", type=int, help="consecutive launches to analyse (default: the file's `# hcq: launches=N`, else 2)")
   add_var_arg(p)
   p.add_argument("--format", choices=("text", "json", "sarif"), default="text",
                  help="text (default: capped per code, then a summary line), or every diagnostic as JSON or SARIF 2.1.0")
   p.add_argument("--max-diagnostics", type=int, default=MAX_PER_CODE, metavar="N",
                  help=f"text: print the first N warnings of each code in full, then count the rest (default {MAX_PER_CODE}; 0 shows all)")
+  p.add_argument("--witness", metavar="W.json",
+                 help="write, for each race and deadlock, the interleaving that exhibits it (`hcqdsl run FILE --replay W.json` runs it)")
   from ..check.analyze import MAX_STATES
   p.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
                  help=f"skeleton states to explore outside the happens-before fragment before the verdict is "
@@ -30,10 +33,17 @@ def run(a) -> int:
 
 def _check(a) -> int:
   from ..check import check_source
+  if a.explain is not None:
+    from ..diagnostics import RULES, explain, did_you_mean
+    if a.explain not in RULES:
+      raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, RULES)} (codes: {', '.join(RULES)})")
+    sys.stdout.write(explain(a.explain)); return 0
+  if not a.files: raise UsageError("check takes one or more .hcq programs (or --explain CODE)")
   var_values = parse_vars(a.var)
   if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   if a.max_states < 1: raise UsageError("--max-states must be at least 1")
+  if a.witness and len(a.files) != 1: raise UsageError("--witness takes one program (a witness file is for one program)")
   diags: list[Diagnostic] = []
   sources, queues, launches = {}, 0, set()
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
@@ -43,7 +53,18 @@ def _check(a) -> int:
     prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states)
     diags += d
     a.kept.append((prog, d))
-    queues = queues + len(prog.queues) if prog is not None and queues is not None else None
+    # the summary's "over N launches, Q queues" only when the analyses ran (no syntax or name errors stopped them)
+    ran = prog is not None and not any(x.code in ("syntax", "name") and x.severity == "error" for x in d)
+    queues = queues + len(prog.queues) if ran and queues is not None else None
+  if a.witness:
+    import json
+    from ..check.witness import witnesses
+    prog = a.kept[0][0]
+    w = witnesses(prog, diags, max(launches), var_values) if prog is not None else {"format": "hcqdsl-witness", "version": 1, "witnesses": []}
+    try: open(a.witness, "w").write(json.dumps(w, indent=1) + "\n")
+    except OSError as e: raise UsageError(f"{a.witness}: {e.strerror or e}")
+    sys.stderr.write(f"wrote {a.witness}: {len(w['witnesses'])} witness{'es' * (len(w['witnesses']) != 1)} "
+                     f"(replay with `hcqdsl run {a.files[0]} --replay {a.witness}`)\n")
   if a.format == "json": print(render_json(diags))
   elif a.format == "sarif": print(render_sarif(diags))
   else:

@@ -18,7 +18,7 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..diagnostics import render_text
-  from .util import read_source, parse_vars, check_vars, warn_check_errors
+  from .util import read_source, precheck_launches, parse_vars, check_vars, warn_check_errors
   text = read_source(a.file)
   var_values = parse_vars(a.var)
   from ..check import parse
@@ -28,7 +28,7 @@ def run(a) -> int:
     img = compile_program(prog, a.target)
   except HcqError as e:
     sys.stderr.write(render_text(e.diagnostics, {a.file: text})); return 1
-  if not a.no_check: warn_check_errors(prog, a.file, 2, var_values)
+  if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file), var_values)
   if a.hex:
     for q in img.queues:
       print(f"queue {q.name} {q.engine} {q.arch}: " + " ".join(f"{x:08x}" for x in img.patched(q, img.env(1, **var_values))))

@@ -9,17 +9,19 @@ def add_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
   p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), or OUT.svg / OUT.png / OUT.pdf through "
                  "Graphviz `dot`; default: DOT text on stdout")
-  p.add_argument("--launches", type=int, default=2, help="launches to check and to follow signal edges over (default 2)")
+  p.add_argument("--launches", type=int, help="launches to check and to follow signal edges over (default: the file's "
+                 "`# hcq: launches=N`, else 2)")
   add_var_arg(p)
 
 def run(a) -> int:
-  from .util import read_source, parse_vars, check_vars, UsageError
+  from .util import read_source, launches_of, parse_vars, check_vars, UsageError
   from ..lang.parse import parse_syntax
   from ..diagnostics import render_text
   from ..check import check
-  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   var_values = parse_vars(a.var)
   text = read_source(a.file)
+  a.launches = launches_of(text, a.file, a.launches, 2)
   prog, diags = parse_syntax(text, a.file)
   if prog is not None and not any(d.code == "syntax" for d in diags): check_vars(var_values, prog, a.file)
   # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red

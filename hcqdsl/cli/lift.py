@@ -1,7 +1,9 @@
-"""`hcqdsl lift FILE`: a checkable program from an image or a raw-dump manifest."""
+"""`hcqdsl lift FILE`: a checkable program from an image (its real code objects written next to the program) or a
+raw-dump manifest."""
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file
+from .util import UsageError
 
 
 def add_args(p) -> None:
@@ -10,6 +12,8 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..lang.format import format_program
+  p = pathlib.Path(a.file)
+  if not p.is_file(): raise UsageError(f"{a.file}: no such file" if not p.exists() else f"{a.file}: not a file")
   try: prog = lift_file(a.file, a.output)
   except ValueError as e:
     sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1

@@ -3,15 +3,18 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from .util import UsageError, read_source, parse_vars, check_vars, add_var_arg, add_no_check_arg, warn_check_errors
+from .util import (UsageError, read_source, launches_of, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
+                   warn_check_errors)
 
 def add_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("--launches", type=int, default=1, help="consecutive launches (default 1)")
+  p.add_argument("--launches", type=int, help="consecutive launches (default: the file's `# hcq: launches=N`, else 1)")
   g = p.add_mutually_exclusive_group()
   g.add_argument("--seed", type=int, help="a random fair interleaving of the queues and the host (default: time order)")
   g.add_argument("--schedules", type=int, metavar="K", help="run K seeds (0..K-1) and report final memory that differs")
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
+  p.add_argument("--replay", metavar="W.json", help="run the interleavings `hcqdsl check FILE --witness W.json` wrote: "
+                 "each race happens (what each access saw and left) or each hang; exit 1 when one does")
   p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one")
   add_var_arg(p)
   p.add_argument("--kernels", choices=("amd", "c"), default="auto",
@@ -38,10 +41,11 @@ def parse_size(text: str) -> int:
 def run(a) -> int:
   from ..diagnostics import HcqError, render_text
   from ..runtime import run as run_program, compare
-  if a.launches < 1: raise UsageError("--launches must be at least 1")
+  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
   if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)
+  a.launches = launches_of(text, a.file, a.launches, 1)
   var_values = parse_vars(a.var)
   try: max_memory = parse_size(a.max_memory) if a.max_memory is not None else None
   except ValueError as e: raise UsageError(str(e))
@@ -54,11 +58,13 @@ def run(a) -> int:
     if prog is None or has_errors(diags):
       sys.stdout.write(render_text(diags, {a.file: text})); return 1
     check_vars(var_values, prog, a.file)
-    if not a.no_check: warn_check_errors(prog, a.file, a.launches, var_values)
+    if a.replay: return _replay(a, prog, kw)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
-  except HcqError as e:
+  except HcqError as e:   # the run did not start (a memory plan too big, ...): that error alone, no advice about check
     sys.stdout.write(render_text(e.diagnostics, {a.file: text})); return 1
+  sys.stdout.flush()
+  if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file, a.launches), var_values)
   res = results[0]
   if a.trace and res.trace is not None:
     try: pathlib.Path(a.trace).write_text(json.dumps(res.trace))
@@ -69,8 +75,24 @@ def run(a) -> int:
     bad = [r for r in results if not r.ok]
     for r in bad[:3]: print(r.summary())
     print(f"{a.file}: {len(results)} schedules, {len(results) - len(bad)} ok, {len(bad)} failed; "
-          f"{res.time_us:.1f} us emulated (seed 0)")
+          f"{res.time_us:.1f} us emulated in seed 0 (each schedule takes its own time)")
     races = compare(results)
     for r in races: print(str(r))
     if races or bad: rc = 1
   return 1 if rc or not res.ok else 0
+
+def _replay(a, prog, kw) -> int:
+  from ..runtime import replay
+  from ..runtime.replays import load_witness
+  try: w = load_witness(a.replay)
+  except ValueError as e: raise UsageError(str(e))
+  kw = {k: v for k, v in kw.items() if k not in ("launches", "var_values")}   # the witness's
+  if a.trace: kw["trace"] = True
+  done = replay(prog, w, **kw)
+  for r in done: print(r)
+  happened = sum(r.happened for r in done)
+  print(f"{a.file}: {len(done)} witness{'es' * (len(done) != 1)} replayed, {happened} seen happening")
+  if a.trace and done and done[0].result is not None and done[0].result.trace is not None:
+    try: pathlib.Path(a.trace).write_text(json.dumps(done[0].result.trace))
+    except OSError as e: raise UsageError(f"{a.trace}: {e.strerror or e}")
+  return 1 if happened else 0

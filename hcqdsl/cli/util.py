@@ -1,11 +1,12 @@
 """What every subcommand shares: usage errors, reading a source file and its `# hcq:` header, and `--var NAME=VALUE`."""
 from __future__ import annotations
 import pathlib
+import attrs
 from ..ir import U32_MAX
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -26,6 +27,11 @@ def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   try: return read_header(text).get("launches", default)
   except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
 
+def precheck_launches(text: str, path: str, launches: int = 1) -> int:
+  """The launches `compile` and `run` check before they proceed: the file's `# hcq: launches=N`, else `launches` but at
+  least 2 (a race between consecutive launches needs two)."""
+  return launches_of(text, path, None, max(launches, 2))
+
 def parse_vars(items) -> dict:
   """`--var name=value` items -> {name: value}; a value outside 0 .. 2**32-1 is an `overflow` error (never wrapped)."""
   out = {}
@@ -37,16 +43,15 @@ def parse_vars(items) -> dict:
     except ValueError: raise UsageError(f"--var takes name=value with an integer value, got `{it}`")
     if not 0 <= v <= U32_MAX:
       raise UsageError(f"--var {it.strip()}: {v} is outside 32 bits (values are 0 .. {U32_MAX})", "overflow")
+    if name.strip() in out:
+      raise UsageError(f"--var {name.strip()} is given twice ({out[name.strip()]} and {v}): give each var once")
     out[name.strip()] = v
   return out
 
 def check_vars(var_values: dict, program, file: str) -> None:
   """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""
-  known = program.vars
-  for name in var_values:
-    if name not in known:
-      raise UsageError(f"--var: `{name}` is not a var of {file}{did_you_mean(name, known)} "
-                       f"(vars: {', '.join(known) or 'none'})", "name")
+  from ..check import unknown_var
+  if (why := unknown_var(attrs.evolve(program, file=file), var_values)) is not None: raise UsageError(f"--var: {why}", "name")
 
 def add_var_arg(p) -> None:
   p.add_argument("--var", action="append", metavar="NAME=VALUE",
@@ -57,11 +62,12 @@ def add_no_check_arg(p) -> None:
                  help="do not run `hcqdsl check`'s analyses first (nor print the line saying the program has check errors)")
 
 def warn_check_errors(program, file: str, launches: int = 2, var_values=None, out=None) -> int:
-  """For `compile` and `run`: one stderr line when `check` finds errors in the program (they still proceed).
+  """For `compile` and `run`: one stderr line when `check` over `launches` (precheck_launches) finds errors in the
+  program (they still proceed).
   Returns the number of errors."""
   import sys
   from ..check import check
-  errs = [d for d in check(program, max(launches, 2), var_values) if d.severity == "error"]
+  errs = [d for d in check(program, launches, var_values) if d.severity == "error"]
   if errs:
     codes = ", ".join(sorted({d.code for d in errs}))
     (out or sys.stderr).write(f"hcqdsl: warning: {file} has {len(errs):,} check error{'s' * (len(errs) != 1)} ({codes}); "

@@ -3,17 +3,13 @@
 `format_program(parse(t))` is a fixed point, and `parse(format_program(p)) == p`.
 """
 from __future__ import annotations
-import math
+import math, re
 from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Barrier,
                  Timestamp, Epoch, Submit, Queue, Host, Expect, Program)
+from .lexical import size_text, range_text, quote, DIGITS, STRING, int_value
+from ..ir import split_lines
 
 __all__ = ["format_program", "format_stmt", "format_decl"]
-
-def _num(v: int, sized=False) -> str:
-  if sized and v:
-    for suf, mul in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
-      if v % mul == 0: return f"{v // mul}{suf}"
-  return str(v)
 
 def _float(v: float) -> str:
   if math.isnan(v): return "nan"
@@ -22,16 +18,16 @@ def _float(v: float) -> str:
   return r if ("." in r or "e" in r or "n" in r) else r + ".0"
 
 def _data(d: Data) -> str:
+  if d.source is not None: return f"{d.dtype} from {quote(d.source[0])} [{quote(d.source[1])}]"
   # repr of a Python float is exactly _float's text (shortest round-trip, always a '.' or 'e', and nan/inf/-inf), so
   # the C-level map is the fast path for emitted buffers of thousands of values
-  vals = map(repr, map(float, d.values)) if d.dtype[0] == "f" else map(str, d.values)
+  raw = d.values.tolist() if hasattr(d.values, "tolist") else d.values   # numpy values (emit, data files): Python numbers
+  vals = map(repr, map(float, raw)) if d.dtype[0] == "f" else map(str, raw)
   return f"{d.dtype} [{', '.join(vals)}]"
 
 def _slice(s: Slice) -> str:
-  if not s.ranged: return s.buffer.name
-  a = "" if s.start is None else _num(s.start, True)
-  b = "" if s.end is None else _num(s.end, True)
-  return f"{s.buffer.name}[{a}:{b}]"
+  name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
+  return name + range_text(s.start, s.end) if s.ranged else name
 
 def _impl(i: Impl) -> str:
   parts = []
@@ -40,13 +36,9 @@ def _impl(i: Impl) -> str:
     if i.dtype: p += f"<{i.dtype}>"
     if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
     parts.append(p)
-  if i.c_source is not None: parts.append("c " + _quote(i.c_source))
-  if i.amd_code is not None: parts.append("amd " + _quote(i.amd_code))
+  if i.c_source is not None: parts.append("c " + quote(i.c_source))
+  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code))
   return " ".join(parts)
-
-def _quote(s: str) -> str:
-  if "\n" in s and '"""' not in s: return f'"""{s}"""'
-  return '"' + s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t").replace("\r", "\\r").replace("\0", "\\0") + '"'
 
 def _dim(d) -> str: return f"({', '.join(map(str, d))})"
 def _arg(a) -> str: return _slice(a) if type(a) is Slice else str(a)
@@ -69,7 +61,7 @@ def format_stmt(s) -> str:
 def format_decl(d) -> str:
   if isinstance(d, Device): return f"device {d.name} = {d.vendor}:{d.index}" + (f" {d.arch}" if d.arch else "")
   if isinstance(d, Buffer):
-    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {_num(d.size, True)}"
+    out = f"buffer {d.name} on {d.device.name if d.device else 'host'} size {size_text(d.size)}"
     if d.per_launch is not None:
       return f"{out} {d.per_launch}" + (" = " + ", ".join(map(_data, d.launch_inits)) if d.launch_inits else "")
     return out + (f" = {_data(d.init)}" if d.init is not None else "")
@@ -79,28 +71,52 @@ def format_decl(d) -> str:
   if isinstance(d, Kernel):
     out = f"kernel {d.name}({', '.join(f'{p.mode} {p.name}' for p in d.params)})"
     return out + (f" = {_impl(d.impl)}" if d.impl is not None else "")
-  if isinstance(d, Expect): return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}"
+  if isinstance(d, Expect):
+    tol = "".join(f" {k} {_float(v)}" for k, v in (("rtol", d.rtol), ("atol", d.atol)) if v is not None)
+    return f"expect {_slice(d.target)} {'~=' if d.approx else '=='} {_data(d.data)}{tol}"
   raise TypeError(f"not a declaration: {d!r}")
 
-def _line(text: str, node, indent: str) -> list[str]:
+def _line(text: str, node, indent: str, hexes=None) -> list[str]:
+  if hexes is not None: text = hexes.keep(text, node)
   out = [indent + c for c in node.comments]
   out.append(indent + text + (f"  {node.comment}" if node.comment else ""))
   return out
+
+_INT_OR_STRING = re.compile(rf"{STRING}|(?<![A-Za-z0-9_.])((?:{DIGITS})[KMG]?)(?![A-Za-z0-9_.])")
+
+class _Hexes:
+  """Hex literals keep their spelling (`wait s >= 0x42` is not rewritten as `66`): a statement's canonical text with
+  each integer put back as the source wrote it when the source wrote it in hex, matched in order (the canonical text
+  holds the same integers in the same order; anything else keeps the canonical text)."""
+  def __init__(self, source: str): self.lines = split_lines(source)
+  def keep(self, text: str, node) -> str:
+    sp = node.span
+    if sp is None or not 1 <= sp.line <= sp.end_line <= len(self.lines): return text
+    src = "\n".join(self.lines[sp.line - 1:sp.end_line])[sp.column - 1:]
+    if "0x" not in src and "0X" not in src: return text
+    written = [m.group(1) for m in _INT_OR_STRING.finditer(src) if m.group(1)]
+    canon = [m for m in _INT_OR_STRING.finditer(text) if m.group(1)]
+    if len(written) < len(canon): return text
+    for m, w in reversed(list(zip(canon, written))):
+      if w[:2] in ("0x", "0X") and int_value(w) == int_value(m.group(1)): text = text[:m.start(1)] + w + text[m.end(1):]
+    return text
 
 def format_program(prog: Program) -> str:
   """Canonical text: one declaration or statement per line, two-space indent, a blank line around blocks."""
   out: list[str] = []
   prev_block = False
+  src = prog.source
+  hexes = _Hexes(src) if src and ("0x" in src or "0X" in src) else None
   for i, d in enumerate(prog.decls):
     block = isinstance(d, (Queue, Host))
     if i and (block or prev_block or d.comments or type(d) is not type(prog.decls[i - 1])): out.append("")
     if block:
       head = f"queue {d.name} {d.engine} on {d.device.name} {{" if isinstance(d, Queue) else "host {"
       out += _line(head, d, "")
-      for s in d.body: out += _line(format_stmt(s), s, "  ")
+      for s in d.body: out += _line(format_stmt(s), s, "  ", hexes)
       out += ["  " + c for c in d.end_comments]
       out.append("}" + (f"  {d.end_comment}" if d.end_comment else ""))
-    else: out += _line(format_decl(d), d, "")
+    else: out += _line(format_decl(d), d, "", hexes)
     prev_block = block
   if prog.end_comments: out += ([""] if out else []) + list(prog.end_comments)
   return "\n".join(out) + "\n"

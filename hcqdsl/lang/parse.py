@@ -1,19 +1,19 @@
 """Text → IR: the lark (LALR) parser with source spans and comments, behind `parse_syntax` (the fast path is scan.py;
 both give the same Program). `hcqdsl.parse` adds the static checks (hcqdsl/check)."""
 from __future__ import annotations
-import bisect, pathlib, re
+import bisect, pathlib
 from typing import Optional
 import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
-                 resolve_var_args)
-from ..diagnostics import Diagnostic, Related
+                 KEYWORDS, resolve_var_args)
+from ..diagnostics import Diagnostic, Related, did_you_mean
+from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
+                      is_binary)
 
 __all__ = ["parse_syntax"]
-
-_SUFFIX = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 def _tok_span(t: Token, file: str) -> Span: return Span(file, t.line, t.column, t.end_line, t.end_column)
 
@@ -24,8 +24,10 @@ def _span(items, file: str) -> Span:
   return Span(file, a.line, a.column, b.end_line, b.end_column)
 
 class _Build(Transformer):
-  """Tree → IR, run inline by the LALR parser (no parse tree is built). Problems that are syntax in the user's eyes
-  but not in the grammar's (a size suffix on a signal value, a float in a u32 list) are collected, not raised."""
+  """Parse tree → IR, run over the tree the LALR parser built (the tree is kept, not transformed inline, because a
+  syntax error is described from the parser's value stack of tokens and subtrees: `_describe`). Problems that are
+  syntax in the user's eyes but not in the grammar's (a size suffix on a signal value, a float in a u32 list) are
+  collected, not raised. One instance per parse: parsing is reentrant."""
   def __init__(self, file: str):
     super().__init__()
     self.file, self.diags, self.lbraces = file, [], {}
@@ -33,15 +35,13 @@ class _Build(Transformer):
   def _err(self, code, msg, span): self.diags.append(Diagnostic(code, msg, span))
 
   def _int(self, t: Token, sized=False) -> int:
-    s = t.value.replace("_", "")
-    mul = 1
-    if s[-1] in _SUFFIX:
-      if not sized: self._err("syntax", f"a size suffix (`{s[-1]}`) is only allowed on sizes and byte ranges", _tok_span(t, self.file))
-      mul, s = _SUFFIX[s[-1]], s[:-1]
-    try: return int(s, 0) * mul
+    try: v, suffix = int_text(t.value)
     except ValueError:
       self._err("syntax", f"`{t.value}` is not a number", _tok_span(t, self.file))
       return 0
+    if suffix and not sized:
+      self._err("syntax", f"a size suffix (`{suffix}`) is only allowed on sizes and byte ranges", _tok_span(t, self.file))
+    return v
 
   # ---- declarations
   def start(self, c): return [x for x in c if not isinstance(x, Token)]
@@ -88,8 +88,8 @@ class _Build(Transformer):
     dtype = next((c[i + 1].value for i, x in enumerate(c) if isinstance(x, Token) and x.type == "LT"), None)
     args = tuple(x.v for x in c if isinstance(x, _Val))
     return Impl(builtin=c[1].value, dtype=dtype, args=args, span=_span(c, self.file))
-  def impl_c(self, c): return Impl(c_source=_unquote(c[1].value), span=_span(c, self.file))
-  def impl_amd(self, c): return Impl(amd_code=_unquote(c[1].value), span=_span(c, self.file))
+  def impl_c(self, c): return Impl(c_source=unquote(c[1].value), span=_span(c, self.file))
+  def impl_amd(self, c): return Impl(amd_code=unquote(c[1].value), span=_span(c, self.file))
   def value(self, c):
     t = c[-1]
     neg = len(c) == 2
@@ -117,6 +117,20 @@ class _Build(Transformer):
         if not lo <= v.v <= hi: self._err("overflow", f"{v.v} does not fit {dtype} ({lo} .. {hi})", v.span)
         out.append(v.v)
     return Data(dtype, tuple(out), span=span)
+  def data_file(self, c):
+    """`f32 from "m.safetensors" ["w"]`: the file is found next to the program (relative to its directory)."""
+    from .sidecar import read_tensor, SidecarError
+    dtype, path, key, span = c[0].value, unquote(c[2].value), unquote(c[4].value), _span(c, self.file)
+    if dtype not in DTYPES:
+      self._err("name", f"unknown dtype `{dtype}` (one of {', '.join(DTYPES)})", _tok_span(c[0], self.file))
+      return Data("u8", (), span=span)
+    base = pathlib.Path(self.file).parent if not self.file.startswith("<") else pathlib.Path(".")
+    try: values = read_tensor(str(base / path), key, dtype)
+    except SidecarError as e:
+      self._err("name", str(e), span)
+      values = ()
+    return Data(dtype, values, span=span, source=(path, key))
+  def tolerance(self, c): return _Val((c[0].value, float(c[1].v)), _span(c, self.file))
   def queue(self, c):
     body, lb = self._body(c)
     span = _span(c, self.file)
@@ -130,7 +144,15 @@ class _Build(Transformer):
   def _body(self, c):
     lb = next(x for x in c if isinstance(x, Token) and x.type == "LBRACE")
     return tuple(x for x in c if not isinstance(x, Token)), (lb.line, lb.column)
-  def expect(self, c): return Expect(c[1].v, c[3], c[2].type == "APPROX", span=_span(c, self.file))
+  def expect(self, c):
+    tol: dict = {}
+    for t in c[4:]:
+      (k, v), sp = t.v, t.span
+      if k in tol: self._err("syntax", f"`{k}` is given twice", sp)
+      elif c[2].type != "APPROX": self._err("syntax", f"`{k}` takes `~=` (an `==` expect compares exactly)", sp)
+      elif not 0 <= v < float("inf"): self._err("syntax", f"`{k}` is a tolerance: at least 0 and finite", sp)
+      tol[k] = v
+    return Expect(c[1].v, c[3], c[2].type == "APPROX", tol.get("rtol"), tol.get("atol"), span=_span(c, self.file))
 
   # ---- statements
   def sigref(self, c):
@@ -171,11 +193,15 @@ class _Build(Transformer):
     return Submit(qs, span=_span(c, self.file))
   def slice(self, c):
     ref = Ref(c[0].value)
+    launch = None
+    if len(c) > 1 and c[1].type == "AT":   # `x@k`: a rebound buffer's launch-k memory
+      launch, c = self._int(c[2]), [c[0]] + list(c[3:])
+      if len(c) == 1: return _Val(Slice(ref, launch=launch), _span([c[0]], self.file))
     if len(c) == 1: return _Val(Slice(ref), _tok_span(c[0], self.file))
     colon = next(i for i, x in enumerate(c) if x.type == "COLON")
     start = self._int(c[2], sized=True) if colon == 3 else None
     end = self._int(c[colon + 1], sized=True) if c[colon + 1].type == "NUMBER" else None
-    return _Val(Slice(ref, start, end, True), _span(c, self.file))
+    return _Val(Slice(ref, start, end, True, launch), _span(c, self.file))
 
 @attrs.frozen
 class _Val:
@@ -184,21 +210,11 @@ class _Val:
   span: Span
   is_float: bool = False
 
-def _unquote(s: str) -> str:
-  if s.startswith('"""'): return s[3:-3]
-  out, i, body = [], 0, s[1:-1]
-  esc = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
-  while i < len(body):
-    ch = body[i]
-    if ch == "\\" and i + 1 < len(body): out.append(esc.get(body[i + 1], "\\" + body[i + 1])); i += 2
-    else: out.append(ch); i += 1
-  return "".join(out)
-
 # ---- syntax errors in words
 
-_WORDS = {"NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
+_WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
-          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
+          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "AT": "`@`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
@@ -263,7 +279,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
   exp = set(acc or getattr(e, "expected", None) or ())
-  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT"}  # `a + 1`, `a[0:4]`: details of an argument
+  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT", "AT"}  # `a + 1`, `a[0:4]`, `x@1`: details of an argument
   exp = _expected(exp, sep)
   lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
   if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):
@@ -280,60 +296,69 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   else: found = f"`{tok.value}`"
   if tok.type not in ("_NL", "NAME", "NUMBER", "FLOAT", "STRING") and tok.value.isidentifier() and "NAME" in (getattr(e, "expected", None) or ()):
     return Diagnostic("syntax", f"`{tok.value}` is a keyword and cannot be used as a name", span)
-  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}", span)
+  known = tok.type == "NAME" and tok.value in DTYPES   # (a word of the language, just not one allowed here)
+  hint = did_you_mean(tok.value, _keywords(acc or getattr(e, "expected", None) or ())) if tok.type == "NAME" and not known else ""
+  return Diagnostic("syntax", f"expected {exp}{f' after {after}' if after else ''}, found {found}{hint}", span)
+
+# the words of the terminals that are keywords, for "did you mean `wait`?"
+_KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",),
+                  "TOL": ("rtol", "atol")}
+
+def _keywords(terms) -> list:
+  return [w for t in terms for w in _KEYWORD_TERMS.get(t, (t.lower(),) if t.lower() in KEYWORDS else ())]
 
 # ---- the parser
 
-_GRAMMAR = (pathlib.Path(__file__).parent / "grammar.lark").read_text()
+_GRAMMAR = (pathlib.Path(__file__).parent / "grammar.lark").read_text() + "".join(
+  f"{name}: /{rx}/\n" for name, rx in TERMINALS.items())
 _parser: Optional[Lark] = None
-_comments: list = []
 
 def _lark() -> Lark:
+  """The parser, built once; it keeps no state between parses (comments are found by `lexical.comments`)."""
   global _parser
   if _parser is None:
-    _parser = Lark(_GRAMMAR, parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=False,
-                   lexer_callbacks={"COMMENT": _comments.append}, cache=False)
+    _parser = Lark(_GRAMMAR, parser="lalr", lexer="contextual", keep_all_tokens=True, maybe_placeholders=False, cache=False)
   return _parser
 
+@attrs.frozen
+class _Comment:
+  line: int
+  column: int
+  value: str
+
+def _comments(text: str) -> list:
+  out, line, at = [], 1, 0   # the line of offset `at`
+  for pos, value in comments(text):
+    line += text.count("\n", at, pos); at = pos
+    out.append(_Comment(line, pos - text.rfind("\n", 0, pos), value))
+  return out
+
 def _parse_once(text: str, file: str):
-  del _comments[:]
   b = _Build(file)
-  tree = _lark().parse(text)
-  return b.transform(tree), b, list(_comments)
-
-_LINE_END = re.compile(r"\r\n?")   # \r\n and a lone \r end a line, as \n does
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")  # with tab and \n, all that is not text
-# the same class without the regex engine (8x slower over a 30 MB program): an ASCII text is one C pass deleting the
-# allowed bytes, any other a search per character (memchr)
-_TEXT_ASCII = bytes([0x09, 0x0a, *range(0x20, 0x7f)])
-_CONTROL_ANY = [chr(c) for c in (*range(0x09), *range(0x0b, 0x20), *range(0x7f, 0xa0))] + ["\u2028", "\u2029"]
-
-def _has_control(text: str) -> bool:
-  if text.isascii(): return bool(text.encode("ascii").translate(None, _TEXT_ASCII))
-  return any(c in text for c in _CONTROL_ANY)
+  items = b.transform(_lark().parse(text))
+  return items, b, _comments(text) if "#" in text else []
 
 def _control_chars(text: str, file: str) -> list[Diagnostic]:
-  out = []
-  for m in _CONTROL.finditer(text):
-    line = text.count("\n", 0, m.start()) + 1
-    col = m.start() - text.rfind("\n", 0, m.start())
-    out.append(Diagnostic("syntax", f"control character U+{ord(m.group()):04X} is not allowed in a program (only tab "
-                          f"and line ends)", Span(file, line, col, line, col + 1)))
-    if len(out) == 20: break
-  return out
+  return [Diagnostic("syntax", f"control character U+{ord(ch):04X} is not allowed in a program (only tab and line ends)",
+                     Span(file, line, col, line, col + 1)) for line, col, ch in control_positions(text)]
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
-  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position."""
-  norm = _LINE_END.sub("\n", text) if "\r" in text else text
+  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position. A
+  file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
+  if is_binary(text):
+    return None, [Diagnostic("syntax", "not a text file: a program is text, and this has NUL bytes or is mostly control "
+                             "characters (a compiled image? `hcqdsl disasm` and `hcqdsl lift` read those)", Span(file, 1, 1, 1, 2))]
+  norm = LINE_END.sub("\n", text) if "\r" in text else text
   prog, diags = _parse_normalized(norm, file)
   if prog is not None and norm is not text: prog = attrs.evolve(prog, source=text)   # the file as written
   return prog, diags
 
 def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Diagnostic]]:
-  if _has_control(text):
+  if has_control(text):
     bad = _control_chars(text, file)
-    _, more = _parse_normalized(_CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
+    _, more = _parse_normalized(CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
     return None, sorted(bad + [d for d in more if d.code == "syntax"], key=lambda d: (d.span.line, d.span.column))
   from .scan import scan
   prog = scan(text, file, clean=True)   # (_has_control said so)
@@ -344,7 +369,7 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
   last_pos = (0, 0)
   for _ in range(20):  # recover from a syntax error by blanking its line and parsing again
     try:
-      items, b, comments = _parse_once(work, file)
+      items, b, found = _parse_once(work, file)
     except UnexpectedInput as e:
       d = _syntax_diag(e, file)
       pos = (d.span.line, d.span.column)
@@ -360,11 +385,11 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
     if diags: return None, diags
     diags.extend(b.diags)
     prog = resolve_var_args(Program(tuple(items), file=file, source=text))
-    if comments: prog = _attach_comments(prog, comments, lines, b.lbraces)
+    if found: prog = _attach_comments(prog, found, lines, b.lbraces)
     return prog, diags
   return None, diags
 
-# ---- comments: parsed by the lexer, attached to the node they precede or end the line of
+# ---- comments: found by lexical.comments, attached to the node they precede or end the line of
 
 def _attach_comments(prog: Program, comments: list, lines: list, lbraces: dict) -> Program:
   anchors: list = []     # ((line, col), path, role) for own-line comments

@@ -25,17 +25,18 @@ from typing import Optional
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
+from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
 
 __all__ = ["scan"]
 
 _W = r"[ \t]*"
-_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_NUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)(?![A-Za-z0-9_.])"      # no size suffix: those lines take the grammar
-_SNUM = r"(?:0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*)[KMG]?(?![A-Za-z0-9_.])"
+_NAME = NAME
+_NUM = rf"(?:{DIGITS})(?![A-Za-z0-9_.])"      # no size suffix: those lines take the grammar
+_SNUM = rf"{SIZED}(?![A-Za-z0-9_.])"
 _EXPR = rf"(?P<e>(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?)"
 _SIG = rf"(?P<s>{_NAME}(?:\.timeline)?)(?![A-Za-z0-9_.])"
 _P = rf"(?:inout|in|out|i32|u32)[ \t]+{_NAME}"
-_STRING = r'"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"'              # the grammar's STRING
+_STRING = STRING
 _SLICE_RX = rf"{_NAME}(?:{_W}\[{_W}(?:{_SNUM})?{_W}:{_W}(?:{_SNUM})?{_W}\])?"
 _SLICE = re.compile(rf"({_NAME})(?:{_W}\[{_W}({_SNUM})?{_W}:{_W}({_SNUM})?{_W}\])?")
 _DATA = rf"(?P<dt>{_NAME}){_W}\[(?P<vals>[^\]]*)\]"           # a data list; its values are checked by _VALUES
@@ -85,12 +86,6 @@ _VALUES = {k: re.compile(rf"[ \t]*+(?:{v}[ \t]*+(?:,[ \t]*+{v}[ \t]*+)*+(?:,[ \t
 # one piece of a line that is not matched whole: code and strings up to a top-level `;` `{` `}`, the comment, the newline
 _LEX = re.compile(rf'((?:[^;{{}}"#\n]+|{_STRING})+)|([;{{}}])|(#[^\n]*)|(\n)|(")')
 _SEPS = re.compile(r"([;{}])")
-# other control characters: the grammar decides. Looked for one by one with `in` (a memchr each: 4x faster than a
-# regex class over a 30 MB program)
-_BAD = [chr(c) for c in (*range(0x09), 0x0b, 0x0c, *range(0x0e, 0x20), 0x7f)]
-_SUF = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
-_ESC = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "r": "\r", "0": "\0"}
-_ESC_RX = re.compile(r"\\(.)")
 
 # ---- the block path: a queue or host block whose header starts a line, its body read row by row by one regex
 _HEADER = re.compile(rf"[ \t]*((?:queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME})|host){_W})\{{")
@@ -103,7 +98,7 @@ _E = r"[^;#\n]*[^;#\n \t]"   # text up to the next `;`, `#` or line end, without
 # row. Every position of a body starts a row, so `findall` tiles it; the row ending at the body's end has terminator ''.
 _ROW = re.compile(rf"([ \t]*+)(?:(([a-z]++)(?:[ \t]++([^ \t<>=(;#\n]++)(?:[ \t]*+(>=|=|<-|\()[ \t]*+|[ \t]++(?=[^;#\n \t])|)"
                   rf"({_E}|)|))|({_E}|))([ \t]*+)(#[^\n]*+|)([;\n]|\Z)")
-_SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _SNUM, written for sre's speed
+_SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _SNUM, possessive for sre's speed
 _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)")   # _SLICE, ditto
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
@@ -139,7 +134,7 @@ _wait = _maker(Wait, "signal value span comments comment", at=True)
 _signal = _maker(SignalWrite, "signal value span comments comment", at=True)
 _exec_node = _maker(Exec, "kernel args grid block span comments comment")
 _copy = _maker(Copy, "dst src span comments comment")
-_slice_node = _maker(Slice, "buffer start end ranged")
+_slice_node = _maker(Slice, "buffer start end ranged launch")
 _barrier = _maker(Barrier, "span comments comment", at=True)
 _epoch = _maker(Epoch, "span comments comment", at=True)
 _exec_at = _maker(Exec, "kernel args grid block span comments comment", at=True)
@@ -150,24 +145,16 @@ _BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
 
-def _int(s: str) -> int:
-  s = s.replace("_", "")
-  if s[-1] in _SUF: return int(s[:-1], 0) * _SUF[s[-1]]
-  return int(s, 0)
-
 def _split(vals: str) -> list:
   parts = vals.split(",")
   if not parts[-1].strip(" \t"): parts.pop()   # a trailing comma, or no values
   return parts
 
-def _unquote(s: str) -> str:
-  if s.startswith('"""'): return s[3:-3]
-  return _ESC_RX.sub(lambda m: _ESC.get(m.group(1), m.group()), s[1:-1])
-
 def scan(text: str, file: str, clean: bool = False) -> Optional[Program]:
-  """`clean`: the caller has made sure `text` has no control characters (syntax.parse_syntax has, before it calls)."""
+  """`clean`: the caller has made sure `text` has no control characters (parse.parse_syntax has, before it calls);
+  otherwise a text with one is left to the grammar, which reports it."""
   src = text
-  if not clean and any(c in text for c in _BAD): return None
+  if not clean and has_control(text): return None
   if "\r" in text:
     # a lone `\r` (whitespace to the grammar today; a line end once both paths agree on it), or a `\r\n` that a
     # multi-line string would keep: the grammar reads the file
@@ -396,7 +383,8 @@ class _Scan:
       los, s2, his = zip(*map(str.partition, rest, repeat(":")))
       if all(s2) and all(map(str.endswith, his, repeat("]"))):
         try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
-                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True)))
+                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True),
+                            repeat(None)))
         except KeyError: pass    # a name or bound not read yet (or no name or bound): the regex
     if got is None:
       parts = _SLICE_LINES.findall("\n".join(texts))
@@ -409,7 +397,8 @@ class _Scan:
         for v in set(names).difference(refs): self._ref(v)
         ranged = list(map(operator.contains, texts, repeat("[")))
         if not all(ranged): self.bare.update(itertools.compress(names, map(operator.not_, ranged)))
-        got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his), ranged))
+        got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his), ranged,
+                       repeat(None)))
     if len(self.slices) < _CACHE: self.slices.update(zip(texts, got))   # (a None: no slice, looked up as missing)
     return got
 
@@ -832,7 +821,7 @@ class _Scan:
     if a is not None: a = ints[a] if a in ints else self._int(a)
     if b is not None: b = ints[b] if b in ints else self._int(b)
     if "[" not in t: self.bare.add(name)
-    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t, None)
     if len(self.slices) < _CACHE: self.slices[t] = s
     return s
 
@@ -847,7 +836,7 @@ class _Scan:
     if b: b = ints[b] if b in ints else self._int(b)
     else: b = None
     if "[" not in t: self.bare.add(name)
-    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t)
+    s = _slice_node(self.refs.get(name) or self._ref(name), a, b, "[" in t, None)
     if len(self.slices) < _CACHE: self.slices[t] = s
     return s
 

@@ -1,140 +1,431 @@
-"""`hcqdsl.capture()` / `hcqdsl capture SCRIPT.py[:FN]`: record what tinygrad submits through AMDComputeQueue and
-AMDCopyQueue — per hardware ring the dwords each submission executes (after tinygrad patched its variables; for a
-bound queue the indirect buffer's contents, not the INDIRECT_BUFFER packet), the host's signal writes and waits in
-order with the submissions, signal values when first seen, kernarg blocks and argument buffers — and write it as a
-manifest that `hcqdsl lift` turns into a checkable program (docs/lift.md). Recording only reads: every wrapped method
-calls tinygrad's own afterwards with the same arguments, so what tinygrad submits does not change."""
+"""`hcqdsl.capture()` / `hcqdsl capture SCRIPT.py[:FN]`: record what tinygrad's AMD runtime gives the GPU, at the ring:
+each time a queue's doorbell is rung, the dwords between the previous and the new write pointer (with the indirect
+buffers they point at spliced in, as the command processor reads them), the kernel-argument blocks and the contents of
+the buffers those dwords touch, the values of the signals they wait on and write — all read before the GPU runs them —
+and, in order with the submissions, the host's signal writes and waits. Kernel names and code objects come from
+tinygrad's AMDProgram objects by their code address, buffer devices from their allocations, so queues built before
+the capture started (a warmed-up TinyJit's HCQGraph) are recorded whole. Both of tinygrad's AMD paths are recorded:
+classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each hcq program the submitter runs, its
+queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
+same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import json, pathlib, sys, types
+import bisect, ctypes, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 from .manifest import MANIFEST_KIND, MANIFEST_VERSION
+from ..amd import pm4 as _pm4, sdma as _sdma
 
-__all__ = ["capture", "Capture"]
+__all__ = ["capture", "Capture", "NoAMDDevice", "user_frames"]
 
-def _words(q) -> list:
-  """The dwords a queue object holds (a list, or a bound queue's MMIOInterface view of its indirect buffer)."""
-  return [int(x) & 0xFFFFFFFF for x in q._q[0:len(q._q)]]
+U64 = (1 << 64) - 1
+_OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
+
+class NoAMDDevice(RuntimeError):
+  """The captured code never submitted to an AMD queue (no AMD device in use)."""
+
+def _tinygrad_dirs() -> tuple:
+  import tinygrad
+  dirs = [str(pathlib.Path(tinygrad.__file__).resolve().parent)]
+  try:
+    import test.mockgpu as mg  # tinygrad's mock GPU (a tinygrad checkout's test/ and extra/)
+    root = pathlib.Path(mg.__file__).resolve().parents[2]
+    dirs += [str(root / "test" / "mockgpu"), str(root / "extra")]
+  except Exception: pass
+  return tuple(dirs)
+
+def user_frames(skip: tuple = ()) -> list:
+  """The call stack without tinygrad's, hcqdsl's and Python's own frames, outermost first: [(file, line, function,
+  source line)]. The last one is the user's line that caused what is being recorded."""
+  out = []
+  for f in traceback.extract_stack()[:-1]:
+    p = str(pathlib.Path(f.filename).resolve()) if not f.filename.startswith("<") else f.filename
+    if p.startswith(_OWN + skip) or p.startswith("<") or ("/lib/python3" in p and "site-packages" not in p): continue
+    out.append((f.filename, f.lineno, f.name, (f.line or "").strip()))
+  return out
+
+class _Allocations:
+  """Every allocation tinygrad made on an AMD device (and its host buffers): address, size, device, CPU-readable."""
+  def __init__(self): self.starts, self.items = [], []
+  def add(self, addr: int, size: int, info: dict):
+    i = bisect.bisect_left(self.starts, addr)
+    if i < len(self.starts) and self.starts[i] == addr: self.items[i] = (addr, size, info); return
+    self.starts.insert(i, addr); self.items.insert(i, (addr, size, info))
+  def remove(self, addr: int):
+    i = bisect.bisect_left(self.starts, addr)
+    if i < len(self.starts) and self.starts[i] == addr: del self.starts[i], self.items[i]
+  def find(self, addr: int) -> Optional[tuple]:
+    i = bisect.bisect_right(self.starts, addr) - 1
+    if i >= 0 and self.items[i][0] <= addr < self.items[i][0] + self.items[i][1]: return self.items[i]
+    return None
 
 class Capture:
   """Installs the recording wrappers while active (`with Capture() as cap:`); `cap.manifest()` is the manifest dict,
-  `cap.save(path)` writes it. Nesting is refused: one recorder at a time."""
+  `cap.save(path)` writes it. `contents`: also record buffer contents (before each submission that touches them, and
+  at the end), so the lift carries data and `expect`s; `stacks`: record the user's call stack of each host step (for
+  sanitize's reports). `on_step(cap, step)` is called after each host step is recorded. Nesting is refused."""
   _active: Optional["Capture"] = None
 
-  def __init__(self, path=None):
-    self.path = path
-    self.devices: dict = {}   # id(dev) -> {"name", "index", "arch"}
-    self.rings: dict = {}     # (id(dev), engine, idx) -> {"name", "device", "target", "engine", "dwords"}
+  def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None):
+    self.path, self.contents, self.stacks, self.on_step = path, contents, stacks, on_step
+    self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
+    self.rings: dict = {}     # id(queue desc) -> {"name", "device", "target", "engine", "dwords", "_put"}
     self.host: list = []
-    self.signals: dict = {}   # addr -> {"addr", "value", "name"?, "device"?}
-    self.buffers: dict = {}   # addr -> size
-    self.memory: dict = {}    # addr -> bytes
-    self.kernels: dict = {}   # prog addr -> name
-    self._execs: dict = {}    # id(queue) -> [(prg, args_state)]
+    self.signals: dict = {}   # addr -> {"addr", "value", "device"?, "timeline"?, "mailbox"?}
+    self.allocs = _Allocations()
+    self.used: dict = {}      # allocation addr -> (size, device name or None)
+    self.memory: list = []    # (addr, bytes, step)
+    self.last: dict = {}      # (addr, size) -> bytes last recorded
+    self.kernels: dict = {}   # prog addr -> {"name", "lib", "signature", "kernargs", "device"}
+    self.path_kind: Optional[str] = None
     self._saved: list = []
+    self._in_init = 0
+    self._skip = ()
+    self._puts: dict = {}
+    self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
+    self._unknown: set = set()
+    self._hcq2_images, self._hcq2_seen = None, 0
 
   # ---- what tinygrad objects tell us
   def _device(self, dev) -> str:
     if id(dev) not in self.devices:
-      name = str(getattr(dev, "device", "")) or f"AMD:{len(self.devices)}"
-      kind, _, idx = name.partition(":")
-      index = int(idx) if idx.isdigit() else len(self.devices)
-      if any(d["index"] == index for d in self.devices.values()): index = 1 + max(d["index"] for d in self.devices.values())
-      self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": str(dev.arch), "_dev": dev}
+      name = str(getattr(dev, "device", "AMD"))
+      index = getattr(dev, "device_id", None)
+      if not isinstance(index, int):
+        _, _, idx = name.partition(":")
+        index = int(idx) if idx.isdigit() else 0
+      self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": str(dev.arch), "tinygrad": name, "_dev": dev}
+      mb = getattr(dev, "queue_event_mailbox_ptr", None)
+      if isinstance(mb, int) and not (hasattr(dev, "is_am") and dev.is_am()):
+        self.devices[id(dev)]["mailbox"] = mb
+        self.signals.setdefault(mb, {"addr": mb, "value": self._read_u32(mb), "mailbox": True})
     return self.devices[id(dev)]["name"]
 
-  def _signal(self, sig):
-    try: addr = int(sig.value_addr)
-    except (TypeError, ValueError, AttributeError): return None  # a symbolic (virtual) signal: patched at submit
-    if addr not in self.signals:
-      ent: dict = {"addr": addr}
-      try: ent["value"] = int(sig.value) & 0xFFFFFFFF
-      except Exception: ent["value"] = 0
-      owner = getattr(sig, "owner", None)
-      if owner is not None:
-        ent["device"] = self._device(owner)
-      self.signals[addr] = ent
-    return addr
-
-  def _buffer(self, b):
+  def _register_alloc(self, b) -> None:
     try: addr, size = int(b.va_addr), int(b.size)
     except (TypeError, ValueError, AttributeError): return
-    if size > 0: self.buffers[addr] = max(size, self.buffers.get(addr, 0))
+    if size <= 0 or getattr(b, "_base", None) is not None: return
+    owner, meta = getattr(b, "owner", None), getattr(b, "meta", None)
+    flags = getattr(meta, "flags", None)
+    vram = bool(flags & 1) if isinstance(flags, int) else False   # KFD_IOC_ALLOC_MEM_FLAGS_VRAM
+    mock = owner is not None and type(getattr(owner, "iface", None)).__name__.startswith("MOCK")
+    readable = getattr(b, "view", None) is not None or mock or not vram
+    self.allocs.add(addr, size, {"owner": owner, "vram": vram, "readable": readable})
+
+  def _register_program(self, prg) -> None:
+    try: addr = int(prg.prog_addr)
+    except (AttributeError, TypeError, ValueError): return
+    sig = []
+    for s in getattr(prg, "signature", ()) or ():
+      try:
+        name, _, dt, shape = s
+        n = 1
+        for x in shape: n *= int(x) if isinstance(x, int) else 1
+        sig.append({"name": name, "dtype": dt.name, "itemsize": dt.itemsize, "bytes": n * dt.itemsize, "fmt": dt.fmt,
+                    "shape": [int(x) if isinstance(x, int) else str(x) for x in shape]})
+      except Exception: sig.append({"name": None})
+    self.kernels[addr] = {"name": str(prg.name), "lib": bytes(getattr(prg, "lib", b"") or b""), "signature": sig,
+                          "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
+    if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
+
+  def _set_modes(self, addr: int, outs, ins) -> None:
+    """tinygrad's own access modes of a program's buffer arguments (its PROGRAM's ProgramInfo outs/ins)."""
+    bufs = [s for s in self.kernels[addr]["signature"] if s.get("name") is None]
+    for i, s in enumerate(bufs): s["mode"] = "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+
+  def _on_runtime(self, device, ast, rt) -> None:
+    info = getattr(ast, "arg", None)
+    outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
+    if not outs and not ins: return
+    self._modes[id(rt)] = (outs, ins)
+    try: addr = int(rt.prog_addr)
+    except (AttributeError, TypeError, ValueError): return
+    if addr in self.kernels: self._set_modes(addr, outs, ins)
+
+  def _read(self, addr: int, n: int) -> Optional[bytes]:
+    a = self.allocs.find(addr)
+    if a is None or not a[2]["readable"] or n <= 0: return None
+    n = min(n, a[0] + a[1] - addr)
+    return ctypes.string_at(addr, n)
+
+  def _read_u32(self, addr: int) -> int:
+    b = self._read(addr, 4)
+    return int.from_bytes(b, "little") if b and len(b) == 4 else 0
+
+  def _read_u64(self, addr: int) -> Optional[int]:
+    b = self._read(addr, 8)
+    return int.from_bytes(b, "little") if b and len(b) == 8 else None
+
+  def _remember(self, addr: int, n: int, step: int) -> None:
+    """Record `n` bytes at `addr` as read before host step `step` runs, unless they are what was recorded last."""
+    b = self._read(addr, n)
+    if b is None: return
+    if n > (1 << 16) and self.last.get((addr, n)) == b: return  # big and unchanged: the lift reads the last one
+    self.last[(addr, n)] = b
+    self.memory.append((addr, b, step))
+
+  def _use(self, addr: int) -> Optional[tuple]:
+    a = self.allocs.find(addr)
+    if a is None: return None
+    owner = a[2]["owner"]
+    dev = self._device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
+    self.used[a[0]] = (a[1], dev)
+    return a
+
+  def _signal(self, addr: int, owner=None, timeline=False) -> None:
+    if addr in self.signals: return
+    ent: dict = {"addr": addr, "value": self._read_u64(addr) or 0}
+    if owner is not None and hasattr(owner, "arch"):
+      ent["device"] = self._device(owner)
+      if timeline: ent["timeline"] = True
+    self.signals[addr] = ent
+
+  def _note_signal(self, addr: int, dev, timeline: bool = False) -> None:
+    """A signal an hcq2 host program or wait names (hcq2's timeline is the device's `signal("timeline")` buffer)."""
+    if addr in self.signals: return
+    try: timeline = timeline or addr == int(dev.signal("timeline")._buf.va_addr)
+    except Exception: pass
+    self._signal(addr, dev, timeline)
+
+  def _hcq2_program(self, prog: int) -> Optional[dict]:
+    """hcq2 has no AMDProgram objects: a program is its ELF image loaded into a buffer. Match the code at `prog`
+    against the images of ops_amd2's program cache (name, code object, arguments: tinygrad's ProgramInfo)."""
+    mod = sys.modules.get("extra.hcq2.ops_amd2")
+    if mod is None: return None
+    cache = getattr(mod, "_amd_program_cache", {})
+    if self._hcq2_images is None or self._hcq2_seen != len(cache):  # programs compiled since the last look
+      from tinygrad.runtime.support.elf import elf_loader
+      self._hcq2_images, self._hcq2_seen = [], len(cache)
+      for (lib, _), prg in list(cache.items()):
+        try:
+          image, _, relocs = elf_loader(lib)
+          for off, sym, typ, add in relocs:
+            if typ == 5: image[off:off + 8] = (sym - off + add).to_bytes(8, "little", signed=True)
+          data, info = prg.arg
+          self._hcq2_images.append((bytes(image), data, info, lib))
+        except Exception: continue
+    for image, data, info, lib in self._hcq2_images:
+      start = prog - data.entry_point_offset
+      if self._read(start, len(image)) != image: continue
+      outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
+      sig = [{"name": None, "mode": "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"}
+             for i, _ in enumerate(getattr(info, "globals", ()))]
+      sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
+      return {"name": str(getattr(info, "name", f"k_{prog:x}")), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
+    return None
+
+  # ---- packets: what a submission reads and writes
+  def _expand(self, dw: list, engine: str, target: str, depth: int = 0) -> list:
+    """The dwords the engine executes: indirect buffers read from memory and spliced in place of their packet."""
+    dec = (_pm4 if engine == "compute" else _sdma).decoder(target)
+    out = []
+    for p in dec.decode(dw):
+      f = p.fields
+      if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw and depth < 3 and f.get("ib_base") is not None:
+        b = self._read(f["ib_base"], 4 * f["ib_size"])
+        if b is not None and len(b) == 4 * f["ib_size"]:
+          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1); continue
+      out += list(p.dwords)
+    return out
+
+  def _scan(self, dw: list, engine: str, target: str, step: int) -> dict:
+    """Signals, kernel arguments and buffers the dwords refer to; records their values/contents as of now."""
+    dec = (_pm4 if engine == "compute" else _sdma).decoder(target)
+    sigs: dict = {}
+    regs: dict = {}
+    for p in dec.decode(dw):
+      if p.raw: continue
+      f, n = p.fields, p.name
+      addr = None
+      if n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
+      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2): addr = f["addr"]
+      elif n == "RELEASE_MEM" and f.get("data_sel") == 3: addr = f["addr"] - 8
+      elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]
+      elif n == "FENCE": addr = f["addr"]
+      elif n == "TIMESTAMP_GET_GLOBAL": addr = f["write_addr"] - 8
+      elif n == "COPY_LINEAR":
+        size = f["count"] + 1
+        for a in (f["src_addr"], f["dst_addr"]):
+          if self._use(a) is not None and self.contents: self._remember(a, size, step)
+      elif n == "SET_SH_REG": regs[f["reg"]] = f["values"]
+      elif n == "DISPATCH_DIRECT":
+        pgm, user = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0")
+        if pgm and len(pgm) >= 2 and user and len(user) >= 2: self._dispatch((((pgm[1] << 32) | pgm[0]) << 8), (user[-1] << 32) | user[-2], step)
+      if addr is not None and addr not in sigs:
+        if addr not in self.signals and self.allocs.find(addr) is None: continue
+        if addr not in self.signals: self._signal(addr)
+        if (v := self._read_u64(addr)) is not None: sigs[addr] = v
+    return sigs
+
+  def _dispatch(self, prog: int, ka: int, step: int) -> None:
+    k = self.kernels.get(prog)
+    if k is None and prog not in self._unknown:
+      if (h := self._hcq2_program(prog)) is not None: self.kernels[prog] = h
+      else:
+        for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
+          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
+      k = self.kernels.get(prog)
+      if k is None and "extra.hcq2.ops_amd2" not in sys.modules: self._unknown.add(prog)
+    sig = k["signature"] if k else []
+    nbufs = sum(1 for s in sig if s.get("name") is None)
+    size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
+    blk = self._read(ka, size)
+    if blk is None: return
+    self._use(ka)
+    self.memory.append((ka, blk, step)); self.last[(ka, len(blk))] = blk
+    for i in range(min(nbufs, len(blk) // 8)):
+      ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
+      if (a := self._use(ptr)) is not None and self.contents:
+        want = sig[i].get("bytes") or (a[0] + a[1] - ptr)
+        self._remember(ptr, min(want, a[0] + a[1] - ptr), step)
 
   # ---- hooks
-  def _on_queue_signal(self, q, sig, *rest): self._signal(sig)
+  def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
+    """A program the recorder has not seen (made before it started by a path it does not scan, or a stand-in): its
+    name and argument layout from the exec call (tinygrad's CLikeArgsState: buffers, then values)."""
+    try: addr = int(prg.prog_addr)
+    except (AttributeError, TypeError, ValueError): return
+    if addr in self.kernels: return
+    if type(prg).__name__ == "AMDProgram": self._register_program(prg); return
+    sig = [{"name": None} for _ in getattr(args_state, "bufs", ())] + [{"name": f"v{i}", "dtype": "int", "itemsize": 4, "bytes": 4}
+                                                                      for i, _ in enumerate(getattr(args_state, "vals", ()))]
+    self.kernels[addr] = {"name": str(getattr(prg, "name", f"k_{addr:x}")), "lib": b"", "signature": sig, "kernargs": 0, "_prg": prg}
 
-  def _on_exec(self, q, prg, args_state, *rest):
-    self._execs.setdefault(id(q), []).append((prg, args_state))
+  def _step(self, ent: dict) -> None:
+    if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
+    self.host.append(ent)
+    if self.on_step is not None: self.on_step(self, ent)
 
-  def _on_copy(self, q, dest, src, size):
-    self._buffer(dest); self._buffer(src)
+  def _ring(self, desc, dev, engine: str, idx: int):
+    if id(desc) not in self.rings:
+      dname = self._device(dev)
+      self.rings[id(desc)] = {"name": f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", "device": dname,
+                              "target": str(dev.arch), "engine": engine, "dwords": [], "_put": self._puts.get(id(desc), 0), "_desc": desc}
+    return self.rings[id(desc)]
 
-  def _on_submit(self, q, dev, engine: str):
-    dname = self._device(dev)
-    key = (id(dev), engine, getattr(q, "queue_idx", 0) if engine == "copy" else 0)
-    if key not in self.rings:
-      idx = f"{key[2]}" if engine == "copy" else ""
-      self.rings[key] = {"name": f"{'comp' if engine == 'compute' else 'copy' + idx}_{dname}", "device": dname,
-                         "target": str(dev.arch), "engine": engine, "dwords": []}
-    ring = self.rings[key]
-    dw = _words(q)
-    self.host.append({"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)})
+  def _submitted(self, ring: dict, new: list, dev) -> None:
+    step = len(self.host)
+    dw = self._expand(new, ring["engine"], ring["target"])
+    sigs = self._scan(dw, ring["engine"], ring["target"], step)
+    ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}
+    if sigs: ent["signals"] = sigs
     ring["dwords"] += dw
-    for prg, st in self._execs.get(id(q), ()):
-      try: self.kernels.setdefault(int(prg.prog_addr), str(prg.name))
-      except (AttributeError, TypeError, ValueError): pass
-      for b in getattr(st, "bufs", ()): self._buffer(b)
-      try:
-        ka = int(st.buf.va_addr)
-        if ka not in self.memory:
-          n = 8 * len(getattr(st, "bufs", ())) + 4 * len(getattr(st, "vals", ()))
-          self.memory[ka] = bytes(st.buf.cpu_view().view(0, max(n, 8), "B")[:])
-      except Exception: pass  # no CPU view of the kernargs: the lifted exec then has no arguments
+    self._step(ent)
+
+  def _on_doorbell(self, desc, dev, *rest, **kw):
+    if getattr(dev, "is_aql", False): return  # AQL packets are no PM4: not recorded (docs/lift.md)
+    self.path_kind = self.path_kind or "hcq"
+    if desc is getattr(dev, "compute_queue", None): engine, idx = "compute", 0
+    else:
+      idx = next((i for i, q in getattr(dev, "sdma_queues", {}).items() if q is desc), 0)
+      engine = "copy"
+    ring = self._ring(desc, dev, engine, idx)
+    ring_dw = desc.ring
+    n = len(ring_dw)
+    unit = 1 if engine == "compute" else 4  # the compute write pointer counts dwords, SDMA's bytes
+    old, new = ring["_put"], int(desc.put_value)
+    ring["_put"] = new
+    if new <= old: return
+    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & 0xFFFFFFFF for p in range(old, new, unit)], dev)
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)
     except (TypeError, ValueError, AttributeError): return
-    if addr not in self.signals:  # the first write is the signal's initial value, not a host step
-      self.signals[addr] = {"addr": addr, "value": int(value) & 0xFFFFFFFF}
-      owner = getattr(sig, "owner", None)
-      if owner is not None: self.signals[addr]["device"] = self._device(owner)
-      return
-    self.host.append({"op": "signal", "addr": addr, "value": int(value) & 0xFFFFFFFF})
+    owner = getattr(sig, "owner", None)
+    if addr not in self.signals:
+      self._signal(addr, owner, bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig)
+    ent = {"op": "signal", "addr": addr, "value": int(value) & U64}
+    if self._in_init: ent["init"] = True
+    self._step(ent)
 
-  def _on_host_wait(self, sig, value, *rest):
-    if (addr := self._signal(sig)) is not None: self.host.append({"op": "wait", "addr": addr, "value": int(value) & 0xFFFFFFFF})
+  def _on_host_wait(self, sig, value=0, *rest, **kw):
+    try: addr = int(sig.value_addr)
+    except (TypeError, ValueError, AttributeError): return
+    owner = getattr(sig, "owner", None)
+    if addr not in self.signals: self._signal(addr, owner, owner is not None and getattr(owner, "timeline_signal", None) is sig)
+    self._step({"op": "wait", "addr": addr, "value": int(value) & U64})
 
   # ---- installing
-  def _wrap(self, cls, name: str, hook):
+  def _wrap(self, cls, name: str, before=None, after=None):
     orig = cls.__dict__[name]
     def wrapped(obj, *args, **kw):
-      hook(obj, *args, **kw)
-      return orig(obj, *args, **kw)
+      if before is not None: before(obj, *args, **kw)
+      ret = orig(obj, *args, **kw)
+      if after is not None: after(obj, *args, **kw)
+      return ret
     wrapped.__wrapped__ = orig
     setattr(cls, name, wrapped)
     self._saved.append((cls, name, orig))
 
+  def _wrap_init(self, cls):
+    orig = cls.__dict__["__init__"]
+    def init(sig, *args, **kw):
+      self._in_init += 1
+      try: orig(sig, *args, **kw)
+      finally: self._in_init -= 1
+    init.__wrapped__ = orig
+    cls.__init__ = init
+    self._saved.append((cls, "__init__", orig))
+
   def __enter__(self) -> "Capture":
     if Capture._active is not None: raise RuntimeError("hcqdsl.capture() is already recording")
-    from tinygrad.runtime.ops_amd import AMDComputeQueue, AMDCopyQueue
-    from tinygrad.runtime.support.hcq import HCQSignal
+    from tinygrad.runtime.support.hcq import HCQSignal, HCQBuffer
+    from tinygrad.runtime import ops_amd
     Capture._active = self
+    self._skip = _tinygrad_dirs()
     try:
-      for cls, engine in ((AMDComputeQueue, "compute"), (AMDCopyQueue, "copy")):
-        for m in ("wait", "signal", "timestamp"): self._wrap(cls, m, self._on_queue_signal)
-        self._wrap(cls, "_submit", lambda q, dev, engine=engine: self._on_submit(q, dev, engine))
-      self._wrap(AMDComputeQueue, "exec", self._on_exec)
-      self._wrap(AMDCopyQueue, "copy", self._on_copy)
-      self._wrap(HCQSignal, "wait", self._on_host_wait)
+      for obj in gc.get_objects():  # what exists already: allocations, programs, rings' write pointers
+        t = type(obj)
+        if t is HCQBuffer: self._register_alloc(obj)
+        elif t.__name__ == "AMDProgram": self._register_program(obj)
+        elif t.__name__ == "AMDQueueDesc":
+          try: self._puts[id(obj)] = int(obj.put_value) if isinstance(obj.put_value, int) else int(obj.put_value._buf.cpu_view().view(fmt='Q')[0])
+          except Exception: pass
+      self._programs_modes()
+      self._wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
+      hcq2 = "extra.hcq2.ops_amd2" in sys.modules  # HCQ2=1: ops_amd's names are ops_amd2's (no HWQueue, no AMDProgram)
+      if not hcq2:
+        self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
+        self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
+        self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
+      self._wrap(HCQSignal, "wait", before=self._on_host_wait)
+      self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
       def fset(sig, v, _set=prop.fset):
         self._on_host_write(sig, v)
         _set(sig, v)
       HCQSignal.value = property(prop.fget, fset, prop.fdel, prop.__doc__)
       self._saved.append((HCQSignal, "value", prop))
+      if hcq2: self._install_hcq2()
     except Exception:
       self._restore(); raise
     return self
+
+  def _programs_modes(self) -> None:
+    """Access modes for the programs tinygrad made already (its runtime cache, keyed by the PROGRAM's key), and a
+    wrapper on get_runtime for the ones it makes while capturing."""
+    from tinygrad.engine import realize
+    from tinygrad.uop.ops import UOpMetaClass, Ops
+    if realize.runtime_cache:
+      for ref in list(UOpMetaClass.ucache.values()):
+        u = ref()
+        if u is None or u.op is not Ops.PROGRAM: continue
+        for (key, dev), rt in list(realize.runtime_cache.items()):
+          if key == u.key: self._on_runtime(dev, u, rt)
+    orig = realize.get_runtime
+    def get_runtime(device, ast, *a, **kw):
+      rt = orig(device, ast, *a, **kw)
+      try: self._on_runtime(device, ast, rt)
+      except Exception: pass
+      return rt
+    get_runtime.__wrapped__ = orig
+    realize.get_runtime = get_runtime
+    self._saved.append((realize, "get_runtime", orig))
+
+  def _install_hcq2(self):
+    """hcq2 (`HCQ2=1`): the submitter is a program on HCQ_RUNTIME_DEV that writes rings and doorbells itself; each hcq
+    program it runs is bracketed: the write pointers of every AMD queue before and after tell what it submitted, and
+    its host effects (a fence's wait, a reset's and a finalizer's writes) are read from the signals it touched."""
+    from . import capture_hcq2
+    capture_hcq2.install(self)
 
   def _restore(self):
     for cls, name, orig in reversed(self._saved): setattr(cls, name, orig)
@@ -142,42 +433,77 @@ class Capture:
     Capture._active = None
 
   def __exit__(self, *exc):
-    self._restore()
+    try:
+      if self.contents and exc[0] is None:
+        for d in self.devices.values():
+          try: d["_dev"].synchronize()
+          except Exception: pass
+    finally: self._restore()
     if self.path is not None: self.save(self.path)
     return False
 
   # ---- output
+  def submissions(self) -> int: return sum(h["op"] == "submit" for h in self.host)
+
   def manifest(self) -> dict:
-    hx = lambda b: b.hex()
+    hx = lambda a: hex(a)
     for d in self.devices.values():  # the device's timeline signal (now; it may not have existed when first written)
       try: tl = int(d["_dev"].timeline_signal.value_addr)
       except (AttributeError, TypeError, ValueError): continue
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
+    final = []
+    if self.contents:
+      seen = set()
+      for a, _, _ in self.memory:
+        if (al := self.allocs.find(a)) is None or al[0] in seen or al[0] not in self.used: continue
+        seen.add(al[0])
+        if (b := self._read(al[0], al[1])) is not None: final.append({"addr": hx(al[0]), "hex": b.rstrip(b"\0").hex()})
+    names: dict = {}
+    kernels = []
+    for a, k in self.kernels.items():
+      key = (k["name"], hashlib.sha1(k["lib"]).hexdigest())
+      names.setdefault(key, _ident(k["name"]) if not any(n == _ident(k["name"]) for n in names.values())
+                       else f"{_ident(k['name'])}_{1 + sum(n.startswith(_ident(k['name'])) for n in names.values())}")
+      ent = {"prog_addr": hx(a), "name": names[key], "tinygrad_name": k["name"],
+             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
+                         **({"shape": s["shape"]} if "shape" in s else {})}
+                        for s in k["signature"]]}
+      if self.contents and k["lib"]: ent["code"] = k["lib"].hex()
+      kernels.append(ent)
+    host = []
+    for h in self.host:
+      e = {**h}
+      if "addr" in e: e["addr"] = hx(e["addr"])
+      if "signals" in e: e["signals"] = {hx(a): v for a, v in e["signals"].items()}
+      host.append(e)
     return {
-      "format": MANIFEST_KIND, "version": MANIFEST_VERSION,
-      "devices": [{k: v for k, v in d.items() if not k.startswith("_")} for d in self.devices.values()],
-      "queues": [{**{k: v for k, v in r.items() if k != "dwords"}, "dwords": " ".join(f"{x:08x}" for x in r["dwords"])}
+      "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
+      "devices": [{k: v for k, v in d.items() if not k.startswith("_") and k != "mailbox"} for d in
+                  sorted(self.devices.values(), key=lambda d: d["index"])],
+      "queues": [{**{k: v for k, v in r.items() if k != "dwords" and not k.startswith("_")}, "dwords": " ".join(f"{x:08x}" for x in r["dwords"])}
                  for r in self.rings.values()],
-      "signals": [{**s, "addr": hex(s["addr"])} for s in self.signals.values()],
-      "buffers": [{"addr": hex(a), "size": n} for a, n in sorted(self.buffers.items())],
-      "memory": [{"addr": hex(a), "hex": hx(b)} for a, b in sorted(self.memory.items())],
-      "kernels": [{"prog_addr": hex(a), "name": _ident(n)} for a, n in self.kernels.items()],
-      "host": [{**h, "addr": hex(h["addr"])} if "addr" in h else h for h in self.host],
+      "signals": [{**s, "addr": hx(s["addr"]), "value": s["value"]} for s in self.signals.values()],
+      "buffers": [{"addr": hx(a), "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
+      "memory": [{"addr": hx(a), "hex": b.hex(), "step": st} for a, b, st in self.memory],
+      "final": final,
+      "kernels": kernels,
+      "host": host,
     }
 
   def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
 
 def _ident(name: str) -> str:
+  name = re.sub(r"\x1b\[[0-9;]*m", "", name)  # tinygrad's names may carry terminal colors
   out = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
   return out if not out[0].isdigit() else "k_" + out
 
-def capture(path=None) -> Capture:
+def capture(path=None, contents: bool = True) -> Capture:
   """`with hcqdsl.capture("run.json") as cap: ...` records every AMD queue submission tinygrad makes inside the block
   and writes the manifest to `path` (if given) when the block ends; `cap.manifest()` is the same dict."""
-  return Capture(path)
+  return Capture(path, contents=contents)
 
 class _CallableModule(types.ModuleType):
   """`hcqdsl.capture(path)` is the API, and `hcqdsl.capture` is also this module (as `hcqdsl.emit`)."""
-  def __call__(self, path=None) -> Capture: return capture(path)
+  def __call__(self, path=None, contents: bool = True) -> Capture: return capture(path, contents)
 
 sys.modules[__name__].__class__ = _CallableModule

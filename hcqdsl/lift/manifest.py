@@ -2,127 +2,27 @@
 steps and kernels from its metadata) or from a raw dump described by a manifest (JSON, format in docs/lift.md: queues
 with their dwords, optional read/write pointers, a signal snapshot, memory such as kernarg blocks, and the host's
 submissions, signal writes and waits as `hcqdsl capture` records them). Packets are decoded by hcqdsl.amd and turned
-into statements by disasm's lifter; what is no statement is kept as a comment with its dword offset."""
+into statements by the image lifter's (lift/image.py); what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
-import json, pathlib, re, struct
+import json, os, pathlib, re, struct
 from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
-from ..amd.image import Image, QueueImage, Patch, Region, MAGIC, M32
-from ..amd.disasm import _decoder, _lift_group, _Unliftable, read_raw
+                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX)
+from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
+from ..amd.disasm import decoder, read_raw
+from .image import (lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, trimmed_data,
+                    Unliftable)
 
-__all__ = ["lift_image", "lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
+__all__ = ["lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
 
-MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 1
+U64 = (1 << 64) - 1
+MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 2
+READABLE_VERSIONS = (1, 2)  # version 1: no steps, contents or code (older captures and hand-written dumps)
 LAUNCH_VAR = "launch"
 
 class ManifestError(ValueError):
   """A manifest that cannot be used: the message names the file and the JSON path of the bad field."""
-
-def _program(decls: list, file: str, header: list) -> Program:
-  return Program(tuple(decls), file=file, end_comments=()) if not header else \
-    Program(tuple([attrs.evolve(decls[0], comments=tuple(header) + decls[0].comments)] + decls[1:]), file=file)
-
-# ---------------------------------------------------------------- images
-
-def _impl(d: Optional[dict], img_file: str) -> Optional[Impl]:
-  if not d: return None
-  amd = d.get("amd_code")
-  if amd and img_file and not img_file.startswith("<"): amd = str((pathlib.Path(img_file).parent / amd).resolve())
-  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd)
-
-def _init_data(b: bytes, size: int) -> Optional[Data]:
-  """A buffer's initial bytes as u32 words, or as bytes when the words would run past the buffer's size."""
-  b = b.rstrip(b"\0")
-  if not b: return None
-  if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
-  b += b"\0" * (-len(b) % 4)
-  return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
-
-def lift_image(img: Image) -> Program:
-  """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
-  same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets."""
-  region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
-  data = dict(img.data)
-  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
-  devs = {d["name"] for d in img.devices}
-  dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
-  rewrites: dict = {}
-  for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
-  for n, (a, size) in img.buffers.items():
-    if (addrs := img.var_values.get(f"{n}.addr")) is not None:  # rebound: launch k's memory is a region of its own
-      inits = tuple(_init_data(data.get(x, b""), size) or Data("u8", (0,)) for x in addrs)
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
-    elif a in rewrites:
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten",
-                          tuple(_init_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
-    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""), size)))
-  for n, a in img.signals.items():
-    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
-    init = struct.unpack("<Q", data[a])[0] & M32 if len(data.get(a, b"")) == 8 else 0
-    decls.append(Signal(n, dev_ref(region_of(a)), init))
-  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
-  decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
-  seen = set()
-  for k in img.kernels:
-    if k["name"] in seen: continue
-    seen.add(k["name"])
-    decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k.get("params", ())), _impl(k.get("impl"), img.file)))
-  # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
-  blocks, key = [], 0
-  for q in img.queues:
-    key = next((s[2] for s in q.stmts if s[2]), key)
-    blocks.append((key, len(blocks), _queue(q.name, q.engine, q.device, _lift_stmts(img, q, _statement_groups(img, q)))))
-  if img.host:
-    body = []
-    for h in img.host:
-      if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
-      else:
-        e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
-        body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
-    blocks.append((min(h.get("line") or 0 for h in img.host), -1, Host(tuple(body))))
-  decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
-  for e in img.expects:
-    a, size = img.buffers[e["buffer"]]
-    lo = e["addr"] - a
-    target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
-    vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
-    decls.append(Expect(target, Data(e["dtype"], vals), e["approx"]))
-  return _program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
-
-def _statement_groups(img: Image, q: QueueImage) -> list:
-  """(packets, label) per statement: the image's source map groups packets (a split copy stays one `copy`)."""
-  pk = _decoder(q.engine, q.arch).decode(q.dwords)
-  if not q.stmts: return [([p], None) for p in pk]
-  return [([p for p in pk if s[0] <= p.offset < s[0] + s[1]], None) for s in q.stmts]
-
-def _lift_stmts(img: Image, q: QueueImage, groups: list) -> list:
-  """Statements, with the comments that stand for what is no statement attached to the next one."""
-  out, pending = [], []
-  for g, label in groups:
-    if isinstance(g, str): pending.append(g); continue
-    try: stmts = _lift_group(img, q, g, q.engine)
-    except (_Unliftable, KeyError, IndexError, TypeError) as e:
-      pending.append(_raw_comment(g, str(e), label)); continue
-    for s in stmts:
-      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
-  return out + pending  # trailing comments: strings, placed before `}`
-
-def _raw_comment(g: list, why: str, label) -> str:
-  if not g: return f"# {label or '?'}: cannot lift ({why})"
-  dw = [x for p in g for x in p.dwords]
-  shown = " ".join(f"{x:08x}" for x in dw[:12]) + (" ..." if len(dw) > 12 else "")
-  names = ", ".join(dict.fromkeys(p.name for p in g))
-  if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
-  return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
-
-def _queue(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
-  stmts = [s for s in items if not isinstance(s, str)]
-  tail = tuple(s for s in items if isinstance(s, str))
-  if head and stmts: stmts[0] = attrs.evolve(stmts[0], comments=head + stmts[0].comments)
-  elif head: tail = head + tail
-  return Queue(name, engine, Ref(device), tuple(stmts), end_comments=tail)
 
 # ---------------------------------------------------------------- manifests
 
@@ -148,6 +48,11 @@ class Manifest:
   memory: list        # (addr, bytes)
   kernels: dict       # prog addr -> {"name", "params"}
   host: Optional[list]  # ordered {"op": submit|signal|wait, ...}; None: a raw dump without host steps
+  version: int = 1
+  steps: list = attrs.field(factory=list)   # version 2: (addr, bytes, step) memory read before host step `step` ran
+  final: list = attrs.field(factory=list)   # version 2: (addr, bytes) contents when the capture ended
+  mailboxes: set = attrs.field(factory=set)  # KFD interrupt mailbox addresses (writes there order nothing)
+  path: str = "hcq"   # version 2: which of tinygrad's paths submitted (hcq: HWQueue objects, hcq2: the submitter program)
 
 class _V:
   """Typed access to one JSON object with its path, for error messages."""
@@ -188,6 +93,7 @@ def _name(v: _V, key: str, default: Optional[str]) -> Optional[str]:
   return n
 
 def _hex_bytes(v: _V, key: str) -> bytes:
+  if isinstance(v.obj, dict) and v.obj.get(key) == "": return b""  # memory that reads as zeros (trailing zeros dropped)
   s = v.get(key, "str", required=True)
   try: return bytes.fromhex(s.replace(" ", "").replace("\n", ""))
   except ValueError: v.fail(key, "expected hex bytes")
@@ -215,8 +121,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   top = _V(file, source, "")
   if top.get("format", "str", required=True) != MANIFEST_KIND:
     top.fail("format", f"expected \"{MANIFEST_KIND}\", got {json.dumps(source['format'])}")
-  if (ver := top.get("version", "int", required=True)) != MANIFEST_VERSION:
-    top.fail("version", f"this hcqdsl reads manifest version {MANIFEST_VERSION}, got {ver}")
+  if (ver := top.get("version", "int", required=True)) not in READABLE_VERSIONS:
+    top.fail("version", f"this hcqdsl reads manifest versions {' and '.join(map(str, READABLE_VERSIONS))}, got {ver}")
   devices, by_name = [], {}
   for d in top.get("devices", "list", default=[]):
     arch = d.get("arch", "str", required=True)
@@ -251,7 +157,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     elif isinstance(q.obj.get("dwords"), list):
       dw = [x.obj for x in q.get("dwords", "list")]
       for j, x in enumerate(dw):
-        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= M32: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
+        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= U32_MAX: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
     elif "dwords" in q.obj:
       try: dw = _raw_dwords(q.get("dwords", "str").encode())
       except (ValueError, UnicodeEncodeError) as e: q.fail("dwords", f"expected hex dwords: {e}")
@@ -269,12 +175,13 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   signals = {}
   for s in top.get("signals", "list", default=[]):
     a, v = s.get("addr", "int", required=True), s.get("value", "int", required=True)
-    if v > M32: s.fail("value", f"{v} is not a 32-bit signal value")
+    if v > (U32_MAX if ver == 1 else U64): s.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
     dev = _name(s, "device", None)
     if dev is not None and dev not in by_name: s.fail("device", f"unknown device `{dev}`")
     tl = s.get("timeline", "bool", default=False)
     if tl and dev is None: s.fail("timeline", "a timeline signal needs its `device`")
-    signals[a] = {"value": v, "name": _name(s, "name", None), "device": dev, "timeline": tl}
+    signals[a] = {"value": v & U32_MAX, "name": _name(s, "name", None), "device": dev, "timeline": tl,
+                  "mailbox": s.get("mailbox", "bool", default=False)}
   buffers = []
   for b in top.get("buffers", "list", default=[]):
     dev = _name(b, "device", None)
@@ -282,15 +189,24 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     size = b.get("size", "int", required=True)
     if size < 1: b.fail("size", "must be at least 1")
     buffers.append({"addr": b.get("addr", "int", required=True), "size": size, "name": _name(b, "name", None), "device": dev})
-  memory = [(m.get("addr", "int", required=True), _hex_bytes(m, "hex")) for m in top.get("memory", "list", default=[])]
+  memory, steps = [], []
+  for m in top.get("memory", "list", default=[]):
+    ent = (m.get("addr", "int", required=True), _hex_bytes(m, "hex"))
+    if "step" in m.obj: steps.append(ent + (m.get("step", "int"),))
+    else: memory.append(ent)
+  final = [(m.get("addr", "int", required=True), _hex_bytes(m, "hex")) for m in top.get("final", "list", default=[])]
+  mailboxes = {a for a, s in signals.items() if s.get("mailbox")}
   kernels = {}
   for k in top.get("kernels", "list", default=[]):
-    params = None
+    params, sig = None, None
     if "params" in k.obj:
       params = [p.obj for p in k.get("params", "list")]
-      for j, p in enumerate(params):
+      if ver >= 2 and all(isinstance(p, dict) for p in params):  # a capture: tinygrad's signature (buffers, then scalars)
+        sig, params = params, None
+      for j, p in enumerate(params or ()):
         if p not in ("in", "out", "inout"): k.fail(f"params[{j}]", f"expected in, out or inout, got {json.dumps(p)}")
-    kernels[k.get("prog_addr", "int", required=True)] = {"name": _name(k, "name", None), "params": params}
+    kernels[k.get("prog_addr", "int", required=True)] = {"name": _name(k, "name", None), "params": params, "signature": sig,
+      "code": _hex_bytes(k, "code") if "code" in k.obj else None, "tinygrad_name": k.get("tinygrad_name", "str", default=None)}
   host = None
   if "host" in top.obj:
     host = []
@@ -302,13 +218,20 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         if q is None: h.fail("queue", f"unknown queue `{qn}`")
         s0, ln = h.get("start", "int", required=True), h.get("length", "int", required=True)
         if s0 + ln > len(q.dwords): h.fail("length", f"dwords {s0}..{s0 + ln} are past the {len(q.dwords)} dwords of `{qn}`")
-        host.append({"op": "submit", "queue": qn, "start": s0, "length": ln})
+        snap = h.obj.get("signals", {})
+        if not isinstance(snap, dict): h.fail("signals", "expected an object of address: value")
+        try: snap = {int(a, 0): int(v) for a, v in snap.items()}
+        except (TypeError, ValueError): h.fail("signals", "expected \"0x...\" addresses and integer values")
+        host.append({"op": "submit", "queue": qn, "start": s0, "length": ln, "signals": snap,
+                     **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       elif op in ("signal", "wait"):
         v = h.get("value", "int", required=True)
-        if v > M32: h.fail("value", f"{v} is not a 32-bit signal value")
-        host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v})
+        if v > (U32_MAX if ver == 1 else U64): h.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+        host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
+                     **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
-  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host)
+  prod = source.get("producer") if isinstance(source.get("producer"), dict) else {}
+  return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes, str(prod.get("path", "hcq")))
 
 # ---- packets -> statement groups for streams without a source map
 
@@ -379,7 +302,7 @@ class _Mem:
 def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tuple:
   """Packets of `dw` with indirect buffers whose contents the manifest holds spliced in (their packets keep the
   offset of the IB packet, so comments point at the ring). Returns (packets, notes)."""
-  pk = _decoder(engine, target).decode(dw)
+  pk = decoder(engine, target).decode(dw)
   out = []
   for p in pk:
     ib = (p.fields.get("ib_base"), p.fields.get("ib_size")) if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw else None
@@ -393,12 +316,13 @@ def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tu
 
 def _hexname(prefix: str, a: int) -> str: return f"{prefix}_{a:x}"
 
-def lift_manifest(m: Manifest) -> Program:
+def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
   """A program from a raw dump. With read pointers: the work still to do at the dump (signals start at the snapshot;
   what ran already is listed as comments; check with launches=1). With host steps (a capture): the launches, with a var
   `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1."""
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
+  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace)
   notes: list = []
   # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
@@ -483,7 +407,7 @@ def lift_manifest(m: Manifest) -> Program:
     args = []
     for w in ptrs:
       nm, off = buf_at(w)
-      args.append([nm, off or None, None, bool(off)])
+      args.append([nm, off or None, None, bool(off), None])
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kdecl[key].name, "args": args}))
   kparams = {k.name: [[p.mode, p.name, 8 * i] for i, p in enumerate(k.params)] for k in kdecl.values()}
   kernels = [{"name": n, "prog_addr": prog, "params": kparams[n]} for (prog, _), n in kname.items()]
@@ -501,7 +425,7 @@ def lift_manifest(m: Manifest) -> Program:
   for q in m.queues:
     if q.name not in decoded: continue
     dw, patches, done, ring_at = streams[q.name]
-    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(q.name, o, LAUNCH_VAR, add) for o, add in patches], [])
+    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(o, LAUNCH_VAR, add) for o, add in patches], [])
     groups = decoded[q.name]
     head: tuple = ()
     if triage:
@@ -514,8 +438,8 @@ def lift_manifest(m: Manifest) -> Program:
       head = tuple(ran) + (f"# stopped here ({where})",)
       groups = groups[cut:]
     at = lambda g: f"@{ring_at[g[0].offset]}" if g and g[0].offset < len(ring_at) else None
-    items = [_epochs(s, q.device) for s in _lift_stmts(img, qi, [(g, at(g)) for g in groups])]
-    decls.append(_queue(q.name, q.engine, q.device, items, head))
+    items = [_epochs(s, q.device) for s in lift_statements(img, qi, [(g, at(g)) for g in groups])]
+    decls.append(queue_decl(q.name, q.engine, q.device, items, head))
   if triage: decls = _mark_stuck(decls, {n: m.signals.get(a, {}).get("value", 0) for a, n in signals.items()})
   if plan is not None and plan["host"]:
     decls.append(Host(tuple(_epochs(_host_stmt(h, signals), None) for h in plan["host"])))
@@ -523,7 +447,7 @@ def lift_manifest(m: Manifest) -> Program:
   mode = "the work left at the dump: signals start at their snapshot values" if triage else \
     f"{launches} captured launch{'es' * (launches != 1)}" if plan is not None else "each queue's whole stream, run once"
   header = [f"# hcq: launches={launches}", f"# lifted from {m.file} by hcqdsl lift ({mode})"] + [f"# note: {x}" for x in notes]
-  return _program(decls, m.file, header)
+  return lifted_program(decls, m.file, header)
 
 def _epochs(s, device: Optional[str]):
   """A value on `D.timeline` that grows by one per launch is `D.epoch + c`; the queue's own `wait D.timeline >=
@@ -554,8 +478,8 @@ def _mark_stuck(decls: list, values: dict) -> list:
 
 def _describe(img, qi, g) -> str:
   from ..lang.format import format_stmt
-  try: return "; ".join(format_stmt(s) for s in _lift_group(img, qi, g, qi.engine))
-  except (_Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
+  try: return "; ".join(format_stmt(s) for s in lift_group(img, qi, g, qi.engine))
+  except (Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
 
 def _host_stmt(h: dict, signals: dict):
   if h["op"] == "submit": return Submit(tuple(Ref(q) for q in h["queues"]))
@@ -594,9 +518,9 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
     """c with vals[k] == k + 1 + c (mod 2**32) for every launch k, else None (noted)."""
     if len(set(vals)) == 1: return None
     c = vals[0] - 1
-    if all((v - (k + 1 + c)) & M32 == 0 for k, v in enumerate(vals)):
+    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
       out["uses_var"] = True
-      return c if c <= M32 // 2 else c - (1 << 32)
+      return c if c <= U32_MAX // 2 else c - (1 << 32)
     notes.append(f"{what} changes between launches as {', '.join(str(v) for v in vals[:6])}: not `launch + c`; "
                  "kept launch 1's value")
     return False
@@ -620,14 +544,384 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
 
 # ---------------------------------------------------------------- files, CLI
 
-def lift_file(path, program_file: Optional[str] = None) -> Program:
-  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input."""
+def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Program:
+  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input.
+  Code objects — an image's real ones, a capture's kernels — are written to `code_dir` (default: beside
+  `program_file`, else beside the input) and referenced relative to the program file."""
   p = pathlib.Path(path)
   try: b = p.read_bytes()
   except OSError as e: raise ManifestError(f"{p}: {e.strerror or e}") from None
+  pdir = pathlib.Path(program_file).parent if program_file else p.parent
+  cdir = pathlib.Path(code_dir) if code_dir is not None else pdir
   if b[:8] == MAGIC:
-    try: prog = lift_image(Image.from_bytes(b))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error) as e:
-      raise ManifestError(f"{p}: {e if isinstance(e, ValueError) else f'corrupt image metadata: {e!r}'}") from None
-  else: prog = lift_manifest(load_manifest(p))
+    try:
+      img = Image.from_bytes(b)
+      prog = lift_image(img, os.path.relpath(cdir, pdir))
+    except ValueError as e: raise ManifestError(f"{p}: {e}") from None
+    try: write_code_objects(img, cdir)
+    except ValueError as e: raise ManifestError(str(e)) from None
+  else: prog = lift_manifest(load_manifest(p), cdir, pdir)
   return attrs.evolve(prog, file=program_file or prog.file)
+
+# ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
+
+def _period(shapes: list) -> Optional[tuple]:
+  """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
+  fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
+  n, best = len(shapes), None
+  for P in range(1, n // 2 + 1):
+    run = 0  # run[i]: how many consecutive j >= i have shapes[j] == shapes[j + P], computed right to left
+    runs = [0] * (n + 1)
+    for i in range(n - P - 1, -1, -1):
+      runs[i] = runs[i + 1] + 1 if shapes[i] == shapes[i + P] else 0
+    for i in range(n - 2 * P + 1):
+      K = 1 + runs[i] // P
+      if K < 2 or not any(s[0] == "submit" for s in shapes[i:i + P]): continue
+      key = (K * P, -P, i)  # on a tie the latest phase: its last launch is the one the program ended with
+      if best is None or key > best[0]: best = (key, (i, P, K))
+    del run
+  return best[1] if best else None
+
+# where in a packet a per-launch value sits: packet name -> {dword index: role}
+_ROLES = {"WAIT_REG_MEM": {4: "value", 2: "addr", 3: "addr"}, "RELEASE_MEM": {5: "value", 3: "addr", 4: "addr"},
+          "POLL_REGMEM": {3: "value", 1: "addr", 2: "addr"}, "FENCE": {3: "value", 1: "addr", 2: "addr"},
+          "COPY_LINEAR": {3: "src", 4: "src", 5: "dst", 6: "dst"}, "DISPATCH_DIRECT": {1: "dim", 2: "dim", 3: "dim"}}
+
+class _Vars:
+  """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
+  def __init__(self, used: set, notes: list): self.lists, self.used, self.notes, self.uses_launch = {}, used, notes, False
+  def fit(self, vals: list, hint: str) -> Optional[tuple]:
+    """(var, add) for values that change between launches; None when they do not."""
+    vals = [v & U32_MAX for v in vals]
+    if len(set(vals)) == 1: return None
+    c = vals[0] - 1
+    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
+      self.uses_launch = True
+      return (LAUNCH_VAR, c if c <= U32_MAX // 2 else c - (1 << 32))
+    key = tuple(vals)
+    if key not in self.lists:
+      name, i = hint, 2
+      while name in self.used or name in KEYWORDS: name, i = f"{hint}_{i}", i + 1
+      self.used.add(name); self.lists[key] = name
+    return (self.lists[key], 0)
+
+def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
+  """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
+  steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
+  state: signal values and buffer contents as they were when the first repeated step ran —, per-launch values as
+  `launch + c` or listed vars, kernel-argument pointers and copy addresses that change per launch as `rebound`
+  buffers, a ring submitted several times per launch as one queue per submission, kernels by tinygrad's names with
+  their code objects, expects from the contents after the last launch."""
+  notes: list = []
+  ev = m.host
+  qmap = {q.name: q for q in m.queues}
+  def what(e) -> tuple:
+    """A submission's packets, by name, with the program each dispatch runs and each copy's length."""
+    q = qmap[e["queue"]]
+    out, regs = [], {}
+    for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
+      if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
+      extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
+      out.append((p.name, extra))
+    return tuple(out)
+  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else (e["op"], e["addr"], bool(e.get("init")))
+  found = _period([shape(e) for e in ev])
+  start, P, K = found if found else (0, len(ev), 1)
+  if found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
+  if start: notes.append(f"steps 1..{start} (warm-up, compilation, first calls) are the initial state: signals and "
+                         f"buffers start as they were at step {start + 1}")
+  if start + K * P < len(ev): notes.append(f"steps {start + K * P + 1}..{len(ev)} after the last repeated launch are not lifted")
+  end = start + K * P
+  mem_at = sorted(m.steps, key=lambda x: x[2])
+  def snap(addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:
+    """The bytes [addr, addr + n) as read first at a step in [lo, hi)."""
+    for a, b, st in mem_at:
+      if lo <= st < hi and a <= addr and addr + n <= a + len(b): return b[addr - a:addr - a + n]
+    return None
+  used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(qmap)
+  vars_ = _Vars(used, notes)
+  # ---- one lifted queue per submission of a launch (a ring submitted twice is two queues, in ring order)
+  # ---- one lifted queue per submission; a ring's submissions in one launch are chained through a signal of the
+  # ring's own (its FIFO: each packet runs after the previous one finished, tinygrad ends a dispatch with a
+  # CS_PARTIAL_FLUSH), so host steps between them keep their place and the ring's order is kept
+  subs, count = [], {}
+  for i in range(start, start + P):
+    e = ev[i]
+    if e["op"] != "submit": continue
+    count[e["queue"]] = count.get(e["queue"], 0) + 1
+    name = e["queue"] if count[e["queue"]] == 1 else f"{e['queue']}_{count[e['queue']]}"
+    used.add(name)
+    q = qmap[e["queue"]]
+    per = [q.dwords[ev[i + k * P]["start"]:ev[i + k * P]["start"] + e["length"]] for k in range(K)]
+    subs.append({"name": name, "ring": q, "step": i, "per": per, "segs": [(0, e["length"], i, e["start"])], "nth": count[e["queue"]]})
+  # classic HCQ orders a ring's submissions itself (each waits for the timeline value the previous one signals);
+  # hcq2's finalizer is a submission of its own that signals the timeline for the batch before it: the ring's order
+  chained = {r for r, c in count.items() if c > 1} if m.path == "hcq2" else set()
+  if chained:
+    notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...), "
+                 "ordered as the ring runs them by a signal of the ring's own (`fifo_comp_gpu0`), which no packet writes")
+  elif any(c > 1 for c in count.values()):
+    notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...): "
+                 "tinygrad orders them by the device's timeline")
+  seg_of = lambda sub, o: next((g for g in sub["segs"] if g[0] <= o < g[1]), sub["segs"][-1])
+  mbox = m.mailboxes
+  # ---- addresses: buffers (allocations), rebound groups (an address that changes per launch)
+  allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
+  def alloc_of(a: int):
+    for lo, size, dev in allocs:
+      if lo <= a < lo + size: return lo, size, dev
+    return None
+  static: dict = {}     # allocation addr -> {"size", "device", "step"}
+  rebound: dict = {}    # tuple of per-launch addresses -> {"size", "device", "step"}
+  def use(addrs: tuple, size: int, step: int):
+    """`step`: the launch-1 step that first uses it (its contents are read as of then)."""
+    if len(set(addrs)) == 1:
+      al = alloc_of(addrs[0])
+      if al is None: static.setdefault(addrs[0], {"size": max(size, 1), "device": None, "step": step}); return
+      static.setdefault(al[0], {"size": al[1], "device": al[2], "step": step})
+    else:
+      al = alloc_of(addrs[0])
+      r = rebound.setdefault(addrs, {"size": size, "device": al[2] if al else None, "step": step})
+      r["size"] = max(r["size"], size)
+  dispatches = []   # (sub, packet offset, prog, [kernarg addr per launch])
+  for s in subs:
+    pk = decoder(s["ring"].engine, s["ring"].target).decode(s["per"][0])
+    s["packets"] = pk
+    regs_at: dict = {}
+    for p in pk:
+      if p.raw: continue
+      if p.name == "COPY_LINEAR":
+        size = p.fields["count"] + 1
+        for lo in (3, 5):
+          use(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
+      elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
+      elif p.name == "DISPATCH_DIRECT":
+        pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")
+        if pgm is None or user is None or len(user.fields["values"]) < 2: continue
+        uo = user.offset + 2 + len(user.fields["values"]) - 2
+        prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
+        kas = [d[uo] | (d[uo + 1] << 32) for d in s["per"]]
+        dispatches.append((s, prog, kas, seg_of(s, p.offset)[2]))
+  kinfo: dict = {}   # kernarg addr in launch 1 -> (kernel info, per-launch pointer tuples, per-launch scalar values)
+  for s, prog, kas, step in dispatches:
+    k = m.kernels.get(prog, {})
+    sig = k.get("signature") or []
+    bufs = [x for x in sig if x.get("name") is None]
+    scal = [x for x in sig if x.get("name") is not None]
+    need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
+    for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
+    blocks = [snap(ka, need, step + j * P, step + j * P + 1) for j, ka in enumerate(kas)]
+    if any(b is None for b in blocks):
+      notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
+      continue
+    ptrs = [tuple(int.from_bytes(blocks[j][8 * i:8 * i + 8], "little") for j in range(K)) for i in range(len(bufs))]
+    for i, t in enumerate(ptrs): use(t, bufs[i].get("bytes") or 1, step)
+    vals, off = [], 8 * len(bufs)
+    for x in scal:
+      sz = x.get("bytes") or 4
+      off += -off % sz
+      vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
+      off += sz
+    kinfo[kas[0]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs])
+  # ---- names
+  def fresh(base: str) -> str:
+    name, i = base, 2
+    while name in used or name in KEYWORDS: name, i = f"{base}_{i}", i + 1
+    used.add(name); return name
+  bufname: dict = {}
+  for a in sorted(static): bufname[("s", a)] = fresh(_hexname("b", a))
+  for t in rebound: bufname[("r", t)] = fresh(f"in_{t[0]:x}")
+  def buf_for(addrs: tuple):
+    """(name, offset) of the buffer the per-launch addresses point into."""
+    if len(set(addrs)) > 1: return bufname[("r", addrs)], 0
+    al = alloc_of(addrs[0])
+    lo = al[0] if al else addrs[0]
+    return bufname[("s", lo)], addrs[0] - lo
+  # signals: what the packets and host steps name, without the mailboxes
+  sig_addrs = []
+  for s in subs:
+    for p in s["packets"]: sig_addrs += [a for a in _signal_addrs(p) if a not in mbox]
+  sig_addrs += [e["addr"] for e in ev[start:start + P] if e["op"] != "submit"]
+  signals: dict = {}
+  def sig_value(a: int) -> int:
+    """The signal's value when step `start` ran: the first submission's reading at or after it (if the host does not
+    write it first), else the host's last write or reading before it."""
+    for e in ev[start:]:
+      if e["op"] == "submit" and a in e.get("signals", {}): return e["signals"][a]
+      if e["op"] == "signal" and e["addr"] == a: break
+    last = m.signals.get(a, {}).get("value", 0)
+    for e in ev[:start]:
+      if e["op"] == "signal" and e["addr"] == a: last = e["value"]
+      elif e["op"] == "submit" and a in e.get("signals", {}): last = e["signals"][a]
+    return last
+  for a in dict.fromkeys(sig_addrs):
+    info = m.signals.get(a, {})
+    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and f"{info['device']}.timeline" not in signals.values():
+      signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
+    else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
+  # ---- kernels: one declaration per (tinygrad name, code), with its code object
+  kdecl, kname_of = {}, {}
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+    if prog in kname_of: continue
+    k = m.kernels.get(prog, {})
+    base = _ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else _hexname("k", prog)
+    key = (base, k.get("code") or prog)
+    if key not in kdecl:
+      bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
+      modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
+                                                                   for x in scal]
+      impl, kn = None, fresh(base)
+      if k.get("code") and code_dir is not None:
+        cpath = pathlib.Path(code_dir) / f"{kn}.co"
+        cpath.write_bytes(k["code"])
+        rel = str(cpath.resolve()) if program_dir is None else _relpath(cpath, program_dir)
+        impl = Impl(None, None, (), None, rel)
+      kdecl[key] = Kernel(kn, tuple(modes), impl)
+    kname_of[prog] = kdecl[key].name
+  # ---- the pseudo image the statement lifter reads names from, with per-launch patches
+  ibufs = {}
+  for (kind, key), nm in bufname.items():
+    if kind == "s": ibufs[nm] = (key, static[key]["size"])
+    else: ibufs[nm] = (key[0], rebound[key]["size"])
+  ibufs_size = lambda nm: ibufs[nm][1]
+  regions, mem_patches = [], {}
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+    args = []
+    for t, nb in zip(ptrs, nbytes):
+      nm, off = buf_for(t)
+      size = ibufs_size(nm)
+      hi = off + nb if nb and off + nb < size else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
+      args.append([nm, off or None, hi, bool(off) or hi is not None, None])
+    args += [None] * len(vals)
+    regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
+  kparams = {}
+  for kd in kdecl.values():
+    off, ps = 0, []
+    for p in kd.params:
+      sz = 4 if p.scalar else 8
+      off += -off % sz
+      ps.append([p.mode, p.name, off]); off += sz
+    kparams[kd.name] = ps
+  ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
+  data = []
+  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+    ps = kparams[kname_of[prog]]
+    for i, v in enumerate(vals):
+      off = ps[len(ptrs) + i][2]
+      fit = vars_.fit(v, _ident(scal[i]["name"]))
+      raw = v[0] & U32_MAX
+      mem_patches.setdefault(ka, []).append(Patch(ka + off, fit[0] if fit else None, fit[1] if fit else raw))
+  img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
+              [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
+  # ---- declarations
+  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
+  def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return trimmed_data(b, size) if b else None
+  for (kind, key), nm in bufname.items():
+    if kind == "s":
+      st = static[key]
+      init = data_of(_assemble(m.steps, key, st["size"], st["step"]), st["size"])
+      decls.append(Buffer(nm, Ref(st["device"]) if st["device"] else None, st["size"], init))
+    else:
+      r = rebound[key]
+      inits = tuple(data_of(_assemble(m.steps, a, r["size"], r["step"] + k * P), r["size"]) or Data("u8", (0,)) for k, a in enumerate(key))
+      decls.append(Buffer(nm, Ref(r["device"]) if r["device"] else None, r["size"], None, "rebound", inits))
+  for a, n in signals.items():
+    info = m.signals.get(a, {})
+    v = sig_value(a)
+    if n.endswith(".timeline"): continue
+    if v > U32_MAX: notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
+    decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, v & U32_MAX))
+  fifo_names = {r: fresh(f"fifo_{r}") for r in sorted(chained)}
+  decls += [Signal(n, Ref(qmap[r].device)) for r, n in fifo_names.items()]
+  # queue statements: the template's dwords with per-launch patches
+  queues = []
+  for s in subs:
+    patches = []
+    for p in s["packets"]:
+      roles = _ROLES.get(p.name, {})
+      for idx, role in roles.items():
+        o = p.offset + idx
+        if o >= len(s["per"][0]) or role not in ("value", "dim"): continue
+        fit = vars_.fit([d[o] for d in s["per"]], "v")
+        if fit: patches.append(Patch(o, fit[0], fit[1]))
+    qi = QueueImage(s["name"], s["ring"].engine, s["ring"].device, s["ring"].target, 0, s["per"][0], patches, [],
+                    [x for ps in mem_patches.values() for x in ps])
+    groups = []
+    for g in _group(s["packets"], s["ring"].engine):
+      at = f"@{seg_of(s, g[0].offset)[3] + g[0].offset - seg_of(s, g[0].offset)[0]}" if g else None
+      if g and g[0].name in ("RELEASE_MEM", "FENCE") and not g[0].raw and g[0].fields.get("addr") in mbox:
+        groups.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
+      elif g and g[0].name == "TRAP" and not g[0].raw: groups.append((f"# {at}: KFD interrupt: SDMA TRAP", None))
+      else: groups.append((g, at))
+    items = [_epochs(x, s["ring"].device) for x in lift_statements(img, qi, groups)]
+    if s["ring"].name in chained:  # segment n of S in launch k: waits for (k-1)*S + n-1, signals (k-1)*S + n
+      S, n, fifo = count[s["ring"].name], s["nth"], fifo_names[s["ring"].name]
+      def fx(vals):
+        f = vars_.fit(vals, "fifo")
+        return Expr(Ref(f[0]), f[1]) if f else Expr(None, vals[0])
+      items = [Wait(Ref(fifo), fx([k * S + n - 1 for k in range(K)]), comment="# the ring's order: after its previous submission")] + \
+        [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
+        [x for x in items if isinstance(x, str)]
+    queues.append(queue_decl(s["name"], s["ring"].engine, s["ring"].device, items))
+  host = []
+  for i in range(start, start + P):
+    e = ev[i]
+    if e["op"] == "submit":
+      nm = next((x["name"] for x in subs if x["step"] == i), None)
+      if nm is None: continue  # a later submission of a ring already submitted in this launch
+      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),))
+      else: host.append(Submit((Ref(nm),)))
+      continue
+    fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
+    ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & U32_MAX)
+    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None))
+  decls += [Var(n, tuple(v)) for v, n in vars_.lists.items()]
+  if vars_.uses_launch: decls.append(Var(LAUNCH_VAR))
+  decls += list(kdecl.values())
+  decls += queues
+  if host: decls.append(Host(tuple(host)))
+  # expects: each buffer a launch writes, as it was after the last launch
+  written = {buf_for(t)[0] for _, (prog, ptrs, _, _, _) in kinfo.items() for t in ptrs}
+  written |= {bufname.get(("s", alloc_of(a)[0] if alloc_of(a) else a)) for s in subs for p in s["packets"]
+              if p.name == "COPY_LINEAR" and not p.raw and len({d[p.offset + 5] for d in s["per"]}) == 1
+              for a in [p.fields["dst_addr"]]}
+  for (kind, key), nm in bufname.items():
+    if kind != "s" or nm not in written or static[key]["size"] > (1 << 20): continue
+    after = _assemble(m.steps, key, static[key]["size"], end, m.final, after=True)
+    if after is None: continue
+    d = trimmed_data(after, static[key]["size"]) or Data("u8", (0,))
+    decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
+  if trace is not None:  # for sanitize: which capture step each lifted queue came from
+    trace.update(start=start, period=P, launches=K, queues={x["name"]: x["segs"] for x in subs},
+                steps=list(range(start, start + P)))
+  header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
+            f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
+  return lifted_program(decls, m.file, header)
+
+def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
+  """The allocation [addr, addr + size) when step `t` ran, each byte from the last reading at or before `t` (a capture
+  reads a buffer before each step that uses it and records it only when it changed). `after`: its contents once the
+  steps before `t` had run — the first reading at or after `t`, else the final contents, else the last one before.
+  None when nothing covers it."""
+  out, have = bytearray(size), bytearray(size)
+  def take(a: int, b: bytes):
+    for i in range(max(a, addr), min(a + len(b), addr + size)):
+      if not have[i - addr]: out[i - addr], have[i - addr] = b[i - a], 1
+  ordered = sorted(steps, key=lambda x: x[2])
+  if after:
+    for a, b, st in ordered:
+      if st >= t: take(a, b)
+    for a, b in final or ():
+      if a == addr: take(a, b.ljust(size, b"\0"))
+  for a, b, st in reversed(ordered):
+    if st <= t - after: take(a, b)
+  return bytes(out) if any(have) else None
+
+def _relpath(p: pathlib.Path, base) -> str:
+  import os
+  return os.path.relpath(p.resolve(), pathlib.Path(base).resolve())
+
+def _ident(name) -> str:
+  name = re.sub(r"\x1b\[[0-9;]*m", "", str(name or "v"))  # tinygrad's names may carry terminal colors
+  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name or "v")) or "v"
+  return out if not out[0].isdigit() else "v_" + out

@@ -17,6 +17,7 @@ import bisect, mmap, sys
 from typing import Optional
 import attrs
 import numpy as np
+from ..ir import U32_MAX
 
 __all__ = ["Device", "Ring", "Memory", "MemRegion", "DeviceFault"]
 
@@ -47,23 +48,45 @@ class Device:
   def read_ptr(self, ring: Ring) -> int: raise NotImplementedError
   def signal_write(self, addr: int, value: int) -> None:
     """A host `signal` statement: a 32-bit store to signal memory."""
-    self.write(addr, (value & 0xFFFFFFFF).to_bytes(4, "little"))
+    self.write(addr, (value & U32_MAX).to_bytes(4, "little"))
   def run(self, host): raise NotImplementedError
 
 _NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)  # Python < 3.12: no name
 
 MAPPINGS = [0]   # shared mappings made so far: a kernel worker forked before the latest one cannot see it
 
+PAGE = mmap.PAGESIZE
+
+def _mprotect_none():
+  """libc's mprotect(addr, len, PROT_NONE), or None where it cannot be had (the guards are then left out)."""
+  try:
+    import ctypes
+    f = ctypes.CDLL(None, use_errno=True).mprotect
+    f.argtypes, f.restype = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int], ctypes.c_int
+    return lambda addr, n: f(addr, n, 0) == 0
+  except (OSError, AttributeError): return None
+_PROTECT = _mprotect_none() if sys.platform.startswith("linux") else None
+
 def _zeros(n: int) -> np.ndarray:
   """n zero bytes in an anonymous *shared* mapping without swap reservation: a huge buffer the program barely touches
   costs the pages it touches (np.zeros would be refused past the kernel's overcommit heuristic), and a forked kernel
-  worker (kernels.Worker) writes the same pages the emulator reads."""
+  worker (kernels.Worker) writes the same pages the emulator reads. The bytes end at a guard page (PROT_NONE) and a
+  guard page sits before their first page, so a C kernel that runs past either end of its buffer faults at once
+  (SIGSEGV in the worker, reported with the buffer and the offset) instead of writing whatever lies there."""
   if not hasattr(mmap, "MAP_ANONYMOUS"): return np.zeros(n, np.uint8)
-  m = mmap.mmap(-1, max(n, 1), flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
+  body = -(-max(n, 1) // PAGE) * PAGE
+  guard = PAGE if _PROTECT is not None else 0
+  m = mmap.mmap(-1, body + 2 * guard, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
   MAPPINGS[0] += 1
-  return np.frombuffer(m, np.uint8)[:n]
+  whole = np.frombuffer(m, np.uint8)
+  if guard:
+    base = whole.ctypes.data
+    if not (_PROTECT(base, guard) and _PROTECT(base + guard + body, guard)): guard = 0   # (then no guards, as before)
+  start = guard + body - n if guard else 0   # end-aligned: the first byte past the end is on the guard page
+  return whole[start:start + n]
 
 class MemRegion:
+  """A region of the emulated address space and the host memory that holds it (`u8`; a C kernel sees its address)."""
   __slots__ = ("base", "end", "size", "name", "device", "u8", "u32", "m8", "m32")
   def __init__(self, base: int, size: int, name: str, device: Optional[str]):
     self.base, self.size, self.end, self.name, self.device = base, size, base + size, name, device
@@ -103,6 +126,17 @@ class Memory:
     self.last = r
     return r
 
+  def host_region(self, host_addr: int) -> Optional[tuple]:
+    """(region, byte offset) of a host address in or next to a region's host memory (within a page of its ends: its
+    guard pages), for a fault a C kernel took there; None when it is near no region."""
+    best = None   # the nearest region (guard pages of neighbouring mappings can touch)
+    for r in self.regions:
+      a = r.u8.ctypes.data
+      if a - PAGE <= host_addr < a + len(r.u8) + PAGE:
+        d = a - host_addr if host_addr < a else max(0, host_addr - (a + r.size) + 1)
+        if best is None or d < best[0]: best = (d, r, host_addr - a)
+    return best[1:] if best is not None else None
+
   def view(self, addr: int, n: int) -> np.ndarray:
     r = self.find(addr, n)
     return r.u8[addr - r.base:addr - r.base + n]
@@ -127,11 +161,11 @@ class Memory:
   def w32(self, addr: int, v: int) -> None:
     if addr & 3: raise DeviceFault(f"unaligned 32-bit write at {addr:#x}")
     r = self.find(addr, 4)
-    r.u32[(addr - r.base) >> 2] = v & 0xFFFFFFFF
+    r.u32[(addr - r.base) >> 2] = v & U32_MAX
     self.writes += 1
 
   def w64(self, addr: int, v: int) -> None:
-    self.w32(addr, v & 0xFFFFFFFF); self.w32(addr + 4, (v >> 32) & 0xFFFFFFFF)
+    self.w32(addr, v & U32_MAX); self.w32(addr + 4, (v >> 32) & U32_MAX)
 
   def write(self, addr: int, data) -> None:
     b = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)

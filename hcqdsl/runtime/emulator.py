@@ -10,17 +10,18 @@ loop: a list index, a tuple unpack and a handler that is a couple of int ops. An
 packet, or an access outside mapped memory, is a Fault naming the queue, the ring offset and the decoded packet; the
 emulator never lets a Python exception out of an engine."""
 from __future__ import annotations
-import bisect, random
+import bisect, operator, random
 from collections import Counter, deque
 from typing import Callable, Optional
 import attrs
 import numpy as np
-from ..ir import SCALARS
+from ..ir import SCALARS, U32_MAX
 from ..amd import pm4, sdma
-from ..amd.packet import Packet, M32
+from ..amd.packet import Packet
+from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
 from .device import Device, Ring, Memory, DeviceFault
-from .kernels import KernelError
+from .kernels import KernelError, KernelFault
 
 __all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace", "CopyFree"]
 
@@ -36,9 +37,10 @@ HOST_COST = {"submit": 1.0, "submit_dword": 0.001, "signal": 0.1, "wait": 0.5}
 MAX_BATCH = 256                 # packets an engine runs before the scheduler looks again (time-ordered mode)
 INF = float("inf")
 
-FUNCS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
-         4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
-FUNC_TEXT = {0: "always", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
+_COMPARE = {"always": lambda v, r: True, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+            ">=": operator.ge, ">": operator.gt}
+FUNCS = {code: _COMPARE[op] for code, op in WAIT_FUNCTIONS.items()}   # WAIT_REG_MEM / POLL_REGMEM function codes
+FUNC_TEXT = WAIT_FUNCTIONS
 
 PROGRESS, BLOCKED, IDLE, FAULT, DONE = range(5)
 
@@ -152,7 +154,7 @@ def _wait_ge_cell(e, a):  # WAIT_REG_MEM / POLL_REGMEM, memory, `>=`, full mask
     t = last_write.get(addr)
     if t is not None and t > e.clock: e.clock = t  # the wait ends when the satisfying write landed
     return True
-  e.wait_info = (addr, ref, M32, 5, v)
+  e.wait_info = (addr, ref, U32_MAX, FUNC_GE, v)
   return False
 
 def _store_cell(e, a):  # RELEASE_MEM 32-bit data, FENCE
@@ -232,13 +234,13 @@ def _const_fill(e, a):
   return True
 
 def _prep_wait(addr, ref, mask, func, c):
-  cell = c.cell(addr) if func == 5 and mask == M32 else None
+  cell = c.cell(addr) if func == FUNC_GE and mask == U32_MAX else None
   if cell is not None: return _wait_ge_cell, (*cell, ref, addr, c.m.last_write)
   return _wait_mem, (addr, ref, mask, func)
 
 def _prep_store(addr, v, c):
   cell = c.cell(addr)
-  if cell is not None: return _store_cell, (*cell, v & M32, addr, c.m.mem, c.m.last_write)
+  if cell is not None: return _store_cell, (*cell, v & U32_MAX, addr, c.m.mem, c.m.last_write)
   return _fence, (addr, v)
 
 def _prep_copy(f, c):
@@ -580,11 +582,10 @@ class Engine:
 
   def locate(self, rptr: Optional[int] = None):
     """(launch, stmt tuple) of the packet at the read pointer, from the submitter's source map."""
-    if self.ib:
-      f = getattr(self.m, "locate_ib", None)
-      return f(self.ring, self.ib[-1][0], self.ib[-1][2]) if f is not None else (None, None)
-    if self.m.locate is None: return None, None
-    return self.m.locate(self.ring, (self.rptr if rptr is None else rptr) * self.unit >> 2)
+    loc = self.m.locator
+    if loc is None: return None, None
+    if self.ib: return loc.locate_ib(self.ring, self.ib[-1][0], self.ib[-1][2])
+    return loc.locate(self.ring, (self.rptr if rptr is None else rptr) * self.unit >> 2)
 
   def make_fault(self, msg: str) -> Fault:
     ring_off, ib = self.position()
@@ -622,9 +623,19 @@ class Engine:
     try:
       if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
       else: fn.run(views)
+    except KernelFault as e: raise DeviceFault(f"kernel `{fn.name}`: {self.fault_text(e)}") from None
     except KernelError as e: raise DeviceFault(f"kernel `{fn.name}`: {e}") from None
     mem.writes += 1
     self.cost += nbytes / KERNEL_BYTES_PER_US + fn.extra_us
+
+  def fault_text(self, e) -> str:
+    """A C kernel's memory fault in words: the buffer and the offset it touched (its guard pages catch the first byte
+    past either end), else the address."""
+    got = self.m.mem.host_region(e.addr)
+    if got is None: return f"crashed ({e.signame}: an access to host address {e.addr:#x}, in no buffer)"
+    r, off = got
+    where = "past its end" if off >= r.size else "before its start" if off < 0 else "inside it"
+    return f"out-of-bounds access ({e.signame}): buffer `{r.name}` at offset {off}, {where} (`{r.name}` is {r.size} bytes)"
 
 class HostActor:
   name, device, index = "host", None, 0
@@ -665,29 +676,57 @@ class HostActor:
       m.fault = Fault("host", None, None, None, str(e))
       return FAULT
 
+@attrs.frozen
+class MemoryMap:
+  """What the emulator knows of the compiled image's memory plan: names for addresses in faults and hangs, and the
+  byte range each kernel argument may touch (C kernels get pointers to exactly that)."""
+  name_at: Callable = lambda addr: None
+  buffers: tuple = ()                                  # sorted (addr, end, name) of the buffer regions
+  kernarg_ranges: dict = attrs.field(factory=dict)     # kernarg address -> [(lo, hi), or None for a scalar] per param
+
+  @staticmethod
+  def of_image(img) -> "MemoryMap":
+    ranges = {}
+    for r in img.regions:
+      if r.kind != "kernargs": continue
+      out = []
+      for arg in r.meta.get("args", []):
+        if arg is None: out.append(None); continue   # a scalar
+        b, lo, hi, _, launch = arg   # launch: `x@k`, the memory of a rebound buffer's launch k
+        a, n = img.buffers[b]
+        if launch is not None: a = img.var_values[f"{b}.addr"][launch - 1]
+        out.append((a + (lo or 0), a + (n if hi is None else hi)))
+      ranges[r.addr] = out
+    return MemoryMap(img.name_at, tuple(sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")),
+                     ranges)
+
 class Emulator(Device):
   """A machine: memory, engines, kernels. `run(host)` interleaves the host program with the engines until all are
   done, a queue faults, or nothing can progress (a hang)."""
-  def __init__(self, seed: Optional[int] = None, trace: bool = False, max_steps: int = 50_000_000):
+  def __init__(self, memory_map: Optional["MemoryMap"] = None, seed: Optional[int] = None, trace: bool = False,
+               max_steps: int = 50_000_000):
+    mm = memory_map or MemoryMap()
     self.mem = Memory()
     self.engines: list[Engine] = []
     self.by_ring: dict = {}
     self.kernels: dict = {}          # program address -> (KernelFn, nparams)
     self.kernels_by_name: dict = {}
-    self.buffers: list = []          # sorted (addr, end, name) for kernel argument ranges
-    self.kernarg_ranges: dict = {}   # kernarg address -> [(lo, hi)] per parameter
+    self.buffers = mm.buffers                # sorted (addr, end, name) for kernel argument ranges
+    self.kernarg_ranges = mm.kernarg_ranges  # kernarg address -> [(lo, hi) or None] per parameter
+    self.namer: Callable = mm.name_at
+    self.locator = None   # the submitter while `run` runs: (ring, dword) -> (launch, stmt) for faults and hangs
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
     self.tracing, self.events, self.flows = trace, [], []
+    self.signal_log: list = []       # (time, signal address, value) of every signal write (traced runs)
     self.last_write: dict = {}       # signal address -> emulated time of its last write (a float: no allocation)
     self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
     self.fault: Optional[Fault] = None
     self.hang: Optional[Hang] = None
-    self.locate: Optional[Callable] = None   # (ring, absolute dword) -> (launch, stmt) from the submitter
-    self.namer: Callable = lambda addr: None
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
+    self.gate = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
 
   def codec(self, kind: str, arch: str) -> _Codec:
     if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
@@ -747,7 +786,9 @@ class Emulator(Device):
   # ---- time and flows
   def note_write(self, addr: int, t: float):
     self.last_write[addr] = t
-    if self.tracing: self.write_event[addr] = len(self.events)
+    if self.tracing:
+      self.write_event[addr] = len(self.events)
+      self.signal_log.append((t, addr, self.mem.r32(addr)))
   def wait_satisfied(self, who, addr: int):
     t = self.last_write.get(addr)
     if t is None: return
@@ -759,25 +800,33 @@ class Emulator(Device):
     launch, st = e.locate(rptr)
     self.events.append((e.name, e.device, launch, st[0] if st else None, st[6] if st else p.name, t0, t1, p.name,
                         st[2] if st else None))
+    if self.gate is not None: self.gate.executed(e, launch, st[2] if st else None)
   def trace_host(self, h: HostActor, t0: float, t1: float, what: str, line, launch):
     self.events.append(("host", None, launch, h.steps, what, t0, t1, "host", line))
+    if self.gate is not None: self.gate.executed(h, launch, line)
 
   # ---- the scheduler
-  def run(self, host) -> None:
+  def run(self, host, locator=None) -> None:
     """Interleave `host` (a generator, see submit.py) with the engines. Default: the ready actor with the smallest
     emulated clock runs next (ties round-robin), for a batch while it stays the earliest; with a seed: a uniformly
-    random ready actor runs one step. Sets self.fault / self.hang."""
+    random ready actor runs one step. Sets self.fault / self.hang. `locator` (the Submitter: `locate(ring, dword)`,
+    `locate_ib(ring, base, pos)` -> (launch, stmt)) names the statement of a fault or a hang."""
+    self.locator = locator
     H = self.host_actor = HostActor(self, host)
     actors = [H, *self.engines]
-    n, rr, steps, rng = len(actors), 0, 0, self.rng
+    n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
     mem = self.mem
     while True:
       w = mem.writes
       cands = [a for a in actors if a.busy() and a.blocked_at != w]
+      if gate is not None and cands: cands = gate.admit(self, cands)   # (one packet at a time, below)
       if not cands:
         if H.done and not any(e.busy() for e in self.engines): return
         self.hang = self.hang_report(); return
-      if rng is not None:
+      if gate is not None:
+        a = min(cands, key=lambda x: (x.clock, (x.index - rr) % n))
+        budget, limit = 1, None
+      elif rng is not None:
         a = cands[rng.randrange(len(cands))]
         budget, limit = 1, None
       else:

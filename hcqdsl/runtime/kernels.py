@@ -14,14 +14,49 @@ Built-ins (dtype default f32; `n` = elements of the shortest argument involved):
 Anything else (wrong parameter count, unknown name) is a KernelError, reported as a device fault at dispatch.
 """
 from __future__ import annotations
-import ctypes, hashlib, os, pathlib, select, shutil, signal, struct, subprocess, tempfile
+import ctypes, hashlib, os, pathlib, select, signal, struct, subprocess
 from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
+from ..tinygrad.host_cc import find_cc, cache_dir as cache_dir_of
 
-__all__ = ["KernelError", "KernelFn", "make_kernel", "compile_c", "find_cc", "kernel_cache", "BUILTINS", "Worker"]
+__all__ = ["KernelError", "KernelFault", "KernelFn", "make_kernel", "compile_c", "BUILTINS", "Worker"]
 
 class KernelError(Exception): pass
+
+class KernelFault(KernelError):
+  """A C kernel's memory fault in the worker: the signal and the host address it touched (the emulator names the
+  buffer and the offset: device.Memory.host_region)."""
+  def __init__(self, signame: str, addr: int):
+    super().__init__(f"crashed ({signame} at host address {addr:#x})")
+    self.signame, self.addr = signame, addr
+
+# the worker's fault handler: on SIGSEGV/SIGBUS it writes 2, the signal number and the faulting address (si_addr) to
+# the response pipe and exits; async-signal-safe (write, _exit) and on its own stack
+_GUARD_C = r"""
+#include <signal.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int hcq_fd = -1;
+static char hcq_stack[65536];
+static void hcq_fault(int sig, siginfo_t *si, void *ctx) {
+  unsigned char m[10]; uint64_t a = (uint64_t)(uintptr_t)si->si_addr;
+  m[0] = 2; m[1] = (unsigned char)sig;
+  for (int i = 0; i < 8; i++) m[2 + i] = (unsigned char)(a >> (8 * i));
+  (void)!write(hcq_fd, m, 10); _exit(99);
+}
+void hcq_guard_install(int fd) {
+  stack_t st; st.ss_sp = hcq_stack; st.ss_size = sizeof hcq_stack; st.ss_flags = 0; sigaltstack(&st, 0);
+  struct sigaction sa; sa.sa_sigaction = hcq_fault; sa.sa_flags = SA_SIGINFO | SA_ONSTACK; sigemptyset(&sa.sa_mask);
+  hcq_fd = fd; sigaction(SIGSEGV, &sa, 0); sigaction(SIGBUS, &sa, 0);
+}
+"""
+
+def _guard_installer():
+  """The compiled `hcq_guard_install(fd)`, or None (no compiler: a crash is then reported without its address)."""
+  try: return compile_c(_GUARD_C, "hcq_guard_install", 1, argtypes=[ctypes.c_int])
+  except KernelError: return None
 
 def _dt(t: str) -> np.dtype: return np.dtype(DTYPES[t][0]).newbyteorder("<")
 def _as(v: np.ndarray, dt: np.dtype) -> np.ndarray: return v[:len(v) - len(v) % dt.itemsize].view(dt)
@@ -84,6 +119,7 @@ class Worker:
   def _fork(self):
     from .device import MAPPINGS
     self.close()
+    install = _guard_installer()   # (compiled before the fork: the child only calls it)
     req_r, req_w = os.pipe()
     resp_r, resp_w = os.pipe()
     pid = os.fork()
@@ -92,6 +128,7 @@ class Worker:
         import faulthandler
         faulthandler.disable()   # the parent reports the crash; no Python traceback dump from the child
         os.close(req_w); os.close(resp_r)
+        if install is not None: install(resp_w)
         def read(n: int) -> bytes:
           b = b""
           while len(b) < n:
@@ -122,12 +159,15 @@ class Worker:
     if dims is not None: msg += struct.pack("<6I", *dims[0], *dims[1])
     os.write(self.req, msg)
     ready, _, _ = select.select([self.resp], [], [], self.timeout_s)
-    if ready and os.read(self.resp, 1) == b"\1": return
+    got = os.read(self.resp, 1) if ready else b""
+    if got == b"\1": return
+    fault = os.read(self.resp, 9) if got == b"\2" else b""
     if not ready: os.kill(self.pid, signal.SIGKILL)
     _, status = os.waitpid(self.pid, 0)
     self.pid = None
     os.close(self.req); os.close(self.resp)
     if not ready: raise KernelError(f"did not return within {self.timeout_s:g} s (`--kernel-timeout`): killed")
+    if len(fault) == 9: raise KernelFault(signal.Signals(fault[0]).name, int.from_bytes(fault[1:], "little"))
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
     raise KernelError(f"crashed ({signal.Signals(sig).name if sig else f'exit status {os.WEXITSTATUS(status)}'})")
 
@@ -169,16 +209,6 @@ def make_kernel(k, cache_dir: Optional[str] = None, worker: Optional[Worker] = N
 
 # ---- C kernels
 
-def find_cc() -> Optional[str]:
-  """The host C compiler: $CC, else clang, cc, gcc (first on PATH)."""
-  if (cc := os.environ.get("CC")) and shutil.which(cc): return cc
-  return next((c for c in ("clang", "cc", "gcc") if shutil.which(c)), None)
-
-def kernel_cache(cache_dir: Optional[str] = None) -> pathlib.Path:
-  """Where compiled kernels are cached: `cache_dir`, else $HCQDSL_CACHE, else <tmp>/hcqdsl-kernels-<uid> (created)."""
-  d = pathlib.Path(cache_dir or os.environ.get("HCQDSL_CACHE") or pathlib.Path(tempfile.gettempdir()) / f"hcqdsl-kernels-{os.getuid()}")
-  d.mkdir(parents=True, exist_ok=True)
-  return d
 
 def _arch_flags() -> list:
   """tinygrad's CPU device arch flags (ClangCompiler on `<machine>,native`: -march=native on x86_64, -mcpu=native and
@@ -206,7 +236,7 @@ def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = N
   if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
   key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
   if key not in _loaded:
-    so = kernel_cache(cache_dir) / f"{key}.so"
+    so = pathlib.Path(cache_dir_of(cache_dir)) / f"{key}.so"
     if not so.exists():
       src = so.with_suffix(".c")
       src.write_text(source)

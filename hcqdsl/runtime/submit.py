@@ -21,7 +21,7 @@ from __future__ import annotations
 import bisect
 from typing import Optional
 import numpy as np
-from ..amd.packet import M32
+from ..ir import U32_MAX
 from ..amd.targets import get_target
 from ..amd.image import Image, QueueImage
 from ..amd.layout import DEVICE_BASE
@@ -37,7 +37,7 @@ RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue'
 from ..amd.layout import RING_OFFSET  # rings sit here inside each device's part of the address space
 
 def _expr(var, add) -> str:
-  if var is None: return str(add & M32)
+  if var is None: return str(add & U32_MAX)
   return var if add == 0 else f"{var} {'+' if add > 0 else '-'} {abs(add)}"
 
 class QueueState:
@@ -85,7 +85,7 @@ class Indirect:
     self.fence_now = memoryview(dev.map(addr, 4).view("<u4")).cast("B").cast("I")
     base = np.zeros(self.n, dtype=np.uint32); base[:qs.ndw] = qi.dwords
     for p in qi.patches:
-      if p.var is None: base[p.offset] = p.add & M32        # constant patches hold for every launch
+      if p.var is None: base[p.offset] = p.add & U32_MAX        # constant patches hold for every launch
     self.views = []
     for a in self.addrs:
       dev.write(a, base.tobytes())
@@ -102,11 +102,11 @@ class Indirect:
     t = get_target(qi.arch)
     if qs.pm4:
       p = t.pm4
-      ib = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & M32, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
+      ib = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
       from ..amd import pm4 as enc
     else:
       d = t.sdma
-      ib = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & M32, a >> 32, self.n, 0, 0]
+      ib = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
       from ..amd import sdma as enc
     fence: list = []
     enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
@@ -126,7 +126,7 @@ class Indirect:
     for v, add, sh, small, offs, count in self.groups:
       x = vals[v]
       if held is not None and held[v] == x: continue
-      x = ((x + add) >> sh) & M32
+      x = ((x + add) >> sh) & U32_MAX
       if small is not None:
         for o in small: mv[o] = x
       else: arr[offs] = x
@@ -138,7 +138,7 @@ class Indirect:
     """The fence after launch `launch`'s INDIRECT_BUFFER: the engine writes `launch` once it has read the copy."""
     k = 8 + len(self.ib_packet(0))
     c = self.ring_cmds[0][k:].tolist()
-    c[self.value_at - k] = launch & M32
+    c[self.value_at - k] = launch & U32_MAX
     return c
 
 class Submitter:
@@ -183,7 +183,7 @@ class Submitter:
     """Write the queue's kernel-argument dwords whose value changed since the last launch (all at the first submit);
     returns how many."""
     if not len(qs.mviews): return 0
-    vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & M32).astype(np.uint32)
+    vals = (((vec[qs.mvar] + qs.madd) >> qs.mshift) & U32_MAX).astype(np.uint32)
     ch = np.ones(len(vals), bool) if qs.mprev is None else vals != qs.mprev
     views = qs.mviews
     for i, v in zip(np.flatnonzero(ch).tolist(), vals[ch].tolist()): views[i][0] = v
@@ -195,7 +195,7 @@ class Submitter:
     many."""
     n = self.patch_memory(qs, vec)
     if not len(qs.poffs): return n
-    vals = (((vec[qs.pvar] + qs.padd) >> qs.pshift) & M32).astype(np.uint32)
+    vals = (((vec[qs.pvar] + qs.padd) >> qs.pshift) & U32_MAX).astype(np.uint32)
     ch = vals != qs.prev
     if (c := int(np.count_nonzero(ch))):
       qs.tmpl[qs.poffs[ch]] = vals[ch]
@@ -261,7 +261,7 @@ class Submitter:
     first so that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
     ind = qs.ind
     cmds = ind.ring_mvs[launch % COPIES]
-    cmds[ind.value_at] = launch & M32
+    cmds[ind.value_at] = launch & U32_MAX
     return cmds[8:] if qs.pm4 else cmds[8 - (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8:]
 
   def put_ib(self, qs: QueueState, launch: int, cmds) -> None:
@@ -335,7 +335,7 @@ class Submitter:
         op = st["op"]
         if op == "submit": yield from sub(st["queues"] or [q.name for q in img.queues], st["line"])
         else:
-          v = ((env[st["var"]] if st["var"] is not None else 0) + st["add"]) & M32
+          v = ((env[st["var"]] if st["var"] is not None else 0) + st["add"]) & U32_MAX
           text = f"{op} {st['signal']} {'>=' if op == 'wait' else '='} {_expr(st['var'], st['add'])}"
           if op == "signal":
             self.dev.signal_write(st["addr"], v)

@@ -1,31 +1,77 @@
-"""Chrome / Perfetto trace JSON of an emulator run: one process per device (plus the host), one track per queue, one
-span per command (consecutive packets of one statement instance merged), flow arrows from each signal write to the
-waits it satisfied. Times are emulated microseconds."""
+"""Chrome / Perfetto trace JSON (the Trace Event Format) of an emulator run. Times are emulated microseconds.
+
+- one process per device (pid 1, 2, ... in the order the run first uses them) and one for the host, each named by a
+  `process_name` metadata event; one thread per queue (tid = the queue's engine index) and one for the host, named by
+  `thread_name`: every pid and tid is an integer, as Perfetto's JSON importer expects;
+- an `X` slice per command (consecutive packets of one statement instance merged; args: packets, launch, line);
+- a flow arrow (`s` -> `f`, category `signal`) from each signal write to each wait it released: it starts inside the
+  write's slice at the moment of the write and ends inside the wait's slice at its end (binding point `e`), so it
+  never runs backwards in time;
+- a counter track (`C`) per signal, on its device's process, with the value after every write;
+- instant markers (`i`): a global one where each launch starts, one on the host's track per submit."""
 from __future__ import annotations
 
-def chrome_trace(emu) -> dict:
-  ev, spans, index = [], [], {}   # index: raw event -> merged span
-  for i, (q, dev, launch, key, text, t0, t1, pkt, line) in enumerate(emu.events):
-    last = spans[-1] if spans else None
+__all__ = ["chrome_trace"]
+
+_EPS = 1e-4   # how far inside a slice a flow point sits (slices are at least 0.001 µs long)
+
+def _spans(events) -> tuple[list, dict]:
+  """The raw events merged into slices (consecutive packets of one statement instance on one queue), and raw index ->
+  slice."""
+  spans, index = [], {}
+  for i, (q, dev, launch, key, text, t0, t1, pkt, line) in enumerate(events):
     tail = next((s for s in reversed(spans[-8:]) if s["q"] == q), None)
     if q != "host" and tail is not None and tail["key"] == (launch, key) and key is not None and abs(tail["t1"] - t0) < 1e-9:
       tail["t1"] = t1; tail["pkts"].append(pkt); index[i] = tail
       continue
-    s = {"q": q, "dev": dev, "key": (launch, key), "text": text, "t0": t0, "t1": t1, "pkts": [pkt], "line": line,
-         "launch": launch, "id": len(spans)}
+    s = {"q": q, "dev": dev, "key": (launch, key), "text": text, "t0": t0, "t1": max(t1, t0 + 0.001), "pkts": [pkt],
+         "line": line, "launch": launch}
     spans.append(s); index[i] = s
-  pids = {}
+  return spans, index
+
+def chrome_trace(emu) -> dict:
+  spans, index = _spans(emu.events)
+  pids: dict = {}     # device name ("host" for the host) -> pid
+  tids: dict = {}     # queue name -> (pid, tid)
+  def thread(q: str, dev) -> tuple:
+    if q not in tids:
+      pid = pids.setdefault(dev or "host", len(pids) + 1)
+      tids[q] = (pid, 1 if q == "host" else next(e.index for e in emu.engines if e.name == q) + 1)
+    return tids[q]
+  for e in emu.engines: thread(e.name, e.device)
+  ev: list = []
+  launches: dict = {}
   for s in spans:
-    pid = pids.setdefault(s["dev"] or "host", len(pids) + 1)
+    pid, tid = thread(s["q"], s["dev"])
     args = {"packets": " ".join(s["pkts"]), "launch": s["launch"]}
     if s["line"]: args["line"] = s["line"]
-    ev.append({"name": s["text"], "ph": "X", "ts": s["t0"], "dur": max(s["t1"] - s["t0"], 0.001), "pid": pid,
-               "tid": s["q"], "cat": "command", "args": args})
+    ev.append({"name": s["text"], "cat": "command", "ph": "X", "ts": s["t0"], "dur": s["t1"] - s["t0"], "pid": pid,
+               "tid": tid, "args": args})
+    if s["q"] == "host":
+      if s["launch"] is not None and s["launch"] not in launches: launches[s["launch"]] = s["t0"]
+      if s["text"].startswith("submit"):
+        ev.append({"name": s["text"], "cat": "submit", "ph": "i", "s": "t", "ts": s["t0"], "pid": pid, "tid": tid})
+  for k, t in sorted(launches.items()):
+    ev.append({"name": f"launch {k}", "cat": "launch", "ph": "i", "s": "g", "ts": t, "pid": pids["host"], "tid": 1})
   for n, (src, dst, _) in enumerate(emu.flows):
     a, b = index.get(src), index.get(dst)
     if a is None or b is None: continue
-    ev.append({"name": "signal", "cat": "signal", "ph": "s", "id": n, "ts": a["t1"] - 0.0005, "pid": pids[a["dev"] or "host"], "tid": a["q"]})
-    ev.append({"name": "signal", "cat": "signal", "ph": "f", "bp": "e", "id": n, "ts": b["t0"] + 0.0005, "pid": pids[b["dev"] or "host"], "tid": b["q"]})
+    at = min(max(emu.events[src][6], a["t0"] + _EPS), a["t1"] - _EPS)   # the write's moment, inside its slice
+    end = b["t1"] - _EPS
+    if end < at: continue   # (a release that is not before the wait's end: no arrow rather than one backwards)
+    (pa, ta), (pb, tb) = thread(a["q"], a["dev"]), thread(b["q"], b["dev"])
+    ev.append({"name": "signal", "cat": "signal", "ph": "s", "id": n, "ts": at, "pid": pa, "tid": ta})
+    ev.append({"name": "signal", "cat": "signal", "ph": "f", "bp": "e", "id": n, "ts": end, "pid": pb, "tid": tb})
+  for t, addr, value in emu.signal_log:
+    name = emu.namer(addr) or f"{addr:#x}"
+    try: dev = emu.mem.find(addr, 4).device
+    except Exception: dev = None   # (a signal write the emulator already faulted on)
+    pid = pids.setdefault(dev or "host", len(pids) + 1)
+    ev.append({"name": f"signal {name}", "cat": "signal", "ph": "C", "ts": t, "pid": pid, "args": {"value": value}})
   for name, pid in pids.items():
-    ev.append({"name": "process_name", "ph": "M", "pid": pid, "args": {"name": name}})
+    ev.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}})
+    ev.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
+  for q, (pid, tid) in tids.items():
+    ev.append({"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": q}})
+    ev.append({"name": "thread_sort_index", "ph": "M", "pid": pid, "tid": tid, "args": {"sort_index": tid}})
   return {"traceEvents": ev, "displayTimeUnit": "ns"}

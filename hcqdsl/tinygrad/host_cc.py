@@ -12,9 +12,11 @@ standard library."""
 from __future__ import annotations
 import os, re, shutil, subprocess, sys, tempfile
 
-__all__ = ["gcc_compatible", "use_for_tinygrad", "wrapper", "find_gcc", "NoCompilerError"]
+__all__ = ["gcc_compatible", "use_for_tinygrad", "wrapper", "find_cc", "cache_dir", "NoCompilerError"]
 
 class NoCompilerError(RuntimeError): pass
+
+_GCC = ("gcc", "cc")  # compilers that take gcc's command line (the wrapper's)
 
 _VEC = re.compile(r"typedef ([^;]+?) (\w+) __attribute__\(\(aligned\((\d+)\),ext_vector_type\((\d+)\)\)\);")
 _BITCAST = ("#ifndef __clang__\n#define __builtin_bit_cast(T, v) ({ __typeof__(v) _bc_v = (v); T _bc_r; "
@@ -36,13 +38,18 @@ def gcc_compatible(src: str) -> str:
   if "__fp16" in src and _FP16 not in src: src = _FP16 + src
   return src
 
-def find_gcc() -> str | None:
-  return next((p for c in ("gcc", "cc") if (p := shutil.which(c))), None)
+def find_cc(names=("clang", "cc", "gcc"), use_env: bool = True) -> str | None:
+  """The host C compiler: `$CC` (when `use_env` and it is on PATH), else the first of `names` on PATH. The runtime's C
+  kernels take any (the default order); the tinygrad wrapper needs gcc behind clang's command line (`("gcc", "cc")`)."""
+  if use_env and (cc := os.environ.get("CC")) and shutil.which(cc): return cc
+  return next((p for c in names if (p := shutil.which(c))), None)
 
-def _wrapper_path() -> str:
-  d = os.environ.get("HCQDSL_CACHE") or os.path.join(tempfile.gettempdir(), f"hcqdsl-kernels-{os.getuid()}")
+def cache_dir(given: str | None = None) -> str:
+  """The directory for compiled kernels and the wrapper: `given`, else `$HCQDSL_CACHE`, else one per user in the system
+  temp directory (created)."""
+  d = given or os.environ.get("HCQDSL_CACHE") or os.path.join(tempfile.gettempdir(), f"hcqdsl-kernels-{os.getuid()}")
   os.makedirs(d, exist_ok=True)
-  return os.path.join(d, "tinygrad-cc")
+  return d
 
 def use_for_tinygrad() -> str | None:
   """Make tinygrad's CPU device compile with gcc when there is no clang: sets `CC` (before tinygrad first compiles) to a
@@ -53,10 +60,10 @@ def use_for_tinygrad() -> str | None:
 
 def wrapper() -> str:
   """The path of an executable that takes clang's command line and runs gcc (written once per interpreter)."""
-  gcc = find_gcc()
+  gcc = find_cc(_GCC, use_env=False)
   if gcc is None: raise NoCompilerError("tinygrad's CPU device needs a C compiler and none is on PATH "
                                         "(install one: `apt-get install gcc`, or clang)")
-  path = _wrapper_path()
+  path = os.path.join(cache_dir(), "tinygrad-cc")
   text = f'#!/bin/sh\nHCQDSL_GCC="{gcc}" exec "{sys.executable}" -I -S "{os.path.abspath(__file__)}" "$@"\n'
   try:
     with open(path) as f: same = f.read() == text
@@ -70,7 +77,7 @@ def wrapper() -> str:
 
 def _compile(argv: list) -> int:
   """Run gcc for a clang-style `-c -x c [flags] - -o -` line: source from stdin, object to stdout."""
-  gcc = os.environ.get("HCQDSL_GCC") or find_gcc()
+  gcc = os.environ.get("HCQDSL_GCC") or find_cc(_GCC, use_env=False)
   if gcc is None:
     sys.stderr.write("hcqdsl tinygrad-cc: no gcc on PATH\n"); return 127
   args = [a for a in argv if not a.startswith("--target=")]

@@ -16,7 +16,7 @@ import ctypes, functools, hashlib, os, pathlib, subprocess, sys, threading
 from typing import Optional
 import numpy as np
 from ..device import DeviceFault
-from ..kernels import find_cc, kernel_cache
+from ...tinygrad.host_cc import find_cc, cache_dir
 from . import pcode_c
 from .pcode import Unsupported, corrected
 from .rdna3 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
@@ -74,7 +74,7 @@ def _compile(source: str, tag: str, flags: list = FLAGS) -> ctypes.CDLL:
   cc = find_cc()
   if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
   key = hashlib.sha256(f"{cc}\0{' '.join(flags)}\0{source}".encode()).hexdigest()[:24]
-  so = kernel_cache() / f"isa-{tag}-{key}.so"
+  so = pathlib.Path(cache_dir()) / f"isa-{tag}-{key}.so"
   if not so.exists():
     src = so.with_suffix(".c")
     src.write_text(source)
@@ -128,7 +128,7 @@ def _chunk(enum_name: str, index: int):
   table = pcode_table("rdna3")
   key = hashlib.sha256("\0".join([cc, " ".join(FLAGS), (here / "pcode_c.py").read_text(), (here / "pcode.py").read_text(),
                                    *(f"{op.name}:{table.get(op)}" for op in ops)]).encode()).hexdigest()[:24]
-  meta = kernel_cache() / f"isa-{enum_name}-{index}-{key}.json"
+  meta = pathlib.Path(cache_dir()) / f"isa-{enum_name}-{index}-{key}.json"
   if meta.exists():
     m = json.loads(meta.read_text())
     fns = {op: pcode_c.CFunction(d["name"], "", set(d["reads"]), set(d["writes"]), set(d["lane_bits"]), d["cross_lane"], d["d0_width"])

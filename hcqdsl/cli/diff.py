@@ -1,0 +1,30 @@
+"""`hcqdsl diff A.hcq B.hcq`: launch by launch, what differs between two programs (declarations, and each queue's
+commands with the launch's values resolved). Exit 0 when they run the same commands, 1 when they differ."""
+from __future__ import annotations
+from .util import UsageError, read_source, launches_of
+
+def add_args(p) -> None:
+  p.add_argument("a", help="the first program (e.g. what `hcqdsl emit` derived from tinygrad's schedule)")
+  p.add_argument("b", help="the second program (e.g. what `hcqdsl capture` + `lift` recorded from tinygrad's runtime)")
+  p.add_argument("--launches", type=int, help="launches to compare (default: A's `# hcq: launches=N`, else 2)")
+  p.add_argument("--json", action="store_true", help="print the differences as JSON, one a line")
+
+def run(a) -> int:
+  import json, attrs
+  from ..check import parse_with_diagnostics
+  from ..check.diff import diff_programs, render_changes
+  from ..diagnostics import render_text
+  progs = []
+  for path in (a.a, a.b):
+    text = read_source(path)
+    prog, diags = parse_with_diagnostics(text, path)
+    if prog is None or any(d.severity == "error" for d in diags):
+      print(render_text([d for d in diags if d.severity == "error"], {path: text}), end="")
+      raise UsageError(f"{path} has errors: fix them (`hcqdsl check {path}`) before comparing it")
+    progs.append(prog)
+  n = launches_of(read_source(a.a), a.a, a.launches)
+  if n < 1: raise UsageError(f"--launches must be at least 1, not {n}")
+  changes = diff_programs(*progs, launches=n)
+  if a.json: print('{"differences": [' + ",\n ".join(json.dumps(attrs.asdict(c)) for c in changes) + "]}")
+  else: print(render_changes(changes, a.a, a.b), end="")
+  return 1 if changes else 0

@@ -1,0 +1,107 @@
+"""The hcq2 half of `hcqdsl.capture()` (tinygrad's `HCQ2=1` path, `tinygrad/runtime/support/hcq2.py` and its AMD
+lowering `extra/hcq2/ops_amd2.py`): there the command buffers, rings and doorbells are written by a submitter
+program on HCQ_RUNTIME_DEV, not by HWQueue objects, so the recorder reads the rings themselves — what a raw dump of
+real hardware gives. Each AMD queue's write pointer is compared with the last one recorded before the mock GPU runs a
+doorbell (tinygrad's mock driver, when it is the device) and after every hcq program the submitter runs; the new
+ring dwords are a submission. The host's steps are read from the hcq programs tinygrad runs on the host: `hcq_fence`
+(wait until a device's timeline reaches the batch's epoch), `hcq_reset` (zero the queue signals), and the devices'
+`_wait_signal` (synchronize)."""
+from __future__ import annotations
+import ctypes
+
+__all__ = ["install"]
+
+def _u64(buf) -> int:
+  """The first 8 bytes of a tinygrad Buffer (a queue's write pointer, a signal, an epoch slot)."""
+  b = buf.ensure_allocated()._buf
+  return ctypes.c_uint64.from_address(int(b.va_addr)).value
+
+def _addr(buf) -> int: return int(buf.ensure_allocated()._buf.va_addr)
+
+def install(cap) -> None:
+  from tinygrad.engine import realize
+  from tinygrad.device import Device
+  from tinygrad.runtime.support.hcq2 import HCQ2Compiled
+
+  def amd_devices():
+    out = []
+    for name in list(Device._opened_devices):
+      d = Device[name]
+      if type(d).__name__ == "AMDDevice" and isinstance(d, HCQ2Compiled): out.append(d)
+    return out
+
+  def queues(dev):
+    qs = []
+    if "compute_queue" in dev.__dict__: qs.append(("compute", 0, dev.__dict__["compute_queue"]))
+    qs += [("copy", i, q) for i, q in getattr(dev, "sdma_queues", {}).items() if q is not None]
+    return qs
+
+  def poll():
+    """Record what each AMD ring got since the last look (the GPU has not run it yet when the mock calls this)."""
+    if cap._polling: return
+    cap._polling = True
+    try:
+      for dev in amd_devices():
+        for engine, idx, q in queues(dev):
+          ring = cap._ring(q, dev, engine, idx)
+          new = _u64(q.write_ptr)
+          old = ring["_put"]
+          if new <= old: continue
+          ring["_put"] = new
+          base, n = _addr(q.ring), q.ring.nbytes // 4
+          unit = 1 if engine == "compute" else 4
+          words = (ctypes.c_uint32 * n).from_address(base)
+          cap.path_kind = "hcq2"
+          cap._submitted(ring, [int(words[(p // unit) % n]) for p in range(old, new, unit)], dev)
+    finally: cap._polling = False
+
+  cap._polling = False
+  for dev in amd_devices():  # what the rings held before the capture started is not this capture's
+    for engine, idx, q in queues(dev): cap._puts[id(q)] = _u64(q.write_ptr)
+
+  orig_exec = realize.exec_kernel
+  def exec_kernel(ctx, call, ast):
+    name = str(getattr(call.arg, "name", ""))
+    if type(getattr(call.arg, "aux", None)).__name__ == "HCQInfo":
+      bufs = [getattr(b, "buffer", None) for b in call.src[1:]]
+      amd = [b for b in bufs if b is not None and hasattr(b, "device") and str(b.device).startswith("AMD")]
+      if name == "hcq_fence" and len(bufs) >= 2 and amd:
+        poll()
+        cap._note_signal(_addr(bufs[0]), Device[bufs[0].device])
+        cap._step({"op": "wait", "addr": _addr(bufs[0]), "value": _u64(bufs[1])})
+      elif name == "hcq_reset":
+        poll()
+        for b in amd:
+          cap._note_signal(_addr(b), Device[b.device])
+          cap._step({"op": "signal", "addr": _addr(b), "value": 0})
+    ret = orig_exec(ctx, call, ast)
+    poll()
+    return ret
+  exec_kernel.__wrapped__ = orig_exec
+  realize.exec_kernel = exec_kernel
+  cap._saved.append((realize, "exec_kernel", orig_exec))
+
+  orig_wait = HCQ2Compiled.__dict__["_wait_signal"]
+  def _wait_signal(dev, sig, value, timeout=None):
+    if type(dev).__name__ == "AMDDevice":
+      poll()
+      try: addr = int(sig.addr)
+      except AttributeError: addr = None
+      if addr is not None and value > 0:  # a wait for >= 0 always passes: tinygrad's synchronize of an idle device
+        cap._note_signal(addr, dev, timeline=True)
+        cap._step({"op": "wait", "addr": addr, "value": int(value)})
+    return orig_wait(dev, sig, value, timeout)
+  _wait_signal.__wrapped__ = orig_wait
+  HCQ2Compiled._wait_signal = _wait_signal
+  cap._saved.append((HCQ2Compiled, "_wait_signal", orig_wait))
+
+  try:  # tinygrad's mock GPU runs a ring when its doorbell (or signal memory) is written: look at the rings first
+    from test.mockgpu.amd.amddriver import AMDDriver
+    orig_emu = AMDDriver.__dict__["_emulate_execute"]
+    def _emulate_execute(drv, *a, **kw):
+      if not drv._executing: poll()
+      return orig_emu(drv, *a, **kw)
+    _emulate_execute.__wrapped__ = orig_emu
+    AMDDriver._emulate_execute = _emulate_execute
+    cap._saved.append((AMDDriver, "_emulate_execute", orig_emu))
+  except ImportError: pass

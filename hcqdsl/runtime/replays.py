@@ -1,0 +1,185 @@
+"""Replaying `check`'s witnesses (check/witness.py) on the emulator: the race happens, or the hang.
+
+A race's witness orders two accesses against the program's order: the emulator holds the engine of the earlier one
+(`then`) before that statement until the later one (`first`) has run to its end, one packet at a time and otherwise
+in time order (a traced run, so `--trace` shows it too). The bytes of the raced range are read before and after each
+of the two statements; then the same two statements run in the program's order, and the report shows what each read
+or left in both orders. A witness order the emulator cannot run (the held engine is the only one left) is reported as
+not reproduced. A deadlock's witness runs in time order, then seeds 0..SEEDS-1, until a run hangs at its waits."""
+from __future__ import annotations
+import json, pathlib
+from typing import Optional, Union
+import attrs
+from ..ir import Program
+
+__all__ = ["Replay", "replay", "load_witness", "SEEDS"]
+
+SEEDS = 20
+SHOW = 16   # bytes of a range shown
+
+@attrs.define
+class _Party:
+  queue: str
+  launch: int
+  line: Optional[int]
+  mode: str
+  text: str = ""
+  state: str = "pending"          # pending -> running -> done
+  started: int = -1               # the order things happened in: the gate's count of events at its start and end
+  ended: int = -1
+  before: Optional[bytes] = None  # the raced bytes just before it started, and when it was done
+  after: Optional[bytes] = None
+
+class _Gate:
+  """What the emulator consults (`Emulator.gate`): `admit` filters the actors that may run next, `executed` is told
+  every packet (engine) or statement (host) that ran."""
+  def __init__(self, first: _Party, then: _Party, buffer: str, lo: int, hi: int):
+    self.first, self.then, self.buffer, self.lo, self.hi = first, then, buffer, lo, hi
+    self.released, self.infeasible, self.read, self.events = False, False, None, 0
+
+  def bind(self, img, emu) -> None:
+    """The run's image and emulator, once built: where the raced range is in each launch."""
+    a, _ = img.buffers[self.buffer]
+    vals = img.var_values.get(f"{self.buffer}.addr")
+    self.addr = lambda k: a if not vals else a - vals[0] + vals[min(k, len(vals)) - 1]
+    self.emu = emu
+
+  def _bytes(self, p: _Party) -> bytes:
+    try: return self.emu.read(self.addr(p.launch) + self.lo, min(self.hi - self.lo, 4096))
+    except Exception: return b""   # (a range the emulator does not map: check's bounds error says so)
+
+  @staticmethod
+  def _at(a) -> tuple:
+    if a.name == "host": return (None, None)
+    launch, st = a.locate()
+    return launch, st[2] if st else None
+
+  def admit(self, emu, cands: list) -> list:
+    for p in (self.first, self.then):   # the bytes just before a statement starts, and once it has finished
+      e = next((x for x in emu.engines if x.name == p.queue), None)
+      if e is None: continue
+      here = self._at(e) if e.busy() else (None, None)
+      if p.state == "pending" and here == (p.launch, p.line): p.before = self._bytes(p)
+      elif p.state == "running" and here != (p.launch, p.line): p.state, p.after, p.ended = "done", self._bytes(p), self.events
+    if self.released or self.first.state == "done" or self.then.state != "pending": return cands
+    free = [a for a in cands if not (a.name == self.then.queue and self._at(a) == (self.then.launch, self.then.line))]
+    if not free: self.released = self.infeasible = True; return cands   # the order cannot happen here
+    return free
+
+  def finish(self) -> None:
+    """The run is over: a statement still running then ended with it."""
+    for p in (self.first, self.then):
+      if p.state == "running": p.state, p.after, p.ended = "done", self._bytes(p), self.events
+
+  @property
+  def in_order(self) -> bool:
+    """The first statement had ended before the second started."""
+    return self.first.state == self.then.state == "done" and self.first.ended <= self.then.started
+
+  def executed(self, actor, launch, line) -> None:
+    self.events += 1
+    for p in (self.first, self.then):
+      if actor.name != p.queue or (launch, line) != (p.launch, p.line) or p.state == "done": continue
+      if p.state == "pending": p.started = self.events
+      if actor.name == "host":   # a host statement is one step
+        p.before = p.before or self._bytes(p); p.state, p.after, p.ended = "done", self._bytes(p), self.events
+      else: p.state = "running"
+
+@attrs.define
+class Replay:
+  """One witness replayed: `happened` when the witness's order (race) or hang (deadlock) was seen on the emulator."""
+  code: str
+  happened: bool
+  lines: list
+  result: object = None   # the RunResult of the witness's run
+  def __str__(self): return "\n".join(self.lines)
+
+def load_witness(path) -> dict:
+  """A witness file written by `hcqdsl check --witness`; ValueError with the reason when it is not one."""
+  try: w = json.loads(pathlib.Path(path).read_text())
+  except OSError as e: raise ValueError(f"{path}: {e.strerror or e}") from None
+  except ValueError as e: raise ValueError(f"{path}: not JSON ({e})") from None
+  if not isinstance(w, dict) or w.get("format") != "hcqdsl-witness" or not isinstance(w.get("witnesses"), list):
+    raise ValueError(f"{path}: not a witness file (write one with `hcqdsl check FILE --witness {path}`)")
+  return w
+
+def _hex(b: Optional[bytes]) -> str:
+  if b is None: return "(not seen)"
+  return " ".join(f"{x:02x}" for x in b[:SHOW]) + (" ..." if len(b) > SHOW else "")
+
+def _stmt_text(prog: Program, queue: str, line: Optional[int]) -> str:
+  from ..lang.format import format_stmt
+  blocks = [prog.host] if queue == "host" else [q for q in prog.queues if q.name == queue]
+  for b in blocks:
+    if b is None: continue
+    for st in b.body:
+      if st.span is not None and st.span.line == line: return f"`{format_stmt(st)}`"
+  return "its implicit submit" if queue == "host" else "?"
+
+def _race(prog: Program, w: dict, kw: dict) -> Replay:
+  from .execute import run
+  f, t = w["first"], w["then"]
+  lo, hi = max(f["range"][0], t["range"][0]), min(f["range"][1], t["range"][1])
+  out = {}
+  for order in ("witness", "program"):
+    a, b = (f, t) if order == "witness" else (t, f)
+    pa, pb = (_Party(x["queue"], x["launch"], x["line"], x.get("mode") or "accesses", _stmt_text(prog, x["queue"], x["line"]))
+              for x in (a, b))
+    gate = _Gate(pa, pb, w["buffer"], lo, hi)
+    out[order] = (run(prog, gate=gate, **kw), gate)
+    gate.finish()
+  res, g = out["witness"]
+  name = lambda p: f"{p.queue}'s {p.text} (line {p.line}, launch {p.launch})"
+  head = f"race at line {w['at']['line'] if w.get('at') else '?'}: {name(g.first)} before {name(g.then)}"
+  if g.infeasible or not g.in_order:
+    why = ("the emulator cannot run that order (the held queue was the only one left)" if g.infeasible else
+           "the run ended before both statements ran" + (f" ({'hang' if res.hang else 'fault'})" if not res.ok else "")
+           if g.first.state != "done" or g.then.state != "done" else
+           f"{g.then.queue} ran its statement first ({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
+    return Replay("race", False, [f"{head}: not reproduced: {why}"], res)
+  rng = f"{w['buffer']}[{lo}:{hi}]"
+  def did(p: _Party) -> str:
+    reads, writes = "read" in p.mode, "write" in p.mode
+    saw = f"read {rng} = {_hex(p.before)}" if reads else ""
+    left = f"left {rng} = {_hex(p.after)}" if writes else ""
+    return " and ".join(x for x in (saw, left) if x)
+  lines = [f"{head}: replayed", f"  1. {g.first.queue} line {g.first.line} {did(g.first)}",
+           f"  2. {g.then.queue} line {g.then.line} {did(g.then)}"]
+  _, p = out["program"]
+  if p.first.state == "done" and p.then.state == "done":
+    lines.append(f"  in the program's order (line {p.first.line} first): {p.first.queue} line {p.first.line} {did(p.first)}; "
+                 f"{p.then.queue} line {p.then.line} {did(p.then)}")
+    # what differs: the range's bytes once both ran (the last writer's), and what each reader saw
+    seen = {(x.queue, x.line): x.before for x in (p.first, p.then) if "read" in x.mode}
+    diff = [f"{rng} ends {_hex(g.then.after)} here and {_hex(p.then.after)} in the program's order"] if g.then.after != p.then.after else []
+    diff += [f"{x.queue} line {x.line} reads {_hex(x.before)} here and {_hex(seen[x.queue, x.line])} in the program's order"
+             for x in (g.first, g.then) if "read" in x.mode and x.before != seen.get((x.queue, x.line))]
+    lines.append("  the race happened: " + "; ".join(diff) if diff else
+                 "  the race happened in this order, with the same bytes as the program's order (these kernels write "
+                 "nothing that differs: give them an implementation to see data change)")
+  return Replay("race", True, lines, res)
+
+def _deadlock(prog: Program, w: dict, kw: dict) -> Replay:
+  from .execute import run
+  want = {(b["queue"], b["line"]) for b in w["blocked"]}
+  for seed in [None, *range(SEEDS)]:
+    res = run(prog, seed=seed, trace=kw.pop("trace", False) if seed is None else False, **kw)
+    if res.hang is not None and want & {(b.queue, b.line) for b in res.hang.blocked}:
+      sched = "in time order" if seed is None else f"with --seed {seed}"
+      return Replay("deadlock", True, [f"deadlock at line {w['at']['line']}: replayed {sched}", str(res.hang)], res)
+  return Replay("deadlock", False, [f"deadlock at line {w['at']['line']}: not reproduced in time order or seeds "
+                                    f"0..{SEEDS - 1} (check explores every interleaving; these are a few)"], res)
+
+def replay(program: Union[Program, str], witness: Union[dict, str, pathlib.Path], filename: str = "<input>",
+           **kw) -> list:
+  """Each witness of `witness` (a dict from check/witness.py, or its file) replayed on `program`: a list of Replay.
+  `kw` go to `run` (kernels, timeout_us, ...); the launches and var values are the witness's."""
+  from .execute import as_program
+  w = load_witness(witness) if not isinstance(witness, dict) else witness
+  prog = as_program(program, filename)
+  kw = dict(kw, launches=w.get("launches", 2), var_values=w.get("var_values") or None)
+  out = []
+  for x in w["witnesses"]:
+    if x.get("code") == "race": out.append(_race(prog, x, dict(kw)))
+    elif x.get("code") == "deadlock": out.append(_deadlock(prog, x, dict(kw)))
+  return out

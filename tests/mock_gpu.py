@@ -1,0 +1,47 @@
+"""tinygrad's own AMD runtime on tinygrad's mock GPU (a fake KFD driver and GPU with PM4/SDMA executors and an RDNA3
+emulator), a peer of the project: found through TINYGRAD_REPO (a tinygrad checkout), else ../shared/peers/tinygrad
+beside the repository. Workloads run in a subprocess (tinygrad picks its device when it is imported)."""
+from __future__ import annotations
+import ctypes.util, json, os, pathlib, shutil, subprocess, sys
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+WORKLOADS = pathlib.Path(__file__).parent / "mock_workloads"
+HOW = ("set TINYGRAD_REPO to a tinygrad checkout (its test/mockgpu and extra/ are the mock GPU), or put one at "
+       "../shared/peers/tinygrad; the mock needs `apt-get install clang libllvm19`")
+
+def tinygrad_repo():
+  for p in (os.environ.get("TINYGRAD_REPO"), ROOT.parent / "shared" / "peers" / "tinygrad"):
+    if p and (pathlib.Path(p) / "test" / "mockgpu" / "mockgpu.py").is_file(): return pathlib.Path(p)
+  return None
+
+def unavailable():
+  """Why the mock GPU cannot run here (None: it can)."""
+  if tinygrad_repo() is None: return f"tinygrad's mock GPU not found: {HOW}"
+  if shutil.which("clang") is None: return f"no clang (the mock's RDNA3 emulator builds with it): {HOW}"
+  if not (ctypes.util.find_library("LLVM-19") or any(pathlib.Path("/usr/lib").glob("*/libLLVM*.so.19*"))):
+    return f"no libLLVM 19 (tinygrad's AMD compiler): {HOW}"
+  return None
+
+needs_mock = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+
+def env(hcq2: bool = False, **extra) -> dict:
+  e = {k: v for k, v in os.environ.items() if k not in ("DEV", "HCQ2", "HCQ_RUNTIME_DEV", "JIT", "PYTHONPATH")}
+  e.update(DEV="MOCKKFD+AMD", PYTHONPATH=os.pathsep.join([str(tinygrad_repo()), str(ROOT)]))
+  if hcq2: e.update(HCQ2="1", HCQ_RUNTIME_DEV="PYTHON")
+  e.update(extra)
+  return e
+
+def hcqdsl(*args, hcq2: bool = False, timeout: int = 600, **extra) -> subprocess.CompletedProcess:
+  """`python -m hcqdsl ARGS` with tinygrad on the mock GPU."""
+  return subprocess.run([sys.executable, "-m", "hcqdsl", *map(str, args)], capture_output=True, text=True, timeout=timeout,
+                        env=env(hcq2, **extra), cwd=str(ROOT))
+
+def capture(workload: str, tmp: pathlib.Path, hcq2: bool = False, **extra) -> tuple:
+  """Capture a workload of tests/mock_workloads; returns (manifest path, tinygrad's output .npy path)."""
+  man, out = tmp / f"{workload}.json", tmp / f"{workload}.npy"
+  r = hcqdsl("capture", "-o", man, WORKLOADS / f"{workload}.py", out, hcq2=hcq2, **extra)
+  assert r.returncode == 0, r.stderr
+  return man, out
+
+def manifest(path) -> dict: return json.loads(pathlib.Path(path).read_text())
