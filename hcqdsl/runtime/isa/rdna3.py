@@ -131,7 +131,7 @@ class Snap:
     self.literal = getattr(ins, "literal", None)
     self.ftype = operand_formats(ins.op) if hasattr(ins, "op") else {}
     self.name = ins.op.name if hasattr(ins, "op") else "VOPD"
-    self.pc = None   # the translated pseudocode, looked up on first execution
+    self.raw = ins.to_bytes()   # its encoding (the native rows are cached by it)
     self.ins = ins
 
 @functools.lru_cache(maxsize=None)
