@@ -25,15 +25,25 @@ def _signal_at(img: Image, addr: int) -> Optional[str]:
   return next((n for n, a in img.signals.items() if a == addr), None)
 
 def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Optional[Slice]:
-  """The slice at addr; in a rebound buffer's launch-k region with no per-launch patch, `x@k` (a fixed address)."""
-  for n, (a, sz) in img.buffers.items():
-    for k, base in enumerate(img.var_values.get(f"{n}.addr") or ()):
-      if base <= addr and addr + size <= base + sz and not patched:   # a patched dword holds launch 1's address
-        lo = addr - base
-        return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
-    if a <= addr and addr + size <= a + sz:
-      lo = addr - a
-      return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
+  """The slice at addr. A dword the host patches per launch holds a rebound buffer's launch-1 address (`x`); a fixed
+  one a plain buffer's, or one launch's memory of a rebound buffer (`x@k`). (A capture's lift needs the distinction:
+  tinygrad reuses memory, so a rebound buffer's launch-1 address may also be a plain buffer's.)"""
+  def piece(n: str, base: int, sz: int, k: Optional[int] = None) -> Slice:
+    lo = addr - base
+    return Slice(Ref(n), launch=k) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k)
+  inside = lambda base, sz: base <= addr and addr + size <= base + sz
+  per = {n: img.var_values[f"{n}.addr"] for n in img.buffers if img.var_values.get(f"{n}.addr")}
+  if patched:
+    for n, (a, sz) in img.buffers.items():
+      if n in per and inside(a, sz): return piece(n, a, sz)
+  else:
+    for n, (a, sz) in img.buffers.items():
+      if n not in per and inside(a, sz): return piece(n, a, sz)
+    for n, bases in per.items():
+      for k, base in enumerate(bases):
+        if inside(base, img.buffers[n][1]): return piece(n, base, img.buffers[n][1], k + 1)
+  for n, (a, sz) in img.buffers.items():  # whatever holds it (records that disagree with the packets)
+    if inside(a, sz): return piece(n, a, sz)
   return None
 
 def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):

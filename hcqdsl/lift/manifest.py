@@ -891,8 +891,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       mem_patches.setdefault(ka, []).append(Patch(ka + off, fit[0] if fit else None, fit[1] if fit else raw))
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
               [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
-  # a graph input's memory per launch, so a copy address that kept one launch's input lifts as `x@j`
-  img.var_values.update({f"{bufname[('r', t)]}.addr": list(t) for t in inputs if ("r", t) in bufname})
+  # each rebound buffer's memory per launch: a copy address the host patches is one (`x`); a fixed one that kept a
+  # graph input's memory of one launch is `x@j`
+  img.var_values.update({f"{nm}.addr": list(key) for (kind, key), nm in bufname.items() if kind == "r"})
   # ---- declarations
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
   def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return trimmed_data(b, size) if b else None
