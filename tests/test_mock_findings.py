@@ -4,6 +4,7 @@ reports it on the program `emit --planner tinygrad` derives from the TinyJit (HC
 naming how to enable it, where the mock GPU is not available (tests/mock_gpu.py)."""
 from __future__ import annotations
 import json, subprocess, sys
+import pytest
 from mock_gpu import needs_mock, env, WORKLOADS, hcqdsl
 
 pytestmark = needs_mock
@@ -20,3 +21,55 @@ def test_stale_copy_reproduced_and_fixed():
   # calls 0 and 1 run eagerly / are captured; every graph replay copies from call 1's input
   assert got[:2] == want[:2] and got[2:] == [want[1]] * 3, got
   assert _calls(HCQDSL_FIX="1") == want
+
+def _lift(man, tmp):
+  import hcqdsl
+  from hcqdsl.lift.manifest import lift_file
+  path = tmp / (man.stem + ".hcq")
+  text = hcqdsl.format(lift_file(man, str(path)))
+  path.write_text(text)
+  prog = hcqdsl.parse(text, str(path))
+  return prog, int(text.splitlines()[0].split("=")[1]), path
+
+def test_stale_copy_through_capture(tmp_path):
+  """The capture records each HCQGraph call's inputs, so the lift knows the copy's fixed source is launch 1's input:
+  `a@1`, and check's stale-input names the copy and both launches; `run` of the lift gives tinygrad's wrong numbers. With
+  the fix applied (by monkeypatch) the copy reads each launch's own input and the capture checks clean."""
+  import hcqdsl, numpy as np
+  from hcqdsl.ir import Copy
+  from mock_gpu import capture
+  man, _ = capture("stale_copy", tmp_path)
+  prog, launches, path = _lift(man, tmp_path)
+  assert launches == 4   # the captured call (launch 1) and the 3 replays
+  errors = [d for d in hcqdsl.check(prog, launches) if d.severity == "error"]
+  assert [(d.code, d.extra["launch"], d.extra["input_launch"]) for d in errors] == [("stale-input", 2, 1)], errors
+  copy = next(st for q in prog.queues for st in q.body if isinstance(st, Copy) and st.src.launch is not None)
+  a = next(b for b in prog.buffers if b.name == copy.src.buffer.name)
+  assert errors[0].span.line == copy.span.line and a.per_launch == "rebound" and copy.src.launch == 1
+  assert (copy.src.start, copy.src.end) == (0, 32) and len(a.launch_inits) == launches   # a[:8] of a 16-float input
+  assert errors[0].message.startswith(f"{errors[0].extra['queue']} reads {a.name}@1[0:32] at line {copy.span.line} in launch 2")
+  res = hcqdsl.run(prog, launches=launches)
+  assert res.ok, res.summary()
+  out = next(st.args[0].buffer.name for q in prog.queues for st in q.body if type(st).__name__ == "Exec")
+  assert np.frombuffer(bytes(res.memory[out])[:12], np.float32).tolist() == [101.0, 102.0, 103.0]   # call 1's, as tinygrad
+  (tmp_path / "fixed").mkdir()
+  man, _ = capture("stale_copy", tmp_path / "fixed", HCQDSL_FIX="1")
+  prog, launches, _ = _lift(man, tmp_path / "fixed")
+  assert [d for d in hcqdsl.check(prog, launches) if d.severity == "error"] == []
+  copies = [st for q in prog.queues for st in q.body if isinstance(st, Copy) and (st.src.start, st.src.end) == (0, 32)]
+  assert len(copies) == 1 and copies[0].src.launch is None
+  assert next(b for b in prog.buffers if b.name == copies[0].src.buffer.name).per_launch == "rebound"
+
+@pytest.mark.slow
+def test_stale_allreduce_through_capture(tmp_path):
+  """The same miss on a TinyJit'd all-reduce of a sharded input (tests/mock_workloads/allreduce.py STALE=1): every
+  device's reduce kernel and the three copies of its shard read launch 1's input shard in every replay."""
+  import hcqdsl
+  from mock_gpu import capture
+  man, _ = capture("allreduce", tmp_path, STALE="1")
+  prog, launches, _ = _lift(man, tmp_path)
+  errors = [d for d in hcqdsl.check(prog, launches) if d.severity == "error"]
+  assert {d.code for d in errors} == {"stale-input"} and len(errors) == 16, [str(d) for d in errors]
+  assert len({d.extra["buffer"] for d in errors}) == 4 and {d.extra["launch"] for d in errors} == {2}
+  kinds = sorted(d.extra["queue"].split("_")[0][:4] for d in errors)
+  assert kinds == ["comp"] * 4 + ["copy"] * 12
