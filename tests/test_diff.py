@@ -56,3 +56,30 @@ def test_bad_input(capsys, tmp_path):
   assert rc == 2 and "error[name]: unknown signal `nope`" in out and "has errors" in err
   rc, _, err = run(capsys, "diff", tmp_path / "missing.hcq", ROOT / "spec_example.hcq")
   assert rc == 2 and err == f"hcqdsl: error: {tmp_path / 'missing.hcq'}: no such file\n"
+
+def test_match_pairs_names_by_use(capsys, tmp_path):
+  """--match: devices by index, buffers by where the aligned execs and copies use them; only those commands compared,
+  copies from or to host memory left out; a rebound buffer read at launch 1's memory is the one change per launch."""
+  a = ("device g0 = AMD:0\ndevice g1 = AMD:1\nbuffer in0 on g0 size 64 rebound = u8 [1], u8 [2], u8 [3]\n"
+       "buffer mid on g1 size 32\nbuffer res on g1 size 32\nsignal s on g1\nkernel add1(out o, in i)\n"
+       "queue x copy on g0 {\n  copy mid <- in0[0:32]\n  signal s = 1\n}\n"
+       "queue c compute on g1 {\n  wait s >= 1\n  exec add1(res, mid)\n}\n")
+  b = ("device gpu0 = AMD:0\ndevice gpu1 = AMD:1\nbuffer stage on host size 64 rebound = u8 [1], u8 [2], u8 [3]\n"
+       "buffer in_7f00 on gpu0 size 64 rebound = u8 [1], u8 [2], u8 [3]\nbuffer b_9000 on gpu1 size 256\n"
+       "buffer b_a000 on gpu1 size 32\nbuffer b_host on host size 32\nsignal t on gpu1\nsignal u on gpu0\nkernel add1(out a0, in a1)\n"
+       "queue up copy on gpu0 {\n  copy in_7f00 <- stage\n  signal u = launch\n}\n"
+       "queue copy0 copy on gpu0 {\n  wait u >= launch\n  copy b_9000[0:32] <- in_7f00@1[0:32]\n  signal t = launch\n}\n"
+       "queue comp compute on gpu1 {\n  wait t >= launch\n  exec add1(b_a000, b_9000[0:32]) block (2, 1, 1)\n}\n"
+       "queue down copy on gpu1 {\n  copy b_host <- b_a000\n}\nvar launch\n")
+  (tmp_path / "a.hcq").write_text(a); (tmp_path / "b.hcq").write_text(b)
+  got = diff_programs(parse(a, "a.hcq"), parse(b, "b.hcq"), 3, match=True)
+  assert got == [Change("command", "g0 copy", "copy mid[0:32] <- in0@2[0:32]", "copy mid[0:32] <- in0@1[0:32]", 2, 9, 17),
+                 Change("command", "g0 copy", "copy mid[0:32] <- in0@3[0:32]", "copy mid[0:32] <- in0@1[0:32]", 3, 9, 17)]
+  assert diff_programs(parse(a, "a.hcq"), parse(a.replace("mid", "m2"), "c.hcq"), 3, match=True) == []
+  rc, out, _ = run(capsys, "diff", "--match", tmp_path / "a.hcq", tmp_path / "b.hcq", "--launches", "3")
+  assert rc == 1 and out.endswith("2 differences: 0 in declarations, 2 in commands over 2 launches\n")
+  # a buffer the commands pair with one of another kind (rebound against plain) is a declaration change
+  got = diff_programs(parse(a, "a.hcq"), parse(b.replace("buffer in_7f00 on gpu0 size 64 rebound = u8 [1], u8 [2], u8 [3]",
+                                                         "buffer in_7f00 on gpu0 size 64").replace("in_7f00@1", "in_7f00"), "b.hcq"), 1, match=True)
+  assert got == [Change("buffer", "in0", "buffer in0 rebound", "buffer in_7f00 plain", None, 3, 4),
+                 Change("command", "g0 copy", "copy mid[0:32] <- in0@1[0:32]", "copy mid[0:32] <- in0[0:32]", 1, 9, 17)]

@@ -5,7 +5,7 @@ naming how to enable it, where the mock GPU is not available (tests/mock_gpu.py)
 from __future__ import annotations
 import json, subprocess, sys
 import pytest
-from mock_gpu import needs_mock, env, WORKLOADS, hcqdsl
+from mock_gpu import needs_mock, env, WORKLOADS, hcqdsl as hcqdsl_cli
 
 pytestmark = needs_mock
 
@@ -54,11 +54,26 @@ def test_stale_copy_through_capture(tmp_path):
   assert np.frombuffer(bytes(res.memory[out])[:12], np.float32).tolist() == [101.0, 102.0, 103.0]   # call 1's, as tinygrad
   (tmp_path / "fixed").mkdir()
   man, _ = capture("stale_copy", tmp_path / "fixed", HCQDSL_FIX="1")
-  prog, launches, _ = _lift(man, tmp_path / "fixed")
+  prog, launches, fixed = _lift(man, tmp_path / "fixed")
   assert [d for d in hcqdsl.check(prog, launches) if d.severity == "error"] == []
   copies = [st for q in prog.queues for st in q.body if isinstance(st, Copy) and (st.src.start, st.src.end) == (0, 32)]
   assert len(copies) == 1 and copies[0].src.launch is None
   assert next(b for b in prog.buffers if b.name == copies[0].src.buffer.name).per_launch == "rebound"
+  # `hcqdsl diff --match` of what the step means (emit, on tinygrad's CPU devices) against each capture: the copy, in
+  # every replay, and nothing else; the fixed capture runs exactly what the schedule means
+  emitted = tmp_path / "emitted.hcq"
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"{WORKLOADS / 'stale_copy.py'}:jit_calls", "-o", emitted],
+                     capture_output=True, text=True, timeout=600, env={**env(), "DEV": "CPU"})
+  assert r.returncode == 0, r.stderr
+  r = hcqdsl_cli("diff", "--match", emitted, path)
+  lines = r.stdout.splitlines()
+  assert r.returncode == 1 and lines[-1] == "3 differences: 0 in declarations, 3 in commands over 3 launches", r.stdout
+  for k in (2, 3, 4):
+    at = lines.index(f"@@ launch {k}, queue g0 copy")
+    assert lines[at + 1].startswith(f"- copy buf0[0:32] <- in0@{k}[0:32]") and lines[at + 2].startswith("+ copy buf0[0:32] <- in0@1[0:32]")
+    assert lines[at + 2].endswith(f"({path}:{copy.span.line})")
+  r = hcqdsl_cli("diff", "--match", emitted, fixed)
+  assert r.returncode == 0 and r.stdout == f"no differences between {emitted} and {fixed}\n", r.stdout
 
 @pytest.mark.slow
 def test_stale_allreduce_through_capture(tmp_path):

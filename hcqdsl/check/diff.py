@@ -4,7 +4,15 @@ that launch resolved: vars and `D.epoch` to numbers, a rebound buffer to the lau
 where a command reads launch 1's memory), byte ranges made explicit. Made to compare the program `emit` derives from
 tinygrad's schedule with the one `capture` + `lift` recorded from its runtime: a command tinygrad's runtime submits
 differently from what its schedule means (docs/findings/stale-jit-copy.md) shows as one changed line, with both
-source lines."""
+source lines.
+
+With `match` (`--match`), names need not agree — a capture's lift names buffers by address: devices are paired by
+their `AMD:N` index, and A's and B's buffers by where the data commands (execs and copies) use them, aligned per
+device and engine as difflib aligns lines (same kernel and arity, copies of the same size); then only those commands
+are compared, B's written with A's names and without launch dimensions (the renderer's: a kernel emitted for
+tinygrad's CPU device has none). Synchronization differs between emit's planners and HCQGraph by design and
+is check's business; copies from or to host memory (a capture's input uploads and read-backs) are emit's initial
+contents and expects, and are left out."""
 from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Optional
@@ -36,21 +44,21 @@ def _decls(p: Program) -> dict:
     out[(kind, d.name)] = (format_decl(d), d.span.line if d.span else None)
   return out
 
-def _slice(sl: Slice, k: int, rebound: set, sizes: dict) -> str:
+def _slice(sl: Slice, k: int, rebound: set, sizes: dict, names: Optional[dict] = None) -> str:
   b = sl.buffer.name
   lo, hi = sl.bounds(sizes.get(b, 0))
   at = sl.launch if sl.launch is not None else k if b in rebound else None
-  return f"{b}{'' if at is None else f'@{at}'}[{lo}:{hi}]"
+  return f"{(names or {}).get(b, b)}{'' if at is None else f'@{at}'}[{lo}:{hi}]"
 
 def _value(e, env) -> str: return str(e.eval(env)) if type(e) is Expr else str(e)
 
-def _command(st, k: int, env: dict, p: set, sizes: dict, dev: str) -> str:
+def _command(st, k: int, env: dict, p: set, sizes: dict, dev: str, names: Optional[dict] = None, dims: bool = True) -> str:
   t = type(st)
   if t is Exec:
-    args = ", ".join(_slice(a, k, p, sizes) if type(a) is Slice else _value(a, env) for a in st.args)
-    dims = "".join(f" {w} ({', '.join(_value(x, env) for x in d)})" for w, d in (("grid", st.grid), ("block", st.block)) if d)
+    args = ", ".join(_slice(a, k, p, sizes, names) if type(a) is Slice else _value(a, env) for a in st.args)
+    dims = "".join(f" {w} ({', '.join(_value(x, env) for x in d)})" for w, d in (("grid", st.grid), ("block", st.block)) if d and dims)
     return f"exec {st.kernel.name}({args}){dims}"
-  if t is Copy: return f"copy {_slice(st.dst, k, p, sizes)} <- {_slice(st.src, k, p, sizes)}"
+  if t is Copy: return f"copy {_slice(st.dst, k, p, sizes, names)} <- {_slice(st.src, k, p, sizes, names)}"
   if t is Wait: return f"wait {st.signal.name} >= {_value(st.value, env)}"
   if t is SignalWrite: return f"signal {st.signal.name} = {_value(st.value, env)}"
   if t is Epoch: return f"wait {dev}.timeline >= {env[f'{dev}.epoch'] - 1}"
@@ -69,9 +77,84 @@ def _pairs(qa: list, qb: list) -> list:
     out.append((q, m))
   return out + [(None, q) for q in rest_b]
 
-def diff_programs(a: Program, b: Program, launches: int = 2) -> list[Change]:
+def _data_commands(p: Program) -> dict:
+  """(device index, engine) -> the execs and copies of that device's queues of that engine, in declaration order;
+  copies with a side in host memory left out."""
+  index = {d.name: d.index for d in p.devices}
+  host = {b.name for b in p.buffers if b.device is None}
+  out: dict = {}
+  for q in p.queues:
+    for st in q.body:
+      if type(st) is Exec or (type(st) is Copy and st.src.buffer.name not in host and st.dst.buffer.name not in host):
+        out.setdefault((index[q.device.name], q.engine), []).append(st)
+  return out
+
+def _shape(st, sizes: dict) -> tuple:
+  if type(st) is Exec: return ("exec", st.kernel.name, len(st.args))
+  lo, hi = st.src.bounds(sizes.get(st.src.buffer.name, 0))
+  return ("copy", hi - lo)
+
+def _matched(a: Program, b: Program, launches: int) -> list[Change]:
+  """diff_programs with `match`: the data commands per device and engine, B's buffers renamed to the A buffers the
+  aligned commands use them as."""
+  out: list[Change] = []
+  ia, ib = {d.index: d for d in a.devices}, {d.index: d for d in b.devices}
+  for i in sorted(set(ia) | set(ib)):
+    if i not in ia or i not in ib:
+      out.append(Change("device", (ia.get(i) or ib[i]).name, i in ia and f"device {ia[i].name} = AMD:{i}" or None,
+                        i in ib and f"device {ib[i].name} = AMD:{i}" or None))
+  sa, sb = {x.name: x.size for x in a.buffers}, {x.name: x.size for x in b.buffers}
+  ca, cb = _data_commands(a), _data_commands(b)
+  names: dict = {}   # B's buffer -> A's
+  taken: set = set()
+  for key in ca.keys() & cb.keys():
+    x, y = ca[key], cb[key]
+    for op, i1, i2, j1, j2 in SequenceMatcher(None, [_shape(s, sa) for s in x], [_shape(s, sb) for s in y], autojunk=False).get_opcodes():
+      if op != "equal": continue
+      for s1, s2 in zip(x[i1:i2], y[j1:j2]):
+        pairs = zip(s1.args, s2.args) if type(s1) is Exec else ((s1.dst, s2.dst), (s1.src, s2.src))
+        for u, v in pairs:
+          if type(u) is Slice and type(v) is Slice and v.buffer.name not in names and u.buffer.name not in taken:
+            names[v.buffer.name] = u.buffer.name; taken.add(u.buffer.name)
+  kinds_a, kinds_b = ({x.name: x.per_launch for x in p.buffers} for p in (a, b))
+  for nb, na in names.items():
+    if kinds_a[na] != kinds_b[nb]:
+      out.append(Change("buffer", na, f"buffer {na} {kinds_a[na] or 'plain'}", f"buffer {nb} {kinds_b[nb] or 'plain'}",
+                        None, _line(a, na), _line(b, nb)))
+  ua, ub = unroll(a, launches), unroll(b, launches)
+  ra, rb = ({x.name for x in p.buffers if x.per_launch == "rebound"} for p in (a, b))
+  sb_named = {names.get(n, n): v for n, v in sb.items()}
+  for key in sorted(ca.keys() | cb.keys()):
+    x, y = ca.get(key, []), cb.get(key, [])
+    dev = (ia.get(key[0]) or ib[key[0]]).name
+    for k in range(1, launches + 1):
+      tx = [_command(st, k, ua.envs[k - 1], ra, sa, dev, dims=False) for st in x]
+      ty = [_command(st, k, ub.envs[k - 1], rb, {**sb, **sb_named}, dev, names, dims=False) for st in y]
+      out += _aligned(tx, ty, x, y, f"{dev} {key[1]}", k)
+  return out
+
+def _line(p: Program, name: str) -> Optional[int]:
+  d = next((x for x in p.decls if getattr(x, "name", None) == name), None)
+  return d.span.line if d is not None and d.span else None
+
+def _aligned(ca: list, cb: list, sa: list, sb: list, name: str, k: int) -> list[Change]:
+  """The changes between two command lists (rendered `ca`/`cb` of statements `sa`/`sb`), as difflib aligns them."""
+  out = []
+  if ca == cb: return out
+  line = lambda sts, n: sts[n].span.line if sts[n].span else None
+  for op, i1, i2, j1, j2 in SequenceMatcher(None, ca, cb, autojunk=False).get_opcodes():
+    if op == "equal": continue
+    for n in range(max(i2 - i1, j2 - j1)):
+      x, y = i1 + n if i1 + n < i2 else None, j1 + n if j1 + n < j2 else None
+      out.append(Change("command", name, None if x is None else ca[x], None if y is None else cb[y], k,
+                        None if x is None else line(sa, x), None if y is None else line(sb, y)))
+  return out
+
+def diff_programs(a: Program, b: Program, launches: int = 2, match: bool = False) -> list[Change]:
   """Every difference between `a` and `b` over `launches` launches: declarations first, then per launch and queue the
-  commands that differ (difflib's alignment of the two command lists, each command with the launch's values)."""
+  commands that differ (difflib's alignment of the two command lists, each command with the launch's values).
+  `match`: pair devices, buffers and queues by their use instead of their names (see the module's doc)."""
+  if match: return _matched(a, b, launches)
   out: list[Change] = []
   da, db = _decls(a), _decls(b)
   for key in list(da) + [k for k in db if k not in da]:
@@ -92,14 +175,7 @@ def diff_programs(a: Program, b: Program, launches: int = 2) -> list[Change]:
     for k in range(1, launches + 1):
       ca = [_command(st, k, ua.envs[k - 1], ra, sa, qa.device.name) for st in qa.body]
       cb = [_command(st, k, ub.envs[k - 1], rb, sb, qb.device.name) for st in qb.body]
-      if ca == cb: continue
-      line = lambda q, n: q.body[n].span.line if q.body[n].span else None
-      for op, i1, i2, j1, j2 in SequenceMatcher(None, ca, cb, autojunk=False).get_opcodes():
-        if op == "equal": continue
-        for n in range(max(i2 - i1, j2 - j1)):
-          x, y = i1 + n if i1 + n < i2 else None, j1 + n if j1 + n < j2 else None
-          out.append(Change("command", name, None if x is None else ca[x], None if y is None else cb[y], k,
-                            None if x is None else line(qa, x), None if y is None else line(qb, y)))
+      out += _aligned(ca, cb, list(qa.body), list(qb.body), name, k)
   return out
 
 def render_changes(changes: list[Change], file_a: str, file_b: str) -> str:

@@ -8,6 +8,8 @@ def add_args(p) -> None:
   p.add_argument("b", help="the second program (e.g. what `hcqdsl capture` + `lift` recorded from tinygrad's runtime)")
   p.add_argument("--launches", type=int, help="launches to compare (default: A's `# hcq: launches=N`, else 2)")
   p.add_argument("--json", action="store_true", help="print the differences as JSON, one a line")
+  p.add_argument("--match", action="store_true", help="pair devices by index and buffers by how the execs and copies use "
+                 "them (a capture's lift names them by address), and compare only those commands")
 
 def run(a) -> int:
   import json, attrs
@@ -24,7 +26,7 @@ def run(a) -> int:
     progs.append(prog)
   n = launches_of(read_source(a.a), a.a, a.launches)
   if n < 1: raise UsageError(f"--launches must be at least 1, not {n}")
-  changes = diff_programs(*progs, launches=n)
+  changes = diff_programs(*progs, launches=n, match=a.match)
   if a.json: print('{"differences": [' + ",\n ".join(json.dumps(attrs.asdict(c)) for c in changes) + "]}")
   else: print(render_changes(changes, a.a, a.b), end="")
   return 1 if changes else 0

@@ -1,8 +1,9 @@
 """tinygrad's stale JIT copy (docs/findings/stale-jit-copy.md): a TinyJit step whose copy reads a view of its input.
-Prints each call's first values as JSON. With HCQDSL_FIX=1 the proposed fix is applied first (by monkeypatch)."""
+Prints each call's first values as JSON. With HCQDSL_FIX=1 the proposed fix is applied first (by monkeypatch).
+`jit_calls` is the same step for `hcqdsl emit` (what the step means, on tinygrad's CPU devices)."""
 import json, os, sys
 import numpy as np
-from tinygrad import Tensor, TinyJit
+from tinygrad import Tensor, TinyJit, Device
 
 def apply_fix():
   """GraphRunner lists an argument for input replacement only when its uop is the PARAM itself; a view of one (a SHRINK
@@ -24,15 +25,21 @@ def apply_fix():
     self.uop_replace = replace
   jit.GraphRunner.__init__ = init
 
+def step_and_inputs(calls: int = 5):
+  """The TinyJit step and its calls' inputs (device 0's tensor of 16 floats, new memory every call)."""
+  d0, d1 = Device.DEFAULT, f"{Device.DEFAULT}:1"
+  @TinyJit
+  def step(a): return (a[:8].contiguous().to(d1) + 1).realize()
+  return step, (Tensor(np.arange(16, dtype=np.float32) + 100 * i, device=d0).realize() for i in range(calls))
+
+def jit_calls(calls: int = 5):
+  step, inputs = step_and_inputs(calls)
+  return step, [(a,) for a in inputs]
+
 def main(calls: int = 5):
   if os.environ.get("HCQDSL_FIX") == "1": apply_fix()
-  @TinyJit
-  def step(a): return (a[:8].contiguous().to("AMD:1") + 1).realize()
-  out = []
-  for i in range(calls):
-    a = Tensor(np.arange(16, dtype=np.float32) + 100 * i, device="AMD").realize()
-    out.append(step(a).numpy()[:3].tolist())
-  return out
+  step, inputs = step_and_inputs(calls)
+  return [step(a).numpy()[:3].tolist() for a in inputs]
 
 if __name__ == "__main__":   # ARG: the number of calls, or where to save the last call's first values (.npy; 5 calls)
   arg = sys.argv[1] if len(sys.argv) > 1 else "5"
