@@ -88,3 +88,9 @@ def test_stale_allreduce_through_capture(tmp_path):
   assert len({d.extra["buffer"] for d in errors}) == 4 and {d.extra["launch"] for d in errors} == {2}
   kinds = sorted(d.extra["queue"].split("_")[0][:4] for d in errors)
   assert kinds == ["comp"] * 4 + ["copy"] * 12
+  # the fix, extended to shards of a sharded input (stale_copy.py's apply_fix): tinygrad's sums right (the workload
+  # asserts them) and the capture checks clean
+  (tmp_path / "fixed").mkdir()
+  man, _ = capture("allreduce", tmp_path / "fixed", STALE="1", HCQDSL_FIX="1")
+  prog, launches, _ = _lift(man, tmp_path / "fixed")
+  assert [d for d in hcqdsl.check(prog, launches) if d.severity == "error"] == []
