@@ -351,3 +351,15 @@ def test_endless_kernel_is_a_fault(monkeypatch):
   monkeypatch.setattr(r, "MAX_INSTRUCTIONS", 1000)
   with pytest.raises(DeviceFault, match=r"pc 0x10000 \(entry\+0x0\) `s_branch simm16=65535`: more than 1000 instructions in one dispatch"):
     execute([SOPP(SOPPOp.S_BRANCH, simm16=0xFFFF)])
+
+def test_no_compiler_is_a_fault(monkeypatch, tmp_path):
+  """The executor compiles its loop with the host compiler: without one, a dispatch is a fault that says so."""
+  from hcqdsl.runtime.isa import native
+  monkeypatch.setenv("PATH", str(tmp_path)); monkeypatch.delenv("CC", raising=False)
+  monkeypatch.setenv("HCQDSL_CACHE", str(tmp_path / "cache"))
+  native._runtime.cache_clear()
+  try:
+    f = CODE / "matmul_sum" / "matmul_sum.hcq"
+    r = run(f.read_text(), filename=str(f), kernels="amd")
+  finally: native._runtime.cache_clear()
+  assert r.fault is not None and "the RDNA3 executor cannot run: no C compiler" in str(r.fault), r.summary()

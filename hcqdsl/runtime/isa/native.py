@@ -12,15 +12,15 @@ The decoded rows are per kernel and program counter; a PC the table has no row f
 stops the C loop, which this module decodes and resumes. Faults come back as a code and the PC; the message is built
 here exactly as the interpreter builds it (the same DeviceFault texts, from the same Memory.find)."""
 from __future__ import annotations
-import ctypes, functools, hashlib, os, pathlib, subprocess, sys, threading
+import ctypes, functools, hashlib, os, pathlib, subprocess
 from typing import Optional
 import numpy as np
 from ..device import DeviceFault
 from ...tinygrad.host_cc import find_cc, cache_dir
 from . import pcode_c
 from .pcode import Unsupported, corrected
-from .rdna3 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
-                    is_sgpr, decode, disasm, LANES, NULL, VCC, EXEC, M0, SCC_SRC, VCCZ, EXECZ)
+from .gfx11 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
+                    is_sgpr, LANES, NULL, VCC, SCC_SRC, VCCZ, EXECZ)
 
 __all__ = ["available", "NativeProgram", "run_dispatch", "run_workgroup", "opcode_function", "translates", "CHUNK"]
 
@@ -67,8 +67,6 @@ def _defines() -> str:
   return "\n".join(out) + "\n"
 
 # ---- compiling and caching
-
-_LOCK = threading.Lock()
 
 def _compile(source: str, tag: str, flags: list = FLAGS) -> ctypes.CDLL:
   cc = find_cc()
@@ -154,7 +152,8 @@ def _chunk(enum_name: str, index: int):
 def opcode_function(op):
   """(address of op's compiled pseudocode, CFunction) or Unsupported."""
   values = sorted(o.value for o in _enum_of(op))
-  lib, fns, why = _chunk(type(op).__name__, values.index(op.value) // CHUNK)
+  try: lib, fns, why = _chunk(type(op).__name__, values.index(op.value) // CHUNK)
+  except Unsupported as e: return e   # no compiler, or the chunk does not compile
   if op not in fns: return Unsupported(why.get(op, "no pseudocode for this opcode"))
   return ctypes.cast(getattr(lib, fns[op].name), ctypes.c_void_p).value, fns[op]
 
