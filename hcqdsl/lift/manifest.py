@@ -962,18 +962,18 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
         [x for x in items if isinstance(x, str)]
     queues.append(_queue(s["name"], s["ring"].engine, s["ring"].device, items))
-  host = []
+  host, host_steps = [], []   # host_steps[i]: the capture steps host statement i stands for (a submit: each queue's)
   for i in range(start, start + P):
     e = ev[i]
     if e["op"] == "submit":
       nm = next((x["name"] for x in subs if x["step"] == i), None)
       if nm is None: continue  # a later submission of a ring already submitted in this launch
-      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),))
-      else: host.append(Submit((Ref(nm),)))
+      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); host_steps[-1].append(i)
+      else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
     fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
     ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & M32)
-    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None))
+    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None)); host_steps.append([i])
   decls += [Var(n, tuple(v)) for v, n in vars_.lists.items()]
   if vars_.uses_launch: decls.append(Var(LAUNCH_VAR))
   decls += list(kdecl.values())
@@ -992,7 +992,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
     trace.update(start=start, period=P, launches=K, queues={x["name"]: x["segs"] for x in subs},
-                steps=list(range(start, start + P)))
+                steps=list(range(start, start + P)), host=host_steps)
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return _program(decls, m.file, header)
