@@ -783,6 +783,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       r = rebound.setdefault(addrs, {"size": size, "device": al[2] if al else None, "step": step})
       r["size"] = max(r["size"], size)
   dispatches = []   # (sub, packet offset, prog, [kernarg addr per launch])
+  accesses = []     # (step, packet offset, per-launch addresses, reads): what launch 1's commands touch, in order
   for s in subs:
     pk = _decoder(s["ring"].engine, s["ring"].target).decode(s["per"][0])
     s["packets"] = pk
@@ -792,7 +793,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       if p.name == "COPY_LINEAR":
         size = p.fields["count"] + 1
         for lo in (3, 5):
-          use(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
+          use(t := tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
+          accesses.append((seg_of(s, p.offset)[2], p.offset, t, lo == 3))
       elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
       elif p.name == "DISPATCH_DIRECT":
         pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")
@@ -800,9 +802,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         uo = user.offset + 2 + len(user.fields["values"]) - 2
         prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
         kas = [d[uo] | (d[uo + 1] << 32) for d in s["per"]]
-        dispatches.append((s, prog, kas, seg_of(s, p.offset)[2]))
+        dispatches.append((s, prog, kas, seg_of(s, p.offset)[2], p.offset))
   kinfo: dict = {}   # kernarg addr in launch 1 -> (kernel info, per-launch pointer tuples, per-launch scalar values)
-  for s, prog, kas, step in dispatches:
+  for s, prog, kas, step, at in dispatches:
     k = m.kernels.get(prog, {})
     sig = k.get("signature") or []
     bufs = [x for x in sig if x.get("name") is None]
@@ -814,7 +816,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
       continue
     ptrs = [tuple(int.from_bytes(blocks[j][8 * i:8 * i + 8], "little") for j in range(K)) for i in range(len(bufs))]
-    for i, t in enumerate(ptrs): use(t, bufs[i].get("bytes") or 1, step)
+    for i, t in enumerate(ptrs):
+      use(t, bufs[i].get("bytes") or 1, step)
+      accesses.append((step, at, t, bufs[i].get("mode") != "out"))
     vals, off = [], 8 * len(bufs)
     for x in scal:
       sz = x.get("bytes") or 4
@@ -822,6 +826,21 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
       off += sz
     kinfo[kas[0]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs])
+  # ---- the host's writes between launches: memory in host RAM whose first access in a launch is a read, holding other
+  # bytes launch by launch, was refilled on the CPU (hcq2 copies every input through one staging buffer that tinygrad's
+  # CPU device rewrites, ordered by that device's own waits, which the capture does not record): a buffer with each
+  # launch's bytes as that first read found them, one memory per launch (`rebound`: the CPU's refill is not checked)
+  first: dict = {}
+  for step, at, t, reads in sorted(accesses, key=lambda x: x[:2]):
+    if len(set(t)) == 1 and (al := alloc_of(t[0])) is not None: first.setdefault(al[0], (step, reads))
+  rewritten: dict = {}
+  for key, (step, reads) in first.items():
+    if not reads or key not in static or static[key]["device"] is not None or K < 2: continue
+    per = [_assemble(m.steps, key, static[key]["size"], step + k * P) for k in range(K)]
+    if None not in per and len(set(per)) > 1: rewritten[key] = per
+  if rewritten: notes.append("buffers in host memory refilled on the CPU between launches (read first in each launch, with "
+                             "other bytes each time: tinygrad's staging buffer) are `rebound`, holding what each launch read; "
+                             "the CPU device's refill and its waits are not recorded, so their order is not checked")
   # ---- names
   def fresh(base: str) -> str:
     name, i = base, 2
@@ -916,7 +935,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
   def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return _init_data(b, size) if b else None
   for (kind, key), nm in bufname.items():
-    if kind == "s":
+    if kind == "s" and key in rewritten:
+      decls.append(Buffer(nm, None, static[key]["size"], None, "rebound",
+                          tuple(data_of(b, static[key]["size"]) or Data("u8", (0,)) for b in rewritten[key])))
+    elif kind == "s":
       st = static[key]
       init = data_of(_assemble(m.steps, key, st["size"], st["step"]), st["size"])
       decls.append(Buffer(nm, Ref(st["device"]) if st["device"] else None, st["size"], init))
