@@ -71,3 +71,12 @@ def test_hcq2_jit_new_inputs(tmp_path):
   assert {k.name for k in prog.kernels} == {"E_4_4", "E_4_4_2"}
   staging = [b for b in prog.buffers if b.device is None and b.per_launch == "rebound"]
   assert len(staging) == 1 and len({d.values for d in staging[0].launch_inits}) == 3, text[:3000]
+
+@pytest.mark.slow
+def test_train_step(tmp_path):
+  """A TinyJit'd training step (a two-layer MLP, MSE loss, backward, SGD) on new batches: the captured graph launches
+  lift, check clean, and `run` of the lift ends with tinygrad's trained weights in one of its buffers."""
+  man, out = capture("train_step", tmp_path)
+  prog, text = _lift_check_run(man, out, tmp_path, 2)
+  assert len([s for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Exec)]) >= 8, text[:3000]  # forward, backward, update
+  assert any(b.per_launch == "rebound" for b in prog.buffers)   # each call's batch
