@@ -9,9 +9,9 @@ import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
-           "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
+           "Wait", "SignalWrite", "Exec", "Copy", "Write", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -203,6 +203,15 @@ class Copy(Node):
   src: Slice
 
 @attrs.frozen
+class Write(Node):
+  """`write x[0:4] = v`: the queue stores a 32-bit value (a 4-byte range) or a 64-bit one (8 bytes, the value
+  zero-extended) once its earlier commands completed (tinygrad's `HWQueue.write`)."""
+  dst: Slice
+  value: Expr
+
+WRITE_SIZES = (4, 8)   # the byte ranges a `write` stores: tinygrad's write(b, v) and write(b, v, b64=True)
+
+@attrs.frozen
 class Barrier(Node):
   """Later commands see memory written by work this queue has waited for."""
 
@@ -222,7 +231,7 @@ def resolve(x, env: dict) -> int:
   """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
   return x if isinstance(x, int) else x.eval(env)
 
-Stmt = (Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit)
+Stmt = (Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit)
 
 # ---- blocks and the program
 

@@ -6,7 +6,7 @@ IR are shared. Verdicts are keyed by source lines, so generated programs put one
 """
 from __future__ import annotations
 import re
-from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Epoch, Submit
+from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Write, Epoch, Submit
 
 MASK = (1 << 32) - 1
 
@@ -34,6 +34,8 @@ def _steps(program: Program, launches: int):
       return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])), line, ())
     if isinstance(st, Copy):
       return ("access", None, None, (rng(st.src, "in"), rng(st.dst, "out")), line, ())
+    if isinstance(st, Write):
+      return ("access", None, None, (rng(st.dst, "out"),), line, ())
     return ("nop", None, None, (), line, ())
   host = list(program.host.body) if program.host is not None else []
   named = set()

@@ -7,7 +7,7 @@ import pathlib, struct
 from typing import Optional
 import attrs
 import numpy as np
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
+from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
                  ARCHS, NO_SPAN, U32_MAX, resolve)
 from ..diagnostics import Diagnostic, HcqError
 from ..lang.format import format_stmt
@@ -217,6 +217,13 @@ class Lowering:
 
   def barrier(self, s, sp): self.enc.barrier(self.out)
 
+  def write(self, s, sp):
+    """A 32- or 64-bit store (the slice's length, 4 or 8 bytes); a value over a var is patched per launch."""
+    _, n = self.plan.slice(s.dst, sp)
+    if n not in (4, 8): raise _err("bounds", f"`write` stores 4 or 8 bytes, not {n}", sp)
+    a = self.address(s.dst, self.start + self.enc.WRITE_ADDR_AT, self.patches, sp)   # a rebound buffer's: patched per launch
+    self.enc.write(self.out, a, self.value(s.value, self.start + self.enc.WRITE_VALUE_AT, self.patches, sp), n == 8)
+
   def timestamp(self, s, sp): self.enc.timestamp(self.out, self.plan.signal(s.signal, sp) + TIMESTAMP_OFFSET)
 
   def copy(self, s, sp):
@@ -274,7 +281,8 @@ class Lowering:
     self.plan.data.append((ka, bytes(kargs)))
     return ka, kasz
 
-  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Exec: exec}
+  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Write: write,
+                Exec: exec}
 
   # ---- host steps and expects
 

@@ -7,7 +7,7 @@ The model follows the reference semantics (docs/language.md, "Reference semantic
 - `signal S = v` is one assignment `sig[S] = v` (atomic: every Promela statement is);
 - `submit` sets one flag per queue and launch (`go[...] = 1`, all flags of one submit in one `atomic`), and each
   queue's launch-k steps start with the guard `go[...]`: the launch is not about to run until the host submitted it;
-- `exec`, `copy`, `barrier`, `timestamp` are left out: they never block and write no signal, so they change no
+- `exec`, `copy`, `write`, `barrier`, `timestamp` are left out: they never block and write no signal, so they change no
   deadlock verdict (the model decides deadlock only, not races).
 A deadlock is a state where some process is not at its end and none can move: SPIN's "invalid end state".
 

@@ -1,8 +1,8 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
-from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines,
+from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write,
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, WRITE_SIZES, DTYPES, split_lines,
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
@@ -12,7 +12,7 @@ __all__ = ["check_static", "StaticCheck", "check_launches"]
 
 _KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
 _SYNC = frozenset((Wait, SignalWrite, Timestamp))
-_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
+_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Write: "write", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
 
 def _what(decl) -> str:
   if decl is None: return "nothing"
@@ -238,6 +238,7 @@ class StaticCheck:
     elif isinstance(s, Timestamp): self._need(s.signal, Signal, "signal", s.span)
     elif isinstance(s, Exec): self._exec(s)
     elif isinstance(s, Copy): self._copy(s)
+    elif isinstance(s, Write): self._write(s)
 
   def _expr(self, e: Expr, at):
     if e.var is not None: self._need(e.var, Var, "var", at)
@@ -305,6 +306,13 @@ class StaticCheck:
     (a, b), (c, d) = s.dst.bounds(bd.size), s.src.bounds(bs.size)
     if b - a != d - c:
       self._err("bounds", f"copy of unequal lengths: `{_fmt_slice(s.dst)}` is {b - a} bytes, `{_fmt_slice(s.src)}` is {d - c}", s.span)
+
+  def _write(self, s: Write):
+    self._expr(s.value, s.span)
+    if (b := self._slice(s.dst, s.span)) is None: return
+    lo, hi = s.dst.bounds(b.size)
+    if 0 <= lo < hi <= b.size and hi - lo not in WRITE_SIZES:
+      self._err("bounds", f"`write` stores 4 or 8 bytes (a 32- or 64-bit value), not the {hi - lo} bytes of `{_fmt_slice(s.dst)}`", s.span)
 
 _LAUNCH = lambda s: s.launch is not None
 

@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 import math, re
-from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Barrier,
+from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Write, Barrier,
                  Timestamp, Epoch, Submit, Queue, Host, Expect, Program)
 from .lexical import size_text, range_text, quote, DIGITS, STRING, int_value
 from ..ir import split_lines
@@ -52,6 +52,7 @@ def format_stmt(s) -> str:
     if s.block is not None: out += f" block {_dim(s.block)}"
     return out
   if isinstance(s, Copy): return f"copy {_slice(s.dst)} <- {_slice(s.src)}"
+  if isinstance(s, Write): return f"write {_slice(s.dst)} = {s.value}"
   if isinstance(s, Barrier): return "barrier"
   if isinstance(s, Timestamp): return f"timestamp {s.signal.name}"
   if isinstance(s, Epoch): return "epoch"

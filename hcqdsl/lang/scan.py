@@ -23,7 +23,7 @@ from itertools import repeat
 import attrs
 from typing import Optional
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
+                 Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
 from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
 
@@ -60,6 +60,8 @@ _DATA_SEP = re.compile(rf"{_W}(?:,|$)")
 _MINUS_WS = re.compile(r"-[ \t]+")
 _UVALS = re.compile(r"[ \t]*(?:(?:0|[1-9][0-9]*)[ \t]*(?:,[ \t]*(?:0|[1-9][0-9]*)[ \t]*)*(?:,[ \t]*)?)?")
 _COPY = re.compile(r"copy[ \t]+")
+_WRITE = re.compile(r"write[ \t]+")
+_WRITE_EQ = re.compile(rf"{_W}={_W}{_EXPR}{_W}$")
 _ARROW = re.compile(rf"{_W}<-{_W}")
 _SUBMIT = re.compile(rf"submit(?:[ \t]+({_NAME}(?:{_W},{_W}{_NAME})*))?{_W}$")
 _QUEUE = re.compile(rf"queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME}){_W}(\{{{_W})?$")
@@ -802,6 +804,16 @@ class _Scan:
       src, pos = self._slice(body, a.end())
       if pos != len(body): raise _GiveUp
       return Copy(dst, src, span=span, comments=cs, comment=c)
+    if kw == "write":
+      m = _WRITE.match(body)
+      if m is None: raise _GiveUp
+      dst, pos = self._slice(body, m.end())
+      m = _WRITE_EQ.match(body, pos)
+      if m is None: raise _GiveUp
+      n, vn, op, k = m.group("n", "v", "op", "k")
+      e = Expr(None, _int(n)) if n is not None else Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
+      if abs(e.offset) > U32_MAX: raise _GiveUp
+      return Write(dst, e, span=span, comments=cs, comment=c)
     if kw == "submit":
       m = _SUBMIT.match(body)
       if m is None: raise _GiveUp
