@@ -4,7 +4,7 @@ one line per field), with addresses named by the image's memory plan and each pa
 from __future__ import annotations
 import re, struct
 from typing import Optional
-from ..ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref, Slice
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Expr, Ref, Slice
 from .image import Image, QueueImage, M32
 
 __all__ = ["disasm_image", "disasm_dwords", "lift_queue", "as_hcq"]
@@ -113,12 +113,19 @@ def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   def sig(addr: int) -> str:
     if (name := _signal_at(img, addr)) is None: raise _Unliftable(f"write to {addr:#x}, which is no signal")
     return name
+  def write(addr: int, size: int, at: int, value_at: int, v: int):
+    """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
+    sl = _buffer_slice(img, addr, size, at in patches)
+    if sl is None: raise _Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
+    return [Write(sl, expr(value_at, v))]
   names = [p.name for p in pk]
   f = [p.fields for p in pk]
   if any(p.note for p in pk): raise _Unliftable(pk[0].note or "raw packet")
   if engine == "compute":
     if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1: return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"])]
     if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] in (1, 2) and not f[0].get("cache_action") and not f[0].get("int_sel"):
+      return write(f[0]["addr"], 4 * f[0]["data_sel"], pk[0].offset + 3, pk[0].offset + 5, f[0]["data_lo"])  # no cache action: HWQueue.write
     if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 1: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 5, f[0]["data_lo"]))]
     if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == 3: return [Timestamp(Ref(sig(f[1]["addr"] - 8)))]
     if "DISPATCH_DIRECT" in names:
@@ -144,6 +151,8 @@ def _lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
     if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"])]
     if names == ["FENCE"]: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 3, f[0]["data"]))]
     if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(sig(f[0]["write_addr"] - 8)))]
+    if names == ["WRITE_UNTILED"] and f[0]["count"] in (0, 1):
+      return write(f[0]["dst_addr"], 4 * (f[0]["count"] + 1), pk[0].offset + 1, pk[0].offset + 4, f[0]["data0"])
     if names and all(n == "COPY_LINEAR" for n in names):
       src, dst = f[0]["src_addr"], f[0]["dst_addr"]
       size = sum(x["count"] + 1 for x in f)

@@ -236,6 +236,9 @@ class Capture:
       f, n = p.fields, p.name
       addr = None
       if n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
+      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"):
+        self._use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
+      elif n == "WRITE_UNTILED": self._use(f["dst_addr"])
       elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2): addr = f["addr"]
       elif n == "RELEASE_MEM" and f.get("data_sel") == 3: addr = f["addr"] - 8
       elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]

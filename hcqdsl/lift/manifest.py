@@ -376,12 +376,20 @@ def _signal_addrs(p) -> list:
   f = p.fields
   if p.raw: return []
   if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1: return [f["addr"]]
-  if p.name == "RELEASE_MEM" and f.get("data_sel") == 1: return [f["addr"]]
+  if p.name == "RELEASE_MEM" and f.get("data_sel") == 1 and (f.get("cache_action") or f.get("int_sel")): return [f["addr"]]
   if p.name == "RELEASE_MEM" and f.get("data_sel") == 3: return [f["addr"] - 8]
   if p.name == "POLL_REGMEM" and f.get("mem_poll") == 1: return [f["addr"]]
   if p.name == "FENCE": return [f["addr"]]
   if p.name == "TIMESTAMP_GET_GLOBAL": return [f["write_addr"] - 8]
   return []
+
+def _written(p) -> Optional[tuple]:
+  """(address, bytes) a `write` packet stores (tinygrad's HWQueue.write: RELEASE_MEM with no cache action, SDMA WRITE)."""
+  f = p.fields
+  if p.raw: return None
+  if p.name == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"): return f["addr"], 4 * f["data_sel"]
+  if p.name == "WRITE_UNTILED" and f.get("count") in (0, 1): return f["dst_addr"], 4 * (f["count"] + 1)
+  return None
 
 def _dispatch(g: list) -> Optional[tuple]:
   """(program address, kernarg address) of an exec group."""
@@ -452,6 +460,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         size = sum(p.fields["count"] + 1 for p in g)
         copies += [(f["src_addr"], size), (f["dst_addr"], size)]
       if q.engine == "compute" and (d := _dispatch(g)) is not None: dispatches.append(d)
+      copies += [w for p in g if (w := _written(p)) is not None]   # a write's bytes are a buffer's too
   if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] != "submit"]
   used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}
   def fresh(name: Optional[str], fallback: str) -> str:
@@ -684,7 +693,8 @@ def _period(shapes: list) -> Optional[tuple]:
 # where in a packet a per-launch value sits: packet name -> {dword index: role}
 _ROLES = {"WAIT_REG_MEM": {4: "value", 2: "addr", 3: "addr"}, "RELEASE_MEM": {5: "value", 3: "addr", 4: "addr"},
           "POLL_REGMEM": {3: "value", 1: "addr", 2: "addr"}, "FENCE": {3: "value", 1: "addr", 2: "addr"},
-          "COPY_LINEAR": {3: "src", 4: "src", 5: "dst", 6: "dst"}, "DISPATCH_DIRECT": {1: "dim", 2: "dim", 3: "dim"}}
+          "COPY_LINEAR": {3: "src", 4: "src", 5: "dst", 6: "dst"}, "DISPATCH_DIRECT": {1: "dim", 2: "dim", 3: "dim"},
+          "WRITE_UNTILED": {4: "value", 1: "addr", 2: "addr"}}
 
 class _Vars:
   """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
@@ -795,6 +805,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         for lo in (3, 5):
           use(t := tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
           accesses.append((seg_of(s, p.offset)[2], p.offset, t, lo == 3))
+      elif (w := _written(p)) is not None:   # a `write`: its bytes are a buffer's; an address changing per launch, rebound
+        lo = 3 if p.name == "RELEASE_MEM" else 1
+        use(t := tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), w[1], seg_of(s, p.offset)[2])
+        accesses.append((seg_of(s, p.offset)[2], p.offset, t, False))
       elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
       elif p.name == "DISPATCH_DIRECT":
         pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")
