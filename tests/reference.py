@@ -66,8 +66,13 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
   names = [n for n, _ in seqs]
   flat = []    # per sequence: [(launch, step)]
   for _, per in seqs: flat.append([(k + 1, s) for k, steps in enumerate(per) for s in steps])
-  overflow = {s[4] for f in flat for _, s in f if s[0] in ("wait", "write") and not 0 <= s[2] <= MASK}
-  flat = [[(k, (s[0], s[1], s[2] & MASK if s[2] is not None else None, s[3], s[4], s[5])) for k, s in f] for f in flat]
+  # the host (sequence 0) compares a signal's 64-bit memory, whose high half nothing sets: its waits for 2**32 or
+  # more never pass; the queues' packets see 32 bits
+  host_wait = lambda i, s: i == 0 and s[0] == "wait"
+  overflow = {s[4] for i, f in enumerate(flat) for _, s in f if s[0] in ("wait", "write")
+              and not 0 <= s[2] <= ((1 << 64) - 1 if host_wait(i, s) else MASK)}
+  flat = [[(k, (s[0], s[1], s[2] if s[2] is None or (host_wait(i, s) and s[2] > MASK) else s[2] & MASK, s[3], s[4], s[5]))
+           for k, s in f] for i, f in enumerate(flat)]
   # the host position (steps done) after which queue q's launch k may start
   gate = {}
   for p, (k, s) in enumerate(flat[0]):

@@ -98,7 +98,10 @@ def _execute_direct(u: Unrolled):
       a, sg, vr, of = at[m], sig[m], var[m], off[m]
       for k in range(N):
         pos = a + (k * lens[i] + 1)
-        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & U32_MAX, (k * S + i) * big + pos))
+        v = E[k][vr] + of
+        # the host's waits compare 64 bits (a value past 32 bits never passes), the packets 32
+        v = np.where(v > U32_MAX, v, v & U32_MAX) if i == 0 and kd == WAIT else v & U32_MAX
+        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, v, (k * S + i) * big + pos))
   cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
   # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
   wq, wp, ws, wv, wk = cat(inst.pop(WRITE))   # (popped: a big program's peak memory is its page faults)
@@ -313,7 +316,8 @@ def _execute_loop(u: Unrolled) -> _Execution:
         kind = op[0]
         if kind == WAIT:
           _, s, var, val = op
-          need = (val if var is None else envk[var] + val) & U32_MAX
+          need = val if var is None else envk[var] + val
+          if i or need <= U32_MAX: need &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
           if value[s] < need:
             heappush(waiters[s], (need, i))
             break

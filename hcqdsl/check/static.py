@@ -2,7 +2,7 @@
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, WRITE_SIZES, DTYPES, split_lines,
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, DTYPES, split_lines,
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
@@ -221,6 +221,10 @@ class StaticCheck:
             self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", self.prog.locate(r.name, s.span, seen[r.name]))
           else: submitted[r.name] = s.span
         continue
+      if isinstance(s, Wait):   # the host compares the signal's 64-bit memory: its waits take 64-bit values
+        self._need(s.signal, Signal, "signal", s.span)
+        self._expr(s.value, s.span, U64_MAX)
+        continue
       self._stmt(s)
 
   def _expect(self, e: Expect):
@@ -240,10 +244,12 @@ class StaticCheck:
     elif isinstance(s, Copy): self._copy(s)
     elif isinstance(s, Write): self._write(s)
 
-  def _expr(self, e: Expr, at):
+  def _expr(self, e: Expr, at, limit: int = U32_MAX):
     if e.var is not None: self._need(e.var, Var, "var", at)
-    elif not 0 <= e.offset <= U32_MAX:
+    elif not 0 <= e.offset <= limit and limit == U32_MAX:
       self._err("overflow", f"{e.offset} ({e.offset:#x}) is outside 32 bits (signal values are 0 .. {U32_MAX})", self._value_span(at))
+    elif not 0 <= e.offset <= limit:
+      self._err("overflow", f"{e.offset} ({e.offset:#x}) is outside 64 bits (the host's waits compare 0 .. {limit})", self._value_span(at))
 
   def _value_span(self, at):
     """The value of a `wait`/`signal` statement: the text after its `=` or `>=`."""

@@ -102,7 +102,12 @@ class Unrolled:
     """The unwrapped value of a WAIT/WRITE op in a launch (may be outside 32 bits: `overflow`)."""
     return op[3] if op[2] is None else self.envs[launch - 1][op[2]] + op[3]
 
-  def value(self, op, launch: int) -> int: return self.raw(op, launch) & U32_MAX  # what the 32-bit packets see
+  def value(self, op, launch: int, host: bool = False) -> int:
+    """What the op compares or stores: the 32-bit packets see the low 32 bits; the host's wait compares the signal's
+    whole 64-bit memory (tinygrad's HCQSignal.wait), whose high half nothing in a program sets, so a host wait for
+    2**32 or more never passes."""
+    v = self.raw(op, launch)
+    return v if host and op[0] == WAIT and v > U32_MAX else v & U32_MAX
 
   def gate_pos(self, i: int, launch: int) -> int:
     """The host position that submits queue i for `launch` (0: none needed)."""

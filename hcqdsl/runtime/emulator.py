@@ -113,7 +113,7 @@ class HostWait(Block):
   launch: int
   stmt: str
   timeout_us: float = 10_000_000.0
-  def ready(self, mem): return mem.r32(self.addr) >= self.value
+  def ready(self, mem): return mem.r32(self.addr) | mem.r32(self.addr + 4) << 32 >= self.value  # 64 bits, as tinygrad's host
 
 @attrs.define(eq=False)
 class RingSpace(Block):
@@ -757,8 +757,9 @@ class Emulator(Device):
     self.mem.writes += 1
   def read_ptr(self, ring): return self.by_ring[id(ring)].rptr
   def signal_write(self, addr, value):
-    """A host `signal`: a 32-bit store the waits that it satisfies are ordered after (time, trace flows)."""
-    self.mem.w32(addr, value)
+    """A host `signal`: a 64-bit store of the 32-bit value (tinygrad's HCQSignal.value setter writes the whole slot),
+    which the waits it satisfies are ordered after (time, trace flows)."""
+    self.mem.w64(addr, value & U32_MAX)
     h = self.host_actor
     if h is not None: self.note_write(addr, h.clock + HOST_COST["signal"])
 
