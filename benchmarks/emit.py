@@ -68,7 +68,7 @@ def decode(layers: int, dim: int, vocab: int):
   import tempfile
   ex, tmp = str(ROOT / "examples" / "tinygrad"), tempfile.mkdtemp(prefix="hcqdsl-bench-")
   out = f"{tmp}/decode.hcq"
-  params = layers * 12 * dim * dim + (vocab + 16) * dim + dim * vocab
+  params = layers * 12 * dim * dim + (vocab + 16) * dim   # blocks, token and position embeddings (the head is tied)
   print(f"gpt2_decode.py: {layers} layers, dim {dim}, vocab {vocab}: {params / 1e6:.1f}M parameters, 6 calls\n")
   print("| step | wall s | peak RSS MB |")
   print("| --- | --- | --- |")

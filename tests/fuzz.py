@@ -6,7 +6,7 @@ point's documented error, or an emulator fault that is an internal error. Seeded
   python tests/fuzz.py [--n 2000]      prints the figures for docs/reliability.md
 """
 from __future__ import annotations
-import glob, json, os, random, struct, traceback
+import glob, json, os, random, re, struct, traceback
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
@@ -42,61 +42,157 @@ def fuzz_text(n: int, seed: int = 0):
     except Exception as e: fails.append(_fail("text", t, e))
   return n, fails
 
-def _images():
+def _images() -> list:
+  """Every compilable `programs/*.hcq` (those with errors on purpose that still lower are kept: an image is an image)."""
   from hcqdsl import parse
+  from hcqdsl.diagnostics import HcqError
   from hcqdsl.amd.compile import compile_program
   out = []
   for p in PROGRAMS:
     try: out.append(compile_program(parse(open(p, encoding="utf-8").read(), p)).to_bytes())
-    except Exception: pass   # programs with errors on purpose
+    except HcqError: pass   # a program that does not lower (unknown names, ...)
   return out
+
+def split_image(b: bytes) -> tuple:
+  """(metadata JSON, data part) of an image file: the framing of docs/amd.md, read independently of hcqdsl."""
+  n = struct.unpack_from("<I", b, 12)[0]
+  return json.loads(b[16:16 + n]), b[16 + n + (-(16 + n) % 8):]
+
+def join_image(meta, data: bytes) -> bytes:
+  from hcqdsl.amd.image import MAGIC, VERSION
+  js = json.dumps(meta).encode()
+  head = MAGIC + struct.pack("<II", VERSION, len(js)) + js
+  return head + b"\0" * (-len(head) % 8) + data
+
+def edit_metadata(b: bytes, edit) -> bytes:
+  """The image `b` with `edit(meta)` applied to its metadata JSON (a corrupt image no writer would make)."""
+  meta, data = split_image(b)
+  edit(meta)
+  return join_image(meta, data)
 
 _VALUES = [None, True, 0, -1, 1, 3, 2**32, 2**48, 2**64, 1.5, "", "x", "gfx992", "nan", [], [0], [0, 0], [-1, 8], {}, {"a": 1}]
 
+def _at(at: str, key) -> str: return f"{at}[{key}]" if type(key) is int else f"{at}.{key}" if at else key
+
 def _mutate_meta(rng: random.Random, m):
-  """Replace, delete or retype one node of the JSON tree."""
-  path, node = [], m
-  while isinstance(node, (dict, list)) and node and (not path or rng.random() < 0.85):
+  """Replace, delete or retype one node of the JSON tree. Returns (tree, [(path, parent path, key, old node, new
+  node)]), paths written as the reader names fields (`queues[0].patches[1][2]`); new is _GONE for a deletion (of a
+  list item: the change is the list's, its later items move)."""
+  at, parent, grand, node, owner = "", None, None, m, None
+  while isinstance(node, (dict, list)) and node and (owner is None or rng.random() < 0.85):
     k = rng.choice(list(node)) if isinstance(node, dict) else rng.randrange(len(node))
-    path.append((node, k)); node = node[k]
-  if not path: return rng.choice(_VALUES)
-  parent, k = path[-1]
+    owner, key, grand, parent, at, node = node, k, parent, at, _at(at, k), node[k]
+  if owner is None: return (new := rng.choice(_VALUES)), [("", None, None, m, new)]
   r = rng.random()
-  if r < 0.15 and isinstance(parent, dict): del parent[k]
-  elif r < 0.3 and isinstance(parent, list): del parent[k]
-  elif r < 0.5 and isinstance(node, int) and not isinstance(node, bool): parent[k] = node + rng.choice([-1, 1, 4, -4, 1 << 20, -(1 << 40)])
-  else: parent[k] = rng.choice(_VALUES)
-  return m
+  if r < 0.15 and isinstance(owner, dict): del owner[key]; new = _GONE
+  elif r < 0.3 and isinstance(owner, list):
+    old = list(owner); del owner[key]
+    return m, [(parent, grand, None, old, owner)]
+  elif r < 0.5 and type(node) is int: new = owner[key] = node + rng.choice([-1, 1, 4, -4, 1 << 20, -(1 << 40)])
+  else: new = owner[key] = rng.choice(_VALUES)
+  return m, [(at, parent, key, node, new)]
+
+_GONE = object()
+
+def _changes(a, b, at="", parent=None, key=None) -> list:
+  """Where JSON trees a and b differ, as _mutate_meta describes a change (a list of another length: the list)."""
+  if type(a) is not type(b) or not isinstance(a, (dict, list)):
+    return [] if type(a) is type(b) and a == b else [(at, parent, key, a, b)]
+  if isinstance(a, list):
+    if len(a) != len(b): return [(at, parent, key, a, b)]
+    return [c for i, (x, y) in enumerate(zip(a, b)) for c in _changes(x, y, _at(at, i), at)]
+  return [c for k in a.keys() | b.keys()
+          for c in (_changes(a[k], b[k], _at(at, k), at, k) if k in a and k in b else [(_at(at, k), at, k, a.get(k, _GONE), b.get(k, _GONE))])]
+
+def _strings(x) -> set:
+  if isinstance(x, str): return {x}
+  if isinstance(x, dict): return set(x) | {s for v in x.values() for s in _strings(v)}
+  if isinstance(x, list): return {s for v in x for s in _strings(v)}
+  return set()
+
+_ERROR = re.compile(r"corrupt image metadata: (.+?) (?:is (.+?), (?:not|past)|has (?:no|a key) `)")
+
+def expected_meta_error(msg: str, changes: list) -> bool:
+  """Is `msg` (from Image.from_bytes) the error these changes call for? It names a changed node, a node inside one,
+  the object or row that holds one (a key deleted, a row shortened); or it is a reference to a name the changes
+  defined or renamed; or a bound inside the queue whose dwords or source map changed."""
+  m = _ERROR.match(msg)
+  if m is None: return False
+  where, value = ("" if m[1] == "the metadata" else m[1]), m[2]
+  for at, parent, key, old, new in changes:
+    if where == at or where.startswith((at + ".", at + "[")) or at == "" or where == parent: return True
+    if value is not None and value[:1] == "'" and value.strip("'") in _strings([key, old, new]): return True
+    q = re.match(r"queues\[\d+\]", at)
+    if q and where.startswith(q[0] + ".") and "not an integer in" in msg: return True
+  return False
+
+def accepted_change_ok(changes: list) -> bool:
+  """A mutation the reader accepted must keep the node's JSON type (or turn null into a value or back, or a number
+  into "nan")."""
+  for at, parent, key, old, new in changes:
+    if new is _GONE or new is None or old is None or type(old) is type(new): continue
+    if type(old) in (int, float) and (type(new) in (int, float) or new in ("nan", "inf", "-inf")): continue
+    return False
+  return True
 
 def _reads_image(img, rng: random.Random):
-  from hcqdsl.amd.disasm import disasm_image, as_hcq
-  disasm_image(img); as_hcq(img)
+  from hcqdsl.amd.disasm import disasm_image
+  from hcqdsl.lift.image import as_hcq, lift_image
+  from hcqdsl.lang.format import format_program
+  disasm_image(img); as_hcq(img); format_program(lift_image(img))
   for a in [r.addr for r in img.regions] + [rng.randrange(1 << 48) for _ in range(4)]: img.name_at(a); img.name_at(a + 8)
   for q in img.queues:
     for off in range(-1, len(q.dwords) + 2, max(1, len(q.dwords) // 8)): q.span_at(off)
 
+def expected_byte_error(old: bytes, new: bytes):
+  """The error Image.from_bytes must give for `new` (bytes of `old` changed, its end cut): None when it must read,
+  a string when the framing (magic, version, length, JSON) decides it, else a predicate on the message."""
+  from hcqdsl.amd.image import MAGIC, VERSION
+  if len(new) < 16 or new[:8] != MAGIC: return "not an hcqdsl image (bad magic)"
+  if (ver := struct.unpack_from("<I", new, 8)[0]) != VERSION: return f"unsupported image version {ver} (this hcqdsl reads {VERSION})"
+  n = struct.unpack_from("<I", new, 12)[0]
+  if 16 + n > len(new): return "truncated image (metadata)"
+  try: meta = json.loads(new[16:16 + n])
+  except ValueError as e: return f"corrupt image metadata: {e}"
+  old_meta, old_data = split_image(old)
+  data = new[16 + n + (-(16 + n) % 8):]
+  changes = _changes(old_meta, meta)
+  past_end = lambda msg: re.fullmatch(rf"corrupt image metadata: \S+ is \[\d+, \d+\], past the end of the {len(data)}-byte data part", msg) is not None
+  if changes: return lambda msg: expected_meta_error(msg, changes) or (len(data) < len(old_data) and past_end(msg))
+  if len(data) < len(old_data.rstrip(b"\0")): return past_end   # cut into the data pieces: a reference past the end
+  return None if len(data) >= len(old_data) else past_end        # only the padding (or zeros) cut: it may read
+
 def fuzz_images(n: int, seed: int = 0):
-  from hcqdsl.amd.image import Image, MAGIC
+  """Mutated compiled images: each must read (and then write back the same image, and every reader of an image
+  must take it) or fail with the error the mutation calls for (expected_meta_error, expected_byte_error)."""
+  from hcqdsl.amd.image import Image, ImageError
   rng = random.Random(seed)
   imgs = _images()
   fails = []
+  for b in imgs:   # what compile writes reads back, and writes the same bytes again
+    if Image.from_bytes(b).to_bytes() != b: fails.append(("round trip", b[:200], "read and written again, the bytes differ"))
   for _ in range(n):
-    b = rng.choice(imgs)
+    b = old = rng.choice(imgs)
     if rng.random() < 0.7:   # the metadata, structurally
-      ln = struct.unpack_from("<I", b, 12)[0]
-      m = _mutate_meta(rng, json.loads(b[16:16 + ln]))
-      js = json.dumps(m).encode()
-      head = MAGIC + struct.pack("<II", 1, len(js)) + js
-      blob = b[16 + ln + (-(16 + ln) % 8):]
-      b = head + b"\0" * (-len(head) % 8) + blob
+      meta, data = split_image(b)
+      meta, changes = _mutate_meta(rng, meta)
+      b = join_image(meta, data)
+      want = lambda msg, changes=changes: expected_meta_error(msg, changes)
     else:                    # bytes anywhere
       b = bytearray(b)
       for _ in range(rng.randint(1, 8)): b[rng.randrange(len(b))] = rng.randrange(256)
       b = bytes(b[:len(b) - rng.choice([0, 0, 0, 1, 7, 100])])
+      changes, want = None, expected_byte_error(old, b)
     try: img = Image.from_bytes(b)
-    except ValueError: continue
+    except ImageError as e:
+      if want is None or (want != str(e) if isinstance(want, str) else not want(str(e))): fails.append(("wrong error", b[:200], str(e)))
+      continue
     except Exception as e: fails.append(_fail("from_bytes", b[:200], e)); continue
-    try: _reads_image(img, rng)
+    if isinstance(want, str) or (changes is not None and not accepted_change_ok(changes)):
+      fails.append(("accepted", b[:200], f"read, but expected {want if isinstance(want, str) else changes}")); continue
+    try:
+      if Image.from_bytes(img.to_bytes()) != img: fails.append(("rewrite", b[:200], "written and read again, the image differs"))
+      _reads_image(img, rng)
     except Exception as e: fails.append(_fail("image reader", b[:200], e))
   return n, fails
 

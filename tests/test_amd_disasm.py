@@ -10,7 +10,8 @@ from hcqdsl.lang.format import format_decl
 from hcqdsl.amd.compile import compile_program
 from hcqdsl.amd.image import Image
 from hcqdsl.cli import compile as cli_compile_mod, disasm as cli_disasm_mod
-from hcqdsl.amd.disasm import disasm_dwords, disasm_image, lift_queue, as_hcq
+from hcqdsl.amd.disasm import disasm_dwords, disasm_image
+from hcqdsl.lift.image import lift_queue, as_hcq
 from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue
 from hcqdsl.cli import main
 from test_amd_encode import PROGRAM

@@ -1,9 +1,8 @@
 """A bounded fuzz run per entry point that reads untrusted input (tests/fuzz.py; bigger runs: `python tests/fuzz.py
 --n 20000`, figures in docs/reliability.md). Seeded, so a failure reproduces."""
-import json, struct
 import pytest
-from fuzz import FUZZERS
-from hcqdsl.amd.image import Image, MAGIC
+from fuzz import FUZZERS, edit_metadata
+from hcqdsl.amd.image import Image
 from hcqdsl.cli import main
 
 N = {"text": 300, "images": 600, "raw dwords": 600, "rings": 300}
@@ -17,11 +16,7 @@ def _image(meta_edit):
   from hcqdsl import parse
   from hcqdsl.amd.compile import compile_program
   b = compile_program(parse("device g = AMD:0\nsignal s on g\nqueue q compute on g {\n  signal s = 1\n}\n", "t.hcq")).to_bytes()
-  ln = struct.unpack_from("<I", b, 12)[0]
-  m = json.loads(b[16:16 + ln]); meta_edit(m)
-  js = json.dumps(m).encode()
-  head = MAGIC + struct.pack("<II", 1, len(js)) + js
-  return head + b"\0" * (-len(head) % 8) + b[16 + ln + (-(16 + ln) % 8):]
+  return edit_metadata(b, meta_edit)
 
 @pytest.mark.parametrize("edit,msg", [
   (lambda m: m.update(target="gfx992"), "target is 'gfx992', not one of gfx1100, gfx1201, gfx942"),

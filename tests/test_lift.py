@@ -6,12 +6,15 @@ from hypothesis import given, settings, HealthCheck
 import hcqdsl
 from hcqdsl.ir import Queue, Host
 from hcqdsl.amd.compile import compile_program
-from hcqdsl.lift.manifest import lift_image, lift_manifest, load_manifest, lift_file, ManifestError
+from hcqdsl.lift.image import lift_image
+from hcqdsl.lift.manifest import lift_manifest, load_manifest, lift_file, ManifestError
 from hcqdsl import parse, parse_with_diagnostics
 from hcqdsl.lang.format import format_program
 from hcqdsl.diagnostics import render_text
 import check_gen
 from lift_util import manifest_from_image
+from test_image import round_trip
+from hcqdsl.amd.image import Image
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -40,12 +43,11 @@ def codes(prog, launches: int = 2) -> list:
   return sorted((k.get(d.span.line if d.span else 0), d.code, d.severity) for d in hcqdsl.check(prog, launches))
 
 def image_round_trip(prog):
+  """test_image.round_trip (compile, write, read, disasm, lift, compile: the same image), and the lifted program
+  checks as the original does."""
   img = compile_program(prog)
-  lifted = parse(format_program(lift_image(img)), "lifted.hcq")
-  img2 = compile_program(lifted)
-  assert [(q.name, q.dwords, [(p.offset, p.var, p.add) for p in q.patches]) for q in img2.queues] == \
-         [(q.name, q.dwords, [(p.offset, p.var, p.add) for p in q.patches]) for q in img.queues]
-  assert img2.host == [{**h, "line": h2["line"]} for h, h2 in zip(img.host, img2.host)]
+  lifted = parse(format_program(lift_image(Image.from_bytes(img.to_bytes()))), "lifted.hcq")
+  round_trip(prog)
   assert codes(lifted) == codes(prog)
   return lifted
 
@@ -353,14 +355,20 @@ def test_names_from_the_manifest_stay_valid():
   assert hcqdsl.check(prog, 1) == []
 
 def test_corrupt_image_metadata_is_an_error(tmp_path):
+  from fuzz import edit_metadata
+  b = compile_program(parse(HANG, "h.hcq")).to_bytes()
+  (tmp_path / "bad.hcqimg").write_bytes(edit_metadata(b, lambda m: m["queues"][0].update(arch="gfx9")))
+  with pytest.raises(ManifestError) as e: lift_file(tmp_path / "bad.hcqimg")
+  assert str(e.value) == f"{tmp_path / 'bad.hcqimg'}: corrupt image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942"
+  (tmp_path / "bad2.hcqimg").write_bytes(edit_metadata(b, lambda m: m.update(host=[{"op": "submit"}])))
+  with pytest.raises(ManifestError) as e: lift_file(tmp_path / "bad2.hcqimg")
+  assert str(e.value) == f"{tmp_path / 'bad2.hcqimg'}: corrupt image metadata: host[0] has no `line`"
+
+def test_an_image_that_does_not_fit_the_schema_is_not_written():
   img = compile_program(parse(HANG, "h.hcq"))
   img.queues[0].arch = "gfx9"
-  img.save(tmp_path / "bad.hcqimg")
-  with pytest.raises(ManifestError, match=r"bad.hcqimg: corrupt image metadata: queues\[0\].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942"): lift_file(tmp_path / "bad.hcqimg")
-  img = compile_program(parse(HANG, "h.hcq"))
-  img.host = [{"op": "submit"}]
-  img.save(tmp_path / "bad2.hcqimg")
-  with pytest.raises(ManifestError, match=r"bad2.hcqimg: corrupt image metadata: host\[0\] has no `line`"): lift_file(tmp_path / "bad2.hcqimg")
+  with pytest.raises(ValueError) as e: img.to_bytes()
+  assert str(e.value) == "cannot write image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942"
 
 def test_triage_of_an_emulator_hang():
   """The emulator plays the GPU that hung: its rings (launch 1's dwords), where each blocked queue stopped and the

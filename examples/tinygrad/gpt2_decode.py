@@ -2,7 +2,8 @@
 the first call (`if not hasattr(self, "cache_kv")`), the position is a bound Variable, and decoding is greedy: the
 JIT returns the argmax token and the next call's input is that token, read back on the host (gpt2.py's `.item()`).
 `hcqdsl emit examples/tinygrad/gpt2_decode.py -o d.hcq` emits it (call 1 eager, calls 2.. the launches);
-`main(layers=8, dim=512)` is the 26M-parameter size of benchmarks/emit.py, `layers=12, dim=768` GPT-2 small's."""
+`main(layers=8, dim=512)` is the 25M-parameter size of benchmarks/emit.py, `layers=12, dim=768, vocab=50257` GPT-2
+small's (124M parameters)."""
 import numpy as np
 from tinygrad import Tensor, Variable, TinyJit
 
@@ -31,11 +32,11 @@ class Block:
 class Transformer:
   def __init__(self, layers, dim, heads, rng, vocab=VOCAB):
     self.wte, self.wpe = _w(rng, vocab, dim), _w(rng, MAX_CTX, dim)
-    self.blocks, self.lm_head = [Block(dim, heads, rng) for _ in range(layers)], _w(rng, dim, vocab)
+    self.blocks = [Block(dim, heads, rng) for _ in range(layers)]   # the head is tied to wte, as GPT-2's
   def __call__(self, tok: Tensor, start_pos) -> Tensor:
     x = self.wte[tok].reshape(1, 1, -1) + self.wpe[start_pos].reshape(1, 1, -1)
     for b in self.blocks: x = b(x, start_pos)
-    return (x.layernorm() @ self.lm_head).argmax(-1).reshape(1).realize()   # greedy: the next token
+    return (x.layernorm() @ self.wte.T).argmax(-1).reshape(1).realize()   # greedy: the next token
 
 def _w(rng, *shape): return Tensor((rng.standard_normal(shape, dtype=np.float32) * 0.5 / np.sqrt(shape[0])).astype(np.float32)).realize()
 

@@ -5,7 +5,6 @@ kind). The on-disk format is described in docs/amd.md."""
 from __future__ import annotations
 import pathlib, struct
 from typing import Optional
-import attrs
 import numpy as np
 from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
                  ARCHS, NO_SPAN, U32_MAX, resolve)
@@ -122,10 +121,10 @@ class CodeLoader:
     if (kname, dev) in self.loaded: return self.loaded[kname, dev]
     k = self.names.get(kname)
     if k is None or type(k).__name__ != "Kernel": raise _err("name", f"`{kname}` is not a kernel", span)
-    t = get_target(self.arch[dev])
+    t, elf = get_target(self.arch[dev]), None
     if k.impl is not None and k.impl.amd_code:
       path = self.base_dir / k.impl.amd_code
-      try: co = codeobj.from_elf(t, path.read_bytes())
+      try: co = codeobj.from_elf(t, elf := path.read_bytes())
       except (OSError, ValueError) as e: raise _err("name", f"kernel `{kname}`: cannot load AMD code object {path}: {e}", span or k.span)
     else: co = codeobj.synthetic(t, kname, len(k.params))
     a = self.plan.region(f"{kname}.code@{dev}", "code", dev, len(co.image) + (-len(co.image) % 4), kernel=kname)
@@ -135,9 +134,14 @@ class CodeLoader:
     self.kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
                          "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
                          "params": [[p.mode, p.name, o] for p, o in zip(k.params, offs)],
-                         "impl": attrs.asdict(k.impl, filter=lambda a, _: a.name != "span") if k.impl is not None else None})
+                         "impl": _impl_record(k.impl),
+                         **({"code_object": elf} if elf is not None else {})})   # the ELF, for `lift` to write out
     self.loaded[kname, dev] = (co, a)
     return self.loaded[kname, dev]
+
+def _impl_record(i) -> Optional[dict]:
+  if i is None: return None
+  return {"builtin": i.builtin, "dtype": i.dtype, "args": list(i.args), "c_source": i.c_source, "amd_code": i.amd_code}
 
 class Lowering:
   """One program's lowering for AMD: the memory plan, then each queue's statements through STATEMENTS (statement type
@@ -170,7 +174,7 @@ class Lowering:
     if type(e) is int: return e & U32_MAX
     if e.var is None: return e.offset & U32_MAX
     if e.var.name not in self.env1: raise _err("name", f"`{e.var.name}` is not a var", span)
-    p = Patch(self.q.name, at, e.var.name, e.offset, encoding)
+    p = Patch(at, e.var.name, e.offset, encoding)
     patches.append(p)
     return p.value(self.env1)
 
@@ -269,7 +273,7 @@ class Lowering:
     offs, size = kernarg_layout(k.params)
     kasz = max(size, co.kernarg_size)
     ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
-                          kernel=k.name, args=[[sl.buffer.name, sl.start, sl.end, sl.ranged] if type(sl) is Slice else None for sl in s.args])
+                          kernel=k.name, args=[[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args])
     kargs = bytearray(kasz)
     for p, a, o in zip(k.params, s.args, offs):
       if p.scalar:

@@ -1,19 +1,28 @@
-"""The compiled image: memory plan, per-queue command buffers and patch tables, and its on-disk format (docs/amd.md)."""
+"""The compiled image: memory plan, per-queue command buffers and patch tables, and its on-disk format.
+
+The format is one declaration, IMAGE (at the end): `Image.to_bytes` writes through it and `Image.from_bytes` reads
+through it, and both check every value against it (types, ranges, names that must be defined, offsets inside their
+queue), so what `to_bytes` writes always reads back, and a bad file is refused naming its first bad field.
+docs/amd.md lists the declaration (`describe()`)."""
 from __future__ import annotations
 import bisect, json, pathlib, struct
 from typing import Optional
 import attrs
-from ..ir import Expr, Ref, U32_MAX
+from ..ir import Expr, Ref, U32_MAX, ARCHS, DTYPES, SCALARS
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
-__all__ = ["Image", "QueueImage", "Patch", "Region", "MAGIC", "VERSION"]
+__all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
+           "REGION_KINDS", "ENCODINGS", "IMAGE", "describe"]
 
-M32 = U32_MAX
 MAGIC, VERSION = b"HCQIMG\0\0", 1
+HEADER_SIZE = 16                  # magic, u32 version, u32 metadata length
+ADDR_MAX = (1 << 48) - 1          # GPU virtual addresses (and sizes) are below 2**48
+REGION_KINDS = ("signals", "buffer", "code", "kernargs", "scratch", "cmdbuf")
+ENCODINGS = ("u32", "lo", "hi")   # Patch.encoding: the value's low dword; lo/hi: the low/high dword of a 64-bit one
 
 @attrs.define
 class Region:
-  """One allocation of the memory plan. kind: signals | buffer | code | kernargs | scratch | cmdbuf."""
+  """One allocation of the memory plan. kind: one of REGION_KINDS; meta: what it holds (IMAGE says which keys)."""
   name: str
   kind: str
   device: Optional[str]  # None: host memory
@@ -23,17 +32,16 @@ class Region:
 
 @attrs.define
 class Patch:
-  """Dword `offset` of `queue`'s command buffer (or, for the queue's memory patches, the dword at address `offset`)
-  holds `var + add` (var None: a constant): encoding u32 its low 32 bits, lo/hi the low/high dword of a 64-bit
+  """Dword `offset` of a queue's command buffer (or, in the queue's memory patches, the dword at address `offset`)
+  holds `var + add` (var None: a constant): encoding u32 (or lo) its low 32 bits, hi the high dword of a 64-bit
   address."""
-  queue: str
   offset: int
   var: Optional[str]
   add: int
   encoding: str = "u32"
   def value(self, env: dict) -> int:
     v = (env[self.var] if self.var is not None else 0) + self.add
-    return (v >> 32 if self.encoding == "hi" else v) & M32
+    return (v >> 32 if self.encoding == "hi" else v) & U32_MAX
   def expr(self) -> str:
     e = str(Expr(Ref(self.var) if self.var else None, self.add))
     return e if self.encoding == "u32" else f"{self.encoding}({e})"
@@ -62,11 +70,11 @@ class Image:
   target: str
   file: str
   devices: list   # {"name", "index", "arch"}
-  vars: list      # every var incl. D.epoch
+  vars: list      # every var incl. D.epoch and a rebound buffer's B.addr
   regions: list   # of Region
-  signals: dict   # name -> address of the value (timestamp at +8)
+  signals: dict   # name -> address of the value (timestamp at +TIMESTAMP_OFFSET)
   buffers: dict   # name -> (address, size)
-  kernels: list   # {"name", "device", "code_addr", "prog_addr", "kd_addr", "synthetic", "kernarg_size"}
+  kernels: list   # {"name", "device", "code_addr", "kd_addr", "prog_addr", "synthetic", "kernarg_size", "params", "impl"}
   queues: list    # of QueueImage
   data: list      # (address, bytes): initial memory contents (signal values, buffer inits, code, kernargs)
   host: list      # host statements with resolved addresses, see docs/amd.md
@@ -98,54 +106,262 @@ class Image:
         return r.name if addr == r.addr else f"{r.name}+{addr - r.addr:#x}"
     return None
 
-  # ---- on-disk format: MAGIC, u32 version, u32 json length, JSON, zero pad to 8, blob (docs/amd.md)
+  # ---- on-disk format: MAGIC, u32 version, u32 metadata length, the metadata (JSON, by IMAGE), zero pad to 8, data
   def to_bytes(self) -> bytes:
-    blob = bytearray()
-    def put(b: bytes) -> list:
-      off = len(blob); blob.extend(b); blob.extend(b"\0" * (-len(blob) % 8))
-      return [off, len(b)]
-    meta = {"target": self.target, "file": self.file, "devices": self.devices, "vars": self.vars,
-            "regions": [attrs.asdict(r) for r in self.regions], "signals": self.signals,
-            "buffers": {k: list(v) for k, v in self.buffers.items()}, "kernels": self.kernels, "host": self.host,
-            "expects": self.expects, "var_values": self.var_values,
-            "rewrites": [[k, a, put(b)] for k, a, b in self.rewrites],
-            "queues": [{"name": q.name, "engine": q.engine, "device": q.device, "arch": q.arch, "addr": q.addr,
-                        "dwords": put(struct.pack(f"<{len(q.dwords)}I", *q.dwords)),
-                        "patches": [[p.offset, p.var, p.add, p.encoding] for p in q.patches],
-                        "mem_patches": [[p.offset, p.var, p.add, p.encoding] for p in q.mem_patches],
-                        "stmts": [list(s) for s in q.stmts]} for q in self.queues],
-            "data": [[a, put(b)] for a, b in self.data]}
-    js = json.dumps(meta, separators=(",", ":")).encode()
+    """The file. Raises ImageError when the image does not fit IMAGE (a bug in whoever built it)."""
+    c = _Pass(False, bytearray())
+    js = json.dumps(IMAGE.conv(self, c, ""), separators=(",", ":")).encode()
     head = MAGIC + struct.pack("<II", VERSION, len(js)) + js
-    return head + b"\0" * (-len(head) % 8) + bytes(blob)
+    return head + bytes(-len(head) % 8) + bytes(c.data)
 
   @staticmethod
   def from_bytes(b: bytes) -> "Image":
-    if len(b) < 16 or b[:8] != MAGIC: raise ValueError("not an hcqdsl image (bad magic)")
+    """Raises ImageError (a ValueError) naming what is wrong: magic, version, length, or the first bad field."""
+    if len(b) < HEADER_SIZE or b[:8] != MAGIC: raise ImageError("not an hcqdsl image (bad magic)")
     ver, n = struct.unpack_from("<II", b, 8)
-    if ver != VERSION: raise ValueError(f"unsupported image version {ver} (this hcqdsl reads {VERSION})")
-    if 16 + n > len(b): raise ValueError("truncated image (metadata)")
-    try: m = json.loads(b[16:16 + n])
-    except ValueError as e: raise ValueError(f"corrupt image metadata: {e}") from None
-    base = 16 + n + (-(16 + n) % 8)
-    from .image_meta import validate
-    validate(m, max(0, len(b) - base))
-    def get(ref) -> bytes:
-      off, ln = ref
-      if base + off + ln > len(b): raise ValueError("truncated image (data)")
-      return bytes(b[base + off:base + off + ln])
-    try:
-      queues = [QueueImage(q["name"], q["engine"], q["device"], q["arch"], q["addr"],
-                           list(struct.unpack(f"<{q['dwords'][1] // 4}I", get(q["dwords"]))),
-                           [Patch(q["name"], o, v, a, e) for o, v, a, e in q["patches"]], [tuple(s) for s in q["stmts"]],
-                           [Patch(q["name"], o, v, a, e) for o, v, a, e in q.get("mem_patches", [])])
-                for q in m["queues"]]
-      return Image(m["target"], m["file"], m["devices"], m["vars"], [Region(**r) for r in m["regions"]], m["signals"],
-                   {k: tuple(v) for k, v in m["buffers"].items()}, m["kernels"], queues,
-                   [(a, get(r)) for a, r in m["data"]], m["host"], m.get("expects", []), m.get("var_values", {}),
-                   [(k, a, get(r)) for k, a, r in m.get("rewrites", [])])
-    except (KeyError, TypeError, struct.error) as e: raise ValueError(f"corrupt image metadata: {e!r}") from None
+    if ver != VERSION: raise ImageError(f"unsupported image version {ver} (this hcqdsl reads {VERSION})")
+    if HEADER_SIZE + n > len(b): raise ImageError("truncated image (metadata)")
+    try: m = json.loads(b[HEADER_SIZE:HEADER_SIZE + n])
+    except ValueError as e: raise ImageError(f"corrupt image metadata: {e}") from None   # also bad UTF-8
+    base = HEADER_SIZE + n + -(HEADER_SIZE + n) % 8
+    return IMAGE.conv(m, _Pass(True, memoryview(b)[base:]), "")
 
   def save(self, path) -> None: pathlib.Path(path).write_bytes(self.to_bytes())
   @staticmethod
   def load(path) -> "Image": return Image.from_bytes(pathlib.Path(path).read_bytes())
+
+# ---------------------------------------------------------------- the schema
+
+class ImageError(ValueError):
+  """An image that cannot be read (or, from to_bytes, written); the message names the first bad field."""
+
+class _Pass:
+  """One pass over an image's metadata, reading (JSON -> objects) or writing (objects -> JSON; the data part grows
+  as bytes are met): the names defined so far (devices, vars, ...), the dword count of the queue being converted and
+  the row being converted, for the checks that depend on them."""
+  def __init__(self, reading: bool, data):
+    self.reading, self.data = reading, data
+    self.names: dict = {}
+    self.ndw, self.row = 0, []
+  def bad(self, msg: str):
+    raise ImageError(f"{'corrupt image metadata' if self.reading else 'cannot write image metadata'}: {msg}")
+  def fail(self, at: str, what: str, v):
+    r = repr(v)
+    self.bad(f"{at} is {r[:40] + '...' if len(r) > 40 else r}, not {what}")
+
+def _at(at: str, key) -> str: return f"{at}.{key}" if at else str(key)
+
+def _among(names) -> str: return ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+
+class Int:
+  """An integer in lo..hi; a bound may be a function of the pass (the queue's dword count, the row so far)."""
+  def __init__(self, lo: int = 0, hi=ADDR_MAX, doc: str = ""): self.lo, self.hi, self.text = lo, hi, doc
+  def conv(self, v, c: _Pass, at: str):
+    lo, hi = self.lo, self.hi(c) if callable(self.hi) else self.hi
+    if type(v) is not int or not lo <= v <= hi: c.fail(at, f"an integer in {lo}..{hi}", v)
+    return v
+  def doc(self) -> str: return self.text or f"int {self.lo}..{self.hi}"
+
+class Str:
+  """A string: one of `among`, or a name of `ref` (defined earlier in the metadata), or defining a name of `defines`."""
+  def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None):
+    self.among, self.ref, self.defines = among, ref, defines
+  def conv(self, v, c: _Pass, at: str):
+    if type(v) is not str: c.fail(at, "a string", v)
+    if self.among is not None and v not in self.among: c.fail(at, f"one of {_among(self.among)}", v)
+    if self.ref is not None and v not in (names := c.names.get(self.ref, ())):
+      c.fail(at, f"one of {_among(names)}" if names else f"a name of {self.ref} (the image has none)", v)
+    if self.defines is not None:
+      names = c.names.setdefault(self.defines, set())
+      if v in names: c.fail(at, f"a new name (it names two {self.defines})", v)
+      names.add(v)
+    return v
+  def doc(self) -> str:
+    return f"one of {', '.join(self.among)}" if self.among else f"a name of {self.ref}" if self.ref else \
+      f"a new name of {self.defines}" if self.defines else "string"
+
+class Bool:
+  def conv(self, v, c: _Pass, at: str):
+    if type(v) is not bool: c.fail(at, "true or false", v)
+    return v
+  def doc(self) -> str: return "true or false"
+
+class Num:
+  """A number; an expect's NaN and infinities are the strings nan, inf, -inf (JSON has no such numbers)."""
+  def conv(self, v, c: _Pass, at: str):
+    if type(v) not in (int, float) and v not in ("nan", "inf", "-inf"): c.fail(at, "a number", v)
+    return v
+  def doc(self) -> str: return "number (or \"nan\", \"inf\", \"-inf\")"
+
+class Opt:
+  def __init__(self, t): self.t = t
+  def conv(self, v, c: _Pass, at: str): return None if v is None else self.t.conv(v, c, at)
+  def doc(self) -> str: return f"null or {self.t.doc()}"   # inside a Row
+
+class List:
+  def __init__(self, t): self.t = t
+  def conv(self, v, c: _Pass, at: str):
+    if type(v) is not list: c.fail(at, "a list", v)
+    conv = self.t.conv
+    return [conv(x, c, f"{at}[{i}]") for i, x in enumerate(v)]
+
+class Row:
+  """A JSON list of fixed length, one type per item; in memory `make` of the items (tuple, list, or an attrs class
+  with these fields in order). Writing takes only what reading makes (a list is not a tuple), so an image always
+  reads back equal to what was written."""
+  def __init__(self, make, *items, names: tuple = ()): self.make, self.items, self.names = make, items, names
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading:   # what reading makes, so that an image reads back equal to what was written
+      if type(v) is not self.make: c.fail(at, f"a {self.make.__name__}", v)
+      if attrs.has(self.make): v = attrs.astuple(v, recurse=False)
+    if type(v) not in (list, tuple) or (c.reading and type(v) is not list) or len(v) != len(self.items):
+      c.fail(at, f"a list of {len(self.items)}", v)
+    outer, c.row = c.row, []
+    for i, (t, x) in enumerate(zip(self.items, v)): c.row.append(t.conv(x, c, f"{at}[{i}]"))
+    row, c.row = c.row, outer
+    if not c.reading: return row
+    return self.make(*row) if attrs.has(self.make) else self.make(row)
+  def doc(self) -> str:
+    return "[" + ", ".join(f"{n}: {t.doc()}" if n else t.doc() for n, t in zip(self.names or ("",) * len(self.items), self.items)) + "]"
+
+class Map:
+  """A JSON object from names to values; a dict in memory."""
+  def __init__(self, key: Str, val): self.key, self.val = key, val
+  def conv(self, v, c: _Pass, at: str):
+    if type(v) is not dict: c.fail(at, "an object", v)
+    key, val = self.key.conv, self.val.conv
+    return {key(k, c, _at(at, k)): val(x, c, _at(at, k)) for k, x in v.items()}
+
+class Obj:
+  """A JSON object with these keys, converted in this order (keys in `optional` may be absent); in memory a dict, or
+  an instance of `make` (an attrs class whose fields are the keys)."""
+  def __init__(self, fields: dict, optional=(), make=None): self.fields, self.optional, self.make = fields, set(optional), make
+  def conv(self, v, c: _Pass, at: str):
+    if self.make is not None and not c.reading:
+      if type(v) is not self.make: c.fail(at or "the image", f"a {self.make.__name__}", v)
+      v = {k: getattr(v, k) for k in self.fields}
+    elif type(v) is not dict: c.fail(at or "the metadata", "an object", v)
+    for k in v:
+      if k not in self.fields: c.bad(f"{at or 'the metadata'} has a key `{k}`, not one of {_among(self.fields)}")
+    out = {}
+    for k, t in self.fields.items():
+      if k in v: out[k] = t.conv(v[k], c, _at(at, k))
+      elif k not in self.optional: c.bad(f"{at or 'the metadata'} has no `{k}`")
+    return self.make(**out) if self.make is not None and c.reading else out
+
+def Rec(cls, **fields) -> Obj:
+  """An attrs class as a JSON object: every field declared, in conversion order; fields with a default may be absent."""
+  assert list(sorted(fields)) == sorted(f.name for f in attrs.fields(cls)), cls
+  return Obj(fields, {f.name for f in attrs.fields(cls) if f.default is not attrs.NOTHING}, cls)
+
+class Variant:
+  """An object whose `tag` key picks its shape (each shape an Obj that declares the tag too)."""
+  def __init__(self, tag: str, shapes: dict): self.tag, self.shapes = tag, shapes
+  def conv(self, v, c: _Pass, at: str):
+    if type(v) is not dict: c.fail(at, "an object", v)
+    if self.tag not in v: c.bad(f"{at} has no `{self.tag}`")
+    Str(tuple(self.shapes)).conv(v[self.tag], c, _at(at, self.tag))
+    return self.shapes[v[self.tag]].conv(v, c, at)
+
+class Blob:
+  """Bytes in the data part; JSON [offset, length] (each piece starts 8-byte aligned)."""
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading:
+      if type(v) not in (bytes, bytearray): c.fail(at, "bytes", v)
+      off = len(c.data)
+      c.data += v; c.data += bytes(-len(c.data) % 8)
+      return [off, len(v)]
+    if type(v) is not list or len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int:
+      c.fail(at, "[offset, length] of the data part", v)
+    off, n = v
+    if not (0 <= off and 0 <= n and off + n <= len(c.data)): c.bad(f"{at} is {v}, past the end of the {len(c.data)}-byte data part")
+    return bytes(c.data[off:off + n])
+  def doc(self) -> str: return "[data offset, length]"
+
+class Dwords(Blob):
+  """A queue's dwords: little-endian u32s in the data part. Sets the pass's dword count (patches and the source map
+  index into them)."""
+  def conv(self, v, c: _Pass, at: str):
+    if c.reading:
+      b = super().conv(v, c, at)
+      if len(b) % 4: c.bad(f"{at} is {v}, not a whole number of dwords")
+      v = list(struct.unpack(f"<{len(b) // 4}I", b))
+    else:
+      if type(v) is not list: c.fail(at, "a list of dwords", v)
+      try: b = struct.pack(f"<{len(v)}I", *v)
+      except struct.error: c.fail(at, "a list of 32-bit unsigned integers", v)
+      v = super().conv(b, c, at)
+    c.ndw = len(b) // 4
+    return v
+  def doc(self) -> str: return "[data offset, length] of little-endian u32s"
+
+ADDR, SIZE = Int(0, ADDR_MAX, "address (below 2**48)"), Int(0, ADDR_MAX, "size (below 2**48)")
+U32 = Int(0, U32_MAX, "u32")
+LINE = Int(0, (1 << 31) - 1, "int 0..2**31-1")
+ADD = Int(-(1 << 64), 1 << 64, "int -2**64..2**64")   # a var's value, or the constant of `var + add`
+VAR = Opt(Str(ref="vars"))
+PATCH = Row(Patch, Int(0, lambda c: c.ndw - 1, "index into dwords"), VAR, ADD, Str(ENCODINGS), names=("offset", "var", "add", "encoding"))
+MEM_PATCH = Row(Patch, ADDR, VAR, ADD, Str(ENCODINGS), names=("address", "var", "add", "encoding"))
+STMT = Row(tuple, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"), LINE, LINE, LINE, LINE, Str(),
+           names=("offset", "length", "line", "column", "end_line", "end_column", "text"))
+KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "kd_addr": ADDR, "prog_addr": ADDR,
+              "synthetic": Bool(), "kernarg_size": U32,
+              "params": List(Row(list, Str(("in", "out", "inout", *SCALARS)), Str(), U32, names=("mode", "name", "kernarg offset"))),
+              "impl": Opt(Obj({"builtin": Opt(Str()), "dtype": Opt(Str()), "args": List(Num()), "c_source": Opt(Str()),
+                               "amd_code": Opt(Str())})),
+              "code_object": Blob()}, optional=("code_object",))
+_SIGNAL_STEP = {"line": LINE, "signal": Str(ref="signals"), "addr": ADDR, "var": VAR, "add": ADD}
+HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, "queues": List(Str(ref="queues"))}),
+                           "wait": Obj({"op": Str(("wait",)), **_SIGNAL_STEP}), "signal": Obj({"op": Str(("signal",)), **_SIGNAL_STEP})})
+
+# The metadata, in the order it is converted: names are defined before they are used (devices, vars, signals,
+# buffers, then queues for the host steps).
+IMAGE = Rec(Image,
+  target=Str(ARCHS), file=Str(),
+  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, 1 << 16), "arch": Str(ARCHS)})),
+  vars=List(Str(defines="vars")),
+  signals=Map(Str(defines="signals"), ADDR),
+  buffers=Map(Str(defines="buffers"), Row(tuple, ADDR, SIZE, names=("address", "size"))),
+  regions=List(Rec(Region, name=Str(), kind=Str(REGION_KINDS), device=Opt(Str(ref="devices")), addr=ADDR, size=SIZE,
+                   meta=Obj({"names": List(Str(ref="signals")), "kernel": Str(), "queue": Str(), "launch": Int(1, U32_MAX),
+                             "args": List(Opt(Row(list, Str(ref="buffers"), Opt(SIZE), Opt(SIZE), Bool(), Opt(Int(1, U32_MAX, "launch 1..")),
+                                                  names=("buffer", "start", "end", "ranged", "launch"))))},
+                            optional=("names", "kernel", "queue", "launch", "args")))),
+  kernels=List(KERNEL),
+  var_values=Map(Str(ref="vars"), List(ADD)),
+  queues=List(Rec(QueueImage, name=Str(defines="queues"), engine=Str(("compute", "copy")), device=Str(ref="devices"),
+                  arch=Str(ARCHS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
+  data=List(Row(tuple, ADDR, Blob(), names=("address", "bytes"))),
+  host=List(HOST_STEP),
+  expects=List(Obj({"buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE, "dtype": Str(tuple(DTYPES)),
+                    "values": List(Num()), "approx": Bool(), "line": LINE, "rtol": Num(), "atol": Num()},
+                   optional=("rtol", "atol"))),
+  rewrites=List(Row(tuple, Int(1, U32_MAX, "launch 1.."), ADDR, Blob(), names=("launch", "address", "bytes"))))
+
+def _describe(t, ind: str) -> tuple:
+  """(the one-line head of type t, the lines of its keys below it, indented by `ind` + 2)."""
+  sub = ind + "  "
+  if isinstance(t, Obj):
+    body = []
+    for k, ft in t.fields.items():
+      head, lines = _describe(ft, sub)
+      body += [f"{sub}{k}{' (optional)' * (k in t.optional)}: {head}"] + lines
+    return "object", body
+  if isinstance(t, Variant):
+    body = []
+    for name, shape in t.shapes.items():
+      head, lines = _describe(Obj({k: v for k, v in shape.fields.items() if k != t.tag}), sub)
+      body += [f"{sub}{t.tag} = {name}: {head}"] + lines
+    return f"object by `{t.tag}`", body
+  if isinstance(t, (List, Opt)):
+    head, lines = _describe(t.t, ind)
+    return f"{'list of' if isinstance(t, List) else 'null or'} {head}", lines
+  if isinstance(t, Map):
+    head, lines = _describe(t.val, ind)
+    return f"object of {t.key.doc()}: {head}", lines
+  return t.doc(), []
+
+def describe() -> str:
+  """IMAGE as text: one line per key, nested keys indented (docs/amd.md holds it; a test keeps the two equal)."""
+  head, lines = _describe(IMAGE, "")
+  return "\n".join(line[2:] for line in lines) + "\n"

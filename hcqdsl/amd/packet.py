@@ -2,8 +2,8 @@
 from __future__ import annotations
 from typing import Optional
 import attrs
+from ..ir import U32_MAX
 
-M32 = 0xFFFFFFFF
 
 @attrs.define(frozen=True, eq=True, hash=False, slots=True)
 class Packet:
@@ -35,7 +35,7 @@ def join64(fields: dict) -> dict:
 class Walker:
   """Decodes a dword stream packet by packet; subclasses provide `decode_one(dw, i) -> Packet` (never raising)."""
   def decode(self, dw, start: int = 0, end: int | None = None) -> list[Packet]:
-    dw = [int(x) & M32 for x in dw]
+    dw = [int(x) & U32_MAX for x in dw]
     end, out, i = len(dw) if end is None else end, [], start
     while i < end:
       out.append(p := self.decode_one(dw, i))

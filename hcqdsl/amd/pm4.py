@@ -4,7 +4,8 @@ from __future__ import annotations
 import functools
 from tinygrad.runtime.autogen.am import pm4_nv
 from .targets import Target, get_target, unmasked
-from .packet import Walker, Packet, raw_packet, join64, M32
+from ..ir import U32_MAX
+from .packet import Walker, Packet, raw_packet, join64
 
 # SET_UCONFIG_REG's offsets count from here (the same in pm4_nv and pm4_soc15); the emulator keys those registers by
 # their absolute address, apart from the SH registers it keys by SET_SH_REG offset
@@ -19,9 +20,13 @@ def packet_length(h: int, get=None) -> int:
   is unused: the SDMA rule's signature)."""
   return packet_count(h) + 2 if packet_type(h) == pm4_nv.PACKET_TYPE3 else 1
 
-# function codes of WAIT_REG_MEM (shared by SDMA POLL_REGMEM); only the gfx10+ header names them
-FUNC_GE = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__GREATER_THAN_OR_EQUAL_REFERENCE_VALUE
-FUNC_EQ = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__EQUAL_TO_THE_REFERENCE_VALUE
+# WAIT_REG_MEM's compare functions (SDMA POLL_REGMEM uses the same codes): code -> the comparison of the polled
+# value with the reference; only the gfx10+ header names them
+WAIT_FUNCTIONS = {getattr(pm4_nv, f"PACKET3_WAIT_REG_MEM__FUNCTION__{name}"): op for name, op in (
+  ("ALWAYS_PASS", "always"), ("LESS_THAN_REF_VALUE", "<"), ("LESS_THAN_EQUAL_TO_THE_REF_VALUE", "<="),
+  ("EQUAL_TO_THE_REFERENCE_VALUE", "=="), ("NOT_EQUAL_REFERENCE_VALUE", "!="),
+  ("GREATER_THAN_OR_EQUAL_REFERENCE_VALUE", ">="), ("GREATER_THAN_REFERENCE_VALUE", ">"))}
+FUNC_GE = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__GREATER_THAN_OR_EQUAL_REFERENCE_VALUE   # the one .hcq waits use
 EVENT_INDEX_CS_PARTIAL_FLUSH = pm4_nv.PACKET3_EVENT_WRITE__EVENT_INDEX__CS_PARTIAL_FLUSH
 POLL_INTERVAL = 4  # WAIT_REG_MEM poll interval tinygrad uses
 
@@ -68,15 +73,15 @@ class PM4:
         cntl = p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_ICACHE_ACTION_ENA(gli) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(glk) | \
                p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_ACTION_ENA(gl2) | p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(gl1) | \
                p.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TC_WB_ACTION_ENA(gl2)
-        return (P3(p.PACKET3_ACQUIRE_MEM, 5), cntl, M32, M32, 0, 0, 0xA)  # 0xA: poll interval
+        return (P3(p.PACKET3_ACQUIRE_MEM, 5), cntl, U32_MAX, U32_MAX, 0, 0, 0xA)  # 0xA: poll interval
       gcr = p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLI_INV(gli) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_INV(glm) | \
             p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLM_WB(glm) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_INV(glk) | \
             p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLK_WB(glk) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GLV_INV(glv) | \
             p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL1_INV(gl1) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_INV(gl2) | p.PACKET3_ACQUIRE_MEM_GCR_CNTL_GL2_WB(gl2)
-      return (P3(p.PACKET3_ACQUIRE_MEM, 6), 0, M32, M32, 0, 0, 0, gcr)
+      return (P3(p.PACKET3_ACQUIRE_MEM, 6), 0, U32_MAX, U32_MAX, 0, 0, 0, gcr)
     self.ACQ_ALL, self.ACQ_EXEC = acquire(), acquire(gli=0, gl2=0)
 
-    self.BARRIER = (self.WRM, self.WRM_REG_DONE, t.hdp_flush_req, t.hdp_flush_done, M32, M32, POLL_INTERVAL) + self.ACQ_ALL
+    self.BARRIER = (self.WRM, self.WRM_REG_DONE, t.hdp_flush_req, t.hdp_flush_done, U32_MAX, U32_MAX, POLL_INTERVAL) + self.ACQ_ALL
     self.TS_HEAD = (self.RM, self.RM_EV, self.RM_SEL_NONE, 0, 0, 0, 0, 0, self.RM, self.RM_EV, self.RM_SEL_CLOCK)
     self.TS_TAIL = (0, 0, 0) + self.ACQ_ALL
 
@@ -98,15 +103,15 @@ class PM4:
 
   def wait(self, out: list, addr: int, value: int):
     """WAIT_REG_MEM: memory, 32-bit, `>=`, full mask (AMDComputeQueue.wait)."""
-    out += (self.WRM, self.WRM_MEM_GE, addr & M32, addr >> 32, value, M32, POLL_INTERVAL)
+    out += (self.WRM, self.WRM_MEM_GE, addr & U32_MAX, addr >> 32, value, U32_MAX, POLL_INTERVAL)
 
   def signal(self, out: list, addr: int, value: int):
     """RELEASE_MEM at end of pipe with cache write-back/invalidate, 32-bit data (AMDComputeQueue.signal)."""
-    out += (self.RM, self.RM_EV_FLUSH, self.RM_SEL_32, addr & M32, addr >> 32, value & M32, value >> 32, 0)
+    out += (self.RM, self.RM_EV_FLUSH, self.RM_SEL_32, addr & U32_MAX, addr >> 32, value & U32_MAX, value >> 32, 0)
 
   def write(self, out: list, addr: int, value: int, b64: bool = False):
     """RELEASE_MEM at end of pipe, no cache action, 32-bit low or 64-bit data, no interrupt (AMDComputeQueue.write)."""
-    out += (self.RM, self.RM_EV, self.RM_SEL_64 if b64 else self.RM_SEL_32, addr & M32, addr >> 32, value & M32, value >> 32, 0)
+    out += (self.RM, self.RM_EV, self.RM_SEL_64 if b64 else self.RM_SEL_32, addr & U32_MAX, addr >> 32, value & U32_MAX, value >> 32, 0)
 
   def barrier(self, out: list):
     """HDP flush + ACQUIRE_MEM of every cache (AMDComputeQueue.memory_barrier)."""
@@ -115,7 +120,7 @@ class PM4:
   def timestamp(self, out: list, ts_addr: int):
     """Drain (EOP release), write the GPU clock at end of pipe, then ACQUIRE_MEM (AMDComputeQueue.timestamp)."""
     out += self.TS_HEAD
-    out += (ts_addr & M32, ts_addr >> 32)
+    out += (ts_addr & U32_MAX, ts_addr >> 32)
     out += self.TS_TAIL
 
   def exec(self, out: list, prog_addr: int, rsrc1: int, rsrc2: int, rsrc3: int, tmpring_size: int, scratch_addr: int,
@@ -124,8 +129,8 @@ class PM4:
     workgroup size, DISPATCH_DIRECT of `grid` workgroups, CS_PARTIAL_FLUSH."""
     SH, pg, sc = self.SH, prog_addr >> 8, scratch_addr >> 8
     out += self.ACQ_EXEC
-    out += (SH(2), self.R_PGM_LO, pg & M32, pg >> 32, SH(2), self.R_RSRC1, rsrc1, rsrc2, SH(1), self.R_RSRC3, rsrc3,
-            SH(1), self.R_TMPRING, tmpring_size, SH(2), self.R_SCRATCH, sc & M32, sc >> 32)
+    out += (SH(2), self.R_PGM_LO, pg & U32_MAX, pg >> 32, SH(2), self.R_RSRC1, rsrc1, rsrc2, SH(1), self.R_RSRC3, rsrc3,
+            SH(1), self.R_TMPRING, tmpring_size, SH(2), self.R_SCRATCH, sc & U32_MAX, sc >> 32)
     out += self.EXEC_RESTART
     out += (SH(len(user_data)), self.R_USER_DATA, *user_data)
     out += self.EXEC_LIMITS
@@ -145,15 +150,15 @@ def _field_bits(mod, macros) -> tuple | None:
     if isinstance(fn, int): return ((fn & -fn).bit_length() - 1, fn // (fn & -fn))  # a flag set: all its bits
     fn = unmasked(fn)
     sh = fn(1).bit_length() - 1
-    full = fn(M32)
-    return (sh, None if full == (M32 << sh) else full >> sh)
+    full = fn(U32_MAX)
+    return (sh, None if full == (U32_MAX << sh) else full >> sh)
   return None
 
 def _dword(mod, spec) -> tuple:
   """A dword's field spec -> ((name, shift, mask), ...). A field without a width runs up to the next field."""
-  if isinstance(spec, str): return ((spec, 0, M32),)
+  if isinstance(spec, str): return ((spec, 0, U32_MAX),)
   got = sorted((b[0], name, b[1]) for name, *macros in spec if (b := _field_bits(mod, macros)) is not None)
-  if not got: return ((spec[0][0], 0, M32),)
+  if not got: return ((spec[0][0], 0, U32_MAX),)
   return tuple((name, sh, mask if mask is not None else ((1 << ((got[i + 1][0] if i + 1 < len(got) else 32) - sh)) - 1))
                for i, (sh, name, mask) in enumerate(got))
 

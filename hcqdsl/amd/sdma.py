@@ -4,7 +4,8 @@ tinygrad's sdma_4_0_0 / sdma_6_0_0 headers."""
 from __future__ import annotations
 import functools, re
 from .targets import Target, get_target
-from .packet import Walker, Packet, raw_packet, join64, M32
+from ..ir import U32_MAX
+from .packet import Walker, Packet, raw_packet, join64
 from .pm4 import FUNC_GE
 
 class SDMA:
@@ -26,29 +27,29 @@ class SDMA:
 
   def wait(self, out: list, addr: int, value: int):
     """POLL_REGMEM: memory, `>=`, full mask (AMDCopyQueue.wait)."""
-    out += (self.POLL, addr & M32, addr >> 32, value, M32, self.POLL_DW5)
+    out += (self.POLL, addr & U32_MAX, addr >> 32, value, U32_MAX, self.POLL_DW5)
 
   def signal(self, out: list, addr: int, value: int):
     """FENCE: a 32-bit write once earlier packets completed (AMDCopyQueue.signal; the extra FENCE+TRAP tinygrad adds
     for a KFD timeline's interrupt mailbox is a driver detail, not part of the program)."""
-    out += (self.FENCE, addr & M32, addr >> 32, value)
+    out += (self.FENCE, addr & U32_MAX, addr >> 32, value)
 
   def write(self, out: list, addr: int, value: int, b64: bool = False):
     """WRITE (linear): one dword, or two for a 64-bit value (AMDCopyQueue.write; the count field is dwords - 1)."""
-    out += (self.WRITE, addr & M32, addr >> 32, 1 if b64 else 0, value & M32) + ((value >> 32 & M32,) if b64 else ())
+    out += (self.WRITE, addr & U32_MAX, addr >> 32, 1 if b64 else 0, value & U32_MAX) + ((value >> 32 & U32_MAX,) if b64 else ())
 
   def barrier(self, out: list):
     """Nothing: SDMA writes are not cached by the engine (tinygrad has no copy-queue memory_barrier)."""
 
   def timestamp(self, out: list, ts_addr: int):
-    out += (self.TIMESTAMP, ts_addr & M32, ts_addr >> 32)
+    out += (self.TIMESTAMP, ts_addr & U32_MAX, ts_addr >> 32)
 
   def copy(self, out: list, dst: int, src: int, size: int):
     """COPY_LINEAR, split in pieces of at most the generation's maximum (count field holds bytes - 1)."""
     step, C, COUNT = self.max_copy_size, self.COPY, self.COUNT
     for off in range(0, size, step):
       s, d = src + off, dst + off
-      out += (C, COUNT(min(step, size - off) - 1), 0, s & M32, s >> 32, d & M32, d >> 32)
+      out += (C, COUNT(min(step, size - off) - 1), 0, s & U32_MAX, s >> 32, d & U32_MAX, d >> 32)
 
   def copy_packets(self, size: int) -> int: return max(1, -(-size // self.max_copy_size)) if size else 0
 

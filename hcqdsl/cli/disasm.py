@@ -3,7 +3,8 @@ from __future__ import annotations
 import pathlib, sys
 from ..ir import ARCHS
 from ..amd.image import Image, MAGIC
-from ..amd.disasm import disasm_image, disasm_dwords, as_hcq, read_raw
+from ..amd.disasm import disasm_image, disasm_dwords, read_raw
+from ..lift.image import as_hcq
 
 
 def add_args(p) -> None:

@@ -1,4 +1,5 @@
-"""`hcqdsl lift FILE`: a checkable program from an image or a raw-dump manifest."""
+"""`hcqdsl lift FILE`: a checkable program from an image (its real code objects written next to the program) or a
+raw-dump manifest."""
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file

@@ -82,7 +82,8 @@ def run(a) -> int:
   return 1 if rc or not res.ok else 0
 
 def _replay(a, prog, kw) -> int:
-  from ..runtime.replays import replay, load_witness
+  from ..runtime import replay
+  from ..runtime.replays import load_witness
   try: w = load_witness(a.replay)
   except ValueError as e: raise UsageError(str(e))
   kw = {k: v for k, v in kw.items() if k not in ("launches", "var_values")}   # the witness's

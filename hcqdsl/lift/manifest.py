@@ -2,17 +2,19 @@
 steps and kernels from its metadata) or from a raw dump described by a manifest (JSON, format in docs/lift.md: queues
 with their dwords, optional read/write pointers, a signal snapshot, memory such as kernarg blocks, and the host's
 submissions, signal writes and waits as `hcqdsl capture` records them). Packets are decoded by hcqdsl.amd and turned
-into statements by disasm's lifter; what is no statement is kept as a comment with its dword offset."""
+into statements by the image lifter's (lift/image.py); what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
-import json, pathlib, re, struct
+import json, os, pathlib, re, struct
 from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS)
-from ..amd.image import Image, QueueImage, Patch, Region, MAGIC, M32
-from ..amd.disasm import _decoder, _lift_group, _Unliftable, read_raw
+                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX)
+from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
+from ..amd.disasm import decoder, read_raw
+from .image import (lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, trimmed_data,
+                    Unliftable)
 
-__all__ = ["lift_image", "lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
+__all__ = ["lift_manifest", "load_manifest", "lift_file", "Manifest", "ManifestError", "MANIFEST_VERSION"]
 
 U64 = (1 << 64) - 1
 MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 2
@@ -21,110 +23,6 @@ LAUNCH_VAR = "launch"
 
 class ManifestError(ValueError):
   """A manifest that cannot be used: the message names the file and the JSON path of the bad field."""
-
-def _program(decls: list, file: str, header: list) -> Program:
-  return Program(tuple(decls), file=file, end_comments=()) if not header else \
-    Program(tuple([attrs.evolve(decls[0], comments=tuple(header) + decls[0].comments)] + decls[1:]), file=file)
-
-# ---------------------------------------------------------------- images
-
-def _impl(d: Optional[dict], img_file: str) -> Optional[Impl]:
-  if not d: return None
-  amd = d.get("amd_code")
-  if amd and img_file and not img_file.startswith("<"): amd = str((pathlib.Path(img_file).parent / amd).resolve())
-  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd)
-
-def _init_data(b: bytes, size: int) -> Optional[Data]:
-  """A buffer's initial bytes as u32 words, or as bytes when the words would run past the buffer's size."""
-  b = b.rstrip(b"\0")
-  if not b: return None
-  if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
-  b += b"\0" * (-len(b) % 4)
-  return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
-
-def lift_image(img: Image) -> Program:
-  """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
-  same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets."""
-  region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
-  data = dict(img.data)
-  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
-  devs = {d["name"] for d in img.devices}
-  dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
-  rewrites: dict = {}
-  for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
-  for n, (a, size) in img.buffers.items():
-    if (addrs := img.var_values.get(f"{n}.addr")) is not None:  # rebound: launch k's memory is a region of its own
-      inits = tuple(_init_data(data.get(x, b""), size) or Data("u8", (0,)) for x in addrs)
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
-    elif a in rewrites:
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten",
-                          tuple(_init_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
-    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data.get(a, b""), size)))
-  for n, a in img.signals.items():
-    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
-    init = struct.unpack("<Q", data[a])[0] & M32 if len(data.get(a, b"")) == 8 else 0
-    decls.append(Signal(n, dev_ref(region_of(a)), init))
-  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
-  decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
-  seen = set()
-  for k in img.kernels:
-    if k["name"] in seen: continue
-    seen.add(k["name"])
-    decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k.get("params", ())), _impl(k.get("impl"), img.file)))
-  # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
-  blocks, key = [], 0
-  for q in img.queues:
-    key = next((s[2] for s in q.stmts if s[2]), key)
-    blocks.append((key, len(blocks), _queue(q.name, q.engine, q.device, _lift_stmts(img, q, _statement_groups(img, q)))))
-  if img.host:
-    body = []
-    for h in img.host:
-      if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
-      else:
-        e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
-        body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
-    blocks.append((min(h.get("line") or 0 for h in img.host), -1, Host(tuple(body))))
-  decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
-  for e in img.expects:
-    a, size = img.buffers[e["buffer"]]
-    lo = e["addr"] - a
-    target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
-    vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
-    decls.append(Expect(target, Data(e["dtype"], vals), e["approx"]))
-  return _program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
-
-def _statement_groups(img: Image, q: QueueImage) -> list:
-  """(packets, label) per statement: the image's source map groups packets (a split copy stays one `copy`)."""
-  pk = _decoder(q.engine, q.arch).decode(q.dwords)
-  if not q.stmts: return [([p], None) for p in pk]
-  return [([p for p in pk if s[0] <= p.offset < s[0] + s[1]], None) for s in q.stmts]
-
-def _lift_stmts(img: Image, q: QueueImage, groups: list) -> list:
-  """Statements, with the comments that stand for what is no statement attached to the next one."""
-  out, pending = [], []
-  for g, label in groups:
-    if isinstance(g, str): pending.append(g); continue
-    try: stmts = _lift_group(img, q, g, q.engine)
-    except (_Unliftable, KeyError, IndexError, TypeError) as e:
-      pending.append(_raw_comment(g, str(e), label)); continue
-    for s in stmts:
-      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
-  return out + pending  # trailing comments: strings, placed before `}`
-
-def _raw_comment(g: list, why: str, label) -> str:
-  if not g: return f"# {label or '?'}: cannot lift ({why})"
-  dw = [x for p in g for x in p.dwords]
-  shown = " ".join(f"{x:08x}" for x in dw[:12]) + (" ..." if len(dw) > 12 else "")
-  names = ", ".join(dict.fromkeys(p.name for p in g))
-  if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
-  return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
-
-def _queue(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
-  stmts = [s for s in items if not isinstance(s, str)]
-  tail = tuple(s for s in items if isinstance(s, str))
-  if head and stmts: stmts[0] = attrs.evolve(stmts[0], comments=head + stmts[0].comments)
-  elif head: tail = head + tail
-  return Queue(name, engine, Ref(device), tuple(stmts), end_comments=tail)
 
 # ---------------------------------------------------------------- manifests
 
@@ -259,7 +157,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     elif isinstance(q.obj.get("dwords"), list):
       dw = [x.obj for x in q.get("dwords", "list")]
       for j, x in enumerate(dw):
-        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= M32: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
+        if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= U32_MAX: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
     elif "dwords" in q.obj:
       try: dw = _raw_dwords(q.get("dwords", "str").encode())
       except (ValueError, UnicodeEncodeError) as e: q.fail("dwords", f"expected hex dwords: {e}")
@@ -277,12 +175,12 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   signals = {}
   for s in top.get("signals", "list", default=[]):
     a, v = s.get("addr", "int", required=True), s.get("value", "int", required=True)
-    if v > (M32 if ver == 1 else U64): s.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+    if v > (U32_MAX if ver == 1 else U64): s.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
     dev = _name(s, "device", None)
     if dev is not None and dev not in by_name: s.fail("device", f"unknown device `{dev}`")
     tl = s.get("timeline", "bool", default=False)
     if tl and dev is None: s.fail("timeline", "a timeline signal needs its `device`")
-    signals[a] = {"value": v & M32, "name": _name(s, "name", None), "device": dev, "timeline": tl,
+    signals[a] = {"value": v & U32_MAX, "name": _name(s, "name", None), "device": dev, "timeline": tl,
                   "mailbox": s.get("mailbox", "bool", default=False)}
   buffers = []
   for b in top.get("buffers", "list", default=[]):
@@ -328,7 +226,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
                      **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       elif op in ("signal", "wait"):
         v = h.get("value", "int", required=True)
-        if v > (M32 if ver == 1 else U64): h.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+        if v > (U32_MAX if ver == 1 else U64): h.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
@@ -412,7 +310,7 @@ class _Mem:
 def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tuple:
   """Packets of `dw` with indirect buffers whose contents the manifest holds spliced in (their packets keep the
   offset of the IB packet, so comments point at the ring). Returns (packets, notes)."""
-  pk = _decoder(engine, target).decode(dw)
+  pk = decoder(engine, target).decode(dw)
   out = []
   for p in pk:
     ib = (p.fields.get("ib_base"), p.fields.get("ib_size")) if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw else None
@@ -518,7 +416,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     args = []
     for w in ptrs:
       nm, off = buf_at(w)
-      args.append([nm, off or None, None, bool(off)])
+      args.append([nm, off or None, None, bool(off), None])
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kdecl[key].name, "args": args}))
   kparams = {k.name: [[p.mode, p.name, 8 * i] for i, p in enumerate(k.params)] for k in kdecl.values()}
   kernels = [{"name": n, "prog_addr": prog, "params": kparams[n]} for (prog, _), n in kname.items()]
@@ -536,7 +434,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   for q in m.queues:
     if q.name not in decoded: continue
     dw, patches, done, ring_at = streams[q.name]
-    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(q.name, o, LAUNCH_VAR, add) for o, add in patches], [])
+    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(o, LAUNCH_VAR, add) for o, add in patches], [])
     groups = decoded[q.name]
     head: tuple = ()
     if triage:
@@ -549,8 +447,8 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       head = tuple(ran) + (f"# stopped here ({where})",)
       groups = groups[cut:]
     at = lambda g: f"@{ring_at[g[0].offset]}" if g and g[0].offset < len(ring_at) else None
-    items = [_epochs(s, q.device) for s in _lift_stmts(img, qi, [(g, at(g)) for g in groups])]
-    decls.append(_queue(q.name, q.engine, q.device, items, head))
+    items = [_epochs(s, q.device) for s in lift_statements(img, qi, [(g, at(g)) for g in groups])]
+    decls.append(queue_decl(q.name, q.engine, q.device, items, head))
   if triage: decls = _mark_stuck(decls, {n: m.signals.get(a, {}).get("value", 0) for a, n in signals.items()})
   if plan is not None and plan["host"]:
     decls.append(Host(tuple(_epochs(_host_stmt(h, signals), None) for h in plan["host"])))
@@ -558,7 +456,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   mode = "the work left at the dump: signals start at their snapshot values" if triage else \
     f"{launches} captured launch{'es' * (launches != 1)}" if plan is not None else "each queue's whole stream, run once"
   header = [f"# hcq: launches={launches}", f"# lifted from {m.file} by hcqdsl lift ({mode})"] + [f"# note: {x}" for x in notes]
-  return _program(decls, m.file, header)
+  return lifted_program(decls, m.file, header)
 
 def _epochs(s, device: Optional[str]):
   """A value on `D.timeline` that grows by one per launch is `D.epoch + c`; the queue's own `wait D.timeline >=
@@ -589,8 +487,8 @@ def _mark_stuck(decls: list, values: dict) -> list:
 
 def _describe(img, qi, g) -> str:
   from ..lang.format import format_stmt
-  try: return "; ".join(format_stmt(s) for s in _lift_group(img, qi, g, qi.engine))
-  except (_Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
+  try: return "; ".join(format_stmt(s) for s in lift_group(img, qi, g, qi.engine))
+  except (Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
 
 def _host_stmt(h: dict, signals: dict):
   if h["op"] == "submit": return Submit(tuple(Ref(q) for q in h["queues"]))
@@ -629,9 +527,9 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
     """c with vals[k] == k + 1 + c (mod 2**32) for every launch k, else None (noted)."""
     if len(set(vals)) == 1: return None
     c = vals[0] - 1
-    if all((v - (k + 1 + c)) & M32 == 0 for k, v in enumerate(vals)):
+    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
       out["uses_var"] = True
-      return c if c <= M32 // 2 else c - (1 << 32)
+      return c if c <= U32_MAX // 2 else c - (1 << 32)
     notes.append(f"{what} changes between launches as {', '.join(str(v) for v in vals[:6])}: not `launch + c`; "
                  "kept launch 1's value")
     return False
@@ -656,19 +554,22 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
 # ---------------------------------------------------------------- files, CLI
 
 def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Program:
-  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input. A
-  capture's kernel code objects are written to `code_dir` as NAME.co (default: beside `program_file`, else beside
-  the manifest) and referenced relative to the program file."""
+  """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input.
+  Code objects — an image's real ones, a capture's kernels — are written to `code_dir` (default: beside
+  `program_file`, else beside the input) and referenced relative to the program file."""
   p = pathlib.Path(path)
   try: b = p.read_bytes()
   except OSError as e: raise ManifestError(f"{p}: {e.strerror or e}") from None
+  pdir = pathlib.Path(program_file).parent if program_file else p.parent
+  cdir = pathlib.Path(code_dir) if code_dir is not None else pdir
   if b[:8] == MAGIC:
-    try: prog = lift_image(Image.from_bytes(b))
-    except (ValueError, KeyError, TypeError, IndexError, AttributeError, struct.error) as e:
-      raise ManifestError(f"{p}: {e if isinstance(e, ValueError) else f'corrupt image metadata: {e!r}'}") from None
-  else:
-    pdir = pathlib.Path(program_file).parent if program_file else p.parent
-    prog = lift_manifest(load_manifest(p), code_dir if code_dir is not None else pdir, pdir)
+    try:
+      img = Image.from_bytes(b)
+      prog = lift_image(img, os.path.relpath(cdir, pdir))
+    except ValueError as e: raise ManifestError(f"{p}: {e}") from None
+    try: write_code_objects(img, cdir)
+    except ValueError as e: raise ManifestError(str(e)) from None
+  else: prog = lift_manifest(load_manifest(p), cdir, pdir)
   return attrs.evolve(prog, file=program_file or prog.file)
 
 # ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
@@ -701,12 +602,12 @@ class _Vars:
   def __init__(self, used: set, notes: list): self.lists, self.used, self.notes, self.uses_launch = {}, used, notes, False
   def fit(self, vals: list, hint: str) -> Optional[tuple]:
     """(var, add) for values that change between launches; None when they do not."""
-    vals = [v & M32 for v in vals]
+    vals = [v & U32_MAX for v in vals]
     if len(set(vals)) == 1: return None
     c = vals[0] - 1
-    if all((v - (k + 1 + c)) & M32 == 0 for k, v in enumerate(vals)):
+    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
       self.uses_launch = True
-      return (LAUNCH_VAR, c if c <= M32 // 2 else c - (1 << 32))
+      return (LAUNCH_VAR, c if c <= U32_MAX // 2 else c - (1 << 32))
     key = tuple(vals)
     if key not in self.lists:
       name, i = hint, 2
@@ -728,7 +629,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     """A submission's packets, by name, with the program each dispatch runs and each copy's length."""
     q = qmap[e["queue"]]
     out, regs = [], {}
-    for p in _decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
+    for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
       if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
       extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
       out.append((p.name, extra))
@@ -795,7 +696,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   dispatches = []   # (sub, packet offset, prog, [kernarg addr per launch])
   accesses = []     # (step, packet offset, per-launch addresses, reads): what launch 1's commands touch, in order
   for s in subs:
-    pk = _decoder(s["ring"].engine, s["ring"].target).decode(s["per"][0])
+    pk = decoder(s["ring"].engine, s["ring"].target).decode(s["per"][0])
     s["packets"] = pk
     regs_at: dict = {}
     for p in pk:
@@ -923,7 +824,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       nm, off = buf_for(t)
       size = ibufs_size(nm)
       hi = off + nb if nb and off + nb < size else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
-      args.append([nm, off or None, hi, bool(off) or hi is not None])
+      args.append([nm, off or None, hi, bool(off) or hi is not None, None])
     args += [None] * len(vals)
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
   kparams = {}
@@ -941,13 +842,13 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     for i, v in enumerate(vals):
       off = ps[len(ptrs) + i][2]
       fit = vars_.fit(v, _ident(scal[i]["name"]))
-      raw = v[0] & M32
-      mem_patches.setdefault(ka, []).append(Patch("", ka + off, fit[0] if fit else None, fit[1] if fit else raw))
+      raw = v[0] & U32_MAX
+      mem_patches.setdefault(ka, []).append(Patch(ka + off, fit[0] if fit else None, fit[1] if fit else raw))
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
               [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
   # ---- declarations
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
-  def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return _init_data(b, size) if b else None
+  def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return trimmed_data(b, size) if b else None
   for (kind, key), nm in bufname.items():
     if kind == "s" and key in rewritten:
       decls.append(Buffer(nm, None, static[key]["size"], None, "rebound",
@@ -964,8 +865,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     info = m.signals.get(a, {})
     v = sig_value(a)
     if n.endswith(".timeline"): continue
-    if v > M32: notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
-    decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, v & M32))
+    if v > U32_MAX: notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
+    decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, v & U32_MAX))
   fifo_names = {r: fresh(f"fifo_{r}") for r in sorted(chained)}
   decls += [Signal(n, Ref(qmap[r].device)) for r, n in fifo_names.items()]
   # queue statements: the template's dwords with per-launch patches
@@ -978,7 +879,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         o = p.offset + idx
         if o >= len(s["per"][0]) or role not in ("value", "dim"): continue
         fit = vars_.fit([d[o] for d in s["per"]], "v")
-        if fit: patches.append(Patch(s["name"], o, fit[0], fit[1]))
+        if fit: patches.append(Patch(o, fit[0], fit[1]))
     qi = QueueImage(s["name"], s["ring"].engine, s["ring"].device, s["ring"].target, 0, s["per"][0], patches, [],
                     [x for ps in mem_patches.values() for x in ps])
     groups = []
@@ -988,7 +889,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         groups.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
       elif g and g[0].name == "TRAP" and not g[0].raw: groups.append((f"# {at}: KFD interrupt: SDMA TRAP", None))
       else: groups.append((g, at))
-    items = [_epochs(x, s["ring"].device) for x in _lift_stmts(img, qi, groups)]
+    items = [_epochs(x, s["ring"].device) for x in lift_statements(img, qi, groups)]
     if s["ring"].name in chained:  # segment n of S in launch k: waits for (k-1)*S + n-1, signals (k-1)*S + n
       S, n, fifo = count[s["ring"].name], s["nth"], fifo_names[s["ring"].name]
       def fx(vals):
@@ -997,7 +898,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       items = [Wait(Ref(fifo), fx([k * S + n - 1 for k in range(K)]), comment="# the ring's order: after its previous submission")] + \
         [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
         [x for x in items if isinstance(x, str)]
-    queues.append(_queue(s["name"], s["ring"].engine, s["ring"].device, items))
+    queues.append(queue_decl(s["name"], s["ring"].engine, s["ring"].device, items))
   host, host_steps = [], []   # host_steps[i]: the capture steps host statement i stands for (a submit: each queue's)
   for i in range(start, start + P):
     e = ev[i]
@@ -1008,7 +909,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
     fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
-    ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & M32)
+    ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & U32_MAX)
     host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None)); host_steps.append([i])
   decls += [Var(n, tuple(v)) for v, n in vars_.lists.items()]
   if vars_.uses_launch: decls.append(Var(LAUNCH_VAR))
@@ -1024,14 +925,14 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if kind != "s" or nm not in written or static[key]["size"] > (1 << 20): continue
     after = _assemble(m.steps, key, static[key]["size"], end, m.final, after=True)
     if after is None: continue
-    d = _init_data(after, static[key]["size"]) or Data("u8", (0,))
+    d = trimmed_data(after, static[key]["size"]) or Data("u8", (0,))
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
     trace.update(start=start, period=P, launches=K, queues={x["name"]: x["segs"] for x in subs},
                 steps=list(range(start, start + P)), host=host_steps)
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {start + 1}..{end} of {len(ev)})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
-  return _program(decls, m.file, header)
+  return lifted_program(decls, m.file, header)
 
 def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
   """The allocation [addr, addr + size) when step `t` ran, each byte from the last reading at or before `t` (a capture

@@ -10,7 +10,7 @@ loop: a list index, a tuple unpack and a handler that is a couple of int ops. An
 packet, or an access outside mapped memory, is a Fault naming the queue, the ring offset and the decoded packet; the
 emulator never lets a Python exception out of an engine."""
 from __future__ import annotations
-import bisect, random
+import bisect, operator, random
 from collections import Counter, deque
 from typing import Callable, Optional
 import attrs
@@ -18,6 +18,7 @@ import numpy as np
 from ..ir import SCALARS, U32_MAX
 from ..amd import pm4, sdma
 from ..amd.packet import Packet
+from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
 from .device import Device, Ring, Memory, DeviceFault
 from .kernels import KernelError, KernelFault
@@ -36,9 +37,10 @@ HOST_COST = {"submit": 1.0, "submit_dword": 0.001, "signal": 0.1, "wait": 0.5}
 MAX_BATCH = 256                 # packets an engine runs before the scheduler looks again (time-ordered mode)
 INF = float("inf")
 
-FUNCS = {0: lambda v, r: True, 1: lambda v, r: v < r, 2: lambda v, r: v <= r, 3: lambda v, r: v == r,
-         4: lambda v, r: v != r, 5: lambda v, r: v >= r, 6: lambda v, r: v > r}
-FUNC_TEXT = {0: "always", 1: "<", 2: "<=", 3: "==", 4: "!=", 5: ">=", 6: ">"}
+_COMPARE = {"always": lambda v, r: True, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
+            ">=": operator.ge, ">": operator.gt}
+FUNCS = {code: _COMPARE[op] for code, op in WAIT_FUNCTIONS.items()}   # WAIT_REG_MEM / POLL_REGMEM function codes
+FUNC_TEXT = WAIT_FUNCTIONS
 
 PROGRESS, BLOCKED, IDLE, FAULT, DONE = range(5)
 
@@ -152,7 +154,7 @@ def _wait_ge_cell(e, a):  # WAIT_REG_MEM / POLL_REGMEM, memory, `>=`, full mask
     t = last_write.get(addr)
     if t is not None and t > e.clock: e.clock = t  # the wait ends when the satisfying write landed
     return True
-  e.wait_info = (addr, ref, U32_MAX, 5, v)
+  e.wait_info = (addr, ref, U32_MAX, FUNC_GE, v)
   return False
 
 def _store_cell(e, a):  # RELEASE_MEM 32-bit data, FENCE
@@ -232,7 +234,7 @@ def _const_fill(e, a):
   return True
 
 def _prep_wait(addr, ref, mask, func, c):
-  cell = c.cell(addr) if func == 5 and mask == U32_MAX else None
+  cell = c.cell(addr) if func == FUNC_GE and mask == U32_MAX else None
   if cell is not None: return _wait_ge_cell, (*cell, ref, addr, c.m.last_write)
   return _wait_mem, (addr, ref, mask, func)
 
@@ -690,8 +692,9 @@ class MemoryMap:
       out = []
       for arg in r.meta.get("args", []):
         if arg is None: out.append(None); continue   # a scalar
-        b, lo, hi, _ = arg
+        b, lo, hi, _, launch = arg   # launch: `x@k`, the memory of a rebound buffer's launch k
         a, n = img.buffers[b]
+        if launch is not None: a = img.var_values[f"{b}.addr"][launch - 1]
         out.append((a + (lo or 0), a + (n if hi is None else hi)))
       ranges[r.addr] = out
     return MemoryMap(img.name_at, tuple(sorted((r.addr, r.addr + r.size, r.name) for r in img.regions if r.kind == "buffer")),

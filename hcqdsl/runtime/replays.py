@@ -25,6 +25,8 @@ class _Party:
   mode: str
   text: str = ""
   state: str = "pending"          # pending -> running -> done
+  started: int = -1               # the order things happened in: the gate's count of events at its start and end
+  ended: int = -1
   before: Optional[bytes] = None  # the raced bytes just before it started, and when it was done
   after: Optional[bytes] = None
 
@@ -33,7 +35,7 @@ class _Gate:
   every packet (engine) or statement (host) that ran."""
   def __init__(self, first: _Party, then: _Party, buffer: str, lo: int, hi: int):
     self.first, self.then, self.buffer, self.lo, self.hi = first, then, buffer, lo, hi
-    self.released, self.infeasible, self.read = False, False, None
+    self.released, self.infeasible, self.read, self.events = False, False, None, 0
 
   def bind(self, img, emu) -> None:
     """The run's image and emulator, once built: where the raced range is in each launch."""
@@ -58,7 +60,7 @@ class _Gate:
       if e is None: continue
       here = self._at(e) if e.busy() else (None, None)
       if p.state == "pending" and here == (p.launch, p.line): p.before = self._bytes(p)
-      elif p.state == "running" and here != (p.launch, p.line): p.state, p.after = "done", self._bytes(p)
+      elif p.state == "running" and here != (p.launch, p.line): p.state, p.after, p.ended = "done", self._bytes(p), self.events
     if self.released or self.first.state == "done" or self.then.state != "pending": return cands
     free = [a for a in cands if not (a.name == self.then.queue and self._at(a) == (self.then.launch, self.then.line))]
     if not free: self.released = self.infeasible = True; return cands   # the order cannot happen here
@@ -67,12 +69,20 @@ class _Gate:
   def finish(self) -> None:
     """The run is over: a statement still running then ended with it."""
     for p in (self.first, self.then):
-      if p.state == "running": p.state, p.after = "done", self._bytes(p)
+      if p.state == "running": p.state, p.after, p.ended = "done", self._bytes(p), self.events
+
+  @property
+  def in_order(self) -> bool:
+    """The first statement had ended before the second started."""
+    return self.first.state == self.then.state == "done" and self.first.ended <= self.then.started
 
   def executed(self, actor, launch, line) -> None:
+    self.events += 1
     for p in (self.first, self.then):
       if actor.name != p.queue or (launch, line) != (p.launch, p.line) or p.state == "done": continue
-      if actor.name == "host": p.before = p.before or self._bytes(p); p.state, p.after = "done", self._bytes(p)
+      if p.state == "pending": p.started = self.events
+      if actor.name == "host":   # a host statement is one step
+        p.before = p.before or self._bytes(p); p.state, p.after, p.ended = "done", self._bytes(p), self.events
       else: p.state = "running"
 
 @attrs.define
@@ -121,9 +131,11 @@ def _race(prog: Program, w: dict, kw: dict) -> Replay:
   res, g = out["witness"]
   name = lambda p: f"{p.queue}'s {p.text} (line {p.line}, launch {p.launch})"
   head = f"race at line {w['at']['line'] if w.get('at') else '?'}: {name(g.first)} before {name(g.then)}"
-  if g.infeasible or g.first.state != "done" or g.then.state == "pending":
+  if g.infeasible or not g.in_order:
     why = ("the emulator cannot run that order (the held queue was the only one left)" if g.infeasible else
-           "the run ended before both statements ran" + (f" ({'hang' if res.hang else 'fault'})" if not res.ok else ""))
+           "the run ended before both statements ran" + (f" ({'hang' if res.hang else 'fault'})" if not res.ok else "")
+           if g.first.state != "done" or g.then.state != "done" else
+           f"{g.then.queue} ran its statement first ({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
     return Replay("race", False, [f"{head}: not reproduced: {why}"], res)
   rng = f"{w['buffer']}[{lo}:{hi}]"
   def did(p: _Party) -> str:

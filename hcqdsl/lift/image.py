@@ -1,0 +1,283 @@
+"""Images back to .hcq: `lift_image` recovers the whole program an image was compiled from (names, vars, host steps,
+kernels and expects from its metadata, queue statements from its packets); `lift_queue` / `as_hcq` only the queue
+statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
+The statement lifter (`lift_group`) is shared with the lifting of raw dumps (lift/manifest.py)."""
+from __future__ import annotations
+import pathlib, struct
+from typing import Optional
+import attrs
+from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
+                  Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX)
+from ..amd.image import Image, QueueImage
+from ..amd.disasm import decoder
+from ..amd.layout import TIMESTAMP_OFFSET
+
+__all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
+           "lifted_program", "trimmed_data", "Unliftable"]
+
+class Unliftable(Exception):
+  """A group of packets that is no .hcq statement (the message says why; the lifters keep the group as a comment)."""
+
+# what a group of packets may raise on an image whose records disagree with its packets: kept as a comment
+_CANNOT = (Unliftable, KeyError, IndexError, TypeError)
+
+def _signal_at(img: Image, addr: int) -> Optional[str]:
+  return next((n for n, a in img.signals.items() if a == addr), None)
+
+def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Optional[Slice]:
+  """The slice at addr; in a rebound buffer's launch-k region with no per-launch patch, `x@k` (a fixed address)."""
+  for n, (a, sz) in img.buffers.items():
+    for k, base in enumerate(img.var_values.get(f"{n}.addr") or ()):
+      if base <= addr and addr + size <= base + sz and (k or not patched):
+        lo = addr - base
+        return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
+    if a <= addr and addr + size <= a + sz:
+      lo = addr - a
+      return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
+  return None
+
+def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
+  """An exec's arguments from its kernel-argument region: slices by the region's record, scalar parameters (`None`
+  there) from the queue's kernel-argument patches, else the value stored in the kernel arguments."""
+  mem = {p.offset: p for p in q.mem_patches}
+  data = dict(img.data)
+  params = k.get("params") or []
+  for i, a in enumerate(kr.meta["args"]):
+    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4]); continue
+    off = params[i][2]
+    if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
+    raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
+    yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
+
+def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
+  """The statements a group of packets (one statement's, or one packet without a source map) stands for. Raises
+  Unliftable when it stands for none."""
+  patches = {p.offset: p for p in q.patches}
+  def expr(off: int, v: int) -> Expr:
+    p = patches.get(off)
+    return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
+  def wait(sig_addr: int, off: int, v: int):
+    name = _signal_at(img, sig_addr)
+    if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
+    e = expr(off, v)
+    if name == f"{q.device}.timeline" and e == Expr(Ref(f"{q.device}.epoch"), -1): return Epoch()
+    return Wait(Ref(name), e)
+  def sig(addr: int) -> str:
+    if (name := _signal_at(img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
+    return name
+  def write(addr: int, size: int, at: int, value_at: int, v: int):
+    """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
+    sl = _buffer_slice(img, addr, size, at in patches)
+    if sl is None: raise Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
+    return [Write(sl, expr(value_at, v))]
+  names = [p.name for p in pk]
+  f = [p.fields for p in pk]
+  if any(p.note for p in pk): raise Unliftable(pk[0].note or "raw packet")
+  if engine == "compute":
+    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1: return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"])]
+    if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] in (1, 2) and not f[0].get("cache_action") and not f[0].get("int_sel"):
+      return write(f[0]["addr"], 4 * f[0]["data_sel"], pk[0].offset + 3, pk[0].offset + 5, f[0]["data_lo"])  # no cache action: HWQueue.write
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 1: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 5, f[0]["data_lo"]))]
+    if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == 3:
+      return [Timestamp(Ref(sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
+    if "DISPATCH_DIRECT" in names:
+      regs = {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
+      pgm, user, start = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0"), regs.get("regCOMPUTE_START_X")
+      if not pgm or not user or len(user) < 2 or not start or len(start) < 6: raise Unliftable("dispatch without program/user data")
+      prog = ((pgm[1] << 32) | pgm[0]) << 8
+      k = next((k for k in img.kernels if k["prog_addr"] == prog), None)
+      ka = (user[-1] << 32) | user[-2]
+      kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
+      if k is None or kr is None: raise Unliftable(f"dispatch of unknown program {prog:#x}")
+      args = tuple(_args(img, q, k, kr, ka))
+      d = f[names.index("DISPATCH_DIRECT")]
+      di = pk[names.index("DISPATCH_DIRECT")].offset
+      sx = next(p for p in pk if p.name == "SET_SH_REG" and p.fields["reg"] == "regCOMPUTE_START_X").offset
+      def dims(vals, at):  # launch dims: patched dwords are expressions over vars
+        out = [expr(at + j, v) for j, v in enumerate(vals)]
+        return tuple(e if e.var is not None else e.offset for e in out)
+      grid, block = dims((d["dim_x"], d["dim_y"], d["dim_z"]), di + 1), dims(tuple(start[3:6]), sx + 5)
+      return [Exec(Ref(k["name"]), args, None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)]
+  else:
+    if not pk: return [Barrier()]  # the only statement with no SDMA packets
+    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"])]
+    if names == ["FENCE"]: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 3, f[0]["data"]))]
+    if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
+    if names == ["WRITE_UNTILED"] and f[0]["count"] in (0, 1):
+      return write(f[0]["dst_addr"], 4 * (f[0]["count"] + 1), pk[0].offset + 1, pk[0].offset + 4, f[0]["data0"])
+    if names and all(n == "COPY_LINEAR" for n in names):
+      src, dst = f[0]["src_addr"], f[0]["dst_addr"]
+      size = sum(x["count"] + 1 for x in f)
+      at = pk[0].offset
+      s, d = _buffer_slice(img, src, size, at + 3 in patches), _buffer_slice(img, dst, size, at + 5 in patches)
+      if s is None or d is None: raise Unliftable("copy outside every buffer")
+      return [Copy(d, s)]
+  raise Unliftable("packets " + ", ".join(names) + " are no .hcq statement")
+
+def _statement_groups(q: QueueImage) -> list:
+  """The packets of each statement: the image's source map groups them (a split copy stays one `copy`, the
+  packet-less SDMA barrier is an empty group); without one, each packet is a group."""
+  pk = decoder(q.engine, q.arch).decode(q.dwords)
+  if not q.stmts: return [[p] for p in pk]
+  return [[p for p in pk if s[0] <= p.offset < s[0] + s[1]] for s in q.stmts]
+
+def lift_queue(img: Image, q: QueueImage) -> list:
+  """The queue's statements, recovered from its packets. A group that is no statement lifts to a comment string."""
+  out: list = []
+  for g in _statement_groups(q):
+    try: out += lift_group(img, q, g, q.engine)
+    except _CANNOT as e: out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")
+  return out
+
+def as_hcq(img: Image) -> str:
+  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`)."""
+  from ..lang.format import format_stmt
+  out = [f"# lifted from {img.file} ({img.target})"]
+  for q in img.queues:
+    out.append(f"queue {q.name} {q.engine} on {q.device} {{")
+    out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in lift_queue(img, q)]
+    out.append("}")
+  return "\n".join(out) + "\n"
+
+def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
+  """Statements of (packets, label) groups, with the comments that stand for what is no statement attached to the
+  next one; trailing comments stay strings (placed before `}` by queue_decl)."""
+  out, pending = [], []
+  for g, label in groups:
+    if isinstance(g, str): pending.append(g); continue
+    try: stmts = lift_group(img, q, g, q.engine)
+    except _CANNOT as e:
+      pending.append(_raw_comment(g, str(e), label)); continue
+    for s in stmts:
+      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
+  return out + pending
+
+def _raw_comment(g: list, why: str, label) -> str:
+  if not g: return f"# {label or '?'}: cannot lift ({why})"
+  dw = [x for p in g for x in p.dwords]
+  shown = " ".join(f"{x:08x}" for x in dw[:12]) + (" ..." if len(dw) > 12 else "")
+  names = ", ".join(dict.fromkeys(p.name for p in g))
+  if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
+  return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
+
+def queue_decl(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
+  """A queue of lifted statements (strings among them are comments) with `head` comments first."""
+  stmts = [s for s in items if not isinstance(s, str)]
+  tail = tuple(s for s in items if isinstance(s, str))
+  if head and stmts: stmts[0] = attrs.evolve(stmts[0], comments=head + stmts[0].comments)
+  elif head: tail = head + tail
+  return Queue(name, engine, Ref(device), tuple(stmts), end_comments=tail)
+
+def lifted_program(decls: list, file: str, header: list) -> Program:
+  """The program of `decls` with `header` comment lines on top (at the end when there are no declarations)."""
+  if not decls: return Program((), file=file, end_comments=tuple(header))
+  return Program(tuple([attrs.evolve(decls[0], comments=tuple(header) + decls[0].comments)] + decls[1:]), file=file)
+
+# ---------------------------------------------------------------- whole images
+
+def _code_files(img: Image) -> dict:
+  """kernel -> (file name, ELF bytes) of each real code object: the original file's name, unless another code object
+  took it (then the kernel's name)."""
+  out: dict = {}
+  files: dict = {}   # file name -> bytes
+  for k in img.kernels:
+    if k["name"] in out or k.get("code_object") is None or not (k["impl"] or {}).get("amd_code"): continue
+    b = k["code_object"]
+    for name in ([pathlib.PurePath(k["impl"]["amd_code"]).name, f"{k['name']}.co"] + [f"{k['name']}_{i}.co" for i in range(2, 99)]):
+      if files.setdefault(name, b) == b: break
+    out[k["name"]] = (name, b)
+  return out
+
+def code_objects(img: Image) -> dict:
+  """file name -> ELF bytes of each real code object in `img`: the files the program `lift_image` makes names in its
+  `amd "..."` implementations, relative to the program (write them next to it)."""
+  return dict(_code_files(img).values())
+
+def write_code_objects(img: Image, directory) -> list:
+  """Write code_objects(img) into `directory` (a file already there with the same bytes is left alone); the paths
+  written. Raises ValueError, writing nothing, when a file there holds other bytes, or on an OSError."""
+  d = pathlib.Path(directory)
+  files = {d / name: b for name, b in code_objects(img).items()}
+  for path, b in files.items():
+    try: held = path.read_bytes() if path.exists() else None
+    except OSError as e: raise ValueError(f"{path}: {e.strerror or e}") from None
+    if held is not None and held != b:
+      raise ValueError(f"{path} exists and is not the image's code object of that name; lift into another directory")
+  out = []
+  for path, b in files.items():
+    if path.exists(): continue
+    try: path.write_bytes(b)
+    except OSError as e: raise ValueError(f"{path}: {e.strerror or e}") from None
+    out.append(path)
+  return out
+
+def _impl(d: Optional[dict], amd_file: Optional[str]) -> Optional[Impl]:
+  if not d: return None
+  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd_file or d.get("amd_code"))
+
+def _init_data(b: bytes) -> Data:
+  """Initial bytes as written: u32 words when they are whole words, else u8."""
+  if len(b) % 4: return Data("u8", tuple(b))
+  return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
+
+def trimmed_data(b: bytes, size: int) -> Optional[Data]:
+  """Contents whose trailing zeros are implied (a rewritten buffer's, padded to its size when compiled; memory a
+  capture read): without them, as u32 words unless the words would run past `size` bytes; None when all zero."""
+  b = b.rstrip(b"\0")
+  if not b: return None
+  if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
+  return _init_data(b + bytes(-len(b) % 4))
+
+def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
+  """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
+  same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets. A kernel with
+  a real code object names its file (code_objects' names; in `code_dir`, relative to the program, when given)."""
+  region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
+  data = dict(img.data)
+  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
+  devs = {d["name"] for d in img.devices}
+  dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
+  rewrites: dict = {}
+  for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
+  for n, (a, size) in img.buffers.items():
+    if (addrs := img.var_values.get(f"{n}.addr")) is not None:  # rebound: launch k's memory is a region of its own
+      inits = tuple(_init_data(data.get(x, b"")) for x in addrs)
+      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
+    elif a in rewrites:
+      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(trimmed_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
+    else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data[a]) if a in data else None))
+  for n, a in img.signals.items():
+    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
+    init = struct.unpack("<Q", data[a])[0] & U32_MAX if len(data.get(a, b"")) == 8 else 0
+    decls.append(Signal(n, dev_ref(region_of(a)), init))
+  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
+  decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
+  where = lambda name: name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)
+  seen, code = set(), {k: where(name) for k, (name, _) in _code_files(img).items()}
+  for k in img.kernels:
+    if k["name"] in seen: continue
+    seen.add(k["name"])
+    decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k["params"]), _impl(k["impl"], code.get(k["name"]))))
+  # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
+  blocks, key = [], 0
+  for q in img.queues:
+    key = next((s[2] for s in q.stmts if s[2]), key)
+    groups = [(g, None) for g in _statement_groups(q)]
+    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, lift_statements(img, q, groups))))
+  if img.host:
+    body = []
+    for h in img.host:
+      if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
+      else:
+        e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
+        body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
+    blocks.append((min(h["line"] for h in img.host), -1, Host(tuple(body))))
+  decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
+  for e in img.expects:
+    a, size = img.buffers[e["buffer"]]
+    lo = e["addr"] - a
+    target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
+    vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
+    decls.append(Expect(target, Data(e["dtype"], vals), e["approx"], e.get("rtol"), e.get("atol")))
+  return lifted_program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
