@@ -56,7 +56,9 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   def expr(off: int, v: int) -> Expr:
     p = patches.get(off)
     return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
-  def wait(sig_addr: int, off: int, v: int):
+  def wait(sig_addr: int, off: int, v: int, func: int = 5, mask: int = U32_MAX):
+    if func != 5 or mask != U32_MAX:   # tinygrad's poll_bit: `(mem & mask) == value`, which no `wait` says
+      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit")
     name = _signal_at(img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
     e = expr(off, v)
@@ -74,7 +76,8 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   f = [p.fields for p in pk]
   if any(p.note for p in pk): raise Unliftable(pk[0].note or "raw packet")
   if engine == "compute":
-    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1: return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"])]
+    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1:
+      return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"], f[0]["function"], f[0]["mask"])]
     if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
     if names == ["RELEASE_MEM"] and f[0]["data_sel"] in (1, 2) and not f[0].get("cache_action") and not f[0].get("int_sel"):
       return write(f[0]["addr"], 4 * f[0]["data_sel"], pk[0].offset + 3, pk[0].offset + 5, f[0]["data_lo"])  # no cache action: HWQueue.write
@@ -101,7 +104,8 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
       return [Exec(Ref(k["name"]), args, None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)]
   else:
     if not pk: return [Barrier()]  # the only statement with no SDMA packets
-    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"])]
+    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1:
+      return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"], f[0]["func"], f[0]["mask"])]
     if names == ["FENCE"]: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 3, f[0]["data"]))]
     if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
     if names == ["WRITE_UNTILED"] and f[0]["count"] in (0, 1):

@@ -273,10 +273,11 @@ def _group(pk: list, engine: str) -> list:
 def _signal_addrs(p) -> list:
   f = p.fields
   if p.raw: return []
-  if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1: return [f["addr"]]
+  # a masked poll (tinygrad's poll_bit: function `==`, a mask) reads memory, not a signal
+  if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == 5 and f.get("mask") == U32_MAX: return [f["addr"]]
   if p.name == "RELEASE_MEM" and f.get("data_sel") == 1 and (f.get("cache_action") or f.get("int_sel")): return [f["addr"]]
   if p.name == "RELEASE_MEM" and f.get("data_sel") == 3: return [f["addr"] - 8]
-  if p.name == "POLL_REGMEM" and f.get("mem_poll") == 1: return [f["addr"]]
+  if p.name == "POLL_REGMEM" and f.get("mem_poll") == 1 and f.get("func") == 5 and f.get("mask") == U32_MAX: return [f["addr"]]
   if p.name == "FENCE": return [f["addr"]]
   if p.name == "TIMESTAMP_GET_GLOBAL": return [f["write_addr"] - 8]
   return []
