@@ -754,6 +754,13 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if not reads or key not in static or static[key]["device"] is not None or K < 2: continue
     per = [_assemble(m.steps, key, static[key]["size"], step + k * P) for k in range(K)]
     if None not in per and len(set(per)) > 1: rewritten[key] = per
+    # refilled again between two reads of one launch (two inputs staged through one region): one memory per launch
+    # cannot say it; the first read's bytes are kept, and `run` then differs from tinygrad
+    later = {_assemble(m.steps, key, static[key]["size"], st) for st, _, t, r in accesses
+             if r and st > step and len(set(t)) == 1 and (al := alloc_of(t[0])) is not None and al[0] == key}
+    if key in rewritten and later - {per[0]}:
+      notes.append(f"the host-memory buffer at {key:#x} is refilled between two reads of one launch (inputs staged "
+                   "through one region): lifted with each launch's first read's bytes, so later reads see those")
   if rewritten: notes.append("buffers in host memory refilled on the CPU between launches (read first in each launch, with "
                              "other bytes each time: tinygrad's staging buffer) are `rebound`, holding what each launch read; "
                              "the CPU device's refill and its waits are not recorded, so their order is not checked")
