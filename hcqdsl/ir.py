@@ -129,6 +129,7 @@ class Impl:
   args: tuple = ()
   c_source: Optional[str] = None
   amd_code: Optional[str] = None
+  code: Optional[str] = None   # `amd "k.co" code B`: the buffer the code was uploaded to; each exec reads it
   span: Optional[Span] = _meta()
 
 @attrs.frozen

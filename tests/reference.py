@@ -6,7 +6,7 @@ IR are shared. Verdicts are keyed by source lines, so generated programs put one
 """
 from __future__ import annotations
 import re
-from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Write, Epoch, Submit
+from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Write, Epoch, Submit, Slice, Ref
 
 MASK = (1 << 32) - 1
 
@@ -18,6 +18,7 @@ def _steps(program: Program, launches: int):
   sigs = {s.name: s for s in program.signals}
   bufs = {b.name: b for b in program.buffers}
   modes = {k.name: [p.mode for p in k.params] for k in program.kernels}
+  codes = {k.name: k.impl.code for k in program.kernels if k.impl is not None and k.impl.code}
   queues = program.queues
   def rng(sl, mode):
     b = bufs[sl.buffer.name]
@@ -31,7 +32,8 @@ def _steps(program: Program, launches: int):
     if isinstance(st, Epoch):
       return ("wait", f"{q.device.name}.timeline", k - 1, (), line, ())
     if isinstance(st, Exec):
-      return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])), line, ())
+      code = [rng(Slice(Ref(c)), "in") for c in [codes.get(st.kernel.name)] if c in bufs]   # the buffer its code was uploaded to
+      return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])) + tuple(code), line, ())
     if isinstance(st, Copy):
       return ("access", None, None, (rng(st.src, "in"), rng(st.dst, "out")), line, ())
     if isinstance(st, Write):

@@ -39,7 +39,20 @@ def test_jit_new_inputs(tmp_path):
 
 def test_realize(tmp_path):
   man, out = capture("realize", tmp_path)
-  _lift_check_run(man, out, tmp_path, 1)
+  prog, text = _lift_check_run(man, out, tmp_path, 1)
+  # each kernel's code upload (AMDProgram copies its ELF into VRAM) is tied to its execs: `amd "E_4_4.co" code b_...`
+  codes = {k.name: k.impl.code for k in prog.kernels}
+  assert all(codes.values()) and len(set(codes.values())) == len(codes), text[:3000]
+  upload = next(q for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Copy) and s.dst.buffer.name == codes["E_4_4"])
+  runner = next(q for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Exec) and s.kernel.name == "E_4_4")
+  # without the exec's queue waiting for the upload (and the host's synchronous copyin wait), check sees the race
+  lines = text.splitlines()
+  at = next(i for i, ln in enumerate(lines) if ln.startswith(f"queue {runner.name} "))
+  sub = next(i for i, ln in enumerate(lines) if ln.strip() == f"submit {runner.name}")
+  assert lines[at + 1].strip().startswith("wait ") and lines[sub - 1].strip().startswith("wait ")
+  broken = hcqdsl.parse("\n".join(ln for i, ln in enumerate(lines) if i not in (at + 1, sub - 1)), "broken.hcq")
+  races = [d for d in hcqdsl.check(broken, 1) if d.code == "race" and codes["E_4_4"] in d.message]
+  assert races and upload.name in races[0].message and runner.name in races[0].message, [d.message for d in races]
 
 @pytest.mark.slow
 def test_multi_device_jit(tmp_path):

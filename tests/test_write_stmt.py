@@ -64,3 +64,32 @@ def test_lift_tinygrads_write_and_poll_bit():
   assert body[2:4] == ["write b_10000[8:16] = 5  # @15", "signal s_20000 = 1  # @23"]
   assert body[4:] == ["wait s_20000 >= 1  # @0", "write b_10000[4:8] = 7  # @6", "write b_10000[8:16] = 9  # @11"]
   assert "signal s_10000" not in text   # the polled memory is a buffer's, no signal
+
+CODE = """device gpu = AMD:0 gfx1100
+buffer code on gpu size 4K
+buffer stage on host size 4K
+buffer a on gpu size 64
+signal up on gpu
+kernel k(out a) = amd "k.co" code code
+queue x copy on gpu {
+  copy code[0:576] <- stage[0:576]
+  signal up = 1
+}
+queue c compute on gpu {
+  wait up >= 1
+  exec k(a)
+}
+"""
+
+def test_kernel_code_buffer():
+  """`amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (`code` is a keyword only there)."""
+  from reference import verdicts
+  p = hcqdsl.parse(CODE, "k.hcq")
+  assert p.kernels[0].impl.code == "code" and hcqdsl.parse(hcqdsl.format(p), "k.hcq") == p
+  assert [d for d in hcqdsl.check(p, 1) if d.severity == "error"] == []
+  q = hcqdsl.parse(CODE.replace("  wait up >= 1\n", ""), "k.hcq")
+  [d] = [d for d in hcqdsl.check(q, 1) if d.code == "race"]
+  assert d.message == "c reads code[0:4096] at line 12 (launch 1) and x writes code[0:576] at line 8 (launch 1) with no happens-before order between them"
+  assert verdicts(q, 1)["race"] == {(frozenset({8, 12}), "code"): 1}
+  _, diags = hcqdsl.parse_with_diagnostics(CODE.replace("code code", "code cdoe"), "k.hcq")
+  assert [str(x).splitlines()[0] for x in diags] == ["k.hcq:6:35: error[name]: unknown buffer `cdoe` (did you mean `code`?)"]

@@ -128,6 +128,8 @@ class StaticCheck:
     for p in k.params:
       if p.name in seen: self._err("name", f"parameter `{p.name}` appears twice in kernel `{k.name}`", k.span)
       seen[p.name] = p
+    if k.impl is not None and k.impl.code is not None:   # the buffer its code was uploaded to
+      self._need(Ref(k.impl.code), Buffer, "buffer", self.prog.locate(k.impl.code, k.impl.span or k.span))
     if k.impl is not None and k.impl.dtype is not None and k.impl.dtype not in DTYPES:
       self._err("name", f"unknown dtype `{k.impl.dtype}` (one of {', '.join(DTYPES)})", k.impl.span or k.span)
     elif k.impl is not None and k.impl.builtin in _VALUE_ARGS and k.impl.c_source is None:

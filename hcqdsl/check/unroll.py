@@ -234,6 +234,9 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   kargs_of: dict = {}  # queue name -> [buffer ids]
   same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
   binfo = {b.name: (i, b.size) for i, b in enumerate(buffers)}
+  # `amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (ties it to the upload)
+  kcode = {k.name: (binfo[k.impl.code][0], 0, binfo[k.impl.code][1], R) for k in program.kernels
+           if k.impl is not None and k.impl.code in binfo}
 
   def access(sl, mode):
     bi = binfo.get(sl.buffer.name)
@@ -291,6 +294,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
               if a.launch is not None: pin(a, len(accs))
               accs.append((bi[0], 0 if a.start is None else a.start, bi[1] if a.end is None else a.end, m))
           elif a.var is not None: patched = True
+        if st.kernel.name in kcode: accs.append(kcode[st.kernel.name])
         op = (ACCESS, tuple(accs))
         app(patch(st, q, op, ms is not None) if patched else op)
       elif t is Epoch:

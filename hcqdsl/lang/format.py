@@ -37,7 +37,7 @@ def _impl(i: Impl) -> str:
     if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
     parts.append(p)
   if i.c_source is not None: parts.append("c " + quote(i.c_source))
-  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code))
+  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code) + (f" code {i.code}" if i.code else ""))
   return " ".join(parts)
 
 def _dim(d) -> str: return f"({', '.join(map(str, d))})"

@@ -89,7 +89,7 @@ class _Build(Transformer):
     args = tuple(x.v for x in c if isinstance(x, _Val))
     return Impl(builtin=c[1].value, dtype=dtype, args=args, span=_span(c, self.file))
   def impl_c(self, c): return Impl(c_source=unquote(c[1].value), span=_span(c, self.file))
-  def impl_amd(self, c): return Impl(amd_code=unquote(c[1].value), span=_span(c, self.file))
+  def impl_amd(self, c): return Impl(amd_code=unquote(c[1].value), code=c[3].value if len(c) > 3 else None, span=_span(c, self.file))
   def value(self, c):
     t = c[-1]
     neg = len(c) == 2
@@ -219,7 +219,7 @@ _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FL
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
-          "GRID": "`grid`", "BLOCK": "`block`", "WRITE": "`write`", "COMMENT": "a comment"}
+          "GRID": "`grid`", "BLOCK": "`block`", "WRITE": "`write`", "CODE": "`code`", "COMMENT": "a comment"}
 _STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "WRITE", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
 _DECL_KW = {"DEVICE", "BUFFER", "SIGNAL", "VAR", "KERNEL", "QUEUE", "HOST", "EXPECT"}
 # the name that follows a keyword, for "after the signal name"
@@ -303,7 +303,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
 
 # the words of the terminals that are keywords, for "did you mean `wait`?"
 _KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
-                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",), "CODE": ("code",),
                   "TOL": ("rtol", "atol")}
 
 def _keywords(terms) -> list:

@@ -218,7 +218,7 @@ def write_code_objects(img: Image, directory) -> list:
 
 def _impl(d: Optional[dict], amd_file: Optional[str]) -> Optional[Impl]:
   if not d: return None
-  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd_file or d.get("amd_code"))
+  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd_file or d.get("amd_code"), d.get("code"))
 
 def _init_data(b: bytes) -> Data:
   """Initial bytes as written: u32 words when they are whole words, else u8."""

@@ -801,12 +801,18 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
     else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
   # ---- kernels: one declaration per (tinygrad name, code), with its code object
+  # a kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that buffer at
+  # each exec (`amd "k.co" code B`): check orders every exec after the upload
+  uploaded = {al[0] for s in subs for p in s["packets"] if p.name == "COPY_LINEAR" and not p.raw
+              and len({d[p.offset + 5] | d[p.offset + 6] << 32 for d in s["per"]}) == 1 and (al := alloc_of(p.fields["dst_addr"])) is not None}
   kdecl, kname_of = {}, {}
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     if prog in kname_of: continue
     k = m.kernels.get(prog, {})
     base = _ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else _hexname("k", prog)
-    key = (base, k.get("code") or prog)
+    al = alloc_of(prog)
+    code_buf = bufname.get(("s", al[0])) if al is not None and al[0] in uploaded else None
+    key = (base, k.get("code") or prog, code_buf)
     if key not in kdecl:
       bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
       modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
@@ -816,7 +822,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         cpath = pathlib.Path(code_dir) / f"{kn}.co"
         cpath.write_bytes(k["code"])
         rel = str(cpath.resolve()) if program_dir is None else _relpath(cpath, program_dir)
-        impl = Impl(None, None, (), None, rel)
+        impl = Impl(None, None, (), None, rel, code_buf)
+      elif code_buf is not None: impl = Impl(amd_code=f"{kn}.co", code=code_buf)   # (no code written: a check only)
       kdecl[key] = Kernel(kn, tuple(modes), impl)
     kname_of[prog] = kdecl[key].name
   # ---- the pseudo image the statement lifter reads names from, with per-launch patches
