@@ -226,7 +226,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
                      **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       elif op in ("signal", "wait"):
         v = h.get("value", "int", required=True)
-        if v > (U32_MAX if ver == 1 else U64): h.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+        if v > (U32_MAX if ver == 1 and op == "signal" else U64):   # the host's waits compare 64 bits in every version
+          h.fail("value", f"{v} is not a {32 if ver == 1 and op == 'signal' else 64}-bit {'signal value' if op == 'signal' else 'host wait value'}")
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
