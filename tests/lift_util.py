@@ -1,6 +1,7 @@
 """A manifest (the raw-dump form `hcqdsl capture` writes) from a compiled image: what a recorder would have seen if
 the image's launches had been submitted by a runtime — dwords only, no names."""
 from __future__ import annotations
+from hcqdsl.ir import U32_MAX
 from hcqdsl.amd.image import Image
 
 def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buffers: bool = True) -> dict:
@@ -29,7 +30,7 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
           if qn not in done: submit(qn, k); done.add(qn)
       else:
         v = (env[h["var"]] if h["var"] else 0) + h["add"]
-        if h["op"] == "signal" or v <= 0xFFFFFFFF: v &= 0xFFFFFFFF   # the host's waits compare 64 bits
+        if h["op"] == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's waits compare 64 bits
         host.append({"op": h["op"], "addr": hex(h["addr"]), "value": v})
   devname = {d["name"]: d["name"] for d in img.devices}
   region_dev = lambda a: next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
@@ -45,7 +46,7 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
        "host": host}
   for a, b in img.data:  # initial signal values
     for s in m["signals"]:
-      if int(s["addr"], 16) == a and len(b) == 8: s["value"] = int.from_bytes(b, "little") & 0xFFFFFFFF
+      if int(s["addr"], 16) == a and len(b) == 8: s["value"] = int.from_bytes(b, "little") & U32_MAX
   if buffers:
     m["buffers"] = [{"addr": hex(a), "size": n, **({"device": region_dev(a)} if region_dev(a) else {})} for a, n in img.buffers.values()]
   if params:

@@ -118,6 +118,7 @@ def _operand_values(r: random.Random, field: str, fmt, bits: int, optype, dst_re
   ot = optype.name
   is_dst = field in ("vdst", "sdst", "vdstx", "vdsty")
   if is_dst:
+    if ot == "OPR_EXEC": return EXEC
     if ot == "OPR_VGPR": return v[dst_reg["v"]:dst_reg["v"] + n - 1] if n > 1 else v[dst_reg["v"]]
     choice = r.random()
     if ot in ("OPR_SREG", "OPR_SDST") and choice < 0.3: return VCC
@@ -165,16 +166,29 @@ def encodings(op, r: random.Random, n: int) -> list:
   ins = _ins()
   en = type(op).__name__
   cls_name = ENC[en]
-  ops = OPERANDS.get(op, {})
+  ops = dict(OPERANDS.get(op, {}))
   if en == "VOP3Op" and ops.get("vdst", (None, 0, None))[2] is not None and ops["vdst"][2].name in ("OPR_SREG", "OPR_SDST"):
     cls_name = "VOP3_SDST"
+  if en == "VOP1Op" and ops.get("vdst", (None, 0, None))[2] is not None and ops["vdst"][2].name in ("OPR_SREG", "OPR_SDST"):
+    cls_name = "VOP1_SDST"
+  if en == "VOP3Op" and ops.get("vdst", (None, 0, None))[2] is not None and ops["vdst"][2].name == "OPR_EXEC":
+    cls_name = "VOP3_SDST"   # v_cmpx_*_e64: the destination is EXEC
+  lit = op.name.startswith(("V_FMAAK", "V_FMAMK")) or op.name == "S_SETREG_IMM32_B32"   # a literal K operand
+  if lit: cls_name += "_LIT"
   cls = getattr(ins, cls_name)
+  names = {n for n, _ in cls._fields} if hasattr(cls, "_fields") else set()
+  for f in list(ops):   # the VOP3 forms of VOP1/VOP2 opcodes call their sources vsrc0/vsrc1: the src0/src1 fields
+    if f not in names and f.startswith("vsrc") and f.replace("vsrc", "src") in names: ops[f.replace("vsrc", "src")] = ops.pop(f)
+  if cls_name.startswith("VOP3") and "vdst" not in ops and "vdst" in names:   # v_cmpx_*_e64: only EXEC (and vdst) written
+    from tinygrad.renderer.amd.dsl import NULL
+    ops["vdst"] = None
   out, tries = [], 0
   while len(out) < n and tries < 12 * n:
     tries += 1
     dst = {"v": 16 + 2 * r.randrange(0, 7), "s": 16 + 2 * r.randrange(0, 6)}
     if r.random() < 0.15: dst = {"v": 2 * r.randrange(0, 7), "s": 2 * r.randrange(0, 7)}   # a destination that is a source
     fields = {}
+    if lit: fields["literal"] = r.choice([0x3FC00000, 0xC0490FDB, 0x7F800000, 0x00000001, 0x3C003C00])
     if cls_name == "SOPP":
       fields["simm16"] = r.choice([0, 1, 3, 0xFFFE, 0xFFF0, 0x10]) if "BRANCH" in op.name else r.getrandbits(16) & 0xF
     elif cls_name == "SOPK":
@@ -183,11 +197,15 @@ def encodings(op, r: random.Random, n: int) -> list:
       if "simm16" not in fields: fields["simm16"] = r.getrandbits(16)
       if "sdst" not in fields and "SDST" not in ops: fields.setdefault("sdst", _operand_values(r, "sdst", None, 32, type(list(ops.values())[0][2]).OPR_SDST, dst) if ops else None)
     else:
-      for f, (fmt, bits, ot) in ops.items():
+      for f, spec in ops.items():
+        if spec is None:
+          from tinygrad.renderer.amd.dsl import NULL
+          fields[f] = NULL; continue
+        fmt, bits, ot = spec
         if f in ("simm16", "simm32"): fields[f] = r.getrandbits(16 if f == "simm16" else 32); continue
         if "WMMA" in op.name: ot = type(ot).OPR_VGPR   # (WMMA takes VGPR matrices only)
         fields[f] = _operand_values(r, f, fmt, bits, ot, dst)
-      if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(_fmt(f[0]) in FLOAT_FMTS for k, f in ops.items() if k.startswith("src")):
+      if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(f is not None and _fmt(f[0]) in FLOAT_FMTS for k, f in ops.items() if k.startswith("src")):
         nsrc = sum(1 for k in ops if k.startswith("src"))
         if cls_name != "VOP3SD" and r.random() < 0.5: fields["abs"] = r.getrandbits(nsrc)
         if r.random() < 0.5: fields["neg"] = r.getrandbits(nsrc)
@@ -293,7 +311,7 @@ def _dests(code: bytes):
   if not hasattr(i, "op"):
     return "VOPD", "F32", [i.vdstx.offset - 256, i.vdsty.offset - 256], []
   fmts = operand_formats(i.op)
-  fmt = fmts.get("d", "B32")
+  fmt = fmts.get("d", "B32").replace("FMT_WMMA_DC_", "")
   bits = i.canonical_op_bits.get("d", 32) if "WMMA" not in i.op.name else 256   # a WMMA's D: 8 VGPRs
   vd, sd = [], []
   for f in ("vdst", "sdst"):
@@ -319,7 +337,7 @@ def digest(code: bytes, res) -> str:
   if isinstance(res, str): return "fault"
   s, v, scc, pc = res
   h = hashlib.sha256()
-  h.update(s.astype("<u4").tobytes()); h.update(v.astype("<u4").tobytes()); h.update(struct.pack("<qq", scc, pc))
+  h.update(s.astype("<u4").tobytes()); h.update(v.astype("<u4").tobytes()); h.update(struct.pack("<qQ", scc, pc & 0xFFFFFFFFFFFFFFFF))
   return h.hexdigest()[:16]
 
 def _ulp_diff(a: np.ndarray, b: np.ndarray, fmt: str) -> np.ndarray:
@@ -495,12 +513,12 @@ def _digest_without(code: bytes, res, rows: list) -> str:
   s, v, scc, pc = normalized(code, res)
   v = v.copy(); v[rows] = 0
   h = hashlib.sha256()
-  h.update(s.astype("<u4").tobytes()); h.update(v.astype("<u4").tobytes()); h.update(struct.pack("<qq", scc, pc))
+  h.update(s.astype("<u4").tobytes()); h.update(v.astype("<u4").tobytes()); h.update(struct.pack("<qQ", scc, pc & 0xFFFFFFFFFFFFFFFF))
   return h.hexdigest()[:16]
 
 def check_recorded(code: bytes, fm_res, exp) -> bool:
   """Does this executor's state agree with a recorded tinygrad outcome?"""
-  if isinstance(exp, str): return False
+  if isinstance(exp, str) and exp.startswith("tinygrad:"): return False
   if isinstance(exp, dict):
     if isinstance(fm_res, str): return False
     name, fmt, vd, sd = _dests(code)

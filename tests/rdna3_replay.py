@@ -15,7 +15,7 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from rdna3_diff import peer, PEER_MISSING  # noqa: E402
+from rdna3_diff import peer  # noqa: E402
 
 def record(path: str, kernels: str = "amd", max_bytes: int = 64 << 20) -> tuple:
   """(RunResult, [dispatch]) of running the program: per dispatch its launch description and the bytes of every
@@ -35,7 +35,7 @@ def record(path: str, kernels: str = "amd", max_bytes: int = 64 << 20) -> tuple:
 def worker(inp: str, outp: str):
   """In the peer's environment: replay the dispatches of `inp` (a pickle) on tinygrad's emulator, twice (the first
   pass compiles each instruction, the second is warm); write the after-regions and the seconds of each pass."""
-  import ctypes, contextlib
+  import ctypes
   os.environ.setdefault("DEV", "CPU")
   from test.mockgpu.amd import emu
   libc = ctypes.CDLL(None, use_errno=True)

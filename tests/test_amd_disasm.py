@@ -12,16 +12,16 @@ from hcqdsl.amd.image import Image
 from hcqdsl.cli import compile as cli_compile_mod, disasm as cli_disasm_mod
 from hcqdsl.amd.disasm import disasm_dwords, disasm_image
 from hcqdsl.lift.image import lift_queue, as_hcq
-from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue
+from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue, U32_MAX
 from hcqdsl.cli import main
 from test_amd_encode import PROGRAM
 
-u32s = st.lists(st.integers(0, 2**32 - 1), max_size=64)
+u32s = st.lists(st.integers(0, U32_MAX), max_size=64)
 # dwords that look like packets (valid headers followed by junk) reach deeper than uniform noise
-pm4_like = st.lists(st.one_of(st.integers(0, 2**32 - 1), st.builds(lambda op, n: (3 << 30) | (n << 16) | (op << 8),
+pm4_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.builds(lambda op, n: (3 << 30) | (n << 16) | (op << 8),
                                                                   st.sampled_from([0x10, 0x15, 0x3C, 0x46, 0x49, 0x58, 0x76, 0x79, 0x3F, 0x37, 0x40, 0x23, 0xEE]),
                                                                   st.integers(0, 12))), max_size=64)
-sdma_like = st.lists(st.one_of(st.integers(0, 2**32 - 1), st.integers(0, 17), st.builds(lambda op, sub: op | sub << 8, st.integers(0, 17), st.integers(0, 3))), max_size=64)
+sdma_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.integers(0, 17), st.builds(lambda op, sub: op | sub << 8, st.integers(0, 17), st.integers(0, 3))), max_size=64)
 
 def _walk_ok(pk, n):
   assert sum(p.length for p in pk) == n and all(p.length >= 1 for p in pk)
@@ -166,7 +166,7 @@ def test_cli(tmp_path, capsys):
 # ---- one packet-length rule per engine (issue 11): the decoder's packets, the emulator's and the submitter's
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, 2**32 - 1), min_size=1, max_size=30), st.sampled_from(ARCHS))
+@given(st.lists(st.integers(0, U32_MAX), min_size=1, max_size=30), st.sampled_from(ARCHS))
 def test_packet_length_rule_is_the_decoders(dw, arch):
   from hcqdsl.amd import sdma as sdma_mod, pm4 as pm4_mod
   from hcqdsl.runtime.emulator import Emulator, _Codec

@@ -5,7 +5,7 @@ through it, and both check every value against it (types, ranges, names that mus
 queue), so what `to_bytes` writes always reads back, and a bad file is refused naming its first bad field.
 docs/amd.md lists the declaration (`describe()`)."""
 from __future__ import annotations
-import bisect, json, pathlib, struct
+import bisect, json, operator, pathlib, struct
 from typing import Optional
 import attrs
 from ..ir import Expr, Ref, U32_MAX, ARCHS, DTYPES, SCALARS
@@ -153,9 +153,17 @@ def _at(at: str, key) -> str: return f"{at}.{key}" if at else str(key)
 
 def _among(names) -> str: return ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
 
+# Each type converts with `conv(v, pass, path)`, which raises naming the path. Types whose conversion has no effect
+# on the pass (no name defined, no bytes placed) also have `fast(v, pass)`: the same value, or _BAD without a
+# message. A list converts its items by `fast` and redoes only a bad item by `conv` for the message, so an image's
+# hundreds of thousands of rows are checked without a path string each.
+_BAD = object()
+
 class Int:
   """An integer in lo..hi; a bound may be a function of the pass (the queue's dword count, the row so far)."""
   def __init__(self, lo: int = 0, hi=ADDR_MAX, doc: str = ""): self.lo, self.hi, self.text = lo, hi, doc
+  def fast(self, v, c: _Pass):
+    return v if type(v) is int and self.lo <= v <= (self.hi(c) if callable(self.hi) else self.hi) else _BAD
   def conv(self, v, c: _Pass, at: str):
     lo, hi = self.lo, self.hi(c) if callable(self.hi) else self.hi
     if type(v) is not int or not lo <= v <= hi: c.fail(at, f"an integer in {lo}..{hi}", v)
@@ -166,6 +174,11 @@ class Str:
   """A string: one of `among`, or a name of `ref` (defined earlier in the metadata), or defining a name of `defines`."""
   def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None):
     self.among, self.ref, self.defines = among, ref, defines
+    if defines is not None: self.fast = None
+  def fast(self, v, c: _Pass):
+    if type(v) is not str or (self.among is not None and v not in self.among) or \
+       (self.ref is not None and v not in c.names.get(self.ref, ())): return _BAD
+    return v
   def conv(self, v, c: _Pass, at: str):
     if type(v) is not str: c.fail(at, "a string", v)
     if self.among is not None and v not in self.among: c.fail(at, f"one of {_among(self.among)}", v)
@@ -181,6 +194,7 @@ class Str:
       f"a new name of {self.defines}" if self.defines else "string"
 
 class Bool:
+  def fast(self, v, c: _Pass): return v if type(v) is bool else _BAD
   def conv(self, v, c: _Pass, at: str):
     if type(v) is not bool: c.fail(at, "true or false", v)
     return v
@@ -188,44 +202,76 @@ class Bool:
 
 class Num:
   """A number; an expect's NaN and infinities are the strings nan, inf, -inf (JSON has no such numbers)."""
+  def fast(self, v, c: _Pass): return v if type(v) in (int, float) or v in ("nan", "inf", "-inf") else _BAD
   def conv(self, v, c: _Pass, at: str):
-    if type(v) not in (int, float) and v not in ("nan", "inf", "-inf"): c.fail(at, "a number", v)
+    if self.fast(v, c) is _BAD: c.fail(at, "a number", v)
     return v
   def doc(self) -> str: return "number (or \"nan\", \"inf\", \"-inf\")"
 
 class Opt:
-  def __init__(self, t): self.t = t
+  def __init__(self, t):
+    self.t = t
+    if getattr(t, "fast", None) is None: self.fast = None
+  def fast(self, v, c: _Pass): return None if v is None else self.t.fast(v, c)
   def conv(self, v, c: _Pass, at: str): return None if v is None else self.t.conv(v, c, at)
   def doc(self) -> str: return f"null or {self.t.doc()}"   # inside a Row
 
 class List:
-  def __init__(self, t): self.t = t
+  def __init__(self, t):
+    self.t = t
+    if getattr(t, "fast", None) is None: self.fast = None
+  def fast(self, v, c: _Pass):
+    if type(v) is not list: return _BAD
+    fast = self.t.fast
+    out = [fast(x, c) for x in v]
+    return _BAD if _BAD in out else out
   def conv(self, v, c: _Pass, at: str):
     if type(v) is not list: c.fail(at, "a list", v)
-    conv = self.t.conv
-    return [conv(x, c, f"{at}[{i}]") for i, x in enumerate(v)]
+    t = self.t
+    if t.fast is None: return [t.conv(x, c, f"{at}[{i}]") for i, x in enumerate(v)]
+    out = [t.fast(x, c) for x in v]
+    if _BAD in out: out = [t.conv(x, c, f"{at}[{i}]") for i, x in enumerate(v)]   # the first bad item's message
+    return out
 
 class Row:
   """A JSON list of fixed length, one type per item; in memory `make` of the items (tuple, list, or an attrs class
   with these fields in order). Writing takes only what reading makes (a list is not a tuple), so an image always
   reads back equal to what was written."""
-  def __init__(self, make, *items, names: tuple = ()): self.make, self.items, self.names = make, items, names
-  def conv(self, v, c: _Pass, at: str):
+  def __init__(self, make, *items, names: tuple = ()):
+    self.make, self.items, self.names, self.n = make, items, names, len(items)
+    self.fields = operator.attrgetter(*(f.name for f in attrs.fields(make))) if attrs.has(make) else None
+    if any(getattr(t, "fast", None) is None for t in items): self.fast = None
+    self.fasts = tuple(t.fast for t in items) if self.fast is not None else ()
+  def _items(self, v, c: _Pass):
+    """The row's items as a list or tuple (writing: the in-memory value's), or _BAD."""
     if not c.reading:   # what reading makes, so that an image reads back equal to what was written
-      if type(v) is not self.make: c.fail(at, f"a {self.make.__name__}", v)
-      if attrs.has(self.make): v = attrs.astuple(v, recurse=False)
-    if type(v) not in (list, tuple) or (c.reading and type(v) is not list) or len(v) != len(self.items):
-      c.fail(at, f"a list of {len(self.items)}", v)
+      if type(v) is not self.make: return _BAD
+      return self.fields(v) if self.fields is not None else v
+    return v if type(v) is list and len(v) == self.n else _BAD
+  def fast(self, v, c: _Pass):
+    items = self._items(v, c)
+    if items is _BAD or len(items) != self.n: return _BAD
+    outer, c.row = c.row, items
+    for f, x in zip(self.fasts, items):
+      if f(x, c) is _BAD: c.row = outer; return _BAD
+    c.row = outer
+    if not c.reading: return items
+    return self.make(*items) if self.fields is not None else self.make(items)
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading and type(v) is not self.make: c.fail(at, f"a {self.make.__name__}", v)
+    items = self._items(v, c)
+    if items is _BAD or len(items) != self.n: c.fail(at, f"a list of {self.n}", v)
     outer, c.row = c.row, []
-    for i, (t, x) in enumerate(zip(self.items, v)): c.row.append(t.conv(x, c, f"{at}[{i}]"))
+    for i, (t, x) in enumerate(zip(self.items, items)): c.row.append(t.conv(x, c, f"{at}[{i}]"))
     row, c.row = c.row, outer
     if not c.reading: return row
-    return self.make(*row) if attrs.has(self.make) else self.make(row)
+    return self.make(*row) if self.fields is not None else self.make(row)
   def doc(self) -> str:
     return "[" + ", ".join(f"{n}: {t.doc()}" if n else t.doc() for n, t in zip(self.names or ("",) * len(self.items), self.items)) + "]"
 
 class Map:
   """A JSON object from names to values; a dict in memory."""
+  fast = None
   def __init__(self, key: Str, val): self.key, self.val = key, val
   def conv(self, v, c: _Pass, at: str):
     if type(v) is not dict: c.fail(at, "an object", v)
@@ -235,6 +281,7 @@ class Map:
 class Obj:
   """A JSON object with these keys, converted in this order (keys in `optional` may be absent); in memory a dict, or
   an instance of `make` (an attrs class whose fields are the keys)."""
+  fast = None
   def __init__(self, fields: dict, optional=(), make=None): self.fields, self.optional, self.make = fields, set(optional), make
   def conv(self, v, c: _Pass, at: str):
     if self.make is not None and not c.reading:
@@ -256,6 +303,7 @@ def Rec(cls, **fields) -> Obj:
 
 class Variant:
   """An object whose `tag` key picks its shape (each shape an Obj that declares the tag too)."""
+  fast = None
   def __init__(self, tag: str, shapes: dict): self.tag, self.shapes = tag, shapes
   def conv(self, v, c: _Pass, at: str):
     if type(v) is not dict: c.fail(at, "an object", v)
@@ -265,6 +313,7 @@ class Variant:
 
 class Blob:
   """Bytes in the data part; JSON [offset, length] (each piece starts 8-byte aligned)."""
+  fast = None
   def conv(self, v, c: _Pass, at: str):
     if not c.reading:
       if type(v) not in (bytes, bytearray): c.fail(at, "bytes", v)

@@ -431,7 +431,7 @@ class VisibilityAnalysis:
       a, aj = ops[i][idx][1][m], ops[j][jdx][1][jm]
       (_, li, ki), (spj, lj, kj) = at(i, p), at(j, q)
       b, d = bufs[a[0]], dev[i]
-      rng, wrng = f"{b}[{a[1]}:{a[2]}]", f"{b}[{aj[1]}:{aj[2]}]"
+      rng, wrng = f"{b}{_rng(u, a)}", f"{b}{_rng(u, aj)}"   # (a kernel-argument block: no byte range)
       related = [Related(f"{who[j]} writes {wrng} here (launch {kj})", spj)]
       if kind == 0:
         msg = (f"{who[i]} on {d} reads {rng}{where[a[0]]} at {li} (launch {ki}), written by the host at {lj} (launch "

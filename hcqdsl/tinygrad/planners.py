@@ -26,8 +26,11 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
   monotonic over launches, so no resets and no host waits); only waits that happens-before does not already imply
   (vector clocks, greedy cover); `epoch` on first use, a `wait E.timeline` before the first touch of another device E's
   memory unless the clock implies it (`s.host_waits`: the host waited for every device's previous launch before it
-  submitted); per device a finalizer at the end of its compute queue."""
+  submitted); a `barrier` opening each compute queue when the host writes per-launch data (kernel arguments of vars,
+  rebound or rewritten contents), which reaches the device through the HDP; per device a finalizer at the end of its
+  compute queue."""
   qs: dict = {}
+  host_writes = bool(s.var_lists) or any(b.per_launch for b in s.buffers)   # per-launch kernel arguments or contents
   def queue(dev, eng) -> _Q:
     k = (dev, eng)
     if k not in qs: qs[k] = _Q(f"{dev}_{eng}", eng, dev)
@@ -86,7 +89,10 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
     q = queue(c.dev, c.engine)
     use(q)
     idx = len(q.cmd_pos)
-    if idx == 0: q.body.append(Epoch(comment="# the previous launch is done with this device"))
+    if idx == 0:
+      q.body.append(Epoch(comment="# the previous launch is done with this device"))
+      if host_writes and q.engine == "compute":  # the host's writes reach the device through the HDP: flush it
+        q.body.append(Barrier(comment="# see what the host patched (kernel arguments, inputs), as HCQGraph's memory_barrier"))
     need: dict = {}
     mems = {s.buf_dev[b] for b, *_ in c.access}  # devices whose memory this command touches
     for b, st, en, w in c.access:

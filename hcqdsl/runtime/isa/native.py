@@ -12,20 +12,21 @@ The decoded rows are per kernel and program counter; a PC the table has no row f
 stops the C loop, which this module decodes and resumes. Faults come back as a code and the PC; the message is built
 here exactly as the interpreter builds it (the same DeviceFault texts, from the same Memory.find)."""
 from __future__ import annotations
-import ctypes, functools, hashlib, os, pathlib, subprocess, sys, threading
+import ctypes, functools, hashlib, os, pathlib, subprocess
 from typing import Optional
 import numpy as np
 from ..device import DeviceFault
 from ...tinygrad.host_cc import find_cc, cache_dir
 from . import pcode_c
 from .pcode import Unsupported, corrected
-from .rdna3 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
-                    is_sgpr, decode, disasm, LANES, NULL, VCC, EXEC, M0, SCC_SRC, VCCZ, EXECZ)
+from .gfx11 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
+                    is_sgpr, LANES, NULL, VCC, SCC_SRC, VCCZ, EXECZ)
 
 __all__ = ["available", "NativeProgram", "run_dispatch", "run_workgroup", "opcode_function", "translates", "CHUNK"]
 
 CHUNK = 64   # opcodes per compiled library
-FLAGS = ["-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv"]
+FLAGS = ["-O1", "-shared", "-fPIC", "-ffp-contract=off", "-fno-strict-aliasing", "-fwrapv"]   # the opcode libraries
+LOOP_FLAGS = ["-O2"] + FLAGS[1:]   # the loop (small, hot)
 
 # ---- the row and parameter layouts, shared with the C as #defines
 _COLS = ["KIND", "SIZE", "FN", "ARGS", "WRITES", "LANE_BITS", "SRC0", "SRC1", "SRC2", "CVAL0", "CVAL1", "CVAL2", "DST",
@@ -67,18 +68,16 @@ def _defines() -> str:
 
 # ---- compiling and caching
 
-_LOCK = threading.Lock()
-
-def _compile(source: str, tag: str) -> ctypes.CDLL:
+def _compile(source: str, tag: str, flags: list = FLAGS) -> ctypes.CDLL:
   cc = find_cc()
   if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
-  key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
+  key = hashlib.sha256(f"{cc}\0{' '.join(flags)}\0{source}".encode()).hexdigest()[:24]
   so = pathlib.Path(cache_dir()) / f"isa-{tag}-{key}.so"
   if not so.exists():
     src = so.with_suffix(".c")
     src.write_text(source)
     tmp = so.with_suffix(f".{os.getpid()}.tmp")
-    r = subprocess.run([cc, *FLAGS, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True)
+    r = subprocess.run([cc, *flags, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True)
     if r.returncode != 0: raise Unsupported(f"the native executor's {tag} does not compile: {r.stderr.strip()[:2000]}")
     os.replace(tmp, so)   # atomic: concurrent runs share the cache
   return ctypes.CDLL(str(so))
@@ -86,7 +85,7 @@ def _compile(source: str, tag: str) -> ctypes.CDLL:
 @functools.lru_cache(maxsize=None)
 def _runtime():
   text = (pathlib.Path(__file__).parent / "rdna3_native.c").read_text()
-  lib = _compile(pcode_c.HEADER + _defines() + text, "loop")
+  lib = _compile(pcode_c.HEADER + _defines() + text, "loop", LOOP_FLAGS)
   fn = lib.hcq_run
   fn.argtypes, fn.restype = [ctypes.c_void_p], ctypes.c_int
   return lib, fn
@@ -115,22 +114,46 @@ def translates(op) -> bool:
 
 @functools.lru_cache(maxsize=None)
 def _chunk(enum_name: str, index: int):
-  """(library, {opcode: CFunction}, {opcode: why not}) for one chunk of an encoding's opcodes."""
-  from tinygrad.runtime.autogen.amd.rdna3 import enum
-  ops = sorted(getattr(enum, enum_name), key=lambda o: o.value)[index * CHUNK:(index + 1) * CHUNK]
+  """(library, {opcode: CFunction}, {opcode: why not}) for one chunk of an encoding's opcodes. A compiled chunk is
+  found by a key over the translator's source and the chunks' pseudocode, with its functions' registers in a JSON file
+  beside it, so a cached chunk costs no translation."""
+  import json
+  from tinygrad.runtime.autogen.amd import rdna3 as arch
+  ops = sorted(getattr(arch.enum, enum_name), key=lambda o: o.value)[index * CHUNK:(index + 1) * CHUNK]
+  cc = find_cc()
+  if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
+  here = pathlib.Path(__file__).parent
+  table = pcode_table("rdna3")
+  key = hashlib.sha256("\0".join([cc, " ".join(FLAGS), (here / "pcode_c.py").read_text(), (here / "pcode.py").read_text(),
+                                   *(f"{op.name}:{table.get(op)}" for op in ops)]).encode()).hexdigest()[:24]
+  meta = pathlib.Path(cache_dir()) / f"isa-{enum_name}-{index}-{key}.json"
+  if meta.exists():
+    m = json.loads(meta.read_text())
+    fns = {op: pcode_c.CFunction(d["name"], "", set(d["reads"]), set(d["writes"]), set(d["lane_bits"]), d["cross_lane"], d["d0_width"])
+           for op in ops if (d := m.get(op.name)) and "name" in d}
+    why = {op: m[op.name]["why"] for op in ops if op.name in m and "why" in m[op.name]}
+    lib = ctypes.CDLL(m["library"]) if fns and os.path.exists(m["library"]) else None
+    if lib is not None or not fns: return lib, fns, why
   fns, why = {}, {}
   for op in ops:
     t = _translation(op)
     if isinstance(t, Unsupported): why[op] = str(t)
     else: fns[op] = t
-  if not fns: return None, fns, why
-  lib = _compile(pcode_c.HEADER + "\n".join(f.source for f in fns.values()), f"{enum_name}-{index}")
+  lib = _compile(pcode_c.HEADER + "\n".join(f.source for f in fns.values()), f"{enum_name}-{index}") if fns else None
+  m = {op.name: {"name": f.name, "reads": sorted(f.reads), "writes": sorted(f.writes), "lane_bits": sorted(f.lane_bits),
+                 "cross_lane": f.cross_lane, "d0_width": f.d0_width} for op, f in fns.items()}
+  m.update({op.name: {"why": w} for op, w in why.items()})
+  m["library"] = lib._name if lib is not None else ""
+  tmp = meta.with_suffix(f".{os.getpid()}.tmp")
+  tmp.write_text(json.dumps(m)); os.replace(tmp, meta)
   return lib, fns, why
 
+@functools.lru_cache(maxsize=None)
 def opcode_function(op):
   """(address of op's compiled pseudocode, CFunction) or Unsupported."""
   values = sorted(o.value for o in _enum_of(op))
-  lib, fns, why = _chunk(type(op).__name__, values.index(op.value) // CHUNK)
+  try: lib, fns, why = _chunk(type(op).__name__, values.index(op.value) // CHUNK)
+  except Unsupported as e: return e   # no compiler, or the chunk does not compile
   if op not in fns: return Unsupported(why.get(op, "no pseudocode for this opcode"))
   return ctypes.cast(getattr(lib, fns[op].name), ctypes.c_void_p).value, fns[op]
 
@@ -147,7 +170,8 @@ def _operand(o: int, bits: int, ins, mods: int = 0, flush: bool = False) -> tupl
   if o == SCC_SRC: return OPK["SCC"] | extra, 0
   if o == VCCZ: return OPK["VCCZ"] | extra, 0
   if o == EXECZ: return OPK["EXECZ"] | extra, 0
-  v = constant_operand(o, bits, ins)
+  # packed math (bits 16 from _vop3p_row): float constants as f16 in the low half, integer ones their 32 bits
+  v = constant_operand(o, 32 if bits == 16 and 128 <= o <= 208 and ins.cls.startswith("VOP3P") else bits, ins)
   return OPK["CONST"] | extra, v - (1 << 64) if v >= 1 << 63 else v
 
 class _Row:
@@ -203,15 +227,15 @@ def _vector_row(ins: Snap, row: _Row, denorm: int, packed=None):
   """VOP1/VOP2/VOP3/VOPC/VOP3SD rows (and VOP3P's: `packed` gives per source (extra descriptor bits, width), the
   half selection and negation of packed math)."""
   name, fields, ft, bits = ins.name, ins.fields, ins.ftype, ins.bits
-  if getattr(ins, "omod", 0) or 0: raise DeviceFault("output modifiers (omod) are not supported")
+  if getattr(ins, "omod", 0) or 0: raise DeviceFault("unsupported instruction (the omod output modifier)")
   f = _fn(row, ins.ins.op)
   flags = FL["FLUSH_D"] if flushes(ft.get("d"), denorm, False) else 0
   if getattr(ins, "clmp", 0) or 0:
-    if ft.get("d") not in CLAMPS or "D0" in f.lane_bits: raise DeviceFault("clamp of a non-float result is not supported")
+    if ft.get("d") not in CLAMPS or "D0" in f.lane_bits: raise DeviceFault("unsupported instruction (clamp of a non-float result)")
     flags |= FL[CLAMPS[ft["d"]]]
   opsel = 0 if packed is not None else getattr(ins, "opsel", 0) or 0   # VOP3: bit i the high half of source i, bit 3 of D
   if opsel & 8:
-    if bits["d"] != 16: raise DeviceFault("opsel on a 32-bit destination is not supported")
+    if bits["d"] != 16: raise DeviceFault("unsupported instruction (opsel on a 32-bit destination)")
     flags |= FL["D_HI"]
   neg, ab = (getattr(ins, "neg", 0) or 0, getattr(ins, "abs", 0) or 0) if packed is None else (0, 0)
   if f.cross_lane: flags |= FL["WAVE"]
@@ -221,7 +245,7 @@ def _vector_row(ins: Snap, row: _Row, denorm: int, packed=None):
     width = bits[key] if packed is None else packed[i][1]
     d, c = _operand(getattr(ins, fld).offset, width, ins, mods, flushes(ft.get(key), denorm, True) and packed is None)
     if (opsel >> i) & 1:
-      if bits[key] != 16: raise DeviceFault("opsel on a 32-bit source is not supported")
+      if bits[key] != 16: raise DeviceFault("unsupported instruction (opsel on a 32-bit source)")
       d |= SRC_HI16
     if packed is not None: d |= packed[i][0]
     row[COL["SRC0"] + i], row[COL["CVAL0"] + i] = d, c
@@ -342,11 +366,11 @@ def _vop3p_row(ins: Snap, row: _Row, denorm: int):
 
 def _wmma_row(ins: Snap, row: _Row):
   name = ins.name
-  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("WMMA with neg/opsel/clamp is not supported")
+  if ins.neg or ins.neg_hi or ins.opsel or ins.clmp: raise DeviceFault("unsupported instruction (WMMA with neg, opsel or clamp)")
   if min(ins.src0.offset, ins.src1.offset, ins.src2.offset, ins.vdst.offset) < 256:
-    raise DeviceFault("WMMA operands must be VGPRs")
+    raise DeviceFault("unsupported instruction (WMMA operands that are not VGPRs)")
   out = name.split("WMMA_", 1)[1].split("_", 1)[0]
-  if out not in ("F32", "F16", "BF16"): raise DeviceFault("integer WMMA is not supported")
+  if out not in ("F32", "F16", "BF16"): raise DeviceFault("unsupported instruction (integer WMMA)")
   row["SRC0"], row["SRC1"], row["SRC2"], row["DST"] = (ins.src0.offset - 256, ins.src1.offset - 256, ins.src2.offset - 256,
                                                         ins.vdst.offset - 256)
   row["DBITS"] = {"F32": 0, "F16": 1, "BF16": 2}[out]
@@ -377,6 +401,8 @@ def build_row(ins: Snap, size: int, denorm: int) -> tuple:
   row["SIZE"] = size
   return row.c, None
 
+_ROWS: dict = {}   # (instruction bytes, denormal mode) -> (row, unsupported message)
+
 class NativeProgram:
   """A kernel's decoded rows: `index` maps (pc - base) / 4 to a row, -1 where there is none yet. Rows are added by
   `decode_at` (a worklist following branches from the PC), and the arrays rebuilt for the C loop."""
@@ -397,7 +423,11 @@ class NativeProgram:
         try: ins, size, text = self.k.fetch(mem, p)
         except DeviceFault as e:
           row, msg = _unsupported(str(e)); size, ins = 4, None
-        else: row, msg = build_row(ins, size, self.denorm)
+        else:
+          key = (ins.raw, self.denorm)   # rows are content-addressed too: a kernel run again decodes nothing
+          got = _ROWS.get(key)
+          if got is None: got = _ROWS[key] = build_row(ins, size, self.denorm)
+          row, msg = got
         self.at[p] = len(self.rows)
         self.rows.append(row); self.msgs.append(msg); self.pcs.append(p)
         if ins is None or msg is not None: break

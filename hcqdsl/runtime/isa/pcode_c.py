@@ -171,8 +171,9 @@ class CFunction:
 # its Python int), cf (a float constant: a Python float), r (raw bits of a register or local container, uint64_t)
 
 class V:
-  __slots__ = ("code", "kind", "width")
-  def __init__(self, code, kind: str, width: int = 64): self.code, self.kind, self.width = code, kind, width
+  __slots__ = ("code", "kind", "width", "hex")
+  def __init__(self, code, kind: str, width: int = 64, hex: bool = False):
+    self.code, self.kind, self.width, self.hex = code, kind, width, hex   # hex: an integer constant written in hex
   def __repr__(self): return f"V({self.code!r}, {self.kind}, {self.width})"
 
 def _flit(x: float, kind: str) -> str:
@@ -520,7 +521,10 @@ class _Expr:
     if kind == "cast":
       n, t = v.split("'"); e = self.expr(0); self.expect(")")
       n = int(n)
-      if t == "F": k = {16: "f16", 32: "f32", 64: "f64"}[n]; return V(conv(e, k), k, n)
+      if t == "F":
+        k = {16: "f16", 32: "f32", 64: "f64"}[n]
+        if e.kind == "c" and e.hex: return V(conv(V(str(e.code & MASK64) + "ULL", "r"), k), k, n)   # 32'F(0xffc00000): those bits
+        return V(conv(e, k), k, n)
       if n > 64:
         if e.kind == "cf": raise Unsupported("a float as a wide integer")
         return V(conv(e, "w"), "w", n)
@@ -539,7 +543,7 @@ class _Expr:
     if kind == "num":
       s = v.rstrip("LUF") if not v.startswith("0x") else v.rstrip("LU")
       if "." in v or (v.endswith("F") and not v.startswith("0x")): return V(float(s), "cf")
-      return V(int(s, 0), "c")
+      return V(int(s, 0), "c", 64, v.startswith("0x"))
     if kind == "type": raise Unsupported(f"type {v} in an expression")
     if kind != "id": raise Unsupported(f"unexpected {v!r}")
     if v in fn.lambdas and self.peek() == "(": self.next(); return self.call_lambda(v, self.args())

@@ -1,7 +1,7 @@
 """Every dtype through tinygrad's AMD LLVM backend, for the RDNA3 executor's corpus: int8/uint8/int16/uint16/uint32/
 int64/uint64 arithmetic (multiply, divide, modulo, shifts, compares, max), bool logic, half and bfloat16 arithmetic,
 float64, casts between them and a bitcast. Regenerate: `hcqdsl emit tests/amd_code/dtypes/dtypes.py -o
-tests/amd_code/dtypes/dtypes.hcq --amd-code`."""
+tests/amd_code/dtypes/dtypes.hcq --amd-code`, then put back the `# hcq: run=no` line."""
 import numpy as np
 from tinygrad import Tensor, Device, dtypes
 

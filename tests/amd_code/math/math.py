@@ -1,6 +1,6 @@
 """tinygrad's transcendental functions through its AMD LLVM backend, for the RDNA3 executor's corpus: exp, log, sin,
 cos, tan, sqrt, rsqrt, reciprocal, pow, tanh, sigmoid, softplus, mish, silu, erf in float32, half and float64, and
-division. Regenerate: `hcqdsl emit tests/amd_code/math/math.py -o tests/amd_code/math/math.hcq --amd-code`."""
+division. Regenerate: `hcqdsl emit tests/amd_code/math/math.py -o tests/amd_code/math/math.hcq --amd-code`, then put back the `# hcq: run=no` line."""
 import numpy as np
 from tinygrad import Tensor, Device, dtypes
 

@@ -1,6 +1,6 @@
 """tinygrad's random numbers through its AMD LLVM backend, for the RDNA3 executor's corpus: the threefry generator
 behind Tensor.rand (v_alignbit_b32 rotates), randn, randint, uniform, dropout, half rand. Regenerate: `hcqdsl emit
-tests/amd_code/rand/rand.py -o tests/amd_code/rand/rand.hcq --amd-code`."""
+tests/amd_code/rand/rand.py -o tests/amd_code/rand/rand.hcq --amd-code`, then put back the `# hcq: run=no` line."""
 import numpy as np
 from tinygrad import Tensor, Device, dtypes
 from tinygrad.helpers import Context

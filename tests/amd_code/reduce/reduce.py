@@ -1,7 +1,7 @@
 """Reductions through tinygrad's AMD LLVM backend, for the RDNA3 executor's corpus: sums large enough for tinygrad to
 reduce across a workgroup in local memory (DS loads and stores, s_barrier), products, integer and half reductions,
 argmax/argmin, cumulative sums, variance, any/all, softmax in half. Regenerate: `hcqdsl emit
-tests/amd_code/reduce/reduce.py -o tests/amd_code/reduce/reduce.hcq --amd-code`."""
+tests/amd_code/reduce/reduce.py -o tests/amd_code/reduce/reduce.hcq --amd-code`, then put back the `# hcq: run=no` line."""
 import numpy as np
 from tinygrad import Tensor, Device, dtypes
 
