@@ -318,7 +318,7 @@ def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
   import ctypes, attrs, types
   from tinygrad.runtime.support.hcq import MMIOInterface
   import hcqdsl.amd.codeobj as codeobj
-  from hcqdsl.amd.compile import _tmpring
+  from hcqdsl.amd.compile import tmpring
   orig = codeobj.synthetic
   monkeypatch.setattr(codeobj, "synthetic", lambda t, name, n: attrs.evolve(
     orig(t, name, n), dispatch_ptr=dptr, private_segment_sgpr=priv, private_segment_size=256 if priv else 0,
@@ -339,7 +339,7 @@ def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
   monkeypatch.setattr(hsa, "hsa_kernel_dispatch_packet_t", DP)
   view = MMIOInterface(addr=ctypes.addressof(backing), nbytes=64)
   kbuf = types.SimpleNamespace(va_addr=ka.addr, offset=lambda n: types.SimpleNamespace(va_addr=ka.addr + n, cpu_view=lambda: view))
-  d = StandinDevice(arch, scratch_addr=scratch, tmpring_size=_tmpring(arch, co))
+  d = StandinDevice(arch, scratch_addr=scratch, tmpring_size=tmpring(arch, co))
   prg = types.SimpleNamespace(enable_private_segment_sgpr=int(priv), enable_dispatch_ptr=int(dptr), dev=d,
                               prog_addr=kern["prog_addr"], rsrc1=co.rsrc1, rsrc2=co.rsrc2, rsrc3=co.rsrc3, wave32=co.wave32,
                               kernargs_segment_size=24, group_segment_size=1024, private_segment_size=co.private_segment_size)

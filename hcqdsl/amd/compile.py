@@ -16,7 +16,7 @@ from . import codeobj
 from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET
 from .image import Image, QueueImage, Patch, Region
 
-__all__ = ["compile_program", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE"]
+__all__ = ["compile_program", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring"]
 
 ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
 SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
@@ -261,7 +261,7 @@ class Lowering:
       user += [(ka + kasz) & U32_MAX, (ka + kasz) >> 32]
       plan.data.append((ka + kasz, _dispatch_packet(co, grid, block, ka)))
     user += [ka & U32_MAX, ka >> 32]
-    self.enc.exec(self.out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, _tmpring(self.t, co),
+    self.enc.exec(self.out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, tmpring(self.t, co),
                   plan.scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid,
                   block, co.wave32)
     for dims, back in ((bdims, self.enc.EXEC_BLOCK_FROM_END), (gdims, self.enc.EXEC_GRID_FROM_END)):
@@ -312,7 +312,7 @@ class Lowering:
             "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in vals],
             "approx": e.approx, "line": (e.span or NO_SPAN).line} | {k: v for k, v in (("rtol", e.rtol), ("atol", e.atol)) if v is not None}
 
-def _tmpring(t: str, co) -> int:
+def tmpring(t: str, co) -> int:
   """COMPUTE_TMPRING_SIZE: 0 without private memory; else WAVESIZE (per-wave bytes / 256, gfx9: / 1024) and as many
   waves as fit SCRATCH_SIZE."""
   if not co.private_segment_size: return 0

@@ -356,7 +356,7 @@ class NonMonotonicAnalysis:
     out = []
     for found in by.values():
       w, o, cur, new = found[0]
-      op, s = _op(u, *w), _sig(u, _op(u, *w)[1])
+      s = _sig(u, _op(u, *w)[1])
       use = lambda o: "wait on" if _op(u, *o)[0] == WAIT else "write"
       frm = f" from {cur} to {new}" if cur is not None else ""
       related, seen = [], set()

@@ -13,7 +13,7 @@ from ..diagnostics import Diagnostic, Related, did_you_mean
 from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
                       is_binary)
 
-__all__ = ["parse_syntax"]
+__all__ = ["parse_syntax", "lark_parser"]
 
 def _tok_span(t: Token, file: str) -> Span: return Span(file, t.line, t.column, t.end_line, t.end_column)
 
@@ -315,7 +315,7 @@ _GRAMMAR = (pathlib.Path(__file__).parent / "grammar.lark").read_text() + "".joi
   f"{name}: /{rx}/\n" for name, rx in TERMINALS.items())
 _parser: Optional[Lark] = None
 
-def _lark() -> Lark:
+def lark_parser() -> Lark:
   """The parser, built once; it keeps no state between parses (comments are found by `lexical.comments`)."""
   global _parser
   if _parser is None:
@@ -337,7 +337,7 @@ def _comments(text: str) -> list:
 
 def _parse_once(text: str, file: str):
   b = _Build(file)
-  items = b.transform(_lark().parse(text))
+  items = b.transform(lark_parser().parse(text))
   return items, b, _comments(text) if "#" in text else []
 
 def _control_chars(text: str, file: str) -> list[Diagnostic]:

@@ -11,6 +11,7 @@ same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it 
 from __future__ import annotations
 import bisect, ctypes, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
+from ..ir import U32_MAX
 from .manifest import MANIFEST_KIND, MANIFEST_VERSION
 from ..amd import pm4 as _pm4, sdma as _sdma
 
@@ -327,7 +328,7 @@ class Capture:
     old, new = ring["_put"], int(desc.put_value)
     ring["_put"] = new
     if new <= old: return
-    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & 0xFFFFFFFF for p in range(old, new, unit)], dev)
+    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev)
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)

@@ -852,7 +852,6 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       ps.append([p.mode, p.name, off]); off += sz
     kparams[kd.name] = ps
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
-  data = []
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     ps = kparams[kname_of[prog]]
     for i, v in enumerate(vals):

@@ -530,7 +530,7 @@ class Engine:
     and stored once on the way out."""
     pc, nd, unit, wptr, counts, first = self.pcache, self.ndw, self.unit, self.ring.wptr, self.counts, self.first
     nxt = self.starts[0][0] if self.starts else INF  # the next submission must wait for its doorbell: step()
-    rptr = rptr0 = self.rptr
+    rptr = self.rptr
     ran, st, op = 0, None, None
     try:
       while ran < budget and rptr < nxt:

@@ -4,7 +4,7 @@ check it, and report each race and deadlock in tinygrad's terms — kernel names
 device and queue, and the user's Python line (and whole stack) where each of the two commands was enqueued — the way
 PyTorch's CUDA sanitizer (torch.cuda._sanitizer) reports a stream race with both stack traces. docs/sanitize.md."""
 from __future__ import annotations
-import json, re, sys
+import json, re
 from typing import Optional
 import attrs
 from ..lift.capture import Capture
