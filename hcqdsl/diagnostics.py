@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors", "head_lines",
            "split_lines", "printable", "summary", "did_you_mean",
            "Rule", "RULES", "explain", "DOCS_URI"]
 
@@ -300,7 +300,7 @@ def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
 
 _WIDTH = 120   # characters of a source line an excerpt shows at most
 
-def _head_lines(text: str, n: int) -> list[str]:
+def head_lines(text: str, n: int) -> list[str]:
   """`split_lines(text)` as far as line n (then the rest of the text in one piece)."""
   return split_lines(text) if "\r" in text else text.split("\n", n)
 
@@ -326,7 +326,7 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
   last: dict = {}
   for d in shown:
     if d.span and d.span.file in sources: last[d.span.file] = max(last.get(d.span.file, 0), d.span.line)
-  lines = {f: _head_lines(sources[f], n) for f, n in last.items()}
+  lines = {f: head_lines(sources[f], n) for f, n in last.items()}
   for d in shown:
     where = f"{d.span}: " if d.span else ""
     out.append(f"{where}{d.severity}[{d.code}]: {d.message}")

@@ -9,12 +9,13 @@ import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
-           "Wait", "SignalWrite", "Exec", "Copy", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN",
+           "Wait", "SignalWrite", "Exec", "Copy", "Write", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
+U64_MAX = 2**64 - 1   # the host compares a signal's whole 64-bit memory (tinygrad's HCQSignal.wait): its waits' range
 # The address space a program's memories share (every target has 48-bit GPU virtual addresses): device i's memory is
 # window i + 1 of DEVICE_WINDOW bytes (window 0 holds system memory); the buffers of one memory, each aligned to
 # BUFFER_ALIGN, fit in MEMORY_WINDOW (the rest of the window holds rings, signals, code, kernargs and command buffers)
@@ -128,6 +129,7 @@ class Impl:
   args: tuple = ()
   c_source: Optional[str] = None
   amd_code: Optional[str] = None
+  code: Optional[str] = None   # `amd "k.co" code B`: the buffer the code was uploaded to; each exec reads it
   span: Optional[Span] = _meta()
 
 @attrs.frozen
@@ -203,6 +205,15 @@ class Copy(Node):
   src: Slice
 
 @attrs.frozen
+class Write(Node):
+  """`write x[0:4] = v`: the queue stores a 32-bit value (a 4-byte range) or a 64-bit one (8 bytes, the value
+  zero-extended) once its earlier commands completed (tinygrad's `HWQueue.write`)."""
+  dst: Slice
+  value: Expr
+
+WRITE_SIZES = (4, 8)   # the byte ranges a `write` stores: tinygrad's write(b, v) and write(b, v, b64=True)
+
+@attrs.frozen
 class Barrier(Node):
   """Later commands see memory written by work this queue has waited for."""
 
@@ -222,7 +233,7 @@ def resolve(x, env: dict) -> int:
   """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
   return x if isinstance(x, int) else x.eval(env)
 
-Stmt = (Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit)
+Stmt = (Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit)
 
 # ---- blocks and the program
 

@@ -29,7 +29,8 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
         for qn in (h["queues"] or [q.name for q in img.queues]):
           if qn not in done: submit(qn, k); done.add(qn)
       else:
-        v = ((env[h["var"]] if h["var"] else 0) + h["add"]) & U32_MAX
+        v = (env[h["var"]] if h["var"] else 0) + h["add"]
+        if h["op"] == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's waits compare 64 bits
         host.append({"op": h["op"], "addr": hex(h["addr"]), "value": v})
   devname = {d["name"]: d["name"] for d in img.devices}
   region_dev = lambda a: next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)

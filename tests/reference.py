@@ -6,7 +6,7 @@ IR are shared. Verdicts are keyed by source lines, so generated programs put one
 """
 from __future__ import annotations
 import re
-from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Epoch, Submit
+from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Write, Epoch, Submit, Slice, Ref
 
 MASK = (1 << 32) - 1
 
@@ -18,6 +18,7 @@ def _steps(program: Program, launches: int):
   sigs = {s.name: s for s in program.signals}
   bufs = {b.name: b for b in program.buffers}
   modes = {k.name: [p.mode for p in k.params] for k in program.kernels}
+  codes = {k.name: k.impl.code for k in program.kernels if k.impl is not None and k.impl.code}
   queues = program.queues
   def rng(sl, mode):
     b = bufs[sl.buffer.name]
@@ -31,9 +32,12 @@ def _steps(program: Program, launches: int):
     if isinstance(st, Epoch):
       return ("wait", f"{q.device.name}.timeline", k - 1, (), line, ())
     if isinstance(st, Exec):
-      return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])), line, ())
+      code = [rng(Slice(Ref(c)), "in") for c in [codes.get(st.kernel.name)] if c in bufs]   # the buffer its code was uploaded to
+      return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])) + tuple(code), line, ())
     if isinstance(st, Copy):
       return ("access", None, None, (rng(st.src, "in"), rng(st.dst, "out")), line, ())
+    if isinstance(st, Write):
+      return ("access", None, None, (rng(st.dst, "out"),), line, ())
     return ("nop", None, None, (), line, ())
   host = list(program.host.body) if program.host is not None else []
   named = set()
@@ -64,8 +68,13 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
   names = [n for n, _ in seqs]
   flat = []    # per sequence: [(launch, step)]
   for _, per in seqs: flat.append([(k + 1, s) for k, steps in enumerate(per) for s in steps])
-  overflow = {s[4] for f in flat for _, s in f if s[0] in ("wait", "write") and not 0 <= s[2] <= MASK}
-  flat = [[(k, (s[0], s[1], s[2] & MASK if s[2] is not None else None, s[3], s[4], s[5])) for k, s in f] for f in flat]
+  # the host (sequence 0) compares a signal's 64-bit memory, whose high half nothing sets: its waits for 2**32 or
+  # more never pass; the queues' packets see 32 bits
+  host_wait = lambda i, s: i == 0 and s[0] == "wait"
+  overflow = {s[4] for i, f in enumerate(flat) for _, s in f if s[0] in ("wait", "write")
+              and not 0 <= s[2] <= ((1 << 64) - 1 if host_wait(i, s) else MASK)}
+  flat = [[(k, (s[0], s[1], s[2] if s[2] is None or (host_wait(i, s) and s[2] > MASK) else s[2] & MASK, s[3], s[4], s[5]))
+           for k, s in f] for i, f in enumerate(flat)]
   # the host position (steps done) after which queue q's launch k may start
   gate = {}
   for p, (k, s) in enumerate(flat[0]):

@@ -169,11 +169,11 @@ def test_cli(tmp_path, capsys):
 @given(st.lists(st.integers(0, U32_MAX), min_size=1, max_size=30), st.sampled_from(ARCHS))
 def test_packet_length_rule_is_the_decoders(dw, arch):
   from hcqdsl.amd import sdma as sdma_mod, pm4 as pm4_mod
-  from hcqdsl.runtime.emulator import Emulator, _Codec
+  from hcqdsl.runtime.emulator import Emulator
   emu = Emulator()
   for kind, dec, rule in (("pm4", pm4_mod.decoder(arch), pm4_mod.packet_length),
                           ("sdma", sdma_mod.decoder(arch), sdma_mod.decoder(arch).packet_length)):
-    length = _Codec(kind, arch, emu).length
+    length = emu.codec(kind, arch).length
     for p in dec.decode(dw):
       get = lambda k: dw[p.offset + k] if p.offset + k < len(dw) else 0
       if p.offset + rule(dw[p.offset], get) <= len(dw) and p.name not in ("TYPE2_NOP",) and not p.name.startswith("UNKNOWN"):

@@ -9,7 +9,7 @@ from hcqdsl.amd import pm4, sdma
 from hcqdsl.amd.targets import ARCHS, get_target
 from hcqdsl import parse
 from hcqdsl.amd.compile import compile_program
-from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Expr, Ref
+from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Expr, Ref
 
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x1_2345_6780, 0x7F00_DEAD_BEE0]
 VALUES = [0, 1, 0x7FFF_FFFF, 0xFFFF_FFFF]
@@ -25,6 +25,10 @@ def test_compute_ops(arch):
         q, out = compute_queue(d), []
         getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
+      for b64 in (False, True):   # HWQueue.write: RELEASE_MEM of 32-bit low or 64-bit data
+        q, out = compute_queue(d), []
+        q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
+        assert out == q._q, ("write", hex(a), v, b64)
     q, out = compute_queue(d), []
     q.timestamp(signal(a)); e.timestamp(out, a + 8)
     assert out == q._q
@@ -54,6 +58,10 @@ def test_copy_ops(arch):
         q, out = copy_queue(d), []
         getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
+      for b64 in (False, True):   # HWQueue.write: SDMA WRITE of one or two dwords
+        q, out = copy_queue(d), []
+        q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
+        assert out == q._q, ("write", hex(a), v, b64)
     q, out = copy_queue(d), []
     q.timestamp(signal(a)); e.timestamp(out, a + 8)
     assert out == q._q
@@ -91,6 +99,8 @@ queue c0 compute on g0 {{
   barrier
   exec k1(h[0:256])
   timestamp s0
+  write a[16:20] = step + 2
+  write h[8:16] = 0x1234
   signal s0 = kick
   signal hs = 7
   wait hs >= step - 1
@@ -103,6 +113,8 @@ queue x1 copy on g1 {{
   copy b[16:32] <- h[100:116]
   barrier
   timestamp s1
+  write b[0:8] = kick
+  write h[0:4] = 9
   signal s1 = step + 5
   signal g1.timeline = g1.epoch
 }}
@@ -124,6 +136,10 @@ def _replay(img, p, qname):
     elif isinstance(s, Barrier):
       if q.engine == "compute": tq.memory_barrier()
     elif isinstance(s, Timestamp): tq.timestamp(signal(img.signals[s.signal.name]))
+    elif isinstance(s, Write):
+      a, size = img.buffers[s.dst.buffer.name]
+      lo, hi = s.dst.bounds(size)
+      tq.write(buf(a + lo), val(s.value), b64=hi - lo == 8)
     elif isinstance(s, Copy):
       (da, ds), (sa, ss) = img.buffers[s.dst.buffer.name], img.buffers[s.src.buffer.name]
       lo_d, hi_d = s.dst.bounds(ds); lo_s, _ = s.src.bounds(ss)
@@ -170,7 +186,7 @@ def test_patch_positions_hold_values():
     dw = img.patched(qi, env)
     for pt in qi.patches: assert dw[pt.offset] == (env[pt.var] + pt.add) & 0xFFFFFFFF
   c0 = img.queue("c0")
-  assert [(p.var, p.add) for p in c0.patches] == [("g0.epoch", -1), ("kick", 1), ("kick", 0), ("step", -1), ("g0.epoch", 0)]
+  assert [(p.var, p.add) for p in c0.patches] == [("g0.epoch", -1), ("kick", 1), ("step", 2), ("kick", 0), ("step", -1), ("g0.epoch", 0)]
 
 def test_epoch_lowering():
   img = compile_program(parse("device g = AMD:0\nqueue q compute on g {\n  epoch\n}\n", "e.hcq"))
@@ -302,7 +318,7 @@ def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
   import ctypes, attrs, types
   from tinygrad.runtime.support.hcq import MMIOInterface
   import hcqdsl.amd.codeobj as codeobj
-  from hcqdsl.amd.compile import _tmpring
+  from hcqdsl.amd.compile import tmpring
   orig = codeobj.synthetic
   monkeypatch.setattr(codeobj, "synthetic", lambda t, name, n: attrs.evolve(
     orig(t, name, n), dispatch_ptr=dptr, private_segment_sgpr=priv, private_segment_size=256 if priv else 0,
@@ -323,7 +339,7 @@ def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
   monkeypatch.setattr(hsa, "hsa_kernel_dispatch_packet_t", DP)
   view = MMIOInterface(addr=ctypes.addressof(backing), nbytes=64)
   kbuf = types.SimpleNamespace(va_addr=ka.addr, offset=lambda n: types.SimpleNamespace(va_addr=ka.addr + n, cpu_view=lambda: view))
-  d = StandinDevice(arch, scratch_addr=scratch, tmpring_size=_tmpring(arch, co))
+  d = StandinDevice(arch, scratch_addr=scratch, tmpring_size=tmpring(arch, co))
   prg = types.SimpleNamespace(enable_private_segment_sgpr=int(priv), enable_dispatch_ptr=int(dptr), dev=d,
                               prog_addr=kern["prog_addr"], rsrc1=co.rsrc1, rsrc2=co.rsrc2, rsrc3=co.rsrc3, wave32=co.wave32,
                               kernargs_segment_size=24, group_segment_size=1024, private_segment_size=co.private_segment_size)

@@ -249,10 +249,10 @@ def test_incomplete_verdict_never_exits_0(tmp_path, capsys):
 def test_analyze_restores_numpy_hugepage_setting():
   import numpy as np
   if not hasattr(getattr(np, "_core", None), "multiarray"): pytest.skip("numpy 1.x: no hugepage setting to restore")
-  from hcqdsl.check.analyze import _madvise_hugepage
+  from hcqdsl.check.analyze import madvise_hugepage
   from hcqdsl import parse
   prog = parse("device d = AMD:0\nsignal s on d\nqueue q compute on d {\n  signal s = 1\n}\n", "t.hcq")
   for before in (True, False):
-    _madvise_hugepage(before)
+    madvise_hugepage(before)
     analyze(prog)
-    assert _madvise_hugepage(True) == before
+    assert madvise_hugepage(True) == before

@@ -5,7 +5,7 @@ executions against each other: the direct one (writes not run) equals the loop w
 from hypothesis import given, settings, HealthCheck, strategies as st
 from hcqdsl import parse
 from hcqdsl.check.unroll import unroll
-from hcqdsl.check.hb import happens_before, _execute_direct, _execute_loop
+from hcqdsl.check.hb import happens_before, execute_direct, execute_loop
 import numpy as np
 from check_gen import programs
 import hb_sequential
@@ -28,7 +28,7 @@ def compare(text: str, launches: int) -> dict:
 def same_execution(u, text) -> bool:
   """The direct execution, when it takes the program, equals the loop's: the same outcome and the same clock rows
   (numbered differently: compared by the step from which each holds). True when it took it."""
-  d, l = _execute_direct(u), _execute_loop(u)
+  d, l = execute_direct(u), execute_loop(u)
   if d is None: return False
   for f in ("done", "values", "blocked", "violations", "wstats", "vc"): assert getattr(d, f) == getattr(l, f), (f, text)
   od, ol = np.argsort(d.held, kind="stable"), np.argsort(l.held, kind="stable")
@@ -126,7 +126,7 @@ def test_direct_execution_falls_back_when_its_guess_is_not_the_order():
     return ("device d = AMD:0\nsignal s on d\nsignal t on d\n" +
             "".join(f"queue {q} compute on d {{\n{blocks[q]}\n}}\n" for q in (first, second)))
   u = unroll(parse(program("qa", "qb"), "g.hcq"), 1)
-  assert _execute_direct(u) is None
+  assert execute_direct(u) is None
   t = happens_before(u)
   assert t.exact and not t.blocked and t.values[:2] == [2, 1]
   # with the writers in the guessed order it takes the direct path, to the same outcome

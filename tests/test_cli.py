@@ -64,8 +64,8 @@ def test_errors_are_never_capped():
 
 def test_render_splits_each_source_once(monkeypatch):
   calls = []
-  real = diagnostics_mod._head_lines
-  monkeypatch.setattr(diagnostics_mod, "_head_lines", lambda t, n: calls.append(n) or real(t, n))
+  real = diagnostics_mod.head_lines
+  monkeypatch.setattr(diagnostics_mod, "head_lines", lambda t, n: calls.append(n) or real(t, n))
   src = "\n".join(f"wait s >= {i}" for i in range(1000)) + "\n"
   ds = [Diagnostic("visibility", "v", Span("p.hcq", i, 1, i, 5), "warning") for i in range(1, 1001)]
   out = render_text(ds, {"p.hcq": src, "unused.hcq": src})
@@ -81,7 +81,7 @@ def test_head_lines():
   for text in ("a\nb\r\nc\rd\n", "a\nb\nc\n", "a\nb", "", "\n\n\n"):
     full = split_lines(text)
     for n in range(0, 6):
-      head = diagnostics_mod._head_lines(text, n)
+      head = diagnostics_mod.head_lines(text, n)
       assert head[:n] == full[:n] and (len(head) >= n + 1 or head == full), (text, n)
 
 # ---- source lines: split only at \n, \r\n and a lone \r; unprintable characters escaped in excerpts

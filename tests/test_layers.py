@@ -93,3 +93,18 @@ def test_each_rule_finds_a_planted_violation():
   assert upward(planted) == ["hcqdsl.lang.parse:3 imports hcqdsl.cli.util (layer hcqdsl.cli above hcqdsl.lang)"]
   assert private(planted) == ["hcqdsl.lang.parse:4 imports hcqdsl.lang.scan._GiveUp"]
   assert cycles(planted) == ["hcqdsl.lang.parse -> hcqdsl.lang.scan -> hcqdsl.lang.format -> hcqdsl.lang.parse"]
+
+def test_tests_use_only_public_names():
+  # tests may use any layer, through its public names (what a module's __all__ could list)
+  bad = []
+  for f in sorted((ROOT / "tests").rglob("*.py")):
+    tree = ast.parse(f.read_text())
+    mods = {a.asname or a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names if a.name.startswith("hcqdsl")}
+    for node in ast.walk(tree):
+      if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hcqdsl"):
+        bad += [f"{f.name}:{node.lineno} {node.module}.{a.name}" for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+      if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+        base = node.value
+        while isinstance(base, ast.Attribute): base = base.value
+        if isinstance(base, ast.Name) and (base.id in mods or base.id == "hcqdsl"): bad.append(f"{f.name}:{node.lineno} .{node.attr}")
+  assert bad == [], "\n".join(bad)

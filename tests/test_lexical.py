@@ -5,10 +5,10 @@ from hypothesis import given, settings, strategies as st
 import hcqdsl.lang.scan
 from hcqdsl.lang import lexical
 from hcqdsl.lang.lexical import int_text, int_value, size_text, range_text, quote, unquote, comments, is_binary
-from hcqdsl.lang.parse import parse_syntax, _lark
+from hcqdsl.lang.parse import parse_syntax, lark_parser
 
 def test_the_grammar_reads_lexicals_terminals():
-  terms = {t.name: t.pattern.value for t in _lark().terminals}
+  terms = {t.name: t.pattern.value for t in lark_parser().terminals}
   # (lark writes the `\n` of a /regex/ as the character itself)
   for name, rx in lexical.TERMINALS.items(): assert terms[name.split(".")[0]].replace("\n", "\\n") == rx, name
 

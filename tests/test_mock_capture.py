@@ -39,7 +39,20 @@ def test_jit_new_inputs(tmp_path):
 
 def test_realize(tmp_path):
   man, out = capture("realize", tmp_path)
-  _lift_check_run(man, out, tmp_path, 1)
+  prog, text = _lift_check_run(man, out, tmp_path, 1)
+  # each kernel's code upload (AMDProgram copies its ELF into VRAM) is tied to its execs: `amd "E_4_4.co" code b_...`
+  codes = {k.name: k.impl.code for k in prog.kernels}
+  assert all(codes.values()) and len(set(codes.values())) == len(codes), text[:3000]
+  upload = next(q for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Copy) and s.dst.buffer.name == codes["E_4_4"])
+  runner = next(q for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Exec) and s.kernel.name == "E_4_4")
+  # without the exec's queue waiting for the upload (and the host's synchronous copyin wait), check sees the race
+  lines = text.splitlines()
+  at = next(i for i, ln in enumerate(lines) if ln.startswith(f"queue {runner.name} "))
+  sub = next(i for i, ln in enumerate(lines) if ln.strip() == f"submit {runner.name}")
+  assert lines[at + 1].strip().startswith("wait ") and lines[sub - 1].strip().startswith("wait ")
+  broken = hcqdsl.parse("\n".join(ln for i, ln in enumerate(lines) if i not in (at + 1, sub - 1)), "broken.hcq")
+  races = [d for d in hcqdsl.check(broken, 1) if d.code == "race" and codes["E_4_4"] in d.message]
+  assert races and upload.name in races[0].message and runner.name in races[0].message, [d.message for d in races]
 
 @pytest.mark.slow
 def test_multi_device_jit(tmp_path):
@@ -63,11 +76,20 @@ def test_hcq2_realize(tmp_path):
 
 @pytest.mark.slow
 def test_hcq2_jit_new_inputs(tmp_path):
-  """Lifts and checks clean. `run` does not reproduce tinygrad's numbers here: hcq2 copies every input through one
-  staging buffer the host refills between launches, a host write the capture does not record (docs/lift.md)."""
-  man, _ = capture("jit_inputs", tmp_path, hcq2=True)
-  text = hcqdsl.format(lift_file(man, str(tmp_path / "lifted.hcq")))
-  prog = hcqdsl.parse(text, "lifted.hcq")
+  """hcq2 copies every input through one staging buffer in host memory that tinygrad's CPU device refills between
+  launches: the lift gives it each launch's bytes (as the input copy read them), so `run` reproduces tinygrad's numbers."""
+  man, out = capture("jit_inputs", tmp_path, hcq2=True)
+  prog, text = _lift_check_run(man, out, tmp_path, 3)
   assert text.startswith("# hcq: launches=3\n") and "fifo_" in text  # the batch and its finalizer: one ring, in ring order
   assert {k.name for k in prog.kernels} == {"E_4_4", "E_4_4_2"}
-  assert [d for d in hcqdsl.check(prog, 3) if d.severity == "error"] == []
+  staging = [b for b in prog.buffers if b.device is None and b.per_launch == "rebound"]
+  assert len(staging) == 1 and len({d.values for d in staging[0].launch_inits}) == 3, text[:3000]
+
+@pytest.mark.slow
+def test_train_step(tmp_path):
+  """A TinyJit'd training step (a two-layer MLP, MSE loss, backward, SGD) on new batches: the captured graph launches
+  lift, check clean, and `run` of the lift ends with tinygrad's trained weights in one of its buffers."""
+  man, out = capture("train_step", tmp_path)
+  prog, text = _lift_check_run(man, out, tmp_path, 2)
+  assert len([s for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Exec)]) >= 8, text[:3000]  # forward, backward, update
+  assert any(b.per_launch == "rebound" for b in prog.buffers)   # each call's batch

@@ -52,3 +52,48 @@ def test_sanitize_context_manager(tmp_path):
   from mock_gpu import env
   r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=300)
   assert r.stdout.strip() == "True True", r.stderr
+
+def test_sanitize_reports_dropped_memory_barrier():
+  """HCQGraph's compute queues without their opening `memory_barrier`: the kernel reads kernel arguments the host
+  patched (the new input's address) with no HDP flush after the write — tinygrad's "need memory_barrier after direct
+  write to vram". Reported with the kernel and the host's submission, both at the user's line."""
+  r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="barrier", WORKLOAD="jit_inputs")
+  assert r.returncode == 1, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  [f] = [f for f in rep["findings"] if f["code"] == "visibility"]
+  assert "kernel arguments of `exec E_4_4`" in f["message"] and "HDP" in f["message"], f
+  kernel, host = f["commands"]
+  assert kernel["what"].startswith("kernel E_4_4(") and kernel["queue"] == "comp_gpu0" and kernel["device"] == "AMD"
+  assert host["queue"] == "host" and host["text"].startswith("submit ") and "writes the kernel arguments" in host["what"]
+  line = f"{WORKLOADS / 'jit_inputs.py'}:14"
+  assert [f"{c['stack'][-1][0]}:{c['stack'][-1][1]}" for c in f["commands"]] == [line, line]
+  assert rep["checks"] > 1 and rep["detected_at"][-1][0].endswith("jit_inputs.py"), rep  # found as the program ran
+  r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, WORKLOAD="jit_inputs")   # tinygrad as it is: its barrier
+  assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
+
+def test_check_reports_dropped_memory_barrier(tmp_path):
+  man, _ = capture("buggy_graph", tmp_path, BUG="barrier", WORKLOAD="jit_inputs")
+  prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / "b.hcq"))), "b.hcq")
+  hdp = [d for d in hcqdsl.check(prog, 3) if d.code == "visibility" and d.extra["cause"] == "hdp"]
+  assert hdp and all("exec E_4_4" in d.message for d in hdp), [str(d) for d in hdp]
+  assert hdp[0].related[0].message.startswith("the host writes the kernel arguments of `exec E_4_4`")
+  assert not any(isinstance(s, hcqdsl.ir.Barrier) for q in prog.queues for s in q.body)   # the barrier is gone
+
+def test_sanitize_raises_at_the_enqueuing_line(tmp_path):
+  """`hcqdsl.sanitize(raise_on_error=True)` checks as the program runs and raises out of the tinygrad call after which
+  the first error is seen: the traceback ends in the user's loop, before the script's later calls run."""
+  script = tmp_path / "s.py"
+  script.write_text(f"import os, sys, traceback\nos.environ.update(BUG='dep', WORKLOAD='')\nsys.path.insert(0, {str(WORKLOADS)!r})\n"
+                    "import buggy_graph, hcqdsl\nimport numpy as np\nfrom tinygrad import Tensor, TinyJit, Device\n"
+                    "d0, d1 = Device.DEFAULT, f'{Device.DEFAULT}:1'\nw = Tensor(np.ones((8, 8), np.float32)).shard((d0, d1), axis=1).realize()\n"
+                    "@TinyJit\ndef step(x):\n  return ((x + 0).contiguous().shard((d0, d1)) @ w).realize().to(d1).contiguous()\n"
+                    "calls = 0\ntry:\n  with hcqdsl.sanitize(raise_on_error=True):\n    for i in range(6):\n"
+                    "      step(Tensor(np.full((2, 8), i, np.float32)).realize()).numpy(); calls += 1\n"
+                    "except hcqdsl.tinygrad.sanitize.SanitizerError as e:\n"
+                    "  f = [x for x in traceback.extract_tb(e.__traceback__) if x.filename == __file__][-1]\n"
+                    "  print(f.lineno, calls, str(e).splitlines()[0].split(':')[1].strip())\n")
+  import subprocess, sys
+  from mock_gpu import env
+  r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=600)
+  line, calls, code = r.stdout.split()
+  assert (int(line), code) == (16, "race") and int(calls) < 6, r.stdout + r.stderr

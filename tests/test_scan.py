@@ -101,19 +101,19 @@ def test_formatted_programs_take_the_fast_path():
   check()
   assert seen[0] == 60
 
-# ---- the block path: a block whose header starts a line, its body read by one regex (scan._Scan._bulk)
+# ---- the block path: a block whose header starts a line, its body read by one regex (scan.Scanner.read_block)
 
 def block_path(text):
   """(the fast path's program, checked against the grammar's; how many blocks the block path read)."""
   seen = [0]
-  orig = hcqdsl.lang.scan._Scan._bulk
+  orig = hcqdsl.lang.scan.Scanner.read_block
   def bulk(self, *a):
     r = orig(self, *a)
     seen[0] += r is not None
     return r
-  hcqdsl.lang.scan._Scan._bulk = bulk
+  hcqdsl.lang.scan.Scanner.read_block = bulk
   try: return same(text), seen[0]
-  finally: hcqdsl.lang.scan._Scan._bulk = orig
+  finally: hcqdsl.lang.scan.Scanner.read_block = orig
 
 _DECLS = "device g = AMD:0\nsignal s on g\nbuffer a on g size 64\nbuffer b on g size 64\nvar v\nkernel k(inout a, u32 n)\n"
 
@@ -150,7 +150,7 @@ def test_block_path_gives_up(body):
 
 def test_block_path_in_small_chunks_and_caches(monkeypatch):
   """Chunks of a few rows and caches of a few texts: the boundaries of both, on every layout."""
-  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", 40)
+  monkeypatch.setattr(hcqdsl.lang.scan, "CHUNK", 40)
   monkeypatch.setattr(hcqdsl.lang.scan, "_CACHE", 4)
   seen = [0]
   @settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow], deadline=None)
@@ -165,31 +165,33 @@ def test_block_path_in_small_chunks_and_caches(monkeypatch):
 def test_fast_constructors_build_the_attrs_objects():
   from hcqdsl.ir import Span, Wait, Ref, Expr
   import attrs
-  span = hcqdsl.lang.scan._span("f", 1, 2, 3, 4)
+  make_span = hcqdsl.lang.scan.fast_constructor(Span, "file line column end_line end_column")
+  span = make_span("f", 1, 2, 3, 4)
   assert type(span) is Span and span == Span("f", 1, 2, 3, 4) and attrs.astuple(span) == ("f", 1, 2, 3, 4)
-  w = hcqdsl.lang.scan._wait("f", 1, 2, 4, Ref("s"), Expr(None, 1), ("# c",), "# d")   # with its one-line span
+  make_wait = hcqdsl.lang.scan.fast_constructor(Wait, "signal value span comments comment", at=True)
+  w = make_wait("f", 1, 2, 4, Ref("s"), Expr(None, 1), ("# c",), "# d")   # with its one-line span
   assert type(w) is Wait and type(w.span) is Span and attrs.astuple(w.span) == ("f", 1, 2, 1, 4)
   assert (w.signal, w.value, w.comments, w.comment) == (Ref("s"), Expr(None, 1), ("# c",), "# d")
   with pytest.raises(attrs.exceptions.FrozenInstanceError): w.signal = Ref("t")
 
-# ---- the column path: clean chunks of a block body (no `#` or `;`) read a column at a time (scan._Scan._columns)
+# ---- the column path: clean chunks of a block body (no `#` or `;`) read a column at a time (scan.Scanner.read_columns)
 
 def counting_columns(monkeypatch):
   """[chunks the column path read, chunks it declined] as the scanner runs."""
   seen = [0, 0]
-  orig = hcqdsl.lang.scan._Scan._columns
+  orig = hcqdsl.lang.scan.Scanner.read_columns
   def columns(self, seg, ln):
     r = orig(self, seg, ln)
     seen[r is None] += 1
     return r
-  monkeypatch.setattr(hcqdsl.lang.scan._Scan, "_columns", columns)
+  monkeypatch.setattr(hcqdsl.lang.scan.Scanner, "read_columns", columns)
   return seen
 
 def test_column_path_equals_the_grammar(monkeypatch):
   """fmt's layout and the others, in chunks of a few lines and caches of a few texts: the column path reads many of
   them and the programs are the grammar's."""
   seen = counting_columns(monkeypatch)
-  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", 40)
+  monkeypatch.setattr(hcqdsl.lang.scan, "CHUNK", 40)
   monkeypatch.setattr(hcqdsl.lang.scan, "_CACHE", 8)
   took = [0, 0]
   @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
@@ -211,14 +213,14 @@ _CLEAN = "".join(f"  wait s >= {i}\n  signal s = v + {i}\n  exec k(a[{i}:{i + 4}
   _CLEAN.replace("  barrier\n", "\n  barrier\n\n"),                              # blank lines
   _CLEAN.replace("  barrier\n", "  # a comment for the next statement\n  barrier\n", 1),   # a dirty chunk between clean ones
   _CLEAN.replace("  epoch\n", "  barrier; epoch  # two\n", 2),
-  _CLEAN.replace("wait s >= 3\n", "wait  s >=  3\n").replace("a[5:9], b", "a [ 5 : 9 ] ,b"),   # spacing: `_stmt` reads it
+  _CLEAN.replace("wait s >= 3\n", "wait  s >=  3\n").replace("a[5:9], b", "a [ 5 : 9 ] ,b"),   # spacing: `read_statement` reads it
   _CLEAN.replace("exec k(a, b[2:], 3)", "exec k(a, b[0x2:1K], g.epoch - 1, 7,)"),  # values, a trailing comma
   _CLEAN + "  submit q\n  wait s.timeline >= g.epoch + 1\n",
 ])
 @pytest.mark.parametrize("chunk", [40, 97, 1 << 18])
 def test_column_path_chunks(monkeypatch, body, chunk):
   seen = counting_columns(monkeypatch)
-  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", chunk)
+  monkeypatch.setattr(hcqdsl.lang.scan, "CHUNK", chunk)
   # the second block's texts are all cached (a chunk of mostly new ones is left to the rows)
   text = _DECLS + "device h = AMD:1\nqueue q compute on g {\n" + body + "}\nqueue r compute on h {\n" + body + "}\n"
   prog, n = block_path(text)
@@ -226,10 +228,10 @@ def test_column_path_chunks(monkeypatch, body, chunk):
   assert prog is not None and n == 2 and seen[0] >= (clean or chunk < len(body)), seen   # one dirty chunk: none
 
 def test_column_path_misses_read_once(monkeypatch):
-  """New heads and values are read by `_stmt` once each; the rest of the chunk is found in the caches."""
+  """New heads and values are read by `read_statement` once each; the rest of the chunk is found in the caches."""
   reads = []
-  orig = hcqdsl.lang.scan._Scan._stmt
-  monkeypatch.setattr(hcqdsl.lang.scan._Scan, "_stmt", lambda self, kw, body, *a: reads.append(body) or orig(self, kw, body, *a))
+  orig = hcqdsl.lang.scan.Scanner.read_statement
+  monkeypatch.setattr(hcqdsl.lang.scan.Scanner, "read_statement", lambda self, kw, body, *a: reads.append(body) or orig(self, kw, body, *a))
   body = "".join(f"  wait s >= {i % 3}\n  signal s = {i % 3}\n  exec k(a[0:{i}], b)\n" for i in range(50))
   seen = counting_columns(monkeypatch)
   assert same(_DECLS + "queue q compute on g {\n" + body + "}\n") is not None and seen == [1, 0]
@@ -237,12 +239,12 @@ def test_column_path_misses_read_once(monkeypatch):
 
 def test_column_path_declined_chunks_read_row_by_row(monkeypatch):
   """The column path declining (None) every other chunk: the row loop reads those, the lines and comments line up."""
-  monkeypatch.setattr(hcqdsl.lang.scan, "_CHUNK", 60)
-  orig, calls = hcqdsl.lang.scan._Scan._columns, [0]
+  monkeypatch.setattr(hcqdsl.lang.scan, "CHUNK", 60)
+  orig, calls = hcqdsl.lang.scan.Scanner.read_columns, [0]
   def columns(self, seg, ln):
     calls[0] += 1
     return None if calls[0] % 2 else orig(self, seg, ln)
-  monkeypatch.setattr(hcqdsl.lang.scan._Scan, "_columns", columns)
+  monkeypatch.setattr(hcqdsl.lang.scan.Scanner, "read_columns", columns)
   prog, n = block_path(_DECLS + "queue q compute on g {  # head\n  # own\n" + _CLEAN + "  # end\n}\n")
   assert prog is not None and n == 1 and calls[0] >= 10
 

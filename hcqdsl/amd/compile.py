@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib, struct
 from typing import Optional
 import numpy as np
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
+from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
                  ARCHS, NO_SPAN, U32_MAX, resolve)
 from ..diagnostics import Diagnostic, HcqError
 from ..lang.format import format_stmt
@@ -16,7 +16,7 @@ from . import codeobj
 from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET
 from .image import Image, QueueImage, Patch, Region
 
-__all__ = ["compile_program", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE"]
+__all__ = ["compile_program", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring"]
 
 ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
 SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
@@ -221,6 +221,13 @@ class Lowering:
 
   def barrier(self, s, sp): self.enc.barrier(self.out)
 
+  def write(self, s, sp):
+    """A 32- or 64-bit store (the slice's length, 4 or 8 bytes); a value over a var is patched per launch."""
+    _, n = self.plan.slice(s.dst, sp)
+    if n not in (4, 8): raise _err("bounds", f"`write` stores 4 or 8 bytes, not {n}", sp)
+    a = self.address(s.dst, self.start + self.enc.WRITE_ADDR_AT, self.patches, sp)   # a rebound buffer's: patched per launch
+    self.enc.write(self.out, a, self.value(s.value, self.start + self.enc.WRITE_VALUE_AT, self.patches, sp), n == 8)
+
   def timestamp(self, s, sp): self.enc.timestamp(self.out, self.plan.signal(s.signal, sp) + TIMESTAMP_OFFSET)
 
   def copy(self, s, sp):
@@ -254,7 +261,7 @@ class Lowering:
       user += [(ka + kasz) & U32_MAX, (ka + kasz) >> 32]
       plan.data.append((ka + kasz, _dispatch_packet(co, grid, block, ka)))
     user += [ka & U32_MAX, ka >> 32]
-    self.enc.exec(self.out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, _tmpring(self.t, co),
+    self.enc.exec(self.out, ca + co.entry_offset, co.rsrc1, co.rsrc2, co.rsrc3, tmpring(self.t, co),
                   plan.scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid,
                   block, co.wave32)
     for dims, back in ((bdims, self.enc.EXEC_BLOCK_FROM_END), (gdims, self.enc.EXEC_GRID_FROM_END)):
@@ -278,7 +285,8 @@ class Lowering:
     self.plan.data.append((ka, bytes(kargs)))
     return ka, kasz
 
-  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Exec: exec}
+  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Write: write,
+                Exec: exec}
 
   # ---- host steps and expects
 
@@ -304,7 +312,7 @@ class Lowering:
             "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in vals],
             "approx": e.approx, "line": (e.span or NO_SPAN).line} | {k: v for k, v in (("rtol", e.rtol), ("atol", e.atol)) if v is not None}
 
-def _tmpring(t: str, co) -> int:
+def tmpring(t: str, co) -> int:
   """COMPUTE_TMPRING_SIZE: 0 without private memory; else WAVESIZE (per-wave bytes / 256, gfx9: / 1024) and as many
   waves as fit SCRATCH_SIZE."""
   if not co.private_segment_size: return 0

@@ -357,7 +357,7 @@ KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "k
               "synthetic": Bool(), "kernarg_size": U32,
               "params": List(Row(list, Str(("in", "out", "inout", *SCALARS)), Str(), U32, names=("mode", "name", "kernarg offset"))),
               "impl": Opt(Obj({"builtin": Opt(Str()), "dtype": Opt(Str()), "args": List(Num()), "c_source": Opt(Str()),
-                               "amd_code": Opt(Str())})),
+                               "amd_code": Opt(Str()), "code": Opt(Str())}, optional=("code",))),
               "code_object": Blob()}, optional=("code_object",))
 _SIGNAL_STEP = {"line": LINE, "signal": Str(ref="signals"), "addr": ADDR, "var": VAR, "add": ADD}
 HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, "queues": List(Str(ref="queues"))}),

@@ -34,7 +34,7 @@ class PM4:
   """Encoders for one target. Each method appends the packet's dwords to `out` (a list of ints) — no objects, no
   per-call lookups: every constant dword is computed once here."""
   # dword offset, from the start of the statement's packets, of the 32-bit value that a launch patches
-  WAIT_VALUE_AT, SIGNAL_VALUE_AT = 4, 5
+  WAIT_VALUE_AT, SIGNAL_VALUE_AT, WRITE_VALUE_AT, WRITE_ADDR_AT = 4, 5, 5, 3
   # dword offsets, counted back from the end of an exec's packets, of the workgroup size (x, y, z: COMPUTE_NUM_THREAD_*)
   # and of the grid (DISPATCH_DIRECT's dim_x, y, z)
   EXEC_BLOCK_FROM_END, EXEC_GRID_FROM_END = 12, 6
@@ -62,6 +62,7 @@ class PM4:
       memsel = lambda ds, isel: p.PACKET3_RELEASE_MEM_DATA_SEL(ds) | p.PACKET3_RELEASE_MEM_INT_SEL(isel) | p.PACKET3_RELEASE_MEM_DST_SEL(0)
     self.RM_EV, self.RM_EV_FLUSH = ev, ev | flush
     self.RM_SEL_32 = memsel(p.data_sel__mec_release_mem__send_32_bit_low, p.int_sel__mec_release_mem__none)
+    self.RM_SEL_64 = memsel(p.data_sel__mec_release_mem__send_64_bit_data, p.int_sel__mec_release_mem__none)
     self.RM_SEL_CLOCK = memsel(p.data_sel__mec_release_mem__send_gpu_clock_counter, p.int_sel__mec_release_mem__none)
     # tinygrad's release_mem() defaults: no data, int_sel 2 (interrupt after write confirm)
     self.RM_SEL_NONE = memsel(p.data_sel__mec_release_mem__none, p.int_sel__mec_release_mem__send_interrupt_after_write_confirm)
@@ -107,6 +108,10 @@ class PM4:
   def signal(self, out: list, addr: int, value: int):
     """RELEASE_MEM at end of pipe with cache write-back/invalidate, 32-bit data (AMDComputeQueue.signal)."""
     out += (self.RM, self.RM_EV_FLUSH, self.RM_SEL_32, addr & U32_MAX, addr >> 32, value & U32_MAX, value >> 32, 0)
+
+  def write(self, out: list, addr: int, value: int, b64: bool = False):
+    """RELEASE_MEM at end of pipe, no cache action, 32-bit low or 64-bit data, no interrupt (AMDComputeQueue.write)."""
+    out += (self.RM, self.RM_EV, self.RM_SEL_64 if b64 else self.RM_SEL_32, addr & U32_MAX, addr >> 32, value & U32_MAX, value >> 32, 0)
 
   def barrier(self, out: list):
     """HDP flush + ACQUIRE_MEM of every cache (AMDComputeQueue.memory_barrier)."""

@@ -10,7 +10,7 @@ from .pm4 import FUNC_GE
 
 class SDMA:
   """Encoders for one target; each method appends dwords to `out`."""
-  WAIT_VALUE_AT, SIGNAL_VALUE_AT = 3, 3
+  WAIT_VALUE_AT, SIGNAL_VALUE_AT, WRITE_VALUE_AT, WRITE_ADDR_AT = 3, 3, 4, 1
   COPY_DWORDS, COPY_SRC_AT, COPY_DST_AT = 7, 3, 5  # per COPY_LINEAR piece: its length, source and destination (lo, hi)
 
   def __init__(self, t: Target):
@@ -21,6 +21,7 @@ class SDMA:
     # gfx10+: MTYPE 3 (uncached) so the fence write is visible to other agents without a flush
     self.FENCE = s.SDMA_OP_FENCE | (s.SDMA_PKT_FENCE_HEADER_MTYPE(3) if t.gen != 9 else 0)
     self.TIMESTAMP = s.SDMA_OP_TIMESTAMP | s.SDMA_PKT_TIMESTAMP_GET_HEADER_SUB_OP(s.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL)
+    self.WRITE = s.SDMA_OP_WRITE
     self.COPY = s.SDMA_OP_COPY | s.SDMA_PKT_COPY_LINEAR_HEADER_SUB_OP(s.SDMA_SUBOP_COPY_LINEAR)
     self.COUNT = s.SDMA_PKT_COPY_LINEAR_COUNT_COUNT
 
@@ -32,6 +33,10 @@ class SDMA:
     """FENCE: a 32-bit write once earlier packets completed (AMDCopyQueue.signal; the extra FENCE+TRAP tinygrad adds
     for a KFD timeline's interrupt mailbox is a driver detail, not part of the program)."""
     out += (self.FENCE, addr & U32_MAX, addr >> 32, value)
+
+  def write(self, out: list, addr: int, value: int, b64: bool = False):
+    """WRITE (linear): one dword, or two for a 64-bit value (AMDCopyQueue.write; the count field is dwords - 1)."""
+    out += (self.WRITE, addr & U32_MAX, addr >> 32, 1 if b64 else 0, value & U32_MAX) + ((value >> 32 & U32_MAX,) if b64 else ())
 
   def barrier(self, out: list):
     """Nothing: SDMA writes are not cached by the engine (tinygrad has no copy-queue memory_barrier)."""

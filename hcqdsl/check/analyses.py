@@ -4,7 +4,7 @@ each distinct problem is reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX
+from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX, U64_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .caches import DEFAULT_ARCH
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R, W, RW
@@ -66,13 +66,14 @@ class OverflowAnalysis:
     for s in u.seqs:
       for idx, op in enumerate(s.ops):
         if op[0] not in _SYNC or op[2] is None: continue
+        top = U64_MAX if s.index == 0 and op[0] == WAIT else U32_MAX   # the host's waits compare 64 bits
         for k in range(1, u.launches + 1):
           raw = u.raw(op, k)
-          if not 0 <= raw <= U32_MAX:
+          if not 0 <= raw <= top:
             st = s.stmts[idx]
             what = "epoch" if isinstance(st, Epoch) else f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}"
             out.append(Diagnostic("overflow", f"{_expr(op)} = {raw} in launch {k} ({op[2]} = {u.envs[k - 1][op[2]]}) "
-                                  f"is outside the 32-bit signal range 0..{U32_MAX} ({what} in {_who(u, s.index)})",
+                                  f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} 0..{top} ({what} in {_who(u, s.index)})",
                                   st.span if st is not None else None, extra={"launch": k, "value": raw}))
             break
     return out
@@ -126,7 +127,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     if done[0] < g: state[i] = ("gate", k + 1, g)
     else:
       op = u.seqs[i].ops[idx]
-      state[i] = ("wait", op[1], u.value(op, k + 1), done[i] + 1)
+      state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
   wanted = {st[1] for st in state.values() if st[0] == "wait"}
   future: dict = {}  # (seq, signal) -> [(pos, value)] writes not yet run
   for j in state:
@@ -355,7 +356,7 @@ class NonMonotonicAnalysis:
     out = []
     for found in by.values():
       w, o, cur, new = found[0]
-      op, s = _op(u, *w), _sig(u, _op(u, *w)[1])
+      s = _sig(u, _op(u, *w)[1])
       use = lambda o: "wait on" if _op(u, *o)[0] == WAIT else "write"
       frm = f" from {cur} to {new}" if cur is not None else ""
       related, seen = [], set()

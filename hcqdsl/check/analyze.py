@@ -13,7 +13,7 @@ from .explore import explore
 from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
                        RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis, StaleInputAnalysis)
 
-__all__ = ["analyze", "MAX_STATES"]
+__all__ = ["analyze", "MAX_STATES", "madvise_hugepage"]
 
 # skeleton states explored before the verdict on a program outside the exact fragment is called incomplete (`check
 # --max-states`): about 10 s and 300 MB at most
@@ -36,13 +36,13 @@ def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = No
   # compacts memory to find them (transparent huge pages, defrag=madvise), more system time than the arrays' work
   enabled = gc.isenabled()
   gc.disable()
-  huge = _madvise_hugepage(False)
+  huge = madvise_hugepage(False)
   try: return _analyze(program, launches, var_values, max_states)
   finally:
-    _madvise_hugepage(huge)
+    madvise_hugepage(huge)
     if enabled: gc.enable()
 
-def _madvise_hugepage(on: bool) -> bool:
+def madvise_hugepage(on: bool) -> bool:
   """numpy's setting (a private function of numpy 2; a no-op where it is missing); returns the previous one."""
   f = getattr(np._core.multiarray, "_set_madvise_hugepage", None) if hasattr(np, "_core") else None
   return f(on) if f is not None else on

@@ -52,7 +52,7 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
       op = s.ops[idx]
       if i and idx == 0 and s.gate >= 0 and u.gate_pos(i, k + 1):
         sy.append((GATE, None, None, p)); sg.append(cur); cur = []
-      if op[0] in (WAIT, WRITE): sy.append((op[0], op[1], u.value(op, k + 1), p)); sg.append(cur); cur = []
+      if op[0] in (WAIT, WRITE): sy.append((op[0], op[1], u.value(op, k + 1, i == 0), p)); sg.append(cur); cur = []
       elif op[0] == SUBMIT: sy.append((SUBMIT, None, None, p)); sg.append(cur); cur = []
       elif op[0] == ACCESS and op[1] and k + 1 not in idle.get(idx, ()): cur.append((p + 1, op[1]))  # idle: writes nothing
       if i == 0: host_after[p + 1] = len(sy)

@@ -5,7 +5,7 @@ launch the host has not submitted yet); a write wakes the sequences waiting for 
 fragment (writes to each signal totally ordered, lowering writes ordered against every other use of their signal)
 progress is confluent, so this one execution decides `deadlock`, and the clocks it builds are the happens-before of
 every execution. Only waits, writes and submits take part in it: accesses, barriers and timestamps neither block nor
-order anything. Two implementations: `_execute_loop` runs every wait, write and submit; `_execute_direct` guesses each
+order anything. Two implementations: `execute_loop` runs every wait, write and submit; `execute_direct` guesses each
 signal's write order up front (launch, then sequence with the host first, then position: what a program that resets
 its signals from the host between launches does), so that the write satisfying each wait is a binary search, runs only
 the joins, and then verifies on the clocks both the fragment and that its guess was the order. It takes most programs
@@ -36,7 +36,7 @@ from ..ir import U32_MAX
 from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, R, W, INT64_SAFE
 from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
 
-__all__ = ["Trace", "happens_before"]
+__all__ = ["Trace", "happens_before", "execute_direct", "execute_loop"]
 
 _NO_VIS = ([],) * 13
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
@@ -69,16 +69,16 @@ class _Execution:
   def __init__(self, **kw): self.__dict__.update(kw)
 
 def _execute(u: Unrolled) -> _Execution:
-  """The execution: `_execute_direct` when its guess of every signal's write order is the order, else `_execute_loop`."""
-  return _execute_direct(u) or _execute_loop(u)
+  """The execution: `execute_direct` when its guess of every signal's write order is the order, else `execute_loop`."""
+  return execute_direct(u) or execute_loop(u)
 
-def _execute_direct(u: Unrolled):
+def execute_direct(u: Unrolled):
   """The execution without running the writes, for the programs where a guess of each signal's write order holds:
   launch by launch, sequence by sequence (the host first), position by position. The guess fixes the segments between
   lowering writes, which segment each wait falls in (the writes before it in the same order), and so the write that
   satisfies it (the first in its segment reaching its value: a binary search). What is left to run is the order: each
   sequence's joins (a wait satisfied by another sequence's write, a queue's launch start) as events, a sequence
-  running until an event whose write (or submit) its writer has not reached. Then every check `_execute_loop` makes
+  running until an event whose write (or submit) its writer has not reached. Then every check `execute_loop` makes
   is made on the clocks, plus that the guess was the execution's order; if one fails, None (the loop decides)."""
   seqs, N, S = u.seqs, u.launches, len(u.seqs)
   lens = [len(s.ops) for s in seqs]
@@ -98,7 +98,10 @@ def _execute_direct(u: Unrolled):
       a, sg, vr, of = at[m], sig[m], var[m], off[m]
       for k in range(N):
         pos = a + (k * lens[i] + 1)
-        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, (E[k][vr] + of) & U32_MAX, (k * S + i) * big + pos))
+        v = E[k][vr] + of
+        # the host's waits compare 64 bits (a value past 32 bits never passes), the packets 32
+        v = np.where(v > U32_MAX, v, v & U32_MAX) if i == 0 and kd == WAIT else v & U32_MAX
+        inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, v, (k * S + i) * big + pos))
   cat = lambda xs: tuple(np.concatenate(c) for c in zip(*xs)) if xs else tuple(np.zeros(0, dtype=I64) for _ in range(5))
   # the writes and, first in each signal, its initial value (sequence -1), in the guessed order
   wq, wp, ws, wv, wk = cat(inst.pop(WRITE))   # (popped: a big program's peak memory is its page faults)
@@ -257,7 +260,7 @@ def _execute_direct(u: Unrolled):
   return _Execution(done=done, values=values, blocked=blocked, violations=[], wstats=_wait_stats(u, done, starts, C, pv, cl, vl, hd, big),
                     vc=[C[cur[i]].tolist() for i in range(S)], C=C, held=hd)
 
-def _execute_loop(u: Unrolled) -> _Execution:
+def execute_loop(u: Unrolled) -> _Execution:
   """Runs the synchronization. Clocks are not computed as it goes: each join is recorded as a row (the sequence's
   previous row, the row it joins, the column it raises and to what) and each check on a clock as (row, column, bound);
   `_clocks` then builds every row at once, level by level, and the checks are settled on them."""
@@ -313,7 +316,8 @@ def _execute_loop(u: Unrolled) -> _Execution:
         kind = op[0]
         if kind == WAIT:
           _, s, var, val = op
-          need = (val if var is None else envk[var] + val) & U32_MAX
+          need = val if var is None else envk[var] + val
+          if i or need <= U32_MAX: need &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
           if value[s] < need:
             heappush(waiters[s], (need, i))
             break

@@ -7,7 +7,7 @@ The model follows the reference semantics (docs/language.md, "Reference semantic
 - `signal S = v` is one assignment `sig[S] = v` (atomic: every Promela statement is);
 - `submit` sets one flag per queue and launch (`go[...] = 1`, all flags of one submit in one `atomic`), and each
   queue's launch-k steps start with the guard `go[...]`: the launch is not about to run until the host submitted it;
-- `exec`, `copy`, `barrier`, `timestamp` are left out: they never block and write no signal, so they change no
+- `exec`, `copy`, `write`, `barrier`, `timestamp` are left out: they never block and write no signal, so they change no
   deadlock verdict (the model decides deadlock only, not races).
 A deadlock is a state where some process is not at its end and none can move: SPIN's "invalid end state".
 
@@ -34,7 +34,7 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
   for s in seqs:
     for op in s.ops:
       if op[0] in (WAIT, WRITE):
-        for k in range(1, N + 1): vals[op[1]].add(u.value(op, k))
+        for k in range(1, N + 1): vals[op[1]].add(u.value(op, k, s.index == 0))
   rank = [{v: r for r, v in enumerate(sorted(vs))} for vs in vals]
   width = max((len(vs) for vs in vals), default=1)
   typ = "byte" if width <= 255 else "short" if width <= 32767 else "int"
@@ -51,7 +51,7 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
       if i: lines.append(f"  go[{go(i, k)}];")
       for op in s.ops:
         kind = op[0]
-        if kind == WAIT: lines.append(f"  (sig[{op[1]}] >= {rank[op[1]][u.value(op, k)]});")
+        if kind == WAIT: lines.append(f"  (sig[{op[1]}] >= {rank[op[1]][u.value(op, k, i == 0)]});")
         elif kind == WRITE: lines.append(f"  sig[{op[1]}] = {rank[op[1]][u.value(op, k)]};")
         elif kind == SUBMIT and op[1]:
           sets = "; ".join(f"go[{go(q, k)}] = 1" for q in op[1])

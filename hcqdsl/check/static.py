@@ -1,8 +1,8 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
-from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, DTYPES, split_lines,
+from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write,
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, DTYPES, split_lines,
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
@@ -12,7 +12,7 @@ __all__ = ["check_static", "StaticCheck", "check_launches"]
 
 _KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
 _SYNC = frozenset((Wait, SignalWrite, Timestamp))
-_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
+_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Write: "write", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
 
 def _what(decl) -> str:
   if decl is None: return "nothing"
@@ -128,6 +128,8 @@ class StaticCheck:
     for p in k.params:
       if p.name in seen: self._err("name", f"parameter `{p.name}` appears twice in kernel `{k.name}`", k.span)
       seen[p.name] = p
+    if k.impl is not None and k.impl.code is not None:   # the buffer its code was uploaded to
+      self._need(Ref(k.impl.code), Buffer, "buffer", self.prog.locate(k.impl.code, k.impl.span or k.span))
     if k.impl is not None and k.impl.dtype is not None and k.impl.dtype not in DTYPES:
       self._err("name", f"unknown dtype `{k.impl.dtype}` (one of {', '.join(DTYPES)})", k.impl.span or k.span)
     elif k.impl is not None and k.impl.builtin in _VALUE_ARGS and k.impl.c_source is None:
@@ -221,6 +223,10 @@ class StaticCheck:
             self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", self.prog.locate(r.name, s.span, seen[r.name]))
           else: submitted[r.name] = s.span
         continue
+      if isinstance(s, Wait):   # the host compares the signal's 64-bit memory: its waits take 64-bit values
+        self._need(s.signal, Signal, "signal", s.span)
+        self._expr(s.value, s.span, U64_MAX)
+        continue
       self._stmt(s)
 
   def _expect(self, e: Expect):
@@ -238,11 +244,14 @@ class StaticCheck:
     elif isinstance(s, Timestamp): self._need(s.signal, Signal, "signal", s.span)
     elif isinstance(s, Exec): self._exec(s)
     elif isinstance(s, Copy): self._copy(s)
+    elif isinstance(s, Write): self._write(s)
 
-  def _expr(self, e: Expr, at):
+  def _expr(self, e: Expr, at, limit: int = U32_MAX):
     if e.var is not None: self._need(e.var, Var, "var", at)
-    elif not 0 <= e.offset <= U32_MAX:
+    elif not 0 <= e.offset <= limit and limit == U32_MAX:
       self._err("overflow", f"{e.offset} ({e.offset:#x}) is outside 32 bits (signal values are 0 .. {U32_MAX})", self._value_span(at))
+    elif not 0 <= e.offset <= limit:
+      self._err("overflow", f"{e.offset} ({e.offset:#x}) is outside 64 bits (the host's waits compare 0 .. {limit})", self._value_span(at))
 
   def _value_span(self, at):
     """The value of a `wait`/`signal` statement: the text after its `=` or `>=`."""
@@ -305,6 +314,13 @@ class StaticCheck:
     (a, b), (c, d) = s.dst.bounds(bd.size), s.src.bounds(bs.size)
     if b - a != d - c:
       self._err("bounds", f"copy of unequal lengths: `{_fmt_slice(s.dst)}` is {b - a} bytes, `{_fmt_slice(s.src)}` is {d - c}", s.span)
+
+  def _write(self, s: Write):
+    self._expr(s.value, s.span)
+    if (b := self._slice(s.dst, s.span)) is None: return
+    lo, hi = s.dst.bounds(b.size)
+    if 0 <= lo < hi <= b.size and hi - lo not in WRITE_SIZES:
+      self._err("bounds", f"`write` stores 4 or 8 bytes (a 32- or 64-bit value), not the {hi - lo} bytes of `{_fmt_slice(s.dst)}`", s.span)
 
 _LAUNCH = lambda s: s.launch is not None
 

@@ -9,7 +9,7 @@ from typing import Optional
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Barrier, Epoch, Submit, Span, Slice,
+from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, Barrier, Epoch, Submit, Span, Slice,
                   Expr, U32_MAX)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll",
@@ -102,7 +102,12 @@ class Unrolled:
     """The unwrapped value of a WAIT/WRITE op in a launch (may be outside 32 bits: `overflow`)."""
     return op[3] if op[2] is None else self.envs[launch - 1][op[2]] + op[3]
 
-  def value(self, op, launch: int) -> int: return self.raw(op, launch) & U32_MAX  # what the 32-bit packets see
+  def value(self, op, launch: int, host: bool = False) -> int:
+    """What the op compares or stores: the 32-bit packets see the low 32 bits; the host's wait compares the signal's
+    whole 64-bit memory (tinygrad's HCQSignal.wait), whose high half nothing in a program sets, so a host wait for
+    2**32 or more never passes."""
+    v = self.raw(op, launch)
+    return v if host and op[0] == WAIT and v > U32_MAX else v & U32_MAX
 
   def gate_pos(self, i: int, launch: int) -> int:
     """The host position that submits queue i for `launch` (0: none needed)."""
@@ -229,6 +234,9 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   kargs_of: dict = {}  # queue name -> [buffer ids]
   same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
   binfo = {b.name: (i, b.size) for i, b in enumerate(buffers)}
+  # `amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (ties it to the upload)
+  kcode = {k.name: (binfo[k.impl.code][0], 0, binfo[k.impl.code][1], R) for k in program.kernels
+           if k.impl is not None and k.impl.code in binfo}
 
   def access(sl, mode):
     bi = binfo.get(sl.buffer.name)
@@ -270,6 +278,10 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
           app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
                         (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
         else: app((ACCESS, tuple([x for x in (access(src, R), access(dst, W)) if x is not None])))
+      elif t is Write:   # a store into the range, like a copy's destination
+        dst = st.dst
+        if dst.launch is not None: pin(dst, 0)
+        app((ACCESS, tuple(x for x in (access(dst, W),) if x is not None)))
       elif t is Exec:
         ms = kmodes.get(st.kernel.name)
         args = st.args
@@ -282,6 +294,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
               if a.launch is not None: pin(a, len(accs))
               accs.append((bi[0], 0 if a.start is None else a.start, bi[1] if a.end is None else a.end, m))
           elif a.var is not None: patched = True
+        if st.kernel.name in kcode: accs.append(kcode[st.kernel.name])
         op = (ACCESS, tuple(accs))
         app(patch(st, q, op, ms is not None) if patched else op)
       elif t is Epoch:

@@ -1,24 +1,21 @@
 """`hcqdsl capture SCRIPT.py[:FN]`: run a tinygrad script and record what it submits as a manifest."""
 from __future__ import annotations
-import argparse, pathlib, sys
+import sys
 from ..lift.capture import Capture
-from ..tinygrad.script import split_script, run_script
+from ..tinygrad.script import run_script
+from .util import add_script_args, script_of
 
 NO_DEVICE = ("no AMD queue was submitted to: run the script on tinygrad's AMD runtime — an AMD GPU, or tinygrad's mock "
              "GPU with DEV=MOCKKFD+AMD and a tinygrad checkout on PYTHONPATH (docs/lift.md)")
+
 def add_args(p) -> None:
-  p.add_argument("script", help="SCRIPT.py (run as __main__) or SCRIPT.py:FN (import it, then call FN())")
-  p.add_argument("-o", "--output", metavar="FILE", help="the manifest (default: SCRIPT.capture.json); give it before SCRIPT")
-  p.add_argument("args", nargs=argparse.REMAINDER, help="everything after SCRIPT goes to the script (sys.argv[1:])")
+  add_script_args(p, [(("-o", "--output"), dict(metavar="FILE", help="the manifest (default: SCRIPT.capture.json); give it before SCRIPT"))])
 
 def run(a) -> int:
-  path, fn = split_script(a.script)
-  script = pathlib.Path(path)
-  if not script.is_file():
-    sys.stderr.write(f"hcqdsl: error: {path}: no such file\n"); return 2
+  script, fn, args = script_of(a)
+  path = str(script)
   out = a.output or str(script.with_suffix(".capture.json"))
   cap = Capture()
-  args = list(a.args)[1:] if list(a.args)[:1] == ["--"] else list(a.args)
   rc, err = run_script(script, fn, args, cap)
   if err: sys.stderr.write(err + "\n")
   try: cap.save(out)

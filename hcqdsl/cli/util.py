@@ -1,12 +1,12 @@
 """What every subcommand shares: usage errors, reading a source file and its `# hcq:` header, and `--var NAME=VALUE`."""
 from __future__ import annotations
-import pathlib
+import argparse, pathlib
 import attrs
 from ..ir import U32_MAX
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -73,3 +73,16 @@ def warn_check_errors(program, file: str, launches: int = 2, var_values=None, ou
     (out or sys.stderr).write(f"hcqdsl: warning: {file} has {len(errs):,} check error{'s' * (len(errs) != 1)} ({codes}); "
                               f"run `hcqdsl check {file}` (--no-check silences this)\n")
   return len(errs)
+
+def add_script_args(p, first=()) -> None:
+  """SCRIPT.py[:FN] and the script's own arguments (capture, sanitize); `first`: (flag args, kwargs) given before them."""
+  p.add_argument("script", help="SCRIPT.py (run as __main__) or SCRIPT.py:FN (import it, then call FN())")
+  for args, kw in first: p.add_argument(*args, **kw)
+  p.add_argument("args", nargs=argparse.REMAINDER, help="everything after SCRIPT goes to the script (sys.argv[1:])")
+
+def script_of(a) -> tuple:
+  """(script path, function name or '', the script's argv[1:]) from add_script_args' arguments; a missing file is a usage error."""
+  from ..tinygrad.script import split_script
+  path, fn = split_script(a.script)
+  if not pathlib.Path(path).is_file(): raise UsageError(f"{path}: no such file")
+  return pathlib.Path(path), fn, list(a.args)[1:] if list(a.args)[:1] == ["--"] else list(a.args)

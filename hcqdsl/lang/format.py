@@ -4,7 +4,7 @@
 """
 from __future__ import annotations
 import math, re
-from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Barrier,
+from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Write, Barrier,
                  Timestamp, Epoch, Submit, Queue, Host, Expect, Program)
 from .lexical import size_text, range_text, quote, DIGITS, STRING, int_value
 from ..ir import split_lines
@@ -37,7 +37,7 @@ def _impl(i: Impl) -> str:
     if i.args: p += "(" + ", ".join(_float(a) if isinstance(a, float) else str(a) for a in i.args) + ")"
     parts.append(p)
   if i.c_source is not None: parts.append("c " + quote(i.c_source))
-  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code))
+  if i.amd_code is not None: parts.append("amd " + quote(i.amd_code) + (f" code {i.code}" if i.code else ""))
   return " ".join(parts)
 
 def _dim(d) -> str: return f"({', '.join(map(str, d))})"
@@ -52,6 +52,7 @@ def format_stmt(s) -> str:
     if s.block is not None: out += f" block {_dim(s.block)}"
     return out
   if isinstance(s, Copy): return f"copy {_slice(s.dst)} <- {_slice(s.src)}"
+  if isinstance(s, Write): return f"write {_slice(s.dst)} = {s.value}"
   if isinstance(s, Barrier): return "barrier"
   if isinstance(s, Timestamp): return f"timestamp {s.signal.name}"
   if isinstance(s, Epoch): return "epoch"

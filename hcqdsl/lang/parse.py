@@ -7,13 +7,13 @@ import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
+                 Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  KEYWORDS, resolve_var_args)
 from ..diagnostics import Diagnostic, Related, did_you_mean
 from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
                       is_binary)
 
-__all__ = ["parse_syntax"]
+__all__ = ["parse_syntax", "lark_parser"]
 
 def _tok_span(t: Token, file: str) -> Span: return Span(file, t.line, t.column, t.end_line, t.end_column)
 
@@ -89,7 +89,7 @@ class _Build(Transformer):
     args = tuple(x.v for x in c if isinstance(x, _Val))
     return Impl(builtin=c[1].value, dtype=dtype, args=args, span=_span(c, self.file))
   def impl_c(self, c): return Impl(c_source=unquote(c[1].value), span=_span(c, self.file))
-  def impl_amd(self, c): return Impl(amd_code=unquote(c[1].value), span=_span(c, self.file))
+  def impl_amd(self, c): return Impl(amd_code=unquote(c[1].value), code=c[3].value if len(c) > 3 else None, span=_span(c, self.file))
   def value(self, c):
     t = c[-1]
     neg = len(c) == 2
@@ -185,6 +185,7 @@ class _Build(Transformer):
       if isinstance(x, Token) and x.type == "BLOCK": block = c[i + 1].v
     return Exec(Ref(c[1].value), args, grid, block, span=_span(c, self.file))
   def copy(self, c): return Copy(c[1].v, c[3].v, span=_span(c, self.file))
+  def write(self, c): return Write(c[1].v, c[3].v, span=_span(c, self.file))
   def barrier(self, c): return Barrier(span=_span(c, self.file))
   def timestamp(self, c): return Timestamp(c[1].v, span=_span(c, self.file))
   def epoch(self, c): return Epoch(span=_span(c, self.file))
@@ -218,12 +219,12 @@ _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FL
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
-          "GRID": "`grid`", "BLOCK": "`block`", "COMMENT": "a comment"}
-_STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
+          "GRID": "`grid`", "BLOCK": "`block`", "WRITE": "`write`", "CODE": "`code`", "COMMENT": "a comment"}
+_STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "WRITE", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
 _DECL_KW = {"DEVICE", "BUFFER", "SIGNAL", "VAR", "KERNEL", "QUEUE", "HOST", "EXPECT"}
 # the name that follows a keyword, for "after the signal name"
 _ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "the signal name",
-         "exec": "the kernel name", "copy": "the buffer name", "device": "the device name",
+         "exec": "the kernel name", "copy": "the buffer name", "write": "the buffer name", "device": "the device name",
          "buffer": "the buffer name", "var": "the var name", "kernel": "the kernel name", "queue": "the queue name",
          "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
          "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
@@ -302,7 +303,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
 
 # the words of the terminals that are keywords, for "did you mean `wait`?"
 _KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
-                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",), "CODE": ("code",),
                   "TOL": ("rtol", "atol")}
 
 def _keywords(terms) -> list:
@@ -314,7 +315,7 @@ _GRAMMAR = (pathlib.Path(__file__).parent / "grammar.lark").read_text() + "".joi
   f"{name}: /{rx}/\n" for name, rx in TERMINALS.items())
 _parser: Optional[Lark] = None
 
-def _lark() -> Lark:
+def lark_parser() -> Lark:
   """The parser, built once; it keeps no state between parses (comments are found by `lexical.comments`)."""
   global _parser
   if _parser is None:
@@ -336,7 +337,7 @@ def _comments(text: str) -> list:
 
 def _parse_once(text: str, file: str):
   b = _Build(file)
-  items = b.transform(_lark().parse(text))
+  items = b.transform(lark_parser().parse(text))
   return items, b, _comments(text) if "#" in text else []
 
 def _control_chars(text: str, file: str) -> list[Diagnostic]:

@@ -4,11 +4,11 @@ the lark grammar builds, and gives up (returns None) on anything it does not rec
 parses and diagnoses: the grammar stays the language's definition and the only source of syntax errors.
 
 Lines are split at `\\n` and `\\r\\n` only. A queue or host block whose header starts a line is read by the block
-path (`_Scan._bulk`): one `findall` of `_ROW` over its body cuts it into rows — a statement's words loosely, its
+path (`Scanner.read_block`): one `findall` of `_ROW` over its body cuts it into rows — a statement's words loosely, its
 comment, the `;` or newline ending it — and each row's fields are looked up in caches of checked texts (signals,
 values, slices, argument lists, launch dimensions); a text not seen yet goes through the statement regexes once. The
 slices new to a chunk of rows are cut by one regex over them all and built by C-level maps. A chunk of whole lines with
-no `#` or `;` (at most one statement a line) is read a column at a time instead (`_Scan._columns`): its lines grouped
+no `#` or `;` (at most one statement a line) is read a column at a time instead (`Scanner.read_columns`): its lines grouped
 by kind, each group's fields cut by `str.partition` and looked up in the caches and its nodes built by one `map`; a
 text not cached is read by the statement regexes once, and anything they reject sends the chunk to the rows.
 Anything else in a body, or a block the block path does not take (a header after a `;`, more after its `}`), is read
@@ -23,11 +23,11 @@ from itertools import repeat
 import attrs
 from typing import Optional
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
+                 Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
 from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
 
-__all__ = ["scan"]
+__all__ = ["scan", "fast_constructor", "Scanner", "CHUNK"]
 
 _W = r"[ \t]*"
 _NAME = NAME
@@ -60,6 +60,8 @@ _DATA_SEP = re.compile(rf"{_W}(?:,|$)")
 _MINUS_WS = re.compile(r"-[ \t]+")
 _UVALS = re.compile(r"[ \t]*(?:(?:0|[1-9][0-9]*)[ \t]*(?:,[ \t]*(?:0|[1-9][0-9]*)[ \t]*)*(?:,[ \t]*)?)?")
 _COPY = re.compile(r"copy[ \t]+")
+_WRITE = re.compile(r"write[ \t]+")
+_WRITE_EQ = re.compile(rf"{_W}={_W}{_EXPR}{_W}$")
 _ARROW = re.compile(rf"{_W}<-{_W}")
 _SUBMIT = re.compile(rf"submit(?:[ \t]+({_NAME}(?:{_W},{_W}{_NAME})*))?{_W}$")
 _QUEUE = re.compile(rf"queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME}){_W}(\{{{_W})?$")
@@ -94,7 +96,7 @@ _REGION = re.compile(r'(?:[^{}"#]++|#[^\n]*+)*+')
 _AFTER = re.compile(r"[ \t]*+(#[^\n]*)?(?:\n|\Z)")           # what may follow a block's `}` on its line
 _E = r"[^;#\n]*[^;#\n \t]"   # text up to the next `;`, `#` or line end, without its trailing blanks
 # one row of a body: `keyword a sep b` (a statement's words, cut loosely: the fields are checked through the caches
-# below, each distinct text once), any other text (`_stmt` reads it), the comment, and the `;` or newline ending the
+# below, each distinct text once), any other text (`read_statement` reads it), the comment, and the `;` or newline ending the
 # row. Every position of a body starts a row, so `findall` tiles it; the row ending at the body's end has terminator ''.
 _ROW = re.compile(rf"([ \t]*+)(?:(([a-z]++)(?:[ \t]++([^ \t<>=(;#\n]++)(?:[ \t]*+(>=|=|<-|\()[ \t]*+|[ \t]++(?=[^;#\n \t])|)"
                   rf"({_E}|)|))|({_E}|))([ \t]*+)(#[^\n]*+|)([;\n]|\Z)")
@@ -103,10 +105,10 @@ _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
 _NO_DIMS = (None, None)
-_CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
+CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 _CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow
 
-def _maker(cls, names: str, at: bool = False):
+def fast_constructor(cls, names: str, at: bool = False):
   """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`): it fills the
   slots of a subclass that may be written (plain slot stores) and then makes the object a `cls`: the same object attrs'
   `__init__` builds (the IR has no validators, converters or post-init hooks), in half its time (no per-field
@@ -128,17 +130,17 @@ def _maker(cls, names: str, at: bool = False):
        f"  s.__class__ = Span\n  o = new(draft); o.span = s; {'; '.join(f'o.{n} = {n}' for n in rest)}; o.__class__ = cls; return o", ns)
   return ns["make"]
 
-_span = _maker(Span, "file line column end_line end_column")
+_span = fast_constructor(Span, "file line column end_line end_column")
 _DraftSpan = type("_DraftSpan", (Span,), {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__})
-_wait = _maker(Wait, "signal value span comments comment", at=True)
-_signal = _maker(SignalWrite, "signal value span comments comment", at=True)
-_exec_node = _maker(Exec, "kernel args grid block span comments comment")
-_copy = _maker(Copy, "dst src span comments comment")
-_slice_node = _maker(Slice, "buffer start end ranged launch")
-_barrier = _maker(Barrier, "span comments comment", at=True)
-_epoch = _maker(Epoch, "span comments comment", at=True)
-_exec_at = _maker(Exec, "kernel args grid block span comments comment", at=True)
-_copy_at = _maker(Copy, "dst src span comments comment", at=True)
+_wait = fast_constructor(Wait, "signal value span comments comment", at=True)
+_signal = fast_constructor(SignalWrite, "signal value span comments comment", at=True)
+_exec_node = fast_constructor(Exec, "kernel args grid block span comments comment")
+_copy = fast_constructor(Copy, "dst src span comments comment")
+_slice_node = fast_constructor(Slice, "buffer start end ranged launch")
+_barrier = fast_constructor(Barrier, "span comments comment", at=True)
+_epoch = fast_constructor(Epoch, "span comments comment", at=True)
+_exec_at = fast_constructor(Exec, "kernel args grid block span comments comment", at=True)
+_copy_at = fast_constructor(Copy, "dst src span comments comment", at=True)
 # the column path's kinds of rows, told apart by a statement's third character (its keyword's, when it is one)
 _KIND = {"i": "wait", "g": "signal", "e": "exec", "p": "copy", "r": "barrier", "o": "epoch"}
 _BUT_LAST = slice(None, -1)
@@ -162,12 +164,14 @@ def scan(text: str, file: str, clean: bool = False) -> Optional[Program]:
     src = text.replace("\r\n", "\n")
   enabled = gc.isenabled()
   gc.disable()  # millions of small immutable objects and no cycles: the collector would only re-scan them
-  try: return _Scan(file).run(src, text)
+  try: return Scanner(file).run(src, text)
   except (_GiveUp, ValueError): return None
   finally:
     if enabled: gc.enable()
 
-class _Scan:
+class Scanner:
+  """One file's fast parse: `read_block` (a block's rows by one regex), `read_columns` (a clean chunk a column at a
+  time), `read_statement` (one statement's text); each returns None to hand its text to the next slower path."""
   def __init__(self, file: str):
     self.file = file
     self.refs: dict = {}     # sub-nodes are values: one object per distinct text, shared by every statement
@@ -200,7 +204,7 @@ class _Scan:
     pos, ln = 0, 1              # the line being read and where it starts
     while pos <= n:
       if self.block is None and (m := _HEADER.match(src, pos)) is not None:
-        r = self._bulk(src, pos, ln, m)
+        r = self.read_block(src, pos, ln, m)
         if r is not None: pos, ln = r; continue
       nl = src.find("\n", pos)
       if nl < 0: nl = n
@@ -235,8 +239,8 @@ class _Scan:
       if block is not None:
         if body == "}": self._close(ln, end, comment); return ln
         if pending:
-          block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); self.pending = []
-        else: block[7].append(self._stmt(kw, body, Span(f, ln, col, ln, end), (), comment))
+          block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); self.pending = []
+        else: block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), (), comment))
         return ln
       if kw == "queue" or kw[:4] == "host":
         self._open(kw, body, Span(f, ln, col, ln, end), comment, True)
@@ -248,7 +252,7 @@ class _Scan:
     except _GiveUp:
       return self._pieces(raw, ln, src, lpos)
 
-  def _bulk(self, src, pos, ln, h):
+  def read_block(self, src, pos, ln, h):
     """A queue or host block whose header `h` starts the line at `pos`, read to its `}` by `_ROW` over the body.
     Returns where the next line starts (offset, line), or None to read the block line by line instead (a `{` or `"`
     in the body, a `}` followed by more than a comment); nothing is kept from a None."""
@@ -258,7 +262,7 @@ class _Scan:
     f, out = self.file, []
     append = out.append
     sigs, names, exprs, slices, args_of, dims_of = self.sigs, self.names, self.exprs, self.slices, self.args, self.dims
-    stmt, span_ = self._stmt, _span
+    stmt, span_ = self.read_statement, _span
     hl, hcol = ln, h.start(1) - pos + 1
     try:
       if h.group(2) is not None: name, engine, dev = self._name(h.group(2)), h.group(3), self._ref(h.group(4))
@@ -266,10 +270,10 @@ class _Scan:
       c0, seen, first = start - pos + 1, False, True    # the row's column; a statement on this line; the header's line
       p = start
       while True:
-        q = end if end - p <= _CHUNK else (src.rfind("\n", p, p + _CHUNK) + 1 or end)
+        q = end if end - p <= CHUNK else (src.rfind("\n", p, p + CHUNK) + 1 or end)
         if first: q = src.find("\n", p, q) + 1 or q         # the header's line alone: the row loop reads it
         elif (r := src.rfind("\n", p, q) + 1) > p and "#" not in (seg := src[p:r]) and ";" not in seg:
-          nodes = self._columns(seg, ln)                   # whole lines, one statement at most on each
+          nodes = self.read_columns(seg, ln)                   # whole lines, one statement at most on each
           if nodes is not None:
             if pend and nodes: nodes[0] = attrs.evolve(nodes[0], comments=pend); pend = ()
             out += nodes; ln += seg.count("\n"); p = r
@@ -278,7 +282,7 @@ class _Scan:
             col = c0 + len(lead)
             stop = col + len(body)
             c = cm.rstrip() if cm else None
-            # the common statements from their cached fields; anything else, or a field not seen yet: `_stmt`
+            # the common statements from their cached fields; anything else, or a field not seen yet: `read_statement`
             if kw == "wait":
               x, e = sigs.get(a), exprs.get(b)
               if x is None or e is None or sep != ">=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
@@ -362,7 +366,7 @@ class _Scan:
     for i, at, x, y, span, pend, c, body in later:
       if at is None:
         sx, sy = need.get(x) or slices.get(x), need.get(y) or slices.get(y)
-        out[i] = _copy(sx, sy, span, pend, c) if sx is not None and sy is not None else self._stmt("copy", body, span, pend, c)
+        out[i] = _copy(sx, sy, span, pend, c) if sx is not None and sy is not None else self.read_statement("copy", body, span, pend, c)
       else:
         xa = args_of.get(at) if type(at) is str else None
         if xa is None:
@@ -390,7 +394,7 @@ class _Scan:
       parts = _SLICE_LINES.findall("\n".join(texts))
       if len(parts) != len(texts): raise _GiveUp
       names, los, his = zip(*parts)
-      if "" in names:              # not all slices: value arguments (or a bad copy: `_stmt` tells)
+      if "" in names:              # not all slices: value arguments (or a bad copy: `read_statement` tells)
         got = [self._slice_text(t) if name else None for t, (name, _, _) in zip(texts, parts)]
       else:                        # the usual case, at C speed but for the constructor
         for v in set(los).union(his).difference(ints): ints[v] = _int(v) if v else None
@@ -428,12 +432,12 @@ class _Scan:
     any(map(got.__setitem__, miss, made or map(self._exec_args, new)))
     return got
 
-  def _columns(self, seg, ln):
+  def read_columns(self, seg, ln):
     """The statements of `seg`, whole lines of a block body (the first is line `ln`) without `#` or `;`: one statement
     at most a line, so the lines are read a column at a time. The lines are grouped by their kind (`_KIND`), each
     kind's fields cut by `str.partition` over the group and looked up in the caches, its nodes built by one `map` of
-    their constructor. A row that is not its kind's usual text, or whose fields are not cached, is read by `_stmt`.
-    Returns the nodes; None (a `_stmt` gave up) to read `seg` row by row."""
+    their constructor. A row that is not its kind's usual text, or whose fields are not cached, is read by `read_statement`.
+    Returns the nodes; None (a `read_statement` gave up) to read `seg` row by row."""
     lines = seg.split("\n"); lines.pop()
     n, f, blanks, add = len(lines), self.file, repeat(" \t"), operator.add
     w = len(lines[0]) - len(lines[0].lstrip(" \t"))
@@ -454,13 +458,13 @@ class _Scan:
     groups = collections.defaultdict(list)
     any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))
     heads, exprs, out, slow, none, count = self.heads, self.exprs, [None] * n, [], repeat(None), itertools.count
-    done: dict = {}          # the rows `_stmt` read
+    done: dict = {}          # the rows `read_statement` read
 
     def read(i):
-      """Row `i` by `_stmt`; its head and fields go to the caches, so the rows like it are found there."""
+      """Row `i` by `read_statement`; its head and fields go to the caches, so the rows like it are found there."""
       if i in done: out[i] = done[i]; return
       body = rows_of[i][w:]
-      node = out[i] = done[i] = self._stmt(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
+      node = out[i] = done[i] = self.read_statement(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
       if type(node) is Wait: h, sep, _ = body.partition(" >= "); x = node.signal
       elif type(node) is SignalWrite: h, sep, _ = body.partition(" = "); x = node.signal
       elif type(node) is Exec: h, sep, _ = body.partition("("); x = node.kernel
@@ -473,7 +477,7 @@ class _Scan:
       return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
 
     def learn(first, rows) -> bool:
-      """The rows `first` (indices into `rows`) read by `_stmt`, so the rows like them are found in the caches; False
+      """The rows `first` (indices into `rows`) read by `read_statement`, so the rows like them are found in the caches; False
       when they are most of `rows` (mostly new texts, or odd spacing: the row loop reads them as cheaply)."""
       if len(first) > len(rows) // 4 + 8: return False
       for i in sorted(first): read(rows[i])
@@ -555,7 +559,7 @@ class _Scan:
     if comment is not None:
       target = next((i for i in range(len(parts) - 1, -1, -1) if parts[i].strip(" \t")), -1)
       if target < 0 and not code.strip(" \t"): self.pending.append(comment)   # a comment line (with a `;` in it)
-    f, block, pos, stmt = self.file, self.block, 0, self._stmt
+    f, block, pos, stmt = self.file, self.block, 0, self.read_statement
     body_list = block[7] if block is not None else None
     for i, part in enumerate(parts):
       body = part.strip(" \t")
@@ -642,7 +646,7 @@ class _Scan:
       if "\t" in kw: kw = kw.partition("\t")[0]
       pending = self.pending
       if block is not None:
-        block[7].append(self._stmt(kw, body, span, tuple(pending) if pending else (), c))
+        block[7].append(self.read_statement(kw, body, span, tuple(pending) if pending else (), c))
         if pending: self.pending = []
       elif kw == "queue" or kw == "host":
         header = (kw, body, span)
@@ -775,7 +779,7 @@ class _Scan:
     return tuple(out)
 
   # ---- statements
-  def _stmt(self, kw, body, span, cs, c):
+  def read_statement(self, kw, body, span, cs, c):
     rx = _STMT.get(kw)
     if rx is not None:
       m = rx.match(body)
@@ -802,6 +806,16 @@ class _Scan:
       src, pos = self._slice(body, a.end())
       if pos != len(body): raise _GiveUp
       return Copy(dst, src, span=span, comments=cs, comment=c)
+    if kw == "write":
+      m = _WRITE.match(body)
+      if m is None: raise _GiveUp
+      dst, pos = self._slice(body, m.end())
+      m = _WRITE_EQ.match(body, pos)
+      if m is None: raise _GiveUp
+      n, vn, op, k = m.group("n", "v", "op", "k")
+      e = Expr(None, _int(n)) if n is not None else Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
+      if abs(e.offset) > U32_MAX: raise _GiveUp
+      return Write(dst, e, span=span, comments=cs, comment=c)
     if kw == "submit":
       m = _SUBMIT.match(body)
       if m is None: raise _GiveUp

@@ -11,6 +11,7 @@ same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it 
 from __future__ import annotations
 import bisect, ctypes, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
+from ..ir import U32_MAX
 from .manifest import MANIFEST_KIND, MANIFEST_VERSION
 from ..amd import pm4 as _pm4, sdma as _sdma
 
@@ -238,6 +239,9 @@ class Capture:
       f, n = p.fields, p.name
       addr = None
       if n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
+      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"):
+        self._use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
+      elif n == "WRITE_UNTILED": self._use(f["dst_addr"])
       elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2): addr = f["addr"]
       elif n == "RELEASE_MEM" and f.get("data_sel") == 3: addr = f["addr"] - 8
       elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]
@@ -345,7 +349,7 @@ class Capture:
     old, new = ring["_put"], int(desc.put_value)
     ring["_put"] = new
     if new <= old: return
-    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & 0xFFFFFFFF for p in range(old, new, unit)], dev)
+    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev)
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)

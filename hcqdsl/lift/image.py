@@ -7,7 +7,7 @@ import pathlib, struct
 from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX)
+                  Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
@@ -66,7 +66,9 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   def expr(off: int, v: int) -> Expr:
     p = patches.get(off)
     return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
-  def wait(sig_addr: int, off: int, v: int):
+  def wait(sig_addr: int, off: int, v: int, func: int = 5, mask: int = U32_MAX):
+    if func != 5 or mask != U32_MAX:   # tinygrad's poll_bit: `(mem & mask) == value`, which no `wait` says
+      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit")
     name = _signal_at(img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
     e = expr(off, v)
@@ -75,12 +77,20 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   def sig(addr: int) -> str:
     if (name := _signal_at(img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
     return name
+  def write(addr: int, size: int, at: int, value_at: int, v: int):
+    """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
+    sl = _buffer_slice(img, addr, size, at in patches)
+    if sl is None: raise Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
+    return [Write(sl, expr(value_at, v))]
   names = [p.name for p in pk]
   f = [p.fields for p in pk]
   if any(p.note for p in pk): raise Unliftable(pk[0].note or "raw packet")
   if engine == "compute":
-    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1: return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"])]
+    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1:
+      return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"], f[0]["function"], f[0]["mask"])]
     if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] in (1, 2) and not f[0].get("cache_action") and not f[0].get("int_sel"):
+      return write(f[0]["addr"], 4 * f[0]["data_sel"], pk[0].offset + 3, pk[0].offset + 5, f[0]["data_lo"])  # no cache action: HWQueue.write
     if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 1: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 5, f[0]["data_lo"]))]
     if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == 3:
       return [Timestamp(Ref(sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
@@ -104,9 +114,12 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
       return [Exec(Ref(k["name"]), args, None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)]
   else:
     if not pk: return [Barrier()]  # the only statement with no SDMA packets
-    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"])]
+    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1:
+      return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"], f[0]["func"], f[0]["mask"])]
     if names == ["FENCE"]: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 3, f[0]["data"]))]
     if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
+    if names == ["WRITE_UNTILED"] and f[0]["count"] in (0, 1):
+      return write(f[0]["dst_addr"], 4 * (f[0]["count"] + 1), pk[0].offset + 1, pk[0].offset + 4, f[0]["data0"])
     if names and all(n == "COPY_LINEAR" for n in names):
       src, dst = f[0]["src_addr"], f[0]["dst_addr"]
       size = sum(x["count"] + 1 for x in f)
@@ -215,7 +228,7 @@ def write_code_objects(img: Image, directory) -> list:
 
 def _impl(d: Optional[dict], amd_file: Optional[str]) -> Optional[Impl]:
   if not d: return None
-  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd_file or d.get("amd_code"))
+  return Impl(d.get("builtin"), d.get("dtype"), tuple(d.get("args") or ()), d.get("c_source"), amd_file or d.get("amd_code"), d.get("code"))
 
 def _init_data(b: bytes) -> Data:
   """Initial bytes as written: u32 words when they are whole words, else u8."""

@@ -228,7 +228,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
                      **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       elif op in ("signal", "wait"):
         v = h.get("value", "int", required=True)
-        if v > (U32_MAX if ver == 1 else U64): h.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+        if v > (U32_MAX if ver == 1 and op == "signal" else U64):   # the host's waits compare 64 bits in every version
+          h.fail("value", f"{v} is not a {32 if ver == 1 and op == 'signal' else 64}-bit {'signal value' if op == 'signal' else 'host wait value'}")
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
@@ -290,13 +291,22 @@ def _group(pk: list, engine: str) -> list:
 def _signal_addrs(p) -> list:
   f = p.fields
   if p.raw: return []
-  if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1: return [f["addr"]]
-  if p.name == "RELEASE_MEM" and f.get("data_sel") == 1: return [f["addr"]]
+  # a masked poll (tinygrad's poll_bit: function `==`, a mask) reads memory, not a signal
+  if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == 5 and f.get("mask") == U32_MAX: return [f["addr"]]
+  if p.name == "RELEASE_MEM" and f.get("data_sel") == 1 and (f.get("cache_action") or f.get("int_sel")): return [f["addr"]]
   if p.name == "RELEASE_MEM" and f.get("data_sel") == 3: return [f["addr"] - 8]
-  if p.name == "POLL_REGMEM" and f.get("mem_poll") == 1: return [f["addr"]]
+  if p.name == "POLL_REGMEM" and f.get("mem_poll") == 1 and f.get("func") == 5 and f.get("mask") == U32_MAX: return [f["addr"]]
   if p.name == "FENCE": return [f["addr"]]
   if p.name == "TIMESTAMP_GET_GLOBAL": return [f["write_addr"] - 8]
   return []
+
+def _written(p) -> Optional[tuple]:
+  """(address, bytes) a `write` packet stores (tinygrad's HWQueue.write: RELEASE_MEM with no cache action, SDMA WRITE)."""
+  f = p.fields
+  if p.raw: return None
+  if p.name == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"): return f["addr"], 4 * f["data_sel"]
+  if p.name == "WRITE_UNTILED" and f.get("count") in (0, 1): return f["dst_addr"], 4 * (f["count"] + 1)
+  return None
 
 def _dispatch(g: list) -> Optional[tuple]:
   """(program address, kernarg address) of an exec group."""
@@ -367,6 +377,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         size = sum(p.fields["count"] + 1 for p in g)
         copies += [(f["src_addr"], size), (f["dst_addr"], size)]
       if q.engine == "compute" and (d := _dispatch(g)) is not None: dispatches.append(d)
+      copies += [w for p in g if (w := _written(p)) is not None]   # a write's bytes are a buffer's too
   if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] != "submit"]
   used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}
   def fresh(name: Optional[str], fallback: str) -> str:
@@ -613,7 +624,8 @@ def _period(shapes: list) -> Optional[tuple]:
 # where in a packet a per-launch value sits: packet name -> {dword index: role}
 _ROLES = {"WAIT_REG_MEM": {4: "value", 2: "addr", 3: "addr"}, "RELEASE_MEM": {5: "value", 3: "addr", 4: "addr"},
           "POLL_REGMEM": {3: "value", 1: "addr", 2: "addr"}, "FENCE": {3: "value", 1: "addr", 2: "addr"},
-          "COPY_LINEAR": {3: "src", 4: "src", 5: "dst", 6: "dst"}, "DISPATCH_DIRECT": {1: "dim", 2: "dim", 3: "dim"}}
+          "COPY_LINEAR": {3: "src", 4: "src", 5: "dst", 6: "dst"}, "DISPATCH_DIRECT": {1: "dim", 2: "dim", 3: "dim"},
+          "WRITE_UNTILED": {4: "value", 1: "addr", 2: "addr"}}
 
 class _Vars:
   """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
@@ -761,6 +773,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       r = rebound.setdefault(addrs, {"size": size, "device": al[2] if al else None, "step": step})
       r["size"] = max(r["size"], size)
   dispatches = []   # (sub, packet offset, prog, [kernarg addr per launch])
+  accesses = []     # (step, packet offset, per-launch addresses, reads): what launch 1's commands touch, in order
   for s in subs:
     pk = decoder(s["ring"].engine, s["ring"].target).decode(s["per"][0])
     s["packets"] = pk
@@ -770,7 +783,12 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       if p.name == "COPY_LINEAR":
         size = p.fields["count"] + 1
         for lo in (3, 5):
-          use(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
+          use(t := tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), size, seg_of(s, p.offset)[2])
+          accesses.append((seg_of(s, p.offset)[2], p.offset, t, lo == 3))
+      elif (w := _written(p)) is not None:   # a `write`: its bytes are a buffer's; an address changing per launch, rebound
+        lo = 3 if p.name == "RELEASE_MEM" else 1
+        use(t := tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), w[1], seg_of(s, p.offset)[2])
+        accesses.append((seg_of(s, p.offset)[2], p.offset, t, False))
       elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
       elif p.name == "DISPATCH_DIRECT":
         pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")
@@ -778,9 +796,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         uo = user.offset + 2 + len(user.fields["values"]) - 2
         prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
         kas = [d[uo] | (d[uo + 1] << 32) for d in s["per"]]
-        dispatches.append((s, prog, kas, seg_of(s, p.offset)[2]))
+        dispatches.append((s, prog, kas, seg_of(s, p.offset)[2], p.offset))
   kinfo: dict = {}   # kernarg addr in launch 1 -> (kernel info, per-launch pointer tuples, per-launch scalar values)
-  for s, prog, kas, step in dispatches:
+  for s, prog, kas, step, at in dispatches:
     k = m.kernels.get(prog, {})
     sig = k.get("signature") or []
     bufs = [x for x in sig if x.get("name") is None]
@@ -792,7 +810,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
       continue
     ptrs = [tuple(int.from_bytes(blocks[j][8 * i:8 * i + 8], "little") for j in range(K)) for i in range(len(bufs))]
-    for i, t in enumerate(ptrs): use(t, bufs[i].get("bytes") or 1, step)
+    for i, t in enumerate(ptrs):
+      use(t, bufs[i].get("bytes") or 1, step)
+      accesses.append((step, at, t, bufs[i].get("mode") != "out"))
     vals, off = [], 8 * len(bufs)
     for x in scal:
       sz = x.get("bytes") or 4
@@ -800,6 +820,28 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
       off += sz
     kinfo[kas[0]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs])
+  # ---- the host's writes between launches: memory in host RAM whose first access in a launch is a read, holding other
+  # bytes launch by launch, was refilled on the CPU (hcq2 copies every input through one staging buffer that tinygrad's
+  # CPU device rewrites, ordered by that device's own waits, which the capture does not record): a buffer with each
+  # launch's bytes as that first read found them, one memory per launch (`rebound`: the CPU's refill is not checked)
+  first: dict = {}
+  for step, at, t, reads in sorted(accesses, key=lambda x: x[:2]):
+    if len(set(t)) == 1 and (al := alloc_of(t[0])) is not None: first.setdefault(al[0], (step, reads))
+  rewritten: dict = {}
+  for key, (step, reads) in first.items():
+    if not reads or key not in static or static[key]["device"] is not None or K < 2: continue
+    per = [_assemble(m.steps, key, static[key]["size"], step + k * P) for k in range(K)]
+    if None not in per and len(set(per)) > 1: rewritten[key] = per
+    # refilled again between two reads of one launch (two inputs staged through one region): one memory per launch
+    # cannot say it; the first read's bytes are kept, and `run` then differs from tinygrad
+    later = {_assemble(m.steps, key, static[key]["size"], st) for st, _, t, r in accesses
+             if r and st > step and len(set(t)) == 1 and (al := alloc_of(t[0])) is not None and al[0] == key}
+    if key in rewritten and later - {per[0]}:
+      notes.append(f"the host-memory buffer at {key:#x} is refilled between two reads of one launch (inputs staged "
+                   "through one region): lifted with each launch's first read's bytes, so later reads see those")
+  if rewritten: notes.append("buffers in host memory refilled on the CPU between launches (read first in each launch, with "
+                             "other bytes each time: tinygrad's staging buffer) are `rebound`, holding what each launch read; "
+                             "the CPU device's refill and its waits are not recorded, so their order is not checked")
   # ---- names
   def fresh(base: str) -> str:
     name, i = base, 2
@@ -838,12 +880,18 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
     else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
   # ---- kernels: one declaration per (tinygrad name, code), with its code object
+  # a kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that buffer at
+  # each exec (`amd "k.co" code B`): check orders every exec after the upload
+  uploaded = {al[0] for s in subs for p in s["packets"] if p.name == "COPY_LINEAR" and not p.raw
+              and len({d[p.offset + 5] | d[p.offset + 6] << 32 for d in s["per"]}) == 1 and (al := alloc_of(p.fields["dst_addr"])) is not None}
   kdecl, kname_of = {}, {}
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     if prog in kname_of: continue
     k = m.kernels.get(prog, {})
     base = _ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else _hexname("k", prog)
-    key = (base, k.get("code") or prog)
+    al = alloc_of(prog)
+    code_buf = bufname.get(("s", al[0])) if al is not None and al[0] in uploaded else None
+    key = (base, k.get("code") or prog, code_buf)
     if key not in kdecl:
       bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
       modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
@@ -853,7 +901,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         cpath = pathlib.Path(code_dir) / f"{kn}.co"
         cpath.write_bytes(k["code"])
         rel = str(cpath.resolve()) if program_dir is None else _relpath(cpath, program_dir)
-        impl = Impl(None, None, (), None, rel)
+        impl = Impl(None, None, (), None, rel, code_buf)
+      elif code_buf is not None: impl = Impl(amd_code=f"{kn}.co", code=code_buf)   # (no code written: a check only)
       kdecl[key] = Kernel(kn, tuple(modes), impl)
     kname_of[prog] = kdecl[key].name
   # ---- the pseudo image the statement lifter reads names from, with per-launch patches
@@ -881,7 +930,6 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       ps.append([p.mode, p.name, off]); off += sz
     kparams[kd.name] = ps
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
-  data = []
   for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
     ps = kparams[kname_of[prog]]
     for i, v in enumerate(vals):
@@ -898,7 +946,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
   def data_of(b: Optional[bytes], size: int) -> Optional[Data]: return trimmed_data(b, size) if b else None
   for (kind, key), nm in bufname.items():
-    if kind == "s":
+    if kind == "s" and key in rewritten:
+      decls.append(Buffer(nm, None, static[key]["size"], None, "rebound",
+                          tuple(data_of(b, static[key]["size"]) or Data("u8", (0,)) for b in rewritten[key])))
+    elif kind == "s":
       st = static[key]
       init = data_of(_assemble(m.steps, key, st["size"], st["step"]), st["size"])
       decls.append(Buffer(nm, Ref(st["device"]) if st["device"] else None, st["size"], init))
@@ -948,18 +999,18 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
         [x for x in items if isinstance(x, str)]
     queues.append(queue_decl(s["name"], s["ring"].engine, s["ring"].device, items))
-  host = []
+  host, host_steps = [], []   # host_steps[i]: the capture steps host statement i stands for (a submit: each queue's)
   for i in range(start, start + P):
     e = ev[i]
     if e["op"] == "submit":
       nm = next((x["name"] for x in subs if x["step"] == i), None)
       if nm is None: continue  # a later submission of a ring already submitted in this launch
-      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),))
-      else: host.append(Submit((Ref(nm),)))
+      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); host_steps[-1].append(i)
+      else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
     fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
     ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & U32_MAX)
-    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None))
+    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None)); host_steps.append([i])
   decls += [Var(n, tuple(v)) for v, n in vars_.lists.items()]
   if vars_.uses_launch: decls.append(Var(LAUNCH_VAR))
   decls += list(kdecl.values())
@@ -978,7 +1029,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
     trace.update(start=orig(start), period=P, launches=K, steps=[orig(i) for i in range(start, start + P)],
-                 queues={x["name"]: [(a, b, orig(i), c) for a, b, i, c in x["segs"]] for x in subs})
+                 queues={x["name"]: [(a, b, orig(i), c) for a, b, i, c in x["segs"]] for x in subs},
+                 host=[[orig(i) for i in st] for st in host_steps])
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {orig(start) + 1}..{orig(end - 1) + 1} of {n_all})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return lifted_program(decls, m.file, header)

@@ -47,8 +47,8 @@ class Device:
   def doorbell(self, ring: Ring, wptr: int) -> None: raise NotImplementedError
   def read_ptr(self, ring: Ring) -> int: raise NotImplementedError
   def signal_write(self, addr: int, value: int) -> None:
-    """A host `signal` statement: a 32-bit store to signal memory."""
-    self.write(addr, (value & U32_MAX).to_bytes(4, "little"))
+    """A host `signal` statement: the 32-bit value stored in the slot's 64 bits (tinygrad's HCQSignal.value setter)."""
+    self.write(addr, (value & U32_MAX).to_bytes(8, "little"))
   def run(self, host): raise NotImplementedError
 
 _NORESERVE = getattr(mmap, "MAP_NORESERVE", 0x4000 if sys.platform.startswith("linux") else 0)  # Python < 3.12: no name

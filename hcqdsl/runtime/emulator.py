@@ -115,7 +115,7 @@ class HostWait(Block):
   launch: int
   stmt: str
   timeout_us: float = 10_000_000.0
-  def ready(self, mem): return mem.r32(self.addr) >= self.value
+  def ready(self, mem): return mem.r32(self.addr) | mem.r32(self.addr + 4) << 32 >= self.value  # 64 bits, as tinygrad's host
 
 @attrs.define(eq=False)
 class RingSpace(Block):
@@ -530,7 +530,7 @@ class Engine:
     and stored once on the way out."""
     pc, nd, unit, wptr, counts, first = self.pcache, self.ndw, self.unit, self.ring.wptr, self.counts, self.first
     nxt = self.starts[0][0] if self.starts else INF  # the next submission must wait for its doorbell: step()
-    rptr = rptr0 = self.rptr
+    rptr = self.rptr
     ran, st, op = 0, None, None
     try:
       while ran < budget and rptr < nxt:
@@ -760,8 +760,9 @@ class Emulator(Device):
     self.mem.writes += 1
   def read_ptr(self, ring): return self.by_ring[id(ring)].rptr
   def signal_write(self, addr, value):
-    """A host `signal`: a 32-bit store the waits that it satisfies are ordered after (time, trace flows)."""
-    self.mem.w32(addr, value)
+    """A host `signal`: a 64-bit store of the 32-bit value (tinygrad's HCQSignal.value setter writes the whole slot),
+    which the waits it satisfies are ordered after (time, trace flows)."""
+    self.mem.w64(addr, value & U32_MAX)
     h = self.host_actor
     if h is not None: self.note_write(addr, h.clock + HOST_COST["signal"])
 

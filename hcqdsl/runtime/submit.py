@@ -37,7 +37,7 @@ RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue'
 from ..amd.layout import RING_OFFSET  # rings sit here inside each device's part of the address space
 
 def _expr(var, add) -> str:
-  if var is None: return str(add & U32_MAX)
+  if var is None: return str(add if add > U32_MAX else add & U32_MAX)   # (a host wait's value may be 64-bit)
   return var if add == 0 else f"{var} {'+' if add > 0 else '-'} {abs(add)}"
 
 class QueueState:
@@ -335,7 +335,8 @@ class Submitter:
         op = st["op"]
         if op == "submit": yield from sub(st["queues"] or [q.name for q in img.queues], st["line"])
         else:
-          v = ((env[st["var"]] if st["var"] is not None else 0) + st["add"]) & U32_MAX
+          v = (env[st["var"]] if st["var"] is not None else 0) + st["add"]
+          if op == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
           text = f"{op} {st['signal']} {'>=' if op == 'wait' else '='} {_expr(st['var'], st['add'])}"
           if op == "signal":
             self.dev.signal_write(st["addr"], v)

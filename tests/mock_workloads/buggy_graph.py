@@ -1,6 +1,7 @@
-"""The two-device TinyJit of multi_device.py with a bug injected into tinygrad's HCQGraph while it builds its queues
+"""A TinyJit workload (the two-device one of multi_device.py unless WORKLOAD names another) with a bug injected into tinygrad's HCQGraph while it builds its queues
 (BUG=dep: the copy queue drops its wait for the compute queue that produced its source; BUG=kick: every queue drops
-its wait for the host's kickoff). Used by the sanitize and check tests; BUG unset: tinygrad as it is."""
+its wait for the host's kickoff; BUG=barrier: the compute queues drop their opening `memory_barrier`, the HDP flush
+after the host's writes of kernel arguments). Used by the sanitize and check tests; BUG unset: tinygrad as it is."""
 import os, runpy, pathlib
 from tinygrad.runtime.graph.hcq import HCQGraph
 from tinygrad.runtime.ops_amd import AMDComputeQueue, AMDCopyQueue
@@ -25,4 +26,12 @@ def dropping(cls):
   cls.wait = wait
 for c in (AMDComputeQueue, AMDCopyQueue): dropping(c)
 
-runpy.run_path(str(pathlib.Path(__file__).with_name("multi_device.py")), run_name="__main__")
+orig_barrier = AMDComputeQueue.memory_barrier
+def memory_barrier(q):
+  return q if building and BUG == "barrier" else orig_barrier(q)
+AMDComputeQueue.memory_barrier = memory_barrier
+
+# WORKLOAD: which workload of this folder runs (default multi_device; jit_inputs for BUG=barrier, whose kernels read a
+# new input each call through kernel arguments the host patches; empty: only inject the bug, for a script importing this)
+if (workload := os.environ.get("WORKLOAD", "multi_device")):
+  runpy.run_path(str(pathlib.Path(__file__).with_name(workload + ".py")), run_name="__main__")

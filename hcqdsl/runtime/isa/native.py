@@ -15,6 +15,7 @@ from __future__ import annotations
 import ctypes, functools, hashlib, os, pathlib, subprocess
 from typing import Optional
 import numpy as np
+from ...ir import U32_MAX
 from ..device import DeviceFault
 from ...tinygrad.host_cc import find_cc, cache_dir
 from . import pcode_c
@@ -520,7 +521,7 @@ def run_workgroup(kernel, launch, waves: list, wg: tuple, before: int) -> int:
   buf = np.zeros((len(waves), WAVE_WORDS), np.uint32)
   for i, w in enumerate(waves):
     buf[i, :128] = w.s[:128].astype(np.uint32)
-    buf[i, W_SCC], buf[i, W_PC_LO], buf[i, W_PC_HI] = w.scc, w.pc & 0xFFFFFFFF, w.pc >> 32
+    buf[i, W_SCC], buf[i, W_PC_LO], buf[i, W_PC_HI] = w.scc, w.pc & U32_MAX, w.pc >> 32
     buf[i, W_DONE], buf[i, W_ID] = w.done, w.id
     buf[i, 256:] = w.v.astype(np.uint32).reshape(-1)
   try: n = _run(kernel, launch, P, prog, buf, lambda: wg, before)
