@@ -9,7 +9,7 @@ import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
-           "Wait", "SignalWrite", "Exec", "Copy", "Write", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
+           "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES",
            "resolve", "resolve_var_args"]
@@ -211,6 +211,13 @@ class Write(Node):
   dst: Slice
   value: Expr
 
+@attrs.frozen
+class HostWrite(Node):
+  """`write x[0:64] = f32 [..], f32 [..]` in the host block: the host stores launch k's bytes (the k-th list) into the
+  range at that point of its block (tinygrad's CPU device refilling a host staging buffer between two copies)."""
+  dst: Slice
+  launch_inits: tuple  # of Data: launch k's bytes
+
 WRITE_SIZES = (4, 8)   # the byte ranges a `write` stores: tinygrad's write(b, v) and write(b, v, b64=True)
 
 @attrs.frozen
@@ -233,7 +240,7 @@ def resolve(x, env: dict) -> int:
   """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
   return x if isinstance(x, int) else x.eval(env)
 
-Stmt = (Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit)
+Stmt = (Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit)
 
 # ---- blocks and the program
 
@@ -312,7 +319,8 @@ class Program:
   def listed_launches(self) -> Optional[tuple]:
     """(launches, the name that limits them): the fewest values any var list or per-launch buffer gives; None: no lists."""
     lists = [(len(v), n) for n, v in self.var_lists.items()] + \
-            [(len(b.launch_inits), b.name) for b in self.of(Buffer) if b.per_launch is not None]
+            [(len(b.launch_inits), b.name) for b in self.of(Buffer) if b.per_launch is not None] + \
+            [(len(s.launch_inits), s.dst.buffer.name) for h in self.of(Host) for s in h.body if type(s) is HostWrite]
     return min(lists) if lists else None
   @property
   def kernels(self) -> list[Kernel]: return list(self.of(Kernel))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pathlib, struct
 from typing import Optional
 import numpy as np
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
+from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
                  ARCHS, NO_SPAN, U32_MAX, resolve)
 from ..diagnostics import Diagnostic, HcqError
 from ..lang.format import format_stmt
@@ -303,7 +303,12 @@ class Lowering:
     return {"op": "wait" if type(s) is Wait else "signal", "signal": s.signal.name, "addr": self.plan.signal(s.signal, sp),
             "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line}
 
-  HOST_STEPS = {Submit: host_submit, Wait: host_signal, SignalWrite: host_signal}
+  def host_write(self, s, sp) -> dict:
+    a, n = self.plan.slice(s.dst, sp)
+    return {"op": "write", "buffer": s.dst.buffer.name, "addr": a, "size": n, "dtype": s.launch_inits[0].dtype if s.launch_inits else "u8",
+            "data": [_contents(d) for d in s.launch_inits], "line": sp.line}
+
+  HOST_STEPS = {Submit: host_submit, Wait: host_signal, SignalWrite: host_signal, HostWrite: host_write}
 
   def expect(self, e) -> dict:
     a, n = self.plan.slice(e.target, e.span)

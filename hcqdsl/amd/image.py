@@ -361,7 +361,9 @@ KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "k
               "code_object": Blob()}, optional=("code_object",))
 _SIGNAL_STEP = {"line": LINE, "signal": Str(ref="signals"), "addr": ADDR, "var": VAR, "add": ADD}
 HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, "queues": List(Str(ref="queues"))}),
-                           "wait": Obj({"op": Str(("wait",)), **_SIGNAL_STEP}), "signal": Obj({"op": Str(("signal",)), **_SIGNAL_STEP})})
+                           "wait": Obj({"op": Str(("wait",)), **_SIGNAL_STEP}), "signal": Obj({"op": Str(("signal",)), **_SIGNAL_STEP}),
+                           "write": Obj({"op": Str(("write",)), "line": LINE, "buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE,
+                                         "dtype": Str(tuple(DTYPES)), "data": List(Blob())})})
 
 # The metadata, in the order it is converted: names are defined before they are used (devices, vars, signals,
 # buffers, then queues for the host steps).

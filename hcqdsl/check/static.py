@@ -1,7 +1,7 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
-from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write,
+from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, DTYPES, split_lines,
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
@@ -148,6 +148,8 @@ class StaticCheck:
     if self._clean_body(q): return
     for s in q.body:
       if isinstance(s, Submit): self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span); continue
+      if isinstance(s, HostWrite):
+        self._err("syntax", "`write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value", s.span); continue
       if isinstance(s, Exec) and q.engine == "copy":
         self._err("name", f"`exec` on copy queue `{q.name}`: kernels run on compute queues", s.span)
       if isinstance(s, Copy) and q.engine == "compute":
@@ -213,7 +215,7 @@ class StaticCheck:
     for s in h.body:
       seen: dict = {}
       if type(s) in _QUEUE_ONLY:
-        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit)", s.span)
+        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit, write B = data)", s.span)
         continue
       if isinstance(s, Submit):
         for r in s.queues:
@@ -223,6 +225,7 @@ class StaticCheck:
             self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", self.prog.locate(r.name, s.span, seen[r.name]))
           else: submitted[r.name] = s.span
         continue
+      if isinstance(s, HostWrite): self._host_write(s); continue
       if isinstance(s, Wait):   # the host compares the signal's 64-bit memory: its waits take 64-bit values
         self._need(s.signal, Signal, "signal", s.span)
         self._expr(s.value, s.span, U64_MAX)
@@ -315,6 +318,13 @@ class StaticCheck:
     if b - a != d - c:
       self._err("bounds", f"copy of unequal lengths: `{_fmt_slice(s.dst)}` is {b - a} bytes, `{_fmt_slice(s.src)}` is {d - c}", s.span)
 
+  def _host_write(self, s: HostWrite):
+    if (b := self._slice(s.dst, s.span)) is None: return
+    lo, hi = s.dst.bounds(b.size)
+    for d in s.launch_inits:
+      if d.nbytes > hi - lo:
+        self._err("bounds", f"{len(d.values)} {d.dtype} values are {d.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(s.dst)}`", d.span or s.span)
+
   def _write(self, s: Write):
     self._expr(s.value, s.span)
     if (b := self._slice(s.dst, s.span)) is None: return
@@ -338,6 +348,10 @@ def check_launches(prog: Program, launches: int, pinned=()) -> list[Diagnostic]:
   for v in prog.of(Var):
     if v.values and v.name not in pinned and len(v.values) < launches:
       out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} launches asked for", v.span))
+  for h in prog.of(Host):
+    for s in h.body:
+      if type(s) is HostWrite and len(s.launch_inits) < launches:
+        out.append(Diagnostic("bounds", f"the host's write of `{_fmt_slice(s.dst)}` lists bytes for {len(s.launch_inits)} launch{'es' * (len(s.launch_inits) != 1)}, fewer than the {launches} launches asked for", s.span))
   for b in prog.of(Buffer):
     if b.launch_inits and len(b.launch_inits) < launches:
       out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} launch{'es' * (len(b.launch_inits) != 1)}, fewer than the {launches} launches asked for", b.span))

@@ -9,7 +9,7 @@ from typing import Optional
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, Barrier, Epoch, Submit, Span, Slice,
+from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier, Epoch, Submit, Span, Slice,
                   Expr, U32_MAX)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll",
@@ -278,7 +278,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
           app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
                         (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
         else: app((ACCESS, tuple([x for x in (access(src, R), access(dst, W)) if x is not None])))
-      elif t is Write:   # a store into the range, like a copy's destination
+      elif t is Write or t is HostWrite:   # a store into the range, like a copy's destination
         dst = st.dst
         if dst.launch is not None: pin(dst, 0)
         app((ACCESS, tuple(x for x in (access(dst, W),) if x is not None)))

@@ -7,7 +7,7 @@ import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
+                 Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  KEYWORDS, resolve_var_args)
 from ..diagnostics import Diagnostic, Related, did_you_mean
 from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
@@ -186,6 +186,7 @@ class _Build(Transformer):
     return Exec(Ref(c[1].value), args, grid, block, span=_span(c, self.file))
   def copy(self, c): return Copy(c[1].v, c[3].v, span=_span(c, self.file))
   def write(self, c): return Write(c[1].v, c[3].v, span=_span(c, self.file))
+  def host_write(self, c): return HostWrite(c[1].v, tuple(x for x in c[3:] if isinstance(x, Data)), span=_span(c, self.file))
   def barrier(self, c): return Barrier(span=_span(c, self.file))
   def timestamp(self, c): return Timestamp(c[1].v, span=_span(c, self.file))
   def epoch(self, c): return Epoch(span=_span(c, self.file))

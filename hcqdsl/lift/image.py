@@ -6,8 +6,9 @@ from __future__ import annotations
 import pathlib, struct
 from typing import Optional
 import attrs
+import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX)
+                  Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, DTYPES)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
@@ -283,6 +284,12 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
     body = []
     for h in img.host:
       if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
+      elif h["op"] == "write":
+        base, size = img.buffers[h["buffer"]]
+        lo = h["addr"] - base
+        dts = [h["dtype"] if len(b) % DTYPES[h["dtype"]][1] == 0 else "u8" for b in h["data"]]
+        ds = tuple(Data(dt, tuple(np.frombuffer(b, np.dtype(DTYPES[dt][0]).newbyteorder("<")).tolist())) for dt, b in zip(dts, h["data"]))
+        body.append(HostWrite(Slice(Ref(h["buffer"]), lo, lo + h["size"], True), ds))
       else:
         e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
         body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))

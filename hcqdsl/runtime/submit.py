@@ -334,6 +334,10 @@ class Submitter:
       for st in img.host:
         op = st["op"]
         if op == "submit": yield from sub(st["queues"] or [q.name for q in img.queues], st["line"])
+        elif op == "write":   # the host stores launch k's bytes at this point of its block
+          b = st["data"][k - 1] if k <= len(st["data"]) else b""
+          self.dev.write(st["addr"], b)
+          yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"write {st['buffer']}", st["line"], k)
         else:
           v = (env[st["var"]] if st["var"] is not None else 0) + st["add"]
           if op == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
