@@ -28,6 +28,7 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
       if h["op"] == "submit":
         for qn in (h["queues"] or [q.name for q in img.queues]):
           if qn not in done: submit(qn, k); done.add(qn)
+      elif h["op"] == "write": continue   # the host's store into memory: no ring dword, not in a version-1 manifest
       else:
         v = (env[h["var"]] if h["var"] else 0) + h["add"]
         if h["op"] == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's waits compare 64 bits

@@ -7,8 +7,9 @@ from __future__ import annotations
 import bisect, json, os, pathlib, re, struct
 from typing import Optional
 import attrs
+import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX)
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
 from ..amd.disasm import decoder, read_raw
 from .image import (lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, trimmed_data,
@@ -232,7 +233,11 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
           h.fail("value", f"{v} is not a {32 if ver == 1 and op == 'signal' else 64}-bit {'signal value' if op == 'signal' else 'host wait value'}")
         host.append({"op": op, "addr": h.get("addr", "int", required=True), "value": v,
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
-      else: h.fail("op", f"expected submit, signal or wait, got `{op}`")
+      elif op == "write" and ver >= 2:   # the host's store of bytes into host memory (a staging refill)
+        a, b = h.get("addr", "int", required=True), _hex_bytes(h, "hex")
+        host.append({"op": "write", "addr": a, "data": b, **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
+        steps.append((a, b, len(host)))   # what the memory holds from the next step on
+      else: h.fail("op", f"expected submit, signal, wait{' or write' if ver >= 2 else ''}, got `{op}`")
   graph_calls = []
   for g in top.get("graph_calls", "list", default=[]):
     inputs = []
@@ -378,7 +383,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         copies += [(f["src_addr"], size), (f["dst_addr"], size)]
       if q.engine == "compute" and (d := _dispatch(g)) is not None: dispatches.append(d)
       copies += [w for p in g if (w := _written(p)) is not None]   # a write's bytes are a buffer's too
-  if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] != "submit"]
+  if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] in ("signal", "wait")]
   used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}
   def fresh(name: Optional[str], fallback: str) -> str:
     """A manifest's name if it is free (names are global in .hcq, keywords are no names), else one from the address."""
@@ -694,7 +699,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
       out.append((p.name, extra))
     return tuple(out)
-  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else (e["op"], e["addr"], bool(e.get("init")))
+  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else ("write", e["addr"], len(e["data"])) if e["op"] == "write" \
+    else (e["op"], e["addr"], bool(e.get("init")))
   found = _period([shape(e) for e in ev])
   start, P, K = found if found else (0, len(ev), 1)
   if found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
@@ -827,9 +833,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   first: dict = {}
   for step, at, t, reads in sorted(accesses, key=lambda x: x[:2]):
     if len(set(t)) == 1 and (al := alloc_of(t[0])) is not None: first.setdefault(al[0], (step, reads))
+  host_written = {al[0] for e in ev[start:start + P] if e["op"] == "write" and (al := alloc_of(e["addr"])) is not None}
   rewritten: dict = {}
   for key, (step, reads) in first.items():
-    if not reads or key not in static or static[key]["device"] is not None or K < 2: continue
+    if not reads or key not in static or static[key]["device"] is not None or K < 2 or key in host_written: continue
     per = [_assemble(m.steps, key, static[key]["size"], step + k * P) for k in range(K)]
     if None not in per and len(set(per)) > 1: rewritten[key] = per
     # refilled again between two reads of one launch (two inputs staged through one region): one memory per launch
@@ -861,7 +868,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   sig_addrs = []
   for s in subs:
     for p in s["packets"]: sig_addrs += [a for a in _signal_addrs(p) if a not in mbox]
-  sig_addrs += [e["addr"] for e in ev[start:start + P] if e["op"] != "submit"]
+  sig_addrs += [e["addr"] for e in ev[start:start + P] if e["op"] in ("signal", "wait")]
   signals: dict = {}
   def sig_value(a: int) -> int:
     """The signal's value when step `start` ran: the first submission's reading at or after it (if the host does not
@@ -1008,6 +1015,15 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); host_steps[-1].append(i)
       else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
+    if e["op"] == "write":   # the host's refill of host memory: each launch's bytes, at this point of the host block
+      al = alloc_of(e["addr"])
+      nm = bufname.get(("s", al[0])) if al is not None else None
+      if nm is None: continue   # memory no lifted command uses
+      off = e["addr"] - al[0]
+      n = min(len(e["data"]), static[al[0]]["size"] - off)
+      host.append(HostWrite(Slice(Ref(nm), off, off + n, True), tuple(_bytes_data(ev[i + k * P]["data"][:n]) for k in range(K))))
+      host_steps.append([i])
+      continue
     fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
     ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & U32_MAX)
     host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None)); host_steps.append([i])
@@ -1053,6 +1069,11 @@ def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] =
   for a, b, st in reversed(ordered):
     if st <= t - after: take(a, b)
   return bytes(out) if any(have) else None
+
+def _bytes_data(b: bytes) -> Data:
+  """Bytes as the widest integer data that holds them exactly (u32 for tinygrad's float and int inputs)."""
+  dt = "u32" if len(b) % 4 == 0 else "u8"
+  return Data(dt, tuple(int(x) for x in np.frombuffer(b, "<u4" if dt == "u32" else "u1")))
 
 def _relpath(p: pathlib.Path, base) -> str:
   import os
