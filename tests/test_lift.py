@@ -293,6 +293,12 @@ BAD = [
     "host": [{"op": "submit", "queue": "q", "start": 0, "length": 1}]}, "m.json: host[0].length: dwords 0..1 are past the 0 dwords of `q`"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
     "host": [{"op": "jump"}]}, "m.json: host[0].op: expected submit, signal or wait, got `jump`"),
+  ({"format": "hcqdsl-manifest", "version": 2, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "host": [{"op": "jump"}]}, "m.json: host[0].op: expected submit, signal, wait or write, got `jump`"),
+  ({"format": "hcqdsl-manifest", "version": 2, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "host": [{"op": "write", "addr": "0x1000"}]}, "m.json: host[0].hex: missing"),
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
+    "host": [{"op": "write", "addr": "0x1000", "hex": "00"}]}, "m.json: host[0].op: expected submit, signal or wait, got `write`"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": []}],
     "kernels": [{"prog_addr": 1, "params": ["rw"]}]}, "m.json: kernels[0].params[0]: expected in, out or inout, got \"rw\""),
 ]

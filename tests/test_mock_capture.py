@@ -74,16 +74,84 @@ def test_hcq2_realize(tmp_path):
   assert manifest(man)["producer"]["path"] == "hcq2"
   _lift_check_run(man, out, tmp_path, 1)
 
+def _host_writes(prog) -> list: return [s for s in prog.host.body if isinstance(s, hcqdsl.ir.HostWrite)]
+
 @pytest.mark.slow
 def test_hcq2_jit_new_inputs(tmp_path):
-  """hcq2 copies every input through one staging buffer in host memory that tinygrad's CPU device refills between
-  launches: the lift gives it each launch's bytes (as the input copy read them), so `run` reproduces tinygrad's numbers."""
+  """hcq2 copies every input through one staging buffer in host memory: the host's copy of each call's input into it is
+  a host `write` with each launch's bytes, so `run` reproduces tinygrad's numbers."""
   man, out = capture("jit_inputs", tmp_path, hcq2=True)
   prog, text = _lift_check_run(man, out, tmp_path, 3)
   assert text.startswith("# hcq: launches=3\n") and "fifo_" in text  # the batch and its finalizer: one ring, in ring order
   assert {k.name for k in prog.kernels} == {"E_4_4", "E_4_4_2"}
-  staging = [b for b in prog.buffers if b.device is None and b.per_launch == "rebound"]
-  assert len(staging) == 1 and len({d.values for d in staging[0].launch_inits}) == 3, text[:3000]
+  (w,) = _host_writes(prog)
+  assert w.dst.buffer.name in {b.name for b in prog.buffers if b.device is None} and len({d.values for d in w.launch_inits}) == 3, text[:3000]
+
+def _drop_guard_races(prog, text, write, launches: int) -> list:
+  """The races `check` reports on the host's `write` once the host statement just before it (the host's wait that
+  orders it after the copy that read the buffer's previous bytes) is deleted."""
+  body = list(prog.host.body)
+  guard = body[body.index(write) - 1]
+  assert isinstance(guard, hcqdsl.ir.Wait), hcqdsl.format(prog.host)
+  broken = hcqdsl.parse("\n".join(ln for i, ln in enumerate(text.splitlines(), 1) if i != guard.span.line), "broken.hcq")
+  return [d for d in hcqdsl.check(broken, launches) if d.code == "race" and "the host writes" in d.message]
+
+def test_hcq2_two_inputs(tmp_path):
+  """hcq2 stages both inputs of a call through the one host staging buffer. The capture records the host's refill (its
+  bytes) and the CPU device's wait for the copy that read the first input; the lift says them as host `write`s after
+  that `wait`, so `run` reproduces tinygrad's output and `check` orders the refill after the first copy — without the
+  wait it is a race between the host's write and that copy."""
+  man, out = capture("two_inputs", tmp_path, hcq2=True)
+  prog, text = _lift_check_run(man, out, tmp_path, 2)
+  writes = _host_writes(prog)
+  assert len(writes) == 2 and len({w.dst.buffer.name for w in writes}) == 1, text[-3000:]   # x, then y, into one buffer
+  assert all(len({d.values for d in w.launch_inits}) == len(w.launch_inits) for w in writes)  # each call's own bytes
+  races = _drop_guard_races(prog, text, writes[1], 2)
+  assert races and races[0].related and "copy0_gpu0" in races[0].message and writes[1].dst.buffer.name in races[0].message, races
+
+@pytest.mark.slow
+def test_hcq2_train_step(tmp_path):
+  """The training step on hcq2: x and y staged through one host buffer in every launch; `run` of the lift ends with
+  tinygrad's trained weights."""
+  man, out = capture("train_step", tmp_path, hcq2=True)
+  prog, text = _lift_check_run(man, out, tmp_path, 2)
+  writes = _host_writes(prog)
+  assert len(writes) == 2 and {d.nbytes for w in writes for d in w.launch_inits} == {4 * 8 * 4, 4 * 4 * 4}, text[-3000:]
+  assert _drop_guard_races(prog, text, writes[1], 2)
+
+def test_hcq2_timestamps(tmp_path):
+  """With PROFILE=1 hcq2 brackets every kernel and copy of a batch with two timestamps (`_finalize_batch`: `ts_ins[:1] +
+  [call] + ts_ins[1:]`; PM4: one RELEASE_MEM of the GPU clock, SDMA: TIMESTAMP): lifted as `timestamp` statements in
+  that place, into the profile buffers tinygrad reads (`ts_...`), and the lift checks and runs."""
+  man, out = capture("realize", tmp_path, hcq2=True, PROFILE="1")
+  prog, text = _lift_check_run(man, out, tmp_path, 1)
+  work = 0
+  for q in prog.queues:
+    body = [s for s in q.body if not isinstance(s, (hcqdsl.ir.Wait, hcqdsl.ir.SignalWrite, hcqdsl.ir.Barrier))]
+    for i, s in enumerate(body):
+      if isinstance(s, (hcqdsl.ir.Exec, hcqdsl.ir.Copy)):
+        work += 1
+        assert isinstance(body[i - 1], hcqdsl.ir.Timestamp) and isinstance(body[i + 1], hcqdsl.ir.Timestamp), hcqdsl.format(q)
+  stamps = [s for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Timestamp)]
+  assert work == 4 and len(stamps) == 2 * work and len({s.signal.name for s in stamps}) == len(stamps), text   # 2 kernels, 2 copies
+  assert all(s.signal.name.startswith("ts_") for s in stamps)
+  (tmp_path / "plain").mkdir()   # without PROFILE: none
+  assert "timestamp" not in hcqdsl.format(lift_file(capture("realize", tmp_path / "plain", hcq2=True)[0], str(tmp_path / "plain" / "n.hcq")))
+
+@pytest.mark.slow
+def test_hcq2_multi_device_jit(tmp_path):
+  """The two-device TinyJit on hcq2: one batch over both devices (its fences, resets and finalizers per device)."""
+  man, out = capture("multi_device", tmp_path, hcq2=True)
+  prog, text = _lift_check_run(man, out, tmp_path, 2)
+  assert [d.name for d in prog.devices] == ["gpu0", "gpu1"] and {b.device.name for b in prog.buffers if b.device} == {"gpu0", "gpu1"}
+  assert any(s.dst.start for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Copy)), text   # tinygrad's byte ranges
+
+@pytest.mark.slow
+def test_hcq2_decode_variable(tmp_path):
+  man, out = capture("decode", tmp_path, hcq2=True)
+  prog, text = _lift_check_run(man, out, tmp_path, 2)
+  k = next(k for k in prog.kernels if any(p.scalar for p in k.params))
+  assert [p.name for p in k.params if p.scalar] == ["start_pos"]
 
 @pytest.mark.slow
 def test_train_step(tmp_path):

@@ -1,6 +1,6 @@
 """`hcqdsl sanitize` and `check` of a capture on tinygrad's mock GPU, with bugs injected into tinygrad's HCQGraph
-(tests/mock_workloads/buggy_graph.py): each is reported with the two commands involved and the user's line; tinygrad
-as it is checks clean."""
+(tests/mock_workloads/buggy_graph.py) and into hcq2's planner (tests/mock_workloads/buggy_hcq2.py): each is reported
+with the two commands involved and the user's line; tinygrad as it is checks clean."""
 from __future__ import annotations
 import json
 import pytest
@@ -97,3 +97,44 @@ def test_sanitize_raises_at_the_enqueuing_line(tmp_path):
   r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=600)
   line, calls, code = r.stdout.split()
   assert (int(line), code) == (16, "race") and int(calls) < 6, r.stdout + r.stderr
+
+# ---- tinygrad's hcq2 path (HCQ2=1 HCQ_RUNTIME_DEV=PYTHON): bugs injected into hcq2's planner (_build_wait_ins)
+HCQ2_WORKLOAD = WORKLOADS / "buggy_hcq2.py"
+
+def _line_of(c) -> str: return f"{c['stack'][-1][0]}:{c['stack'][-1][1]}"
+
+def test_hcq2_sanitize_reports_dropped_dependency():
+  """The AMD copy queue no longer waits for the compute queue that produced its source (hcq2 plans every schedule, so
+  the weights' shard in multi_device.py's line 10 already has it): a race between the copy and the kernel, both
+  enqueued at that line; tinygrad as it is: ok."""
+  r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, BUG="dep")
+  assert r.returncode == 1, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  f = next(f for f in rep["findings"] if f["code"] == "race")
+  kinds = sorted(c["what"].split(" ")[0] for c in f["commands"])
+  assert kinds == ["copy", "kernel"], f
+  kernel = next(c for c in f["commands"] if c["what"].startswith("kernel"))
+  assert kernel["what"].startswith("kernel E_8_4(") and kernel["device"] == "AMD", kernel   # tinygrad's name, no colors
+  assert [_line_of(c) for c in f["commands"]] == [f"{WORKLOADS / 'multi_device.py'}:10"] * 2, f
+  r = run_hcqdsl("sanitize", HCQ2_WORKLOAD, hcq2=True)
+  assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith("ok: 0 errors"), r.stdout + r.stderr
+
+def test_hcq2_sanitize_reports_dropped_refill_wait():
+  """The CPU device's finalizer no longer waits for the AMD copy that read the host staging buffer: the host's refill
+  for the next input races that copy — the host's `write` and the `copy`, both at the user's line; tinygrad as it is: ok."""
+  r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, BUG="refill", WORKLOAD="two_inputs")
+  assert r.returncode == 1, r.stdout + r.stderr
+  f = next(f for f in json.loads(r.stdout)["findings"] if f["code"] == "race")
+  host, copy = sorted(f["commands"], key=lambda c: c["queue"] != "host")
+  assert host["queue"] == "host" and host["text"].startswith("write ") and copy["what"].startswith("copy ") and copy["queue"].startswith("copy0_gpu0"), f
+  line = f"{WORKLOADS / 'two_inputs.py'}:13"
+  assert [_line_of(host), _line_of(copy)] == [line, line], f
+  r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, WORKLOAD="two_inputs")
+  assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
+
+def test_hcq2_check_reports_injected_bugs(tmp_path):
+  for bug, workload, where in (("dep", "multi_device", "copy0_gpu0"), ("refill", "two_inputs", "the host writes")):
+    man, _ = capture("buggy_hcq2", tmp_path, hcq2=True, BUG=bug, WORKLOAD=workload)
+    prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / f"{bug}.hcq"))), f"{bug}.hcq")
+    races = [d for d in hcqdsl.check(prog, 2) if d.code == "race"]
+    assert races and where in races[0].message and len(races[0].related) == 1, (bug, [str(d) for d in races])

@@ -144,8 +144,8 @@ def test_bounds_errors():
 def test_statement_in_the_wrong_block():
   text = "device g = AMD:0\nkernel k()\nqueue q compute on g {\n  submit\n}\nhost {\n  exec k()\n  epoch\n}\n"
   assert errors(text) == ["4:3: syntax: `submit` is a host statement; queues cannot submit",
-                          "7:3: syntax: `exec` is not allowed in a host block (host accepts wait, signal, submit)",
-                          "8:3: syntax: `epoch` is not allowed in a host block (host accepts wait, signal, submit)"]
+                          "7:3: syntax: `exec` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)",
+                          "8:3: syntax: `epoch` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)"]
 
 # ---- never a traceback
 

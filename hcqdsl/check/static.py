@@ -215,7 +215,7 @@ class StaticCheck:
     for s in h.body:
       seen: dict = {}
       if type(s) in _QUEUE_ONLY:
-        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit, write B = data)", s.span)
+        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)", s.span)
         continue
       if isinstance(s, Submit):
         for r in s.queues:

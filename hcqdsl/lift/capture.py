@@ -27,8 +27,8 @@ def _tinygrad_dirs() -> tuple:
   import tinygrad
   dirs = [str(pathlib.Path(tinygrad.__file__).resolve().parent)]
   try:
-    import test.mockgpu as mg  # tinygrad's mock GPU (a tinygrad checkout's test/ and extra/)
-    root = pathlib.Path(mg.__file__).resolve().parents[2]
+    import test.mockgpu as mg  # tinygrad's mock GPU (a tinygrad checkout's test/ and extra/; a namespace package: no __file__)
+    root = pathlib.Path(mg.__file__ or next(iter(mg.__path__)) + "/__init__.py").resolve().parents[2]
     dirs += [str(root / "test" / "mockgpu"), str(root / "extra")]
   except Exception: pass
   return tuple(dirs)
@@ -118,12 +118,7 @@ class Capture:
     except (AttributeError, TypeError, ValueError): return
     sig = []
     for s in getattr(prg, "signature", ()) or ():
-      try:
-        name, _, dt, shape = s
-        n = 1
-        for x in shape: n *= int(x) if isinstance(x, int) else 1
-        sig.append({"name": name, "dtype": dt.name, "itemsize": dt.itemsize, "bytes": n * dt.itemsize, "fmt": dt.fmt,
-                    "shape": [int(x) if isinstance(x, int) else str(x) for x in shape]})
+      try: sig.append(self._sig_entry(s))
       except Exception: sig.append({"name": None})
     self.kernels[addr] = {"name": str(prg.name), "lib": bytes(getattr(prg, "lib", b"") or b""), "signature": sig,
                           "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
@@ -209,11 +204,34 @@ class Capture:
       start = prog - data.entry_point_offset
       if self._read(start, len(image)) != image: continue
       outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
-      sig = [{"name": None, "mode": "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"}
-             for i, _ in enumerate(getattr(info, "globals", ()))]
-      sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
-      return {"name": str(getattr(info, "name", f"k_{prog:x}")), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
+      mode = lambda i: "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+      # the argument shapes are the PROGRAM's (its TinyELF signature, as classic HCQ's AMDProgram has them): the PROGRAM
+      # whose code this is, before ops_amd2 swapped its source for the loaded image
+      sig = None
+      from tinygrad.uop.ops import UOpMetaClass, Ops
+      for ref in list(UOpMetaClass.ucache.values()):
+        u = ref()
+        if u is None or u.op is not Ops.PROGRAM or len(u.src) < 4 or getattr(u.src[3], "arg", None) != lib: continue
+        try: sig = [self._sig_entry(s) for s in u.to_elf().signature]
+        except Exception: sig = None
+        if sig is not None: break
+      if sig is not None:
+        for i, s in enumerate(x for x in sig if x.get("name") is None): s["mode"] = mode(i)
+      else:
+        sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
+        sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
+      name = getattr(info, "function_name", None) or getattr(info, "name", f"k_{prog:x}")   # tinygrad's name without its colors
+      return {"name": str(name), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
     return None
+
+  @staticmethod
+  def _sig_entry(s) -> dict:
+    """One (name, slot, dtype, shape) of tinygrad's program signature: a buffer (name None) or a scalar, with its bytes."""
+    name, _, dt, shape = s
+    n = 1
+    for x in shape: n *= int(x) if isinstance(x, int) else 1
+    return {"name": name, "dtype": dt.name, "itemsize": dt.itemsize, "bytes": n * dt.itemsize, "fmt": dt.fmt,
+            "shape": [int(x) if isinstance(x, int) else str(x) for x in shape]}
 
   # ---- packets: what a submission reads and writes
   def _expand(self, dw: list, engine: str, target: str, depth: int = 0) -> list:
@@ -280,8 +298,10 @@ class Capture:
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
       if (a := self._use(ptr)) is not None and self.contents:
-        want = sig[i].get("bytes") or (a[0] + a[1] - ptr)
-        self._remember(ptr, min(want, a[0] + a[1] - ptr), step)
+        # a small allocation whole (the JIT's planner packs several buffers into one: the bytes beside the argument
+        # are the initial state of the others), a big one from the pointer over the argument's bytes
+        if a[1] <= (1 << 16): self._remember(a[0], a[1], step)
+        else: self._remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:

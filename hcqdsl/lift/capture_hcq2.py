@@ -105,15 +105,18 @@ def install(cap) -> None:
   def exec_kernel(ctx, call, ast):
     name = str(getattr(call.arg, "name", ""))
     if type(getattr(call.arg, "aux", None)).__name__ == "HCQInfo":
-      bufs = [getattr(b, "buffer", None) for b in call.src[1:]]
-      amd = [b for b in bufs if b is not None and hasattr(b, "device") and str(b.device).startswith("AMD")]
-      if name == "hcq_fence" and len(bufs) >= 2 and amd:
+      # each argument's buffer per device: a batch over several devices passes one MultiBuffer (MSTACK) per signal
+      lanes = [list(getattr(b, "bufs", None) or [b]) for b in (getattr(s, "buffer", None) for s in call.src[1:]) if b is not None]
+      on_amd = lambda b: hasattr(b, "device") and str(b.device).startswith("AMD")
+      if name == "hcq_fence" and len(lanes) >= 2:
         poll()
-        cap._note_signal(_addr(bufs[0]), Device[bufs[0].device])
-        cap._step({"op": "wait", "addr": _addr(bufs[0]), "value": _u64(bufs[1])})
+        for tl, epoch in zip(lanes[0], lanes[1]):   # per device: wait until its timeline reaches the batch's epoch
+          if not on_amd(tl): continue
+          cap._note_signal(_addr(tl), Device[tl.device])
+          cap._step({"op": "wait", "addr": _addr(tl), "value": _u64(epoch)})
       elif name == "hcq_reset":
         poll()
-        for b in amd:
+        for b in (b for row in lanes for b in row if on_amd(b)):
           cap._note_signal(_addr(b), Device[b.device])
           cap._step({"op": "signal", "addr": _addr(b), "value": 0})
     ret = orig_exec(ctx, call, ast)

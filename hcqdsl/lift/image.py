@@ -95,6 +95,8 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
     if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 1: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 5, f[0]["data_lo"]))]
     if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == 3:
       return [Timestamp(Ref(sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
+    # hcq2's timestamp (extra/hcq2/ops_amd2.py pm4_timestamp): the GPU clock by one RELEASE_MEM, no cache action
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 3: return [Timestamp(Ref(sig(f[0]["addr"] - TIMESTAMP_OFFSET)))]
     if "DISPATCH_DIRECT" in names:
       regs = {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
       pgm, user, start = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0"), regs.get("regCOMPUTE_START_X")

@@ -237,7 +237,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         a, b = h.get("addr", "int", required=True), _hex_bytes(h, "hex")
         host.append({"op": "write", "addr": a, "data": b, **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
         steps.append((a, b, len(host)))   # what the memory holds from the next step on
-      else: h.fail("op", f"expected submit, signal, wait{' or write' if ver >= 2 else ''}, got `{op}`")
+      else: h.fail("op", f"expected {'submit, signal, wait or write' if ver >= 2 else 'submit, signal or wait'}, got `{op}`")
   graph_calls = []
   for g in top.get("graph_calls", "list", default=[]):
     inputs = []
@@ -881,8 +881,15 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       if e["op"] == "signal" and e["addr"] == a: last = e["value"]
       elif e["op"] == "submit" and a in e.get("signals", {}): last = e["signals"][a]
     return last
+  # a signal only a timestamp names is the slot before the clock's memory (`timestamp s` writes s's timestamp slot, 8 bytes
+  # on): named after the memory the clock goes to (hcq2's profile buffers, tinygrad's HCQSignal.timestamp_addr)
+  stamped = {a for s in subs for p in s["packets"] if not p.raw and ((p.name == "RELEASE_MEM" and p.fields.get("data_sel") == 3)
+                                                                    or p.name == "TIMESTAMP_GET_GLOBAL") for a in _signal_addrs(p)}
+  synced = {a for s in subs for p in s["packets"] if not (p.name == "RELEASE_MEM" and p.fields.get("data_sel") == 3)
+            and p.name != "TIMESTAMP_GET_GLOBAL" for a in _signal_addrs(p)} | {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
   for a in dict.fromkeys(sig_addrs):
     info = m.signals.get(a, {})
+    if a in stamped and a not in synced and not info.get("timeline"): signals[a] = fresh(_hexname("ts", a + 8)); continue
     if info.get("timeline") and info.get("device") and sig_value(a) == 0 and f"{info['device']}.timeline" not in signals.values():
       signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
     else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))

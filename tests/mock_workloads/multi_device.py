@@ -1,7 +1,7 @@
 """A TinyJit over two devices: a sharded matmul and cross-device copies, called 4 times. (The input is copied to
 the second device from a computed buffer: tinygrad 0.14's HCQGraph keeps call 1's address for a copy whose source is
 a view of a JIT input, issue 26.)"""
-import sys
+import os, sys
 import numpy as np
 from tinygrad import Tensor, TinyJit, Device
 
@@ -18,5 +18,6 @@ def step(x):
 for i in range(4):
   xn = np.full((2, 8), i, dtype=np.float32)
   out = step(Tensor(xn).realize()).numpy()
-  assert np.allclose(out, xn @ wn + 1), (out, xn @ wn + 1)
+  # tinygrad's numbers; a bug injected into its queues (buggy_graph.py, buggy_hcq2.py: BUG) may really change them
+  assert os.environ.get("BUG") or np.allclose(out, xn @ wn + 1), (out, xn @ wn + 1)
 if len(sys.argv) > 1: np.save(sys.argv[1], out)
