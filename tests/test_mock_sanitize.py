@@ -127,8 +127,9 @@ def test_hcq2_sanitize_reports_dropped_refill_wait():
   f = next(f for f in json.loads(r.stdout)["findings"] if f["code"] == "race")
   host, copy = sorted(f["commands"], key=lambda c: c["queue"] != "host")
   assert host["queue"] == "host" and host["text"].startswith("write ") and copy["what"].startswith("copy ") and copy["queue"].startswith("copy0_gpu0"), f
-  line = f"{WORKLOADS / 'two_inputs.py'}:13"
-  assert [_line_of(host), _line_of(copy)] == [line, line], f
+  # both at the line whose input upload (host refill, then SDMA copy) the next refill overtakes
+  assert _line_of(host) == _line_of(copy) in {f"{WORKLOADS / 'two_inputs.py'}:{n}" for n in (11, 12)}, f
+  assert host["text"] == f"write {host['text'].split()[1]}" and "bytes into host memory" in host["what"], host
   r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, WORKLOAD="two_inputs")
   assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
 

@@ -11,7 +11,7 @@ from ..lift.capture import Capture
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check
-from ..ir import Submit
+from ..ir import Submit, HostWrite
 
 __all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "sanitize"]
 
@@ -150,7 +150,11 @@ class Sanitizer:
         step = steps[0] if steps else None
         if isinstance(st, Submit) and queue_hint is not None:  # the submission of the queue the finding is about
           step = next((s for r, s in zip(st.queues, steps) if r.name == queue_hint), step)
-        return Command(stmt, "host", "CPU", f"the host's `{stmt}`" + (f" ({note})" if note else ""), stack_of(step))
+        if isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
+          stmt = f"write {stmt[6:].split(' = ')[0]}"
+          what = f"the host's `{stmt}` (its copy of {st.launch_inits[0].nbytes if st.launch_inits else 0} bytes into host memory)"
+        else: what = f"the host's `{stmt}`"
+        return Command(stmt, "host", "CPU", what + (f" ({note})" if note else ""), stack_of(step))
       segs = info.get("queues", {}).get(q.name) or []
       at = re.search(r"#\s*@(\d+)", lines[span.line - 1]) if 0 < span.line <= len(lines) else None
       step = next((g[2] for g in segs if at and g[3] <= int(at.group(1)) < g[3] + g[1] - g[0]), segs[0][2] if segs else None)
