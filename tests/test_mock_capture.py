@@ -147,7 +147,6 @@ def test_hcq2_multi_device_jit(tmp_path):
   assert [d.name for d in prog.devices] == ["gpu0", "gpu1"] and {b.device.name for b in prog.buffers if b.device} == {"gpu0", "gpu1"}
   assert any(s.dst.start for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Copy)), text   # tinygrad's byte ranges
 
-@pytest.mark.slow
 def test_hcq2_decode_variable(tmp_path):
   man, out = capture("decode", tmp_path, hcq2=True)
   prog, text = _lift_check_run(man, out, tmp_path, 2)

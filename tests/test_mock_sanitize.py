@@ -106,7 +106,7 @@ def _line_of(c) -> str: return f"{c['stack'][-1][0]}:{c['stack'][-1][1]}"
 def test_hcq2_sanitize_reports_dropped_dependency():
   """The AMD copy queue no longer waits for the compute queue that produced its source (hcq2 plans every schedule, so
   the weights' shard in multi_device.py's line 10 already has it): a race between the copy and the kernel, both
-  enqueued at that line; tinygrad as it is: ok."""
+  enqueued at that line (tinygrad as it is: test_hcq2_sanitize_clean)."""
   r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, BUG="dep")
   assert r.returncode == 1, r.stdout + r.stderr
   rep = json.loads(r.stdout)
@@ -116,6 +116,9 @@ def test_hcq2_sanitize_reports_dropped_dependency():
   kernel = next(c for c in f["commands"] if c["what"].startswith("kernel"))
   assert kernel["what"].startswith("kernel E_8_4(") and kernel["device"] == "AMD", kernel   # tinygrad's name, no colors
   assert [_line_of(c) for c in f["commands"]] == [f"{WORKLOADS / 'multi_device.py'}:10"] * 2, f
+
+@pytest.mark.slow
+def test_hcq2_sanitize_clean():
   r = run_hcqdsl("sanitize", HCQ2_WORKLOAD, hcq2=True)
   assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith("ok: 0 errors"), r.stdout + r.stderr
 
@@ -133,9 +136,10 @@ def test_hcq2_sanitize_reports_dropped_refill_wait():
   r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, WORKLOAD="two_inputs")
   assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
 
-def test_hcq2_check_reports_injected_bugs(tmp_path):
-  for bug, workload, where in (("dep", "multi_device", "copy0_gpu0"), ("refill", "two_inputs", "the host writes")):
-    man, _ = capture("buggy_hcq2", tmp_path, hcq2=True, BUG=bug, WORKLOAD=workload)
-    prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / f"{bug}.hcq"))), f"{bug}.hcq")
-    races = [d for d in hcqdsl.check(prog, 2) if d.code == "race"]
-    assert races and where in races[0].message and len(races[0].related) == 1, (bug, [str(d) for d in races])
+@pytest.mark.parametrize("bug,workload,where", [pytest.param("dep", "multi_device", "copy0_gpu0", marks=pytest.mark.slow),
+                                                ("refill", "two_inputs", "the host writes")])
+def test_hcq2_check_reports_injected_bug(tmp_path, bug, workload, where):
+  man, _ = capture("buggy_hcq2", tmp_path, hcq2=True, BUG=bug, WORKLOAD=workload)
+  prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / f"{bug}.hcq"))), f"{bug}.hcq")
+  races = [d for d in hcqdsl.check(prog, 2) if d.code == "race"]
+  assert races and where in races[0].message and len(races[0].related) == 1, (bug, [str(d) for d in races])
