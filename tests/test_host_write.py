@@ -21,21 +21,21 @@ def errors(text: str) -> list:
 def test_parse_and_format():
   p = hcqdsl.parse(PROG, "h.hcq")
   w = [s for s in p.host.body if isinstance(s, HostWrite)]
-  assert w[1] == HostWrite(Slice(Ref("stage"), 0, 8, True), (Data("f32", (9.0, 10.0)), Data("f32", (11.0, 12.0))))
+  assert w[1] == HostWrite(Slice(Ref("stage"), 0, 8, True), (Data("f32", (9.0, 10.0)), Data("f32", (11.0, 12.0)), Data("f32", (17.0, 18.0))))
   assert hcqdsl.format(p) == PROG and hcqdsl.parse(hcqdsl.format(p), "h.hcq") == p
-  assert p.listed_launches == (2, "stage")
+  assert p.listed_launches == (3, "stage")
 
 def test_static_errors():
   assert errors(PROG.replace("write stage[0:8] = f32 [9.0, 10.0]", "write stage[0:4] = f32 [9.0, 10.0]")) == [
-    f"h.hcq:{SECOND}:{col}: error[bounds]: 2 f32 values are 8 bytes, more than the 4 bytes of `stage[0:4]`" for col in (22, 39)]
+    f"h.hcq:{SECOND}:{col}: error[bounds]: 2 f32 values are 8 bytes, more than the 4 bytes of `stage[0:4]`" for col in (22, 39, 57)]
   assert errors(PROG.replace("  copy x <- stage\n", "  copy x <- stage\n  write stage = u32 [1], u32 [2]\n")) == [
     f"h.hcq:{line(PROG, 'copy x <- stage') + 1}:3: error[syntax]: `write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value"]
-  assert errors(PROG.replace("write stage = f32 [1.0, 2.0, 3.0, 4.0], f32 [5.0, 6.0, 7.0, 8.0]", "write stage[0:4] = 7")) == [
+  assert errors(PROG.replace("write stage = f32 [1.0, 2.0, 3.0, 4.0], f32 [5.0, 6.0, 7.0, 8.0], f32 [13.0, 14.0, 15.0, 16.0]", "write stage[0:4] = 7")) == [
     f"h.hcq:{FIRST}:3: error[syntax]: `write` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)"]
   assert errors(PROG.replace("write stage[0:8]", "write nope[0:8]")) == [f"h.hcq:{SECOND}:9: error[name]: unknown buffer `nope`"]
-  d = hcqdsl.check(hcqdsl.parse(PROG, "h.hcq"), 3)
+  d = hcqdsl.check(hcqdsl.parse(PROG, "h.hcq"), 4)
   assert [str(x).splitlines()[0] for x in d if x.severity == "error"][:1] == [
-    f"h.hcq:{FIRST}:3: error[bounds]: the host's write of `stage` lists bytes for 2 launches, fewer than the 3 launches asked for"]
+    f"h.hcq:{FIRST}:3: error[bounds]: the host's write of `stage` lists bytes for 3 launches, fewer than the 4 launches asked for"]
 
 def test_check_orders_the_refill():
   assert [d for d in hcqdsl.check(hcqdsl.parse(PROG, "h.hcq"), 2) if d.severity == "error"] == []
@@ -47,13 +47,13 @@ def test_check_orders_the_refill():
 
 def test_run_and_lift_image():
   p = hcqdsl.parse(PROG, "h.hcq")
-  r = hcqdsl.run(p, launches=2)
-  assert r.ok and r.buffer("y", "f32").tolist() == [11, 12, 7, 8] and r.buffer("x", "f32").tolist() == [5, 6, 7, 8]
+  r = hcqdsl.run(p, launches=3)
+  assert r.ok and r.buffer("y", "f32").tolist() == [17, 18, 15, 16] and r.buffer("x", "f32").tolist() == [13, 14, 15, 16]
   img = compile_program(p)
   [w1, w2] = [h for h in img.host if h["op"] == "write"]
-  assert (w1["size"], w2["size"], w2["data"]) == (16, 8, [struct.pack("<2f", 9, 10), struct.pack("<2f", 11, 12)])
+  assert (w1["size"], w2["size"], w2["data"]) == (16, 8, [struct.pack("<2f", 9, 10), struct.pack("<2f", 11, 12), struct.pack("<2f", 17, 18)])
   back = lift_image(img)
   assert [s for s in back.host.body if isinstance(s, HostWrite)][1] == \
-    HostWrite(Slice(Ref("stage"), 0, 8, True), (Data("f32", (9.0, 10.0)), Data("f32", (11.0, 12.0))))
+    HostWrite(Slice(Ref("stage"), 0, 8, True), (Data("f32", (9.0, 10.0)), Data("f32", (11.0, 12.0)), Data("f32", (17.0, 18.0))))
   drop_lines = lambda host: [{k: v for k, v in h.items() if k != "line"} for h in host]
-  assert hcqdsl.run(back, launches=2).ok and drop_lines(compile_program(back).host) == drop_lines(img.host)
+  assert hcqdsl.run(back, launches=3).ok and drop_lines(compile_program(back).host) == drop_lines(img.host)
