@@ -40,7 +40,7 @@ def keyed(prog) -> dict:
 
 def codes(prog, launches: int = 2) -> list:
   k = keyed(prog)
-  return sorted((k.get(d.span.line if d.span else 0), d.code, d.severity) for d in hcqdsl.check(prog, launches))
+  return sorted((k.get(d.span.line if d.span else 0, ()), d.code, d.severity) for d in hcqdsl.check(prog, launches))
 
 def image_round_trip(prog):
   """test_image.round_trip (compile, write, read, disasm, lift, compile: the same image), and the lifted program
