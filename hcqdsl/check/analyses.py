@@ -55,23 +55,26 @@ class OverflowAnalysis:
   def run(self, u: Unrolled) -> list[Diagnostic]:
     # every `var + n` of every launch at once; the statements are walked only when one of them overflows
     cols = u.sync_columns()
-    if cols is not None:
-      E, per = cols
-      if all(((x := E[:, var[var > 0]] + off[var > 0]) >= 0).all() and (x <= U32_MAX).all() for _, _, _, var, off in per):
-        return []
-    else:
-      sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
-      if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
+    polls = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] == POLL and op[2] is not None} if u.polls else ()
+    if all(0 <= env[v] + n <= U32_MAX for v, n in polls for env in u.envs):   # (a poll's value is 32-bit too)
+      if cols is not None:
+        E, per = cols
+        if all(((x := E[:, var[var > 0]] + off[var > 0]) >= 0).all() and (x <= U32_MAX).all() for _, _, _, var, off in per):
+          return []
+      else:
+        sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
+        if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
     out = []
     for s in u.seqs:
       for idx, op in enumerate(s.ops):
-        if op[0] not in _SYNC or op[2] is None: continue
+        if (op[0] not in _SYNC and op[0] != POLL) or op[2] is None: continue
         top = U64_MAX if s.index == 0 and op[0] == WAIT else U32_MAX   # the host's waits compare 64 bits
         for k in range(1, u.launches + 1):
           raw = u.raw(op, k)
           if not 0 <= raw <= top:
             st = s.stmts[idx]
-            what = "epoch" if isinstance(st, Epoch) else f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}"
+            what = ("epoch" if isinstance(st, Epoch) else f"poll {u.cell_name(op[1])}" if op[0] == POLL else
+                    f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}")
             out.append(Diagnostic("overflow", f"{_expr(op)} = {raw} in launch {k} ({op[2]} = {u.envs[k - 1][op[2]]}) "
                                   f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} 0..{top} ({what} in {_who(u, s.index)})",
                                   st.span if st is not None else None, extra={"launch": k, "value": raw}))

@@ -332,11 +332,12 @@ class StaticCheck:
     elif s.value.var is None and 0 <= s.value.offset <= U32_MAX and s.value.offset & ~s.mask:
       self._err("deadlock", f"`poll` can never pass: {s.value.offset:#x} has bits outside the mask {s.mask:#x} "
                 f"(`(word & {s.mask:#x}) == {s.value.offset:#x}` is never true)", self._value_span(s.span))
-    if (b := self._slice(s.src, s.span)) is None: return
+    at = attrs.evolve(s.span, column=s.span.column + len("poll")) if s.span is not None else None   # past the keyword (`poll` may name the buffer)
+    if (b := self._slice(s.src, at)) is None: return
     lo, hi = s.src.bounds(b.size)
     if 0 <= lo < hi <= b.size and (hi - lo != POLL_SIZE or lo % POLL_SIZE):
       self._err("bounds", f"`poll` reads one aligned 32-bit word (4 bytes at a multiple of 4), not `{_fmt_slice(s.src)}` "
-                f"({hi - lo} bytes at {lo})", self._slice_span(s.src, s.span))
+                f"({hi - lo} bytes at {lo})", self._slice_span(s.src, at))
 
 _LAUNCH = lambda s: s.launch is not None
 
