@@ -527,7 +527,8 @@ class StaleInputAnalysis:
     for i, pins in u.pinned.items():
       seq = u.seqs[i]
       for (idx, n), j in sorted(pins.items()):
-        acc = seq.ops[idx][1][n]
+        op = seq.ops[idx]
+        acc = op[6] if op[0] == POLL else op[1][n]   # a poll's read of its word
         if acc[3] == W or j + 2 > u.launches: continue   # written, or never run in a later launch
         st, b = seq.stmts[idx], u.buffers[acc[0]]
         k = j + 2

@@ -3,14 +3,16 @@ and launch starts of the unrolled sequences, states deduplicated.
 
 Accesses, `barrier` and `timestamp` never block and never change a signal, so they are left out of the state. A
 sequence's steps split into *segments*: the non-blocking steps between two consecutive *sync points* (a wait, a
-write, a submit, or the start of a launch the host must submit first). A skeleton state is (sync points passed per
-sequence, value of each signal). The full states of the reference semantics (steps executed per sequence, values)
+write, a submit, a poll, a store into a polled word, or the start of a launch the host must submit first). A skeleton
+state is (sync points passed per sequence, value of each signal and each polled word). The full states of the reference semantics (steps executed per sequence, values)
 reachable from it are exactly those with each sequence anywhere in its current segment, up to and including being
 about to run its next sync point: non-blocking steps are always enabled and commute with every step, and a full
 execution projected onto its sync steps is a skeleton execution. So, over the reachable skeleton states:
 
-* `deadlock`: no sync point can pass and some sequence has one left (every sequence then sits at its sync point);
-* `race`: two conflicting accesses lie in segments that are current together;
+* `deadlock`: no sync point can pass and some sequence has one left (every sequence then sits at its sync point: a
+  wait or a poll whose condition does not hold, or a launch not submitted);
+* `race`: two conflicting accesses lie in segments that are current together (a poll's read and a store's access sit
+  in the segment that ends at them; a poll's read and a store never race: they are the synchronization);
 * `signal-race`: two sequences are at writes of one signal;
 * `non-monotonic`: a sequence is at a write lowering the signal's current value while another is at a wait on, or a
   write to, that signal (a gate not yet passed is not about to run anything).

@@ -406,7 +406,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   for (b, lo), c in cells.items():   # initial values: the buffer's data (a rebound buffer's: each launch's)
     u.cells.append((b, lo)); u.cell_slot.append(len(u.cell_init))
     bb = buffers[b]
-    for k in range(1, (launches if bb.per_launch == "rebound" else 1) + 1):
+    for k in range(1, (max(launches, len(bb.launch_inits)) if bb.per_launch == "rebound" else 1) + 1):   # `x@k` past the launches too
       u.cell_init.append(int.from_bytes(_contents(bb, k)[lo:lo + 4].ljust(4, b"\0"), "little"))
   u.pinned = {s.index: pins[s.name] for s in seqs[1:] if s.name in pins}
   return u
