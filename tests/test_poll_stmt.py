@@ -158,3 +158,26 @@ def test_capture_of_tinygrads_poll_bit():
   assert d.message.startswith(f"{polls[0][0]} polls forever for ") and "& 0x1000000 == 0x1000000" in d.message
   r = hcqdsl.run(prog, launches=1)
   assert r.hang is not None and any("polls " in str(b) for b in r.hang.blocked)
+
+def test_lift_keeps_what_no_poll_says():
+  """A poll_bit on a signal's memory (no buffer: no `poll` names it) and an SDMA masked POLL_REGMEM (tinygrad's copy
+  queue has no poll_bit) stay comments saying why; a full-mask `==` on a buffer word is a `poll` without `& MASK`."""
+  from amd_standin import StandinDevice, buf, signal, compute_queue, copy_queue
+  from hcqdsl.amd import sdma
+  d = StandinDevice("gfx1100")
+  c = compute_queue(d)
+  c.poll_bit(buf(0x20000), 1, mask=1).poll_bit(buf(0x10000), 7, mask=U32_MAX).signal(signal(0x20000), 1)
+  x, e = copy_queue(d), sdma.encoder("gfx1100")
+  out = []
+  e.wait(out, 0x10004, 1)
+  out[0] = out[0] & ~(0x7 << 28) | (3 << 28)   # POLL_REGMEM's function field (bits 28..30): `==`
+  out[4] = 1                                  # mask
+  m = {"format": "hcqdsl-manifest", "version": 1, "buffers": [{"addr": 0x10000, "size": 16, "device": "gpu0"}],
+       "queues": [{"name": "c", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": [v & U32_MAX for v in c._q]},
+                  {"name": "x", "device": "gpu0", "target": "gfx1100", "engine": "copy", "dwords": out}]}
+  body = [ln.strip() for ln in hcqdsl.format(lift_manifest(load_manifest(m))).splitlines() if ln.startswith("  ")]
+  assert body[0].startswith("# @0: WAIT_REG_MEM: cannot lift (masked poll (mask 0x1) of signal s_20000: a `poll` reads a "
+                            "buffer's word, and a `wait` compares `>=`): c0053c00 00000013 00020000")   # and its dwords
+  assert body[1:3] == ["poll b_10000[0:4] == 7  # @7", "signal s_20000 = 1  # @14"]
+  assert body[3].startswith("# @0: POLL_REGMEM: cannot lift (masked poll (function 3, mask 0x1) of 0x10004: a `wait` compares "
+                            "`>=` with every bit, and a `poll` (`==`) runs on compute queues only")
