@@ -181,3 +181,30 @@ def test_lift_keeps_what_no_poll_says():
   assert body[1:3] == ["poll b_10000[0:4] == 7  # @7", "signal s_20000 = 1  # @14"]
   assert body[3].startswith("# @0: POLL_REGMEM: cannot lift (masked poll (function 3, mask 0x1) of 0x10004: a `wait` compares "
                             "`>=` with every bit, and a `poll` (`==`) runs on compute queues only")
+
+REBOUND = """device gpu = AMD:0 gfx1100
+buffer x on gpu size 16 rebound = u32 [1], u32 [0], u32 [1]
+buffer d on gpu size 16
+kernel wr(out a)
+kernel rd(in a)
+queue p compute on gpu {
+  exec wr(d)
+  write x[0:4] = 1
+}
+queue c compute on gpu {
+  poll x[0:4] & 1 == 1
+  poll x@3[0:4] == 1
+  exec rd(d)
+}
+"""
+
+def test_rebound_words():
+  """A rebound buffer's word is each launch's own memory (its data per launch); `x@3` is launch 3's in every launch.
+  Launch 1's and 3's data already pass both polls, so nothing orders rd after wr there; the image round-trips
+  (the address patched per launch for `x`, launch 3's fixed for `x@3`)."""
+  from test_lift import image_round_trip
+  assert _diags(REBOUND, 1) == ["p.hcq:13:3: error[race]: c reads d[0:16] at line 13 (launch 1) and p writes d[0:16] at line 7 "
+                                "(launch 1) with no happens-before order between them"]
+  image_round_trip(hcqdsl.parse(REBOUND, "p.hcq"))
+  r = hcqdsl.run(hcqdsl.parse(REBOUND, "p.hcq"), launches=3)
+  assert r.hang is None and r.fault is None
