@@ -122,9 +122,11 @@ def _cell_id(u: Unrolled, x: int) -> int:
   return max(c for c in range(len(u.cells)) if u.cell_slot[c] <= x - len(u.signals))
 
 def _cell_of(u: Unrolled, x: int) -> str:
+  """The polled word in value slot x as the program names it (`cq[60:64]`; a rebound buffer's launch memory `x@2[0:4]`)."""
   c = _cell_id(u, x)
-  b = u.cells[c][0]
-  return u.cell_name(c) if not u.rebound[b] else f"{u.buffers[b].name}@{x - len(u.signals) - u.cell_slot[c] + 1}{u.cell_name(c)[len(u.buffers[b].name):]}"
+  b, lo = u.cells[c]
+  if not u.rebound[b]: return u.cell_name(c)
+  return f"{u.buffers[b].name}@{x - len(u.signals) - u.cell_slot[c] + 1}[{lo}:{lo + 4}]"
 
 def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
   """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
@@ -193,9 +195,8 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
         if b not in seen and b in state: seen.add(b); frontier.append(b)
     return frozenset([_key(u, i, state[i][3])]), i
 
-  def cell(x): return _cell_of(u, x)
   def cond(st) -> str:   # what a blocked wait or poll waits for
-    return f"{cell(st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
+    return f"{_cell_of(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
   out = []
   for i, st in state.items():
     if st[0] == "gate": continue
@@ -205,7 +206,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     if st[0] == "poll":
       op = _op(u, i, pos)
       if op[2] is None and op[3] & ~op[4]: continue   # a literal outside the mask: the static check's `deadlock`
-      name = cell(s)
+      name = _cell_of(u, s)
       msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
       if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
       elif not ws: msg += f", and no store left in the checked launches makes it so"

@@ -330,8 +330,10 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
         dst = st.dst
         if dst.launch is not None: pin(dst, 0)
         acc = tuple(x for x in (access(dst, W),) if x is not None)
-        sv = acc and by_buf.get(acc[0][0]) and stores(acc[0][0], acc[0][1], acc[0][2],
-                                                      lambda k, e=st.value, n=acc[0][2] - acc[0][1]: (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
+        sv = None
+        if acc and acc[0][0] in by_buf:   # the value zero-extended to the 4 or 8 bytes, in each launch
+          b, lo, hi, _ = acc[0]
+          sv = stores(b, lo, hi, lambda k, e=st.value, n=hi - lo: (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
         if sv and dst.launch is not None: sv = tuple((c, dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
         app((ACCESS, acc, sv) if sv else (ACCESS, acc))
       elif t is Poll:
