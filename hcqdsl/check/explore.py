@@ -3,9 +3,9 @@ and launch starts of the unrolled sequences, states deduplicated.
 
 Accesses, `barrier` and `timestamp` never block and never change a signal, so they are left out of the state. A
 sequence's steps split into *segments*: the non-blocking steps between two consecutive *sync points* (a wait, a
-write, a submit, a poll, a store into a polled word, or the start of a launch the host must submit first). A skeleton
-state is (sync points passed per sequence, value of each signal and each polled word). The full states of the reference semantics (steps executed per sequence, values)
-reachable from it are exactly those with each sequence anywhere in its current segment, up to and including being
+write, a submit, a poll, a store into a polled word, or the start of a launch the host must submit first). A
+skeleton state is (sync points passed per sequence, value of each signal and each polled word). The full states of
+the reference semantics (steps executed per sequence, values) reachable from it are exactly those with each sequence anywhere in its current segment, up to and including being
 about to run its next sync point: non-blocking steps are always enabled and commute with every step, and a full
 execution projected onto its sync steps is a skeleton execution. So, over the reachable skeleton states:
 
