@@ -208,3 +208,17 @@ def test_rebound_words():
   image_round_trip(hcqdsl.parse(REBOUND, "p.hcq"))
   r = hcqdsl.run(hcqdsl.parse(REBOUND, "p.hcq"), launches=3)
   assert r.hang is None and r.fault is None
+
+def test_compile_and_disasm():
+  """A poll is tinygrad's poll_bit packet (byte-exact: tests/test_amd_encode.py); disasm names its function and mask."""
+  from hcqdsl.amd.compile import compile_program
+  from hcqdsl.amd.disasm import disasm_image
+  img = compile_program(hcqdsl.parse(PROG, "p.hcq"))
+  c = img.queue("c")
+  assert c.dwords[:7] == [c.dwords[0], 0x13, *(lambda a: (a & U32_MAX, a >> 32))(img.buffers["poll"][0] + 60), 0x01000000, 0x01000000, 4]
+  text = disasm_image(img)
+  at = text.index("WAIT_REG_MEM  ; p.hcq:13  poll poll[60:64] & 16777216 == 16777216")
+  fields = text[at:].splitlines()[1:9]
+  assert [ln.split()[:2] for ln in fields][:1] == [["function", "3"]] and "(==)" in fields[0]
+  assert any(ln.split()[:2] == ["mask", "0x1000000"] for ln in fields)
+  assert "dword +4: patched per launch = k" in text[text.index("poll poll[0:4] == k"):]
