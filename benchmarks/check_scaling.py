@@ -27,7 +27,7 @@ Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1
 from __future__ import annotations
 import random, shutil, subprocess, sys, time, tempfile, os
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from hcqdsl.ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Exec, Copy,
+from hcqdsl.ir import (Program, Device, Buffer, Signal, Kernel, Param, Queue, Host, Wait, SignalWrite, Exec, Copy,
                        Barrier, Epoch, Submit, Ref, Expr, Slice, Span)
 from hcqdsl.check.analyze import analyze
 

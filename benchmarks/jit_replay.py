@@ -6,7 +6,6 @@ stand-in device of tests/amd_standin.py). Both produce identical dwords (checked
 import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-import numpy as np  # noqa: E402
 from hcqdsl import parse  # noqa: E402
 from hcqdsl.amd.compile import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402

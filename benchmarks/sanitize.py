@@ -2,7 +2,7 @@
 run plainly, each in a fresh process on tinygrad's mock GPU (the anchor: tinygrad itself). The mock's RDNA3 emulator
 dominates a kernel's time, so the overhead is also given per submission.
   python benchmarks/sanitize.py [--script tests/mock_workloads/jit_inputs.py] [--repeat 3]"""
-import argparse, json, os, pathlib, subprocess, sys, tempfile, time
+import argparse, json, pathlib, subprocess, sys, tempfile, time
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from mock_gpu import env, unavailable  # noqa: E402

@@ -4,7 +4,7 @@ hcqdsl.runtime.run where that is not available; it shares no code with emit."""
 from __future__ import annotations
 import ctypes, hashlib, os, random, subprocess, tempfile
 import numpy as np
-from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Barrier, Epoch, Submit, Timestamp, DTYPES
+from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Epoch, Submit, DTYPES
 
 _LIBS: dict = {}
 CC = os.environ.get("CC", "cc")

@@ -4,11 +4,11 @@ Kept as a second implementation: tests/test_check_hb.py holds the two equal (dea
 redundant waits) on generated programs, and visibility warnings by their definition (tests/visibility_reference.py)
 on this pass's clocks,, including what the reference semantics do not define."""
 from __future__ import annotations
-from bisect import bisect_left, bisect_right
+from bisect import bisect_left
 from heapq import heappush, heappop
 from itertools import compress
 from hcqdsl.ir import U32_MAX as MASK
-from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, SUBMIT, R, W
+from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, SUBMIT, R
 from hcqdsl.check.hb import Trace, SCAN_CAP, RACE_CAP
 from visibility_reference import visibility
 
@@ -17,9 +17,6 @@ def happens_before(u: Unrolled) -> Trace:
   S = len(seqs)
   lens = [len(s.ops) for s in seqs]
   totals = [n * N for n in lens]
-  H = lens[0]
-  gates = [s.gate for s in seqs]
-  devs = [s.device for s in seqs]
   envs = u.envs
   nsig = len(u.signals)
   done = [0] * S
@@ -37,7 +34,6 @@ def happens_before(u: Unrolled) -> Trace:
   gate_blocked = [False] * S
   users = [[[], {}, 0, True] for _ in u.buffers]
   rb, rusers, idle = u.rebound, {}, u.idle   # a rebound buffer's accesses: one users entry per launch (new memory each launch)
-  bufdev = u.buf_device
   hist: list = [dict() for _ in range(S)]  # each step's clock (for visibility, decided afterwards by its definition)
   races: dict = {}
   partners: dict = {}   # (seq, op index, buffer) -> racing statements found: a racy program stops at RACE_CAP each

@@ -21,7 +21,6 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
     named = {n for h in img.host if h["op"] == "submit" for n in h["queues"]}
     bare = any(h["op"] == "submit" and not h["queues"] for h in img.host)
     done: set = set()
-    first = [q.name for q in img.queues if q.name not in named] if not bare else []
     if not bare or not img.host:
       for qn in [q.name for q in img.queues if q.name not in named]: submit(qn, k); done.add(qn)
     for h in img.host:

@@ -180,7 +180,6 @@ def encodings(op, r: random.Random, n: int) -> list:
   for f in list(ops):   # the VOP3 forms of VOP1/VOP2 opcodes call their sources vsrc0/vsrc1: the src0/src1 fields
     if f not in names and f.startswith("vsrc") and f.replace("vsrc", "src") in names: ops[f.replace("vsrc", "src")] = ops.pop(f)
   if cls_name.startswith("VOP3") and "vdst" not in ops and "vdst" in names:   # v_cmpx_*_e64: only EXEC (and vdst) written
-    from tinygrad.renderer.amd.dsl import NULL
     ops["vdst"] = None
   out, tries = [], 0
   while len(out) < n and tries < 12 * n:
@@ -257,7 +256,7 @@ def campaign_cases(per_op: int = 6, seed: int = 0) -> list:
     for b in encodings(op, r, per_op):
       for k in range(2):
         out.append((op.name, b.hex(), r.getrandbits(31), 0x00 if k and r.random() < 0.25 else 0xF0))
-  for b in vopd_encodings(r): out.append((f"VOPD", b.hex(), r.getrandbits(31), 0xF0))
+  for b in vopd_encodings(r): out.append(("VOPD", b.hex(), r.getrandbits(31), 0xF0))
   return out
 
 # ---- running on this executor

@@ -1,6 +1,6 @@
 """`hcqdsl check`'s dynamic analyses, validation-suite style: each case is a small program and the exact set of codes
 it must produce (a positive and a negative of every rule), plus exact message texts for the key reports."""
-import os, re, glob
+import os, re
 import pytest
 from hcqdsl import parse
 from hcqdsl.check import check_text

@@ -4,7 +4,7 @@ import os, pathlib, subprocess, sys
 import attrs, pytest
 import numpy as np
 os.environ.setdefault("DEV", "CPU")
-from hcqdsl.ir import Wait, Epoch, Queue
+from hcqdsl.ir import Wait, Queue
 from hcqdsl import parse
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
@@ -141,7 +141,6 @@ def test_cli_emit_script_errors_are_one_line(tmp_path, text, fn, want):
 
 def test_api_emit_jit():
   from tinygrad import Tensor
-  import numpy as np
   def f(x): return (x * 2 + 1).sum()
   prog = E.emit_jit(f, Tensor(np.arange(8, dtype=np.float32)))
   assert prog.expects and prog.expects[0].data.values == (64.0,)

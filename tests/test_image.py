@@ -153,3 +153,17 @@ def test_lift_never_overwrites_another_file(tmp_path, capsys):
 def test_docs_describe_the_schema():
   """docs/amd.md lists the metadata as IMAGE declares it (hcqdsl.amd.image.describe())."""
   assert describe() in (ROOT / "docs" / "amd.md").read_text()
+
+def test_rewritten_big_buffer_keeps_the_image_small():
+  """A rewrite lists its bytes only (image version 2): a 1 GiB `rewritten` buffer with a word per launch compiles to a
+  small image, lifts back to the same words, and `run` zero-fills the rest as the host's rewrite does."""
+  import hcqdsl
+  text = ("device g = AMD:0\nbuffer w on g size 16 rewritten = u32 [1, 2, 3, 4], u32 [5]\n"
+          "buffer big on g size 1073741824 rewritten = u32 [7], u32 [8]\nqueue q compute on g {\n  barrier\n}\n"
+          "expect w == u32 [5, 0, 0, 0]\n")
+  img = compile_program(parse(text, "rw.hcq"))
+  assert len(img.to_bytes()) < 4096
+  lifted = format_program(lift_image(Image.from_bytes(img.to_bytes())))
+  assert "size 1G rewritten = u32 [7], u32 [8]\n" in lifted and "size 16 rewritten = u32 [1, 2, 3, 4], u32 [5]\n" in lifted
+  res = hcqdsl.run(parse(text, "rw.hcq"), launches=2)
+  assert res.ok and [e.ok for e in res.expects] == [True], res.summary()

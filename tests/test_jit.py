@@ -5,7 +5,7 @@ import importlib.util, os, pathlib, subprocess, sys
 import attrs, pytest
 import numpy as np
 os.environ.setdefault("DEV", "CPU")
-from hcqdsl.ir import Wait, Queue, Host, Exec, Expr
+from hcqdsl.ir import Wait, Exec, Expr
 from hcqdsl import parse
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check

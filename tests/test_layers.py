@@ -2,7 +2,6 @@
 another module's `_private` names, and there are no import cycles — function-level imports included, since a lazy
 import is still a dependency. Tests may use the public API of any layer."""
 import ast, pathlib
-import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "hcqdsl"

@@ -6,7 +6,7 @@ warnings docs/lift.md explains ("Multi-GPU captures"), and `run` of the lift rep
 kind runs in the default tier; the variants are `-m slow`. Skipped, naming how to enable it, where the mock GPU is not
 available (tests/mock_gpu.py)."""
 from __future__ import annotations
-import json, re, subprocess, sys
+import json, re
 import numpy as np
 import pytest
 import hcqdsl

@@ -1,7 +1,7 @@
 """The RDNA3 executor: the example workloads' real gfx1100 code objects (committed under tests/amd_code/, produced by
 `hcqdsl emit --amd-code`) against tinygrad's numbers and the C kernels; single instructions on edge values against
 the pseudocode's meaning; faults."""
-import math, os, pathlib, shutil, struct, subprocess, sys
+import os, pathlib, shutil, subprocess, sys
 from fractions import Fraction
 import numpy as np
 import pytest

@@ -1,5 +1,5 @@
 """Issue 25's smaller items, each with the exact message a user now gets."""
-import contextlib, io, shutil, subprocess, sys
+import contextlib, io
 import pytest
 import hcqdsl
 from hcqdsl.cli import main

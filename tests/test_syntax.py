@@ -5,7 +5,6 @@ import hcqdsl
 from hcqdsl import parse, format, HcqError
 from hcqdsl.lang.parse import parse_syntax
 from hcqdsl import parse_with_diagnostics
-from hcqdsl.lang.dump import program_to_json
 from hcqdsl.diagnostics import render_text
 import hcqdsl.lang.scan
 from strategies import programs

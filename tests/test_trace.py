@@ -2,7 +2,6 @@
 trace of every program in programs/ that runs, and what a reader of the trace should find in it."""
 import json, pathlib
 from collections import defaultdict
-import pytest
 from hcqdsl.check import parse_with_diagnostics
 from hcqdsl.diagnostics import has_errors
 from hcqdsl.runtime import run

@@ -85,7 +85,8 @@ class MemoryPlan:
         continue
       self.buffers[b.name] = (a := self.region(b.name, "buffer", dev, b.size), b.size)
       if b.per_launch == "rewritten" and b.launch_inits:
-        self.rewrites += [(k + 1, a, _contents(d).ljust(b.size, b"\0")) for k, d in enumerate(b.launch_inits)]
+        # the listed bytes only: the host zero-fills the rest of the buffer (an image stays small for a big buffer)
+        self.rewrites += [(k + 1, a, _contents(d)) for k, d in enumerate(b.launch_inits)]
         self.data.append((a, self.rewrites[-len(b.launch_inits)][2]))
       elif b.init is not None: self.data.append((a, _contents(b.init)))
 

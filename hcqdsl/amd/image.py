@@ -14,7 +14,7 @@ from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 __all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
            "REGION_KINDS", "ENCODINGS", "IMAGE", "describe"]
 
-MAGIC, VERSION = b"HCQIMG\0\0", 1
+MAGIC, VERSION = b"HCQIMG\0\0", 2   # 2: a rewrite lists its bytes only (the host zero-fills the rest)
 HEADER_SIZE = 16                  # magic, u32 version, u32 metadata length
 ADDR_MAX = (1 << 48) - 1          # GPU virtual addresses (and sizes) are below 2**48
 REGION_KINDS = ("signals", "buffer", "code", "kernargs", "scratch", "cmdbuf")

@@ -246,8 +246,7 @@ def _init_data(b: bytes) -> Data:
   return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
 
 def trimmed_data(b: bytes, size: int) -> Optional[Data]:
-  """Contents whose trailing zeros are implied (a rewritten buffer's, padded to its size when compiled; memory a
-  capture read): without them, as u32 words unless the words would run past `size` bytes; None when all zero."""
+  """Contents whose trailing zeros are implied (memory a capture read): without them, as u32 words unless the words would run past `size` bytes; None when all zero."""
   b = b.rstrip(b"\0")
   if not b: return None
   if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
@@ -269,7 +268,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
       inits = tuple(_init_data(data.get(x, b"")) for x in addrs)
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rebound", inits))
     elif a in rewrites:
-      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(trimmed_data(b, size) or Data("u8", (0,)) for b in rewrites[a])))
+      decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(_init_data(b) for b in rewrites[a])))
     else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data[a]) if a in data else None))
   for n, a in img.signals.items():
     if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue

@@ -314,8 +314,9 @@ class Submitter:
     img = self.image
     named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
-    rewrites: dict = {}
-    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b))
+    rewrites: dict = {}   # an image lists a rewrite's bytes; the host writes them and zeros to the buffer's end
+    size_at = {a: n for a, n in img.buffers.values()}
+    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b.ljust(size_at[a], b"\0")))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))

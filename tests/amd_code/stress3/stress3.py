@@ -2,7 +2,7 @@
 gather, cumprod, logsumexp, a bool count and a bitonic sort. Regenerate: `hcqdsl emit tests/amd_code/stress3/stress3.py
 -o tests/amd_code/stress3/stress3.hcq --amd-code`."""
 import numpy as np
-from tinygrad import Tensor, Device, dtypes
+from tinygrad import Tensor, Device
 
 def main():
   rng = np.random.default_rng(4)
