@@ -162,12 +162,12 @@ def test_capture_of_tinygrads_poll_bit():
 def test_lift_keeps_what_no_poll_says():
   """A poll_bit on a signal's memory (no buffer: no `poll` names it) and an SDMA masked POLL_REGMEM (tinygrad's copy
   queue has no poll_bit) stay comments saying why; a full-mask `==` on a buffer word is a `poll` without `& MASK`."""
-  from amd_standin import StandinDevice, buf, signal, compute_queue, copy_queue
+  from amd_standin import StandinDevice, buf, signal, compute_queue
   from hcqdsl.amd import sdma
   d = StandinDevice("gfx1100")
   c = compute_queue(d)
   c.poll_bit(buf(0x20000), 1, mask=1).poll_bit(buf(0x10000), 7, mask=U32_MAX).signal(signal(0x20000), 1)
-  x, e = copy_queue(d), sdma.encoder("gfx1100")
+  e = sdma.encoder("gfx1100")   # tinygrad has no copy-queue poll_bit: a POLL_REGMEM made `==` by hand
   out = []
   e.wait(out, 0x10004, 1)
   out[0] = out[0] & ~(0x7 << 28) | (3 << 28)   # POLL_REGMEM's function field (bits 28..30): `==`

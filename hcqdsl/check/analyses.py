@@ -209,7 +209,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
       name = _cell_of(u, s)
       msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
       if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
-      elif not ws: msg += f", and no store left in the checked launches makes it so"
+      elif not ws: msg += ", and no store left in the checked launches makes it so"
       else:
         msg += "; " + ", ".join(f"{_who(u, j)} would write {name} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
                                 f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
