@@ -70,7 +70,9 @@ RULES = {
                    "Keep values in 0 .. 4294967295; for a var, check the launches it is checked over (`--launches`).",
                    "check.md#overflow-error"),
   "deadlock": Rule("In some execution a queue (or the host) waits for a value no remaining write brings: a cycle of "
-                   "waits, a wait for a signal nothing writes, or a wait for a later launch's value.",
+                   "waits, a wait for a signal nothing writes, a wait for a later launch's value, or a `poll` whose word "
+                   "no remaining `write` makes `(word & mask) == value` (none stores it, a later store undid it before "
+                   "the poll looked, or the value has a bit outside the mask).",
                    _G + "signal s on g\nsignal t on g\nqueue a compute on g {\n  wait t >= 1\n  signal s = 1\n}\n"
                    "queue b compute on g {\n  wait s >= 1\n  signal t = 1\n}\n",
                    _G + "signal s on g\nsignal t on g\nqueue a compute on g {\n  signal s = 1\n  wait t >= 1\n}\n"

@@ -12,7 +12,7 @@ import bisect
 from typing import Optional
 from .ir import Program
 from .lang.format import format_stmt
-from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS
+from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS, POLL
 
 __all__ = ["to_dot", "signal_edges"]
 
@@ -33,6 +33,7 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
   value = list(u.sig_init)
   hist = [([v], [None]) for v in value]   # per signal: values since its last lowering write, and their writers
   submitted = [set() for _ in range(S)]   # launches each queue has been submitted for
+  words, stored = list(u.cell_init), [None] * len(u.cell_init)   # polled words: values and their last store
   edges: dict = {}
   submits: dict = {}
   progress = True
@@ -56,6 +57,15 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
           value[s] = val
         elif op[0] == SUBMIT:
           for q in op[1]: submitted[q].add(k + 1)
+        elif op[0] == POLL:   # passes on the word's value now; drawn from the store that put it there
+          x = u.slot(op[1], op[5], k + 1)
+          if words[x] & op[4] != u.value(op, k + 1): break
+          w = stored[x]
+          if w is not None and w[0] != i: edges.setdefault((w[0], w[1], i, idx), set()).add((w[2], k + 1))
+        elif op[0] == ACCESS and len(op) > 2:
+          for c, pin, keep, bits in op[2]:
+            x = u.slot(c, pin, k + 1)
+            words[x], stored[x] = words[x] & keep | bits[k], (i, idx, k + 1)
         done[i] += 1
         progress = True
   blocked = {}

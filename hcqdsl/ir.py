@@ -9,9 +9,9 @@ import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
-           "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
+           "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES", "POLL_SIZE",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -221,6 +221,18 @@ class HostWrite(Node):
 WRITE_SIZES = (4, 8)   # the byte ranges a `write` stores: tinygrad's write(b, v) and write(b, v, b64=True)
 
 @attrs.frozen
+class Poll(Node):
+  """`poll cq[60:64] & 0x01000000 == 0x01000000`: the queue blocks until the 32-bit little-endian word in `src` (4
+  bytes, 4-aligned), ANDed with `mask`, equals `value` (tinygrad's `HWQueue.poll_bit(b, val, mask)`: a WAIT_REG_MEM
+  with function `==`). `mask` is a 32-bit literal (U32_MAX when the source writes no `& MASK`); `value` an expression,
+  patched per launch like a wait's. It reads those bytes; what satisfies it is their initial contents or a `write`."""
+  src: Slice
+  mask: int
+  value: Expr
+
+POLL_SIZE = 4   # the bytes a `poll` reads: one dword, as WAIT_REG_MEM compares
+
+@attrs.frozen
 class Barrier(Node):
   """Later commands see memory written by work this queue has waited for."""
 
@@ -240,7 +252,7 @@ def resolve(x, env: dict) -> int:
   """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
   return x if isinstance(x, int) else x.eval(env)
 
-Stmt = (Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit)
+Stmt = (Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit)
 
 # ---- blocks and the program
 

@@ -5,13 +5,20 @@ from hypothesis import strategies as st
 SLICES = ["", "[0:32]", "[32:64]", "[16:48]"]
 EXPRS = ["0", "1", "2", "kick", "kick + 1", "kick - 1", "kick - 2"]   # kick - 2 overflows in launch 1
 
+# polls and the writes that satisfy (or undo) them, on two words of each buffer; values in their masks, or a var's
+POLLS = ["& 1 == 1", "& 1 == 0", "== kick", "& 3 == 1", "== 0"]
+POLL_WORDS = ["[60:64]", "[56:60]"]
+STORES = [("[60:64]", "1"), ("[60:64]", "0"), ("[60:64]", "kick"), ("[56:64]", "kick"), ("[56:60]", "1"), ("[56:64]", "3")]
+
 @st.composite
-def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = False, max_host: int = 4, padding: int = 0):
+def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = False, max_host: int = 4, padding: int = 0,
+             polls: bool = False):
   """Program text: 1-2 devices, 2-4 queues, 1-3 signals, 1-2 buffers of 64 bytes, sometimes a host block with waits,
   resets and submits. Biased towards statements that make waits satisfiable, so all verdicts show up. `symbolic`:
   also listed var values, rebound and rewritten buffers, and a kernel taking a var as a scalar argument (its kernel
   arguments are patched by the host at each submit). `padding`: up to that many extra queues of only accesses (up to 4
-  each) to the shared buffers: many racing accesses, which never block. One statement per line (the oracle keys
+  each) to the shared buffers: many racing accesses, which never block. `polls`: also `poll`s on compute queues and
+  `write`s into the polled words, and buffers whose data sets a polled word. One statement per line (the oracle keys
   verdicts by line)."""
   ndev = draw(st.integers(1, 2))
   nq = draw(st.integers(2, max_queues))
@@ -19,6 +26,7 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
   nbuf = draw(st.integers(1, 2))
   out = [f"device gpu{d} = AMD:{d}" for d in range(ndev)]
   per = ["", "", " rebound = u8 [1], u8 [2], u8 [3]", " rewritten = u8 [1], u8 [2], u8 [3]"] if symbolic else [""]
+  if polls: per = ["", "", " = u32 [" + ", ".join(["0"] * 15 + ["1"]) + "]"]
   out += [f"buffer b{n} on gpu{draw(st.integers(0, ndev - 1))} size 64{draw(st.sampled_from(per))}" for n in range(nbuf)]
   out += [f"signal s{n} on gpu0" for n in range(nsig)]
   kick = "var kick"
@@ -31,8 +39,14 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
     copyq = draw(st.integers(0, 4)) == 0
     body = []
     for _ in range(draw(st.integers(1, max_body))):
-      kind = draw(st.sampled_from(["wait", "signal", "signal", "access", "access", "epoch", "barrier"]))
-      if kind == "wait": body.append(f"wait {draw(st.sampled_from(sigs))} >= {draw(st.sampled_from(EXPRS))}")
+      kind = draw(st.sampled_from(["wait", "signal", "signal", "access", "access", "epoch", "barrier"]
+                                  + (["poll", "poll", "store", "store"] if polls else [])))
+      if kind == "poll" and not copyq:
+        body.append(f"poll b{draw(st.integers(0, nbuf - 1))}{draw(st.sampled_from(POLL_WORDS))} {draw(st.sampled_from(POLLS))}")
+      elif kind in ("store", "poll"):
+        w, v = draw(st.sampled_from(STORES))
+        body.append(f"write b{draw(st.integers(0, nbuf - 1))}{w} = {v}")
+      elif kind == "wait": body.append(f"wait {draw(st.sampled_from(sigs))} >= {draw(st.sampled_from(EXPRS))}")
       elif kind == "signal":
         s = draw(st.sampled_from(sigs + [f"gpu{dev}.timeline"]))
         body.append(f"signal {s} = {draw(st.sampled_from(EXPRS if not s.endswith('timeline') else ['gpu%d.epoch' % dev] + EXPRS))}")

@@ -6,7 +6,7 @@ IR are shared. Verdicts are keyed by source lines, so generated programs put one
 """
 from __future__ import annotations
 import re
-from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Write, Epoch, Submit, Slice, Ref
+from hcqdsl.ir import Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Epoch, Submit, Slice, Ref
 
 MASK = (1 << 32) - 1
 
@@ -36,8 +36,14 @@ def _steps(program: Program, launches: int):
       return ("access", None, None, tuple(rng(a, m) for a, m in zip(st.args, modes[st.kernel.name])) + tuple(code), line, ())
     if isinstance(st, Copy):
       return ("access", None, None, (rng(st.src, "in"), rng(st.dst, "out")), line, ())
-    if isinstance(st, Write):
-      return ("access", None, None, (rng(st.dst, "out"),), line, ())
+    if isinstance(st, Write):   # a store: its bytes land in the polled words it covers (the 7th field)
+      r = rng(st.dst, "store")
+      v = st.value.offset + (env[st.value.var.name] if st.value.var is not None else 0)
+      return ("access", None, None, (r,), line, (), (r[0], r[1], (v & MASK).to_bytes(r[2] - r[1], "little")))
+    if isinstance(st, Poll):    # blocks until (word & mask) == value; reads the word
+      r = rng(st.src, "poll")
+      v = st.value.offset + (env[st.value.var.name] if st.value.var is not None else 0)
+      return ("poll", (r[0], r[1]), (v, st.mask), (r,), line, ())
     return ("nop", None, None, (), line, ())
   host = list(program.host.body) if program.host is not None else []
   named = set()
@@ -55,25 +61,42 @@ def _steps(program: Program, launches: int):
                for n, st in enumerate(host)]
     hsteps.append(launch)
   seqs = [("host", hsteps)] + [(q.name, [[step(st, q, k) for st in q.body] for k in range(1, launches + 1)]) for q in queues]
-  return seqs, {s: sigs[s].init for s in sigs}
+  # the polled words' initial values: their buffer's data, zero past it
+  words = {}
+  for q in queues:
+    for st in q.body:
+      if isinstance(st, Poll):
+        b = bufs[st.src.buffer.name]
+        raw = bytearray(b.size)
+        if b.init is not None:
+          import numpy as np
+          d = np.asarray(b.init.values, dtype={"u8": "u1", "u32": "u4", "i32": "i4", "f32": "f4"}.get(b.init.dtype, "u1")).tobytes()
+          raw[:len(d)] = d[:b.size]
+        lo = 0 if st.src.start is None else st.src.start
+        words[(b.name, lo)] = int.from_bytes(raw[lo:lo + 4], "little")
+  return seqs, {s: sigs[s].init for s in sigs}, words
 
+_READS = ("in", "poll")
 def _conflict(a, b) -> bool:
-  return a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and (a[3] != "in" or b[3] != "in")
+  # a poll's read of its word and a `write` storing into it are the synchronization, not a race
+  return (a[0] == b[0] and a[1] < b[2] and b[1] < a[2] and (a[3] not in _READS or b[3] not in _READS)
+          and {a[3], b[3]} != {"poll", "store"})
 
 def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict:
   """{"deadlock": {wait line: first launch}, "race": {(frozenset of the two lines, buffer): first launch (the larger
   of the two)}, "signal-race": {frozenset of lines: first launch}, "non-monotonic": {write line: {lines of the other
   uses}}, "overflow": {line}}; `states`: how many were explored."""
-  seqs, init = _steps(program, launches)
+  seqs, init, words = _steps(program, launches)
   names = [n for n, _ in seqs]
   flat = []    # per sequence: [(launch, step)]
   for _, per in seqs: flat.append([(k + 1, s) for k, steps in enumerate(per) for s in steps])
   # the host (sequence 0) compares a signal's 64-bit memory, whose high half nothing sets: its waits for 2**32 or
   # more never pass; the queues' packets see 32 bits
   host_wait = lambda i, s: i == 0 and s[0] == "wait"
-  overflow = {s[4] for i, f in enumerate(flat) for _, s in f if s[0] in ("wait", "write")
-              and not 0 <= s[2] <= ((1 << 64) - 1 if host_wait(i, s) else MASK)}
-  flat = [[(k, (s[0], s[1], s[2] if s[2] is None or (host_wait(i, s) and s[2] > MASK) else s[2] & MASK, s[3], s[4], s[5]))
+  overflow = {s[4] for i, f in enumerate(flat) for _, s in f if s[0] in ("wait", "write", "poll")
+              and not 0 <= (s[2][0] if s[0] == "poll" else s[2]) <= ((1 << 64) - 1 if host_wait(i, s) else MASK)}
+  flat = [[(k, (s[0], s[1], (s[2][0] & MASK, s[2][1]) if s[0] == "poll" else
+                s[2] if s[2] is None or (host_wait(i, s) and s[2] > MASK) else s[2] & MASK) + s[3:])
            for k, s in f] for i, f in enumerate(flat)]
   # the host position (steps done) after which queue q's launch k may start
   gate = {}
@@ -81,8 +104,25 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
     if s[0] == "submit":
       for q in s[5]: gate[(q, k)] = p + 1
   sig_names = sorted(init)
-  start = (tuple(0 for _ in flat), tuple(init[s] & MASK for s in sig_names))
+  word_keys = sorted(words)
+  start = (tuple(0 for _ in flat), tuple(init[s] & MASK for s in sig_names) + tuple(words[w] for w in word_keys))
   sidx = {s: n for n, s in enumerate(sig_names)}
+  sidx.update({w: len(sig_names) + n for n, w in enumerate(word_keys)})   # a polled word's slot after the signals
+  def stored(vals, st):   # the values after a step's stores into polled words
+    if len(st) < 7: return vals
+    b, lo, data = st[6]
+    nv = list(vals)
+    for (wb, wlo), x in zip(word_keys, range(len(sig_names), len(nv))):
+      if wb != b: continue
+      w = bytearray(nv[x].to_bytes(4, "little"))
+      for n in range(4):
+        if lo <= wlo + n < lo + len(data): w[n] = data[wlo + n - lo]
+      nv[x] = int.from_bytes(w, "little")
+    return tuple(nv)
+  def holds(vals, s):
+    if s[0] == "wait": return vals[sidx[s[1]]] >= s[2]
+    if s[0] == "poll": return vals[sidx[s[1]]] & s[2][1] == s[2][0]
+    return True
   out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": overflow}
   def least(d, key, k):
     if key not in d or k < d[key]: d[key] = k
@@ -104,7 +144,7 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
       if a[0] == "write" and a[2] < vals[sidx[a[1]]]:
         for j, kj, b in about:
           if j != i and b[0] in ("wait", "write") and b[1] == a[1]: out["non-monotonic"].setdefault(a[4], set()).add(b[4])
-    can = [(i, k, s) for i, k, s in about if s[0] != "wait" or vals[sidx[s[1]]] >= s[2]]
+    can = [(i, k, s) for i, k, s in about if holds(vals, s)]
     if not can:
       if any(done[i] < len(f) for i, f in enumerate(flat)):
         for i, k, s in about: least(out["deadlock"], s[4], k)  # all of them are waits that do not hold
@@ -113,6 +153,7 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
       nd = done[:i] + (done[i] + 1,) + done[i + 1:]
       nv = vals
       if s[0] == "write": nv = vals[:sidx[s[1]]] + (s[2],) + vals[sidx[s[1]] + 1:]
+      nv = stored(nv, s)
       nxt = (nd, nv)
       if nxt not in seen:
         if len(seen) >= max_states: raise TooBig(f"more than {max_states} states")
@@ -128,7 +169,7 @@ def from_diagnostics(diags) -> dict:
     if d.code == "deadlock":   # one report per cause; the other blocked waits are its related locations
       out["deadlock"][d.span.line] = d.extra["launch"]
       for r in d.related:
-        if re.search(r" waits (for|forever for) \S+ >= ", r.message): out["deadlock"].setdefault(r.span.line, None)
+        if re.search(r" waits (for|forever for) \S+ (>=|& \S+ ==) ", r.message): out["deadlock"].setdefault(r.span.line, None)
     elif d.code == "race": out["race"][(frozenset((d.span.line, d.extra["other"]["line"])), d.extra["buffer"])] = d.extra["launch"]
     elif d.code == "signal-race": out["signal-race"][frozenset((d.span.line, d.related[0].span.line))] = d.extra["launch"]
     elif d.code == "non-monotonic": out["non-monotonic"][d.span.line] = {r.span.line for r in d.related}

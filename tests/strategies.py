@@ -2,7 +2,7 @@
 from __future__ import annotations
 from hypothesis import strategies as st
 from hcqdsl.ir import (Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec,
-                       Copy, Write, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, KEYWORDS, U32_MAX)
+                       Copy, Write, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, KEYWORDS, U32_MAX)
 
 _SOFT = {"timeline", "builtin", "c", "amd", "inf", "nan", "AMD"}
 names = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True).filter(lambda s: s not in KEYWORDS and s not in _SOFT)
@@ -65,7 +65,7 @@ def programs(draw):
               st.lists(exprs(allvars), min_size=nscalars, max_size=nscalars), dims, dims),
     st.builds(Copy, slices(bufs), slices(bufs)),
     st.builds(Barrier), st.builds(Timestamp, sigrefs), st.builds(Epoch),
-    st.builds(Write, slices(bufs), exprs(allvars)))
+    st.builds(Write, slices(bufs), exprs(allvars)), st.builds(Poll, slices(bufs), st.integers(0, U32_MAX), exprs(allvars)))
   for q in qnames:
     decls.append(Queue(q, draw(st.sampled_from(["compute", "copy"])), Ref(draw(st.sampled_from(devs))),
                        tuple(draw(st.lists(stmt, max_size=6))), **cm(), end_comments=draw(comments),

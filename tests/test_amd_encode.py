@@ -9,7 +9,7 @@ from hcqdsl.amd import pm4, sdma
 from hcqdsl.amd.targets import ARCHS, get_target
 from hcqdsl import parse
 from hcqdsl.amd.compile import compile_program
-from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Write, Barrier, Timestamp, Epoch, Expr, Ref
+from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, U32_MAX
 
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x1_2345_6780, 0x7F00_DEAD_BEE0]
 VALUES = [0, 1, 0x7FFF_FFFF, 0xFFFF_FFFF]
@@ -29,6 +29,10 @@ def test_compute_ops(arch):
         q, out = compute_queue(d), []
         q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
         assert out == q._q, ("write", hex(a), v, b64)
+      for mask in (0x01000000, 1, U32_MAX):   # HWQueue.poll_bit: WAIT_REG_MEM `==` under the mask
+        q, out = compute_queue(d), []
+        q.poll_bit(buf(a), v & mask, mask=mask); e.poll(out, a, v & mask, mask)
+        assert out == q._q, ("poll", hex(a), v, hex(mask))
     q, out = compute_queue(d), []
     q.timestamp(signal(a)); e.timestamp(out, a + 8)
     assert out == q._q
@@ -101,6 +105,8 @@ queue c0 compute on g0 {{
   timestamp s0
   write a[16:20] = step + 2
   write h[8:16] = 0x1234
+  poll a[60:64] & 0x01000000 == 0x01000000
+  poll h[0:4] == step
   signal s0 = kick
   signal hs = 7
   wait hs >= step - 1
@@ -140,6 +146,9 @@ def _replay(img, p, qname):
       a, size = img.buffers[s.dst.buffer.name]
       lo, hi = s.dst.bounds(size)
       tq.write(buf(a + lo), val(s.value), b64=hi - lo == 8)
+    elif isinstance(s, Poll):
+      a, size = img.buffers[s.src.buffer.name]
+      tq.poll_bit(buf(a + s.src.bounds(size)[0]), val(s.value), mask=s.mask)
     elif isinstance(s, Copy):
       (da, ds), (sa, ss) = img.buffers[s.dst.buffer.name], img.buffers[s.src.buffer.name]
       lo_d, hi_d = s.dst.bounds(ds); lo_s, _ = s.src.bounds(ss)
@@ -186,7 +195,7 @@ def test_patch_positions_hold_values():
     dw = img.patched(qi, env)
     for pt in qi.patches: assert dw[pt.offset] == (env[pt.var] + pt.add) & 0xFFFFFFFF
   c0 = img.queue("c0")
-  assert [(p.var, p.add) for p in c0.patches] == [("g0.epoch", -1), ("kick", 1), ("step", 2), ("kick", 0), ("step", -1), ("g0.epoch", 0)]
+  assert [(p.var, p.add) for p in c0.patches] == [("g0.epoch", -1), ("kick", 1), ("step", 2), ("step", 0), ("kick", 0), ("step", -1), ("g0.epoch", 0)]
 
 def test_epoch_lowering():
   img = compile_program(parse("device g = AMD:0\nqueue q compute on g {\n  epoch\n}\n", "e.hcq"))

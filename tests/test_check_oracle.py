@@ -107,3 +107,39 @@ def test_hb_matches_explorer_symbolic():
     if compare_hb_explorer(text, launches) is not None: seen["compared"] += 1
   each()
   assert seen["compared"] >= 0.6 * seen["total"], seen
+
+# ---- polls: the word's data and the `write`s into it decide them; exploration is the verdict, the reference the oracle
+
+POLL_SIZES = {1: dict(max_queues=3, max_body=4, max_host=3, padding=1, polls=True),
+              2: dict(max_queues=3, max_body=3, max_host=2, padding=1, polls=True),
+              3: dict(max_queues=2, max_body=3, max_host=2, polls=True)}
+
+def _poll_campaign(n: int, launches: int, derandomize: bool) -> tuple:
+  seen, counts = set(), {"poll": 0, "deadlock": 0, "race": 0}
+  @settings(max_examples=n, deadline=None, database=None, derandomize=derandomize, suppress_health_check=list(HealthCheck))
+  @given(programs(**POLL_SIZES[launches]))
+  def one(text):
+    compare(text, launches)
+    seen.add(text)
+    if "  poll " in text:
+      counts["poll"] += 1
+      got = from_diagnostics(check(parse(text, "gen.hcq"), launches))
+      lines = text.split("\n")
+      polled = lambda n: n is not None and lines[n - 1].lstrip().startswith(("poll ", "write "))
+      counts["deadlock"] += any(lines[n - 1].lstrip().startswith("poll ") for n in got["deadlock"])
+      counts["race"] += any(polled(n) for key in got["race"] for n in key[0])
+  one()
+  return seen, counts
+
+@pytest.mark.parametrize("launches", [1, 2, 3])
+def test_check_matches_reference_with_polls(launches):
+  seen, counts = _poll_campaign(80, launches, derandomize=True)
+  # every example compared; a quarter or more have a poll, and polls that deadlock and races on polled words and
+  # writes show up
+  assert len(seen) >= 70 and counts["poll"] >= 20 and counts["deadlock"] >= 5 and counts["race"] >= 2, (len(seen), counts)
+
+@pytest.mark.slow
+@pytest.mark.parametrize("launches", [1, 2, 3])
+def test_check_matches_reference_with_polls_many(launches):
+  seen, counts = _poll_campaign(800, launches, derandomize=False)
+  assert len(seen) >= 700 and counts["poll"] >= 200 and counts["deadlock"] >= 50 and counts["race"] >= 30, (len(seen), counts)

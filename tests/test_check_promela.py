@@ -8,7 +8,7 @@ from hcqdsl.check.promela import to_promela, spin_verify
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 PROGRAMS = ["deadlock_cycle", "deadlock_cycle_fixed", "deadlock_host_submit", "deadlock_host_submit_fixed",
             "deadlock_unwritten", "deadlock_unwritten_fixed", "tutorial_deadlock", "tutorial_fixed", "run_deadlock",
-            "run_pipeline", "hcqgraph_resets", "ring_exchange_4dev", "spec_example"]
+            "run_pipeline", "hcqgraph_resets", "ring_exchange_4dev", "spec_example", "rdma_poll", "deadlock_poll_undone"]
 
 def test_translation_shape():
   prog = parse((ROOT / "programs" / "deadlock_host_submit.hcq").read_text(), "deadlock_host_submit.hcq")

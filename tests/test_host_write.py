@@ -57,3 +57,28 @@ def test_run_and_lift_image():
     HostWrite(Slice(Ref("stage"), 0, 8, True), (Data("f32", (9.0, 10.0)), Data("f32", (11.0, 12.0)), Data("f32", (17.0, 18.0))))
   drop_lines = lambda host: [{k: v for k, v in h.items() if k != "line"} for h in host]
   assert hcqdsl.run(back, launches=3).ok and drop_lines(compile_program(back).host) == drop_lines(img.host)
+
+POLLED = """device g = AMD:0 gfx1100
+buffer flag on host size 4
+signal done on g
+var launch
+queue c compute on g {
+  poll flag[0:4] == launch
+  signal done = launch
+}
+host {
+  submit
+  write flag[0:4] = u32 [1], u32 [2]
+  wait done >= launch
+}
+"""
+
+def test_a_poll_released_by_the_hosts_write():
+  """The host's `write` is a store `check` knows the bytes of: a `poll` it satisfies passes, one it never satisfies is the
+  deadlock `run` also hangs at."""
+  assert [d for d in hcqdsl.check(hcqdsl.parse(POLLED, "p.hcq"), 2) if d.severity == "error"] == []
+  assert hcqdsl.run(hcqdsl.parse(POLLED, "p.hcq"), launches=2).ok
+  stuck = hcqdsl.parse(POLLED.replace("u32 [1], u32 [2]", "u32 [1], u32 [5]"), "p.hcq")
+  [d] = [d for d in hcqdsl.check(stuck, 2) if d.severity == "error"]
+  assert d.code == "deadlock" and "flag[0:4] is stuck at 0x5" in d.message and d.span.line == 6, str(d)
+  assert hcqdsl.run(stuck, launches=2).hang is not None

@@ -71,6 +71,19 @@ def test_image_round_trip_generated():
   one()
   assert len(seen) >= 60
 
+def test_image_round_trip_generated_with_polls():
+  """Generated programs with `poll`s (function `==` under a mask) and the `write`s into their words: the image lift
+  gives them back byte-exact."""
+  seen = {"programs": 0, "polls": 0}
+  @settings(max_examples=60, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+  @given(check_gen.programs(polls=True))
+  def one(text):
+    p = parse(text, "gen.hcq")
+    image_round_trip(p)
+    seen["programs"] += 1; seen["polls"] += sum(type(s).__name__ == "Poll" for q in p.queues for s in q.body)
+  one()
+  assert seen["programs"] == 60 and seen["polls"] >= 30, seen
+
 def test_image_round_trip_generated_any_layout():
   """tests/strategies.py: up to 3 devices and archs, inits, expects, comments, declarations in any order (the host
   block between queues). Programs with static errors or missing code objects do not compile; the rest are all compared."""

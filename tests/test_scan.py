@@ -35,9 +35,10 @@ def test_fast_path_equals_the_grammar_on_every_layout():
     assert same(text) is not None, f"the fast path gave up on:\n{text}"
     seen["compared"] += 1
     seen.update(used)
+    seen["polls"] += sum(type(s).__name__ == "Poll" for q in prog.queues for s in q.body)   # the newest statement, exercised
   check()
   assert seen["compared"] == 100, seen
-  for feature in (";", "statements on a line", "block on a line", "data lists", "strings", "expect", "comments", "spacing"):
+  for feature in (";", "statements on a line", "block on a line", "data lists", "strings", "expect", "comments", "spacing", "polls"):
     assert seen[feature] >= 10, (feature, seen)
 
 def test_fast_path_takes_only_what_the_grammar_takes():
@@ -49,7 +50,7 @@ def test_fast_path_takes_only_what_the_grammar_takes():
     text, _ = data.draw(layouts(prog))
     i = data.draw(st.integers(0, len(text)))
     j = data.draw(st.integers(i, min(len(text), i + 3)))
-    junk = "".join(data.draw(st.lists(st.sampled_from(list(' \t\n;{}#"=[],-.0x_K') + ["wait ", "inf", "\r\n", "\r"]), max_size=3)))
+    junk = "".join(data.draw(st.lists(st.sampled_from(list(' \t\n;{}#"=[],-.0x_K&') + ["wait ", "poll ", "inf", "\r\n", "\r"]), max_size=3)))
     seen["taken" if same(text[:i] + junk + text[j:]) is not None else "given up"] += 1
   check()
   assert seen["taken"] + seen["given up"] == 100 and seen["taken"] >= 20 and seen["given up"] >= 10, seen

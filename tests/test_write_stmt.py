@@ -1,6 +1,6 @@
 """`write` (tinygrad's HWQueue.write) through every layer: both parse paths, the formatter, the static checks, check,
 the emulator, and the lifts of tinygrad's own packets (its AMDComputeQueue/AMDCopyQueue on a stand-in device), where a
-masked poll (poll_bit) stays a comment rather than becoming a `wait` it is not. Encodings: tests/test_amd_encode.py."""
+masked poll (poll_bit) becomes a `poll`, not a `wait` it is not. Encodings: tests/test_amd_encode.py."""
 import hcqdsl
 from hcqdsl.ir import Write, Slice, Ref, Expr
 from hcqdsl.lang.scan import scan
@@ -60,7 +60,7 @@ def test_lift_tinygrads_write_and_poll_bit():
                [{"addr": 0x10000, "size": 16, "device": "gpu0"}])
   body = [ln.strip() for ln in text.splitlines() if ln.startswith("  ")]
   assert body[0] == "write b_10000[0:4] = 16777216  # @0"
-  assert body[1].startswith("# @8: WAIT_REG_MEM: cannot lift (masked poll (function 3, mask 0x1000000) of 0x10000")
+  assert body[1] == "poll b_10000[0:4] & 16777216 == 16777216  # @8"   # poll_bit: tests/test_poll_stmt.py
   assert body[2:4] == ["write b_10000[8:16] = 5  # @15", "signal s_20000 = 1  # @23"]
   assert body[4:] == ["wait s_20000 >= 1  # @0", "write b_10000[4:8] = 7  # @6", "write b_10000[8:16] = 9  # @11"]
   assert "signal s_10000" not in text   # the polled memory is a buffer's, no signal

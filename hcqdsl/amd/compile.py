@@ -6,8 +6,8 @@ from __future__ import annotations
 import pathlib, struct
 from typing import Optional
 import numpy as np
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
-                 ARCHS, NO_SPAN, U32_MAX, resolve)
+from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
+                 ARCHS, NO_SPAN, U32_MAX, POLL_SIZE, resolve)
 from ..diagnostics import Diagnostic, HcqError
 from ..lang.format import format_stmt
 from . import pm4, sdma
@@ -229,6 +229,15 @@ class Lowering:
     a = self.address(s.dst, self.start + self.enc.WRITE_ADDR_AT, self.patches, sp)   # a rebound buffer's: patched per launch
     self.enc.write(self.out, a, self.value(s.value, self.start + self.enc.WRITE_VALUE_AT, self.patches, sp), n == 8)
 
+  def poll(self, s, sp):
+    """WAIT_REG_MEM `==` under the mask on one word of a buffer; a value over a var (or a rebound buffer's address) is
+    patched per launch."""
+    if self.q.engine != "compute": raise _err("name", "`poll` on a copy queue (tinygrad's AMDCopyQueue has no poll_bit)", sp)
+    _, n = self.plan.slice(s.src, sp)
+    if n != POLL_SIZE: raise _err("bounds", f"`poll` reads 4 bytes, not {n}", sp)
+    a = self.address(s.src, self.start + self.enc.POLL_ADDR_AT, self.patches, sp)
+    self.enc.poll(self.out, a, self.value(s.value, self.start + self.enc.POLL_VALUE_AT, self.patches, sp), s.mask)
+
   def timestamp(self, s, sp): self.enc.timestamp(self.out, self.plan.signal(s.signal, sp) + TIMESTAMP_OFFSET)
 
   def copy(self, s, sp):
@@ -286,7 +295,7 @@ class Lowering:
     self.plan.data.append((ka, bytes(kargs)))
     return ka, kasz
 
-  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Write: write,
+  STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Write: write, Poll: poll,
                 Exec: exec}
 
   # ---- host steps and expects

@@ -27,6 +27,7 @@ WAIT_FUNCTIONS = {getattr(pm4_nv, f"PACKET3_WAIT_REG_MEM__FUNCTION__{name}"): op
   ("EQUAL_TO_THE_REFERENCE_VALUE", "=="), ("NOT_EQUAL_REFERENCE_VALUE", "!="),
   ("GREATER_THAN_OR_EQUAL_REFERENCE_VALUE", ">="), ("GREATER_THAN_REFERENCE_VALUE", ">"))}
 FUNC_GE = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__GREATER_THAN_OR_EQUAL_REFERENCE_VALUE   # the one .hcq waits use
+FUNC_EQ = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__EQUAL_TO_THE_REFERENCE_VALUE   # the one .hcq polls use (poll_bit)
 EVENT_INDEX_CS_PARTIAL_FLUSH = pm4_nv.PACKET3_EVENT_WRITE__EVENT_INDEX__CS_PARTIAL_FLUSH
 POLL_INTERVAL = 4  # WAIT_REG_MEM poll interval tinygrad uses
 
@@ -35,6 +36,7 @@ class PM4:
   per-call lookups: every constant dword is computed once here."""
   # dword offset, from the start of the statement's packets, of the 32-bit value that a launch patches
   WAIT_VALUE_AT, SIGNAL_VALUE_AT, WRITE_VALUE_AT, WRITE_ADDR_AT = 4, 5, 5, 3
+  POLL_VALUE_AT, POLL_ADDR_AT = 4, 2
   # dword offsets, counted back from the end of an exec's packets, of the workgroup size (x, y, z: COMPUTE_NUM_THREAD_*)
   # and of the grid (DISPATCH_DIRECT's dim_x, y, z)
   EXEC_BLOCK_FROM_END, EXEC_GRID_FROM_END = 12, 6
@@ -44,6 +46,7 @@ class PM4:
     gfx9, P3 = t.gen == 9, p.PACKET3
     self.WRM = P3(p.PACKET3_WAIT_REG_MEM, 5)
     self.WRM_MEM_GE = p.WAIT_REG_MEM_MEM_SPACE(1) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(FUNC_GE) | p.WAIT_REG_MEM_ENGINE(0)
+    self.WRM_MEM_EQ = p.WAIT_REG_MEM_MEM_SPACE(1) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(FUNC_EQ) | p.WAIT_REG_MEM_ENGINE(0)
     # HDP flush: write the request register, wait until the done register matches (operation 1 = write, wait, write)
     self.WRM_REG_DONE = p.WAIT_REG_MEM_MEM_SPACE(0) | p.WAIT_REG_MEM_OPERATION(1) | p.WAIT_REG_MEM_FUNCTION(FUNC_GE) | p.WAIT_REG_MEM_ENGINE(0)
 
@@ -104,6 +107,10 @@ class PM4:
   def wait(self, out: list, addr: int, value: int):
     """WAIT_REG_MEM: memory, 32-bit, `>=`, full mask (AMDComputeQueue.wait)."""
     out += (self.WRM, self.WRM_MEM_GE, addr & U32_MAX, addr >> 32, value, U32_MAX, POLL_INTERVAL)
+
+  def poll(self, out: list, addr: int, value: int, mask: int):
+    """WAIT_REG_MEM: memory, 32-bit, `(mem & mask) == value` (AMDComputeQueue.poll_bit)."""
+    out += (self.WRM, self.WRM_MEM_EQ, addr & U32_MAX, addr >> 32, value, mask, POLL_INTERVAL)
 
   def signal(self, out: list, addr: int, value: int):
     """RELEASE_MEM at end of pipe with cache write-back/invalidate, 32-bit data (AMDComputeQueue.signal)."""

@@ -7,7 +7,7 @@ import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX, U64_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .caches import DEFAULT_ARCH
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, R, W, RW
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags"]
@@ -55,23 +55,26 @@ class OverflowAnalysis:
   def run(self, u: Unrolled) -> list[Diagnostic]:
     # every `var + n` of every launch at once; the statements are walked only when one of them overflows
     cols = u.sync_columns()
-    if cols is not None:
-      E, per = cols
-      if all(((x := E[:, var[var > 0]] + off[var > 0]) >= 0).all() and (x <= U32_MAX).all() for _, _, _, var, off in per):
-        return []
-    else:
-      sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
-      if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
+    polls = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] == POLL and op[2] is not None} if u.polls else ()
+    if all(0 <= env[v] + n <= U32_MAX for v, n in polls for env in u.envs):   # (a poll's value is 32-bit too)
+      if cols is not None:
+        E, per = cols
+        if all(((x := E[:, var[var > 0]] + off[var > 0]) >= 0).all() and (x <= U32_MAX).all() for _, _, _, var, off in per):
+          return []
+      else:
+        sums = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] <= WRITE and op[2] is not None}
+        if all(0 <= env[v] + n <= U32_MAX for v, n in sums for env in u.envs): return []
     out = []
     for s in u.seqs:
       for idx, op in enumerate(s.ops):
-        if op[0] not in _SYNC or op[2] is None: continue
+        if (op[0] not in _SYNC and op[0] != POLL) or op[2] is None: continue
         top = U64_MAX if s.index == 0 and op[0] == WAIT else U32_MAX   # the host's waits compare 64 bits
         for k in range(1, u.launches + 1):
           raw = u.raw(op, k)
           if not 0 <= raw <= top:
             st = s.stmts[idx]
-            what = "epoch" if isinstance(st, Epoch) else f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}"
+            what = ("epoch" if isinstance(st, Epoch) else f"poll {u.cell_name(op[1])}" if op[0] == POLL else
+                    f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}")
             out.append(Diagnostic("overflow", f"{_expr(op)} = {raw} in launch {k} ({op[2]} = {u.envs[k - 1][op[2]]}) "
                                   f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} 0..{top} ({what} in {_who(u, s.index)})",
                                   st.span if st is not None else None, extra={"launch": k, "value": raw}))
@@ -114,6 +117,17 @@ def _fix(u: Unrolled, cyc: list, state: dict, edges: dict, values) -> tuple:
   return ("fix: either edit breaks the cycle: " + "; or ".join(out) if len(out) > 1 else
           f"fix: the cycle breaks with {out[0]}" if out else None), edit
 
+def _cell_id(u: Unrolled, x: int) -> int:
+  """The cell whose word value slot x (counted after the signals) holds."""
+  return max(c for c in range(len(u.cells)) if u.cell_slot[c] <= x - len(u.signals))
+
+def _cell_of(u: Unrolled, x: int) -> str:
+  """The polled word in value slot x as the program names it (`cq[60:64]`; a rebound buffer's launch memory `x@2[0:4]`)."""
+  c = _cell_id(u, x)
+  b, lo = u.cells[c]
+  if not u.rebound[b]: return u.cell_name(c)
+  return f"{u.buffers[b].name}@{x - len(u.signals) - u.cell_slot[c] + 1}[{lo}:{lo + 4}]"
+
 def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
   """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
   writer left) that is the cause, `root` whether this wait is that cause's report (else it only waits on it)."""
@@ -127,21 +141,30 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     if done[0] < g: state[i] = ("gate", k + 1, g)
     else:
       op = u.seqs[i].ops[idx]
-      state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
+      if op[0] == POLL:   # ("poll", value slot, (value, mask), pos): the slots after the signals are the polled words
+        state[i] = ("poll", len(u.signals) + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), done[i] + 1)
+      else: state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
   wanted = {st[1] for st in state.values() if st[0] == "wait"}
-  future: dict = {}  # (seq, signal) -> [(pos, value)] writes not yet run
+  polled = {st[1] for st in state.values() if st[0] == "poll"}
+  future: dict = {}  # (seq, signal or polled slot) -> [(pos, value)] writes (stores) not yet run
   for j in state:
     ops = u.seqs[j].ops
     for p in range(done[j], u.total(j)):
       op = ops[p % lens[j]]
       if op[0] == WRITE and op[1] in wanted: future.setdefault((j, op[1]), []).append((p + 1, u.value(op, p // lens[j] + 1)))
+      elif polled and op[0] == ACCESS and len(op) > 2:
+        for c, pin, keep, bits in op[2]:
+          x = len(u.signals) + u.slot(c, pin, p // lens[j] + 1)
+          if x in polled: future.setdefault((j, x), []).append((p + 1, values[x] & keep | bits[p // lens[j]]))
   writes_any = {op[1] for s in u.seqs for op in s.ops if op[0] == WRITE}
+  stored_any = {c for s in u.seqs for op in s.ops if op[0] == ACCESS and len(op) > 2 for c, *_ in op[2]}
   edges: dict = {}  # blocked seq -> [(other seq, position of the step it waits for)]
   for i, st in state.items():
     if st[0] == "gate": edges[i] = [(0, st[2])]; continue
     edges[i] = []
+    ok = (lambda v, need=st[2]: v & need[1] == need[0]) if st[0] == "poll" else (lambda v, need=st[2]: v >= need)
     for j in state:
-      w = next((p for p, v in future.get((j, st[1]), ()) if v >= st[2]), None)
+      w = next((p for p, v in future.get((j, st[1]), ()) if ok(v)), None)
       if w is not None: edges[i].append((j, w))
 
   def cycle(i):  # shortest path i -> ... -> i over the wait-for edges (BFS), as the list of sequences from i
@@ -166,19 +189,35 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     while frontier:
       a = frontier.pop(0)
       c = cycles[a] = cycles[a] if a in cycles else cycle(a)
-      if c: return frozenset(_key(u, h, state[h][3] if state[h][0] == "wait" else done[h] + 1) for h in c), a
-      if state[a][0] == "wait" and not edges[a]: return frozenset([_key(u, a, state[a][3])]), a
+      if c: return frozenset(_key(u, h, state[h][3] if state[h][0] != "gate" else done[h] + 1) for h in c), a
+      if state[a][0] != "gate" and not edges[a]: return frozenset([_key(u, a, state[a][3])]), a
       for b, _ in edges.get(a, ()):
         if b not in seen and b in state: seen.add(b); frontier.append(b)
     return frozenset([_key(u, i, state[i][3])]), i
 
+  def cond(st) -> str:   # what a blocked wait or poll waits for
+    return f"{_cell_of(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
   out = []
   for i, st in state.items():
-    if st[0] != "wait": continue
+    if st[0] == "gate": continue
     _, s, need, pos = st
     k = _launch(u, i, pos)
-    msg = f"{_who(u, i)} waits forever for {_sig(u, s)} >= {need} (launch {k}); {_sig(u, s)} is stuck at {values[s]}"
     ws = edges[i]
+    if st[0] == "poll":
+      op = _op(u, i, pos)
+      if op[2] is None and op[3] & ~op[4]: continue   # a literal outside the mask: the static check's `deadlock`
+      name = _cell_of(u, s)
+      msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
+      if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
+      elif not ws: msg += ", and no store left in the checked launches makes it so"
+      else:
+        msg += "; " + ", ".join(f"{_who(u, j)} would write {name} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
+                                f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
+      grp, cause = group(i)
+      out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), extra={"launch": k, "queue": _who(u, i),
+                 "signal": name, "needed": need[0], "mask": need[1], "value": values[s]}), grp, cause == i))
+      continue
+    msg = f"{_who(u, i)} waits forever for {_sig(u, s)} >= {need} (launch {k}); {_sig(u, s)} is stuck at {values[s]}"
     if s not in writes_any: msg += f", and nothing writes {_sig(u, s)}"
     elif not ws: msg += f", and no write left in the checked launches brings it to {need}"
     else:
@@ -204,7 +243,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
                                  u.span(h, done[h] + 1)))
         else:
           w = next(p for j, p in edges[h] if j == nx)
-          related.append(Related(f"{_who(u, h)} waits for {_sig(u, hs[1])} >= {hs[2]} (launch {_launch(u, h, hs[3])}), "
+          related.append(Related(f"{_who(u, h)} {'polls' if hs[0] == 'poll' else 'waits'} for {cond(hs)} (launch {_launch(u, h, hs[3])}), "
                                  f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
     edit = None
     if cyc:
@@ -214,6 +253,10 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
                extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]}, fix=edit),
                 grp, cause == i or bool(cyc)))
   return out
+
+def _waits_for(x: dict) -> str:
+  """The condition of a deadlock's blocked wait (or poll: its extra has the mask) from its extra fields."""
+  return f"{x['signal']} & {x['mask']:#x} == {x['needed']:#x}" if "mask" in x else f"{x['signal']} >= {x['needed']}"
 
 class DeadlockAnalysis:
   name = "deadlock"
@@ -236,7 +279,7 @@ class DeadlockAnalysis:
       r = roots[grp]
       if any(x.span == d.span for x in r.related): continue  # a member of the cycle: already a hop of its report
       roots[grp] = attrs.evolve(r, related=r.related + (Related(f"{d.extra['queue']} also waits forever for "
-                                f"{d.extra['signal']} >= {d.extra['needed']} (launch {d.extra['launch']}), behind this deadlock", d.span),))
+                                f"{_waits_for(d.extra)} (launch {d.extra['launch']}), behind this deadlock", d.span),))
     return list(roots.values())
 
 def _order(u: Unrolled, d: Diagnostic):
@@ -485,7 +528,8 @@ class StaleInputAnalysis:
     for i, pins in u.pinned.items():
       seq = u.seqs[i]
       for (idx, n), j in sorted(pins.items()):
-        acc = seq.ops[idx][1][n]
+        op = seq.ops[idx]
+        acc = op[6] if op[0] == POLL else op[1][n]   # a poll's read of its word
         if acc[3] == W or j + 2 > u.launches: continue   # written, or never run in a later launch
         st, b = seq.stmts[idx], u.buffers[acc[0]]
         k = j + 2

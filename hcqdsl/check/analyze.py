@@ -22,6 +22,8 @@ MAX_STATES = 500_000
 def _why(u: Unrolled, v) -> str:
   code, a, b, s = v
   who = lambda i: "the host" if i == 0 else u.seqs[i].name
+  if code == "poll":
+    return f"{who(a[0])} polls a word at {u.line(*a)}: whether a poll passes before a later store undoes it depends on the interleaving"
   if code == "signal-race":
     return f"{who(a[0])} ({u.line(*a)}) and {who(b[0])} ({u.line(*b)}) write {u.signals[s].name} with no order between them"
   return (f"the write lowering {u.signals[s].name} at {u.line(*a)} in {who(a[0])} is not ordered against its use at "

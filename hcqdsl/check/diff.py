@@ -17,7 +17,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Optional
 import attrs
-from ..ir import Program, Slice, Expr, Exec, Copy, Write, Wait, SignalWrite, Epoch, Barrier, Timestamp
+from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp
 from .unroll import unroll
 
 __all__ = ["Change", "diff_programs", "render_changes"]
@@ -60,6 +60,7 @@ def _command(st, k: int, env: dict, p: set, sizes: dict, dev: str, names: Option
     return f"exec {st.kernel.name}({args}){dims}"
   if t is Copy: return f"copy {_slice(st.dst, k, p, sizes, names)} <- {_slice(st.src, k, p, sizes, names)}"
   if t is Write: return f"write {_slice(st.dst, k, p, sizes, names)} = {_value(st.value, env)}"
+  if t is Poll: return f"poll {_slice(st.src, k, p, sizes, names)}{'' if st.mask == U32_MAX else f' & {st.mask}'} == {_value(st.value, env)}"
   if t is Wait: return f"wait {st.signal.name} >= {_value(st.value, env)}"
   if t is SignalWrite: return f"signal {st.signal.name} = {_value(st.value, env)}"
   if t is Epoch: return f"wait {dev}.timeline >= {env[f'{dev}.epoch'] - 1}"

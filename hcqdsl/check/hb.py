@@ -33,7 +33,7 @@ from operator import itemgetter
 from array import array
 import numpy as np
 from ..ir import U32_MAX
-from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, R, W, INT64_SAFE
+from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, POLL, R, W, INT64_SAFE
 from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
 
 __all__ = ["Trace", "happens_before", "execute_direct", "execute_loop"]
@@ -61,6 +61,9 @@ class Trace:
 
 def happens_before(u: Unrolled) -> Trace:
   x = _execute(u)
+  if u.polls:   # a poll compares `==` under a mask: a later store may undo it, so no one execution decides it
+    i, idx = next((s.index, n) for s in u.seqs for n, op in enumerate(s.ops) if op[0] == POLL)
+    x.violations = [("poll", (i, idx + 1), None, None)] + x.violations
   races, vis = _accesses(u, x)
   return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis_found=([s.ops for s in u.seqs], vis),
                violations=x.violations, wstats=x.wstats, vc=x.vc)

@@ -7,8 +7,10 @@ The model follows the reference semantics (docs/language.md, "Reference semantic
 - `signal S = v` is one assignment `sig[S] = v` (atomic: every Promela statement is);
 - `submit` sets one flag per queue and launch (`go[...] = 1`, all flags of one submit in one `atomic`), and each
   queue's launch-k steps start with the guard `go[...]`: the launch is not about to run until the host submitted it;
-- `exec`, `copy`, `write`, `barrier`, `timestamp` are left out: they never block and write no signal, so they change no
-  deadlock verdict (the model decides deadlock only, not races).
+- `poll w[o:o+4] & m == v` is the guard `((word[x] & m) == v)` on the word's 32-bit value, and a `write` (or the
+  host's rewrite of a `rewritten` buffer) storing into polled words one assignment of the bytes it stores;
+- `exec`, `copy`, other `write`s, `barrier`, `timestamp` are left out: they never block and write no signal or polled
+  word, so they change no deadlock verdict (the model decides deadlock only, not races).
 A deadlock is a state where some process is not at its end and none can move: SPIN's "invalid end state".
 
 Signal values: the packets compare 32-bit unsigned values, Promela's `int` is signed 32-bit (and `unsigned` bit fields
@@ -21,7 +23,7 @@ from __future__ import annotations
 import os, re, shutil, signal, subprocess, tempfile, time
 from typing import Optional
 from ..ir import Program
-from .unroll import unroll, WAIT, WRITE, SUBMIT
+from .unroll import unroll, WAIT, WRITE, SUBMIT, POLL, ACCESS
 
 __all__ = ["to_promela", "spin_verify"]
 
@@ -44,6 +46,9 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
   for s in range(nsig): out.append(f"/* sig[{s}] = {u.signals[s].name} */")
   out.append(f"{typ} sig[{max(nsig, 1)}];")
   if Q: out.append(f"bool go[{Q * N}];")
+  # the polled words hold their 32-bit values (as C ints: bitwise, so two's complement literals)
+  i32 = lambda v: v - (1 << 32) if v >= 1 << 31 else v
+  if u.polls: out.append(f"int word[{len(u.cell_init)}];")
   def body(i):
     lines = []
     s = seqs[i]
@@ -53,6 +58,11 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
         kind = op[0]
         if kind == WAIT: lines.append(f"  (sig[{op[1]}] >= {rank[op[1]][u.value(op, k, i == 0)]});")
         elif kind == WRITE: lines.append(f"  sig[{op[1]}] = {rank[op[1]][u.value(op, k)]};")
+        elif kind == POLL:
+          lines.append(f"  ((word[{u.slot(op[1], op[5], k)}] & {i32(op[4])}) == {i32(u.value(op, k))});")
+        elif kind == ACCESS and len(op) > 2:   # a store into polled words: one atomic step, like the packet
+          sets = [f"word[{u.slot(c, pin, k)}] = (word[{u.slot(c, pin, k)}] & {i32(keep)}) | {i32(bits[k - 1])}" for c, pin, keep, bits in op[2]]
+          lines.append(f"  atomic {{ {'; '.join(sets)} }};" if len(sets) > 1 else f"  {sets[0]};")
         elif kind == SUBMIT and op[1]:
           sets = "; ".join(f"go[{go(q, k)}] = 1" for q in op[1])
           lines.append(f"  atomic {{ {sets} }};" if len(op[1]) > 1 else f"  {sets};")
@@ -68,6 +78,7 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
   out.append("init {")
   out.append("  atomic {")
   out += [f"    sig[{s}] = {rank[s][v]};" for s, v in enumerate(u.sig_init) if rank[s][v]]
+  out += [f"    word[{x}] = {i32(v)};" for x, v in enumerate(u.cell_init) if v]
   out += [f"    run {n}();" for n in names]
   out.append("  }")
   out.append("}")

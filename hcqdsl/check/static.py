@@ -1,8 +1,8 @@
 """Static checks on one program, before any launch is considered: names (`name`), byte ranges (`bounds`), literals
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
-from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, DTYPES, split_lines,
+from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
@@ -12,7 +12,7 @@ __all__ = ["check_static", "StaticCheck", "check_launches"]
 
 _KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
 _SYNC = frozenset((Wait, SignalWrite, Timestamp))
-_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Write: "write", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
+_QUEUE_ONLY = {Exec: "exec", Copy: "copy", Write: "write", Poll: "poll", Barrier: "barrier", Timestamp: "timestamp", Epoch: "epoch"}
 
 def _what(decl) -> str:
   if decl is None: return "nothing"
@@ -154,6 +154,8 @@ class StaticCheck:
         self._err("name", f"`exec` on copy queue `{q.name}`: kernels run on compute queues", s.span)
       if isinstance(s, Copy) and q.engine == "compute":
         self._err("name", f"`copy` on compute queue `{q.name}`: copies run on copy queues", s.span)
+      if isinstance(s, Poll) and q.engine == "copy":
+        self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's AMDCopyQueue has no poll_bit)", s.span)
       self._stmt(s)
 
   def _clean_body(self, q: Queue) -> bool:
@@ -248,6 +250,7 @@ class StaticCheck:
     elif isinstance(s, Exec): self._exec(s)
     elif isinstance(s, Copy): self._copy(s)
     elif isinstance(s, Write): self._write(s)
+    elif isinstance(s, Poll): self._poll(s)
 
   def _expr(self, e: Expr, at, limit: int = U32_MAX):
     if e.var is not None: self._need(e.var, Var, "var", at)
@@ -331,6 +334,20 @@ class StaticCheck:
     lo, hi = s.dst.bounds(b.size)
     if 0 <= lo < hi <= b.size and hi - lo not in WRITE_SIZES:
       self._err("bounds", f"`write` stores 4 or 8 bytes (a 32- or 64-bit value), not the {hi - lo} bytes of `{_fmt_slice(s.dst)}`", s.span)
+
+  def _poll(self, s: Poll):
+    self._expr(s.value, s.span)
+    if not 0 <= s.mask <= U32_MAX:
+      self._err("overflow", f"mask {s.mask} ({s.mask:#x}) is outside 32 bits (a poll compares one 32-bit word)", s.span)
+    elif s.value.var is None and 0 <= s.value.offset <= U32_MAX and s.value.offset & ~s.mask:
+      self._err("deadlock", f"`poll` can never pass: {s.value.offset:#x} has bits outside the mask {s.mask:#x} "
+                f"(`(word & {s.mask:#x}) == {s.value.offset:#x}` is never true)", self._value_span(s.span))
+    at = attrs.evolve(s.span, column=s.span.column + len("poll")) if s.span is not None else None   # past the keyword (`poll` may name the buffer)
+    if (b := self._slice(s.src, at)) is None: return
+    lo, hi = s.src.bounds(b.size)
+    if 0 <= lo < hi <= b.size and (hi - lo != POLL_SIZE or lo % POLL_SIZE):
+      self._err("bounds", f"`poll` reads one aligned 32-bit word (4 bytes at a multiple of 4), not `{_fmt_slice(s.src)}` "
+                f"({hi - lo} bytes at {lo})", self._slice_span(s.src, at))
 
 _LAUNCH = lambda s: s.launch is not None
 

@@ -9,15 +9,18 @@ from typing import Optional
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier, Epoch, Submit, Span, Slice,
-                  Expr, U32_MAX)
+from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice,
+                  Expr, U32_MAX, DTYPES)
 
-__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "Seq", "Unrolled", "AccessTable", "unroll",
+__all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
            "INT64_SAFE"]
 
 # op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
-WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT = range(6)
+# POLL: (kind, cell, var name or None, offset, mask, pinned launch (0-based) or None, the 4-byte read access).
+# An ACCESS that stores into polled words (a `write`, the host's rewrite of a `rewritten` buffer) has a third
+# element: ((cell, pinned launch or None, bits kept, (bits stored in launch 1, 2, ...)), ...).
+WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL = range(7)
 _BARRIER, _NOP = (BARRIER,), (NOP,)
 INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python ints (numpy's int64 would wrap)
 R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
@@ -60,10 +63,28 @@ class Unrolled:
     self.idle: dict = {}   # seq -> {op index: launches in which that host write writes nothing}
     self.pinned: dict = {}  # seq -> {(op index, access index): launch index (0-based)}: `x@k` accesses
     self.host_span = host_span
+    # the words `poll`s read: cell id -> (buffer id, byte offset); a rebound buffer's cell has one slot per launch's
+    # memory (cell_slot), its initial value that launch's contents
+    self.cells: list = []
+    self.cell_slot: list = []   # cell id -> its first slot
+    self.cell_init: list = []   # slot -> initial 32-bit value
     self._acc = None
     self._sync = None
 
   def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
+
+  def slot(self, cell: int, pin, launch: int) -> int:
+    """The slot of a cell's word that a step of `launch` (1-based) touches: a rebound buffer's launch memory (`pin`,
+    0-based, for `x@k`), else the one word."""
+    b = self.cells[cell][0]
+    return self.cell_slot[cell] + ((launch - 1 if pin is None else pin) if self.rebound[b] else 0)
+
+  def cell_name(self, cell: int) -> str:
+    b, lo = self.cells[cell]
+    return f"{self.buffers[b].name}[{lo}:{lo + 4}]"
+
+  @property
+  def polls(self) -> bool: return bool(self.cells)
 
   def sync_columns(self) -> Optional[tuple]:
     """The waits and writes as numpy columns, for the passes that take them all at once: (E, per sequence (op
@@ -219,6 +240,17 @@ def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[d
     out.append(env)
   return out
 
+def _contents(b: Buffer, launch: int) -> bytes:
+  """A buffer's bytes as its data gives them (launch k's for a per-launch buffer; zeros past the data)."""
+  d = b.init if b.per_launch is None else b.launch_inits[launch - 1] if launch <= len(b.launch_inits) else None
+  if d is None: return bytes(b.size)
+  raw = np.asarray(d.values, dtype=DTYPES[d.dtype][0]).tobytes()
+  return raw[:b.size].ljust(b.size, b"\0")
+
+def _bytes_of(d) -> bytes:
+  """A data list's bytes (little-endian, as the host stores them)."""
+  return np.asarray(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
+
 def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
   signals = program.signals
   sig_id = {s.name: i for i, s in enumerate(signals)}
@@ -237,6 +269,26 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   # `amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (ties it to the upload)
   kcode = {k.name: (binfo[k.impl.code][0], 0, binfo[k.impl.code][1], R) for k in program.kernels
            if k.impl is not None and k.impl.code in binfo}
+
+  # the polled words: one cell per (buffer, offset) some `poll` reads
+  cells: dict = {}
+  for q in queues:
+    for st in q.body:
+      if type(st) is Poll and (bi := binfo.get(st.src.buffer.name)) is not None:
+        cells.setdefault((bi[0], 0 if st.src.start is None else st.src.start), len(cells))
+  by_buf: dict = {}   # buffer id -> [(offset, cell)]
+  for (b, lo), c in cells.items(): by_buf.setdefault(b, []).append((lo, c))
+
+  def stores(b: int, lo: int, hi: int, data) -> tuple:
+    """What a store of bytes [lo, hi) of buffer b does to the polled words it touches: per cell, the bits it keeps and
+    the bits it stores in each launch (`data(k)`: the stored bytes in launch k)."""
+    out = []
+    for c_lo, c in by_buf.get(b, ()):
+      if c_lo + 4 <= lo or hi <= c_lo: continue
+      keep = sum(0xFF << 8 * n for n in range(4) if not lo <= c_lo + n < hi)
+      bits = tuple(sum(d[c_lo + n - lo] << 8 * n for n in range(4) if lo <= c_lo + n < hi) for d in map(data, range(1, launches + 1)))
+      out.append((c, None, keep, bits))
+    return tuple(out)
 
   def access(sl, mode):
     bi = binfo.get(sl.buffer.name)
@@ -278,10 +330,32 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
           app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
                         (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
         else: app((ACCESS, tuple([x for x in (access(src, R), access(dst, W)) if x is not None])))
-      elif t is Write or t is HostWrite:   # a store into the range, like a copy's destination
+      elif t is Write:   # a store into the range, like a copy's destination; and of the polled words it covers
         dst = st.dst
         if dst.launch is not None: pin(dst, 0)
-        app((ACCESS, tuple(x for x in (access(dst, W),) if x is not None)))
+        acc = tuple(x for x in (access(dst, W),) if x is not None)
+        sv = None
+        if acc and acc[0][0] in by_buf:   # the value zero-extended to the 4 or 8 bytes, in each launch
+          b, lo, hi, _ = acc[0]
+          sv = stores(b, lo, hi, lambda k, e=st.value, n=hi - lo: (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
+        if sv and dst.launch is not None: sv = tuple((c, dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
+        app((ACCESS, acc, sv) if sv else (ACCESS, acc))
+      elif t is HostWrite:   # the host's store of each launch's bytes into the range; and of the polled words they cover
+        dst = st.dst
+        acc = tuple(x for x in (access(dst, W),) if x is not None)
+        n = min((d.nbytes for d in st.launch_inits), default=0)
+        sv = stores(acc[0][0], acc[0][1], acc[0][1] + n, lambda k, ds=st.launch_inits: _bytes_of(ds[min(k, len(ds)) - 1])) \
+          if acc and n and acc[0][0] in by_buf else None
+        app((ACCESS, acc, sv) if sv else (ACCESS, acc))
+      elif t is Poll:
+        src = st.src
+        bi = binfo.get(src.buffer.name)
+        if bi is None: app(_NOP); continue
+        lo = 0 if src.start is None else src.start
+        if src.launch is not None: pin(src, 0)
+        v = st.value
+        app((POLL, cells[(bi[0], lo)], None if v.var is None else v.var.name, v.offset, st.mask,
+             None if src.launch is None else src.launch - 1, (bi[0], lo, lo + 4, R)))
       elif t is Exec:
         ms = kmodes.get(st.kernel.name)
         args = st.args
@@ -324,7 +398,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
       # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
       for b in rewritten:
         x = buf_id[b.name]
-        stmts.append(b); ops.append((ACCESS, ((x, 0, b.size, W),)))
+        sv = stores(x, 0, b.size, lambda k, b=b: _contents(b, k))
+        stmts.append(b); ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
     # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
     # then submits; an implicit submit is shown at the queue it submits
     for x in qs:
@@ -341,5 +416,10 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   seqs[0] = Seq(0, "host", None, None, stmts, ops)
   u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
   if idle: u.idle[0] = idle
+  for (b, lo), c in cells.items():   # initial values: the buffer's data (a rebound buffer's: each launch's)
+    u.cells.append((b, lo)); u.cell_slot.append(len(u.cell_init))
+    bb = buffers[b]
+    for k in range(1, (max(launches, len(bb.launch_inits)) if bb.per_launch == "rebound" else 1) + 1):   # `x@k` past the launches too
+      u.cell_init.append(int.from_bytes(_contents(bb, k)[lo:lo + 4].ljust(4, b"\0"), "little"))
   u.pinned = {s.index: pins[s.name] for s in seqs[1:] if s.name in pins}
   return u

@@ -4,8 +4,8 @@
 """
 from __future__ import annotations
 import math, re
-from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Barrier,
-                 Timestamp, Epoch, Submit, Queue, Host, Expect, Program)
+from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier,
+                 Timestamp, Epoch, Submit, Queue, Host, Expect, Program, U32_MAX)
 from .lexical import size_text, range_text, quote, DIGITS, STRING, int_value
 from ..ir import split_lines
 
@@ -54,6 +54,7 @@ def format_stmt(s) -> str:
   if isinstance(s, Copy): return f"copy {_slice(s.dst)} <- {_slice(s.src)}"
   if isinstance(s, Write): return f"write {_slice(s.dst)} = {s.value}"
   if isinstance(s, HostWrite): return f"write {_slice(s.dst)} = {', '.join(map(_data, s.launch_inits))}"
+  if isinstance(s, Poll): return f"poll {_slice(s.src)}{'' if s.mask == U32_MAX else f' & {s.mask}'} == {s.value}"
   if isinstance(s, Barrier): return "barrier"
   if isinstance(s, Timestamp): return f"timestamp {s.signal.name}"
   if isinstance(s, Epoch): return "epoch"

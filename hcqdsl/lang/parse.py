@@ -7,7 +7,7 @@ import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
+                 Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  KEYWORDS, resolve_var_args)
 from ..diagnostics import Diagnostic, Related, did_you_mean
 from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL, has_control, control_positions,
@@ -187,6 +187,9 @@ class _Build(Transformer):
   def copy(self, c): return Copy(c[1].v, c[3].v, span=_span(c, self.file))
   def write(self, c): return Write(c[1].v, c[3].v, span=_span(c, self.file))
   def host_write(self, c): return HostWrite(c[1].v, tuple(x for x in c[3:] if isinstance(x, Data)), span=_span(c, self.file))
+  def poll(self, c):
+    mask = self._int(c[3]) if c[2].type == "AMP" else U32_MAX
+    return Poll(c[1].v, mask, c[-1].v, span=_span(c, self.file))
   def barrier(self, c): return Barrier(span=_span(c, self.file))
   def timestamp(self, c): return Timestamp(c[1].v, span=_span(c, self.file))
   def epoch(self, c): return Epoch(span=_span(c, self.file))
@@ -220,12 +223,12 @@ _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FL
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
-          "GRID": "`grid`", "BLOCK": "`block`", "WRITE": "`write`", "CODE": "`code`", "COMMENT": "a comment"}
-_STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "WRITE", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
+          "GRID": "`grid`", "BLOCK": "`block`", "WRITE": "`write`", "POLL": "`poll`", "AMP": "`&`", "CODE": "`code`", "COMMENT": "a comment"}
+_STMT_KW = {"WAIT", "SIGNAL", "EXEC", "COPY", "WRITE", "POLL", "BARRIER", "TIMESTAMP", "EPOCH", "SUBMIT"}
 _DECL_KW = {"DEVICE", "BUFFER", "SIGNAL", "VAR", "KERNEL", "QUEUE", "HOST", "EXPECT"}
 # the name that follows a keyword, for "after the signal name"
 _ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "the signal name",
-         "exec": "the kernel name", "copy": "the buffer name", "write": "the buffer name", "device": "the device name",
+         "exec": "the kernel name", "copy": "the buffer name", "write": "the buffer name", "poll": "the buffer name", "device": "the device name",
          "buffer": "the buffer name", "var": "the var name", "kernel": "the kernel name", "queue": "the queue name",
          "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
          "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
@@ -304,7 +307,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
 
 # the words of the terminals that are keywords, for "did you mean `wait`?"
 _KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
-                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",), "CODE": ("code",),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",), "POLL": ("poll",), "CODE": ("code",),
                   "TOL": ("rtol", "atol")}
 
 def _keywords(terms) -> list:

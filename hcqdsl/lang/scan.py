@@ -23,7 +23,7 @@ from itertools import repeat
 import attrs
 from typing import Optional
 from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
-                 Exec, Copy, Write, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
+                 Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
 from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
 
@@ -62,6 +62,8 @@ _UVALS = re.compile(r"[ \t]*(?:(?:0|[1-9][0-9]*)[ \t]*(?:,[ \t]*(?:0|[1-9][0-9]*
 _COPY = re.compile(r"copy[ \t]+")
 _WRITE = re.compile(r"write[ \t]+")
 _WRITE_EQ = re.compile(rf"{_W}={_W}{_EXPR}{_W}$")
+_POLL = re.compile(r"poll[ \t]+")
+_POLL_TAIL = re.compile(rf"{_W}(?:&{_W}(?P<mask>{_NUM}){_W})?=={_W}{_EXPR}{_W}$")
 _ARROW = re.compile(rf"{_W}<-{_W}")
 _SUBMIT = re.compile(rf"submit(?:[ \t]+({_NAME}(?:{_W},{_W}{_NAME})*))?{_W}$")
 _QUEUE = re.compile(rf"queue[ \t]+({_NAME})[ \t]+(compute|copy)[ \t]+on[ \t]+({_NAME}){_W}(\{{{_W})?$")
@@ -816,6 +818,17 @@ class Scanner:
       e = Expr(None, _int(n)) if n is not None else Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
       if abs(e.offset) > U32_MAX: raise _GiveUp
       return Write(dst, e, span=span, comments=cs, comment=c)
+    if kw == "poll":
+      m = _POLL.match(body)
+      if m is None: raise _GiveUp
+      src, pos = self._slice(body, m.end())
+      m = _POLL_TAIL.match(body, pos)
+      if m is None: raise _GiveUp
+      n, vn, op, k, mask = m.group("n", "v", "op", "k", "mask")
+      e = Expr(None, _int(n)) if n is not None else Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
+      mask = U32_MAX if mask is None else _int(mask)
+      if abs(e.offset) > U32_MAX or mask > U32_MAX: raise _GiveUp
+      return Poll(src, mask, e, span=span, comments=cs, comment=c)
     if kw == "submit":
       m = _SUBMIT.match(body)
       if m is None: raise _GiveUp

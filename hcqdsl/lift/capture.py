@@ -11,9 +11,10 @@ same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it 
 from __future__ import annotations
 import bisect, ctypes, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
-from ..ir import U32_MAX
+from ..ir import U32_MAX, POLL_SIZE
 from .manifest import MANIFEST_KIND, MANIFEST_VERSION
 from ..amd import pm4 as _pm4, sdma as _sdma
+from ..amd.pm4 import FUNC_EQ
 
 __all__ = ["capture", "Capture", "NoAMDDevice", "user_frames"]
 
@@ -256,7 +257,9 @@ class Capture:
       if p.raw: continue
       f, n = p.fields, p.name
       addr = None
-      if n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
+      if n == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == FUNC_EQ:   # poll_bit: a buffer's word
+        if self._use(f["addr"]) is not None and self.contents: self._remember(f["addr"], POLL_SIZE, step)
+      elif n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
       elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"):
         self._use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
       elif n == "WRITE_UNTILED": self._use(f["dst_addr"])

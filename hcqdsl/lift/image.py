@@ -8,10 +8,11 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, HostWrite, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, DTYPES)
+                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
+from ..amd.pm4 import FUNC_GE, FUNC_EQ
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
            "lifted_program", "trimmed_data", "Unliftable"]
@@ -67,14 +68,23 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   def expr(off: int, v: int) -> Expr:
     p = patches.get(off)
     return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
-  def wait(sig_addr: int, off: int, v: int, func: int = 5, mask: int = U32_MAX):
-    if func != 5 or mask != U32_MAX:   # tinygrad's poll_bit: `(mem & mask) == value`, which no `wait` says
-      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit")
+  def wait(sig_addr: int, off: int, v: int, func: int = FUNC_GE, mask: int = U32_MAX):
+    if func == FUNC_EQ and engine == "compute": return poll(sig_addr, off, v, mask)
+    if func != FUNC_GE or mask != U32_MAX:   # only tinygrad's compute queue has poll_bit
+      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit"
+                       + (", and a `poll` (`==`) runs on compute queues only (tinygrad's AMDCopyQueue has no poll_bit)" if engine != "compute" else ""))
     name = _signal_at(img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
     e = expr(off, v)
     if name == f"{q.device}.timeline" and e == Expr(Ref(f"{q.device}.epoch"), -1): return Epoch()
     return Wait(Ref(name), e)
+  def poll(addr: int, off: int, v: int, mask: int):
+    """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
+    if (name := _signal_at(img, addr)) is not None:
+      raise Unliftable(f"masked poll (mask {mask:#x}) of signal {name}: a `poll` reads a buffer's word, and a `wait` compares `>=`")
+    sl = _buffer_slice(img, addr, POLL_SIZE, off - 2 in patches)
+    if sl is None: raise Unliftable(f"poll of {addr:#x}, which is in no buffer")
+    return Poll(sl, mask, expr(off, v))
   def sig(addr: int) -> str:
     if (name := _signal_at(img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
     return name

@@ -9,8 +9,9 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX)
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX, POLL_SIZE)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
+from ..amd.pm4 import FUNC_EQ
 from ..amd.disasm import decoder, read_raw
 from .image import (lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, trimmed_data,
                     Unliftable)
@@ -313,6 +314,12 @@ def _written(p) -> Optional[tuple]:
   if p.name == "WRITE_UNTILED" and f.get("count") in (0, 1): return f["dst_addr"], 4 * (f["count"] + 1)
   return None
 
+def _polled(p) -> Optional[tuple]:
+  """(address, 4) of the word a `poll` packet reads (tinygrad's poll_bit: WAIT_REG_MEM, memory, function `==`)."""
+  f = p.fields
+  if p.raw or p.name != "WAIT_REG_MEM" or f.get("mem_space") != 1 or f.get("function") != FUNC_EQ: return None
+  return f["addr"], POLL_SIZE
+
 def _dispatch(g: list) -> Optional[tuple]:
   """(program address, kernarg address) of an exec group."""
   regs = {p.fields["reg"]: p.fields["values"] for p in g if p.name == "SET_SH_REG"}
@@ -382,7 +389,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         size = sum(p.fields["count"] + 1 for p in g)
         copies += [(f["src_addr"], size), (f["dst_addr"], size)]
       if q.engine == "compute" and (d := _dispatch(g)) is not None: dispatches.append(d)
-      copies += [w for p in g if (w := _written(p)) is not None]   # a write's bytes are a buffer's too
+      copies += [w for p in g if (w := _written(p) or _polled(p)) is not None]   # a write's or poll's bytes are a buffer's too
   if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] in ("signal", "wait")]
   used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}
   def fresh(name: Optional[str], fallback: str) -> str:
@@ -795,6 +802,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         lo = 3 if p.name == "RELEASE_MEM" else 1
         use(t := tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in s["per"]), w[1], seg_of(s, p.offset)[2])
         accesses.append((seg_of(s, p.offset)[2], p.offset, t, False))
+      elif _polled(p) is not None:   # a `poll`: its word is a buffer's
+        use(t := tuple(d[p.offset + 2] | (d[p.offset + 3] << 32) for d in s["per"]), POLL_SIZE, seg_of(s, p.offset)[2])
+        accesses.append((seg_of(s, p.offset)[2], p.offset, t, True))
       elif p.name == "SET_SH_REG": regs_at[p.fields["reg"]] = p
       elif p.name == "DISPATCH_DIRECT":
         pgm, user = regs_at.get("regCOMPUTE_PGM_LO"), regs_at.get("regCOMPUTE_USER_DATA_0")

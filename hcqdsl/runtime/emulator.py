@@ -84,9 +84,12 @@ class Blocked:
   stmt: Optional[str] = None
   reason: str = "wait"       # wait | ring-full | timeout
   release: Optional[str] = None  # which statement's write could release the wait, or that none can
+  mask: Optional[int] = None     # the bits compared (a `poll`'s mask; all 32 for a wait)
   def __str__(self):
     where = f"ring offset {self.ring_offset:#x} {self.packet.name if self.packet else ''}".rstrip() if self.ring_offset is not None else "host"
     if self.reason == "ring-full": what = f"ring full: needs {self.needed} free bytes, has {self.now}"
+    elif self.func == "==" and self.mask is not None:   # a `poll` (tinygrad's poll_bit)
+      what = f"polls {self.signal or hex(self.addr or 0)} & {self.mask:#x} == {self.needed:#x}, value now {self.now:#x}"
     else: what = f"waits {self.signal or hex(self.addr or 0)} {self.func} {self.needed}, value now {self.now}"
     s = f"{self.queue}{f' ({self.device})' if self.device else ''} [{where}]: {what}"
     if self.reason == "timeout": s += " (timed out)"
@@ -857,7 +860,7 @@ class Emulator(Device):
       wi = e.wait_info or (None, None, None, 5, None)
       addr = wi[0]
       out.append(Blocked(e.name, e.device, ring_off, e.cur, self.namer(addr) if addr is not None else None, addr,
-                         FUNC_TEXT.get(wi[3], "?"), wi[1], wi[4], launch, st[2] if st else None, st[6] if st else None))
+                         FUNC_TEXT.get(wi[3], "?"), wi[1], wi[4], launch, st[2] if st else None, st[6] if st else None, mask=wi[2]))
     if H is not None and not H.done and H.pending is not None:
       b = H.pending
       if isinstance(b, HostWait):

@@ -201,6 +201,7 @@ def _name_releasers(prog: Program, hang) -> None:
   at = {b.queue: b.line for b in hang.blocked if b.line}
   seqs = [(q.name, q.body) for q in prog.queues] + ([("host", prog.host.body)] if prog.host else [])
   for b in hang.blocked:
+    if b.reason == "wait" and b.func == "==" and b.mask is not None: _name_storers(prog, b, seqs, at); continue
     if b.reason != "wait" or not b.signal: continue
     writers = [(name, st) for name, body in seqs for st in body if isinstance(st, SignalWrite) and st.signal.name == b.signal]
     if not writers:
@@ -212,6 +213,27 @@ def _name_releasers(prog: Program, hang) -> None:
                f"{name} is blocked at line {at[name]}, after it" if name in at else f"{name} did not bring it to {b.needed}")
       parts.append(f"{name}'s `signal {b.signal} = {st.value}` at line {line} ({state})")
     b.release = "could be released by " + "; ".join(parts) + (f"; and {len(writers) - 4} more" if len(writers) > 4 else "")
+
+def _name_storers(prog: Program, b, seqs: list, at: dict) -> None:
+  """A blocked `poll`: the `write`s storing into its word, and where their queues stand."""
+  from ..ir import Poll, Write
+  q = next((q for q in prog.queues if q.name == b.queue), None)
+  p = next((st for st in (q.body if q else ()) if isinstance(st, Poll) and st.span and st.span.line == b.line), None)
+  if p is None: return
+  size = {x.name: x.size for x in prog.buffers}
+  lo, hi = p.src.bounds(size.get(p.src.buffer.name, 0))
+  writers = [(name, st) for name, body in seqs for st in body if isinstance(st, Write) and st.dst.buffer.name == p.src.buffer.name
+             and (lambda r: r[0] < hi and lo < r[1])(st.dst.bounds(size.get(st.dst.buffer.name, 0)))]
+  if not writers:
+    b.release = f"no `write` in the program stores into `{b.signal or hex(b.addr or 0)}`: nothing can release this poll"; return
+  parts = []
+  for name, st in writers[:4]:
+    line = st.span.line if st.span else None
+    state = (f"{name} is blocked at line {at[name]}" if name in at and (line is None or at[name] < line) else
+             f"{name} is blocked at line {at[name]}, after it" if name in at else f"{name} did not store a value that passes it")
+    a, z = st.dst.bounds(size[st.dst.buffer.name])
+    parts.append(f"{name}'s `write {st.dst.buffer.name}[{a}:{z}] = {st.value}` at line {line} ({state})")
+  b.release = "could be released by " + "; ".join(parts) + (f"; and {len(writers) - 4} more" if len(writers) > 4 else "")
 
 def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
   """Run once per seed; returns (results, races): races lists each buffer whose final bytes differ between the
