@@ -69,7 +69,7 @@ def test_static_errors():
   assert errs("  write poll[0:4] = k\n", "  poll poll[0:4] == k\n") == [
     "p.hcq:19:3: error[name]: `poll` on copy queue `w`: a masked poll runs on compute queues (tinygrad's AMDCopyQueue has no poll_bit)"]
   assert errs("  wait done >= k\n", "  poll poll[0:4] == 1\n") == [
-    "p.hcq:22:3: error[syntax]: `poll` is not allowed in a host block (host accepts wait, signal, submit)"]
+    "p.hcq:22:3: error[syntax]: `poll` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)"]
   assert errs("poll poll[0:4] == k", "poll pol[0:4] == k") == ["p.hcq:15:8: error[name]: unknown buffer `pol` (did you mean `poll`?)"]
 
 def test_check_orders_after_the_satisfying_write():
