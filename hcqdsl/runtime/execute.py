@@ -206,13 +206,18 @@ def _name_releasers(prog: Program, hang) -> None:
     writers = [(name, st) for name, body in seqs for st in body if isinstance(st, SignalWrite) and st.signal.name == b.signal]
     if not writers:
       b.release = f"nothing in the program writes `{b.signal}`: no queue can release this wait"; continue
-    parts = []
-    for name, st in writers[:4]:
-      line = st.span.line if st.span else None
-      state = (f"{name} is blocked at line {at[name]}" if name in at and (line is None or at[name] < line) else
-               f"{name} is blocked at line {at[name]}, after it" if name in at else f"{name} did not bring it to {b.needed}")
-      parts.append(f"{name}'s `signal {b.signal} = {st.value}` at line {line} ({state})")
-    b.release = "could be released by " + "; ".join(parts) + (f"; and {len(writers) - 4} more" if len(writers) > 4 else "")
+    b.release = _released_by(writers, at, lambda st: f"signal {b.signal} = {st.value}", f"did not bring it to {b.needed}")
+
+def _released_by(writers: list, at: dict, said, missed: str) -> str:
+  """The statements that could release a blocked wait or poll, `said` as written, each with where its queue stands
+  (`at`: queue -> the line it is blocked at; `missed`: what a queue that finished did not do)."""
+  parts = []
+  for name, st in writers[:4]:
+    line = st.span.line if st.span else None
+    state = (f"{name} is blocked at line {at[name]}" if name in at and (line is None or at[name] < line) else
+             f"{name} is blocked at line {at[name]}, after it" if name in at else f"{name} {missed}")
+    parts.append(f"{name}'s `{said(st)}` at line {line} ({state})")
+  return "could be released by " + "; ".join(parts) + (f"; and {len(writers) - 4} more" if len(writers) > 4 else "")
 
 def _name_storers(prog: Program, b, seqs: list, at: dict) -> None:
   """A blocked `poll`: the `write`s storing into its word, and where their queues stand."""
@@ -226,14 +231,10 @@ def _name_storers(prog: Program, b, seqs: list, at: dict) -> None:
              and (lambda r: r[0] < hi and lo < r[1])(st.dst.bounds(size.get(st.dst.buffer.name, 0)))]
   if not writers:
     b.release = f"no `write` in the program stores into `{b.signal or hex(b.addr or 0)}`: nothing can release this poll"; return
-  parts = []
-  for name, st in writers[:4]:
-    line = st.span.line if st.span else None
-    state = (f"{name} is blocked at line {at[name]}" if name in at and (line is None or at[name] < line) else
-             f"{name} is blocked at line {at[name]}, after it" if name in at else f"{name} did not store a value that passes it")
+  def said(st):
     a, z = st.dst.bounds(size[st.dst.buffer.name])
-    parts.append(f"{name}'s `write {st.dst.buffer.name}[{a}:{z}] = {st.value}` at line {line} ({state})")
-  b.release = "could be released by " + "; ".join(parts) + (f"; and {len(writers) - 4} more" if len(writers) > 4 else "")
+    return f"write {st.dst.buffer.name}[{a}:{z}] = {st.value}"
+  b.release = _released_by(writers, at, said, "did not store a value that passes it")
 
 def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
   """Run once per seed; returns (results, races): races lists each buffer whose final bytes differ between the
