@@ -9,18 +9,26 @@ from .util import UsageError
 def add_args(p) -> None:
   p.add_argument("file", help="an image (.hcqimg) or a dump manifest (JSON, see docs/lift.md)")
   p.add_argument("-o", "--output", metavar="FILE", help="write the program here (default: print it)")
+  p.add_argument("--whole", action="store_true", help="a capture as the run happened: every step in one launch (what "
+                 "`hcqdsl sanitize` checks), instead of its repeated launches folded into N launches of one template")
+  p.add_argument("--strict", action="store_true", help="exit 1 when the lifted program leaves captured work out")
 
 def run(a) -> int:
   from ..lang.format import format_program
   p = pathlib.Path(a.file)
   if not p.is_file(): raise UsageError(f"{a.file}: no such file" if not p.exists() else f"{a.file}: not a file")
-  try: prog = lift_file(a.file, a.output)
+  trace: dict = {}
+  try: prog = lift_file(a.file, a.output, whole=a.whole, trace=trace)
   except ValueError as e:
     sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1
   text = format_program(prog)
-  if not a.output: sys.stdout.write(text); return 0
+  left = trace.get("left_out") or []
+  if left: sys.stderr.write(f"hcqdsl: {'error' if a.strict else 'warning'}: not lifted, so no check sees it: {'; '.join(left)}"
+                            f"{'' if a.whole else ' (`--whole` lifts every step)'}\n")
+  rc = 1 if left and a.strict else 0
+  if not a.output: sys.stdout.write(text); return rc
   try: pathlib.Path(a.output).write_text(text)
   except OSError as e:
     sys.stderr.write(f"hcqdsl: error: {a.output}: {e.strerror or e}\n"); return 2
   sys.stderr.write(f"wrote {a.output}: {len(prog.queues)} queue{'s' * (len(prog.queues) != 1)}\n")
-  return 0
+  return rc

@@ -1,26 +1,38 @@
 """`hcqdsl sanitize SCRIPT.py[:FN] [ARGS...]`: run a tinygrad script, check what its AMD runtime submits, and report
-races and deadlocks with the kernel names and the script's lines of both commands (docs/sanitize.md)."""
+races and deadlocks with the kernel names and the script's lines of both commands (docs/sanitize.md). The findings
+are printed whatever the script did — a script is sanitized *because* it fails —, followed by its own error."""
 from __future__ import annotations
-import sys
+import sys, time
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
 from .util import add_script_args, script_of
 
 def add_args(p) -> None:
-  add_script_args(p, [(("--launches",), dict(type=int, metavar="N", help="check N launches (default: the launches captured)")),
-                      (("--format",), dict(choices=("text", "json"), default="text", help="the report: text (default) or one JSON object"))])
+  add_script_args(p, [(("--format",), dict(choices=("text", "json"), default="text", help="the report: text (default) or one JSON object")),
+                      (("--strict",), dict(action="store_true", help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
+                      (("--every-call",), dict(action="store_true", help="check after every tinygrad call that submits (default: when the "
+                                                                         "submissions have doubled since the last check, and at the end)")),
+                      (("--keep",), dict(metavar="DIR", help="write the lifted program the findings quote to DIR/sanitized.hcq")),
+                      (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
 
 def run(a) -> int:
   from ..tinygrad.sanitize import Sanitizer
   script, fn, args = script_of(a)
-  path = str(script)
-  if a.launches is not None and a.launches < 1:
-    sys.stderr.write("hcqdsl: error: --launches: must be at least 1\n"); return 2
-  s = Sanitizer(a.launches)
+  t0 = time.perf_counter()
+  def progress(line: str) -> None:   # long runs only: a short script's report comes before anyone waits for it
+    if not a.quiet and time.perf_counter() - t0 > 5: sys.stderr.write(line + "\n")
+  s = Sanitizer(every_call=a.every_call, progress=progress, keep=a.keep)
   rc, err = run_script(script, fn, args, s)
-  if err: sys.stderr.write(err + "\n")
-  if rc: return rc
-  if not s.checked:
-    sys.stderr.write(f"hcqdsl: error: {path}: {NO_DEVICE}\n"); return 2
+  if rc == 3 and s.failure is None:   # hcqdsl's own failure while recording: nothing trustworthy to report
+    sys.stderr.write(err + "\n"); return 3
+  if s.failure is not None:
+    sys.stderr.write(f"hcqdsl: internal error (not in {script}): {type(s.failure).__name__}: {s.failure}\n")
+    if err: sys.stderr.write(err + "\n")
+    return 3
+  if not s.checked and s.hang is None:
+    if err: sys.stderr.write(err + "\n"); return rc
+    sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n"); return 2
   sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
-  return 1 if s.findings else 0
+  if err: sys.stderr.write(err + "\n")
+  if s.findings or s.hang is not None or rc: return 1
+  return 1 if a.strict and s.incomplete else 0

@@ -78,7 +78,7 @@ _DECL = {
 }
 _PARAM = re.compile(rf"(inout|in|out|i32|u32)[ \t]+({_NAME})")
 _IMPL = re.compile(rf"""{_W}(?:(?P<b>builtin)[ \t]+(?P<bn>{_NAME})(?:{_W}<{_W}(?P<dt>{_NAME}){_W}>)?(?:{_W}\((?P<args>[^()]*)\))?"""
-                   rf"""|(?P<k>c|amd){_W}(?P<s>{_STRING}))""")
+                   rf"""|(?P<k>c|amd){_W}(?P<s>{_STRING})(?:{_W}code[ \t]+(?P<cb>{_NAME}))?)""")
 _ARG = re.compile(rf"{_W}(-?){_W}(?:(?P<f>[0-9]+(?:\.[0-9]*(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+))|(?P<i>0|[1-9][0-9]{{0,19}})|(?P<n>inf|nan)){_W}$")
 # data values without the grammar's rarer spellings (underscores, hex, leading zeros, `-0` in a float list, which the
 # grammar reads as the int 0): those take the grammar. Possessive quantifiers: no backtracking state over 1M values.
@@ -755,8 +755,9 @@ class Scanner:
           if args: fields["args"] = args
       else:
         key = "c_source" if m.group("k") == "c" else "amd_code"
-        if key in fields: raise _GiveUp
+        if key in fields or (m.group("cb") and key != "amd_code"): raise _GiveUp
         fields[key] = _unquote(m.group("s"))
+        if m.group("cb"): fields["code"] = self._name(m.group("cb"))
     if first is None: raise _GiveUp
     return Impl(**fields, span=Span(span.file, *self._at(body, first, span), *self._at(body, last, span)))
 

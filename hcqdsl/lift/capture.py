@@ -9,7 +9,7 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, gc, hashlib, json, pathlib, re, sys, traceback, types
+import bisect, ctypes, functools, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 from ..ir import U32_MAX, POLL_SIZE
 from .manifest import MANIFEST_KIND, MANIFEST_VERSION
@@ -25,6 +25,8 @@ class NoAMDDevice(RuntimeError):
   """The captured code never submitted to an AMD queue (no AMD device in use)."""
 
 def _tinygrad_dirs() -> tuple:
+  """Directories whose frames are never the user's line: tinygrad's, its mock GPU's (a checkout's test/mockgpu and
+  extra/), and the test runner's (pytest, pluggy: `--hcq-sanitize` runs each test under the sanitizer)."""
   import tinygrad
   dirs = [str(pathlib.Path(tinygrad.__file__).resolve().parent)]
   try:
@@ -32,16 +34,25 @@ def _tinygrad_dirs() -> tuple:
     root = pathlib.Path(mg.__file__ or next(iter(mg.__path__)) + "/__init__.py").resolve().parents[2]
     dirs += [str(root / "test" / "mockgpu"), str(root / "extra")]
   except Exception: pass
+  for name in ("_pytest", "pluggy"):
+    if (mod := sys.modules.get(name)) is not None and getattr(mod, "__file__", None):
+      dirs.append(str(pathlib.Path(mod.__file__).resolve().parent))
   return tuple(dirs)
 
-def user_frames(skip: tuple = ()) -> list:
-  """The call stack without tinygrad's, hcqdsl's and Python's own frames, outermost first: [(file, line, function,
-  source line)]. The last one is the user's line that caused what is being recorded."""
+@functools.lru_cache(maxsize=4096)
+def _resolved(filename: str) -> str:
+  return str(pathlib.Path(filename).resolve()) if not filename.startswith("<") else filename
+
+def user_frames(skip: tuple = (), stack: Optional[list] = None) -> list:
+  """The call stack (or `stack`: (file, line, function, source) tuples, outermost first) without tinygrad's, hcqdsl's
+  and Python's own frames, outermost first: [(file, line, function, source line)]. The last one is the user's line
+  that caused what is being recorded."""
+  frames = stack if stack is not None else [(f.filename, f.lineno, f.name, f.line) for f in traceback.extract_stack()[:-1]]
   out = []
-  for f in traceback.extract_stack()[:-1]:
-    p = str(pathlib.Path(f.filename).resolve()) if not f.filename.startswith("<") else f.filename
+  for file, line, name, src in frames:
+    p = _resolved(file)
     if p.startswith(_OWN + skip) or p.startswith("<") or ("/lib/python3" in p and "site-packages" not in p): continue
-    out.append((f.filename, f.lineno, f.name, (f.line or "").strip()))
+    out.append((file, line, name, (src or "").strip()))
   return out
 
 class _Allocations:
@@ -78,6 +89,7 @@ class Capture:
     self.last: dict = {}      # (addr, size) -> bytes last recorded
     self.kernels: dict = {}   # prog addr -> {"name", "lib", "signature", "kernargs", "device"}
     self.path_kind: Optional[str] = None
+    self._submissions = 0
     self._saved: list = []
     self._in_init = 0
     self._skip = ()
@@ -339,6 +351,7 @@ class Capture:
 
   def _step(self, ent: dict) -> None:
     if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
+    self._submissions += ent["op"] == "submit"
     self.host.append(ent)
     if self.on_step is not None: self.on_step(self, ent)
 
@@ -496,7 +509,11 @@ class Capture:
     return False
 
   # ---- output
-  def submissions(self) -> int: return sum(h["op"] == "submit" for h in self.host)
+  def submissions(self) -> int: return self._submissions
+
+  def skipped_dirs(self) -> tuple:
+    """The directories (tinygrad's, its mock's, the test runner's) whose frames are never the user's line."""
+    return self._skip
 
   def manifest(self) -> dict:
     hx = lambda a: hex(a)

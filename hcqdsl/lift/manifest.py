@@ -355,13 +355,14 @@ def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tu
 
 def _hexname(prefix: str, a: int) -> str: return f"{prefix}_{a:x}"
 
-def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
+def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:
   """A program from a raw dump. With read pointers: the work still to do at the dump (signals start at the snapshot;
   what ran already is listed as comments; check with launches=1). With host steps (a capture): the launches, with a var
-  `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1."""
+  `launch` wherever a dword changes by one per launch (`whole`: the run as it happened, every step in one launch).
+  Otherwise: every queue's whole stream, launches=1."""
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
-  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace)
+  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace, whole)
   notes: list = []
   # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
@@ -584,10 +585,11 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
 
 # ---------------------------------------------------------------- files, CLI
 
-def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Program:
+def lift_file(path, program_file: Optional[str] = None, code_dir=None, whole: bool = False, trace: Optional[dict] = None) -> Program:
   """Lift an image (`.hcqimg`, by its magic) or a manifest (JSON). Raises ValueError (ManifestError) on bad input.
   Code objects — an image's real ones, a capture's kernels — are written to `code_dir` (default: beside
-  `program_file`, else beside the input) and referenced relative to the program file."""
+  `program_file`, else beside the input) and referenced relative to the program file. `whole`: a capture as the run
+  happened (every step, one launch; sanitize's reading); `trace` gets what the lift left out (`left_out`)."""
   p = pathlib.Path(path)
   try: b = p.read_bytes()
   except OSError as e: raise ManifestError(f"{p}: {e.strerror or e}") from None
@@ -600,7 +602,7 @@ def lift_file(path, program_file: Optional[str] = None, code_dir=None) -> Progra
     except ValueError as e: raise ManifestError(f"{p}: {e}") from None
     try: write_code_objects(img, cdir)
     except ValueError as e: raise ManifestError(str(e)) from None
-  else: prog = lift_manifest(load_manifest(p), cdir, pdir)
+  else: prog = lift_manifest(load_manifest(p), cdir, pdir, trace, whole)
   return attrs.evolve(prog, file=program_file or prog.file)
 
 # ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
@@ -679,13 +681,14 @@ def _graph_inputs(m: Manifest, ev: list, start: int, P: int, K: int) -> dict:
     out[t] = max(out.get(t, 0), *(n for _, n in xs))
   return out
 
-def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None) -> Program:
+def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:
   """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
   steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
   state: signal values and buffer contents as they were when the first repeated step ran —, per-launch values as
   `launch + c` or listed vars, kernel-argument pointers and copy addresses that change per launch as `rebound`
   buffers, a ring submitted several times per launch as one queue per submission, kernels by tinygrad's names with
-  their code objects, expects from the contents after the last launch."""
+  their code objects, expects from the contents after the last launch. `whole`: the run as it happened — every step of
+  the capture in one launch, nothing taken for initial state or left out (what `sanitize` checks)."""
   notes: list = []
   # a fresh signal's creation (tinygrad writes its first value in HCQSignal.__init__: HCQGraph makes its signals
   # while the captured call runs) is its initial value, no step of a launch: so the captured call is launch 1
@@ -708,12 +711,18 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     return tuple(out)
   shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else ("write", e["addr"], len(e["data"])) if e["op"] == "write" \
     else (e["op"], e["addr"], bool(e.get("init")))
-  found = _period([shape(e) for e in ev])
+  found = None if whole else _period([shape(e) for e in ev])
   start, P, K = found if found else (0, len(ev), 1)
-  if found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
-  if start: notes.append(f"steps 1..{orig(start)} (warm-up, compilation, first calls) are the initial state: signals and "
-                         f"buffers start as they were at step {orig(start) + 1}")
-  if start + K * P < len(ev): notes.append(f"steps {orig(start + K * P) + 1}..{n_all} after the last repeated launch are not lifted")
+  if whole: notes.append("the run as it happened: every step of the capture in one launch")
+  elif found is None: notes.append("the host's steps do not repeat: lifted as one launch of every step")
+  left_out: list = []   # what the lifted program does not check, in words (sanitize and `lift` say so on their summary)
+  if start:
+    notes.append(f"steps 1..{orig(start)} (warm-up, compilation, first calls) are the initial state: signals and "
+                 f"buffers start as they were at step {orig(start) + 1}")
+    left_out.append(f"steps 1..{orig(start)} (the initial state)")
+  if start + K * P < len(ev):
+    notes.append(f"steps {orig(start + K * P) + 1}..{n_all} after the last repeated launch are not lifted")
+    left_out.append(f"steps {orig(start + K * P) + 1}..{n_all} (after the last repeated launch)")
   end = start + K * P
   mem_at = sorted(m.steps, key=lambda x: x[2])
   def snap(addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:
@@ -750,10 +759,16 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   mbox = m.mailboxes
   # ---- addresses: buffers (allocations), rebound groups (an address that changes per launch)
   allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
+  alloc_starts = [lo for lo, _, _ in allocs]
   def alloc_of(a: int):
-    for lo, size, dev in allocs:
+    i = bisect.bisect_right(alloc_starts, a) - 1
+    while i >= 0:   # the allocation with the highest start at or below `a` that holds it (allocations do not nest)
+      lo, size, dev = allocs[i]
       if lo <= a < lo + size: return lo, size, dev
+      if i == 0 or allocs[i - 1][0] + allocs[i - 1][1] <= lo: return None
+      i -= 1
     return None
+  readings = _Readings(m.steps, alloc_of)
   static: dict = {}     # allocation addr -> {"size", "device", "step"}
   rebound: dict = {}    # tuple of per-launch addresses -> {"size", "device", "step"}
   inputs = _graph_inputs(m, ev, start, P, K)
@@ -813,7 +828,12 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
         kas = [d[uo] | (d[uo + 1] << 32) for d in s["per"]]
         dispatches.append((s, prog, kas, seg_of(s, p.offset)[2], p.offset))
-  kinfo: dict = {}   # kernarg addr in launch 1 -> (kernel info, per-launch pointer tuples, per-launch scalar values)
+  # the run as it happened (`whole`) on classic HCQ: each exec also reads its kernel-argument block, which the host
+  # writes before the submission (HCQProgram.fill_kernargs; HCQGraph's update of an input's address or a var): so a
+  # rewrite while an earlier exec may still read the block is a race, and one with no `barrier` before the exec a
+  # `visibility` error (the HDP), as on the GPU
+  kargs_read = whole and m.path == "hcq"
+  kinfo: dict = {}   # (kernarg addr in launch 1, lifted queue) -> (kernel info, per-launch pointer tuples, per-launch scalar values, ...)
   for s, prog, kas, step, at in dispatches:
     k = m.kernels.get(prog, {})
     sig = k.get("signature") or []
@@ -824,6 +844,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     blocks = [snap(ka, need, step + j * P, step + j * P + 1) for j, ka in enumerate(kas)]
     if any(b is None for b in blocks):
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
+      left_out.append(f"the arguments of a dispatch of {k.get('tinygrad_name') or k.get('name') or hex(prog)} (not recorded)")
       continue
     ptrs = [tuple(int.from_bytes(blocks[j][8 * i:8 * i + 8], "little") for j in range(K)) for i in range(len(bufs))]
     for i, t in enumerate(ptrs):
@@ -835,7 +856,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       off += -off % sz
       vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
       off += sz
-    kinfo[kas[0]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs])
+    if kargs_read:
+      use((kas[0],), need, step)
+      accesses.append((step, at, (kas[0],), True))
+    kinfo[kas[0], s["name"]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs], blocks[0], step)
   # ---- the host's writes between launches: memory in host RAM whose first access in a launch is a read, holding other
   # bytes launch by launch, was refilled on the CPU (hcq2 copies every input through one staging buffer that tinygrad's
   # CPU device rewrites, ordered by that device's own waits, which the capture does not record): a buffer with each
@@ -847,11 +871,11 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   rewritten: dict = {}
   for key, (step, reads) in first.items():
     if not reads or key not in static or static[key]["device"] is not None or K < 2 or key in host_written: continue
-    per = [_assemble(m.steps, key, static[key]["size"], step + k * P) for k in range(K)]
+    per = [readings.assemble(key, static[key]["size"], step + k * P) for k in range(K)]
     if None not in per and len(set(per)) > 1: rewritten[key] = per
     # refilled again between two reads of one launch (two inputs staged through one region): one memory per launch
     # cannot say it; the first read's bytes are kept, and `run` then differs from tinygrad
-    later = {_assemble(m.steps, key, static[key]["size"], st) for st, _, t, r in accesses
+    later = {readings.assemble(key, static[key]["size"], st) for st, _, t, r in accesses
              if r and st > step and len(set(t)) == 1 and (al := alloc_of(t[0])) is not None and al[0] == key}
     if key in rewritten and later - {per[0]}:
       notes.append(f"the host-memory buffer at {key:#x} is refilled between two reads of one launch (inputs staged "
@@ -909,7 +933,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   uploaded = {al[0] for s in subs for p in s["packets"] if p.name == "COPY_LINEAR" and not p.raw
               and len({d[p.offset + 5] | d[p.offset + 6] << 32 for d in s["per"]}) == 1 and (al := alloc_of(p.fields["dst_addr"])) is not None}
   kdecl, kname_of = {}, {}
-  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+  for (ka, _), (prog, ptrs, vals, scal, nbytes, _, _) in kinfo.items():
     if prog in kname_of: continue
     k = m.kernels.get(prog, {})
     base = _ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else _hexname("k", prog)
@@ -919,7 +943,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if key not in kdecl:
       bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
       modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
-                                                                   for x in scal]
+                                                                   for x in scal] + [Param("in", "kernargs")] * kargs_read
       impl, kn = None, fresh(base)
       if k.get("code") and code_dir is not None:
         cpath = pathlib.Path(code_dir) / f"{kn}.co"
@@ -935,8 +959,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if kind == "s": ibufs[nm] = (key, static[key]["size"])
     else: ibufs[nm] = (key[0], rebound[key]["size"])
   ibufs_size = lambda nm: ibufs[nm][1]
-  regions, mem_patches = [], {}
-  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+  regions, mem_patches, regions_of = [], {}, {}   # regions_of: each lifted queue's (a kernarg address is reused by launches)
+  for (ka, sname), (prog, ptrs, vals, scal, nbytes, blk, _) in kinfo.items():
     args = []
     for t, nb in zip(ptrs, nbytes):
       nm, off, pin = buf_for(t)
@@ -944,7 +968,11 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       hi = off + nb if nb and off + nb < size else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
       args.append([nm, off or None, hi, bool(off) or hi is not None, pin])
     args += [None] * len(vals)
+    if kargs_read:
+      nm, off, _ = buf_for((ka,))
+      args.append([nm, off, off + len(blk), True, None])
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
+    regions_of.setdefault(sname, []).append(regions[-1])
   kparams = {}
   for kd in kdecl.values():
     off, ps = 0, []
@@ -954,13 +982,13 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       ps.append([p.mode, p.name, off]); off += sz
     kparams[kd.name] = ps
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
-  for ka, (prog, ptrs, vals, scal, nbytes) in kinfo.items():
+  for (ka, sname), (prog, ptrs, vals, scal, nbytes, _, _) in kinfo.items():
     ps = kparams[kname_of[prog]]
     for i, v in enumerate(vals):
       off = ps[len(ptrs) + i][2]
       fit = vars_.fit(v, _ident(scal[i]["name"]))
       raw = v[0] & U32_MAX
-      mem_patches.setdefault(ka, []).append(Patch(ka + off, fit[0] if fit else None, fit[1] if fit else raw))
+      mem_patches.setdefault(sname, []).append(Patch(ka + off, fit[0] if fit else None, fit[1] if fit else raw))
   img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()}, ibufs, ikernels,
               [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
   # each rebound buffer's memory per launch: a copy address the host patches is one (`x`); a fixed one that kept a
@@ -975,11 +1003,11 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
                           tuple(data_of(b, static[key]["size"]) or Data("u8", (0,)) for b in rewritten[key])))
     elif kind == "s":
       st = static[key]
-      init = data_of(_assemble(m.steps, key, st["size"], st["step"]), st["size"])
+      init = data_of(readings.assemble(key, st["size"], st["step"]), st["size"])
       decls.append(Buffer(nm, Ref(st["device"]) if st["device"] else None, st["size"], init))
     else:
       r = rebound[key]
-      inits = tuple(data_of(_assemble(m.steps, a, r["size"], r["step"] + k * P), r["size"]) or Data("u8", (0,)) for k, a in enumerate(key))
+      inits = tuple(data_of(readings.assemble(a, r["size"], r["step"] + k * P), r["size"]) or Data("u8", (0,)) for k, a in enumerate(key))
       decls.append(Buffer(nm, Ref(r["device"]) if r["device"] else None, r["size"], None, "rebound", inits))
   for a, n in signals.items():
     info = m.signals.get(a, {})
@@ -1005,7 +1033,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         fit = vars_.fit([d[o] for d in s["per"]], "v")
         if fit: patches.append(Patch(o, fit[0], fit[1]))
     qi = QueueImage(s["name"], s["ring"].engine, s["ring"].device, s["ring"].target, 0, s["per"][0], patches, [],
-                    [x for ps in mem_patches.values() for x in ps])
+                    mem_patches.get(s["name"], []))
+    img.regions = regions_of.get(s["name"], [])
     groups = []
     for g in _group(s["packets"], s["ring"].engine):
       at = f"@{seg_of(s, g[0].offset)[3] + g[0].offset - seg_of(s, g[0].offset)[0]}" if g else None
@@ -1023,12 +1052,21 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
         [x for x in items if isinstance(x, str)]
     queues.append(queue_decl(s["name"], s["ring"].engine, s["ring"].device, items))
+  kwrites: dict = {}   # lifted queue -> the host's writes of its kernel arguments (`kargs_read`): each block whose bytes changed
+  last_kargs: dict = {}
+  for (ka, sname), (prog, ptrs, vals, scal, nbytes, blk, step) in sorted(kinfo.items(), key=lambda x: x[1][6]) if kargs_read else ():
+    if last_kargs.get(ka) == blk: continue
+    last_kargs[ka] = blk
+    nm, off, _ = buf_for((ka,))
+    kwrites.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(blk), True), _bytes_data(blk)))
   host, host_steps = [], []   # host_steps[i]: the capture steps host statement i stands for (a submit: each queue's)
   for i in range(start, start + P):
     e = ev[i]
     if e["op"] == "submit":
       nm = next((x["name"] for x in subs if x["step"] == i), None)
       if nm is None: continue  # a later submission of a ring already submitted in this launch
+      for kb, kd in kwrites.get(nm, ()):   # the host fills the kernel arguments, then submits
+        host.append(HostWrite(kb, (kd,))); host_steps.append([i])
       if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); host_steps[-1].append(i)
       else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
@@ -1050,33 +1088,54 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   decls += queues
   if host: decls.append(Host(tuple(host)))
   # expects: each buffer a launch writes, as it was after the last launch
-  written = {buf_for(t)[0] for _, (prog, ptrs, _, _, _) in kinfo.items() for t in ptrs}
+  written = {buf_for(t)[0] for _, (prog, ptrs, *_) in kinfo.items() for t in ptrs}
   written |= {bufname.get(("s", alloc_of(a)[0] if alloc_of(a) else a)) for s in subs for p in s["packets"]
               if p.name == "COPY_LINEAR" and not p.raw and len({d[p.offset + 5] for d in s["per"]}) == 1
               for a in [p.fields["dst_addr"]]}
   for (kind, key), nm in bufname.items():
     if kind != "s" or nm not in written or static[key]["size"] > (1 << 20): continue
-    after = _assemble(m.steps, key, static[key]["size"], end, m.final, after=True)
+    after = readings.assemble(key, static[key]["size"], end, m.final, after=True)
     if after is None: continue
     d = trimmed_data(after, static[key]["size"]) or Data("u8", (0,))
     decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
-    trace.update(start=orig(start), period=P, launches=K, steps=[orig(i) for i in range(start, start + P)],
+    trace.update(start=orig(start), period=P, launches=K, steps=[orig(i) for i in range(start, start + P)], left_out=left_out,
                  queues={x["name"]: [(a, b, orig(i), c) for a, b, i, c in x["segs"]] for x in subs},
                  host=[[orig(i) for i in st] for st in host_steps])
   header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {orig(start) + 1}..{orig(end - 1) + 1} of {n_all})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return lifted_program(decls, m.file, header)
 
+class _Readings:
+  """A capture's memory readings (addr, bytes, step), indexed by the allocation they fall in, so assembling one
+  allocation reads only its own readings (a capture of a long run holds thousands)."""
+  def __init__(self, steps: list, alloc_of):
+    self.alloc_of, self.all = alloc_of, sorted(steps, key=lambda x: x[2])
+    self.by_alloc: dict = {}
+    for x in self.all:
+      al = alloc_of(x[0])
+      self.by_alloc.setdefault(al[0] if al is not None else None, []).append(x)
+  def assemble(self, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
+    al = self.alloc_of(addr)
+    steps = self.all if al is None or al[0] + al[1] < addr + size else self.by_alloc.get(al[0], []) + self.by_alloc.get(None, [])
+    return _assemble(steps, addr, size, t, final, after)
+
 def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
   """The allocation [addr, addr + size) when step `t` ran, each byte from the last reading at or before `t` (a capture
   reads a buffer before each step that uses it and records it only when it changed). `after`: its contents once the
   steps before `t` had run — the first reading at or after `t`, else the final contents, else the last one before.
   None when nothing covers it."""
-  out, have = bytearray(size), bytearray(size)
+  out, missing = bytearray(size), [(0, size)]   # the byte ranges no reading has given yet
   def take(a: int, b: bytes):
-    for i in range(max(a, addr), min(a + len(b), addr + size)):
-      if not have[i - addr]: out[i - addr], have[i - addr] = b[i - a], 1
+    lo, hi = max(a, addr) - addr, min(a + len(b), addr + size) - addr
+    if lo >= hi or not missing: return
+    left = []
+    for m0, m1 in missing:
+      s0, s1 = max(m0, lo), min(m1, hi)
+      if s0 >= s1: left.append((m0, m1)); continue
+      out[s0:s1] = b[s0 + addr - a:s1 + addr - a]
+      left += [r for r in ((m0, s0), (s1, m1)) if r[0] < r[1]]
+    missing[:] = left
   ordered = sorted(steps, key=lambda x: x[2])
   if after:
     for a, b, st in ordered:
@@ -1085,7 +1144,7 @@ def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] =
       if a == addr: take(a, b.ljust(size, b"\0"))
   for a, b, st in reversed(ordered):
     if st <= t - after: take(a, b)
-  return bytes(out) if any(have) else None
+  return bytes(out) if missing != [(0, size)] else None
 
 def _bytes_data(b: bytes) -> Data:
   """Bytes as the widest integer data that holds them exactly (u32 for tinygrad's float and int inputs)."""

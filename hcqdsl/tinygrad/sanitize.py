@@ -1,19 +1,22 @@
 """`hcqdsl.sanitize()` / `hcqdsl sanitize SCRIPT.py[:FN]`: run a tinygrad program under capture (docs/lift.md) with
-the user's call stack of every submission recorded, lift what tinygrad's AMD runtime submitted to the program it ran,
-check it, and report each race and deadlock in tinygrad's terms — kernel names and argument shapes, the tinygrad
-device and queue, and the user's Python line (and whole stack) where each of the two commands was enqueued — the way
-PyTorch's CUDA sanitizer (torch.cuda._sanitizer) reports a stream race with both stack traces. docs/sanitize.md."""
+the user's call stack of every submission recorded, lift what tinygrad's AMD runtime submitted to the program it ran
+— the run as it happened, every step in one launch, nothing folded away —, check it, and report each race and
+deadlock in tinygrad's terms — kernel names and argument shapes, the tinygrad device and queue, and the user's Python
+line (and whole stack) where each of the two commands was enqueued — the way PyTorch's CUDA sanitizer
+(torch.cuda._sanitizer) reports a stream race with both stack traces. Findings are reported whatever the script did:
+when it failed (its own error follows the findings) and when tinygrad timed out waiting for the GPU (a `hang`: the
+wait that never completed, and what the check says of it). docs/sanitize.md."""
 from __future__ import annotations
-import json, re
+import json, pathlib, re, sys, time
 from typing import Optional
 import attrs
-from ..lift.capture import Capture
+from ..lift.capture import Capture, user_frames
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check
-from ..ir import Submit, HostWrite
+from ..ir import Submit, HostWrite, Wait
 
-__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "sanitize"]
+__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang"]
 
 @attrs.define
 class Command:
@@ -43,32 +46,61 @@ class Finding:
     return "\n".join(out)
   def to_json(self) -> dict: return attrs.asdict(self)
 
+# tinygrad's words when a wait for the GPU gives up (HCQSignal.wait, hcq2's _wait_signal -> on_device_hang)
+_HANG = re.compile(r"Wait timeout|hang detected", re.I)
+
+def is_hang(e: BaseException) -> bool:
+  """Whether `e` is tinygrad giving up on a wait for the GPU (a deadlock, or a GPU that is too slow)."""
+  return isinstance(e, RuntimeError) and bool(_HANG.search(str(e)))
+
+@attrs.define
+class Hang:
+  """tinygrad timed out waiting for the GPU: its message and the user's frames of the wait."""
+  message: str
+  stack: list
+  def where(self) -> str: return f"{self.stack[-1][0]}:{self.stack[-1][1]}" if self.stack else "(no user frame)"
+
 class SanitizerError(RuntimeError):
   """Raised (with `raise_on_error=True`) out of the tinygrad call that enqueued work with an error, so the traceback
   ends at the user's line."""
 
 class Sanitizer:
   """`with hcqdsl.sanitize() as s: ...` records what tinygrad submits inside the block and checks it as the program
-  runs: after each call that submits (a schedule's realize, a TinyJit call: tinygrad's `run_linear`), everything
-  captured so far is lifted and checked; the first check with findings is kept, with the user's line of that call
-  (`s.detected_at`), and checking stops there. A block that ends with no findings is checked once more on everything
-  (the repeated launches a TinyJit makes are only seen whole at the end). `s.findings` holds the races and deadlocks
-  (errors) and the host writes a kernel may read stale (`visibility` through the HDP: a dropped `memory_barrier`),
-  `s.warnings` the rest, `s.ok` says whether there were no findings. `launches`: check this many launches (default:
-  the launches captured). `raise_on_error`: raise SanitizerError with the report from the call that enqueued the
-  first error."""
-  def __init__(self, launches: Optional[int] = None, raise_on_error: bool = False):
-    self.launches, self.raise_on_error = launches, raise_on_error
+  runs. The lifted program is the run as it happened (every submission, host wait and signal write in one launch,
+  `hcqdsl lift --whole`): what `capture` + `lift --whole` + `check` say of the same run. Checks are made when one of
+  tinygrad's calls that submit returns (a realize, a TinyJit call: `run_linear`) once the submissions have doubled
+  since the last check (so all checks together cost at most about twice one check of the whole run), at every such
+  call with `every_call=True` (and with `raise_on_error=True`), and once more when the block ends — also when it ends
+  with an exception: a script that fails, or tinygrad timing out on a wait for the GPU (`s.hang`), still gets its
+  findings. `s.findings` holds the errors and the host writes a kernel may read stale (`visibility` through the HDP:
+  a dropped `memory_barrier`), `s.warnings` the rest, `s.incomplete` what was captured but not checked (packets the
+  lift could not read, dispatches whose arguments were not recorded), `s.ok` whether there were no findings.
+  `raise_on_error`: raise SanitizerError with the report from the call that enqueued the first error. `progress`: a
+  callable given a one-line status after each check (the CLI prints it on stderr on long runs). `keep`: a directory
+  the lifted program is written to (`sanitized.hcq`), so the lines a finding quotes can be read."""
+  def __init__(self, launches: Optional[int] = None, raise_on_error: bool = False, every_call: bool = False,
+               progress=None, keep=None):
+    if launches is not None and launches != 1:
+      raise ValueError("sanitize checks the run as it happened (one launch); `launches` other than 1 is `capture` + `lift` + `check --launches`")
+    self.raise_on_error, self.every_call = raise_on_error, every_call or raise_on_error
+    self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
     self.capture = Capture(contents=False, stacks=True)
     self.findings: list = []
     self.warnings: list = []
+    self.incomplete: list = []   # what was captured and not checked, in words
     self.program = None
+    self.text: Optional[str] = None
+    self.kept: Optional[pathlib.Path] = None
     self.checked = False
     self.checks = 0              # how many times the capture was lifted and checked
+    self.checked_submissions = 0  # how many submissions the last check covered
     self.detected_at: list = []  # the user's frames of the call after which the first findings were seen
+    self.hang: Optional[Hang] = None
+    self.error: Optional[BaseException] = None     # the exception the block ended with (the script's own failure)
     self.failure: Optional[BaseException] = None   # hcqdsl's own failure in a check made while the program ran
     self._saved: list = []
-    self._depth, self._seen = 0, 0
+    self._depth, self._next = 0, 1
+    self._t0 = time.perf_counter()
 
   def __enter__(self) -> "Sanitizer":
     self.capture.__enter__()
@@ -80,13 +112,27 @@ class Sanitizer:
   def __exit__(self, *exc):
     self._restore()
     self.capture.__exit__(*exc)
+    if exc[1] is not None and not isinstance(exc[1], SanitizerError):
+      self.error = exc[1]
+      if is_hang(exc[1]): self.hang = Hang(str(exc[1]).strip().splitlines()[0], self._frames_of(exc[2]))
     if self.failure is not None and exc[0] is None: raise self.failure
-    if exc[0] is None and not self.findings and self.capture.submissions(): self.run_check()
+    if self.failure is None and self.capture.submissions() and self.checked_submissions != self.capture.submissions() \
+       and not isinstance(exc[1], (SanitizerError, KeyboardInterrupt)):
+      try: self.run_check()
+      except Exception as e:
+        if exc[0] is None: raise
+        self.failure = e
     if exc[0] is None and self.raise_on_error and self.findings and not self.detected_at: raise SanitizerError(self.report())
     return False
 
+  def _frames_of(self, tb) -> list:
+    """The user's frames of a traceback, outermost first (as user_frames gives them for the stack)."""
+    import traceback
+    stack = [(f.filename, f.lineno, f.name, f.line or "") for f in traceback.extract_tb(tb)]
+    return [list(f) for f in user_frames(self.capture.skipped_dirs(), stack)]
+
   @property
-  def ok(self) -> bool: return self.checked and not self.findings
+  def ok(self) -> bool: return self.checked and not self.findings and self.hang is None
 
   # ---- checking as the program runs
   def _install(self) -> None:
@@ -112,26 +158,30 @@ class Sanitizer:
 
   def _checkpoint(self) -> None:
     n = self.capture.submissions()
-    if self.findings or self.failure is not None or n == self._seen: return
-    self._seen = n
-    from ..lift.capture import user_frames
+    if self.findings or self.failure is not None or n == self.checked_submissions: return
+    if not self.every_call and n < self._next: return
+    self._next = 2 * n   # checks at doubling counts: their total cost is at most about twice the last one's
     try: self.run_check()
     except Exception as e:  # hcqdsl's own failure: reported as hcqdsl's when the block ends, never as the user's line
       self.failure = e; return
     if self.findings:
-      self.detected_at = [list(f) for f in user_frames(self.capture._skip)]
+      self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
       if self.raise_on_error: raise SanitizerError(self.report())
 
   def run_check(self) -> list:
     man = self.capture.manifest()
     m = load_manifest(man, "<sanitize>")
     info: dict = {}
-    prog = lift_manifest(m, None, None, info)
+    prog = lift_manifest(m, None, None, info, whole=True)
     text = format_program(prog)
+    self.text = text
     self.program = prog = parse(text, "<captured>")
-    launches = self.launches or info.get("launches", 1)
-    diags = check(prog, launches)
+    diags = check(prog, 1)
     self.checks += 1
+    self.checked_submissions = self.capture.submissions()
+    unlifted = sum(": cannot lift (" in ln for ln in text.splitlines())
+    self.incomplete = list(info.get("left_out") or []) + ([f"{unlifted} packet group{'s' * (unlifted != 1)} the lift could not read "
+                                                          "(kept as `cannot lift` comments)"] if unlifted else [])
     devname = {d["name"]: d.get("tinygrad", d["name"]) for d in man["devices"]}
     host = man["host"]
     kernels = {k.name: k for k in prog.kernels}
@@ -153,6 +203,7 @@ class Sanitizer:
         if isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
           stmt = f"write {stmt[6:].split(' = ')[0]}"
           what = f"the host's `{stmt}` (its copy of {st.launch_inits[0].nbytes if st.launch_inits else 0} bytes into host memory)"
+        elif isinstance(st, Wait): what = f"the host's `{stmt}` (tinygrad waiting for the GPU: a synchronize, `.numpy()`, `.item()`)"
         else: what = f"the host's `{stmt}`"
         return Command(stmt, "host", "CPU", what + (f" ({note})" if note else ""), stack_of(step))
       segs = info.get("queues", {}).get(q.name) or []
@@ -183,24 +234,53 @@ class Sanitizer:
       cmds = [c for c in [first] + other if c is not None]
       findings.append(Finding(d.code, d.message, cmds))
     self.findings, self.warnings, self.checked = findings, warnings, True
+    if self.keep is not None and findings: self._keep(text)
+    if self.progress is not None:
+      self.progress(f"hcqdsl sanitize: {self.checked_submissions} submissions seen, {self.checks} check{'s' * (self.checks != 1)} made, "
+                    f"{len(findings)} finding{'s' * (len(findings) != 1)} ({time.perf_counter() - self._t0:.1f} s)")
     return self.findings
 
+  def _keep(self, text: str) -> None:
+    try:
+      self.keep.mkdir(parents=True, exist_ok=True)
+      (p := self.keep / "sanitized.hcq").write_text(text)
+      self.kept = p
+    except OSError as e: self.incomplete.append(f"the lifted program could not be written to {self.keep}: {e.strerror or e}")
+
+  def summary(self) -> str:
+    """The last line: the verdict, the counts, and what was left unchecked."""
+    n, e, w = self.capture.submissions(), len(self.findings), len(self.warnings)
+    verdict = "failed" if self.findings or self.hang else "ok"
+    out = (f"{verdict}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} in {n} submission{'s' * (n != 1)} of tinygrad's AMD runtime"
+           f" ({self.checks} check{'s' * (self.checks != 1)})")
+    if self.incomplete: out += f"; NOT CHECKED: {'; '.join(self.incomplete)}"
+    return out
+
   def report(self) -> str:
-    if not self.checked: return "hcqdsl sanitize: nothing checked (no AMD queue was submitted to)"
+    if not self.checked and self.hang is None: return "hcqdsl sanitize: nothing checked (no AMD queue was submitted to)"
     out = [f.format() for f in self.findings]
+    if self.hang is not None:
+      dl = any(f.code == "deadlock" for f in self.findings)
+      out.append(f"hcqdsl sanitize: hang: tinygrad gave up waiting for the GPU at {self.hang.where()}: {self.hang.message}\n  " +
+                 ("the check of what was submitted up to the hang finds the deadlock above: nothing can release that wait" if dl else
+                  "the check of what was submitted up to the hang finds no deadlock: every wait can be released, so the GPU (or the mock) "
+                  "was too slow for tinygrad's timeout (HCQDEV_WAIT_TIMEOUT_MS), or it faulted"))
     if self.findings and self.detected_at:
       f = self.detected_at[-1]
       out.append(f"found when the program had enqueued up to {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") +
                  f" (check {self.checks} of the capture as it ran)")
-    n = self.capture.submissions()
-    out.append(f"{'ok' if not self.findings else 'failed'}: {len(self.findings)} error{'s' * (len(self.findings) != 1)}, "
-               f"{len(self.warnings)} warning{'s' * (len(self.warnings) != 1)} in {n} submission{'s' * (n != 1)} of tinygrad's AMD runtime")
+    if self.kept is not None and self.findings: out.append(f"the lifted program the findings quote: {self.kept}")
+    out.append(self.summary())
     return "\n".join(out)
 
   def to_json(self) -> str:
-    return json.dumps({"ok": self.ok, "findings": [f.to_json() for f in self.findings], "warnings": len(self.warnings),
-                       "submissions": self.capture.submissions(), "checks": self.checks, "detected_at": self.detected_at})
+    warn = [{"code": d.code, "message": d.message, "line": d.span.line if d.span else None} for d in self.warnings]
+    return json.dumps({"ok": self.ok, "findings": [f.to_json() for f in self.findings], "warnings": warn,
+                       "submissions": self.capture.submissions(), "checks": self.checks, "detected_at": self.detected_at,
+                       "incomplete": self.incomplete, "hang": attrs.asdict(self.hang) if self.hang else None,
+                       "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
+                       "program": str(self.kept) if self.kept else None})
 
-def sanitize(launches: Optional[int] = None, raise_on_error: bool = False) -> Sanitizer:
+def sanitize(launches: Optional[int] = None, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None) -> Sanitizer:
   """`with hcqdsl.sanitize(): model(x).realize()` — see Sanitizer."""
-  return Sanitizer(launches, raise_on_error)
+  return Sanitizer(launches, raise_on_error, every_call, progress, keep)

@@ -44,7 +44,8 @@ def call_script(fn, devices: Optional[int] = None) -> tuple:
   return out if isinstance(out, (tuple, list)) else (out,)
 
 OWN = str(pathlib.Path(__file__).resolve().parents[1])   # hcqdsl's own files
-PASS_THROUGH = {"wrapped", "init", "fset", "get_runtime"}  # the recorder's wrappers: they call tinygrad's own method
+PASS_THROUGH = {"wrapped", "init", "fset", "get_runtime", "run_linear", "exec_kernel", "_exec_copy", "_wait_signal", "synchronize",
+                "_emulate_execute"}  # the recorder's and the sanitizer's wrappers: they call tinygrad's own method
 
 def split_script(spec: str) -> tuple:
   path, _, fn = spec.rpartition(":")
