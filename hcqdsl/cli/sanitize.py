@@ -2,7 +2,7 @@
 races and deadlocks with the kernel names and the script's lines of both commands (docs/sanitize.md). The findings
 are printed whatever the script did — a script is sanitized *because* it fails —, followed by its own error."""
 from __future__ import annotations
-import sys, time
+import os, sys, time
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
 from .util import add_script_args, script_of
@@ -33,6 +33,10 @@ def run(a) -> int:
     if err: sys.stderr.write(err + "\n"); return rc
     sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n"); return 2
   sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
+  if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
+  if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)
+    sys.stdout.flush(); sys.stderr.flush()
+    os._exit(1)
   if s.findings or s.hang is not None or rc: return 1
   return 1 if a.strict and s.incomplete else 0

@@ -889,7 +889,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     while name in used or name in KEYWORDS: name, i = f"{base}_{i}", i + 1
     used.add(name); return name
   bufname: dict = {}
-  for a in sorted(static): bufname[("s", a)] = fresh(_hexname("b", a))
+  kalloc = {al[0] for (ka, _) in kinfo if (al := alloc_of(ka)) is not None} if kargs_read else set()
+  for a in sorted(static): bufname[("s", a)] = fresh(_hexname("kargs" if a in kalloc else "b", a))   # kargs_: kernel arguments
   for t in rebound: bufname[("r", t)] = fresh(f"in_{t[0]:x}")
   def buf_for(addrs: tuple):
     """(name, offset, launch of `x@j` or None) of the buffer the per-launch addresses point into."""

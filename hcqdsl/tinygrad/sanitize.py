@@ -16,7 +16,7 @@ from ..lang.format import format_program
 from ..check import parse, check
 from ..ir import Submit, HostWrite, Wait
 
-__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang"]
+__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang", "hang_of"]
 
 @attrs.define
 class Command:
@@ -49,9 +49,16 @@ class Finding:
 # tinygrad's words when a wait for the GPU gives up (HCQSignal.wait, hcq2's _wait_signal -> on_device_hang)
 _HANG = re.compile(r"Wait timeout|hang detected", re.I)
 
-def is_hang(e: BaseException) -> bool:
-  """Whether `e` is tinygrad giving up on a wait for the GPU (a deadlock, or a GPU that is too slow)."""
-  return isinstance(e, RuntimeError) and bool(_HANG.search(str(e)))
+def hang_of(e: Optional[BaseException]) -> Optional[BaseException]:
+  """The exception in `e`'s chain that is tinygrad giving up on a wait for the GPU (a deadlock, or a GPU that is too
+  slow), or None. (ops_amd's on_device_hang raises its own RuntimeError while handling the wait's timeout.)"""
+  seen = set()
+  while e is not None and id(e) not in seen:
+    if isinstance(e, RuntimeError) and _HANG.search(str(e)): return e
+    seen.add(id(e)); e = e.__cause__ or e.__context__
+  return None
+
+def is_hang(e: BaseException) -> bool: return hang_of(e) is not None
 
 @attrs.define
 class Hang:
@@ -114,7 +121,7 @@ class Sanitizer:
     self.capture.__exit__(*exc)
     if exc[1] is not None and not isinstance(exc[1], SanitizerError):
       self.error = exc[1]
-      if is_hang(exc[1]): self.hang = Hang(str(exc[1]).strip().splitlines()[0], self._frames_of(exc[2]))
+      if (h := hang_of(exc[1])) is not None: self.hang = Hang(str(h).strip().splitlines()[0], self._frames_of(exc[2]))
     if self.failure is not None and exc[0] is None: raise self.failure
     if self.failure is None and self.capture.submissions() and self.checked_submissions != self.capture.submissions() \
        and not isinstance(exc[1], (SanitizerError, KeyboardInterrupt)):
@@ -200,7 +207,10 @@ class Sanitizer:
         step = steps[0] if steps else None
         if isinstance(st, Submit) and queue_hint is not None:  # the submission of the queue the finding is about
           step = next((s for r, s in zip(st.queues, steps) if r.name == queue_hint), step)
-        if isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
+        if isinstance(st, HostWrite) and st.dst.buffer.name.startswith("kargs_"):   # (lift --whole's kernel-argument blocks)
+          stmt = f"write {stmt[6:].split(' = ')[0]}"
+          what = f"the host's `{stmt}`: its write of the kernel arguments of a dispatch (tinygrad's fill_kernargs, or HCQGraph's update of an input's address or a var)"
+        elif isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
           stmt = f"write {stmt[6:].split(' = ')[0]}"
           what = f"the host's `{stmt}` (its copy of {st.launch_inits[0].nbytes if st.launch_inits else 0} bytes into host memory)"
         elif isinstance(st, Wait): what = f"the host's `{stmt}` (tinygrad waiting for the GPU: a synchronize, `.numpy()`, `.item()`)"
@@ -215,6 +225,7 @@ class Sanitizer:
         k, sk = kernels.get(kname), sigs.get(kname)
         params = []
         for i, p in enumerate(k.params if k else ()):
+          if p.name == "kernargs" and i >= len((sk or {}).get("params", [])): continue   # lift --whole's kernel-argument block
           s = (sk or {}).get("params", [])
           s = s[i] if i < len(s) else {}
           shape = "x".join(str(x) for x in s.get("shape", [])) or "?"

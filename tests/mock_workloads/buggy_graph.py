@@ -1,7 +1,9 @@
 """A TinyJit workload (the two-device one of multi_device.py unless WORKLOAD names another) with a bug injected into tinygrad's HCQGraph while it builds its queues
 (BUG=dep: the copy queue drops its wait for the compute queue that produced its source; BUG=kick: every queue drops
 its wait for the host's kickoff; BUG=barrier: the compute queues drop their opening `memory_barrier`, the HDP flush
-after the host's writes of kernel arguments). Used by the sanitize and check tests; BUG unset: tinygrad as it is."""
+after the host's writes of kernel arguments; BUG=hang: the compute queues no longer signal the device's timeline at
+the end, so tinygrad's next wait for the graph times out — set HCQDEV_WAIT_TIMEOUT_MS low). Used by the sanitize and
+check tests; BUG unset: tinygrad as it is."""
 import os, runpy, pathlib
 from tinygrad.runtime.graph.hcq import HCQGraph
 from tinygrad.runtime.ops_amd import AMDComputeQueue, AMDCopyQueue
@@ -25,6 +27,12 @@ def dropping(cls):
     return orig(q, signal, value)
   cls.wait = wait
 for c in (AMDComputeQueue, AMDCopyQueue): dropping(c)
+
+orig_signal = AMDComputeQueue.signal
+def signal(q, sig, value=0):
+  if building and BUG == "hang" and sig in building[-1].virt_timeline_signals.values(): return q
+  return orig_signal(q, sig, value)
+AMDComputeQueue.signal = signal
 
 orig_barrier = AMDComputeQueue.memory_barrier
 def memory_barrier(q):
