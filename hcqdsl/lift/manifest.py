@@ -1124,28 +1124,28 @@ class _Readings:
 def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
   """The allocation [addr, addr + size) when step `t` ran, each byte from the last reading at or before `t` (a capture
   reads a buffer before each step that uses it and records it only when it changed). `after`: its contents once the
-  steps before `t` had run — the first reading at or after `t`, else the final contents, else the last one before.
-  None when nothing covers it."""
-  out, missing = bytearray(size), [(0, size)]   # the byte ranges no reading has given yet
-  def take(a: int, b: bytes):
-    lo, hi = max(a, addr) - addr, min(a + len(b), addr + size) - addr
-    if lo >= hi or not missing: return
+  steps before `t` had run — the first reading at or after `t`, else the final contents, else the last one before
+  (`size` bytes). Otherwise without its trailing zeros, so an allocation of 256 MiB that was read at its start costs
+  what was read. None when nothing covers it."""
+  ordered = sorted(steps, key=lambda x: x[2])
+  chosen = ([(a, b) for a, b, st in ordered if st >= t] + [(a, b.ljust(size, b"\0")) for a, b in final or () if a == addr]
+            if after else []) + [(a, b) for a, b, st in reversed(ordered) if st <= t - after]
+  chosen = [(a, b) for a, b in chosen if a < addr + size and addr < a + len(b)]
+  if not chosen: return None
+  hi = size if after else max(min(a + len(b), addr + size) for a, b in chosen) - addr
+  out, missing = bytearray(hi), [(0, hi)]   # the byte ranges no reading has given yet
+  for a, b in chosen:
+    lo, up = max(a, addr) - addr, min(a + len(b), addr + hi) - addr
+    if lo >= up: continue
     left = []
     for m0, m1 in missing:
-      s0, s1 = max(m0, lo), min(m1, hi)
+      s0, s1 = max(m0, lo), min(m1, up)
       if s0 >= s1: left.append((m0, m1)); continue
       out[s0:s1] = b[s0 + addr - a:s1 + addr - a]
       left += [r for r in ((m0, s0), (s1, m1)) if r[0] < r[1]]
-    missing[:] = left
-  ordered = sorted(steps, key=lambda x: x[2])
-  if after:
-    for a, b, st in ordered:
-      if st >= t: take(a, b)
-    for a, b in final or ():
-      if a == addr: take(a, b.ljust(size, b"\0"))
-  for a, b, st in reversed(ordered):
-    if st <= t - after: take(a, b)
-  return bytes(out) if missing != [(0, size)] else None
+    missing = left
+    if not missing: break
+  return bytes(out) if after else bytes(out).rstrip(b"\0")
 
 def _bytes_data(b: bytes) -> Data:
   """Bytes as the widest integer data that holds them exactly (u32 for tinygrad's float and int inputs)."""
