@@ -145,3 +145,69 @@ def test_hcq2_check_reports_injected_bug(tmp_path, bug, workload, where):
   prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / f"{bug}.hcq"))), f"{bug}.hcq")
   races = [d for d in hcqdsl.check(prog, 2) if d.code == "race"]
   assert races and where in races[0].message and len(races[0].related) == 1, (bug, [str(d) for d in races])
+
+# ---- issue 30: findings whatever the script did, hangs, every launch checked, the two paths agree
+def _errors(rep: dict) -> list: return sorted(f["code"] for f in rep["findings"])
+
+def test_sanitize_prints_findings_when_the_script_fails(tmp_path):
+  """A sanitizer is run because the script fails: the findings come first, then the script's own error (exit 1)."""
+  script = tmp_path / "fails.py"
+  script.write_text(f"import os, runpy\nos.environ.update(BUG='dep')\nrunpy.run_path({str(WORKLOAD)!r}, run_name='__main__')\n"
+                    "raise AssertionError('tinygrad gave wrong numbers')\n")
+  r = run_hcqdsl("sanitize", script)
+  assert r.returncode == 1, r.stdout + r.stderr
+  assert "hcqdsl sanitize: race:" in r.stdout and r.stdout.splitlines()[-1].startswith("failed: "), r.stdout
+  assert r.stderr.splitlines()[-1] == f"hcqdsl: error: {script}:4: AssertionError: tinygrad gave wrong numbers", r.stderr
+  rep = json.loads(run_hcqdsl("sanitize", "--format", "json", script).stdout)
+  assert "race" in _errors(rep) and rep["error"] == "AssertionError: tinygrad gave wrong numbers", rep
+
+def test_sanitize_reports_a_hang_as_a_deadlock():
+  """HCQGraph's compute queue no longer signals the device's timeline (BUG=hang): tinygrad's next wait times out. That
+  is reported as a hang, with the check of what was submitted up to it: the deadlock at the host's wait, at the user's line."""
+  r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="hang", HCQDEV_WAIT_TIMEOUT_MS="1000")
+  assert r.returncode == 1, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  assert rep["hang"] and "Wait timeout" in rep["hang"]["message"] and _line_of({"stack": rep["hang"]["stack"]}) == USER_LINE, rep["hang"]
+  [dl] = [f for f in rep["findings"] if f["code"] == "deadlock"]
+  [host] = dl["commands"]
+  assert host["queue"] == "host" and host["text"].startswith("wait gpu") and _line_of(host) == USER_LINE, dl
+  assert "Traceback" not in r.stderr and "internal error" not in r.stderr, r.stderr
+  r = run_hcqdsl("sanitize", WORKLOAD, BUG="hang", HCQDEV_WAIT_TIMEOUT_MS="1000")
+  assert "hcqdsl sanitize: hang: tinygrad gave up waiting for the GPU at" in r.stdout and "finds the deadlock above" in r.stdout, r.stdout
+
+def test_sanitize_checks_every_graph_launch(tmp_path):
+  """A 3-call TinyJit (call 1 eager, call 2 captured into an HCQGraph and launched, call 3 a replay) over a 3-device
+  copy ring: every submission is in the checked program, nothing is left out; the folded lift of the same capture
+  leaves steps out and says so (`lift --strict` exits 1), `lift --whole` does not."""
+  r = run_hcqdsl("sanitize", "--format", "json", "--keep", tmp_path, WORKLOADS / "copy_ring.py")
+  assert r.returncode == 0, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  assert rep["ok"] and rep["incomplete"] == [] and rep["submissions"] >= 30, rep
+  prog = hcqdsl.parse((tmp_path / "sanitized.hcq").read_text(), "sanitized.hcq")
+  assert len(prog.queues) == rep["submissions"], (len(prog.queues), rep["submissions"])   # one queue per submission
+  man, _ = capture("copy_ring", tmp_path)
+  r = run_hcqdsl("lift", "--strict", man)
+  assert r.returncode == 1 and "not lifted, so no check sees it: steps 1.." in r.stderr and "`--whole` lifts every step" in r.stderr, r.stderr
+  r = run_hcqdsl("lift", "--strict", "--whole", man, "-o", tmp_path / "whole.hcq")
+  assert r.returncode == 0 and "not lifted" not in r.stderr, r.stderr
+  assert len(hcqdsl.parse((tmp_path / "whole.hcq").read_text(), "whole.hcq").queues) == sum(h["op"] == "submit" for h in json.loads(man.read_text())["host"])
+
+# tinygrad's own styles, tinygrad as it is: no finding on either path, and `capture` + `lift --whole` + `check` of the
+# same script gives the same verdict (the two commands must never disagree on a run)
+AGREE = [("decode", False), ("convnet", False), ("copy_ring", False), ("decode", True), ("two_inputs", True),
+         pytest.param("dp_adam", False, marks=pytest.mark.slow), pytest.param("copy_ring", True, marks=pytest.mark.slow),
+         pytest.param("convnet", True, marks=pytest.mark.slow), pytest.param("train_step", False, marks=pytest.mark.slow)]
+
+@pytest.mark.parametrize("workload,hcq2", AGREE)
+def test_sanitize_agrees_with_capture_lift_check(tmp_path, workload, hcq2):
+  extra = {"NDEV": "2", "CALLS": "3"} if workload == "dp_adam" else {}
+  r = run_hcqdsl("sanitize", "--format", "json", WORKLOADS / f"{workload}.py", hcq2=hcq2, **extra)
+  assert r.returncode == 0, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  assert rep["ok"] and rep["findings"] == [] and rep["incomplete"] == [] and rep["submissions"] > 0, rep
+  man, _ = capture(workload, tmp_path, hcq2=hcq2, **extra)
+  prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / "w.hcq"), whole=True)), "w.hcq")
+  diags = hcqdsl.check(prog, 1)
+  errors = [d for d in diags if d.severity == "error" or (d.code == "visibility" and d.extra.get("cause") == "hdp")]
+  assert errors == [], [str(d) for d in errors]
+  assert sorted(w["code"] for w in rep["warnings"]) == sorted(d.code for d in diags if d not in errors)

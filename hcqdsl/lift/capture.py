@@ -499,12 +499,11 @@ class Capture:
     Capture._active = None
 
   def __exit__(self, *exc):
-    try:
-      if self.contents and exc[0] is None:
-        for d in self.devices.values():
-          try: d["_dev"].synchronize()
-          except Exception: pass
-    finally: self._restore()
+    self._restore()   # first: the capture's own synchronize below is no step of the script's
+    if self.contents and exc[0] is None:   # so the final contents are the GPU's last writes
+      for d in self.devices.values():
+        try: d["_dev"].synchronize()
+        except Exception: pass
     if self.path is not None: self.save(self.path)
     return False
 

@@ -84,7 +84,7 @@ class Sanitizer:
   lift could not read, dispatches whose arguments were not recorded), `s.ok` whether there were no findings.
   `raise_on_error`: raise SanitizerError with the report from the call that enqueued the first error. `progress`: a
   callable given a one-line status after each check (the CLI prints it on stderr on long runs). `keep`: a directory
-  the lifted program is written to (`sanitized.hcq`), so the lines a finding quotes can be read."""
+  the lifted program of the last check is written to (`sanitized.hcq`), so the lines a finding quotes can be read."""
   def __init__(self, launches: Optional[int] = None, raise_on_error: bool = False, every_call: bool = False,
                progress=None, keep=None):
     if launches is not None and launches != 1:
@@ -245,7 +245,7 @@ class Sanitizer:
       cmds = [c for c in [first] + other if c is not None]
       findings.append(Finding(d.code, d.message, cmds))
     self.findings, self.warnings, self.checked = findings, warnings, True
-    if self.keep is not None and findings: self._keep(text)
+    if self.keep is not None: self._keep(text)
     if self.progress is not None:
       self.progress(f"hcqdsl sanitize: {self.checked_submissions} submissions seen, {self.checks} check{'s' * (self.checks != 1)} made, "
                     f"{len(findings)} finding{'s' * (len(findings) != 1)} ({time.perf_counter() - self._t0:.1f} s)")
