@@ -5,18 +5,25 @@ from __future__ import annotations
 import os, sys, time
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
-from .util import add_script_args, script_of
+from .util import add_script_args, script_of, UsageError
 
 def add_args(p) -> None:
+  p.add_argument("--explain", metavar="CODE", help="what a finding's code means in tinygrad's generated commands, and whose it is")
   add_script_args(p, [(("--format",), dict(choices=("text", "json"), default="text", help="the report: text (default) or one JSON object")),
                       (("--strict",), dict(action="store_true", help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
                       (("--every-call",), dict(action="store_true", help="check after every tinygrad call that submits (default: when the "
                                                                          "submissions have doubled since the last check, and at the end)")),
                       (("--keep",), dict(metavar="DIR", help="write the lifted program the findings quote to DIR/sanitized.hcq")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
+  next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
 def run(a) -> int:
-  from ..tinygrad.sanitize import Sanitizer
+  from ..tinygrad.sanitize import Sanitizer, advice
+  if a.explain is not None:   # (the script is then ignored)
+    from ..diagnostics import CODES, did_you_mean
+    if a.explain not in CODES: raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, CODES)}")
+    sys.stdout.write(f"{a.explain}: {advice(a.explain)}\n"); return 0
+  if a.script is None: raise UsageError("sanitize takes SCRIPT.py[:FN] (or --explain CODE)")
   script, fn, args = script_of(a)
   t0 = time.perf_counter()
   def progress(line: str) -> None:   # long runs only: a short script's report comes before anyone waits for it

@@ -362,9 +362,26 @@ class Capture:
                               "target": str(dev.arch), "engine": engine, "dwords": [], "_put": self._puts.get(id(desc), 0), "_desc": desc}
     return self.rings[id(desc)]
 
+  def _staged(self, dw: list, ring: dict, dev) -> list:
+    """(address, bytes) of each copy out of one of the device's staging buffers (tinygrad's HCQAllocator._copyin: the
+    host wrote the chunk into `allocator.b[b_next]` right before this submission, after waiting for the copy that read
+    it last)."""
+    bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
+    spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
+    out = []
+    for p in _sdma.decoder(ring["target"]).decode(dw):
+      if p.raw or p.name != "COPY_LINEAR": continue
+      src, n = p.fields["src_addr"], p.fields["count"] + 1
+      if any(a <= src and src + n <= a + sz for a, sz in spans): out.append((src, n))
+    return out
+
   def _submitted(self, ring: dict, new: list, dev) -> None:
-    step = len(self.host)
     dw = self._expand(new, ring["engine"], ring["target"])
+    if ring["engine"] == "copy" and self.path_kind == "hcq":
+      for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
+        b = self._read(addr, n) if self.contents else None
+        self._step({"op": "write", "addr": addr, "hex": b.hex() if b is not None else "", "size": n})
+    step = len(self.host)
     sigs = self._scan(dw, ring["engine"], ring["target"], step)
     ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}
     if sigs: ent["signals"] = sigs

@@ -22,6 +22,11 @@ U64 = (1 << 64) - 1
 MANIFEST_KIND, MANIFEST_VERSION = "hcqdsl-manifest", 2
 READABLE_VERSIONS = (1, 2)  # version 1: no steps, contents or code (older captures and hand-written dumps)
 LAUNCH_VAR = "launch"
+# the tolerance of a lifted float32 expect: hcqdsl's RDNA3 executor and tinygrad's emulator round transcendentals (exp2,
+# log2, rcp, sqrt) differently by an ulp or two, and chains of kernels (an optimizer step) grow that; values near zero
+# differ in absolute terms — Adam's first steps divide a gradient by its own square root, so an update near zero moves
+# by up to the learning rate (convnet.py's weights after three steps: 2e-4 apart)
+LIFT_RTOL, LIFT_ATOL = 1e-3, 1e-3
 
 class ManifestError(ValueError):
   """A manifest that cannot be used: the message names the file and the JSON path of the bad field."""
@@ -236,8 +241,11 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
                      **({"init": True} if h.obj.get("init") is True else {}), **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
       elif op == "write" and ver >= 2:   # the host's store of bytes into host memory (a staging refill)
         a, b = h.get("addr", "int", required=True), _hex_bytes(h, "hex")
+        if (n := h.get("size", "int")) is not None:   # `size`: the bytes were not recorded (sanitize), only the range
+          if b and len(b) != n: h.fail("size", f"{n}, but `hex` holds {len(b)} bytes")
+          b = b or bytes(n)
         host.append({"op": "write", "addr": a, "data": b, **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
-        steps.append((a, b, len(host)))   # what the memory holds from the next step on
+        if h.obj.get("hex"): steps.append((a, b, len(host)))   # what the memory holds from the next step on
       else: h.fail("op", f"expected {'submit, signal, wait or write' if ver >= 2 else 'submit, signal or wait'}, got `{op}`")
   graph_calls = []
   for g in top.get("graph_calls", "list", default=[]):
@@ -1093,12 +1101,32 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   written |= {bufname.get(("s", alloc_of(a)[0] if alloc_of(a) else a)) for s in subs for p in s["packets"]
               if p.name == "COPY_LINEAR" and not p.raw and len({d[p.offset + 5] for d in s["per"]}) == 1
               for a in [p.fields["dst_addr"]]}
+  # tinygrad's dtype of each buffer's memory as its last writer left it: a kernel's argument (its signature), or a copy's
+  # source (tinygrad reuses memory, a staging buffer for everything: the last write decides)
+  events = []   # (step, offset, kind, what)
+  for (ka, sname), (prog, ptrs, _, _, _, _, step) in kinfo.items():
+    bsig = [x for x in m.kernels.get(prog, {}).get("signature") or [] if x.get("name") is None]
+    events.append((step, 0, "exec", [(buf_for(t)[0], x.get("dtype"), x.get("mode")) for t, x in zip(ptrs, bsig)]))
+  for sub in subs:
+    for p in sub["packets"]:
+      if p.name == "COPY_LINEAR" and not p.raw:
+        ends = [buf_for(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in sub["per"]))[0] for lo in (3, 5)]
+        events.append((seg_of(sub, p.offset)[2], p.offset, "copy", ends))
+  dtypes: dict = {}
+  for _, _, kind, what in sorted(events, key=lambda e: e[:2]):
+    if kind == "copy": dtypes[what[1]] = dtypes.get(what[0])
+    else:
+      for nm, dt, mode in what:
+        if mode in ("out", "inout") or nm not in dtypes: dtypes[nm] = dt
   for (kind, key), nm in bufname.items():
     if kind != "s" or nm not in written or static[key]["size"] > (1 << 20): continue
     after = readings.assemble(key, static[key]["size"], end, m.final, after=True)
     if after is None: continue
     d = trimmed_data(after, static[key]["size"]) or Data("u8", (0,))
-    decls.append(Expect(Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm)), d))
+    sl = Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != static[key]["size"] else Slice(Ref(nm))
+    if dtypes.get(nm) == "float" and d.nbytes % 4 == 0:   # float32 memory: compared within a tolerance, as floats
+      decls.append(Expect(sl, Data("f32", tuple(float(x) for x in np.frombuffer(after[:d.nbytes], "<f4"))), True, LIFT_RTOL, LIFT_ATOL))
+    else: decls.append(Expect(sl, d))
   if trace is not None:  # for sanitize: which capture step each lifted queue came from
     trace.update(start=orig(start), period=P, launches=K, steps=[orig(i) for i in range(start, start + P)], left_out=left_out,
                  queues={x["name"]: [(a, b, orig(i), c) for a, b, i, c in x["segs"]] for x in subs},
