@@ -380,7 +380,7 @@ class Capture:
     if ring["engine"] == "copy" and self.path_kind == "hcq":
       for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
         b = self._read(addr, n) if self.contents else None
-        self._step({"op": "write", "addr": addr, "hex": b.hex() if b is not None else "", "size": n})
+        self._step({"op": "write", "addr": addr, "hex": b.hex() if b is not None else "", "size": n, "staged": True})
     step = len(self.host)
     sigs = self._scan(dw, ring["engine"], ring["target"], step)
     ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}

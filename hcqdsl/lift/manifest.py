@@ -244,7 +244,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         if (n := h.get("size", "int")) is not None:   # `size`: the bytes were not recorded (sanitize), only the range
           if b and len(b) != n: h.fail("size", f"{n}, but `hex` holds {len(b)} bytes")
           b = b or bytes(n)
-        host.append({"op": "write", "addr": a, "data": b, **({"stack": h.obj["stack"]} if "stack" in h.obj else {})})
+        host.append({"op": "write", "addr": a, "data": b, **({"stack": h.obj["stack"]} if "stack" in h.obj else {}),
+                     **({"staged": True} if h.obj.get("staged") is True else {})})
         if h.obj.get("hex"): steps.append((a, b, len(host)))   # what the memory holds from the next step on
       else: h.fail("op", f"expected {'submit, signal, wait or write' if ver >= 2 else 'submit, signal or wait'}, got `{op}`")
   graph_calls = []
@@ -615,11 +616,14 @@ def lift_file(path, program_file: Optional[str] = None, code_dir=None, whole: bo
 
 # ---------------------------------------------------------------- captures (version 2): the program tinygrad ran
 
-def _launch_steps(ev: list) -> list:
+def _launch_steps(ev: list, whole: bool = False) -> list:
   """The indices of the host steps that are steps of a launch: all but a signal's creation (`init`) at an address no
-  earlier step used (a recycled signal's creation writes memory a submission, wait or write used: it stays a step)."""
+  earlier step used (a recycled signal's creation writes memory a submission, wait or write used: it stays a step),
+  and, folding launches (not `whole`), the host's writes of classic HCQ's staged chunks (`staged`: they alternate
+  between the allocator's staging buffers, so no launch repeats the last; the copy reading one is `rebound` there)."""
   used, keep = set(), []
   for i, e in enumerate(ev):
+    if e.get("staged") and not whole: continue
     if e["op"] == "submit": used.update(e.get("signals", ()))
     elif e.get("init") and e["addr"] not in used: continue
     else: used.add(e["addr"])
@@ -700,7 +704,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   notes: list = []
   # a fresh signal's creation (tinygrad writes its first value in HCQSignal.__init__: HCQGraph makes its signals
   # while the captured call runs) is its initial value, no step of a launch: so the captured call is launch 1
-  keep = _launch_steps(m.host)
+  keep = _launch_steps(m.host, whole)
   n_all, orig = len(m.host), (lambda i: keep[i] if i < len(keep) else len(m.host))
   if len(keep) < len(m.host):
     new = lambda st: bisect.bisect_left(keep, st)
