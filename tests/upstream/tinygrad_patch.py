@@ -2,7 +2,8 @@
 no file is written. Each hunk is applied to the module's source text; every function or method whose text the patch
 changes (or adds) is compiled from the patched text and installed on the live module or class, so the code that runs
 is exactly the patch's. Only function and method definitions may change (tinygrad/engine/jit.py's and
-tinygrad/runtime/graph/hcq.py's fixes do); anything else raises.
+tinygrad/runtime/graph/hcq.py's fixes do); anything else raises. A method wrapped by a recorder (a function with
+`__wrapped__` holding the method in its closure, as `hcqdsl capture` installs) keeps its wrapper around the patched one.
 
   apply("docs/findings/stale-jit-copy.patch")            # patches the files whose modules can be imported here
   python tests/upstream/tinygrad_patch.py --check P...    # does each patch apply to the installed tinygrad's files?
@@ -65,10 +66,15 @@ def _rest(tree: ast.Module) -> str:
     visit_AsyncFunctionDef = visit_FunctionDef
   return ast.dump(Strip().visit(tree))
 
+def _holds(cell, x) -> bool:
+  try: return cell.cell_contents is x
+  except ValueError: return False   # an empty cell
+
 def install(module: types.ModuleType, old_src: str, new_src: str) -> list[str]:
   """Install every def new_src changes or adds on the live module (its classes' methods on the live classes)."""
   old_tree, new_tree = ast.parse(old_src), ast.parse(new_src)
-  if _rest(ast.parse(old_src)) != _rest(ast.parse(new_src)): raise NotImplementedError(f"{module.__name__}: the patch changes more than function definitions")
+  if _rest(ast.parse(old_src)) != _rest(ast.parse(new_src)):
+    raise NotImplementedError(f"{module.__name__}: the patch changes more than function definitions")
   old_lines, new_lines, old_defs = old_src.splitlines(), new_src.splitlines(), _defs(old_tree)
   done = []
   for (cls_name, name), node in _defs(new_tree).items():
@@ -88,7 +94,12 @@ def install(module: types.ModuleType, old_src: str, new_src: str) -> list[str]:
       cells = tuple(types.CellType(cls) if v == "__class__" else c for v, c in zip(fn.__code__.co_freevars, fn.__closure__ or ()))
       new = types.FunctionType(fn.__code__, module.__dict__, fn.__name__, fn.__defaults__, cells or None)
       new.__kwdefaults__, new.__qualname__ = fn.__kwdefaults__, f"{cls_name}.{name}"
-      setattr(cls, name, type(obj)(new) if obj is not fn else new)
+      new = type(obj)(new) if obj is not fn else new
+      live = cls.__dict__.get(name)
+      inner = getattr(live, "__wrapped__", None)
+      if inner is not None and (cell := next((c for c in getattr(live, "__closure__", None) or () if _holds(c, inner)), None)) is not None:
+        cell.cell_contents = live.__wrapped__ = new   # a recording wrapper (hcqdsl capture's) keeps wrapping the patched method
+      else: setattr(cls, name, new)
     done.append(f"{module.__name__}.{cls_name + '.' if cls_name else ''}{name}")
   return done
 
