@@ -160,8 +160,8 @@ class TestHCQGraphDeviceSync(unittest.TestCase):
     wrong = [f"{devs[k]}'s replica of S: {r.ravel()[:4]}, want {tp.s.ravel()[:4]}" for k, r in enumerate(replicas) if not np.allclose(r, tp.s, atol=1e-4)]
     # S @ W1 is column-parallel: device k computes columns 8k..8k+7 from its own replica
     got, want = (tp.S @ tp.W1).numpy(), tp.s @ tp.w1
-    self.assertTrue(np.allclose(got, want, atol=1e-3) and not wrong, "\n".join(wrong + [f"S @ W1: columns wrong: "
-                    f"{sorted({int(c) for c in np.argwhere(~np.isclose(got, want, atol=1e-3))[:, 1]})}"]))
+    if wrong or not np.allclose(got, want, atol=1e-3):
+      self.fail("\n".join(wrong + [f"S @ W1: columns wrong: {sorted({int(c) for c in np.argwhere(~np.isclose(got, want, atol=1e-3))[:, 1]})}"]))
 
 if __name__ == "__main__":
   unittest.main()
