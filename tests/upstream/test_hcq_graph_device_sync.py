@@ -57,9 +57,8 @@ class TensorParallel:
     return ret
 
   def reference(self, xn):
-    relu = lambda a: np.maximum(a, 0)
-    y = relu((xn + 1) @ self.w1) @ self.w2
-    return relu((y * 2 + 1) @ self.w1) @ self.w2
+    y = np.maximum((xn + 1) @ self.w1, 0) @ self.w2
+    return np.maximum((y * 2 + 1) @ self.w1, 0) @ self.w2
 
   def __call__(self, xn):
     self.s = self.s + self.reference(xn)
@@ -157,7 +156,8 @@ class TestHCQGraphDeviceSync(unittest.TestCase):
       for i, xn in enumerate(tp.inputs): np.testing.assert_allclose(tp(xn), tp.reference(xn), atol=1e-4, err_msg=f"call {i}")
     finally: restore()
     replicas = [tp.S.uop.buffer.bufs[k].numpy().view(np.float32).reshape(tp.s.shape) for k in range(len(devs))]
-    wrong = [f"{devs[k]}'s replica of S: {r.ravel()[:4]}, want {tp.s.ravel()[:4]}" for k, r in enumerate(replicas) if not np.allclose(r, tp.s, atol=1e-4)]
+    wrong = [f"{devs[k]}'s replica of S: {r.ravel()[:4]}, want {tp.s.ravel()[:4]}"
+             for k, r in enumerate(replicas) if not np.allclose(r, tp.s, atol=1e-4)]
     # S @ W1 is column-parallel: device k computes columns 8k..8k+7 from its own replica
     got, want = (tp.S @ tp.W1).numpy(), tp.s @ tp.w1
     if wrong or not np.allclose(got, want, atol=1e-3):
