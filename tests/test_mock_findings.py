@@ -1,7 +1,8 @@
 """The two tinygrad findings (docs/findings/) on tinygrad's mock GPU: the stale JIT copy reproduced with tinygrad
-0.14's HCQGraph and gone with the proposed fix applied by monkeypatch; the `_resolve_deps` chain's race as `check`
-reports it on the program `emit --planner tinygrad` derives from the TinyJit (HCQGraph's own schedule). Skipped,
-naming how to enable it, where the mock GPU is not available (tests/mock_gpu.py)."""
+0.14's HCQGraph and gone with docs/findings/stale-jit-copy.patch applied (in memory); the `_resolve_deps` chain's race
+as `check` reports it on the program `emit --planner tinygrad` derives from the TinyJit (HCQGraph's own schedule).
+Skipped, naming how to enable it, where the mock GPU is not available (tests/mock_gpu.py). The standalone (tinygrad
+only) reproductions are tests/upstream/, run by tests/test_upstream_findings.py."""
 from __future__ import annotations
 import json, subprocess, sys
 import pytest
@@ -34,7 +35,7 @@ def _lift(man, tmp):
 def test_stale_copy_through_capture(tmp_path):
   """The capture records each HCQGraph call's inputs, so the lift knows the copy's fixed source is launch 1's input:
   `a@1`, and check's stale-input names the copy and both launches; `run` of the lift gives tinygrad's wrong numbers. With
-  the fix applied (by monkeypatch) the copy reads each launch's own input and the capture checks clean."""
+  the patch applied (in memory) the copy reads each launch's own input and the capture checks clean."""
   import hcqdsl, numpy as np
   from hcqdsl.ir import Copy
   from mock_gpu import capture
@@ -88,7 +89,7 @@ def test_stale_allreduce_through_capture(tmp_path):
   assert len({d.extra["buffer"] for d in errors}) == 4 and {d.extra["launch"] for d in errors} == {2}
   kinds = sorted(d.extra["queue"].split("_")[0][:4] for d in errors)
   assert kinds == ["comp"] * 4 + ["copy"] * 12
-  # the fix, extended to shards of a sharded input (stale_copy.py's apply_fix): tinygrad's sums right (the workload
+  # the patch (stale_copy.py's apply_fix; shards of a sharded input included): tinygrad's sums right (the workload
   # asserts them) and the capture checks clean
   (tmp_path / "fixed").mkdir()
   man, _ = capture("allreduce", tmp_path / "fixed", STALE="1", HCQDSL_FIX="1")
