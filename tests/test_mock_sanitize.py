@@ -211,3 +211,16 @@ def test_sanitize_agrees_with_capture_lift_check(tmp_path, workload, hcq2):
   errors = [d for d in diags if d.severity == "error" or (d.code == "visibility" and d.extra.get("cause") == "hdp")]
   assert errors == [], [str(d) for d in errors]
   assert sorted(w["code"] for w in rep["warnings"]) == sorted(d.code for d in diags if d not in errors)
+
+def test_hcq2_sanitize_prints_findings_when_tinygrads_numbers_are_wrong(tmp_path):
+  """hcq2's dropped dependency really races on the mock: the script's own check of tinygrad's numbers fails (the
+  workload's assert, kept on here). The race is reported first, then the script's AssertionError at its line."""
+  script = tmp_path / "checks_numbers.py"
+  script.write_text(f"import os, runpy\nos.environ.update(BUG='dep', WORKLOAD='')\nrunpy.run_path({str(HCQ2_WORKLOAD)!r})\n"
+                    f"del os.environ['BUG']\nrunpy.run_path({str(WORKLOADS / 'multi_device.py')!r}, run_name='__main__')\n")
+  r = run_hcqdsl("sanitize", "--format", "json", script, hcq2=True)
+  assert r.returncode == 1, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  assert "race" in _errors(rep), rep
+  assert rep["error"] and rep["error"].startswith("AssertionError"), rep["error"]
+  assert r.stderr.splitlines()[-1].startswith(f"hcqdsl: error: {script}:5: AssertionError"), r.stderr
