@@ -69,6 +69,10 @@ def test_fast_path_takes_only_what_the_grammar_takes():
   "device g = AMD:0\nvar v = [1, 2,]; var w = []\nbuffer x on g size 4 rebound = i32 [1], i32 [- 2],\n"
   "buffer h on host size 8 rewritten=f32[1.5],f32[- inf]\nbuffer z on g size 4 rebound\nkernel k(in x, u32 n, i32 m)\n"
   "queue q compute on g { exec k(x, g.epoch - 1, v) grid (v + 1, 2, g.epoch) block(4,w,1); exec k(x, 7, w + 2) }\n",
+  # what `lift` writes (issue 30): a code buffer, the host's write of per-launch bytes, expects with tolerances
+  'device g = AMD:0\nbuffer c on g size 4K\nbuffer b on g size 64\nkernel k(in a, in kernargs) = amd "k.co" code c\n'
+  "host { write b[0:8] = u32 [1, 2], u32 [3, 4]; write b[8:12]=f32[1.5] }\n"
+  "expect b[0:8] ~= f32 [1.5, -2.0] rtol 0.001 atol 1e-06\nexpect b ~= f32 [1.0] atol 0.5; expect b ~= f32 [2.0] rtol 1\n",
 ])
 def test_layouts_the_fast_path_takes(text):
   assert same(text) is not None

@@ -22,7 +22,7 @@ import collections, gc, itertools, math, operator, re
 from itertools import repeat
 import attrs
 from typing import Optional
-from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
+from ..ir import (HostWrite, Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
 from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
@@ -55,6 +55,8 @@ _DIMX = re.compile(rf"(?:(?P<n>{_NUM})|(?P<v>{_NAME}(?:\.epoch)?)(?:{_W}(?P<op>[
 _ARGX = re.compile(rf"{_W}(?:(?P<n>{_NUM})|(?P<v>{_NAME})(?P<ep>\.epoch)?(?:{_W}(?P<op>[+-]){_W}(?P<k>{_NUM}))?){_W}$")
 _PER_LAUNCH = re.compile(rf"buffer[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})[ \t]+size[ \t]+({_SNUM})[ \t]+(rebound|rewritten)"
                          rf"(?:{_W}=(?P<rest>.*))?$")
+_TOL = re.compile(r"(rtol|atol)[ \t]+([0-9][0-9.eE+-]*)")
+_FLOAT_TOL = re.compile(r"[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?")
 _DATA_ONE = re.compile(rf"{_W}(?P<dt>{_NAME}){_W}\[(?P<vals>[^\]]*)\]")
 _DATA_SEP = re.compile(rf"{_W}(?:,|$)")
 _MINUS_WS = re.compile(r"-[ \t]+")
@@ -62,6 +64,7 @@ _UVALS = re.compile(r"[ \t]*(?:(?:0|[1-9][0-9]*)[ \t]*(?:,[ \t]*(?:0|[1-9][0-9]*
 _COPY = re.compile(r"copy[ \t]+")
 _WRITE = re.compile(r"write[ \t]+")
 _WRITE_EQ = re.compile(rf"{_W}={_W}{_EXPR}{_W}$")
+_HOST_WRITE_EQ = re.compile(rf"{_W}=(?={_W}{_NAME}{_W}\[)")   # `= T [..], ...`: the host's write
 _POLL = re.compile(r"poll[ \t]+")
 _POLL_TAIL = re.compile(rf"{_W}(?:&{_W}(?P<mask>{_NUM}){_W})?=={_W}{_EXPR}{_W}$")
 _ARROW = re.compile(rf"{_W}<-{_W}")
@@ -74,7 +77,7 @@ _DECL = {
   "signal": re.compile(rf"signal[ \t]+({_NAME})[ \t]+on[ \t]+({_NAME})(?:{_W}={_W}({_NUM}))?{_W}$"),
   "var": re.compile(rf"var[ \t]+({_NAME})(?:{_W}={_W}\[(?P<vals>[^\]]*)\])?{_W}$"),
   "kernel": re.compile(rf"kernel[ \t]+({_NAME}){_W}\(((?:{_W}{_P}(?:{_W},{_W}{_P})*(?:{_W},)?)?){_W}\)(?:{_W}=(?P<impl>.+))?$", re.S),
-  "expect": re.compile(rf"expect[ \t]+(?P<t>{_SLICE_RX}){_W}(?P<op>==|~=){_W}{_DATA}{_W}$"),
+  "expect": re.compile(rf"expect[ \t]+(?P<t>{_SLICE_RX}){_W}(?P<op>==|~=){_W}{_DATA}(?P<tol>(?:[ \t]+(?:rtol|atol)[ \t]+[0-9][0-9.eE+-]*)*){_W}$"),
 }
 _PARAM = re.compile(rf"(inout|in|out|i32|u32)[ \t]+({_NAME})")
 _IMPL = re.compile(rf"""{_W}(?:(?P<b>builtin)[ \t]+(?P<bn>{_NAME})(?:{_W}<{_W}(?P<dt>{_NAME}){_W}>)?(?:{_W}\((?P<args>[^()]*)\))?"""
@@ -688,7 +691,11 @@ class Scanner:
       target, end = self._slice(m.group("t"), 0)
       if end != len(m.group("t")): raise _GiveUp
       data = self._data(m, span)
-      return Expect(target, data, m.group("op") == "~=", span=span)
+      tol: dict = {}
+      for k, v in _TOL.findall(m.group("tol") or ""):   # `rtol 1e-3 atol 1e-6`: anything unusual is the grammar's to report
+        if k in tol or m.group("op") != "~=" or not _FLOAT_TOL.fullmatch(v): raise _GiveUp
+        tol[k] = float(v)
+      return Expect(target, data, m.group("op") == "~=", tol.get("rtol"), tol.get("atol"), span=span)
     params = tuple(Param(p.group(1), self._name(p.group(2))) for p in _PARAM.finditer(m.group(2)))
     impl = None
     if m.group("impl") is not None:
@@ -696,20 +703,23 @@ class Scanner:
       span = Span(span.file, span.line, span.column, impl.span.end_line, impl.span.end_column)
     return Kernel(self._name(m.group(1)), params, impl, span=span)
 
+  def _data_lists(self, body: str, pos: int, span) -> tuple:
+    """`T [..], T [..], ...` from body[pos:] to its end: one data list per launch."""
+    out = []
+    while True:
+      d = _DATA_ONE.match(body, pos)
+      if d is None: raise _GiveUp
+      out.append(self._data(d, span))
+      e = _DATA_SEP.match(body, d.end())
+      if e is None: raise _GiveUp
+      pos = e.end()
+      if pos >= len(body) or not body[pos:].strip(" \t"): return tuple(out)
+
   def _per_launch(self, m, body, span) -> Buffer:
     """`buffer b on g size N rebound|rewritten [= T [..], T [..], ...]`: one data list per launch."""
-    inits, pos = [], m.start("rest")
-    if pos >= 0:
-      while True:
-        d = _DATA_ONE.match(body, pos)
-        if d is None: raise _GiveUp
-        inits.append(self._data(d, span))
-        e = _DATA_SEP.match(body, d.end())
-        if e is None: raise _GiveUp
-        pos = e.end()
-        if pos >= len(body) or not body[pos:].strip(" \t"): break
+    pos = m.start("rest")
     return Buffer(self._name(m.group(1)), None if m.group(2) == "host" else self._ref(m.group(2)), _int(m.group(3)), None,
-                  m.group(4), tuple(inits), span=span)
+                  m.group(4), self._data_lists(body, pos, span) if pos >= 0 else (), span=span)
 
   def _data(self, m, span) -> Data:
     """The data list of a buffer or expect: validated by one regex over the whole list, converted at C speed."""
@@ -732,7 +742,7 @@ class Scanner:
         bits = DTYPES[dtype][1] * 8
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype[0] == "i" else (0, (1 << bits) - 1)
         if min(values) < lo or max(values) > hi: raise _GiveUp   # the grammar reports the overflow
-    return Data(dtype, values, span=Span(span.file, span.line, span.column + m.start("dt"), span.line, span.column + m.end()))
+    return Data(dtype, values, span=Span(span.file, span.line, span.column + m.start("dt"), span.line, span.column + m.end("vals") + 1))
 
   def _impl(self, body, pos, span) -> Impl:
     """`= builtin name<dtype>(args) c "..." amd "..."`: each kind at most once (else the grammar reports it)."""
@@ -814,7 +824,10 @@ class Scanner:
       if m is None: raise _GiveUp
       dst, pos = self._slice(body, m.end())
       m = _WRITE_EQ.match(body, pos)
-      if m is None: raise _GiveUp
+      if m is None:   # the host's `write B[..] = T [..], T [..]`: one data list per launch
+        eq = _HOST_WRITE_EQ.match(body, pos)
+        if eq is None: raise _GiveUp
+        return HostWrite(dst, self._data_lists(body, eq.end(), span), span=span, comments=cs, comment=c)
       n, vn, op, k = m.group("n", "v", "op", "k")
       e = Expr(None, _int(n)) if n is not None else Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
       if abs(e.offset) > U32_MAX: raise _GiveUp
