@@ -112,10 +112,7 @@ class Sanitizer:
   `raise_on_error`: raise SanitizerError with the report from the call that enqueued the first error. `progress`: a
   callable given a one-line status after each check (the CLI prints it on stderr on long runs). `keep`: a directory
   the lifted program of the last check is written to (`sanitized.hcq`), so the lines a finding quotes can be read."""
-  def __init__(self, launches: Optional[int] = None, raise_on_error: bool = False, every_call: bool = False,
-               progress=None, keep=None):
-    if launches is not None and launches != 1:
-      raise ValueError("sanitize checks the run as it happened (one launch); `launches` other than 1 is `capture` + `lift` + `check --launches`")
+  def __init__(self, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None):
     self.raise_on_error, self.every_call = raise_on_error, every_call or raise_on_error
     self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
     self.capture = Capture(contents=False, stacks=True)
@@ -320,6 +317,7 @@ class Sanitizer:
                        "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
                        "program": str(self.kept) if self.kept else None})
 
-def sanitize(launches: Optional[int] = None, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None) -> Sanitizer:
-  """`with hcqdsl.sanitize(): model(x).realize()` — see Sanitizer."""
-  return Sanitizer(launches, raise_on_error, every_call, progress, keep)
+def sanitize(raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None) -> Sanitizer:
+  """`with hcqdsl.sanitize(): model(x).realize()` — see Sanitizer. (What a run would do over more launches than it made
+  is `capture` + `lift` + `check --launches N`: sanitize checks the run as it happened.)"""
+  return Sanitizer(raise_on_error, every_call, progress, keep)
