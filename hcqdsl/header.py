@@ -1,5 +1,6 @@
 """The `# hcq:` header of a program (`# hcq: launches=3 seeds=20`): the one reader every command and the pytest plugin
-use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`, `target=ARCH`, `run=yes|no`."""
+use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`, `target=ARCH`, `run=yes|no`,
+`unlifted=N` (`lift` of a capture: N captured steps are in no statement — `check` says so on its summary line)."""
 from __future__ import annotations
 import re
 from .ir import ARCHS
@@ -7,7 +8,7 @@ from .ir import ARCHS
 __all__ = ["HeaderError", "read_header", "header_lines", "header_launches"]
 
 _HEADER = re.compile(r"[ \t]*#[ \t]*hcq:(.*)")
-_WHAT = "launches, seeds, target, run"
+_WHAT = "launches, seeds, target, run, unlifted"
 
 class HeaderError(ValueError):
   """A malformed `# hcq:` option; `line` is its 1-based line."""
@@ -16,7 +17,7 @@ class HeaderError(ValueError):
     self.line = line
 
 def _value(key: str, val: str, item: str, line: int):
-  if key in ("launches", "seeds"):
+  if key in ("launches", "seeds", "unlifted"):
     try: n = int(val)
     except ValueError: raise HeaderError(line, f"`{item}`: {key} takes an integer") from None
     if n < 1: raise HeaderError(line, f"`{item}`: {key} must be at least 1")

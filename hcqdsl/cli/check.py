@@ -2,6 +2,7 @@
 from __future__ import annotations
 import gc, sys
 from operator import attrgetter
+from ..header import read_header
 from ..diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
 from .util import UsageError, read_source, launches_of, parse_vars, check_vars, add_var_arg
 
@@ -69,6 +70,9 @@ def _check(a) -> int:
   elif a.format == "sarif": print(render_sarif(diags))
   else:
     sys.stdout.write(render_text(diags, sources, a.max_diagnostics))
-    print(summary(diags, max(launches) if queues is not None and launches else None, queues))
+    line = summary(diags, max(launches) if queues is not None and launches else None, queues)
+    unlifted = sum(read_header(sources[f]).get("unlifted", 0) for f in a.files if "unlifted=" in sources[f])
+    print(line + (f"; NOT CHECKED: {unlifted:,} captured step{'s' * (unlifted != 1)} the lift left out (its `# note:` lines; "
+                  f"`hcqdsl lift --whole` lifts every step)" if unlifted else ""))
   # a verdict cut short by --max-states is not a pass
   return 1 if has_errors(diags) or "incomplete" in map(attrgetter("code"), diags) else 0

@@ -713,12 +713,16 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   ev = m.host
   qmap = {q.name: q for q in m.queues}
   def what(e) -> tuple:
-    """A submission's packets, by name, with the program each dispatch runs and each copy's length."""
+    """A submission's packets, by name, with the program and the kernel-argument block each dispatch runs (a launch
+    template's dispatch reads one block the host patches per launch — HCQGraph's —, so dispatches with a fresh block
+    each time, tinygrad's eager ones (HCQProgram.fill_kernargs' bump allocator), are no repeats of one launch), and
+    each copy's length."""
     q = qmap[e["queue"]]
     out, regs = [], {}
     for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
       if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
-      extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
+      extra = (tuple(regs.get("regCOMPUTE_PGM_LO", ())), tuple(regs.get("regCOMPUTE_USER_DATA_0", ())[-2:])) if p.name == "DISPATCH_DIRECT" \
+        else p.fields.get("count") if p.name == "COPY_LINEAR" else None
       out.append((p.name, extra))
     return tuple(out)
   shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else ("write", e["addr"], len(e["data"])) if e["op"] == "write" \
@@ -1135,7 +1139,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     trace.update(start=orig(start), period=P, launches=K, steps=[orig(i) for i in range(start, start + P)], left_out=left_out,
                  queues={x["name"]: [(a, b, orig(i), c) for a, b, i, c in x["segs"]] for x in subs},
                  host=[[orig(i) for i in st] for st in host_steps])
-  header = [f"# hcq: launches={K}", f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
+  # the launch steps in no statement: the initial state, the steps after the last launch (a signal's creation is its
+  # initial value and a folded lift's staged writes are its rebound buffers: both are in the program)
+  unlifted = start + len(ev) - end
+  header = [f"# hcq: launches={K}" + (f" unlifted={unlifted}" if unlifted else ""), f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {orig(start) + 1}..{orig(end - 1) + 1} of {n_all})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return lifted_program(decls, m.file, header)
 
