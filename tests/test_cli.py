@@ -32,6 +32,15 @@ def test_failed_check_summary(capsys):
   rc, out, _ = run(capsys, "check", PROGRAMS / "deadlock_cycle.hcq")
   assert rc == 1 and out.splitlines()[-1] == "failed: 1 error, 0 warnings over 2 launches, 2 queues"
 
+def test_check_summary_says_what_a_lift_left_out(tmp_path, capsys):
+  """A lifted capture whose header says steps were left out (`# hcq: unlifted=N`): `ok` is not the whole story."""
+  f = tmp_path / "lifted.hcq"
+  f.write_text("# hcq: launches=2 unlifted=35\n" + (PROGRAMS / "tutorial_fixed.hcq").read_text())
+  rc, out, _ = run(capsys, "check", f)
+  last = out.splitlines()[-1]
+  assert rc == 0 and last.startswith("ok: 0 errors, 0 warnings over ") and last.endswith(
+    "queues; NOT CHECKED: 35 captured steps the lift left out (its `# note:` lines; `hcqdsl lift --whole` lifts every step)"), last
+
 def test_syntax_error_summary_counts_no_queues(tmp_path, capsys):
   f = tmp_path / "bad.hcq"
   f.write_text("device g = AMD:0\nqueue q compute on g {\n  barrier\n")

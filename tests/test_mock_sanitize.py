@@ -6,6 +6,7 @@ import json
 import pytest
 import hcqdsl
 from hcqdsl.lift.manifest import lift_file
+from hcqdsl.header import read_header
 from mock_gpu import needs_mock, hcqdsl as run_hcqdsl, capture, WORKLOADS
 
 pytestmark = needs_mock
@@ -211,6 +212,11 @@ def test_sanitize_agrees_with_capture_lift_check(tmp_path, workload, hcq2):
   errors = [d for d in diags if d.severity == "error" or (d.code == "visibility" and d.extra.get("cause") == "hdp")]
   assert errors == [], [str(d) for d in errors]
   assert sorted(w["code"] for w in rep["warnings"]) == sorted(d.code for d in diags if d not in errors)
+  # and the folded lift (launches of one template) of the same capture: no false error either (eager dispatches take a
+  # fresh kernel-argument slot each, so they are never folded into launches of one patched block)
+  folded = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / "f.hcq"))), "f.hcq")
+  n = read_header(hcqdsl.format(folded)).get("launches", 1)
+  assert [str(d) for d in hcqdsl.check(folded, n) if d.severity == "error"] == []
 
 def test_hcq2_sanitize_prints_findings_when_tinygrads_numbers_are_wrong(tmp_path):
   """hcq2's dropped dependency really races on the mock: the script's own check of tinygrad's numbers fails (the
