@@ -1142,7 +1142,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   # the launch steps in no statement: the initial state, the steps after the last launch (a signal's creation is its
   # initial value and a folded lift's staged writes are its rebound buffers: both are in the program)
   unlifted = start + len(ev) - end
-  header = [f"# hcq: launches={K}" + (f" unlifted={unlifted}" if unlifted else ""), f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
+  header = [f"# hcq: launches={K}"] + [f"# hcq: unlifted={unlifted}"] * bool(unlifted) + [f"# lifted from {m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of "
             f"tinygrad's AMD runtime, steps {orig(start) + 1}..{orig(end - 1) + 1} of {n_all})"] + [f"# note: {x}" for x in dict.fromkeys(notes)]
   return lifted_program(decls, m.file, header)
 
