@@ -3,7 +3,7 @@ plainly (the anchor: tinygrad itself on its mock GPU), each in a fresh process: 
 best of --repeat, on both of tinygrad's AMD paths (classic HCQ/HCQGraph, and hcq2 with HCQ2=1 HCQ_RUNTIME_DEV=PYTHON).
 The issue's target: sanitize <= 1.5x the plain run's wall time and peak memory.
   python benchmarks/sanitize.py [--repeat 1] [--paths classic,hcq2] [--workloads dp_adam,decode,convnet,copy_ring]"""
-import argparse, os, pathlib, subprocess, sys, time
+import argparse, json, pathlib, subprocess, sys
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 from mock_gpu import env, unavailable, WORKLOADS  # noqa: E402
@@ -17,7 +17,6 @@ def rss_of(cmd: list, e: dict) -> tuple:
            "r = subprocess.run(sys.argv[1:], capture_output=True, text=True); dt = time.perf_counter() - t; "
            "print(json.dumps([dt, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, r.returncode, r.stdout[-3000:], r.stderr[-3000:]]))")
   r = subprocess.run([sys.executable, "-c", probe, *cmd], capture_output=True, text=True, env=e, cwd=str(ROOT))
-  import json
   dt, rss, rc, out, err = json.loads(r.stdout)
   assert rc in (0, 1), (cmd, err)
   subs = next((int(ln.split(" in ")[-1].split()[0]) for ln in out.splitlines()[::-1] if " submission" in ln and " in " in ln), None)

@@ -1121,10 +1121,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         ends = [buf_for(tuple(d[p.offset + lo] | (d[p.offset + lo + 1] << 32) for d in sub["per"]))[0] for lo in (3, 5)]
         events.append((seg_of(sub, p.offset)[2], p.offset, "copy", ends))
   dtypes: dict = {}
-  for _, _, kind, what in sorted(events, key=lambda e: e[:2]):
-    if kind == "copy": dtypes[what[1]] = dtypes.get(what[0])
+  for _, _, kind, ends in sorted(events, key=lambda e: e[:2]):
+    if kind == "copy": dtypes[ends[1]] = dtypes.get(ends[0])
     else:
-      for nm, dt, mode in what:
+      for nm, dt, mode in ends:
         if mode in ("out", "inout") or nm not in dtypes: dtypes[nm] = dt
   for (kind, key), nm in bufname.items():
     if kind != "s" or nm not in written or static[key]["size"] > (1 << 20): continue

@@ -7,7 +7,7 @@ line (and whole stack) where each of the two commands was enqueued — the way P
 when it failed (its own error follows the findings) and when tinygrad timed out waiting for the GPU (a `hang`: the
 wait that never completed, and what the check says of it). docs/sanitize.md."""
 from __future__ import annotations
-import json, pathlib, re, sys, time
+import json, pathlib, re, time
 from typing import Optional
 import attrs
 from ..lift.capture import Capture, user_frames
