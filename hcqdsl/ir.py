@@ -10,11 +10,14 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES", "POLL_SIZE",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
+# a kernel's last parameter `in kernargs`: the exec reads its kernel-argument block through that argument, and the
+# host's writes of the block are statements of the program (a lifted capture's), not an implicit patch per launch
+KERNARGS = "kernargs"
 U64_MAX = 2**64 - 1   # the host compares a signal's whole 64-bit memory (tinygrad's HCQSignal.wait): its waits' range
 # The address space a program's memories share (every target has 48-bit GPU virtual addresses): device i's memory is
 # window i + 1 of DEVICE_WINDOW bytes (window 0 holds system memory); the buffers of one memory, each aligned to

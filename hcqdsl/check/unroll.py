@@ -9,7 +9,7 @@ from typing import Optional
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice,
+from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice,
                   Expr, U32_MAX, DTYPES)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
@@ -269,6 +269,9 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   # `amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (ties it to the upload)
   kcode = {k.name: (binfo[k.impl.code][0], 0, binfo[k.impl.code][1], R) for k in program.kernels
            if k.impl is not None and k.impl.code in binfo}
+  # a kernel whose last parameter is `in kernargs` reads its kernel-argument block through it (a lifted capture names
+  # that memory, and the host's writes of it are the program's own `write`s): no implicit patch for it
+  explicit = {k.name for k in program.kernels if k.params and k.params[-1].name == KERNARGS and k.params[-1].mode == "in"}
 
   # the polled words: one cell per (buffer, offset) some `poll` reads
   cells: dict = {}
@@ -370,7 +373,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
           elif a.var is not None: patched = True
         if st.kernel.name in kcode: accs.append(kcode[st.kernel.name])
         op = (ACCESS, tuple(accs))
-        app(patch(st, q, op, ms is not None) if patched else op)
+        app(patch(st, q, op, ms is not None) if patched and st.kernel.name not in explicit else op)
       elif t is Epoch:
         d = q.device.name
         app((WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1))

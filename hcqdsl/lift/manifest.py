@@ -9,7 +9,7 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, U32_MAX, POLL_SIZE)
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
 from ..amd.pm4 import FUNC_EQ
 from ..amd.disasm import decoder, read_raw
@@ -713,16 +713,12 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   ev = m.host
   qmap = {q.name: q for q in m.queues}
   def what(e) -> tuple:
-    """A submission's packets, by name, with the program and the kernel-argument block each dispatch runs (a launch
-    template's dispatch reads one block the host patches per launch — HCQGraph's —, so dispatches with a fresh block
-    each time, tinygrad's eager ones (HCQProgram.fill_kernargs' bump allocator), are no repeats of one launch), and
-    each copy's length."""
+    """A submission's packets, by name, with the program each dispatch runs and each copy's length."""
     q = qmap[e["queue"]]
     out, regs = [], {}
     for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
       if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
-      extra = (tuple(regs.get("regCOMPUTE_PGM_LO", ())), tuple(regs.get("regCOMPUTE_USER_DATA_0", ())[-2:])) if p.name == "DISPATCH_DIRECT" \
-        else p.fields.get("count") if p.name == "COPY_LINEAR" else None
+      extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
       out.append((p.name, extra))
     return tuple(out)
   shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else ("write", e["addr"], len(e["data"])) if e["op"] == "write" \
@@ -848,7 +844,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   # writes before the submission (HCQProgram.fill_kernargs; HCQGraph's update of an input's address or a var): so a
   # rewrite while an earlier exec may still read the block is a race, and one with no `barrier` before the exec a
   # `visibility` error (the HDP), as on the GPU
-  kargs_read = whole and m.path == "hcq"
+  kargs_read = m.path == "hcq"
+  kgroups: set = set()   # per-launch kernel-argument addresses that differ per launch: a fresh block each (eager dispatches)
   kinfo: dict = {}   # (kernarg addr in launch 1, lifted queue) -> (kernel info, per-launch pointer tuples, per-launch scalar values, ...)
   for s, prog, kas, step, at in dispatches:
     k = m.kernels.get(prog, {})
@@ -872,10 +869,11 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       off += -off % sz
       vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
       off += sz
-    if kargs_read:
-      use((kas[0],), need, step)
-      accesses.append((step, at, (kas[0],), True))
-    kinfo[kas[0], s["name"]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs], blocks[0], step)
+    if kargs_read:   # the block itself: one allocation's bytes (HCQGraph's, patched per launch), or new memory per launch
+      use(tuple(kas), need, step)
+      accesses.append((step, at, tuple(kas), True))
+      if len(set(kas)) > 1: kgroups.add(tuple(kas))
+    kinfo[kas[0], s["name"]] = (prog, ptrs, vals, scal, [x.get("bytes") for x in bufs], blocks, step, tuple(kas))
   # ---- the host's writes between launches: memory in host RAM whose first access in a launch is a read, holding other
   # bytes launch by launch, was refilled on the CPU (hcq2 copies every input through one staging buffer that tinygrad's
   # CPU device rewrites, ordered by that device's own waits, which the capture does not record): a buffer with each
@@ -885,8 +883,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if len(set(t)) == 1 and (al := alloc_of(t[0])) is not None: first.setdefault(al[0], (step, reads))
   host_written = {al[0] for e in ev[start:start + P] if e["op"] == "write" and (al := alloc_of(e["addr"])) is not None}
   rewritten: dict = {}
+  kblocks = {al[0] for *_, kas_ in kinfo.values() if len(set(kas_)) == 1 and (al := alloc_of(kas_[0])) is not None}
   for key, (step, reads) in first.items():
-    if not reads or key not in static or static[key]["device"] is not None or K < 2 or key in host_written: continue
+    # (a kernel-argument block's per-launch bytes are the host's `write`s: kargs_read)
+    if not reads or key not in static or static[key]["device"] is not None or K < 2 or key in host_written or key in kblocks: continue
     per = [readings.assemble(key, static[key]["size"], step + k * P) for k in range(K)]
     if None not in per and len(set(per)) > 1: rewritten[key] = per
     # refilled again between two reads of one launch (two inputs staged through one region): one memory per launch
@@ -907,7 +907,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   bufname: dict = {}
   kalloc = {al[0] for (ka, _) in kinfo if (al := alloc_of(ka)) is not None} if kargs_read else set()
   for a in sorted(static): bufname[("s", a)] = fresh(_hexname("kargs" if a in kalloc else "b", a))   # kargs_: kernel arguments
-  for t in rebound: bufname[("r", t)] = fresh(f"in_{t[0]:x}")
+  for t in rebound: bufname[("r", t)] = fresh(f"{'kargs' if t in kgroups else 'in'}_{t[0]:x}")
   def buf_for(addrs: tuple):
     """(name, offset, launch of `x@j` or None) of the buffer the per-launch addresses point into."""
     if (hit := at_input.get(addrs)) is not None: return bufname[("r", hit[0])], hit[1], hit[2]
@@ -950,7 +950,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   uploaded = {al[0] for s in subs for p in s["packets"] if p.name == "COPY_LINEAR" and not p.raw
               and len({d[p.offset + 5] | d[p.offset + 6] << 32 for d in s["per"]}) == 1 and (al := alloc_of(p.fields["dst_addr"])) is not None}
   kdecl, kname_of = {}, {}
-  for (ka, _), (prog, ptrs, vals, scal, nbytes, _, _) in kinfo.items():
+  for (ka, _), (prog, ptrs, vals, scal, nbytes, *_) in kinfo.items():
     if prog in kname_of: continue
     k = m.kernels.get(prog, {})
     base = _ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else _hexname("k", prog)
@@ -960,7 +960,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if key not in kdecl:
       bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
       modes = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(ptrs))] + [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", _ident(x["name"]))
-                                                                   for x in scal] + [Param("in", "kernargs")] * kargs_read
+                                                                   for x in scal] + [Param("in", KERNARGS)] * kargs_read
       impl, kn = None, fresh(base)
       if k.get("code") and code_dir is not None:
         cpath = pathlib.Path(code_dir) / f"{kn}.co"
@@ -977,7 +977,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     else: ibufs[nm] = (key[0], rebound[key]["size"])
   ibufs_size = lambda nm: ibufs[nm][1]
   regions, mem_patches, regions_of = [], {}, {}   # regions_of: each lifted queue's (a kernarg address is reused by launches)
-  for (ka, sname), (prog, ptrs, vals, scal, nbytes, blk, _) in kinfo.items():
+  for (ka, sname), (prog, ptrs, vals, scal, nbytes, blk, _, kas_) in kinfo.items():
     args = []
     for t, nb in zip(ptrs, nbytes):
       nm, off, pin = buf_for(t)
@@ -986,8 +986,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       args.append([nm, off or None, hi, bool(off) or hi is not None, pin])
     args += [None] * len(vals)
     if kargs_read:
-      nm, off, _ = buf_for((ka,))
-      args.append([nm, off, off + len(blk), True, None])
+      nm, off, _ = buf_for(kas_)
+      args.append([nm, off, off + len(blk[0]), True, None])
     regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kname_of[prog], "args": args}))
     regions_of.setdefault(sname, []).append(regions[-1])
   kparams = {}
@@ -999,7 +999,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       ps.append([p.mode, p.name, off]); off += sz
     kparams[kd.name] = ps
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
-  for (ka, sname), (prog, ptrs, vals, scal, nbytes, _, _) in kinfo.items():
+  for (ka, sname), (prog, ptrs, vals, scal, nbytes, *_) in kinfo.items():
     ps = kparams[kname_of[prog]]
     for i, v in enumerate(vals):
       off = ps[len(ptrs) + i][2]
@@ -1069,13 +1069,17 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
         [x for x in items if not isinstance(x, str)] + [SignalWrite(Ref(fifo), fx([k * S + n for k in range(K)]), comment="# the ring's order")] + \
         [x for x in items if isinstance(x, str)]
     queues.append(queue_decl(s["name"], s["ring"].engine, s["ring"].device, items))
-  kwrites: dict = {}   # lifted queue -> the host's writes of its kernel arguments (`kargs_read`): each block whose bytes changed
+  # the host's writes of the kernel arguments (`kargs_read`), before the submission that dispatches them: a block in new
+  # memory each launch is written in every launch (its own memory); one the launches share, when its bytes differ
+  # between launches (HCQGraph's update of an input's address or a var) or, in one launch, since the last dispatch
+  # that read it (the run as it happened: every eager fill, a graph's first fill)
+  kwrites: dict = {}   # lifted queue -> [(slice, per-launch data)]
   last_kargs: dict = {}
-  for (ka, sname), (prog, ptrs, vals, scal, nbytes, blk, step) in sorted(kinfo.items(), key=lambda x: x[1][6]) if kargs_read else ():
-    if last_kargs.get(ka) == blk: continue
-    last_kargs[ka] = blk
-    nm, off, _ = buf_for((ka,))
-    kwrites.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(blk), True), _bytes_data(blk)))
+  for (ka, sname), (prog, ptrs, vals, scal, nbytes, blk, step, kas_) in sorted(kinfo.items(), key=lambda x: x[1][6]) if kargs_read else ():
+    if kas_ not in kgroups and (len(set(blk)) == 1 if K > 1 else last_kargs.get(ka) == blk[0]): continue
+    last_kargs[ka] = blk[0]
+    nm, off, _ = buf_for(kas_)
+    kwrites.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(blk[0]), True), tuple(_bytes_data(b) for b in blk)))
   host, host_steps = [], []   # host_steps[i]: the capture steps host statement i stands for (a submit: each queue's)
   for i in range(start, start + P):
     e = ev[i]
@@ -1083,7 +1087,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       nm = next((x["name"] for x in subs if x["step"] == i), None)
       if nm is None: continue  # a later submission of a ring already submitted in this launch
       for kb, kd in kwrites.get(nm, ()):   # the host fills the kernel arguments, then submits
-        host.append(HostWrite(kb, (kd,))); host_steps.append([i])
+        host.append(HostWrite(kb, kd)); host_steps.append([i])
       if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); host_steps[-1].append(i)
       else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
@@ -1112,7 +1116,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   # tinygrad's dtype of each buffer's memory as its last writer left it: a kernel's argument (its signature), or a copy's
   # source (tinygrad reuses memory, a staging buffer for everything: the last write decides)
   events = []   # (step, offset, kind, what)
-  for (ka, sname), (prog, ptrs, _, _, _, _, step) in kinfo.items():
+  for (ka, sname), (prog, ptrs, _, _, _, _, step, _) in kinfo.items():
     bsig = [x for x in m.kernels.get(prog, {}).get("signature") or [] if x.get("name") is None]
     events.append((step, 0, "exec", [(buf_for(t)[0], x.get("dtype"), x.get("mode")) for t, x in zip(ptrs, bsig)]))
   for sub in subs:

@@ -14,7 +14,7 @@ from ..lift.capture import Capture, user_frames
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check
-from ..ir import Submit, HostWrite, Wait
+from ..ir import Submit, HostWrite, Wait, KERNARGS
 
 __all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang", "hang_of", "advice", "ADVICE"]
 
@@ -249,7 +249,7 @@ class Sanitizer:
         k, sk = kernels.get(kname), sigs.get(kname)
         params = []
         for i, p in enumerate(k.params if k else ()):
-          if p.name == "kernargs" and i >= len((sk or {}).get("params", [])): continue   # lift --whole's kernel-argument block
+          if p.name == KERNARGS and i >= len((sk or {}).get("params", [])): continue   # lift --whole's kernel-argument block
           s = (sk or {}).get("params", [])
           s = s[i] if i < len(s) else {}
           shape = "x".join(str(x) for x in s.get("shape", [])) or "?"
