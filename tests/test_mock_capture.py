@@ -49,8 +49,10 @@ def test_realize(tmp_path):
   lines = text.splitlines()
   at = next(i for i, ln in enumerate(lines) if ln.startswith(f"queue {runner.name} "))
   sub = next(i for i, ln in enumerate(lines) if ln.strip() == f"submit {runner.name}")
-  assert lines[at + 1].strip().startswith("wait ") and lines[sub - 1].strip().startswith("wait ")
-  broken = hcqdsl.parse("\n".join(ln for i, ln in enumerate(lines) if i not in (at + 1, sub - 1)), "broken.hcq")
+  pre = sub - 1
+  while lines[pre].strip().startswith("write kargs_"): pre -= 1   # (the host fills the kernel arguments, then submits)
+  assert lines[at + 1].strip().startswith("wait ") and lines[pre].strip().startswith("wait ")
+  broken = hcqdsl.parse("\n".join(ln for i, ln in enumerate(lines) if i not in (at + 1, pre)), "broken.hcq")
   races = [d for d in hcqdsl.check(broken, 1) if d.code == "race" and codes["E_4_4"] in d.message]
   assert races and upload.name in races[0].message and runner.name in races[0].message, [d.message for d in races]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Optional
 import attrs
-from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp
+from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS
 from .unroll import unroll
 
 __all__ = ["Change", "diff_programs", "render_changes"]
@@ -84,9 +84,13 @@ def _data_commands(p: Program) -> dict:
   copies with a side in host memory left out."""
   index = {d.name: d.index for d in p.devices}
   host = {b.name for b in p.buffers if b.device is None}
+  # a lifted capture's exec also names its kernel-argument block (its last argument, `in kernargs`): memory of the
+  # runtime's, no data of the kernel's — left out, so it matches the program tinygrad's schedule emits
+  explicit = {k.name for k in p.kernels if k.params and k.params[-1].name == KERNARGS and k.params[-1].mode == "in"}
   out: dict = {}
   for q in p.queues:
     for st in q.body:
+      if type(st) is Exec and st.kernel.name in explicit: st = attrs.evolve(st, args=st.args[:-1])
       if type(st) is Exec or (type(st) is Copy and st.src.buffer.name not in host and st.dst.buffer.name not in host):
         out.setdefault((index[q.device.name], q.engine), []).append(st)
   return out
