@@ -2,7 +2,7 @@
 use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`, `target=ARCH`, `run=yes|no`."""
 from __future__ import annotations
 import re
-from .ir import ARCHS
+from .ir import ARCHS, MAX_LAUNCHES
 
 __all__ = ["HeaderError", "read_header", "header_lines", "header_launches"]
 
@@ -20,6 +20,7 @@ def _value(key: str, val: str, item: str, line: int):
     try: n = int(val)
     except ValueError: raise HeaderError(line, f"`{item}`: {key} takes an integer") from None
     if n < 1: raise HeaderError(line, f"`{item}`: {key} must be at least 1")
+    if key == "launches" and n > MAX_LAUNCHES: raise HeaderError(line, f"`{item}`: launches must be at most {MAX_LAUNCHES}")
     return n
   if key == "target":
     if val not in ARCHS: raise HeaderError(line, f"`{item}`: target is one of {', '.join(ARCHS)}")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import gc, sys
 from operator import attrgetter
 from ..diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
-from .util import UsageError, read_source, launches_of, parse_vars, check_vars, add_var_arg
+from .util import UsageError, read_source, launches_of, launches_arg, parse_vars, check_vars, add_var_arg
 
 MAX_PER_CODE = 20  # warnings of one code printed in full (text)
 
@@ -40,7 +40,7 @@ def _check(a) -> int:
     sys.stdout.write(explain(a.explain)); return 0
   if not a.files: raise UsageError("check takes one or more .hcq programs (or --explain CODE)")
   var_values = parse_vars(a.var)
-  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
+  launches_arg(a.launches)
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   if a.max_states < 1: raise UsageError("--max-states must be at least 1")
   if a.witness and len(a.files) != 1: raise UsageError("--witness takes one program (a witness file is for one program)")

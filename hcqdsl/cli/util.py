@@ -2,11 +2,11 @@
 from __future__ import annotations
 import argparse, pathlib
 import attrs
-from ..ir import U32_MAX
+from ..ir import U32_MAX, MAX_LAUNCHES
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -23,9 +23,16 @@ def read_source(path: str) -> str:
 
 def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   """`--launches` if given, else the file's `# hcq: launches=N`, else `default`; a bad header is a usage error."""
-  if given is not None: return given
+  if given is not None: return launches_arg(given)
   try: return read_header(text).get("launches", default)
   except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
+
+def launches_arg(n):
+  """`--launches N` as given (None: not given); outside 1 .. MAX_LAUNCHES a usage error (check unrolls every launch,
+  run emulates each: 2**63 would never end)."""
+  if n is not None and n < 1: raise UsageError("--launches must be at least 1")
+  if n is not None and n > MAX_LAUNCHES: raise UsageError(f"--launches must be at most {MAX_LAUNCHES}, not {n}")
+  return n
 
 def precheck_launches(text: str, path: str, launches: int = 1) -> int:
   """The launches `compile` and `run` check before they proceed: the file's `# hcq: launches=N`, else `launches` but at
