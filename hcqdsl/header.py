@@ -34,6 +34,10 @@ def header_lines(text: str):
   """(line number, option text) of each `# hcq:` line. Only the lines holding `hcq:` are looked at: a regex over the
   whole of a 30 MB program takes 0.3 s."""
   p = text.find("hcq:")
+  if p >= 0 and "\r" in text:   # `\r\n` and a lone `\r` end lines too, as the parser reads them
+    text = re.sub(r"\r\n?", "\n", text)
+    p = text.find("hcq:")
+  if text[:1] == "\ufeff": text = " " + text[1:]                     # a byte order mark
   while p >= 0:
     start = text.rfind("\n", 0, p) + 1
     end = text.find("\n", p)

@@ -15,11 +15,15 @@ class UsageError(Exception):
     super().__init__(message)
     self.code = code
 
-def read_source(path: str) -> str:
+def read_bytes(path: str) -> bytes:
+  """A file's bytes; a missing file, a directory or a device is a usage error."""
   p = pathlib.Path(path)
   if not p.is_file(): raise UsageError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
-  try: return p.read_bytes().decode("utf-8", errors="replace")
+  try: return p.read_bytes()
   except OSError as e: raise UsageError(f"{path}: {e.strerror}")
+
+def read_source(path: str) -> str:
+  return read_bytes(path).decode("utf-8", errors="replace")
 
 def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   """`--launches` if given, else the file's `# hcq: launches=N`, else `default`; a bad header is a usage error."""
