@@ -3,7 +3,7 @@ from __future__ import annotations
 import gc, sys
 from operator import attrgetter
 from ..diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
-from .util import UsageError, read_source, launches_of, launches_arg, parse_vars, check_vars, add_var_arg
+from .util import UsageError, read_source, launches_of, launches_arg, parse_vars, check_vars, add_var_arg, check_output
 
 MAX_PER_CODE = 20  # warnings of one code printed in full (text)
 
@@ -44,6 +44,7 @@ def _check(a) -> int:
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   if a.max_states < 1: raise UsageError("--max-states must be at least 1")
   if a.witness and len(a.files) != 1: raise UsageError("--witness takes one program (a witness file is for one program)")
+  if a.witness: check_output(a.witness, "--witness", a.files[0])
   diags: list[Diagnostic] = []
   sources, queues, launches = {}, 0, set()
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s

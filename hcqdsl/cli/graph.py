@@ -14,11 +14,12 @@ def add_args(p) -> None:
   add_var_arg(p)
 
 def run(a) -> int:
-  from .util import read_source, launches_of, launches_arg, parse_vars, check_vars, UsageError
+  from .util import read_source, launches_of, launches_arg, parse_vars, check_vars, UsageError, check_output
   from ..lang.parse import parse_syntax
   from ..diagnostics import render_text
   from ..check import check
   launches_arg(a.launches)
+  check_output(a.output, "-o", a.file)
   var_values = parse_vars(a.var)
   text = read_source(a.file)
   a.launches = launches_of(text, a.file, a.launches, 2)

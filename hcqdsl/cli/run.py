@@ -3,7 +3,7 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from .util import (UsageError, read_source, launches_of, launches_arg, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
+from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
                    warn_check_errors)
 
 def add_args(p) -> None:
@@ -42,6 +42,7 @@ def run(a) -> int:
   from ..diagnostics import HcqError, render_text
   from ..runtime import run as run_program, compare
   launches_arg(a.launches)
+  check_output(a.trace, "--trace", a.file, a.replay)
   if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)

@@ -6,7 +6,7 @@ from ..ir import U32_MAX, MAX_LAUNCHES
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -30,6 +30,18 @@ def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   if given is not None: return launches_arg(given)
   try: return read_header(text).get("launches", default)
   except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
+
+def same_file(a: str, b: str) -> bool:
+  """Do the paths name one file (an output about to overwrite an input)?"""
+  import os
+  try: return os.path.samefile(a, b)
+  except OSError: return os.path.abspath(a) == os.path.abspath(b)
+
+def check_output(out, flag: str, *inputs) -> None:
+  """An output path that names an input would overwrite it: a usage error (the input is kept)."""
+  for i in inputs:
+    if out is not None and i is not None and same_file(str(out), str(i)):
+      raise UsageError(f"{flag} {out} is the input {i}: writing it would overwrite the input; give another file")
 
 def launches_arg(n):
   """`--launches N` as given (None: not given); outside 1 .. MAX_LAUNCHES a usage error (check unrolls every launch,
