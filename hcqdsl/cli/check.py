@@ -62,7 +62,8 @@ def _check(a) -> int:
     from ..check.witness import witnesses
     prog = a.kept[0][0]
     w = witnesses(prog, diags, max(launches), var_values) if prog is not None else {"format": "hcqdsl-witness", "version": 1, "witnesses": []}
-    try: open(a.witness, "w").write(json.dumps(w, indent=1) + "\n")
+    try:   # (closed here: a full disk's error comes at the close, and is not lost)
+      with open(a.witness, "w") as f: f.write(json.dumps(w, indent=1) + "\n")
     except OSError as e: raise UsageError(f"{a.witness}: {e.strerror or e}")
     sys.stderr.write(f"wrote {a.witness}: {len(w['witnesses'])} witness{'es' * (len(w['witnesses']) != 1)} "
                      f"(replay with `hcqdsl run {a.files[0]} --replay {a.witness}`)\n")

@@ -35,15 +35,18 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 def parse_size(text: str) -> int:
   t = text.strip().upper().removesuffix("B").removesuffix("I")
-  try: return int(float(t[:-1] if t[-1:] in _UNITS else t) * _UNITS[t[-1] if t[-1:] in "KMGT" else ""])
-  except (ValueError, IndexError): raise ValueError(f"--max-memory takes a size like 512M or 64G, got `{text}`")
+  try: n = int(float(t[:-1] if t[-1:] in _UNITS else t) * _UNITS[t[-1] if t[-1:] in "KMGT" else ""])
+  except (ValueError, IndexError, OverflowError): n = -1   # (nan, inf)
+  if n < 0: raise ValueError(f"--max-memory takes a size like 512M or 64G, got `{text}`")
+  return n
 
 def run(a) -> int:
   from ..diagnostics import HcqError, render_text
   from ..runtime import run as run_program, compare
   launches_arg(a.launches)
   check_output(a.trace, "--trace", a.file, a.replay)
-  if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
+  for flag, v in (("--kernel-timeout", a.kernel_timeout), ("--timeout", a.timeout)):   # (nan and inf too: a wait without end)
+    if not 0 <= v < float("inf"): raise UsageError(f"{flag} takes a finite number of seconds, at least 0, not {v}")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)
   a.launches = launches_of(text, a.file, a.launches, 1)
