@@ -123,6 +123,7 @@ class Image:
     if HEADER_SIZE + n > len(b): raise ImageError("truncated image (metadata)")
     try: m = json.loads(b[HEADER_SIZE:HEADER_SIZE + n])
     except ValueError as e: raise ImageError(f"corrupt image metadata: {e}") from None   # also bad UTF-8
+    except RecursionError: raise ImageError("corrupt image metadata: JSON nested too deeply") from None
     base = HEADER_SIZE + n + -(HEADER_SIZE + n) % 8
     return IMAGE.conv(m, _Pass(True, memoryview(b)[base:]), "")
 
