@@ -45,10 +45,12 @@ def script_line(e: BaseException, path: str) -> str:
   frames = [f for f in traceback.extract_tb(e.__traceback__) if pathlib.Path(f.filename).resolve() == p]
   return f"{path}:{frames[-1].lineno}: " if frames else ""
 
-def script_error(e: BaseException, spec: str, what: str = "the script failed") -> ScriptFailed:
+def script_error(e: BaseException, spec: str, what: str = "the script failed") -> EmitError:
   """One line for an exception out of the user's script (or tinygrad under it): the script's innermost line, then the
   exception, instead of tinygrad's traceback. A sys.exit is the script's exit status."""
   path = spec.partition(':')[0]
+  if isinstance(e, SystemExit) and e.code in (None, 0):   # ended without failing, and without tensors: emit's error (2)
+    return EmitError(f"{script_line(e, path) or f'{path}: '}the script exited (status 0) before it returned tensors")
   if isinstance(e, SystemExit): return ScriptFailed(exit_error(e, path))
   msg = str(e).strip().splitlines()
   return ScriptFailed(f"{script_line(e, path)}{what}: {type(e).__name__}" + (f": {msg[-1]}" if msg else ""),
