@@ -145,10 +145,10 @@ def _check_mappings(prog: Program, img, indirect: bool, limit: Optional[int] = N
   own with a guard page at each end (up to 3 of the kernel's mappings): past vm.max_map_count the mapping fails, so a
   program with more is refused up front (100,000 queues need 600,000)."""
   from ..diagnostics import Diagnostic
-  from .device import _PROTECT
+  from .device import MAPS_PER_REGION
   need = len(img.regions) + len(img.queues) * (2 if indirect else 1)
   limit = max_map_count() if limit is None else limit
-  room = max(0, limit - _maps_in_use() - 1024) // (3 if _PROTECT is not None else 1)
+  room = max(0, limit - _maps_in_use() - 1024) // MAPS_PER_REGION
   if need <= room: return
   raise HcqError([Diagnostic("bounds", f"the program needs {need:,} memory regions ({len(img.regions):,} in its memory plan, "
                              f"{len(img.queues):,} rings{' and command buffers' if indirect else ''}), more than the {room:,} "
