@@ -278,9 +278,11 @@ def fuzz_manifests(n: int, seed: int = 0):
   global _VALUES
   for _ in range(n):
     m = json.loads(json.dumps(rng.choice(bases)))
-    values, _VALUES = _VALUES, _MANIFEST_VALUES
+    values = _VALUES
     try:
-      for _ in range(rng.randint(1, 3)): m, _ch = _mutate_meta(rng, m)
+      for _ in range(rng.randint(1, 3)):   # (fresh values each time: a later mutation may go inside one)
+        _VALUES = json.loads(json.dumps(_MANIFEST_VALUES))
+        m, _ch = _mutate_meta(rng, m)
     finally: _VALUES = values
     try: text = format_program(lift_manifest(load_manifest(json.dumps(m), "m.json")))
     except ValueError as e:

@@ -302,6 +302,9 @@ def test_lift_renames_keyword_names(here):
   m["devices"] = [{"name": "g", "index": 65536, "arch": "gfx1100"}]
   (here / "m.json").write_text(json.dumps(m))
   assert cli("lift", "m.json") == (1, "", "hcqdsl: error: m.json: devices[0].index: 65536 is past the largest device index, 65535\n")
+  m["devices"] = [{"name": "g", "index": 1, "arch": "gfx1100"}, {"name": "h", "index": 1, "arch": "gfx1100"}]   # (check: a name error)
+  (here / "m.json").write_text(json.dumps(m))
+  assert cli("lift", "m.json") == (1, "", "hcqdsl: error: m.json: devices[1].index: 1 is already device `g`'s index\n")
 
 def test_replay_refuses_a_bad_witness(here):
   from fuzz import witness_files

@@ -151,6 +151,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     dev = {"name": _name(d, "name", None) or d.fail("name", "missing"), "index": d.get("index", "int", required=True), "arch": arch}
     if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
+    if (o := next((x for x in devices if x["index"] == dev["index"]), None)) is not None:
+      d.fail("index", f"{dev['index']} is already device `{o['name']}`'s index")
     devices.append(dev); by_name[dev["name"]] = dev
   queues, qnames = [], set()
   qs = top.get("queues", "list", required=True)
