@@ -3,7 +3,7 @@ use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`,
 `unlifted=N` (`lift` of a capture: N captured steps are in no statement — `check` says so on its summary line)."""
 from __future__ import annotations
 import re
-from .ir import ARCHS
+from .ir import ARCHS, MAX_LAUNCHES
 
 __all__ = ["HeaderError", "read_header", "header_lines", "header_launches"]
 
@@ -21,6 +21,7 @@ def _value(key: str, val: str, item: str, line: int):
     try: n = int(val)
     except ValueError: raise HeaderError(line, f"`{item}`: {key} takes an integer") from None
     if n < 1: raise HeaderError(line, f"`{item}`: {key} must be at least 1")
+    if key == "launches" and n > MAX_LAUNCHES: raise HeaderError(line, f"`{item}`: launches must be at most {MAX_LAUNCHES}")
     return n
   if key == "target":
     if val not in ARCHS: raise HeaderError(line, f"`{item}`: target is one of {', '.join(ARCHS)}")
@@ -34,6 +35,10 @@ def header_lines(text: str):
   """(line number, option text) of each `# hcq:` line. Only the lines holding `hcq:` are looked at: a regex over the
   whole of a 30 MB program takes 0.3 s."""
   p = text.find("hcq:")
+  if p >= 0 and "\r" in text:   # `\r\n` and a lone `\r` end lines too, as the parser reads them
+    text = re.sub(r"\r\n?", "\n", text)
+    p = text.find("hcq:")
+  if text[:1] == "\ufeff": text = " " + text[1:]                     # a byte order mark
   while p >= 0:
     start = text.rfind("\n", 0, p) + 1
     end = text.find("\n", p)

@@ -11,7 +11,7 @@ import attrs
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES", "POLL_SIZE",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -24,8 +24,12 @@ U64_MAX = 2**64 - 1   # the host compares a signal's whole 64-bit memory (tinygr
 # BUFFER_ALIGN, fit in MEMORY_WINDOW (the rest of the window holds rings, signals, code, kernargs and command buffers)
 DEVICE_WINDOW = 1 << 44
 MAX_DEVICES = (1 << 48) // DEVICE_WINDOW - 1
+DEVICE_INDEX_MAX = (1 << 16) - 1   # `AMD:N`: N is 0 .. 65535 (an image holds it as such)
 MEMORY_WINDOW = DEVICE_WINDOW // 4   # 4 TiB
 BUFFER_ALIGN = 0x1000
+# the most consecutive launches a command analyses or runs (`--launches`, `# hcq: launches=N`, a witness): check unrolls
+# every launch and run emulates each, so 2**63 would never end
+MAX_LAUNCHES = 1 << 16
 ARCHS = ("gfx942", "gfx1100", "gfx1201")
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),

@@ -236,7 +236,141 @@ def fuzz_rings(n: int, seed: int = 0):
     except Exception as e: fails.append(_fail(f"ring {engine} {arch}", dw, e))
   return n, fails
 
-FUZZERS = {"text": fuzz_text, "images": fuzz_images, "raw dwords": fuzz_dwords, "rings": fuzz_rings}
+# ---- manifests (`hcqdsl lift`): a dump's JSON, structurally mutated
+
+def _manifests() -> list:
+  """A version-1 manifest per compilable `programs/*.hcq`: its queues' dwords (a list, or hex text), signals, buffers,
+  kernels and devices as a dump would give them; every other one with read pointers (a triage dump)."""
+  from hcqdsl import parse
+  from hcqdsl.diagnostics import HcqError
+  from hcqdsl.amd.compile import compile_program
+  out = []
+  for n, p in enumerate(PROGRAMS):
+    try: img = compile_program(parse(open(p, encoding="utf-8").read(), p))
+    except HcqError: continue
+    qs = [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine,
+           "dwords": q.dwords if i % 2 else " ".join(f"{x:08x}" for x in q.dwords), **({"read_ptr": 0} if n % 2 else {})}
+          for i, q in enumerate(img.queues)]
+    if not qs: continue
+    out.append({"format": "hcqdsl-manifest", "version": 1, "devices": [dict(d) for d in img.devices], "queues": qs,
+                "signals": [{"addr": hex(a), "value": 0, **({"name": s} if "." not in s else
+                                                                        {"device": s.split(".")[0], "timeline": True})}
+                            for s, a in img.signals.items() if not s.endswith(".epoch")],
+                "buffers": [{"addr": a, "size": sz, "name": b} for b, (a, sz) in img.buffers.items()],
+                "kernels": [{"prog_addr": k["prog_addr"], "name": k["name"], "params": [m for m, *_ in k["params"] if m in ("in", "out", "inout")]}
+                            for k in img.kernels]})
+  return out
+
+_MANIFEST_VALUES = _VALUES + ["queue", "host", "device", "launch", "compute", "0x10", "/dev/zero", [5], [{}], {"x": []}]
+
+def fuzz_manifests(n: int, seed: int = 0):
+  """Mutated manifests (a node replaced, deleted or shifted, names made keywords): each must load and lift to a program
+  with no `syntax` or `name` error, or fail with ManifestError (a ValueError naming the field)."""
+  from hcqdsl.lift.manifest import load_manifest, lift_manifest
+  from hcqdsl.lang.format import format_program
+  from hcqdsl.check import parse_with_diagnostics
+  rng = random.Random(seed)
+  bases = _manifests()
+  fails = []
+  for m in bases:   # each lifts as it is
+    try: lift_manifest(load_manifest(json.dumps(m), "m.json"))
+    except Exception as e: fails.append(_fail("unmutated manifest", json.dumps(m)[:300], e))
+  global _VALUES
+  for _ in range(n):
+    m = json.loads(json.dumps(rng.choice(bases)))
+    values = _VALUES
+    try:
+      for _ in range(rng.randint(1, 3)):   # (fresh values each time: a later mutation may go inside one)
+        _VALUES = json.loads(json.dumps(_MANIFEST_VALUES))
+        m, _ch = _mutate_meta(rng, m)
+    finally: _VALUES = values
+    try: text = format_program(lift_manifest(load_manifest(json.dumps(m), "m.json")))
+    except ValueError as e:
+      if not str(e).startswith("m.json"): fails.append(("wrong error", json.dumps(m)[:300], str(e)))
+      continue
+    except Exception as e: fails.append(_fail("manifest", json.dumps(m)[:300], e)); continue
+    try: _, diags = parse_with_diagnostics(text, "lifted.hcq")
+    except Exception as e: fails.append(_fail("lifted text", text[:300], e)); continue
+    bad = [str(d) for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
+    if bad: fails.append(("lifted program has errors", json.dumps(m)[:300], bad[0]))
+  return n, fails
+
+# ---- witnesses (`hcqdsl run --replay`): every field of real witness files mutated
+
+WITNESS_PROGRAMS = ["run_race.hcq", "run_deadlock.hcq", "race_missing_epoch.hcq"]
+_NULLABLE = {"at", "line", "mode"}
+
+def witness_files() -> list:
+  """(program path, witness dict) for WITNESS_PROGRAMS, as `hcqdsl check FILE --witness` writes them."""
+  from hcqdsl.check import parse, check
+  from hcqdsl.check.witness import witnesses
+  from hcqdsl.header import header_launches
+  out = []
+  for name in WITNESS_PROGRAMS:
+    path = os.path.join(ROOT, "programs", name)
+    text = open(path, encoding="utf-8").read()
+    n = header_launches(text) or 2
+    prog = parse(text, path)
+    w = witnesses(prog, check(prog, n), n)
+    assert w["witnesses"], name
+    out.append((path, w))
+  return out
+
+def witness_mutants(w: dict):
+  """(JSON path, mutated witness) for every field of `w`: deleted (a missing key), and replaced by values of the wrong
+  type, a negative and huge integers (a nullable field's null is no mutant; nor is another string where any string
+  goes)."""
+  def paths(x, at=""):
+    yield at, x
+    if isinstance(x, dict):
+      for k, v in x.items(): yield from paths(v, f"{at}.{k}" if at else k)
+    elif isinstance(x, list):
+      for i, v in enumerate(x): yield from paths(v, f"{at}[{i}]")
+  def put(root, at, new):
+    root = json.loads(json.dumps(root))
+    keys = re.findall(r"[^.\[\]]+|\[\d+\]", at)
+    o = root
+    for k in keys[:-1]: o = o[int(k[1:-1])] if k[0] == "[" else o[k]
+    k = keys[-1]
+    k = int(k[1:-1]) if k[0] == "[" else k
+    if new is _GONE: del o[k]
+    else: o[k] = new
+    return root
+  for at, v in paths(w):
+    if not at: continue
+    key = re.findall(r"[^.\[\]]+$", at)
+    key = key[0] if key else ""
+    if not at.endswith("]"): yield at, put(w, at, _GONE)
+    news = [None, True, "x", 1.5, [], {}] if type(v) is not str else [None, 1, [], {}] + ([] if key in ("file", "message") else ["x"])
+    if type(v) is int: news = [None, "x", 1.5, [], -1, 2**63, 2**64]
+    for new in news:
+      if new is None and key in _NULLABLE: continue
+      if type(new) is type(v) and (new == v or type(v) in (list, dict)): continue   # ([] and {} hold for a list, an object)
+      yield at, put(w, at, new)
+
+def fuzz_witnesses(n: int = 0, seed: int = 0):
+  """Every mutant of the witness files (n, seed unused: the enumeration is the whole set): each must be refused by
+  validate_witness with an error naming the mutated field or an object holding it."""
+  from hcqdsl.check import parse
+  from hcqdsl.runtime.replays import validate_witness
+  fails, count = [], 0
+  for path, w in witness_files():
+    prog = parse(open(path, encoding="utf-8").read(), path)
+    validate_witness(w, prog, "w.json")   # the real one passes
+    for at, m in witness_mutants(w):
+      count += 1
+      try: validate_witness(m, prog, "w.json")
+      except ValueError as e:
+        where = str(e).split(": ")[1] if str(e).startswith("w.json: ") else None
+        near = lambda a, b: a == b or a.startswith((b + ".", b + "["))   # the field, an object holding it, or a key inside it
+        if where is None or not (near(at, where) or near(where, at)): fails.append(("wrong error", at, str(e)))
+        continue
+      except Exception as e: fails.append(_fail("witness " + at, json.dumps(m)[:300], e)); continue
+      fails.append(("accepted", at, json.dumps(m)[:300]))
+  return count, fails
+
+FUZZERS = {"text": fuzz_text, "images": fuzz_images, "raw dwords": fuzz_dwords, "rings": fuzz_rings,
+           "manifests": fuzz_manifests, "witnesses": fuzz_witnesses}
 
 if __name__ == "__main__":
   import argparse, sys, time

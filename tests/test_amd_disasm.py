@@ -157,11 +157,11 @@ def test_cli(tmp_path, capsys):
   assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "bad.img")])) == 2  # issue 11: a bad image is unusable input
   assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(raw)])) == 2
   (tmp_path / "notes.txt").write_text("hello: world\n")
-  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "notes.txt")])) == 1
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "notes.txt")])) == 2   # issue 31: unusable input
   assert "is not a `queue NAME ENGINE ARCH:` prefix" in capsys.readouterr().err
   assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "nope")])) == 2
   (tmp_path / "odd.bin").write_bytes(b"\x01\x02\xff")
-  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 1
+  assert cli_disasm_mod.run(_args(cli_disasm_mod.add_args, [str(tmp_path / "odd.bin"), "--engine", "sdma"])) == 2
 
 # ---- one packet-length rule per engine (issue 11): the decoder's packets, the emulator's and the submitter's
 

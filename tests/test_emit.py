@@ -123,21 +123,24 @@ def test_cli_emit(tmp_path):
                      capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DEV": "CPU"})
   assert r.returncode == 2 and "more than --devices 2" in r.stderr
 
-SCRIPT_ERRORS = [  # (script text, function, exact stderr)
-  ("from tinygrad import Tensor\ndef main():\n  a = Tensor.ones(4)\n  return a.reshape(3)\n", "main",
+SCRIPT_ERRORS = [  # (script text, function, exit code, exact stderr): the script's failure is 1, a script that cannot
+                   # be loaded or returns no tensors 2 (issue 31: as capture and sanitize say it)
+  ("from tinygrad import Tensor\ndef main():\n  a = Tensor.ones(4)\n  return a.reshape(3)\n", "main", 1,
    "hcqdsl: error: bad.py:4: the script failed: ValueError: size mismatch, can't reshape ((4,)) -> ((3,))"),
-  ("def main():\n  return 1 / 0\n", "main", "hcqdsl: error: bad.py:2: the script failed: ZeroDivisionError: division by zero"),
-  ("import nonexistent_module_xyz\n", "main",
+  ("def main():\n  return 1 / 0\n", "main", 1, "hcqdsl: error: bad.py:2: the script failed: ZeroDivisionError: division by zero"),
+  ("import nonexistent_module_xyz\n", "main", 1,
    "hcqdsl: error: bad.py:1: importing the script failed: ModuleNotFoundError: No module named 'nonexistent_module_xyz'"),
-  ("def main():\n  return 1\n", "other", "hcqdsl: error: bad.py: no function `other`"),
-  ("def main():\n  return 1\n", "main", "hcqdsl: error: the function must return tensors, got int `1`"),
+  ("def main():\n  return 1\n", "other", 2, "hcqdsl: error: bad.py: no function `other`"),
+  ("def main():\n  return 1\n", "main", 2, "hcqdsl: error: the function must return tensors, got int `1`"),
+  ("import sys\ndef main():\n  sys.exit(5)\n", "main", 1, "hcqdsl: error: bad.py:3: the script exited with status 5"),
+  ("def main(:\n", "main", 2, "hcqdsl: error: bad.py:1:10: not a Python script: SyntaxError: invalid syntax"),
 ]
 
-@pytest.mark.parametrize("text,fn,want", SCRIPT_ERRORS, ids=["tinygrad", "python", "import", "missing", "not-tensors"])
-def test_cli_emit_script_errors_are_one_line(tmp_path, text, fn, want):
+@pytest.mark.parametrize("text,fn,rc,want", SCRIPT_ERRORS, ids=["tinygrad", "python", "import", "missing", "not-tensors", "exit", "syntax"])
+def test_cli_emit_script_errors_are_one_line(tmp_path, text, fn, rc, want):
   (tmp_path / "bad.py").write_text(text)
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"bad.py:{fn}"], capture_output=True, text=True, cwd=tmp_path)
-  assert (r.returncode, r.stdout, r.stderr.strip()) == (2, "", want)
+  assert (r.returncode, r.stdout, r.stderr.strip()) == (rc, "", want)
 
 def test_api_emit_jit():
   from tinygrad import Tensor

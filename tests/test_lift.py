@@ -288,7 +288,7 @@ BAD = [
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [1, -2]}]},
    "m.json: queues[0].dwords[1]: expected a 32-bit unsigned integer, got -2"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": "zz"}]},
-   "m.json: queues[0].dwords: expected hex dwords: not hex dwords: invalid literal for int() with base 16: 'zz'"),
+   "m.json: queues[0].dwords: expected hex dwords: 1:1: `zz` is not a hex dword"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0], "read_ptr": 5}]},
    "m.json: queues[0].read_ptr: 5 is past the 1 dwords given (give write_ptr for a ring)"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0, 0], "start": 0, "write_ptr": 9}]},

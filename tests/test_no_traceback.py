@@ -60,3 +60,57 @@ def test_powers_of_two_into_every_command(slot, tmp_path):
       seen[rc] += 1
   # every slot is taken somewhere and refused somewhere (an overflow, a bounds error, a usage error)
   assert seen[0] > 20 and seen[1] + seen[2] > 20, seen
+
+# ---- scripts, witnesses and manifests (issue 31): the same promise for the other files the CLI reads
+
+SCRIPT_BODIES = {   # a failure at the top level, or in FN: each must be the script's own error, never ours
+  "syntax": b"def main(:\n", "nul": b"x = 1\0\n", "utf16": "x = 1\n".encode("utf-16"), "latin1": b"x = '\xe9'\n",
+  "indent": b"def main():\nreturn 1\n", "exception": b"raise ValueError('bad')\n",
+  "base-exception": b"class Boom(BaseException): pass\nraise Boom()\n", "keyboard-interrupt": b"raise KeyboardInterrupt\n",
+  "generator-exit": b"raise GeneratorExit\n", "exit-0": b"import sys\nsys.exit(0)\n", "exit-5": b"import sys\nsys.exit(5)\n",
+  "exit-str": b"import sys\nsys.exit('x')\n", "exit-none": b"import sys\nsys.exit()\n", "recursion": b"def f(): f()\nf()\n",
+  "fn-raises": b"def main():\n  raise RuntimeError('x')\n", "fn-exits": b"import sys\ndef main():\n  sys.exit(7)\n",
+  "fn-base": b"class B(BaseException): pass\ndef main():\n  raise B\n", "no-fn": b"x = 1\n", "empty": b"",
+}
+
+@pytest.mark.parametrize("name", list(SCRIPT_BODIES))
+def test_scripts_into_emit_capture_and_sanitize(name, tmp_path, monkeypatch):
+  monkeypatch.chdir(tmp_path)
+  (tmp_path / "s.py").write_bytes(SCRIPT_BODIES[name])
+  rcs = {}
+  for spec in ("s.py", "s.py:main"):
+    for cmd in ("emit", "capture", "sanitize"):
+      rc, text = cli(cmd, *(["-o", "m.json"] if cmd == "capture" else []), spec)
+      assert rc in (0, 1, 2, 130) and "Traceback" not in text and "internal error" not in text, (cmd, spec, text[-2000:])
+      rcs[cmd, spec] = rc
+  for spec in ("s.py", "s.py:main"):   # a script that fails fails alike in all three (exit 1, 2 or 130)
+    if rcs["capture", spec] != 2 or rcs["emit", spec] == 2:   # (2 alone: no tensors returned / no AMD queue submitted to)
+      assert rcs["capture", spec] == rcs["sanitize", spec], (spec, rcs)
+
+def test_witness_mutants_into_run_replay(tmp_path):
+  from fuzz import witness_files, witness_mutants
+  n = 0
+  for path, w in witness_files():
+    for at, m in witness_mutants(w):
+      (tmp_path / "w.json").write_text(__import__("json").dumps(m))
+      rc, text = cli("run", path, "--replay", str(tmp_path / "w.json"), "--no-check")
+      assert rc == 2 and text.startswith(f"hcqdsl: error: {tmp_path / 'w.json'}: ") and "Traceback" not in text, (at, text[-2000:])
+      n += 1
+  assert n == 491
+
+def test_manifest_mutants_into_lift(tmp_path):
+  import json, random
+  from fuzz import _manifests, _mutate_meta, _MANIFEST_VALUES
+  import fuzz
+  rng, bases = random.Random(0), _manifests()
+  for _ in range(150):
+    m = json.loads(json.dumps(rng.choice(bases)))
+    values, fuzz._VALUES = fuzz._VALUES, _MANIFEST_VALUES
+    try: m, _ = _mutate_meta(rng, m)
+    finally: fuzz._VALUES = values
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    rc, text = cli("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
+    assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, text[-2000:]
+    if rc == 0:
+      rc, text = cli("check", str(tmp_path / "m.hcq"), "--launches", "1")
+      assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]

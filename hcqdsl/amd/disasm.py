@@ -5,11 +5,11 @@ statements is hcqdsl/lift/image.py."""
 from __future__ import annotations
 import re, struct
 from typing import Optional
-from ..ir import U32_MAX
+from ..ir import U32_MAX, ARCHS
 from .image import Image, QueueImage
 from . import pm4, sdma
 
-__all__ = ["disasm_image", "disasm_dwords", "disasm_packets", "decoder", "read_raw"]
+__all__ = ["disasm_image", "disasm_dwords", "disasm_packets", "decoder", "read_raw", "RawError"]
 
 # fields not worth a line: the opcode is the name, halves of joined 64-bit values are shown whole
 _HIDE = {"opcode", "op", "sub_op"}
@@ -71,23 +71,44 @@ def disasm_image(img: Image) -> str:
 
 _HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+))?\s*$")
 
+class RawError(ValueError):
+  """Raw input that is not dwords; `line`, `column` (1-based) where the text says what is wrong, else None."""
+  def __init__(self, msg: str, line: Optional[int] = None, column: Optional[int] = None):
+    super().__init__(f"{line}:{column}: {msg}" if line is not None else msg)
+    self.line, self.column = line, column
+
+_WORD = re.compile(r"[^\s,]+")
+
 def read_raw(b: bytes) -> list:
   """Hex text (`0x` optional, `#` comments) or little-endian binary -> [(queue name, engine, arch, dwords)]. Lines of
   `compile --hex` (`queue NAME ENGINE ARCH: dwords`) carry their own queue, engine and arch; other text is one
-  anonymous queue (engine and arch None)."""
-  try:
-    out: list = []
-    for n, line in enumerate(b.decode("ascii").split("\n"), 1):
-      line = line.split("#")[0]
-      head, colon, rest = line.partition(":")
-      m = _HEX_QUEUE.fullmatch(head.strip()) if colon else None
-      if m: out.append((m[1], m[2], m[3], [])); line = rest
-      elif colon: raise ValueError(f"line {n}: `{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`")
-      if not out: out.append((None, None, None, []))
-      out[-1][3].extend(int(w, 16) & U32_MAX for w in line.replace(",", " ").split())
-    return out
+  anonymous queue (engine and arch None). Raises RawError (a word that is not hex or is past 32 bits, an unknown
+  arch: at its line and column)."""
+  try: return _read_hex(b.decode("ascii"))
   except UnicodeDecodeError: pass
-  except ValueError as e:
-    if all(32 <= c < 127 or c in b"\t\n\r" for c in b): raise ValueError(f"not hex dwords: {e}")
-  if len(b) % 4: raise ValueError(f"binary input of {len(b)} bytes is not a whole number of dwords")
+  except RawError:
+    if all(32 <= c < 127 or c in b"\t\n\r" for c in b): raise   # (other bytes: binary that decodes as ASCII)
+  if len(b) % 4: raise RawError(f"binary input of {len(b)} bytes is not a whole number of dwords")
   return [(None, None, None, list(struct.unpack(f"<{len(b) // 4}I", b)))]
+
+def _read_hex(text: str) -> list:
+  out: list = []
+  for n, line in enumerate(text.split("\n"), 1):
+    line = line.split("#")[0]
+    head, colon, rest = line.partition(":")
+    m = _HEX_QUEUE.fullmatch(head.strip()) if colon else None
+    at = 0
+    if m:
+      if m[3] is not None and m[3] not in ARCHS:
+        raise RawError(f"unknown arch `{m[3]}` (one of {', '.join(ARCHS)})", n, len(head) - len(head.lstrip()) + m.start(3) + 1)
+      out.append((m[1], m[2], m[3], [])); at = len(head) + 1
+    elif colon: raise RawError(f"`{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`", n, len(head) - len(head.lstrip()) + 1)
+    if not out: out.append((None, None, None, []))
+    dw = out[-1][3]
+    for w in _WORD.finditer(line, at):
+      try: v = int(w[0], 16) if w[0][:1] not in "+-" else -1
+      except ValueError: v = -1
+      if v < 0: raise RawError(f"`{w[0]}` is not a hex dword", n, w.start() + 1)
+      if not 0 <= v <= U32_MAX: raise RawError(f"`{w[0]}` is more than 32 bits (a dword is 0 .. 0xffffffff)", n, w.start() + 1)
+      dw.append(v)
+  return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect, json, operator, pathlib, struct
 from typing import Optional
 import attrs
-from ..ir import Expr, Ref, U32_MAX, ARCHS, DTYPES, SCALARS
+from ..ir import Expr, Ref, U32_MAX, ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
 __all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
@@ -123,6 +123,7 @@ class Image:
     if HEADER_SIZE + n > len(b): raise ImageError("truncated image (metadata)")
     try: m = json.loads(b[HEADER_SIZE:HEADER_SIZE + n])
     except ValueError as e: raise ImageError(f"corrupt image metadata: {e}") from None   # also bad UTF-8
+    except RecursionError: raise ImageError("corrupt image metadata: JSON nested too deeply") from None
     base = HEADER_SIZE + n + -(HEADER_SIZE + n) % 8
     return IMAGE.conv(m, _Pass(True, memoryview(b)[base:]), "")
 
@@ -369,7 +370,7 @@ HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, 
 # buffers, then queues for the host steps).
 IMAGE = Rec(Image,
   target=Str(ARCHS), file=Str(),
-  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, 1 << 16), "arch": Str(ARCHS)})),
+  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(ARCHS)})),
   vars=List(Str(defines="vars")),
   signals=Map(Str(defines="signals"), ADDR),
   buffers=Map(Str(defines="buffers"), Row(tuple, ADDR, SIZE, names=("address", "size"))),

@@ -8,7 +8,7 @@ import numpy as np
 from ..ir import Program
 from ..diagnostics import Diagnostic
 from .unroll import unroll, Unrolled
-from .hb import happens_before
+from .hb import happens_before, ClockLimit
 from .explore import explore
 from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
                        RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis, StaleInputAnalysis)
@@ -52,7 +52,9 @@ def madvise_hugepage(on: bool) -> bool:
 def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int) -> list[Diagnostic]:
   u = unroll(program, launches, var_values)
   diags = OverflowAnalysis().run(u)
-  t = happens_before(u)
+  try: t = happens_before(u)
+  except ClockLimit as e:   # sizes the machine cannot hold: a `bounds` error at the first queue, nothing decided
+    return diags + [Diagnostic("bounds", str(e), program.queues[0].span if program.queues else u.host_span)]
   if t.exact:
     diags += DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else [])
     diags += RaceAnalysis().run(u, t.races)

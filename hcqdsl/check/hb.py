@@ -36,7 +36,13 @@ from ..ir import U32_MAX
 from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, POLL, R, W, INT64_SAFE
 from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
 
-__all__ = ["Trace", "happens_before", "execute_direct", "execute_loop"]
+__all__ = ["Trace", "happens_before", "execute_direct", "execute_loop", "ClockLimit", "MAX_CLOCK_BYTES"]
+
+# the most memory the clock rows may take (rows x sequences: 10**5 queues of one signal each would need 74.5 GiB)
+MAX_CLOCK_BYTES = 4 << 30
+
+class ClockLimit(Exception):
+  """The program's clock rows would take more than MAX_CLOCK_BYTES (check reports it as a `bounds` error)."""
 
 _NO_VIS = ([],) * 13
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
@@ -414,6 +420,10 @@ def _clocks(S: int, pv, sr, cl, vl, lv) -> np.ndarray:
   unless they come in level order. int32 when positions fit (half the memory to fault in and walk)."""
   n = len(lv)
   dt = np.int32 if n == 1 or int(vl.max()) < 1 << 31 else np.int64
+  if (need := n * S * np.dtype(dt).itemsize) > MAX_CLOCK_BYTES:
+    raise ClockLimit(f"the program is too big for check: its happens-before clocks are {n:,} rows of {S:,} sequences "
+                     f"({need / 2**30:.1f} GiB), more than the {MAX_CLOCK_BYTES / 2**30:g} GiB check allows; check fewer "
+                     f"queues or launches")
   if n == 1: return np.zeros((1, S), dtype=dt)
   ordered = bool((lv[1:] >= lv[:-1]).all())
   if not ordered:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
-                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN)
+                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
 import attrs
@@ -102,6 +102,8 @@ class StaticCheck:
   # ---- declarations
   def _device(self, d: Device):
     if d.vendor != "AMD": self._err("name", f"unknown device kind `{d.vendor}` (only `AMD` is supported)", d.span)
+    if not 0 <= d.index <= DEVICE_INDEX_MAX:
+      self._err("bounds", f"device index {d.index} is outside 0 .. {DEVICE_INDEX_MAX}", self.prog.locate(str(d.index), d.span))
     if d.arch is not None and d.arch not in ARCHS: self._err("name", f"unknown architecture `{d.arch}` (one of {', '.join(ARCHS)})", d.span)
     for o in self.prog.of(Device):
       if o is d: break
@@ -195,8 +197,10 @@ class StaticCheck:
     scalars = any(Expr in w for w in want.values())
     if scalars: vals += [e for e, t in zip(args, types) if t is Expr]
     vals += [x for x in dims if type(x) is not int]
-    # one pass over the expressions: the names of their vars, and whether each literal fits 32 bits
-    marks = {e.var.name if e.var is not None else 0 <= e.offset <= U for e in vals}
+    # one pass over the expressions: the names of their vars (whose constants fit 64 bits), and whether each literal
+    # fits 32 bits
+    W = U64_MAX
+    marks = {(e.var.name if -W <= e.offset <= W else False) if e.var is not None else 0 <= e.offset <= U for e in vals}
     if False in marks: return False
     marks.discard(True)
     if any(type(names.get(n)) is not Var for n in marks): return False
@@ -253,7 +257,11 @@ class StaticCheck:
     elif isinstance(s, Poll): self._poll(s)
 
   def _expr(self, e: Expr, at, limit: int = U32_MAX):
-    if e.var is not None: self._need(e.var, Var, "var", at)
+    if e.var is not None:
+      self._need(e.var, Var, "var", at)
+      if not -U64_MAX <= e.offset <= U64_MAX:   # (an image holds the constant in 65 bits; past 64 no launch fits)
+        self._err("overflow", f"`{e}`: {abs(e.offset)} ({abs(e.offset):#x}) is outside 64 bits, so the value is outside 0 .. {limit} "
+                  f"in every launch", self._value_span(at))
     elif not 0 <= e.offset <= limit and limit == U32_MAX:
       self._err("overflow", f"{e.offset} ({e.offset:#x}) is outside 32 bits (signal values are 0 .. {U32_MAX})", self._value_span(at))
     elif not 0 <= e.offset <= limit:

@@ -289,7 +289,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     for c_lo, c in by_buf.get(b, ()):
       if c_lo + 4 <= lo or hi <= c_lo: continue
       keep = sum(0xFF << 8 * n for n in range(4) if not lo <= c_lo + n < hi)
-      bits = tuple(sum(d[c_lo + n - lo] << 8 * n for n in range(4) if lo <= c_lo + n < hi) for d in map(data, range(1, launches + 1)))
+      bits = tuple(sum((d[c_lo + n - lo] if c_lo + n - lo < len(d) else 0) << 8 * n for n in range(4) if lo <= c_lo + n < hi)
+                   for d in map(data, range(1, launches + 1)))   # (zeros past the data: a value zero-extended)
       out.append((c, None, keep, bits))
     return tuple(out)
 
@@ -310,6 +311,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
 
   pins: dict = {}   # queue name -> {(op index, access index): launch index} of the `x@k` accesses
+  nlists = {b.name: len(b.launch_inits) for b in buffers if b.per_launch == "rebound"}
 
   def lower(body, q: Optional[Queue]) -> list:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
@@ -317,6 +319,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     ops = []
     app = ops.append
     def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
+      if not 0 < sl.launch <= nlists.get(sl.buffer.name, 0): return   # no such memory: the static `bounds` error says so
       pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
     for st in body:
       t = type(st)
@@ -340,7 +343,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
         sv = None
         if acc and acc[0][0] in by_buf:   # the value zero-extended to the 4 or 8 bytes, in each launch
           b, lo, hi, _ = acc[0]
-          sv = stores(b, lo, hi, lambda k, e=st.value, n=hi - lo: (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
+          sv = stores(b, lo, hi, lambda k, e=st.value, n=min(hi - lo, 8): (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
         if sv and dst.launch is not None: sv = tuple((c, dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
         app((ACCESS, acc, sv) if sv else (ACCESS, acc))
       elif t is HostWrite:   # the host's store of each launch's bytes into the range; and of the polled words they cover

@@ -3,7 +3,7 @@ from __future__ import annotations
 import sys
 from ..lift.capture import Capture
 from ..tinygrad.script import run_script
-from .util import add_script_args, script_of
+from .util import add_script_args, script_of, check_output
 
 NO_DEVICE = ("no AMD queue was submitted to: run the script on tinygrad's AMD runtime — an AMD GPU, or tinygrad's mock "
              "GPU with DEV=MOCKKFD+AMD and a tinygrad checkout on PYTHONPATH (docs/lift.md)")
@@ -15,6 +15,7 @@ def run(a) -> int:
   script, fn, args = script_of(a)
   path = str(script)
   out = a.output or str(script.with_suffix(".capture.json"))
+  check_output(out, "-o", script)
   cap = Capture()
   rc, err = run_script(script, fn, args, cap)
   if err: sys.stderr.write(err + "\n")

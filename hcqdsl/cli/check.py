@@ -4,7 +4,7 @@ import gc, sys
 from operator import attrgetter
 from ..header import read_header
 from ..diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
-from .util import UsageError, read_source, launches_of, parse_vars, check_vars, add_var_arg
+from .util import UsageError, read_source, launches_of, launches_arg, parse_vars, check_vars, add_var_arg, check_output
 
 MAX_PER_CODE = 20  # warnings of one code printed in full (text)
 
@@ -41,10 +41,11 @@ def _check(a) -> int:
     sys.stdout.write(explain(a.explain)); return 0
   if not a.files: raise UsageError("check takes one or more .hcq programs (or --explain CODE)")
   var_values = parse_vars(a.var)
-  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
+  launches_arg(a.launches)
   if a.max_diagnostics < 0: raise UsageError("--max-diagnostics must be at least 0")
   if a.max_states < 1: raise UsageError("--max-states must be at least 1")
   if a.witness and len(a.files) != 1: raise UsageError("--witness takes one program (a witness file is for one program)")
+  if a.witness: check_output(a.witness, "--witness", a.files[0])
   diags: list[Diagnostic] = []
   sources, queues, launches = {}, 0, set()
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
@@ -61,8 +62,10 @@ def _check(a) -> int:
     import json
     from ..check.witness import witnesses
     prog = a.kept[0][0]
-    w = witnesses(prog, diags, max(launches), var_values) if prog is not None else {"format": "hcqdsl-witness", "version": 1, "witnesses": []}
-    try: open(a.witness, "w").write(json.dumps(w, indent=1) + "\n")
+    w = witnesses(prog, diags, max(launches), var_values) if prog is not None else \
+      {"format": "hcqdsl-witness", "version": 1, "file": a.files[0], "launches": max(launches), "var_values": dict(var_values), "witnesses": []}
+    try:   # (closed here: a full disk's error comes at the close, and is not lost)
+      with open(a.witness, "w") as f: f.write(json.dumps(w, indent=1) + "\n")
     except OSError as e: raise UsageError(f"{a.witness}: {e.strerror or e}")
     sys.stderr.write(f"wrote {a.witness}: {len(w['witnesses'])} witness{'es' * (len(w['witnesses']) != 1)} "
                      f"(replay with `hcqdsl run {a.files[0]} --replay {a.witness}`)\n")

@@ -18,7 +18,8 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..diagnostics import render_text
-  from .util import read_source, precheck_launches, parse_vars, check_vars, warn_check_errors
+  from .util import read_source, precheck_launches, parse_vars, check_vars, warn_check_errors, check_output
+  check_output(a.output, "-o", a.file)
   text = read_source(a.file)
   var_values = parse_vars(a.var)
   from ..check import parse

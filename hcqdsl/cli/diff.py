@@ -1,7 +1,7 @@
 """`hcqdsl diff A.hcq B.hcq`: launch by launch, what differs between two programs (declarations, and each queue's
 commands with the launch's values resolved). Exit 0 when they run the same commands, 1 when they differ."""
 from __future__ import annotations
-from .util import UsageError, read_source, launches_of
+from .util import UsageError, read_source, launches_of, launches_arg
 
 def add_args(p) -> None:
   p.add_argument("a", help="the first program (e.g. what `hcqdsl emit` derived from tinygrad's schedule)")
@@ -16,6 +16,7 @@ def run(a) -> int:
   from ..check import parse_with_diagnostics
   from ..check.diff import diff_programs, render_changes
   from ..diagnostics import render_text
+  launches_arg(a.launches)
   progs = []
   for path in (a.a, a.b):
     text = read_source(path)
@@ -25,7 +26,11 @@ def run(a) -> int:
       raise UsageError(f"{path} has errors: fix them (`hcqdsl check {path}`) before comparing it")
     progs.append(prog)
   n = launches_of(read_source(a.a), a.a, a.launches)
-  if n < 1: raise UsageError(f"--launches must be at least 1, not {n}")
+  from ..check.static import check_launches
+  for path, prog in zip((a.a, a.b), progs):   # a var list or per-launch buffer shorter than the launches compared
+    if short := check_launches(prog, n):
+      print(render_text(short, {path: read_source(path)}), end="")
+      raise UsageError(f"{path} lists values for fewer than the {n} launches compared: give --launches at most what it lists")
   changes = diff_programs(*progs, launches=n, match=a.match)
   if a.json: print('{"differences": [' + ",\n ".join(json.dumps(attrs.asdict(c)) for c in changes) + "]}")
   else: print(render_changes(changes, a.a, a.b), end="")

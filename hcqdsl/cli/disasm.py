@@ -1,10 +1,11 @@
 """`hcqdsl disasm FILE`: packets of an image, `compile --hex` output or raw dwords."""
 from __future__ import annotations
-import pathlib, sys
+import sys
 from ..ir import ARCHS
 from ..amd.image import Image, MAGIC
-from ..amd.disasm import disasm_image, disasm_dwords, read_raw
+from ..amd.disasm import disasm_image, disasm_dwords, read_raw, RawError
 from ..lift.image import as_hcq
+from .util import read_bytes, UsageError
 
 
 def add_args(p) -> None:
@@ -15,9 +16,9 @@ def add_args(p) -> None:
   p.add_argument("--target", choices=ARCHS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
 
 def run(a) -> int:
-  try: b = pathlib.Path(a.file).read_bytes()
-  except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.file}: {e.strerror or e}\n"); return 2
+  try: b = read_bytes(a.file)   # (a missing file, a directory or a device like /dev/zero, whose read never ends)
+  except UsageError as e:
+    sys.stderr.write(f"hcqdsl: error: {e}\n"); return 2
   if b[:8] == MAGIC:
     try: img = Image.from_bytes(b)
     except ValueError as e:   # an unusable input file: one line, exit 2
@@ -27,8 +28,8 @@ def run(a) -> int:
   if a.as_hcq:
     sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n"); return 2
   try: queues = read_raw(b)
-  except ValueError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 1
+  except RawError as e:   # an unusable input file: one line (at the word's line and column), exit 2
+    sys.stderr.write(f"hcqdsl: error: {a.file}:{'' if e.line is not None else ' '}{e}\n"); return 2
   engine = {"pm4": "compute", "sdma": "copy"}.get(a.engine, a.engine)
   if engine is None and any(q[1] is None for q in queues):
     sys.stderr.write(f"hcqdsl: error: {a.file} is not an image nor `compile --hex` output; give --engine pm4|sdma "

@@ -2,7 +2,7 @@
 from __future__ import annotations
 import argparse, pathlib, sys
 from ..tinygrad.env import EmitError
-from ..tinygrad.script import load_function, call_script, script_error
+from ..tinygrad.script import load_function, call_script, script_error, ScriptFailed
 from ..tinygrad.schedule import MAX_VALUES
 from ..tinygrad.emit import schedule_returned
 from ..tinygrad.planners import PLANNERS, program
@@ -25,28 +25,37 @@ def add_args(p: argparse.ArgumentParser):
 def run(a) -> int:
   from ..lang.format import format_program
   from ..lang.sidecar import move_out
-  from .util import UsageError
+  from .util import UsageError, check_output
   out = pathlib.Path(a.output) if a.output else None
+  if a.max_values < 0: raise UsageError(f"--max-values must be at least 0, not {a.max_values}")
+  if a.inline_max is not None and a.inline_max < 0: raise UsageError(f"--inline-max must be at least 0 (or `all`), not {a.inline_max}")
+  if out is not None:
+    check_output(out, "-o", a.script.partition(":")[0])
+    check_output(out.with_suffix(".safetensors"), "-o (its OUT.safetensors)", a.script.partition(":")[0])
   try:
     fn = load_function(a.script)
     try: tensors = call_script(fn, a.devices)
-    except Exception as e: raise script_error(e, a.script) from None
+    except BaseException as e: raise script_error(e, a.script) from None
     if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): TinyJit's semantics, one launch per call from call 2
       try: prog, s = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
       except EmitError: raise
-      except Exception as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
+      except BaseException as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
     else:
       try: s = schedule_returned(tensors, lambda: call_script(fn, a.devices), a.max_values)
       except EmitError: raise
-      except Exception as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None
+      except BaseException as e: raise script_error(e, a.script, "tinygrad could not schedule or run the tensors") from None
       prog = program(s, a.planner, f"{a.script}")
     if a.devices is not None and len(s.devices) > a.devices:
       raise EmitError(f"the schedule uses {len(s.devices)} devices, more than --devices {a.devices}")
     if a.amd_code: prog = attach_amd_code(prog, s, out.parent if out else pathlib.Path("."))
+  except ScriptFailed as e:   # the script ran and failed: its own line, exit 1 (as capture and sanitize say it)
+    sys.stderr.write(f"hcqdsl: error: {e}\n"); return e.rc
   except EmitError as e: raise UsageError(str(e))
-  if out is not None and a.inline_max is not None:   # big contents and expects go to OUT.safetensors
-    prog = move_out(prog, str(out.with_suffix(".safetensors")), out.with_suffix(".safetensors").name, a.inline_max)
-  text = format_program(prog)
-  if out is not None: out.write_text(text)
-  else: sys.stdout.write(text)
+  try:
+    if out is not None and a.inline_max is not None:   # big contents and expects go to OUT.safetensors
+      prog = move_out(prog, str(out.with_suffix(".safetensors")), out.with_suffix(".safetensors").name, a.inline_max)
+    text = format_program(prog)
+    if out is not None: out.write_text(text)
+    else: sys.stdout.write(text)
+  except OSError as e: raise UsageError(f"{e.filename or out}: {e.strerror or e}")
   return 0

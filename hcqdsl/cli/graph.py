@@ -14,11 +14,12 @@ def add_args(p) -> None:
   add_var_arg(p)
 
 def run(a) -> int:
-  from .util import read_source, launches_of, parse_vars, check_vars, UsageError
+  from .util import read_source, launches_of, launches_arg, parse_vars, check_vars, UsageError, check_output
   from ..lang.parse import parse_syntax
   from ..diagnostics import render_text
   from ..check import check
-  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
+  launches_arg(a.launches)
+  check_output(a.output, "-o", a.file)
   var_values = parse_vars(a.var)
   text = read_source(a.file)
   a.launches = launches_of(text, a.file, a.launches, 2)
@@ -27,6 +28,9 @@ def run(a) -> int:
   # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red
   diags = diags if prog is None or any(d.code == "syntax" for d in diags) else diags + check(prog, a.launches, var_values)
   bad = [d for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
+  if not bad:   # a var list or per-launch buffer shorter than the launches: no launch-k value to draw
+    from ..check.static import check_launches
+    bad = check_launches(prog, a.launches, var_values)
   if bad:
     sys.stderr.write(render_text(bad, {a.file: text}))
     return 1

@@ -3,7 +3,7 @@ raw-dump manifest."""
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file
-from .util import UsageError
+from .util import UsageError, check_output
 
 
 def add_args(p) -> None:
@@ -17,6 +17,7 @@ def run(a) -> int:
   from ..lang.format import format_program
   p = pathlib.Path(a.file)
   if not p.is_file(): raise UsageError(f"{a.file}: no such file" if not p.exists() else f"{a.file}: not a file")
+  check_output(a.output, "-o", a.file)
   trace: dict = {}
   try: prog = lift_file(a.file, a.output, whole=a.whole, trace=trace)
   except ValueError as e:

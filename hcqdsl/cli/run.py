@@ -3,7 +3,7 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from .util import (UsageError, read_source, launches_of, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
+from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
                    warn_check_errors)
 
 def add_args(p) -> None:
@@ -35,14 +35,18 @@ _UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 def parse_size(text: str) -> int:
   t = text.strip().upper().removesuffix("B").removesuffix("I")
-  try: return int(float(t[:-1] if t[-1:] in _UNITS else t) * _UNITS[t[-1] if t[-1:] in "KMGT" else ""])
-  except (ValueError, IndexError): raise ValueError(f"--max-memory takes a size like 512M or 64G, got `{text}`")
+  try: n = int(float(t[:-1] if t[-1:] in _UNITS else t) * _UNITS[t[-1] if t[-1:] in "KMGT" else ""])
+  except (ValueError, IndexError, OverflowError): n = -1   # (nan, inf)
+  if n < 0: raise ValueError(f"--max-memory takes a size like 512M or 64G, got `{text}`")
+  return n
 
 def run(a) -> int:
   from ..diagnostics import HcqError, render_text
   from ..runtime import run as run_program, compare
-  if a.launches is not None and a.launches < 1: raise UsageError("--launches must be at least 1")
-  if a.kernel_timeout < 0: raise UsageError("--kernel-timeout must be at least 0")
+  launches_arg(a.launches)
+  check_output(a.trace, "--trace", a.file, a.replay)
+  for flag, v in (("--kernel-timeout", a.kernel_timeout), ("--timeout", a.timeout)):   # (nan and inf too: a wait without end)
+    if not 0 <= v < float("inf"): raise UsageError(f"{flag} takes a finite number of seconds, at least 0, not {v}")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   text = read_source(a.file)
   a.launches = launches_of(text, a.file, a.launches, 1)
@@ -83,8 +87,10 @@ def run(a) -> int:
 
 def _replay(a, prog, kw) -> int:
   from ..runtime import replay
-  from ..runtime.replays import load_witness
-  try: w = load_witness(a.replay)
+  from ..runtime.replays import load_witness, validate_witness
+  try:
+    w = load_witness(a.replay)
+    validate_witness(w, prog, a.replay)
   except ValueError as e: raise UsageError(str(e))
   kw = {k: v for k, v in kw.items() if k not in ("launches", "var_values")}   # the witness's
   if a.trace: kw["trace"] = True

@@ -2,11 +2,11 @@
 from __future__ import annotations
 import argparse, pathlib
 import attrs
-from ..ir import U32_MAX
+from ..ir import U32_MAX, MAX_LAUNCHES
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -15,17 +15,40 @@ class UsageError(Exception):
     super().__init__(message)
     self.code = code
 
-def read_source(path: str) -> str:
+def read_bytes(path: str) -> bytes:
+  """A file's bytes; a missing file, a directory or a device is a usage error."""
   p = pathlib.Path(path)
   if not p.is_file(): raise UsageError(f"{path}: no such file" if not p.exists() else f"{path}: not a file")
-  try: return p.read_bytes().decode("utf-8", errors="replace")
+  try: return p.read_bytes()
   except OSError as e: raise UsageError(f"{path}: {e.strerror}")
+
+def read_source(path: str) -> str:
+  return read_bytes(path).decode("utf-8", errors="replace")
 
 def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   """`--launches` if given, else the file's `# hcq: launches=N`, else `default`; a bad header is a usage error."""
-  if given is not None: return given
+  if given is not None: return launches_arg(given)
   try: return read_header(text).get("launches", default)
   except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
+
+def same_file(a: str, b: str) -> bool:
+  """Do the paths name one file (an output about to overwrite an input)?"""
+  import os
+  try: return os.path.samefile(a, b)
+  except OSError: return os.path.abspath(a) == os.path.abspath(b)
+
+def check_output(out, flag: str, *inputs) -> None:
+  """An output path that names an input would overwrite it: a usage error (the input is kept)."""
+  for i in inputs:
+    if out is not None and i is not None and same_file(str(out), str(i)):
+      raise UsageError(f"{flag} {out} is the input {i}: writing it would overwrite the input; give another file")
+
+def launches_arg(n):
+  """`--launches N` as given (None: not given); outside 1 .. MAX_LAUNCHES a usage error (check unrolls every launch,
+  run emulates each: 2**63 would never end)."""
+  if n is not None and n < 1: raise UsageError("--launches must be at least 1")
+  if n is not None and n > MAX_LAUNCHES: raise UsageError(f"--launches must be at most {MAX_LAUNCHES}, not {n}")
+  return n
 
 def precheck_launches(text: str, path: str, launches: int = 1) -> int:
   """The launches `compile` and `run` check before they proceed: the file's `# hcq: launches=N`, else `launches` but at

@@ -95,7 +95,9 @@ class _Hexes:
   def keep(self, text: str, node) -> str:
     sp = node.span
     if sp is None or not 1 <= sp.line <= sp.end_line <= len(self.lines): return text
-    src = "\n".join(self.lines[sp.line - 1:sp.end_line])[sp.column - 1:]
+    # the statement's own text (to its end: the rest of a line holding 32,000 statements is not searched per statement)
+    ls = self.lines[sp.line - 1:sp.end_line]
+    src = "\n".join(ls[:-1] + [ls[-1][:sp.end_column - 1]])[sp.column - 1:]
     if "0x" not in src and "0X" not in src: return text
     written = [m.group(1) for m in _INT_OR_STRING.finditer(src) if m.group(1)]
     canon = [m for m in _INT_OR_STRING.finditer(text) if m.group(1)]

@@ -350,12 +350,13 @@ def _control_chars(text: str, file: str) -> list[Diagnostic]:
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
-  turned into `\n` first (columns do not move); any other control character is a `syntax` error at its position. A
+  turned into `\n` first (columns do not move), a leading byte order mark (U+FEFF) into a blank; any other control character is a `syntax` error at its position. A
   file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
   if is_binary(text):
     return None, [Diagnostic("syntax", "not a text file: a program is text, and this has NUL bytes or is mostly control "
                              "characters (a compiled image? `hcqdsl disasm` and `hcqdsl lift` read those)", Span(file, 1, 1, 1, 2))]
   norm = LINE_END.sub("\n", text) if "\r" in text else text
+  if norm[:1] == "\ufeff": norm = " " + norm[1:]   # a UTF-8 byte order mark: a blank (columns do not move)
   prog, diags = _parse_normalized(norm, file)
   if prog is not None and norm is not text: prog = attrs.evolve(prog, source=text)   # the file as written
   return prog, diags

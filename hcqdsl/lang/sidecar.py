@@ -31,7 +31,7 @@ def _header(path: str) -> tuple[dict, int]:
       n = struct.unpack("<Q", raw)[0] if len(raw) == 8 else -1
       if not 0 < n <= min(_MAX_HEADER, st.st_size - 8): raise SidecarError(f"`{path}` is not a safetensors file (no header)")
       try: header = json.loads(f.read(n))
-      except ValueError: raise SidecarError(f"`{path}` is not a safetensors file (its header is not JSON)") from None
+      except (ValueError, RecursionError): raise SidecarError(f"`{path}` is not a safetensors file (its header is not JSON)") from None
     if not isinstance(header, dict): raise SidecarError(f"`{path}` is not a safetensors file (its header is not an object)")
     _headers[key] = (header, 8 + n)
   return _headers[key]

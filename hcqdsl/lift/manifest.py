@@ -9,7 +9,7 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE)
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
 from ..amd.pm4 import FUNC_EQ
 from ..amd.disasm import decoder, read_raw
@@ -27,6 +27,7 @@ LAUNCH_VAR = "launch"
 # differ in absolute terms — Adam's first steps divide a gradient by its own square root, so an update near zero moves
 # by up to the learning rate (convnet.py's weights after three steps: 2e-4 apart)
 LIFT_RTOL, LIFT_ATOL = 1e-3, 1e-3
+MAX_QUEUE_FILE = 256 << 20   # bytes of a queue's `file` read at most (a ring is far smaller; /dev/zero never ends)
 
 class ManifestError(ValueError):
   """A manifest that cannot be used: the message names the file and the JSON path of the bad field."""
@@ -113,6 +114,21 @@ def _raw_dwords(b: bytes) -> list:
   if len(qs) != 1: raise ValueError(f"holds {len(qs)} queues (`queue NAME ...:` lines); give one queue's dwords")
   return qs[0][3]
 
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+def too_deep(text: str, limit: int = 500) -> str:
+  """`LINE:COLUMN` of the first bracket nested more than `limit` deep in JSON text (where json.loads gave up with a
+  RecursionError, or near it)."""
+  depth = 0
+  for m in _JSON_TOKEN.finditer(text):
+    c = m[0]
+    if c in "[{": depth += 1
+    elif c in "]}": depth -= 1
+    if depth > limit:
+      i = m.start()
+      return f"{text.count(chr(10), 0, i) + 1}:{i - text.rfind(chr(10), 0, i)}"
+  return "1:1"
+
 def load_manifest(source, file: Optional[str] = None) -> Manifest:
   """A manifest from a path, JSON text or an already-parsed dict. Raises ManifestError naming the bad field."""
   base = pathlib.Path(".")
@@ -127,6 +143,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     except json.JSONDecodeError as e:
       if e.pos == 0: raise ManifestError(f"{file}: neither an image (.hcqimg) nor a manifest (JSON); raw dwords need a manifest (docs/lift.md)") from None
       raise ManifestError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
+    except RecursionError: raise ManifestError(f"{file}:{too_deep(source)}: invalid JSON: nested too deeply") from None
   top = _V(file, source, "")
   if top.get("format", "str", required=True) != MANIFEST_KIND:
     top.fail("format", f"expected \"{MANIFEST_KIND}\", got {json.dumps(source['format'])}")
@@ -137,7 +154,10 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     arch = d.get("arch", "str", required=True)
     if arch not in ARCHS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(ARCHS)})")
     dev = {"name": _name(d, "name", None) or d.fail("name", "missing"), "index": d.get("index", "int", required=True), "arch": arch}
+    if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
+    if (o := next((x for x in devices if x["index"] == dev["index"]), None)) is not None:
+      d.fail("index", f"{dev['index']} is already device `{o['name']}`'s index")
     devices.append(dev); by_name[dev["name"]] = dev
   queues, qnames = [], set()
   qs = top.get("queues", "list", required=True)
@@ -150,6 +170,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     dev = _name(q, "device", None) or q.fail("device", "missing")
     if dev not in by_name:
       by_name[dev] = {"name": dev, "index": 1 + max((d["index"] for d in devices), default=-1), "arch": target}
+      if by_name[dev]["index"] > DEVICE_INDEX_MAX: q.fail("device", f"`{dev}` would be device index {by_name[dev]['index']}, past {DEVICE_INDEX_MAX}")
       devices.append(by_name[dev])
     elif by_name[dev]["arch"] != target: q.fail("target", f"device `{dev}` is {by_name[dev]['arch']}, not {target}")
     engine = _ENGINES[eng]
@@ -159,8 +180,10 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     if "dwords" in q.obj and "file" in q.obj: q.fail("", "give `dwords` or `file`, not both")
     if "file" in q.obj:
       path = base / q.get("file", "str")
-      try: raw = path.read_bytes()
+      try:
+        with open(path, "rb") as f: raw = f.read(MAX_QUEUE_FILE + 1)   # (bounded: a device like /dev/zero never ends)
       except OSError as e: q.fail("file", f"{path}: {e.strerror or e}")
+      if len(raw) > MAX_QUEUE_FILE: q.fail("file", f"{path}: more than {MAX_QUEUE_FILE} bytes (a queue's dwords are far fewer)")
       try: dw = _raw_dwords(raw)
       except ValueError as e: q.fail("file", f"{path}: {e}")
     elif isinstance(q.obj.get("dwords"), list):
@@ -207,6 +230,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   mailboxes = {a for a, s in signals.items() if s.get("mailbox")}
   kernels = {}
   for k in top.get("kernels", "list", default=[]):
+    if not isinstance(k.obj, dict): k.fail("", f"expected an object, got {type(k.obj).__name__}")
     params, sig = None, None
     if "params" in k.obj:
       params = [p.obj for p in k.get("params", "list")]
@@ -263,8 +287,28 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
       inputs.append(bufs)
     graph_calls.append((g.get("step", "int", required=True), g.get("graph", "int", required=True), inputs))
   prod = source.get("producer") if isinstance(source.get("producer"), dict) else {}
+  _rename_keywords(devices, queues, signals, buffers, host)
   return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final, mailboxes, str(prod.get("path", "hcq")),
                   graph_calls)
+
+def _rename_keywords(devices: list, queues: list, signals: dict, buffers: list, host) -> None:
+  """Device and queue names that are .hcq keywords (a queue named `queue`) or the lift's var `launch` cannot be names in
+  the program: each becomes NAME_1 (the next free), everywhere the manifest uses it."""
+  taken = {d["name"] for d in devices} | {q.name for q in queues}
+  new: dict = {}
+  for n in [d["name"] for d in devices] + [q.name for q in queues]:
+    if (n in KEYWORDS or n == LAUNCH_VAR) and n not in new:
+      i = 1
+      while f"{n}_{i}" in taken: i += 1
+      taken.add(new.setdefault(n, f"{n}_{i}"))
+  if not new: return
+  dev = lambda n: new.get(n, n) if n is not None else None
+  for d in devices: d["name"] = dev(d["name"])
+  for q in queues: q.name, q.device = new.get(q.name, q.name), dev(q.device)
+  for s in signals.values(): s["device"] = dev(s["device"])
+  for b in buffers: b["device"] = dev(b["device"])
+  for h in host or ():
+    if h.get("op") == "submit": h["queue"] = new.get(h["queue"], h["queue"])
 
 # ---- packets -> statement groups for streams without a source map
 

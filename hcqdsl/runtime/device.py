@@ -66,6 +66,7 @@ def _mprotect_none():
     return lambda addr, n: f(addr, n, 0) == 0
   except (OSError, AttributeError): return None
 _PROTECT = _mprotect_none() if sys.platform.startswith("linux") else None
+MAPS_PER_REGION = 3 if _PROTECT is not None else 1   # the kernel's mappings a region takes: its pages and two guard pages
 
 def _zeros(n: int) -> np.ndarray:
   """n zero bytes in an anonymous *shared* mapping without swap reservation: a huge buffer the program barely touches

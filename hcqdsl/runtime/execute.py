@@ -130,6 +130,31 @@ def _check_memory(prog: Program, img, limit: int) -> None:
                              f"when touched, so raise the limit with `--max-memory` if the program touches little of it",
                              big.span if big is not None else None)])
 
+def max_map_count() -> int:
+  """The kernel's limit on one process's memory mappings (vm.max_map_count; Linux's default elsewhere)."""
+  try: return int(open("/proc/sys/vm/max_map_count").read())
+  except (OSError, ValueError): return 65530
+
+def _maps_in_use() -> int:
+  try:
+    with open("/proc/self/maps", "rb") as f: return sum(1 for _ in f)
+  except OSError: return 0
+
+def _check_mappings(prog: Program, img, indirect: bool, limit: Optional[int] = None) -> None:
+  """Each region of the memory plan, each ring (and in indirect mode each queue's command buffers) is a mapping of its
+  own with a guard page at each end (up to 3 of the kernel's mappings): past vm.max_map_count the mapping fails, so a
+  program with more is refused up front (100,000 queues need 600,000)."""
+  from ..diagnostics import Diagnostic
+  from .device import MAPS_PER_REGION
+  need = len(img.regions) + len(img.queues) * (2 if indirect else 1)
+  limit = max_map_count() if limit is None else limit
+  room = max(0, limit - _maps_in_use() - 1024) // MAPS_PER_REGION
+  if need <= room: return
+  raise HcqError([Diagnostic("bounds", f"the program needs {need:,} memory regions ({len(img.regions):,} in its memory plan, "
+                             f"{len(img.queues):,} rings{' and command buffers' if indirect else ''}), more than the {room:,} "
+                             f"the emulator can map in this process (vm.max_map_count is {limit:,}; each region takes up to 3)",
+                             prog.queues[0].span if prog.queues else None)])
+
 def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = None, target: str = "gfx1100",
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
@@ -154,6 +179,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
+  _check_mappings(prog, img, indirect)
   emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
   if gate is not None: gate.bind(img, emu); emu.gate = gate

@@ -12,7 +12,7 @@ from typing import Optional, Union
 import attrs
 from ..ir import Program
 
-__all__ = ["Replay", "replay", "load_witness", "SEEDS"]
+__all__ = ["Replay", "replay", "load_witness", "validate_witness", "SEEDS"]
 
 SEEDS = 20
 SHOW = 16   # bytes of a range shown
@@ -94,14 +94,104 @@ class Replay:
   result: object = None   # the RunResult of the witness's run
   def __str__(self): return "\n".join(self.lines)
 
+MAX_WITNESS_FILE = 256 << 20   # bytes read at most (check writes a few KB; a device like /dev/zero never ends)
+
 def load_witness(path) -> dict:
-  """A witness file written by `hcqdsl check --witness`; ValueError with the reason when it is not one."""
-  try: w = json.loads(pathlib.Path(path).read_text())
+  """A witness file written by `hcqdsl check --witness`; ValueError with the reason when it is not one (its fields are
+  checked against the program by `validate_witness`)."""
+  try:
+    with open(path, "rb") as f: b = f.read(MAX_WITNESS_FILE + 1)
   except OSError as e: raise ValueError(f"{path}: {e.strerror or e}") from None
-  except ValueError as e: raise ValueError(f"{path}: not JSON ({e})") from None
+  if len(b) > MAX_WITNESS_FILE: raise ValueError(f"{path}: not a witness file (more than {MAX_WITNESS_FILE} bytes)")
+  try: w = json.loads(b)
+  except json.JSONDecodeError as e: raise ValueError(f"{path}:{e.lineno}:{e.colno}: not JSON ({e.msg})") from None
+  except ValueError as e: raise ValueError(f"{path}: not JSON ({e})") from None   # (not UTF-8)
+  except RecursionError:
+    from ..lift.manifest import too_deep
+    raise ValueError(f"{path}:{too_deep(b.decode('utf-8', errors='replace'))}: not JSON (nested too deeply)") from None
   if not isinstance(w, dict) or w.get("format") != "hcqdsl-witness" or not isinstance(w.get("witnesses"), list):
     raise ValueError(f"{path}: not a witness file (write one with `hcqdsl check FILE --witness {path}`)")
   return w
+
+_MODES = (None, "reads", "writes", "reads and writes")
+
+def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
+  """ValueError `PATH: KEY: expected ..., got ...` for the first field of `w` that is not what `check --witness` writes
+  for `prog`: every key present, of its type, in its range (launches 1 .. MAX_LAUNCHES, each party's launch within
+  them, a range inside its buffer, a line holding a statement of its queue, names of the program's queues, buffers,
+  signals and vars)."""
+  from ..ir import MAX_LAUNCHES, U32_MAX, U64_MAX
+  from ..check.static import check_launches
+  def fail(at: str, want: str, v) -> None:
+    got = json.dumps(v) if v is not _MISSING else "nothing (missing)"
+    raise ValueError(f"{path}: {at}: expected {want}, got {got[:80] + ' ...' if len(got) > 80 else got}")
+  def get(o: dict, at: str, key: str):
+    return o.get(key, _MISSING)
+  def obj(v, at: str) -> dict:
+    if type(v) is not dict: fail(at, "an object", v)
+    return v
+  def num(o: dict, at: str, key: str, lo: int, hi: int, null: bool = False):
+    v = get(o, at, key)
+    if v is None and null: return None
+    if type(v) is not int or not lo <= v <= hi: fail(f"{at}.{key}" if at else key, f"an integer in {lo}..{hi}" + (" or null" * null), v)
+    return v
+  def text(o: dict, at: str, key: str, among=None, null: bool = False):
+    v = get(o, at, key)
+    if v is None and null: return None
+    if type(v) is not str or (among is not None and v not in among):
+      fail(f"{at}.{key}" if at else key, ("a string" if among is None else "one of " + ", ".join(f"`{x}`" for x in among if x is not None))
+           + (" or null" * null), v)
+    return v
+  stmts: dict = {}   # queue (or "host") -> lines of its statements
+  for q in prog.queues: stmts[q.name] = {s.span.line for s in q.body if s.span is not None}
+  stmts["host"] = {s.span.line for s in prog.host.body if s.span is not None} if prog.host is not None else set()
+  nlines = (prog.source or "").count("\n") + 1
+  text(w, "", "format", ("hcqdsl-witness",)); num(w, "", "version", 1, 1); text(w, "", "file")
+  n = num(w, "", "launches", 1, MAX_LAUNCHES)
+  vv = obj(get(w, "", "var_values"), "var_values")
+  for k, v in vv.items():
+    if k not in prog.vars: fail("var_values", f"names of vars of the program ({', '.join(prog.vars) or 'none'})", k)
+    num(vv, "var_values", k, 0, U32_MAX)
+  if short := check_launches(prog, n, vv): raise ValueError(f"{path}: launches: {n}, but {short[0].message}")
+  ws = get(w, "", "witnesses")
+  if type(ws) is not list: fail("witnesses", "a list", ws)
+  buffers = {b.name: b for b in prog.buffers}
+  signals = {s.name for s in prog.signals}
+  def party(o, at: str, code: str) -> None:
+    o = obj(o, at)
+    q = text(o, at, "queue", tuple(stmts))
+    num(o, at, "launch", 1, n)
+    line = get(o, at, "line")
+    if line is not None and (type(line) is not int or line not in stmts[q]):
+      fail(f"{at}.line", f"the line of a statement of {q} ({', '.join(map(str, sorted(stmts[q]))) or 'none'}) or null", line)
+    if code == "race": text(o, at, "mode", _MODES, null=True)
+  for i, x in enumerate(ws):
+    at = f"witnesses[{i}]"
+    x = obj(x, at)
+    code = text(x, at, "code", ("race", "deadlock"))
+    a = get(x, at, "at")
+    if a is not None:
+      a = obj(a, f"{at}.at"); num(a, f"{at}.at", "line", 1, nlines); num(a, f"{at}.at", "column", 1, (1 << 31) - 1)
+    text(x, at, "message")
+    if code == "race":
+      b = text(x, at, "buffer", tuple(buffers))
+      rs = []
+      for side in ("first", "then"):
+        party(get(x, at, side), f"{at}.{side}", code)
+        r = get(x[side], "", "range")
+        if type(r) is not list or len(r) != 2 or any(type(v) is not int for v in r) or not 0 <= r[0] < r[1] <= buffers[b].size:
+          fail(f"{at}.{side}.range", f"[start, end] with 0 <= start < end <= {buffers[b].size} (the size of `{b}`)", r)
+        rs.append(r)
+      if max(rs[0][0], rs[1][0]) >= min(rs[0][1], rs[1][1]): fail(f"{at}.then.range", f"a range overlapping first's {rs[0]}", rs[1])
+    else:
+      bl = get(x, at, "blocked")
+      if type(bl) is not list or not bl: fail(f"{at}.blocked", "a non-empty list", bl)
+      for j, o in enumerate(bl):
+        party(o, f"{at}.blocked[{j}]", code)
+        text(o, f"{at}.blocked[{j}]", "signal", tuple(sorted(signals)))
+        num(o, f"{at}.blocked[{j}]", "needed", 0, U64_MAX if o["queue"] == "host" else U32_MAX)   # (the host's waits: 64 bits)
+
+_MISSING = object()
 
 def _hex(b: Optional[bytes]) -> str:
   if b is None: return "(not seen)"
@@ -166,8 +256,8 @@ def _deadlock(prog: Program, w: dict, kw: dict) -> Replay:
     res = run(prog, seed=seed, trace=kw.pop("trace", False) if seed is None else False, **kw)
     if res.hang is not None and want & {(b.queue, b.line) for b in res.hang.blocked}:
       sched = "in time order" if seed is None else f"with --seed {seed}"
-      return Replay("deadlock", True, [f"deadlock at line {w['at']['line']}: replayed {sched}", str(res.hang)], res)
-  return Replay("deadlock", False, [f"deadlock at line {w['at']['line']}: not reproduced in time order or seeds "
+      return Replay("deadlock", True, [f"deadlock at line {w['at']['line'] if w.get('at') else '?'}: replayed {sched}", str(res.hang)], res)
+  return Replay("deadlock", False, [f"deadlock at line {w['at']['line'] if w.get('at') else '?'}: not reproduced in time order or seeds "
                                     f"0..{SEEDS - 1} (check explores every interleaving; these are a few)"], res)
 
 def replay(program: Union[Program, str], witness: Union[dict, str, pathlib.Path], filename: str = "<input>",
@@ -177,6 +267,7 @@ def replay(program: Union[Program, str], witness: Union[dict, str, pathlib.Path]
   from .execute import as_program
   w = load_witness(witness) if not isinstance(witness, dict) else witness
   prog = as_program(program, filename)
+  validate_witness(w, prog, str(witness) if not isinstance(witness, dict) else "<witness>")
   kw = dict(kw, launches=w.get("launches", 2), var_values=w.get("var_values") or None)
   out = []
   for x in w["witnesses"]:

@@ -40,6 +40,11 @@ def _expr(var, add) -> str:
   if var is None: return str(add if add > U32_MAX else add & U32_MAX)   # (a host wait's value may be 64-bit)
   return var if add == 0 else f"{var} {'+' if add > 0 else '-'} {abs(add)}"
 
+def _i64(v: int) -> int:
+  """A patch's constant as a signed 64-bit int: `var + add` wraps modulo 2**64 alike (its low and high dwords are what
+  the patch stores), and a constant past 64 bits (`kick + 2**63`, check's `overflow`) fits the arrays."""
+  return ((v + (1 << 63)) & ((1 << 64) - 1)) - (1 << 63)
+
 class QueueState:
   """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
   def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict, device: Device):
@@ -49,13 +54,13 @@ class QueueState:
     ps = qi.patches
     self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
     self.pvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in ps], dtype=np.intp)
-    self.padd = np.array([p.add for p in ps], dtype=np.int64)
+    self.padd = np.array([_i64(p.add) for p in ps], dtype=np.int64)
     self.pshift = np.array([32 if p.encoding == "hi" else 0 for p in ps], dtype=np.int64)
     self.prev = self.tmpl[self.poffs].copy()
     mp = qi.mem_patches   # kernarg dwords (scalars, rebound buffer addresses): memory the host writes at submit
     self.mviews = [device.map(p.offset, 4).view("<u4") for p in mp]  # one dword view each: kernargs are many regions
     self.mvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in mp], dtype=np.intp)
-    self.madd = np.array([p.add for p in mp], dtype=np.int64)
+    self.madd = np.array([_i64(p.add) for p in mp], dtype=np.int64)
     self.mshift = np.array([32 if p.encoding == "hi" else 0 for p in mp], dtype=np.int64)
     self.mprev = None     # nothing written yet: the first submit writes every memory patch
     self.ndw = len(self.tmpl)
