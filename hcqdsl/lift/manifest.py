@@ -267,8 +267,8 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
         a, b = h.get("addr", "int", required=True), _hex_bytes(h, "hex")
         if (n := h.get("size", "int")) is not None:   # `size`: the bytes were not recorded (sanitize), only the range
           if b and len(b) != n: h.fail("size", f"{n}, but `hex` holds {len(b)} bytes")
-          b = b or bytes(n)
-        host.append({"op": "write", "addr": a, "data": b, **({"stack": h.obj["stack"]} if "stack" in h.obj else {}),
+          if n > U32_MAX: h.fail("size", f"{n} bytes: a host write is at most {U32_MAX} bytes")
+        host.append({"op": "write", "addr": a, "data": b, "size": len(b) if n is None else n, **({"stack": h.obj["stack"]} if "stack" in h.obj else {}),
                      **({"staged": True} if h.obj.get("staged") is True else {})})
         if h.obj.get("hex"): steps.append((a, b, len(host)))   # what the memory holds from the next step on
       else: h.fail("op", f"expected {'submit, signal, wait or write' if ver >= 2 else 'submit, signal or wait'}, got `{op}`")
@@ -765,7 +765,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
       out.append((p.name, extra))
     return tuple(out)
-  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else ("write", e["addr"], len(e["data"])) if e["op"] == "write" \
+  shape = lambda e: ("submit", e["queue"], what(e)) if e["op"] == "submit" else ("write", e["addr"], e["size"]) if e["op"] == "write" \
     else (e["op"], e["addr"], bool(e.get("init")))
   found = None if whole else _period([shape(e) for e in ev])
   start, P, K = found if found else (0, len(ev), 1)
@@ -1140,8 +1140,10 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       nm = bufname.get(("s", al[0])) if al is not None else None
       if nm is None: continue   # memory no lifted command uses
       off = e["addr"] - al[0]
-      n = min(len(e["data"]), static[al[0]]["size"] - off)
-      host.append(HostWrite(Slice(Ref(nm), off, off + n, True), tuple(_bytes_data(ev[i + k * P]["data"][:n]) for k in range(K))))
+      n = min(e["size"], static[al[0]]["size"] - off)
+      # (bytes not recorded — sanitize's capture — are written as zeros: the range is what a check needs)
+      host.append(HostWrite(Slice(Ref(nm), off, off + n, True), tuple(_bytes_data(ev[i + k * P]["data"][:n]) if ev[i + k * P]["data"]
+                                                                       else Data("u8", (0,)) for k in range(K))))
       host_steps.append([i])
       continue
     fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")

@@ -236,7 +236,8 @@ class Sanitizer:
           what = f"the host's `{stmt}`: its write of the kernel arguments of a dispatch (tinygrad's fill_kernargs, or HCQGraph's update of an input's address or a var)"
         elif isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
           stmt = f"write {stmt[6:].split(' = ')[0]}"
-          what = f"the host's `{stmt}` (its copy of {st.launch_inits[0].nbytes if st.launch_inits else 0} bytes into host memory)"
+          n = st.dst.end - st.dst.start if st.dst.end is not None and st.dst.start is not None else st.launch_inits[0].nbytes if st.launch_inits else 0
+          what = f"the host's `{stmt}` (its copy of {n} bytes into host memory)"
         elif isinstance(st, Wait): what = f"the host's `{stmt}` (tinygrad waiting for the GPU: a synchronize, `.numpy()`, `.item()`)"
         else: what = f"the host's `{stmt}`"
         return Command(stmt, "host", "CPU", what + (f" ({note})" if note else ""), stack_of(step))
