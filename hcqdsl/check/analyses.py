@@ -10,7 +10,8 @@ from .caches import DEFAULT_ARCH
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
-           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags"]
+           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags",
+           "word_name"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
@@ -121,7 +122,7 @@ def _cell_id(u: Unrolled, x: int) -> int:
   """The cell whose word value slot x (counted after the signals) holds."""
   return max(c for c in range(len(u.cells)) if u.cell_slot[c] <= x - len(u.signals))
 
-def _cell_of(u: Unrolled, x: int) -> str:
+def word_name(u: Unrolled, x: int) -> str:
   """The polled word in value slot x as the program names it (`cq[60:64]`; a rebound buffer's launch memory `x@2[0:4]`)."""
   c = _cell_id(u, x)
   b, lo = u.cells[c]
@@ -229,7 +230,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     return frozenset([_key(u, i, state[i][3])]), i
 
   def cond(st) -> str:   # what a blocked wait or poll waits for
-    return f"{_cell_of(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
+    return f"{word_name(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
   out = []
   for i, st in state.items():
     if st[0] == "gate": continue
@@ -239,7 +240,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     if st[0] == "poll":
       op = _op(u, i, pos)
       if op[2] is None and op[3] & ~op[4]: continue   # a literal outside the mask: the static check's `deadlock`
-      name = _cell_of(u, s)
+      name = word_name(u, s)
       msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
       if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
       elif not ws: msg += ", and no store left in the checked launches makes it so"
