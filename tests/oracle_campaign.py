@@ -3,7 +3,7 @@ comparing each error's lines and launches (test_check_oracle.agree), collecting 
 stopping at the first. The slow tests run it derandomized or with a fixed seed; from the command line it draws
 programs with any seed and prints the figures docs/reliability.md records:
 
-  python tests/oracle_campaign.py --launches 3 --n 1500 --seed 31 [--polls] [--save DIR]
+  python tests/oracle_campaign.py --launches 3 --n 1500 --seed 31 [--polls] [--size max_body=3] [--save DIR]
 """
 from __future__ import annotations
 import argparse, collections, pathlib, sys, time
@@ -80,10 +80,11 @@ def compare_one(text: str, launches: int, stats: Stats) -> None:
   try: agree(got, want, (launches,))
   except AssertionError as e: stats.disagreements.append((text, str(e).split("\n")[0][:300]))
 
-def campaign(n: int, launches: int, polls: bool = False, seed=None) -> Stats:
-  """`n` generated programs at `launches`; derandomized when `seed` is None (the same programs every run)."""
+def campaign(n: int, launches: int, polls: bool = False, seed=None, **sizes) -> Stats:
+  """`n` generated programs at `launches`; derandomized when `seed` is None (the same programs every run). `sizes`
+  override the generator's (check_gen.programs) for this launch count."""
   stats = Stats()
-  sizes = (POLL_SIZES if polls else SIZES)[launches]
+  sizes = {**(POLL_SIZES if polls else SIZES)[launches], **sizes}
   @settings(max_examples=n, deadline=None, database=None, derandomize=seed is None, suppress_health_check=list(HealthCheck))
   @given(programs(**sizes))
   def one(text): compare_one(text, launches, stats)
@@ -98,11 +99,14 @@ def main(argv=None) -> int:
   ap.add_argument("--seed", type=int, default=None, help="hypothesis seed (default: derandomized)")
   ap.add_argument("--polls", action="store_true")
   ap.add_argument("--save", type=pathlib.Path, help="write each disagreeing program here")
+  ap.add_argument("--size", action="append", default=[], metavar="KEY=N",
+                  help="a generator size for every launch count (max_queues=4, max_body=3, ...)")
   a = ap.parse_args(argv)
+  sizes = {k: int(v) for k, v in (x.split("=") for x in a.size)}
   bad = 0
   for k in a.launches:
     t = time.time()
-    s = campaign(a.n, k, a.polls, a.seed)
+    s = campaign(a.n, k, a.polls, a.seed, **sizes)
     print(f"| {k} | {s.row()} | {dict(s.errors)} | {dict(s.polls)} | {time.time() - t:.0f} s", flush=True)
     for n, (text, why) in enumerate(s.disagreements):
       print(f"  disagreement {n}: {why}")
