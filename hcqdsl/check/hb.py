@@ -4,12 +4,15 @@ The execution: every sequence runs until it blocks (at a wait whose condition do
 launch the host has not submitted yet); a write wakes the sequences waiting for a value it reaches. In the exact
 fragment (writes to each signal totally ordered, lowering writes ordered against every other use of their signal)
 progress is confluent, so this one execution decides `deadlock`, and the clocks it builds are the happens-before of
-every execution. Only waits, writes and submits take part in it: accesses, barriers and timestamps neither block nor
-order anything. Two implementations: `execute_loop` runs every wait, write and submit; `execute_direct` guesses each
+every execution. Only waits, writes, submits, polls and stores into polled words take part in it: other accesses,
+barriers and timestamps neither block nor order anything. A poll is in the fragment when the stores into its word are
+totally ordered and ordered against it (the store before the run of values that pass it, before it; the first that
+fails it after the run, after it): it then waits for one store, as a wait for one write.
+Two implementations: `execute_loop` runs every wait, write, submit, poll and store; `execute_direct` guesses each
 signal's write order up front (launch, then sequence with the host first, then position: what a program that resets
 its signals from the host between launches does), so that the write satisfying each wait is a binary search, runs only
 the joins, and then verifies on the clocks both the fragment and that its guess was the order. It takes most programs
-and falls back to the loop (returns None) on the rest; tests/test_check_hb.py holds the two equal.
+without polls and falls back to the loop (returns None) on the rest; tests/test_check_hb.py holds the two equal.
 
 Clocks: `vc[i][j]` = the last position of sequence j known to happen before sequence i's current step. A wait joins
 the clock of the write that satisfies it (the first write reaching the value since the last lowering write); a
@@ -376,7 +379,7 @@ def execute_loop(u: Unrolled) -> _Execution:
           wj, wp, hr, _w = h[f]
           if wj >= 0 and wj != i:
             prev.append(v); src.append(hr); raise_.append(wj * big + wp); held.append(ib + pos + 1)
-            x_ = lvl[v]; y = lvl[hr]; lvl.append((x_ if x_ > y else y) + 1)
+            lx = lvl[v]; y = lvl[hr]; lvl.append((lx if lx > y else y) + 1)
             nrow += 1; v = nrow
             poll_joins.append(v)
         elif kind == ACCESS:   # a store into polled words (a `write`, the host's rewrite): no signal, but polls see it
@@ -448,7 +451,7 @@ def execute_loop(u: Unrolled) -> _Execution:
                     violations=violations, wstats=_wait_stats(u, done, starts + poll_joins, C, pv, cl, vl, hd, big),
                     vc=[C[cur[i]].tolist() for i in range(S)], C=C, held=hd)
 
-def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
+def _wait_stats(u: Unrolled, done, not_waits, C, pv, cl, vl, hd, big) -> dict:
   """{(sequence, op index): (instances run, instances redundant)} for the wait statements with a redundant instance:
   one whose satisfying write was already ordered before it (or the initial value, or its own sequence's write)."""
   lens = [len(s.ops) for s in u.seqs]
@@ -459,7 +462,7 @@ def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
   runs = np.concatenate([(d - w - 1) // max(L, 1) + 1 for w, d, L in zip(waits, done, lens)]).clip(0, u.launches)
   is_wait = np.ones(len(pv), dtype=bool)
   is_wait[0] = False
-  is_wait[starts] = False
+  is_wait[not_waits] = False   # a launch start's join, a poll's
   joins = np.flatnonzero(is_wait)
   joins = joins[C.reshape(-1)[pv[joins] * C.shape[1] + cl[joins]] < vl[joins]]   # the joins that order something new
   sq = hd[joins] // big
