@@ -1,5 +1,7 @@
 """`check` against the reference semantics (tests/reference.py, a literal full-state explorer independent of
-hcqdsl.check) on random programs at 1-4 launches: every code the semantics define, on every example."""
+hcqdsl.check) on random programs at 1-4 launches: every error the semantics define, by its lines and launches, on
+every example (tests/oracle_campaign.py); happens-before against the skeleton explorer on bigger programs, symbolic
+and with polls."""
 import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 from hcqdsl import parse
