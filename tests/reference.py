@@ -85,7 +85,10 @@ def _conflict(a, b) -> bool:
 def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict:
   """{"deadlock": {wait line: first launch}, "race": {(frozenset of the two lines, buffer): first launch (the larger
   of the two)}, "signal-race": {frozenset of lines: first launch}, "non-monotonic": {write line: {lines of the other
-  uses}}, "overflow": {line}}; `states`: how many were explored."""
+  uses}}, "overflow": {line: first launch}}; `states`: how many were explored. Every instance, for checking what a
+  report says about launches: "deadlock@" {wait line: launches it is blocked at in some stuck state}, "race@" and
+  "signal-race@" {key: {frozenset of the two (line, launch)}}, "non-monotonic@" {write line: (first launch of the
+  lowering write, {(line, launch) of the other uses})}."""
   seqs, init, words = _steps(program, launches)
   names = [n for n, _ in seqs]
   flat = []    # per sequence: [(launch, step)]
@@ -93,8 +96,11 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
   # the host (sequence 0) compares a signal's 64-bit memory, whose high half nothing sets: its waits for 2**32 or
   # more never pass; the queues' packets see 32 bits
   host_wait = lambda i, s: i == 0 and s[0] == "wait"
-  overflow = {s[4] for i, f in enumerate(flat) for _, s in f if s[0] in ("wait", "write", "poll")
-              and not 0 <= (s[2][0] if s[0] == "poll" else s[2]) <= ((1 << 64) - 1 if host_wait(i, s) else MASK)}
+  overflow = {}
+  for i, f in enumerate(flat):
+    for k, s in f:
+      if s[0] in ("wait", "write", "poll") and not 0 <= (s[2][0] if s[0] == "poll" else s[2]) <= ((1 << 64) - 1 if host_wait(i, s) else MASK):
+        overflow[s[4]] = min(k, overflow.get(s[4], k))
   flat = [[(k, (s[0], s[1], (s[2][0] & MASK, s[2][1]) if s[0] == "poll" else
                 s[2] if s[2] is None or (host_wait(i, s) and s[2] > MASK) else s[2] & MASK) + s[3:])
            for k, s in f] for i, f in enumerate(flat)]
@@ -123,7 +129,8 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
     if s[0] == "wait": return vals[sidx[s[1]]] >= s[2]
     if s[0] == "poll": return vals[sidx[s[1]]] & s[2][1] == s[2][0]
     return True
-  out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": overflow}
+  out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": overflow,
+         "deadlock@": {}, "race@": {}, "signal-race@": {}, "non-monotonic@": {}}
   def least(d, key, k):
     if key not in d or k < d[key]: d[key] = k
   seen, stack = {start}, [start]
@@ -137,17 +144,27 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
       about.append((i, k, s))
     for n, (i, ki, a) in enumerate(about):
       for j, kj, b in about[n + 1:]:
+        pair = frozenset(((a[4], ki), (b[4], kj)))
         for x in a[3]:
           for y in b[3]:
-            if _conflict(x, y): least(out["race"], (frozenset((a[4], b[4])), x[0]), max(ki, kj))
-        if a[0] == b[0] == "write" and a[1] == b[1]: least(out["signal-race"], frozenset((a[4], b[4])), max(ki, kj))
+            if _conflict(x, y):
+              least(out["race"], (frozenset((a[4], b[4])), x[0]), max(ki, kj))
+              out["race@"].setdefault((frozenset((a[4], b[4])), x[0]), set()).add(pair)
+        if a[0] == b[0] == "write" and a[1] == b[1]:
+          least(out["signal-race"], frozenset((a[4], b[4])), max(ki, kj))
+          out["signal-race@"].setdefault(frozenset((a[4], b[4])), set()).add(pair)
       if a[0] == "write" and a[2] < vals[sidx[a[1]]]:
         for j, kj, b in about:
-          if j != i and b[0] in ("wait", "write") and b[1] == a[1]: out["non-monotonic"].setdefault(a[4], set()).add(b[4])
+          if j != i and b[0] in ("wait", "write") and b[1] == a[1]:
+            out["non-monotonic"].setdefault(a[4], set()).add(b[4])
+            first, uses = out["non-monotonic@"].get(a[4], (ki, set()))
+            out["non-monotonic@"][a[4]] = (min(first, ki), uses | {(b[4], kj)})
     can = [(i, k, s) for i, k, s in about if holds(vals, s)]
     if not can:
       if any(done[i] < len(f) for i, f in enumerate(flat)):
-        for i, k, s in about: least(out["deadlock"], s[4], k)  # all of them are waits that do not hold
+        for i, k, s in about:   # all of them are waits that do not hold
+          least(out["deadlock"], s[4], k)
+          out["deadlock@"].setdefault(s[4], set()).add(k)
       continue
     for i, k, s in can:
       nd = done[:i] + (done[i] + 1,) + done[i + 1:]
@@ -161,18 +178,37 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
   out["states"] = len(seen)
   return out
 
+_STATED = re.compile(r" (?:also )?waits (?:for|forever for) \S+ (?:>=|& \S+ ==) \S+ \(launch (\d+)\)")
+
 def from_diagnostics(diags) -> dict:
   """The same shape from `check`'s diagnostics (plus "incomplete": how many such notes). `deadlock` reports one cause
-  each, the other blocked waits as related locations: those map to None (their launch is the cause's state's)."""
-  out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": set(), "incomplete": 0}
+  each, the other blocked waits as related locations: those map to None (their launch is the cause's state's). The
+  "@" entries are what each report states: "deadlock@" {line: launches stated for it (the report's, its related
+  waits')}, "race@" / "signal-race@" {key: frozenset of the two (line, launch)}, "non-monotonic@" {write line: (its
+  launch, {(line, launch) of each use named})}."""
+  out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": {}, "incomplete": 0,
+         "deadlock@": {}, "race@": {}, "signal-race@": {}, "non-monotonic@": {}}
+  launch_of = lambda msg: int(re.search(r"\(launch (\d+)\)", msg).group(1))
   for d in diags:
     if d.code == "deadlock":   # one report per cause; the other blocked waits are its related locations
       out["deadlock"][d.span.line] = d.extra["launch"]
+      out["deadlock@"].setdefault(d.span.line, set()).add(d.extra["launch"])
       for r in d.related:
-        if re.search(r" waits (for|forever for) \S+ (>=|& \S+ ==) ", r.message): out["deadlock"].setdefault(r.span.line, None)
-    elif d.code == "race": out["race"][(frozenset((d.span.line, d.extra["other"]["line"])), d.extra["buffer"])] = d.extra["launch"]
-    elif d.code == "signal-race": out["signal-race"][frozenset((d.span.line, d.related[0].span.line))] = d.extra["launch"]
-    elif d.code == "non-monotonic": out["non-monotonic"][d.span.line] = {r.span.line for r in d.related}
-    elif d.code == "overflow": out["overflow"].add(d.span.line)
+        if m := _STATED.search(r.message):
+          out["deadlock"].setdefault(r.span.line, None)
+          out["deadlock@"].setdefault(r.span.line, set()).add(int(m.group(1)))
+    elif d.code == "race":
+      key = (frozenset((d.span.line, d.extra["other"]["line"])), d.extra["buffer"])
+      out["race"][key] = max(d.extra["launch"], d.extra["other"]["launch"])
+      out["race@"][key] = frozenset(((d.span.line, d.extra["launch"]), (d.extra["other"]["line"], d.extra["other"]["launch"])))
+    elif d.code == "signal-race":
+      key = frozenset((d.span.line, d.related[0].span.line))
+      other = launch_of(d.related[0].message)
+      out["signal-race"][key] = max(d.extra["launch"], other)
+      out["signal-race@"][key] = frozenset(((d.span.line, d.extra["launch"]), (d.related[0].span.line, other)))
+    elif d.code == "non-monotonic":
+      out["non-monotonic"][d.span.line] = {r.span.line for r in d.related}
+      out["non-monotonic@"][d.span.line] = (d.extra["launch"], {(r.span.line, launch_of(r.message)) for r in d.related})
+    elif d.code == "overflow": out["overflow"][d.span.line] = d.extra.get("launch", 1)   # a literal's: every launch
     elif d.code == "incomplete": out["incomplete"] += 1
   return out

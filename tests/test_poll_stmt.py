@@ -222,3 +222,31 @@ def test_compile_and_disasm():
   assert [ln.split()[:2] for ln in fields][:1] == [["function", "3"]] and "(==)" in fields[0]
   assert any(ln.split()[:2] == ["mask", "0x1000000"] for ln in fields)
   assert "dword +4: patched per launch = k" in text[text.index("poll poll[0:4] == k"):]
+
+def rdma_pairs(n: int) -> str:
+  """n copies of programs/rdma_poll.hcq's NIC/consumer pair, each on its own completion word, and a finalizer."""
+  out = ["device gpu = AMD:0 gfx1100", "buffer src on gpu size 64", "kernel add(out c, in a, in b)"]
+  for k in range(n):
+    out += [f"buffer dst{k} on gpu size 64", f"buffer res{k} on gpu size 64", f"buffer cq{k} on gpu size 64", f"signal s{k} on gpu",
+            f"queue nic{k} copy on gpu {{\n  epoch\n  copy dst{k} <- src\n  write cq{k}[60:64] = 0x01000000\n}}",
+            f"queue comp{k} compute on gpu {{\n  epoch\n  poll cq{k}[60:64] & 0x01000000 == 0x01000000\n  write cq{k}[60:64] = 0\n"
+            f"  exec add(res{k}, dst{k}, dst{k})\n  signal s{k} = gpu.epoch\n}}"]
+  out.append("queue fin compute on gpu {\n" + "".join(f"  wait s{k} >= gpu.epoch\n" for k in range(n)) + "  signal gpu.timeline = gpu.epoch\n}")
+  out.append("host {\n  wait gpu.timeline >= gpu.epoch - 1\n}")
+  return "\n".join(out) + "\n"
+
+def test_check_polls_at_size():
+  """Polls whose stores are ordered against them are decided by the one happens-before execution, as waits are: 401
+  queues over 16 launches (no exploration could enumerate their interleavings) are exact and clean; a pair without
+  its poll races, a pair whose NIC stores the wrong bit deadlocks at its poll, each at its line and launch."""
+  from hcqdsl.check.unroll import unroll
+  from hcqdsl.check.hb import happens_before
+  prog = hcqdsl.parse(rdma_pairs(200), "big.hcq")
+  assert happens_before(unroll(prog, 16)).exact and _diags(rdma_pairs(200), 16) == []
+  text = rdma_pairs(200).replace("  poll cq7[60:64] & 0x01000000 == 0x01000000\n", "") \
+                        .replace("write cq9[60:64] = 0x01000000", "write cq9[60:64] = 0x02000000")
+  assert happens_before(unroll(hcqdsl.parse(text, "big.hcq"), 16)).exact
+  assert _diags(text, 16) == [
+    "p.hcq:127:3: error[race]: comp7 writes cq7[60:64] at line 127 (launch 1) and nic7 writes cq7[60:64] at line 123 (launch 1) with no happens-before order between them",
+    "p.hcq:128:3: error[race]: comp7 reads dst7[0:64] at line 128 (launch 1) and nic7 writes dst7[0:64] at line 122 (launch 1) with no happens-before order between them",
+    "p.hcq:158:3: error[deadlock]: comp9 polls forever for cq9[60:64] & 0x1000000 == 0x1000000 (launch 1); cq9[60:64] is stuck at 0x2000000, and no store left in the checked launches makes it so"]

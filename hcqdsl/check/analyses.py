@@ -10,7 +10,8 @@ from .caches import DEFAULT_ARCH
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
-           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags"]
+           "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags",
+           "word_name"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
@@ -121,12 +122,40 @@ def _cell_id(u: Unrolled, x: int) -> int:
   """The cell whose word value slot x (counted after the signals) holds."""
   return max(c for c in range(len(u.cells)) if u.cell_slot[c] <= x - len(u.signals))
 
-def _cell_of(u: Unrolled, x: int) -> str:
+def word_name(u: Unrolled, x: int) -> str:
   """The polled word in value slot x as the program names it (`cq[60:64]`; a rebound buffer's launch memory `x@2[0:4]`)."""
   c = _cell_id(u, x)
   b, lo = u.cells[c]
   if not u.rebound[b]: return u.cell_name(c)
   return f"{u.buffers[b].name}@{x - len(u.signals) - u.cell_slot[c] + 1}[{lo}:{lo + 4}]"
+
+def _components(succ: dict) -> dict:
+  """Each node's strongly connected component (a frozenset of nodes) of the graph `succ` (node -> successors):
+  Tarjan's algorithm, iterative (a stuck state has one node per blocked sequence)."""
+  index, low, on, stack, comp, n = {}, {}, set(), [], {}, 0
+  for root in succ:
+    if root in index: continue
+    work = [(root, iter(succ[root]))]
+    index[root] = low[root] = n; n += 1; stack.append(root); on.add(root)
+    while work:
+      v, it = work[-1]
+      w = next(it, None)
+      if w is not None:
+        if w not in index:
+          index[w] = low[w] = n; n += 1; stack.append(w); on.add(w)
+          work.append((w, iter(succ[w])))
+        elif w in on: low[v] = min(low[v], index[w])
+        continue
+      work.pop()
+      if work: low[work[-1][0]] = min(low[work[-1][0]], low[v])
+      if low[v] == index[v]:
+        members = []
+        while True:
+          w = stack.pop(); on.discard(w); members.append(w)
+          if w == v: break
+        c = frozenset(members)
+        for w in members: comp[w] = c
+  return comp
 
 def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
   """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
@@ -182,6 +211,11 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     while path[-1] != i: path.append(prev[path[-1]])
     return path[::-1]
 
+  # a cause is named by its strongly connected component of the wait-for graph, not by the shortest cycle through the
+  # wait it was reached from: the host waiting on itself and on a queue it has not submitted is one cause whichever
+  # blocked wait leads to it (shortest cycles differ by start: {host} from the host, {q1, host} from q1)
+  comp = _components({i: [j for j, _ in edges.get(i, ()) if j in state] for i in state})
+  stmt_key = lambda h: _key(u, h, state[h][3] if state[h][0] != "gate" else done[h] + 1)
   cycles = {}
   def group(i):
     """The cause i's wait ends in: its own cycle, its own missing write, or (following the wait-for edges) another's."""
@@ -189,14 +223,14 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     while frontier:
       a = frontier.pop(0)
       c = cycles[a] = cycles[a] if a in cycles else cycle(a)
-      if c: return frozenset(_key(u, h, state[h][3] if state[h][0] != "gate" else done[h] + 1) for h in c), a
+      if c: return frozenset(stmt_key(h) for h in comp[a]), a
       if state[a][0] != "gate" and not edges[a]: return frozenset([_key(u, a, state[a][3])]), a
       for b, _ in edges.get(a, ()):
         if b not in seen and b in state: seen.add(b); frontier.append(b)
     return frozenset([_key(u, i, state[i][3])]), i
 
   def cond(st) -> str:   # what a blocked wait or poll waits for
-    return f"{_cell_of(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
+    return f"{word_name(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
   out = []
   for i, st in state.items():
     if st[0] == "gate": continue
@@ -206,7 +240,7 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
     if st[0] == "poll":
       op = _op(u, i, pos)
       if op[2] is None and op[3] & ~op[4]: continue   # a literal outside the mask: the static check's `deadlock`
-      name = _cell_of(u, s)
+      name = word_name(u, s)
       msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
       if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
       elif not ws: msg += ", and no store left in the checked launches makes it so"
@@ -274,7 +308,8 @@ class DeadlockAnalysis:
       if root and grp not in roots: roots[grp] = d
     for key in sorted(best, key=lambda x: _order(u, best[x][1])):
       k, d, grp, root = best[key]
-      if roots.get(grp, d) is d: continue
+      if roots.get(grp) is d: continue
+      # a cause whose own members are reported elsewhere (or are queues not submitted): its first wait reports it
       if grp not in roots: roots[grp] = d; continue
       r = roots[grp]
       if any(x.span == d.span for x in r.related): continue  # a member of the cycle: already a hop of its report

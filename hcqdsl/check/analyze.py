@@ -10,7 +10,7 @@ from ..diagnostics import Diagnostic
 from .unroll import unroll, Unrolled
 from .hb import happens_before, ClockLimit
 from .explore import explore
-from .analyses import (OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
+from .analyses import (word_name, OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
                        RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis, StaleInputAnalysis)
 
 __all__ = ["analyze", "MAX_STATES", "madvise_hugepage"]
@@ -22,8 +22,11 @@ MAX_STATES = 500_000
 def _why(u: Unrolled, v) -> str:
   code, a, b, s = v
   who = lambda i: "the host" if i == 0 else u.seqs[i].name
-  if code == "poll":
-    return f"{who(a[0])} polls a word at {u.line(*a)}: whether a poll passes before a later store undoes it depends on the interleaving"
+  if code == "poll":   # a store not ordered against the poll changes whether it passes
+    return (f"{who(a[0])}'s poll at {u.line(*a)} and {who(b[0])}'s store into {word_name(u, s)} at {u.line(*b)} are not "
+            f"ordered: whether the poll passes depends on the interleaving")
+  if code == "store-order":
+    return f"{who(a[0])} ({u.line(*a)}) and {who(b[0])} ({u.line(*b)}) store into {word_name(u, s)} with no order between them"
   if code == "signal-race":
     return f"{who(a[0])} ({u.line(*a)}) and {who(b[0])} ({u.line(*b)}) write {u.signals[s].name} with no order between them"
   return (f"the write lowering {u.signals[s].name} at {u.line(*a)} in {who(a[0])} is not ordered against its use at "

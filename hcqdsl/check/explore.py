@@ -38,7 +38,8 @@ class Exploration:
     self.deadlocks: list = []   # (done tuple, values tuple): per blocked wait statement, a state of its first launch
     self.races: dict = {}       # key -> (launch rank, (j, q, acc), (i, p, acc))
     self.signal_races: dict = {}  # key -> (launch, (j, q), (i, p))
-    self.nonmono: dict = {}     # (write key, use key) -> (launch, (i, p), (j, q), signal, current value, new value)
+    self.nonmono: dict = {}     # (write key, use key) -> ((write's launch, use's launch), (i, p), (j, q), signal, current
+                                # value, new value): the report names the lowering write's launch, so its first is kept
 
 def _conflict(a, b) -> bool: return a[0] == b[0] and (a[3] != R or b[3] != R) and a[1] < b[2] and b[1] < a[2]
 
@@ -128,7 +129,7 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
         for j, (k2, s2, _, q) in at:
           if j != i and s2 == s and k2 in (WAIT, WRITE):
             A, B = (i, p + 1), (j, q + 1)
-            first(ex.nonmono, (key(*A), key(*B)), max(launch(*A), launch(*B)), A, B, s, vals[s], v)
+            first(ex.nonmono, (key(*A), key(*B)), (launch(*A), launch(*B)), A, B, s, vals[s], v)
     if not enabled:
       if at:
         done = tuple(next((x[3] for x in sync[i] if x[1] > h), u.total(i)) if i in passive else

@@ -4,12 +4,15 @@ The execution: every sequence runs until it blocks (at a wait whose condition do
 launch the host has not submitted yet); a write wakes the sequences waiting for a value it reaches. In the exact
 fragment (writes to each signal totally ordered, lowering writes ordered against every other use of their signal)
 progress is confluent, so this one execution decides `deadlock`, and the clocks it builds are the happens-before of
-every execution. Only waits, writes and submits take part in it: accesses, barriers and timestamps neither block nor
-order anything. Two implementations: `execute_loop` runs every wait, write and submit; `execute_direct` guesses each
+every execution. Only waits, writes, submits, polls and stores into polled words take part in it: other accesses,
+barriers and timestamps neither block nor order anything. A poll is in the fragment when the stores into its word are
+totally ordered and ordered against it (the store before the run of values that pass it, before it; the first that
+fails it after the run, after it): it then waits for one store, as a wait for one write.
+Two implementations: `execute_loop` runs every wait, write, submit, poll and store; `execute_direct` guesses each
 signal's write order up front (launch, then sequence with the host first, then position: what a program that resets
 its signals from the host between launches does), so that the write satisfying each wait is a binary search, runs only
 the joins, and then verifies on the clocks both the fragment and that its guess was the order. It takes most programs
-and falls back to the loop (returns None) on the rest; tests/test_check_hb.py holds the two equal.
+without polls and falls back to the loop (returns None) on the rest; tests/test_check_hb.py holds the two equal.
 
 Clocks: `vc[i][j]` = the last position of sequence j known to happen before sequence i's current step. A wait joins
 the clock of the write that satisfies it (the first write reaching the value since the last lowering write); a
@@ -33,7 +36,7 @@ from operator import itemgetter
 from array import array
 import numpy as np
 from ..ir import U32_MAX
-from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, POLL, R, W, INT64_SAFE
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, NOP, POLL, R, W, INT64_SAFE, POLL_READ, STORE
 from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
 
 __all__ = ["Trace", "happens_before", "execute_direct", "execute_loop", "ClockLimit", "MAX_CLOCK_BYTES"]
@@ -67,9 +70,6 @@ class Trace:
 
 def happens_before(u: Unrolled) -> Trace:
   x = _execute(u)
-  if u.polls:   # a poll compares `==` under a mask: a later store may undo it, so no one execution decides it
-    i, idx = next((s.index, n) for s in u.seqs for n, op in enumerate(s.ops) if op[0] == POLL)
-    x.violations = [("poll", (i, idx + 1), None, None)] + x.violations
   races, vis = _accesses(u, x)
   return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis_found=([s.ops for s in u.seqs], vis),
                violations=x.violations, wstats=x.wstats, vc=x.vc)
@@ -95,7 +95,7 @@ def execute_direct(u: Unrolled):
   nsig = len(u.signals)
   KS = N * S * big   # the guessed order's keys within one signal: (launch * S + sequence) * big + position
   cols = u.sync_columns()
-  if cols is None or nsig * KS >= INT64_SAFE or any(s.gate < 0 for s in seqs[1:]): return None
+  if cols is None or nsig * KS >= INT64_SAFE or any(s.gate < 0 for s in seqs[1:]) or u.polls: return None   # (polls: the loop)
   E, cols = cols
   I64 = np.int64
   # every wait and write instance: sequence, position, signal, value, key in the guessed order
@@ -266,7 +266,7 @@ def execute_direct(u: Unrolled):
   values = list(u.sig_init)
   fin = np.flatnonzero(ran & ~is_init & np.r_[~ran[1:] | is_init[1:], True])
   for s_, val in zip(ws[fin].tolist(), wv[fin].tolist()): values[s_] = val
-  return _Execution(done=done, values=values, blocked=blocked, violations=[], wstats=_wait_stats(u, done, starts, C, pv, cl, vl, hd, big),
+  return _Execution(done=done, values=values, blocked=blocked, polled=(), violations=[], wstats=_wait_stats(u, done, starts, C, pv, cl, vl, hd, big),
                     vc=[C[cur[i]].tolist() for i in range(S)], C=C, held=hd)
 
 def execute_loop(u: Unrolled) -> _Execution:
@@ -277,7 +277,7 @@ def execute_loop(u: Unrolled) -> _Execution:
   S = len(seqs)
   lens = [len(s.ops) for s in seqs]
   big = max(lens) * N + 2                # positions are below it: (sequence, position) and (column, value) pack in one int
-  sync = [s.sync() for s in seqs]        # per sequence: (op indices, ops)
+  sync = [s.sync(u.polls) for s in seqs]   # per sequence: (op indices, ops)
   envs = u.envs
   nsig = len(u.signals)
   value = list(u.sig_init)
@@ -299,6 +299,13 @@ def execute_loop(u: Unrolled) -> _Execution:
   starts: list = []                      # the rows joining the submit at a launch start (the others: a wait's)
   ready = list(range(S - 1, -1, -1))
   started = [0] * S                      # launches whose start row each sequence has
+  # polled words, per value slot: the stores in execution order, (sequence (-1: the initial value), position, its
+  # clock row, the word after it); the polls blocked on the slot; the polls run, for the checks made at the end
+  cv = list(u.cell_init)
+  stores: list = [[(-1, 0, 0, w)] for w in cv]
+  pollers: list = [[] for _ in cv]
+  polls_run: list = []                   # (slot, store index the poll saw, sequence, position, mask, value)
+  poll_joins: list = []                  # the rows joining a store (not a wait's: the redundant-wait statistics)
 
   while ready:
     i = ready.pop()
@@ -359,6 +366,43 @@ def execute_loop(u: Unrolled) -> _Execution:
           lw_s[s] = i; lw_p[s] = pos
           wq = waiters[s]
           while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
+        elif kind == POLL:
+          _, cell, var, val, mask, pin, _a = op
+          need = (val if var is None else envk[var] + val) & U32_MAX
+          x = u.slot(cell, pin, k + 1)
+          if cv[x] & mask != need:
+            pollers[x].append((i, mask, need))
+            break
+          pos = base + sidx[c] + 1
+          # the store that satisfied it: the first of the run of stores, ending at the current one, that all leave the
+          # word satisfying the poll (the checks at the end make that run the poll's window in every execution)
+          h = stores[x]
+          e = f = len(h) - 1
+          while f and h[f - 1][3] & mask == need: f -= 1
+          polls_run.append((x, e, i, pos, mask, need))
+          if f >= 2 and h[f - 1][0] != i:   # the store just before the run must be ordered before the poll already
+            checks.append((v, h[f - 1][0], h[f - 1][1], ("poll", (i, pos), h[f - 1][:2], nsig + x)))
+          wj, wp, hr, _w = h[f]
+          if wj >= 0 and wj != i:
+            prev.append(v); src.append(hr); raise_.append(wj * big + wp); held.append(ib + pos + 1)
+            lx = lvl[v]; y = lvl[hr]; lvl.append((lx if lx > y else y) + 1)
+            nrow += 1; v = nrow
+            poll_joins.append(v)
+        elif kind == ACCESS:   # a store into polled words (a `write`, the host's rewrite): no signal, but polls see it
+          pos = base + sidx[c] + 1
+          for cell, pin, keep, bits in op[2]:
+            x = u.slot(cell, pin, k + 1)
+            h = stores[x]
+            j, q = h[-1][0], h[-1][1]
+            # stores into one word are totally ordered, or which value a poll sees depends on the interleaving
+            if j >= 0 and j != i: checks.append((v, j, q, ("store-order", (j, q), (i, pos), nsig + x)))
+            w = cv[x] = cv[x] & keep | bits[k]
+            h.append((i, pos, v, w))
+            if pollers[x]:
+              woken = [p_ for p_ in pollers[x] if w & p_[1] == p_[2]]
+              if woken:
+                pollers[x] = [p_ for p_ in pollers[x] if w & p_[1] != p_[2]]
+                ready.extend(p_[0] for p_ in woken)
         else:   # SUBMIT
           pos = base + sidx[c] + 1
           for q in op[1]:
@@ -379,10 +423,29 @@ def execute_loop(u: Unrolled) -> _Execution:
   for i in range(S):
     if launch[i] >= N: continue
     if gate_blocked[i]: blocked[i] = "gate"; continue
+    op = seqs[i].ops[done[i] % lens[i]]
+    if op[0] == POLL:
+      # a blocked poll: no value since the stores already ordered before it satisfied it (else another execution
+      # runs it): the store after the last satisfying value must be ordered before it
+      blocked[i] = "poll"
+      _, cell, var, val, mask, pin, _a = op
+      need = u.value(op, launch[i] + 1)
+      x = u.slot(cell, pin, launch[i] + 1)
+      h = stores[x]
+      t = next((t for t in range(len(h) - 1, -1, -1) if h[t][3] & mask == need), None)
+      if t is not None and h[t + 1][0] != i:
+        checks.append((cur[i], h[t + 1][0], h[t + 1][1], ("poll", (i, done[i] + 1), h[t + 1][:2], nsig + x)))
+      continue
     blocked[i] = "wait"
-    s = seqs[i].ops[done[i] % lens[i]][1]
+    s = op[1]
     r = last_reset[s]
     if r is not None and r[0] != i: checks.append((cur[i], r[0], r[1], ("non-monotonic", r, (i, done[i] + 1), s)))
+  # a poll that ran: the first store after it that leaves the word not satisfying it must be ordered after it (else
+  # another execution undoes the value before the poll looks)
+  for x, e, i, pos, mask, need in polls_run:
+    h = stores[x]
+    g = next((g for g in range(e + 1, len(h)) if h[g][3] & mask != need), None)
+    if g is not None and h[g][0] != i: checks.append((h[g][2], i, pos, ("poll", (i, pos), h[g][:2], nsig + x)))
   pv, sr, rz, hd, lv = (np.frombuffer(x, dtype=np.int64) for x in (prev, src, raise_, held, lvl))
   cl, vl = rz // big, rz % big
   C = _clocks(S, pv, sr, cl, vl, lv)
@@ -390,10 +453,11 @@ def execute_loop(u: Unrolled) -> _Execution:
   if checks:
     row, c_, bound = (np.fromiter(map(itemgetter(f), checks), dtype=np.int64, count=len(checks)) for f in range(3))
     violations = [checks[n][3] for n in np.flatnonzero(C[row, c_] < bound).tolist()]
-  return _Execution(done=done, values=value, blocked=blocked, violations=violations, wstats=_wait_stats(u, done, starts, C, pv, cl, vl, hd, big),
+  return _Execution(done=done, values=value + cv, blocked=blocked, polled=[i for i, b in blocked.items() if b == "poll"],
+                    violations=violations, wstats=_wait_stats(u, done, starts + poll_joins, C, pv, cl, vl, hd, big),
                     vc=[C[cur[i]].tolist() for i in range(S)], C=C, held=hd)
 
-def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
+def _wait_stats(u: Unrolled, done, not_waits, C, pv, cl, vl, hd, big) -> dict:
   """{(sequence, op index): (instances run, instances redundant)} for the wait statements with a redundant instance:
   one whose satisfying write was already ordered before it (or the initial value, or its own sequence's write)."""
   lens = [len(s.ops) for s in u.seqs]
@@ -404,7 +468,7 @@ def _wait_stats(u: Unrolled, done, starts, C, pv, cl, vl, hd, big) -> dict:
   runs = np.concatenate([(d - w - 1) // max(L, 1) + 1 for w, d, L in zip(waits, done, lens)]).clip(0, u.launches)
   is_wait = np.ones(len(pv), dtype=bool)
   is_wait[0] = False
-  is_wait[starts] = False
+  is_wait[not_waits] = False   # a launch start's join, a poll's
   joins = np.flatnonzero(is_wait)
   joins = joins[C.reshape(-1)[pv[joins] * C.shape[1] + cl[joins]] < vl[joins]]   # the joins that order something new
   sq = hd[joins] // big
@@ -450,8 +514,10 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   A = u.access_table()
   if not len(A.seq): return {}, _NO_VIS
   # every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
-  # other memory in each launch)
-  done = np.asarray(x.done, dtype=np.int64)[A.seq]
+  # other memory in each launch). A poll left blocked is about to run: its read takes part too
+  done = np.asarray(x.done, dtype=np.int64)
+  done[list(x.polled)] += 1
+  done = done[A.seq]
   pinned = bool(u.pinned)
   NI = max(N, int(A.pin.max(initial=-1)) + 1)   # memory instances: a launch's, or the one `x@k` names
   rows, pos, rinst = [], [], []
@@ -494,6 +560,10 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
   wkey, wrec, wptr, wseq = index(writes)
   rkey, rrec, rptr, rseq = index(reads)
   nb_ptr, nb = A.neighbours(NI)   # range instance -> the range instances it overlaps (itself included)
+  # a poll's read and a store into its word are the synchronization, never a race: polls are searched among the
+  # writes that are not stores, stores among the reads that are not polls
+  role = A.role[rows]
+  polls, stored = role == POLL_READ, role == STORE
 
   def pairs(sel, ptr, sq, keyarr):
     """Each (access of `sel`, range r2 overlapping it, other sequence j accessing r2): the index into `keyarr` of j's
@@ -514,16 +584,25 @@ def _accesses(u: Unrolled, x: _Execution) -> tuple[dict, dict]:
 
   races: dict = {}
   partners: dict = {}
-  every = np.arange(len(rows))
-  ww = pairs(every, wptr, wseq, wkey)   # every access against other sequences' writes
-  for (a, j, base, t), keyarr, rec in ((ww, wkey, wrec), (pairs(np.flatnonzero(writes), rptr, rseq, rkey), rkey, rrec)):
+  if polls.any():
+    ww = pairs(np.flatnonzero(~polls), wptr, wseq, wkey)   # every other access against other sequences' writes
+    pkey, prec, pptr, pseq = index(writes & ~stored)
+    qkey, qrec, qptr, qseq = index(reads & ~polls)
+    searches = ((ww, wkey, wrec), (pairs(np.flatnonzero(polls), pptr, pseq, pkey), pkey, prec),
+                (pairs(np.flatnonzero(writes & ~stored), rptr, rseq, rkey), rkey, rrec),
+                (pairs(np.flatnonzero(stored), qptr, qseq, qkey), qkey, qrec))
+  else:
+    ww = pairs(np.arange(len(rows)), wptr, wseq, wkey)   # every access against other sequences' writes
+    searches = ((ww, wkey, wrec), (pairs(np.flatnonzero(writes), rptr, rseq, rkey), rkey, rrec))
+  for (a, j, base, t), keyarr, rec in searches:
     ok = t < len(keyarr)
     ok[ok] = keyarr[t[ok]] < base[ok] + big
     y = rec[t[ok]]
     racy = Cf[xrow[y] * S + seq[a[ok]]] < pos[a[ok]]   # and not ordered after it either
     if racy.any(): _report(u, A, races, partners, np.flatnonzero(ok)[racy], a, j, t, keyarr, rec, rows, seq, pos, C, xrow, big)
 
-  return races, _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, clock_row, big, index, nb_ptr, nb)
+  # a poll's read is the command processor's, not a kernel's through the near caches: no visibility either way
+  return races, _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads & ~polls, rinst, xrow, Cf, clock_row, big, index, nb_ptr, nb)
 
 def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, clock_row, big, index, nb_ptr, nb) -> tuple:
   """The packets' cache semantics (caches.py, docs/check.md): a compute read R on device D of bytes last written
@@ -578,7 +657,7 @@ def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, cl
   arch = {dev_id[d.name]: d.arch or DEFAULT_ARCH for d in u.program.devices if d.name in dev_id}
   l2 = [d for d in on if not SIGNAL_INVALIDATES_L2[arch[d]]]
   if l2:
-    akey, arec, aptr, aseq = index(np.ones(len(rows), dtype=bool))
+    akey, arec, aptr, aseq = index(A.role[rows] != POLL_READ)
     inv = {m: np.sort(positions(m, BARRIER, NOP)) for d in l2 for m in on[d]}  # `barrier`, `timestamp`
     for d in l2:
       for k in on[d]:
@@ -638,7 +717,9 @@ def _report(u, A, races, partners, hit, a, j, t, keyarr, rec, rows, seq, pos, C,
   """Every racing pair from the (access, sequence) pairs found racy: j's accesses from the first unordered one on,
   while they stay unordered (clocks grow, so the rest are ordered after)."""
   seqs, lens = u.seqs, [len(s.ops) for s in u.seqs]
-  at = lambda r: seqs[A.seq[r]].ops[A.idx[r]][1][A.sub[r]]
+  def at(r):   # the access of a table row (a poll's: its read of its word)
+    op = seqs[A.seq[r]].ops[A.idx[r]]
+    return op[6] if op[0] == POLL else op[1][A.sub[r]]
   for n in sorted(hit.tolist(), key=lambda n: (int(pos[a[n]]), int(seq[a[n]]))):
     x, jj = int(a[n]), int(j[n])
     i, p = int(seq[x]), int(pos[x])

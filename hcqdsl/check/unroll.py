@@ -13,7 +13,7 @@ from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Cop
                   Expr, U32_MAX, DTYPES)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
-           "INT64_SAFE"]
+           "INT64_SAFE", "PLAIN", "POLL_READ", "STORE"]
 
 # op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
@@ -39,9 +39,12 @@ class Seq:
     if self._kinds is None: self._kinds = np.fromiter(map(itemgetter(0), self.ops), dtype=np.int8, count=len(self.ops))
     return np.flatnonzero(np.isin(self._kinds, kinds))
 
-  def sync(self) -> tuple[list, tuple]:
-    """The ops the happens-before execution stops at (waits, writes, submits): their indices, and the ops."""
-    at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
+  def sync(self, polls: bool = False) -> tuple[list, tuple]:
+    """The ops the happens-before execution stops at (waits, writes, submits; with `polls`, also polls and the
+    accesses that store into polled words): their indices, and the ops."""
+    if polls:
+      at = [n for n in self.where_kind(WAIT, WRITE, SUBMIT, POLL, ACCESS).tolist() if self.ops[n][0] != ACCESS or len(self.ops[n]) > 2]
+    else: at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
     return at, _gather(self.ops, at)
 
 def _gather(xs: list, at: list) -> tuple:
@@ -159,12 +162,16 @@ def _ranked(accs, rows: int) -> np.ndarray:
   rank = {v: r for r, v in enumerate(sorted({x for a in flat for x in a[1:3]}))}
   return np.array([(b, rank[lo], rank[hi], m) for b, lo, hi, m in flat], dtype=_I64).reshape(4 * rows)
 
+# an access row's role: a plain access, a poll's read of its word, or a store into polled words (a `write`, the host's
+# rewrite): a poll's read and a store are the synchronization between them, never a race
+PLAIN, POLL_READ, STORE = 0, 1, 2
+
 class AccessTable:
   """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
-  sequence, op index, index in the op's accesses, range id, mode, buffer."""
+  sequence, op index, index in the op's accesses, range id, mode, buffer, role."""
   def __init__(self, u: Unrolled):
-    at = [s.where_kind(ACCESS) for s in u.seqs]
-    accs = [tuple(map(itemgetter(1), _gather(s.ops, a.tolist()))) for s, a in zip(u.seqs, at)]
+    at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
+    accs = [tuple((op[6],) if op[0] == POLL else op[1] for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
     counts = [_col(map(len, a)) for a in accs]
     self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), _col(int(c.sum()) for c in counts))
     self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
@@ -191,6 +198,9 @@ class AccessTable:
     self.pin = np.full(rows, -1, dtype=_I64)
     for i, ps in u.pinned.items():
       for (n, m), k in ps.items(): self.pin[(self.seq == i) & (self.idx == n) & (self.sub == m)] = k
+    roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
+             for s, a in zip(u.seqs, at)] if u.polls else None
+    self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)]) if roles else np.zeros(rows, dtype=_I64)
     self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
     self.idle = {}   # launch index -> rows that write nothing in it
