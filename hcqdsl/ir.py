@@ -11,7 +11,8 @@ import attrs
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES", "POLL_SIZE",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
+           "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -23,6 +24,14 @@ DEVICE_WINDOW = 1 << 44
 MAX_DEVICES = (1 << 48) // DEVICE_WINDOW - 1
 MEMORY_WINDOW = DEVICE_WINDOW // 4   # 4 TiB
 BUFFER_ALIGN = 0x1000
+# NV queues address 40 bits (the semaphore methods' SEM_ADDR_HI holds 8 bits, QMD pointers are addresses >> 8 in 32):
+# NV device i's memory is the window NV_WINDOW_BASE + i * NV_DEVICE_WINDOW (32 GiB), its buffers fit NV_MEMORY_WINDOW,
+# and with an NV device in the program the host's buffers (from 2**36) end below NV_WINDOW_BASE (docs/nv.md)
+NV_WINDOW_BASE = 1 << 39
+NV_DEVICE_WINDOW = 1 << 35
+NV_MEMORY_WINDOW = 3 * NV_DEVICE_WINDOW // 4   # 24 GiB
+NV_HOST_WINDOW = NV_WINDOW_BASE - (1 << 36)     # 448 GiB
+assert NV_WINDOW_BASE + MAX_DEVICES * NV_DEVICE_WINDOW <= 1 << 40
 ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
 # NVIDIA's (docs/nv.md): the SM versions tinygrad 0.14's NVDevice drives (Ampere GA10x, Ada, Blackwell GB20x) and Hopper
 NV_ARCHS = ("sm_86", "sm_89", "sm_90", "sm_120")

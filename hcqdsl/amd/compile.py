@@ -45,8 +45,9 @@ class MemoryPlan:
   order with their initial contents. Signals (one SIGNAL_SLOT each, one region per memory) and buffers (a rebound
   buffer: one region per listed launch, its `B.addr` var listing their addresses) are placed first, in declaration
   order; code, kernel arguments, scratch and command buffers as the statements need them."""
-  def __init__(self, program: Program):
-    self.tops = {None: HOST_BASE, **{d.name: DEVICE_BASE * (i + 1) for i, d in enumerate(program.devices)}}
+  def __init__(self, program: Program, bases: Optional[dict] = None):
+    """`bases`: memory (None: the host, else a device) -> where its memory starts (default: docs/amd.md's plan)."""
+    self.tops = bases or {None: HOST_BASE, **{d.name: DEVICE_BASE * (i + 1) for i, d in enumerate(program.devices)}}
     self.regions: list[Region] = []
     self.data: list = []       # (address, bytes)
     self.signals: dict = {}    # name -> address

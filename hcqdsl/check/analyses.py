@@ -6,7 +6,7 @@ from typing import Optional
 import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX, U64_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
-from .caches import DEFAULT_ARCH
+from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
@@ -458,7 +458,7 @@ class VisibilityAnalysis:
     # its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
     dev = [s.device for s in u.seqs]
-    arch = {d.name: d.arch or DEFAULT_ARCH for d in u.program.devices}
+    arch = {d.name: device_arch(d) for d in u.program.devices}
     lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
     ops = [s.ops for s in u.seqs]

@@ -34,7 +34,7 @@ from array import array
 import numpy as np
 from ..ir import U32_MAX
 from .unroll import Unrolled, WAIT, WRITE, BARRIER, NOP, POLL, R, W, INT64_SAFE
-from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
+from .caches import SIGNAL_INVALIDATES_L2, STALE_READS, device_arch
 
 __all__ = ["Trace", "happens_before", "execute_direct", "execute_loop"]
 
@@ -538,7 +538,9 @@ def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, cl
   t = t - 1
   # j's last write of an overlapping range ordered before the read (in the same (range, sequence) run of keys), by a
   # writer that does not write through the reading device's L2
-  ok = reads[a] & compute[i] & ((j == 0) | ~compute[j] | (sdev[j] != sdev[i])) & (t >= 0)
+  stale = {d.name: STALE_READS[device_arch(d)] for d in u.program.devices}   # NV devices read nothing stale (caches.py)
+  ok = reads[a] & compute[i] & ((j == 0) | ~compute[j] | (sdev[j] != sdev[i])) & (t >= 0) & \
+       np.array([stale.get(d, True) for d in devs], dtype=bool)[i]
   ok[ok] = wkey[t[ok]] >= base[ok]
   a, j, t, i = a[ok], j[ok], t[ok], i[ok]
   if not len(a): return _NO_VIS
@@ -565,7 +567,7 @@ def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, cl
         flushed[has] |= Cf[clock_row(m, e[has]) * S] >= q[hdp[has]]
     kind[hdp[~flushed]] = 0
   # L2 (gfx942): an access A of a compute queue k of D, ordered before W, with no L2 invalidation after it before R
-  arch = {dev_id[d.name]: d.arch or DEFAULT_ARCH for d in u.program.devices if d.name in dev_id}
+  arch = {dev_id[d.name]: device_arch(d) for d in u.program.devices if d.name in dev_id}
   l2 = [d for d in on if not SIGNAL_INVALIDATES_L2[arch[d]]]
   if l2:
     akey, arec, aptr, aseq = index(np.ones(len(rows), dtype=bool))
