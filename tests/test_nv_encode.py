@@ -70,7 +70,7 @@ def test_decoder_names_methods():
                                   "INVALIDATE_SHADER_CACHES_NO_WFI", "SEND_PCAS_A", "SEND_SIGNALING_PCAS2_B"]
   assert pk[0].fields["sem_execute.operation"] == "ACQ_CIRC_GEQ" and pk[0].fields["sem_addr"] == 0x80_0000_0010
   assert pk[1].fields["sem_execute.operation"] == "RELEASE" and pk[1].fields["sem_payload"] == 6
-  assert pk[4].fields["send_pcas_a"] << 8 == 0x80_0000_4200 and not any(p.raw for p in pk)
+  assert pk[4].fields["qmd_addr"] == 0x80_0000_4200 and not any(p.raw for p in pk)
   assert sum(p.length for p in pk) == len(out)
   for junk in ([0], [0xFFFFFFFF], [pushbuf.header(1, 0x2b4, 5)], [pushbuf.header(3, 0x10, 1), 0]):   # never raises
     assert sum(p.length for p in pushbuf.decode(junk)) == len(junk)
@@ -187,6 +187,9 @@ def matches_tinygrad(img, p, launches=range(1, 9)) -> int:
           if r.addr <= h < r.addr + r.size and struct.unpack_from("<I", theirs_b, h - r.addr)[0] == U32_MAX: struct.pack_into("<I", theirs_b, h - r.addr, 0)
         assert bytes(theirs_b) == bytes(ours[r.addr]), (qi.name, launch, r.name)
     assert qi.dwords == img.patched(qi, img.env(1))
+    # what SEND_PCAS_A and the dependent pointers name is a QMD: 256-byte aligned (the pointers drop 8 bits)
+    assert all(r.addr % 256 == 0 for r in regions) and all(pk.fields["qmd_addr"] - r.addr in (0x200, 0x300, 0x400)
+      for pk in pushbuf.decode(qi.dwords) if pk.name == "SEND_PCAS_A" for r in regions if r.addr <= pk.fields["qmd_addr"] < r.addr + r.size)
   return len(img.queues)
 
 PROGRAMS = sorted(glob.glob(str(ROOT / "programs" / "*.hcq")))

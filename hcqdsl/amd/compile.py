@@ -59,9 +59,10 @@ class MemoryPlan:
     self._signals(program.signals)
     self._buffers(program.buffers)
 
-  def region(self, name: str, kind: str, dev: Optional[str], size: int, **meta) -> int:
+  def region(self, name: str, kind: str, dev: Optional[str], size: int, align: Optional[int] = None, **meta) -> int:
+    """A new region of `size` bytes in `dev`'s memory, aligned to `align` (default: its kind's ALIGN)."""
     if dev not in self.tops: raise _err("name", f"unknown device `{dev}`", None)
-    a = self.tops[dev] + -self.tops[dev] % ALIGN[kind]
+    a = self.tops[dev] + -self.tops[dev] % (align or ALIGN[kind])
     self.tops[dev] = a + max(size, 1)
     self.regions.append(Region(name, kind, dev, a, size, meta))
     return a

@@ -69,7 +69,7 @@ def disasm_image(img: Image) -> str:
 
 # ---------------------------------------------------------------- CLI
 
-_HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+))?\s*$")
+_HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+|sm_\d+))?\s*$")   # sm_*: an NV queue (docs/nv.md)
 
 def read_raw(b: bytes) -> list:
   """Hex text (`0x` optional, `#` comments) or little-endian binary -> [(queue name, engine, arch, dwords)]. Lines of

@@ -20,7 +20,9 @@ from .targets import get_target
 from .qmd import QMD
 from .layout import ADDR_BITS, window
 
-__all__ = ["compile_program", "Lowering", "NVCodeLoader", "device_arch"]
+__all__ = ["compile_program", "Lowering", "NVCodeLoader", "device_arch", "QMD_ALIGN"]
+
+QMD_ALIGN = 1 << 8   # SEND_PCAS_A and DEPENDENT_QMD0_POINTER hold a QMD's address >> 8 (its kernel-argument block is aligned so)
 
 def compile_program(program: Program, target: str = "gfx1100") -> Image:
   """Lower `program`: its AMD devices' queues to PM4/SDMA (hcqdsl/amd), its NV devices' to pushbuffers. Each device
@@ -186,7 +188,7 @@ class Lowering(AMDLowering):
     prefix = cubin.cbuf0_prefix(t, code)
     offs, _ = kernarg_layout(k.params)
     base, qo = 4 * len(prefix), code.qmd_offset
-    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, kernel=k.name,
+    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=k.name,
                           args=[[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args])
     if (ka + qo) >> ADDR_BITS: raise _err("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
     mem = bytearray(qo + t.qmd_size)

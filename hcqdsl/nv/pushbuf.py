@@ -174,8 +174,9 @@ class Decoder(Walker):
       for f, bits, vals in enums.get(nm, ()):
         x = _bits(v, bits)
         if x or f == enums[nm][0][0]: fields[f"{nm.lower()}.{f}"] = vals.get(x, x)
-    for j, lo, hi in _JOIN:
-      if lo in fields and hi in fields: fields[j] = fields[lo] | (fields[hi] << 32)
+    for j, lo, hi in _JOIN:   # a 64-bit value stands for its halves
+      if lo in fields and hi in fields: fields[j] = fields.pop(lo) | (fields.pop(hi) << 32)
+    if "send_pcas_a" in fields: fields["qmd_addr"] = fields["send_pcas_a"] << 8
     name = names[0] if len(set(names)) == 1 else f"{names[0]}..{names[-1]}"
     return Packet(i, name if names else methods.get(m0, f"METHOD_{m0:#x}"), packet_length(h), fields, tuple(dw[i:i + packet_length(h)]))
 
