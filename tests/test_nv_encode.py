@@ -313,3 +313,13 @@ def test_nv_refusals(text, msg):
   assert any(msg in d.message for d in check_text(src, "r.hcq")), check_text(src, "r.hcq")
   from hcqdsl.lang.parse import parse_syntax
   with pytest.raises(HcqError, match=msg.split(" ")[-1]): compile_program(parse_syntax(src, "r.hcq")[0])   # compile refuses it too
+
+def test_readme_tour_on_nv():
+  """The README's tour with its devices made NV: clean for `check`, and tinygrad's bytes."""
+  import re
+  from hcqdsl.check import check_text
+  readme = (ROOT / "README.md").read_text()
+  prog = re.search(r"## A short tour\n\n```\n(.*?)```", readme, re.S).group(1).replace("AMD:0 gfx1100", "NV:0 sm_89").replace("AMD:1 gfx1100", "NV:1 sm_89")
+  assert "NV:1 sm_89" in prog and check_text(prog, "tour.hcq") == []
+  p = parse(prog, "tour.hcq")
+  assert matches_tinygrad(compile_program(p), p) == 4
