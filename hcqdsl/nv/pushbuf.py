@@ -9,7 +9,7 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from ..ir import U32_MAX
 from ..amd.packet import Walker, Packet, raw_packet
 
-__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length",
+__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods",
            "MAX_COPY", "SEM_OPS", "PCAS_ACTION"]
 
 # subchannel -> the class tinygrad's queues address there (NVCommandQueue.setup binds compute to 1, copy to 4; the
@@ -151,6 +151,17 @@ def packet_length(h: int, get=None) -> int:
   op = _bits(h, _OPCODE)
   return 1 + _bits(h, _COUNT) if op in (_INCR, _NONINCR, _ONEINCR) else 1
 
+def methods(dw, i: int = 0) -> list:
+  """(subchannel, method, value) of each data dword of the method group whose header is dw[i] (as far as dw goes): how
+  an engine applies it. Incrementing groups step the method by 4 per dword, non-incrementing keep it, one-increment
+  groups step once; an immediate header carries its one value itself."""
+  h = dw[i]
+  op, count, subc, m0 = _bits(h, _OPCODE), _bits(h, _COUNT), _bits(h, _SUBC), _bits(h, _ADDR) << 2
+  if op == _IMMD: return [(subc, m0, count)]
+  if op not in (_INCR, _NONINCR, _ONEINCR): return []
+  step = {_INCR: lambda k: 4 * k, _NONINCR: lambda k: 0, _ONEINCR: lambda k: 4 * min(k, 1)}[op]
+  return [(subc, m0 + step(k), dw[i + 1 + k]) for k in range(min(count, len(dw) - i - 1))]
+
 class Decoder(Walker):
   """Method groups: one Packet per header, named by its methods (`SEM_ADDR_LO..SEM_EXECUTE`), fields the methods'
   values (lower case) with 64-bit pairs joined and enumerated flag fields named (`sem_execute.operation`)."""
@@ -160,14 +171,12 @@ class Decoder(Walker):
     cls = SUBCHANNELS.get(subc)
     if op not in (_INCR, _NONINCR, _ONEINCR, _IMMD): return raw_packet(dw, i, 1, f"method header {h:#010x} with opcode {op}", name=f"OPCODE_{op}")
     if cls is None: return raw_packet(dw, i, packet_length(h), f"subchannel {subc} is bound to no class", name=f"SUBCHANNEL_{subc}")
-    methods, enums = _class(cls)
-    if op == _IMMD: data, addrs = [_bits(h, _COUNT)], [m0]
-    else:
-      if i + 1 + count > n: return raw_packet(dw, i, n - i, f"truncated: {count} data dwords, {n - i - 1} left", name=methods.get(m0, f"METHOD_{m0:#x}"))
-      data = list(dw[i + 1:i + 1 + count])
-      step = {_INCR: lambda k: 4 * k, _NONINCR: lambda k: 0, _ONEINCR: lambda k: 4 * min(k, 1)}[op]
-      addrs = [m0 + step(k) for k in range(count)]
-    names = [methods.get(a, f"METHOD_{a:#x}") for a in addrs]
+    names_of, enums = _class(cls)
+    if op != _IMMD and i + 1 + count > n:
+      return raw_packet(dw, i, n - i, f"truncated: {count} data dwords, {n - i - 1} left", name=names_of.get(m0, f"METHOD_{m0:#x}"))
+    ms = methods(dw, i)
+    addrs, data = [m for _, m, _ in ms], [v for _, _, v in ms]
+    names = [names_of.get(a, f"METHOD_{a:#x}") for a in addrs]
     fields: dict = {"subchannel": subc, "class": cls}
     for a, nm, v in zip(addrs, names, data):
       fields[nm.lower()] = v
@@ -178,7 +187,7 @@ class Decoder(Walker):
       if lo in fields and hi in fields: fields[j] = fields.pop(lo) | (fields.pop(hi) << 32)
     if "send_pcas_a" in fields: fields["qmd_addr"] = fields["send_pcas_a"] << 8
     name = names[0] if len(set(names)) == 1 else f"{names[0]}..{names[-1]}"
-    return Packet(i, name if names else methods.get(m0, f"METHOD_{m0:#x}"), packet_length(h), fields, tuple(dw[i:i + packet_length(h)]))
+    return Packet(i, name if names else names_of.get(m0, f"METHOD_{m0:#x}"), packet_length(h), fields, tuple(dw[i:i + packet_length(h)]))
 
 @functools.cache
 def decoder(target: str = "") -> Decoder:
