@@ -7,7 +7,7 @@ from typing import Optional, Union
 import attrs
 import numpy as np
 from ..ir import Program, DTYPES
-from ..diagnostics import HcqError, Diagnostic
+from ..diagnostics import HcqError
 
 __all__ = ["run", "run_schedules", "compare", "as_program", "RunResult", "QueueStats", "ExpectResult", "Race",
            "BufferMemory", "physical_memory"]
@@ -143,7 +143,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
   path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
   API)."""
-  from ..amd.compile import compile_program
+  from ..nv.compile import compile_program   # AMD devices' queues as hcqdsl/amd lowers them, NV devices' as docs/nv.md
   from .emulator import Emulator, MemoryMap, Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
@@ -152,9 +152,6 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   if (why := unknown_var(prog, var_values)) is not None: raise ValueError(f"var_values: {why}")
   from ..check.static import check_launches
   if short := check_launches(prog, launches, var_values or ()): raise HcqError(short, {filename: prog.source or ""})
-  if nv := [d for d in prog.devices if d.vendor == "NV"]:   # docs/nv.md: the emulator has no NV engine yet
-    raise HcqError([Diagnostic("name", f"`run` executes AMD queues only: device `{nv[0].name}` is NV (`compile` and `check` take it; docs/nv.md)",
-                               nv[0].span)], {filename: prog.source or ""})
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
   emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
