@@ -120,11 +120,11 @@ class Lowering(AMDLowering):
 
   def nv_epoch(self, s, sp): self.nv_wait(Wait(Ref(f"{self.dev}.timeline"), Expr(Ref(f"{self.dev}.epoch"), -1)), sp)
 
-  def nv_signal(self, s, sp, value=None):
+  def nv_signal(self, s, sp):
     """NVComputeQueue.signal: into a free release semaphore of the active QMD (its enable, address and payload; the
     payload patched in memory), else SEM_EXECUTE methods. NVCopyQueue.signal: SET_SEMAPHORE and LAUNCH_DMA."""
     a = self.semaphore(self.plan.signal(s.signal, sp), f"signal `{s.signal.name}`", sp)
-    v = s.value if value is None else value
+    v = s.value
     if self.active is not None:
       qmd, qa = self.active
       for i in range(2):
