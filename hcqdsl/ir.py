@@ -10,8 +10,9 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
-           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
+           "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -30,7 +31,20 @@ BUFFER_ALIGN = 0x1000
 # the most consecutive launches a command analyses or runs (`--launches`, `# hcq: launches=N`, a witness): check unrolls
 # every launch and run emulates each, so 2**63 would never end
 MAX_LAUNCHES = 1 << 16
-ARCHS = ("gfx942", "gfx1100", "gfx1201")
+# NV queues address 40 bits (the semaphore methods' SEM_ADDR_HI holds 8 bits, QMD pointers are addresses >> 8 in 32):
+# NV device i's memory is the window NV_WINDOW_BASE + i * NV_DEVICE_WINDOW (32 GiB), its buffers fit NV_MEMORY_WINDOW,
+# and with an NV device in the program the host's buffers (from 2**36) end below NV_WINDOW_BASE (docs/nv.md)
+NV_WINDOW_BASE = 1 << 39
+NV_DEVICE_WINDOW = 1 << 35
+NV_MEMORY_WINDOW = 3 * NV_DEVICE_WINDOW // 4   # 24 GiB
+NV_HOST_WINDOW = NV_WINDOW_BASE - (1 << 36)     # 448 GiB
+assert NV_WINDOW_BASE + MAX_DEVICES * NV_DEVICE_WINDOW <= 1 << 40
+ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
+# NVIDIA's (docs/nv.md): the SM versions tinygrad 0.14's NVDevice drives (Ampere GA10x, Ada, Blackwell GB20x) and Hopper
+NV_ARCHS = ("sm_86", "sm_89", "sm_90", "sm_120")
+VENDORS = {"AMD": ARCHS, "NV": NV_ARCHS}           # `device g = VENDOR:i ARCH`: the archs of each vendor
+DEFAULT_ARCHS = {"AMD": "gfx1100", "NV": "sm_89"}   # a device declared without an arch (and no --target of its vendor)
+def vendor_of(arch: str) -> str: return "NV" if arch in NV_ARCHS else "AMD"
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
           "u64": ("u8", 8), "i64": ("i8", 8), "f16": ("f2", 2), "f32": ("f4", 4), "f64": ("f8", 8)}

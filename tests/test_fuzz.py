@@ -19,7 +19,7 @@ def _image(meta_edit):
   return edit_metadata(b, meta_edit)
 
 @pytest.mark.parametrize("edit,msg", [
-  (lambda m: m.update(target="gfx992"), "target is 'gfx992', not one of gfx1100, gfx1201, gfx942"),
+  (lambda m: m.update(target="gfx992"), "target is 'gfx992', not one of gfx1100, gfx1201, gfx942, sm_120, sm_86, sm_89, sm_90"),
   (lambda m: m["queues"][0].update(stmts=[[0, 99, 1, 1, 1, 1, "x"]]), "queues[0].stmts[0][1] is 99, not an integer in 0..8"),
   (lambda m: m["queues"][0]["patches"].append([1000, None, 0, "u32"]), "queues[0].patches[0][0] is 1000, not an integer in 0..7"),
   (lambda m: m.update(signals=[]), "signals is [], not an object"),

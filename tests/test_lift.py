@@ -378,7 +378,7 @@ def test_corrupt_image_metadata_is_an_error(tmp_path):
   b = compile_program(parse(HANG, "h.hcq")).to_bytes()
   (tmp_path / "bad.hcqimg").write_bytes(edit_metadata(b, lambda m: m["queues"][0].update(arch="gfx9")))
   with pytest.raises(ManifestError) as e: lift_file(tmp_path / "bad.hcqimg")
-  assert str(e.value) == f"{tmp_path / 'bad.hcqimg'}: corrupt image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942"
+  assert str(e.value) == f"{tmp_path / 'bad.hcqimg'}: corrupt image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942, sm_120, sm_86, sm_89, sm_90"
   (tmp_path / "bad2.hcqimg").write_bytes(edit_metadata(b, lambda m: m.update(host=[{"op": "submit"}])))
   with pytest.raises(ManifestError) as e: lift_file(tmp_path / "bad2.hcqimg")
   assert str(e.value) == f"{tmp_path / 'bad2.hcqimg'}: corrupt image metadata: host[0] has no `line`"
@@ -387,7 +387,7 @@ def test_an_image_that_does_not_fit_the_schema_is_not_written():
   img = compile_program(parse(HANG, "h.hcq"))
   img.queues[0].arch = "gfx9"
   with pytest.raises(ValueError) as e: img.to_bytes()
-  assert str(e.value) == "cannot write image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942"
+  assert str(e.value) == "cannot write image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942, sm_120, sm_86, sm_89, sm_90"
 
 def test_triage_of_an_emulator_hang():
   """The emulator plays the GPU that hung: its rings (launch 1's dwords), where each blocked queue stopped and the

@@ -45,8 +45,9 @@ class MemoryPlan:
   order with their initial contents. Signals (one SIGNAL_SLOT each, one region per memory) and buffers (a rebound
   buffer: one region per listed launch, its `B.addr` var listing their addresses) are placed first, in declaration
   order; code, kernel arguments, scratch and command buffers as the statements need them."""
-  def __init__(self, program: Program):
-    self.tops = {None: HOST_BASE, **{d.name: DEVICE_BASE * (i + 1) for i, d in enumerate(program.devices)}}
+  def __init__(self, program: Program, bases: Optional[dict] = None):
+    """`bases`: memory (None: the host, else a device) -> where its memory starts (default: docs/amd.md's plan)."""
+    self.tops = bases or {None: HOST_BASE, **{d.name: DEVICE_BASE * (i + 1) for i, d in enumerate(program.devices)}}
     self.regions: list[Region] = []
     self.data: list = []       # (address, bytes)
     self.signals: dict = {}    # name -> address
@@ -58,9 +59,10 @@ class MemoryPlan:
     self._signals(program.signals)
     self._buffers(program.buffers)
 
-  def region(self, name: str, kind: str, dev: Optional[str], size: int, **meta) -> int:
+  def region(self, name: str, kind: str, dev: Optional[str], size: int, align: Optional[int] = None, **meta) -> int:
+    """A new region of `size` bytes in `dev`'s memory, aligned to `align` (default: its kind's ALIGN)."""
     if dev not in self.tops: raise _err("name", f"unknown device `{dev}`", None)
-    a = self.tops[dev] + -self.tops[dev] % ALIGN[kind]
+    a = self.tops[dev] + -self.tops[dev] % (align or ALIGN[kind])
     self.tops[dev] = a + max(size, 1)
     self.regions.append(Region(name, kind, dev, a, size, meta))
     return a

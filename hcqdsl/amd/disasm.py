@@ -69,7 +69,7 @@ def disasm_image(img: Image) -> str:
 
 # ---------------------------------------------------------------- CLI
 
-_HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+))?\s*$")
+_HEX_QUEUE = re.compile(r"queue\s+(\S+)\s+(compute|copy)(?:\s+(gfx\w+|sm_\d+))?\s*$")   # sm_*: an NV queue (docs/nv.md)
 
 class RawError(ValueError):
   """Raw input that is not dwords; `line`, `column` (1-based) where the text says what is wrong, else None."""

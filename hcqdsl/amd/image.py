@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect, json, operator, pathlib, struct
 from typing import Optional
 import attrs
-from ..ir import Expr, Ref, U32_MAX, ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
+from ..ir import Expr, Ref, U32_MAX, ARCHS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
 __all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
@@ -58,7 +58,9 @@ class QueueImage:
   stmts: list   # (dword offset, dword length, line, column, end_line, end_column, statement text), in order
   mem_patches: list = attrs.field(factory=list)  # of Patch (offset = address): kernarg dwords written at its submit
   @property
-  def packet_format(self) -> str: return "pm4" if self.engine == "compute" else "sdma"
+  def packet_format(self) -> str:
+    """pm4 | sdma (an AMD queue's packets) | nv (an NV queue's pushbuffer methods, docs/nv.md)."""
+    return "nv" if self.arch in NV_ARCHS else "pm4" if self.engine == "compute" else "sdma"
   def span_at(self, offset: int) -> Optional[tuple]:
     """The statement (offset, length, line, col, end_line, end_col, text) whose packets cover dword `offset`."""
     i = bisect.bisect_right([s[0] for s in self.stmts], offset) - 1
@@ -369,8 +371,8 @@ HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, 
 # The metadata, in the order it is converted: names are defined before they are used (devices, vars, signals,
 # buffers, then queues for the host steps).
 IMAGE = Rec(Image,
-  target=Str(ARCHS), file=Str(),
-  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(ARCHS)})),
+  target=Str(ARCHS + NV_ARCHS), file=Str(),
+  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(ARCHS + NV_ARCHS)})),
   vars=List(Str(defines="vars")),
   signals=Map(Str(defines="signals"), ADDR),
   buffers=Map(Str(defines="buffers"), Row(tuple, ADDR, SIZE, names=("address", "size"))),
@@ -382,7 +384,7 @@ IMAGE = Rec(Image,
   kernels=List(KERNEL),
   var_values=Map(Str(ref="vars"), List(ADD)),
   queues=List(Rec(QueueImage, name=Str(defines="queues"), engine=Str(("compute", "copy")), device=Str(ref="devices"),
-                  arch=Str(ARCHS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
+                  arch=Str(ARCHS + NV_ARCHS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
   data=List(Row(tuple, ADDR, Blob(), names=("address", "bytes"))),
   host=List(HOST_STEP),
   expects=List(Obj({"buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE, "dtype": Str(tuple(DTYPES)),

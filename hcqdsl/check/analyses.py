@@ -4,9 +4,9 @@ each distinct problem is reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, U32_MAX, U64_MAX
+from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
-from .caches import DEFAULT_ARCH
+from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 
 __all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
@@ -344,7 +344,7 @@ class RaceAnalysis:
       nxt, after = [None] * len(ops), None
       for idx in range(len(ops) - 1, -1, -1):
         nxt[idx] = after
-        if ops[idx][0] == WRITE: after = idx
+        if ops[idx][0] == WRITE and type(u.seqs[j].stmts[idx]) is not Timestamp: after = idx   # an NV timestamp's 0 orders nothing
       self.nxt[j] = (nxt, after)  # after: the first write of a launch
     nxt, first = self.nxt[j]
     L = len(u.seqs[j].ops)
@@ -446,9 +446,12 @@ class NonMonotonicAnalysis:
       out.append(Diagnostic("non-monotonic", f"{_who(u, w[0])} lowers {s}{frm} at {u.line(*w)} (launch {_launch(u, *w)}) "
                             f"while {_who(u, o[0])} may {use(o)} it at {u.line(*o)} (launch {_launch(u, *o)}): the lowering "
                             f"write is not ordered against every other use of {s}", u.span(*w), related=tuple(related),
-                            notes=(f"fix: {fix.text}",) if fix else (),
+                            notes=((f"fix: {fix.text}",) if fix else ()) + _NV_TIMESTAMP * (type(u.stmt(*w)) is Timestamp),
                             extra={"launch": _launch(u, *w), "queue": _who(u, w[0]), "signal": s}, fix=fix))
     return out
+
+_NV_TIMESTAMP = ("on NV a `timestamp` is a semaphore release of 0 into the signal's value, the GPU timer at +8 (tinygrad's "
+                 "NVCommandQueue.timestamp is signal(s, 0)): time into a signal nothing waits on",)
 
 class _RedundantWait(LazyDiagnostic):
   __slots__ = ()
@@ -493,7 +496,7 @@ class VisibilityAnalysis:
     # its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
     dev = [s.device for s in u.seqs]
-    arch = {d.name: d.arch or DEFAULT_ARCH for d in u.program.devices}
+    arch = {d.name: device_arch(d) for d in u.program.devices}
     lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
     ops = [s.ops for s in u.seqs]
@@ -543,7 +546,8 @@ class UnusedSignalAnalysis:
     first: dict = {}
     for s in u.seqs:
       for idx, op in enumerate(s.ops):
-        if op[0] == WRITE and op[1] not in waited and op[1] not in first: first[op[1]] = (s.index, idx)
+        # an NV `timestamp` writes its signal too (0), for a reader of the timer outside the program: no finding
+        if op[0] == WRITE and op[1] not in waited and op[1] not in first and type(s.stmts[idx]) is not Timestamp: first[op[1]] = (s.index, idx)
     out = []
     for sid, (i, idx) in first.items():
       name = u.signals[sid].name

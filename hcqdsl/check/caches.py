@@ -14,13 +14,27 @@ The `visibility` analysis (hb.py) reads three facts from here:
 * only `barrier` flushes the HDP (the host data path: the host's writes to a device's memory through the PCIe BAR).
 
 Copy queues (SDMA) cache nothing: COPY_LINEAR reads and writes memory, and FENCE has no cache action. So only a compute
-queue's read can be stale, and only through its device's L2 (or, for the host's writes, the HDP)."""
+queue's read can be stale, and only through its device's L2 (or, for the host's writes, the HDP).
+
+NV devices (docs/nv.md, "Memory model") read nothing stale through the packets: there is no HDP (the host's writes
+reach device memory through BAR1 and the memory side of L2), every QMD invalidates the SM's L1, texture and constant
+caches before its grid runs (invalidate_shader_data_cache, ..., constant_buffer_invalidate_0: NVProgram's template),
+and L2 is each device's point of coherence — its copy engines and its peers' writes (NVLink/PCIe P2P) go through it.
+What a semaphore release makes visible is everything before it (RELEASE_WFI: the queue's work drained; a QMD's
+release once its grid's writes are out, CWD_MEMBAR_TYPE L1_SYSMEMBAR)."""
 from __future__ import annotations
-from ..ir import ARCHS
+from ..ir import ARCHS, NV_ARCHS, DEFAULT_ARCHS
 
-__all__ = ["DEFAULT_ARCH", "SIGNAL_INVALIDATES_L2", "L2_INVALIDATING", "HDP_FLUSHING", "EXEC_INVALIDATES"]
+__all__ = ["DEFAULT_ARCH", "SIGNAL_INVALIDATES_L2", "L2_INVALIDATING", "HDP_FLUSHING", "EXEC_INVALIDATES", "STALE_READS", "device_arch"]
 
-DEFAULT_ARCH = "gfx1100"   # a device declared without an arch (`compile --target`'s default)
+DEFAULT_ARCH = "gfx1100"   # an AMD device declared without an arch (`compile --target`'s default)
+
+def device_arch(d) -> str:
+  """A device declaration's arch: declared, else its vendor's default."""
+  return d.arch or DEFAULT_ARCHS.get(d.vendor, DEFAULT_ARCH)
+
+# whether a compute read on a device of the arch can see stale bytes through its caches (the `visibility` analysis)
+STALE_READS = {**{a: True for a in ARCHS}, **{a: False for a in NV_ARCHS}}
 
 # compute `signal` = RELEASE_MEM CACHE_FLUSH_AND_INV_TS_EVENT at end of pipe with tinygrad's cache flags:
 # gfx10+ GCR GLV_INV | GL1_INV | GL2_INV | GLM_WB | GLM_INV | GL2_WB | SEQ; gfx9 EOP_TC_WB_ACTION_EN | EOP_TC_NC_ACTION_EN

@@ -37,7 +37,7 @@ from array import array
 import numpy as np
 from ..ir import U32_MAX
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, NOP, POLL, R, W, INT64_SAFE, POLL_READ, STORE
-from .caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
+from .caches import SIGNAL_INVALIDATES_L2, STALE_READS, device_arch
 
 __all__ = ["Trace", "happens_before", "execute_direct", "execute_loop", "ClockLimit", "MAX_CLOCK_BYTES"]
 
@@ -627,7 +627,9 @@ def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, cl
   t = t - 1
   # j's last write of an overlapping range ordered before the read (in the same (range, sequence) run of keys), by a
   # writer that does not write through the reading device's L2
-  ok = reads[a] & compute[i] & ((j == 0) | ~compute[j] | (sdev[j] != sdev[i])) & (t >= 0)
+  stale = {d.name: STALE_READS[device_arch(d)] for d in u.program.devices}   # NV devices read nothing stale (caches.py)
+  ok = reads[a] & compute[i] & ((j == 0) | ~compute[j] | (sdev[j] != sdev[i])) & (t >= 0) & \
+       np.array([stale.get(d, True) for d in devs], dtype=bool)[i]
   ok[ok] = wkey[t[ok]] >= base[ok]
   a, j, t, i = a[ok], j[ok], t[ok], i[ok]
   if not len(a): return _NO_VIS
@@ -654,7 +656,7 @@ def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, cl
         flushed[has] |= Cf[clock_row(m, e[has]) * S] >= q[hdp[has]]
     kind[hdp[~flushed]] = 0
   # L2 (gfx942): an access A of a compute queue k of D, ordered before W, with no L2 invalidation after it before R
-  arch = {dev_id[d.name]: d.arch or DEFAULT_ARCH for d in u.program.devices if d.name in dev_id}
+  arch = {dev_id[d.name]: device_arch(d) for d in u.program.devices if d.name in dev_id}
   l2 = [d for d in on if not SIGNAL_INVALIDATES_L2[arch[d]]]
   if l2:
     akey, arec, aptr, aseq = index(A.role[rows] != POLL_READ)

@@ -2,8 +2,8 @@
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, ARCHS, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
-                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX)
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
+                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
 import attrs
@@ -47,14 +47,19 @@ class StaticCheck:
       self._err("bounds", f"device `{d.name}` is device number {MAX_DEVICES + 1}; the 48-bit address space holds "
                 f"{MAX_DEVICES} devices", d.span)
     used: dict = {}
+    nv = {d.name for d in prog.devices if d.vendor == "NV"}
     for b in prog.buffers:
       mem = b.device.name if b.device is not None else None
       before = used.get(mem, 0)
       used[mem] = before + max(b.size, 1) + -max(b.size, 1) % BUFFER_ALIGN
-      if before <= MEMORY_WINDOW < used[mem]:   # the buffer that crosses the end
+      # NV queues address 40 bits: an NV device's memory window, and the host's below them (docs/nv.md)
+      limit, what = (NV_MEMORY_WINDOW, "an NV device's 40-bit window holds") if mem in nv else \
+                    (NV_HOST_WINDOW, "the host's memory below the NV devices' windows holds") if mem is None and nv else \
+                    (MEMORY_WINDOW, "the targets address per memory")
+      if before <= limit < used[mem]:   # the buffer that crosses the end
+        size = f"{limit >> 40} TiB" if limit >= 1 << 40 else f"{limit >> 30} GiB"
         self._err("bounds", f"buffer `{b.name}` ({b.size} bytes) does not fit: the buffers in {mem or 'host'} memory need "
-                  f"{used[mem]} bytes, more than the {MEMORY_WINDOW} ({MEMORY_WINDOW >> 40} TiB) the targets address per memory",
-                  b.span)
+                  f"{used[mem]} bytes, more than the {limit} ({size}) {what}", b.span)
 
   def _err(self, code, msg, span, severity="error"): self.diags.append(Diagnostic(code, msg, span, severity))
 
@@ -101,10 +106,11 @@ class StaticCheck:
 
   # ---- declarations
   def _device(self, d: Device):
-    if d.vendor != "AMD": self._err("name", f"unknown device kind `{d.vendor}` (only `AMD` is supported)", d.span)
+    if d.vendor not in VENDORS: self._err("name", f"unknown device kind `{d.vendor}` (one of {', '.join(f'`{v}`' for v in VENDORS)}){did_you_mean(d.vendor, VENDORS)}", d.span)
     if not 0 <= d.index <= DEVICE_INDEX_MAX:
       self._err("bounds", f"device index {d.index} is outside 0 .. {DEVICE_INDEX_MAX}", self.prog.locate(str(d.index), d.span))
-    if d.arch is not None and d.arch not in ARCHS: self._err("name", f"unknown architecture `{d.arch}` (one of {', '.join(ARCHS)})", d.span)
+    if d.vendor in VENDORS and d.arch is not None and d.arch not in VENDORS[d.vendor]:
+      self._err("name", f"unknown {d.vendor} architecture `{d.arch}` (one of {', '.join(VENDORS[d.vendor])})", d.span)
     for o in self.prog.of(Device):
       if o is d: break
       if (o.vendor, o.index) == (d.vendor, d.index): self._err("name", f"{d.vendor}:{d.index} is already device `{o.name}`", d.span)
@@ -146,7 +152,8 @@ class StaticCheck:
         self._err("bounds", f"spin({k.impl.args[0]}): microseconds are 0 .. 1e9", k.impl.span or k.span)
 
   def _queue(self, q: Queue):
-    self._need(q.device, Device, "device", q.span)
+    dev = self._need(q.device, Device, "device", q.span)
+    if dev is not None and dev.vendor == "NV": self._nv_queue(q)
     if self._clean_body(q): return
     for s in q.body:
       if isinstance(s, Submit): self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span); continue
@@ -157,8 +164,23 @@ class StaticCheck:
       if isinstance(s, Copy) and q.engine == "compute":
         self._err("name", f"`copy` on compute queue `{q.name}`: copies run on copy queues", s.span)
       if isinstance(s, Poll) and q.engine == "copy":
-        self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's AMDCopyQueue has no poll_bit)", s.span)
+        self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's {dev.vendor if dev is not None and dev.vendor in VENDORS else 'AMD'}CopyQueue has no poll_bit)", s.span)
       self._stmt(s)
+
+  def _nv_queue(self, q: Queue):
+    """What tinygrad's NV queues do not have or mean otherwise (docs/nv.md): NVCopyQueue has no write and no poll_bit,
+    NVComputeQueue.poll_bit tests one bit (ACQ_AND / ACQ_NOR: any bit of the mask set / clear), and the QMD holds the
+    block in 16- and 8-bit fields the patch table does not patch."""
+    for s in q.body:
+      t = type(s)
+      if t is Write and q.engine == "copy":
+        self._err("name", f"`write` on NV copy queue `{q.name}`: tinygrad's NVCopyQueue has no write (NV stores run on compute queues)", s.span)
+      elif t is Poll and q.engine == "compute" and (s.mask & (s.mask - 1) or not s.mask or s.value.var is not None or s.value.offset not in (0, s.mask)):
+        self._err("name", f"`poll` on NV queue `{q.name}` tests one bit: NV's poll_bit (SEM_EXECUTE ACQ_AND / ACQ_NOR) passes when any "
+                  f"bit of the mask is set / clear, so the mask must be one bit and the value 0 or the mask", s.span)
+      elif t is Exec and s.block is not None and any(type(x) is Expr for x in s.block):
+        self._err("name", f"a block over a var on NV queue `{q.name}`: the QMD holds the block in 16- and 8-bit fields "
+                  f"(CTA_THREAD_DIMENSION0..2) the patch table cannot patch yet", s.span)
 
   def _clean_body(self, q: Queue) -> bool:
     run = Exec if q.engine == "compute" else Copy

@@ -9,7 +9,7 @@ from typing import Optional
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice,
+from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice, Timestamp,
                   Expr, U32_MAX, DTYPES)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
@@ -322,6 +322,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
 
   pins: dict = {}   # queue name -> {(op index, access index): launch index} of the `x@k` accesses
   nlists = {b.name: len(b.launch_inits) for b in buffers if b.per_launch == "rebound"}
+  # on NV a `timestamp s` is a release of 0 into s (tinygrad's NVCommandQueue.timestamp: signal(s, 0)), the timer at +8
+  nv = {d.name for d in program.devices if d.vendor == "NV"}
 
   def lower(body, q: Optional[Queue]) -> list:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
@@ -391,6 +393,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
         d = q.device.name
         app((WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1))
       elif t is Barrier: app(_BARRIER)
+      elif t is Timestamp and q is not None and q.device.name in nv: app((WRITE, sig_id[st.signal.name], None, 0))
       else: app(_NOP)
     return ops
 

@@ -1,15 +1,18 @@
-"""`hcqdsl compile FILE`: the PM4/SDMA image (or `--hex` dwords) of a program."""
+"""`hcqdsl compile FILE`: the image (or `--hex` dwords) of a program: PM4/SDMA for AMD devices' queues, pushbuffers
+and QMDs for NV devices' (docs/nv.md)."""
 from __future__ import annotations
 import pathlib, sys
-from ..ir import ARCHS
+from ..ir import ARCHS, NV_ARCHS
 from ..diagnostics import HcqError
-from ..amd.compile import compile_program
+from ..amd.compile import compile_program as compile_amd
+from ..nv.compile import compile_program as compile_nv
 
 
 def add_args(p) -> None:
   from .util import add_var_arg, add_no_check_arg
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one (default gfx1100)")
+  p.add_argument("--target", default="gfx1100", choices=ARCHS + NV_ARCHS,
+                 help="arch of devices that do not declare one (default gfx1100; an NV device takes an NV target, else sm_89)")
   p.add_argument("-o", "--output", metavar="FILE", help="write the image here (default: FILE with suffix .hcqimg)")
   p.add_argument("--hex", action="store_true", help="print each queue's dwords (patched for launch 1) as `queue NAME ENGINE ARCH: dwords` lines, "
                  "which `hcqdsl disasm` reads back, instead of writing an image")
@@ -26,7 +29,7 @@ def run(a) -> int:
   try:
     prog = parse(text, a.file)
     check_vars(var_values, prog, a.file)
-    img = compile_program(prog, a.target)
+    img = (compile_nv if a.target in NV_ARCHS or any(d.vendor == "NV" for d in prog.devices) else compile_amd)(prog, a.target)
   except HcqError as e:
     sys.stderr.write(render_text(e.diagnostics, {a.file: text})); return 1
   if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file), var_values)

@@ -17,7 +17,7 @@ import bisect, mmap, sys
 from typing import Optional
 import attrs
 import numpy as np
-from ..ir import U32_MAX
+from ..ir import U32_MAX, NV_ARCHS
 
 __all__ = ["Device", "Ring", "Memory", "MemRegion", "DeviceFault"]
 
@@ -34,7 +34,7 @@ class Ring:
   size: int       # bytes, a power of two
   wptr: int = 0   # what the host has published (absolute, never wrapped)
   @property
-  def unit(self) -> int: return 4 if self.engine == "compute" else 1  # bytes per write-pointer unit
+  def unit(self) -> int: return 1 if self.engine == "copy" and self.arch not in NV_ARCHS else 4  # bytes per write-pointer unit (SDMA: 1)
 
 class Device:
   """Base class: the calls submit.py makes. See the module docstring."""

@@ -20,6 +20,9 @@ from ..amd import pm4, sdma
 from ..amd.packet import Packet
 from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
+from ..ir import NV_ARCHS
+from ..nv import pushbuf
+from . import nv_engine
 from .device import Device, Ring, Memory, DeviceFault
 from .kernels import KernelError, KernelFault
 
@@ -309,8 +312,11 @@ class _Codec:
   def __init__(self, kind: str, arch: str, m: "Emulator"):
     self.kind, self.arch, self.m = kind, arch, m
     self.fast = not m.tracing  # traced runs use the generic handlers, which record trace events and flows
-    self.unit = 4 if kind == "pm4" else 1  # bytes per write-pointer unit: PM4 counts dwords, SDMA bytes
-    if kind == "pm4":
+    self.unit = 1 if kind == "sdma" else 4  # bytes per write-pointer unit: PM4 and NV count dwords, SDMA bytes
+    if kind == "nv":   # an NV queue's pushbuffer methods (runtime/nv_engine.py)
+      self.dec, self.length, self.table = pushbuf.decoder(arch), _Length(pushbuf.packet_length, pushbuf.packet_length), nv_engine.OPS
+      self.R_PGM_LO = self.R_UD = -1
+    elif kind == "pm4":
       self.dec, self.length, self.table = pm4.decoder(arch), _Length(pm4.packet_length, pm4.packet_length), PM4_OPS
       enc = pm4.encoder(arch)
       self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
@@ -340,10 +346,12 @@ class _Codec:
       if p.raw: h, a = _fault, p.note
       elif prep is None: h, a = _fault, f"{p.name} is not supported by the emulator"
       else:
-        try: h, a = prep(p.fields, self)
+        cost = COST.get(p.name, 0.1) + (0.02 * (p.length - 1) if p.name == "NOP" else 0.0)
+        try:
+          if self.kind == "nv": h, a, cost = prep(p, self)
+          else: h, a = prep(p.fields, self)
         except DeviceFault as e: h, a = _fault, str(e)
         except (KeyError, TypeError) as e: h, a = _fault, f"malformed {p.name} ({e!r})"
-        cost = COST.get(p.name, 0.1) + (0.02 * (p.length - 1) if p.name == "NOP" else 0.0)
         if h is _copy_spans: cost += a[0].nbytes / COPY_BYTES_PER_US  # what _copy adds at run time
       n = len(dws)
       op = (h, a, p, cost, n, 4 * n // self.unit, len(self.names))
@@ -357,7 +365,7 @@ class _Codec:
 class Engine:
   def __init__(self, m: "Emulator", ring: Ring):
     self.m, self.mem, self.ring, self.name, self.device = m, m.mem, ring, ring.name, ring.device
-    self.kind = "pm4" if ring.engine == "compute" else "sdma"
+    self.kind = "nv" if ring.arch in NV_ARCHS else "pm4" if ring.engine == "compute" else "sdma"
     self.codec = m.codec(self.kind, ring.arch)
     self.length, self.R_UD, self.R_PGM_LO = self.codec.length, self.codec.R_UD, self.codec.R_PGM_LO
     r = self.mem.find(ring.addr, ring.size)
@@ -606,10 +614,18 @@ class Engine:
       k = m.kernels_by_name.get(name)
       if k is None: raise DeviceFault(f"DISPATCH_DIRECT: no known kernel at program address {prog:#x}"
                                       + (f" (marker names `{name}`)" if name else ""))
-    fn, params = k
     n = self.ud_count
     if n < 2: raise DeviceFault("DISPATCH_DIRECT: no kernarg pointer in COMPUTE_USER_DATA")
     ka = regs.get(self.R_UD + n - 2, 0) | regs.get(self.R_UD + n - 1, 0) << 32
+    nt = self.codec.R_NUM_THREAD
+    self.call_kernel(k, ka, tuple(a[:3]), (regs.get(nt, 1), regs.get(nt + 1, 1), regs.get(nt + 2, 1)), a)
+
+  def call_kernel(self, k, ka: int, grid: tuple, block: tuple, a) -> None:
+    """Run kernel k (fn, params) on the kernel arguments at ka: buffer parameters as views of the ranges they may
+    touch, scalars as values; `grid`/`block` for a kernel that wants the launch dims; `a`: the dispatch's operands for
+    real machine code (None on NV)."""
+    mem, m = self.mem, self.m
+    fn, params = k
     views, nbytes = [], 0
     for i, (mode, off) in enumerate(params):
       if mode in SCALARS:  # a value in the kernel arguments, as the patched kernargs hold it
@@ -620,11 +636,11 @@ class Engine:
       lo, hi = m.arg_range(ka, i, ptr)
       views.append(mem.view(lo, hi - lo))
       nbytes += hi - lo
-    if getattr(fn, "wants_dims", False):  # the launch dims as the dispatch packet (patched per launch) has them
-      nt = self.codec.R_NUM_THREAD
-      fn.dims = (tuple(a[:3]), (regs.get(nt, 1), regs.get(nt + 1, 1), regs.get(nt + 2, 1)))
+    if getattr(fn, "wants_dims", False): fn.dims = (grid, block)  # the launch dims as the packets (patched per launch) have them
     try:
-      if getattr(fn, "machine", None) is not None: fn.machine(self, a)  # real machine code (rdna3.py)
+      if getattr(fn, "machine", None) is not None:  # real machine code (rdna3.py)
+        if a is None: raise DeviceFault("AMD machine code on an NV queue")
+        fn.machine(self, a)
       else: fn.run(views)
     except KernelFault as e: raise DeviceFault(f"kernel `{fn.name}`: {self.fault_text(e)}") from None
     except KernelError as e: raise DeviceFault(f"kernel `{fn.name}`: {e}") from None

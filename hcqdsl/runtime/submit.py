@@ -21,8 +21,9 @@ from __future__ import annotations
 import bisect
 from typing import Optional
 import numpy as np
-from ..ir import U32_MAX
+from ..ir import U32_MAX, NV_ARCHS
 from ..amd.targets import get_target
+from ..nv.layout import window, NV_RING_OFFSET
 from ..amd.image import Image, QueueImage
 from ..amd.layout import DEVICE_BASE
 from .device import Device, Ring
@@ -49,7 +50,7 @@ class QueueState:
   """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
   def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict, device: Device):
     self.qi, self.name, self.ring, self.ring_u32 = qi, qi.name, ring, ring_u32
-    self.pm4 = qi.engine == "compute"
+    self.pm4 = qi.engine == "compute" or qi.arch in NV_ARCHS   # dword write pointers, commands may wrap (NV: methods)
     self.tmpl = np.array(qi.dwords, dtype=np.uint32)
     ps = qi.patches
     self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
@@ -164,7 +165,9 @@ class Submitter:
     self.by_ring: dict = {}
     for q in image.queues:
       size = ring_size or max(RING_MIN, 1 << (16 * len(q.dwords) + 64).bit_length())
-      base = top.get(q.device, DEVICE_BASE * (order[q.device] + 1) + RING_OFFSET)
+      nvq = q.arch in NV_ARCHS   # an NV device's rings sit in its 40-bit window (docs/nv.md)
+      if nvq and indirect: raise ValueError(f"queue {q.name}: indirect submission is AMD's (INDIRECT_BUFFER); NV queues take the ring path")
+      base = top.get(q.device, window(order[q.device]) + NV_RING_OFFSET if nvq else DEVICE_BASE * (order[q.device] + 1) + RING_OFFSET)
       top[q.device] = base + size
       ring = device.create_queue(q.name, q.engine, q.device, q.arch, size, addr=base)
       qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index, device)

@@ -1,0 +1,170 @@
+"""NV queues back to .hcq statements: the pushbuffer's method groups and the QMDs they launch. What methods cannot say
+is in the QMDs: an exec launched by the QMD before it (DEPENDENT_QMD0) and a `signal` carried by a QMD's release
+semaphore have no methods of their own (the image's source map gives them empty groups), so a QMD stands for its
+exec, then its releases, then the QMD it launches. `timestamp s` and `signal s = 0` are the same bytes on NV (tinygrad's
+NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apart, else it lifts as the signal.
+Whole-image lifting (hcqdsl/lift/image.py) takes AMD queues; this is what it would call for NV ones."""
+from __future__ import annotations
+from typing import Optional
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS
+from ..amd.image import Image, QueueImage
+from . import pushbuf
+from .qmd import QMD
+from .targets import get_target
+
+__all__ = ["lift_queue", "as_hcq", "Unliftable"]
+
+class Unliftable(Exception):
+  """A group of methods that is no .hcq statement (the lifter keeps it as a comment saying why)."""
+
+_ACQ_GEQ, _RELEASE, _ACQ_AND, _ACQ_NOR = "ACQ_CIRC_GEQ", "RELEASE", "ACQ_AND", "ACQ_NOR"
+
+class _Lifter:
+  def __init__(self, img: Image, q: QueueImage):
+    self.img, self.q, self.t = img, q, get_target(q.arch)
+    self.data = dict(img.data)
+    self.patches = {p.offset: p for p in q.patches}
+    self.mem = {p.offset: p for p in q.mem_patches}
+    self.sigs = {a: n for n, a in img.signals.items()}
+    self.chain: list = []   # what the last QMD still stands for: its releases, then the QMD it launches
+
+  def expr(self, patch, v: int) -> Expr: return Expr(Ref(patch.var), patch.add) if patch is not None and patch.var else Expr(None, v)
+  def signal(self, a: int) -> str:
+    if a not in self.sigs: raise Unliftable(f"semaphore at {a:#x}, which is no signal")
+    return self.sigs[a]
+  def slice(self, a: int, size: int, patched: bool) -> Slice:
+    per = {n: self.img.var_values[f"{n}.addr"] for n in self.img.buffers if self.img.var_values.get(f"{n}.addr")}
+    for n, (base, sz) in self.img.buffers.items():
+      if (n in per) != patched: continue
+      if base <= a and a + size <= base + sz:
+        lo = a - base
+        return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
+    for n, bases in per.items():
+      for k, base in enumerate(bases):
+        if base <= a and a + size <= base + self.img.buffers[n][1]:
+          lo, sz = a - base, self.img.buffers[n][1]
+          return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
+    for n, (base, sz) in self.img.buffers.items():   # whatever holds it (records that disagree with the methods)
+      if base <= a and a + size <= base + sz: return Slice(Ref(n)) if a == base and size == sz else Slice(Ref(n), a - base, a - base + size, True)
+    raise Unliftable(f"{size} bytes at {a:#x}, which are in no buffer")
+
+  # ---- the QMD chain
+
+  def qmd(self, qa: int) -> QMD:
+    r = next((r for r in self.img.regions if r.kind == "kernargs" and r.addr <= qa < r.addr + r.size), None)
+    if r is None or qa + self.t.qmd_size > r.addr + len(self.data.get(r.addr, b"")): raise Unliftable(f"QMD at {qa:#x} is in no kernel-argument region")
+    mem = self.data[r.addr]
+    return QMD.of(self.t, bytearray(mem[qa - r.addr:qa - r.addr + self.t.qmd_size]))
+
+  def launch(self, qa: int) -> Exec:
+    """The exec a QMD stands for; its releases and dependent QMD become the chain."""
+    qmd = self.qmd(qa)
+    prog, ka = qmd.address("program"), qmd.address("cbuf0")
+    k = next((k for k in self.img.kernels if k["prog_addr"] == prog), None)
+    kr = next((r for r in self.img.regions if r.kind == "kernargs" and r.addr == ka), None)
+    if k is None or kr is None: raise Unliftable(f"QMD at {qa:#x} launches unknown program {prog:#x}")
+    args = []
+    for i, a in enumerate(kr.meta.get("args") or ()):
+      if a is not None: args.append(Slice(Ref(a[0]), a[1], a[2], a[3], a[4])); continue
+      off = k["params"][i][2]
+      raw = int.from_bytes(self.data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
+      args.append(self.expr(self.mem.get(ka + off), raw))
+    go = qmd.offset(qmd.grid_field())
+    grid = tuple(self.dim(qa + go + 4 * j, int.from_bytes(qmd.data[go + 4 * j:go + 4 * j + 4], "little")) for j in range(3))
+    bo = qmd.offset("cta_thread_dimension0")
+    block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"), qmd.data[qmd.offset("cta_thread_dimension2")])
+    self.chain = []
+    for i in range(2):
+      en, af, pf = qmd.release_fields(i)
+      if qmd.read(en): self.chain.append(("release", qmd.address(f"release{i}"), qa + qmd.offset(pf), qmd.read(pf)))
+    if qmd.read("dependent_qmd0_enable"): self.chain.append(("launch", qmd.address("dependent")))
+    return Exec(Ref(k["name"]), tuple(args), None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)
+
+  def dim(self, at: int, v: int):
+    e = self.expr(self.mem.get(at), v)
+    return e if e.var is not None else e.offset
+
+  def next_in_chain(self, text: str):
+    """An empty group: what the last QMD stands for next."""
+    if not self.chain: raise Unliftable("no methods, and no QMD carries a statement here")
+    item = self.chain.pop(0)
+    if item[0] == "launch": return self.launch(item[1])
+    _, a, at, v = item
+    name = self.signal(a)
+    return Timestamp(Ref(name)) if text.startswith("timestamp") else SignalWrite(Ref(name), self.expr(self.mem.get(at), v))
+
+  # ---- method groups
+
+  def group(self, pk: list, text: str = "") -> list:
+    if any(p.raw for p in pk): raise Unliftable(pk[0].note or "raw methods")
+    if not pk:
+      if self.q.engine == "copy": return [Barrier()]   # NVCopyQueue has no memory_barrier: no methods
+      return [self.next_in_chain(text)]
+    names, f = [p.name for p in pk], [p.fields for p in pk]
+    self.chain = []
+    if names[0] == "SEM_ADDR_LO..SEM_EXECUTE":
+      x, at = f[0], pk[0].offset
+      op, big = x.get("sem_execute.operation"), x.get("sem_execute.payload_size") == "64BIT"
+      v, patch = x["sem_payload"] & U32_MAX, self.patches.get(at + 3)
+      if op == _ACQ_GEQ:
+        name, e = self.signal(x["sem_addr"]), self.expr(patch, v)
+        if name == f"{self.q.device}.timeline" and e == Expr(Ref(f"{self.q.device}.epoch"), -1): return [Epoch()]
+        return [Wait(Ref(name), e)]
+      if op == _RELEASE and x.get("sem_execute.release_timestamp") == "EN":
+        name = self.signal(x["sem_addr"])
+        return [Timestamp(Ref(name)) if text.startswith("timestamp") and v == 0 else SignalWrite(Ref(name), self.expr(patch, v))]
+      if op == _RELEASE: return [Write(self.slice(x["sem_addr"], 8 if big else 4, at + 1 in self.patches), self.expr(patch, v))]
+      if op in (_ACQ_AND, _ACQ_NOR):
+        mask = v if op == _ACQ_AND else ~v & U32_MAX
+        return [Poll(self.slice(x["sem_addr"], POLL_SIZE, at + 1 in self.patches), mask, Expr(None, mask if op == _ACQ_AND else 0))]
+    if names[0] == "INVALIDATE_SHADER_CACHES_NO_WFI": return [Barrier()]
+    if names[0] == "SEND_PCAS_A": return [self.launch(f[0]["qmd_addr"])]
+    if names[0] == "SET_SEMAPHORE_A..SET_SEMAPHORE_PAYLOAD":
+      v, name = f[0]["set_semaphore_payload"], self.signal(f[0]["semaphore_addr"])
+      return [Timestamp(Ref(name)) if text.startswith("timestamp") and v == 0 else SignalWrite(Ref(name), self.expr(self.patches.get(pk[0].offset + 3), v))]
+    if names[0] == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER":
+      pieces = [p for p in pk if p.name == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER"]
+      size = sum(p.fields["line_length_in"] for p in pk if p.name == "LINE_LENGTH_IN")
+      at = pieces[0].offset
+      src, dst = pieces[0].fields["src_addr"], pieces[0].fields["dst_addr"]
+      return [Copy(self.slice(dst, size, at + 3 in self.patches), self.slice(src, size, at + 1 in self.patches))]
+    raise Unliftable("methods " + ", ".join(names) + " are no .hcq statement")
+
+def _groups(q: QueueImage, pk: list) -> list:
+  """(methods, statement text) per statement: the image's source map, else a statement's methods by their kind (a
+  semaphore release with its interrupt, SEND_PCAS_A with its action, a copy piece or a copy-queue release whole)."""
+  if q.stmts: return [([p for p in pk if s[0] <= p.offset < s[0] + s[1]], s[6]) for s in q.stmts]
+  out: list = []
+  tails = {"NON_STALL_INTERRUPT", "SEND_SIGNALING_PCAS2_B", "LINE_LENGTH_IN", "LAUNCH_DMA"}
+  for p in pk:
+    if out and p.name in tails and not any(x.raw for x in out[-1][0]): out[-1][0].append(p)
+    else: out.append(([p], ""))
+  return out
+
+def lift_queue(img: Image, q: QueueImage) -> list:
+  """An NV queue's statements, recovered from its methods and QMDs. A group that is no statement lifts to a comment
+  string; without a source map, the statements the QMDs carry follow their exec."""
+  L, out = _Lifter(img, q), []
+  pk = pushbuf.decoder(q.arch).decode(q.dwords)
+  for g, text in _groups(q, pk):
+    try: out += L.group(g, text)
+    except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
+      out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})"); L.chain = []
+      continue
+    if not q.stmts:
+      while L.chain:
+        try: out.append(L.next_in_chain(""))
+        except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e: out.append(f"# cannot lift ({e})"); L.chain = []
+  return out
+
+def as_hcq(img: Image, lift_amd=None) -> str:
+  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`): NV queues lifted here, AMD ones by `lift_amd`
+  (hcqdsl.lift.image.lift_queue, which the CLI passes; without it they are left out with a comment)."""
+  from ..lang.format import format_stmt
+  out = [f"# lifted from {img.file} ({img.target})"]
+  for q in img.queues:
+    stmts = lift_queue(img, q) if q.arch in NV_ARCHS else lift_amd(img, q) if lift_amd else [f"# {q.arch} queue: lifted by hcqdsl.lift"]
+    out.append(f"queue {q.name} {q.engine} on {q.device} {{")
+    out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in stmts]
+    out.append("}")
+  return "\n".join(out) + "\n"
