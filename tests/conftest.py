@@ -1,9 +1,18 @@
 import collections, pathlib, sys
+import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).parent))  # tests share strategies.py and helpers
 
 # The peer tier (`pytest.mark.peer`: tinygrad's mock GPU from a tinygrad checkout, tests/mock_gpu.py) skips where the
-# mock is absent; the end of the run says how many skipped and how to enable them, not only `-rs`.
+# mock cannot run, naming how to enable it; the end of the run says how many skipped and why, not only `-rs`.
 _peer_skips: collections.Counter = collections.Counter()
+
+def pytest_collection_modifyitems(config, items):
+  peer = [it for it in items if it.get_closest_marker("peer") is not None]
+  if not peer: return
+  import mock_gpu
+  why = mock_gpu.unavailable()
+  if why is not None:
+    for it in peer: it.add_marker(pytest.mark.skip(reason=why))
 
 def pytest_runtest_logreport(report):
   if report.skipped and "peer" in report.keywords and not hasattr(report, "wasxfail"):
