@@ -18,7 +18,7 @@ defaults, 2 for check and 1 for run), `seeds=K` (run seeds 0..K-1; default one t
 test that fails on its own keeps its own error, the report is added as a section), hcqdsl's own failure fails the
 test as hcqdsl's, and the run ends with `hcq-sanitize: N tests sanitized, M submissions checked, K findings`.
 `--hcq-sanitize-json F` (implies `--hcq-sanitize`) writes one JSON object: per test its nodeid, outcome,
-submissions, checks, findings (Finding.to_json), warnings (a count), incomplete and error.
+submissions, checks, findings (Finding.to_json), warnings (a count), incomplete, error and duration.
 """
 from __future__ import annotations
 import collections, fnmatch, json, os, re, traceback
@@ -252,6 +252,7 @@ class SanitizePlugin:
     elif rec["incomplete"]:
       rep.sections.append(("hcq-sanitize", f"hcq-sanitize: incomplete: {rec['incomplete']}"))
     rec["outcome"] = "xfailed" if rep.skipped and hasattr(rep, "wasxfail") else rep.outcome
+    rec["duration"] = round(getattr(rep, "duration", 0.0), 3)   # the call's, with the sanitizer's checks
     del rec["report"]
     rep.hcq_sanitize = rec
 

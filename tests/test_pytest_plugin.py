@@ -209,6 +209,7 @@ def test_sanitize_findings_fail_the_test(pytester, fake):
             "FAILED test_x.py::test_own_failure_and_race - AssertionError: the test*"])
   rep = json.loads(out.read_text())
   assert rep["summary"] == {"tests": 4, "submissions": 4, "findings": 2, "errors": 0, "incomplete": 0}
+  assert all(t["duration"] >= 0 for t in rep["tests"])
   got = {t["nodeid"].split("::")[1]: (t["outcome"], t["submissions"], [f["code"] for f in t["findings"]], t["warnings"])
          for t in rep["tests"]}
   assert got == {"test_clean": ("passed", 2, [], 3), "test_race": ("failed", 1, ["race"], 0),
