@@ -261,10 +261,10 @@ class SanitizePlugin:
     if report.when == "call" and rec is not None and rec["outcome"] != "skipped": self.results.append(rec)
 
   def summary(self) -> dict:
-    return {"tests": len(self.results), "submissions": sum(r["submissions"] for r in self.results),
-            "findings": sum(len(r["findings"]) for r in self.results),
-            "errors": sum(r["error"] is not None for r in self.results),
-            "incomplete": sum(bool(r["incomplete"]) for r in self.results)}
+    """Tests on which hcqdsl failed are not counted as sanitized (nor their submissions as checked): `errors`."""
+    ok = [r for r in self.results if r["error"] is None]
+    return {"tests": len(ok), "submissions": sum(r["submissions"] for r in ok), "findings": sum(len(r["findings"]) for r in ok),
+            "errors": len(self.results) - len(ok), "incomplete": sum(bool(r["incomplete"]) for r in ok)}
 
   def pytest_terminal_summary(self, terminalreporter):
     t = self.summary()
@@ -273,7 +273,7 @@ class SanitizePlugin:
       if r["incomplete"]: tr.write_line(f"hcq-sanitize: {r['nodeid']}: incomplete: {r['incomplete']}")
     tr.write_line(f"hcq-sanitize: {_plural(t['tests'], 'test')} sanitized, {_plural(t['submissions'], 'submission')} "
                   f"checked, {_plural(t['findings'], 'finding')}")
-    if t["errors"]: tr.write_line(f"hcq-sanitize: hcqdsl failed on {_plural(t['errors'], 'test')} (their reports say where)")
+    if t["errors"]: tr.write_line(f"hcq-sanitize: hcqdsl failed on {_plural(t['errors'], 'more test')}, not counted above (their reports say where)")
     if self.json_path: tr.write_line(f"hcq-sanitize: JSON written to {self.json_path}")
 
   def pytest_sessionfinish(self, session):
