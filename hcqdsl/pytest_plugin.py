@@ -12,15 +12,22 @@ Each file gives up to two items:
 Header options, on comment lines starting `# hcq:` anywhere in the file: `launches=N` (both items; default: the CLIs'
 defaults, 2 for check and 1 for run), `seeds=K` (run seeds 0..K-1; default one time-ordered run), `target=gfx1100`,
 `run=no`. ini options: `hcq_files` (globs on file names, default `*.hcq`), `hcq_run` (default true).
+
+`--hcq-sanitize` (docs/sanitize.md, "Every test under the sanitizer"): every test's call runs inside
+`hcqdsl.tinygrad.sanitize.Sanitizer`; a test whose AMD submissions have findings fails with the sanitizer's report (a
+test that fails on its own keeps its own error, the report is added as a section), hcqdsl's own failure fails the
+test as hcqdsl's, and the run ends with `hcq-sanitize: N tests sanitized, M submissions checked, K findings`.
+`--hcq-sanitize-json F` (implies `--hcq-sanitize`) writes one JSON object: per test its nodeid, outcome,
+submissions, checks, findings (Finding.to_json), warnings (a count), incomplete, error and duration.
 """
 from __future__ import annotations
-import collections, fnmatch, os, re
+import collections, fnmatch, json, os, re, traceback
 import pytest
 from .ir import Span
 from .header import read_header, HeaderError
 from .diagnostics import Diagnostic, render_text, split_lines
 
-__all__ = ["parse_markers", "compare", "Marker", "HcqFile", "HcqCheckItem", "HcqRunItem"]
+__all__ = ["parse_markers", "compare", "Marker", "HcqFile", "HcqCheckItem", "HcqRunItem", "SanitizePlugin"]
 
 Marker = collections.namedtuple("Marker", "line column severity code")
 SEVERITY = {"E": "error", "W": "warning"}
@@ -86,8 +93,16 @@ def pytest_addoption(parser):
                 help="glob(s) of .hcq scenario files to collect as tests (hcqdsl plugin)")
   parser.addini("hcq_run", type="bool", default=True,
                 help="run scenario files with `expect`s on the built-in emulator (hcqdsl plugin)")
+  g = parser.getgroup("hcqdsl")
+  g.addoption("--hcq-sanitize", action="store_true", default=False,
+              help="run every test under hcqdsl's sanitizer: a test whose tinygrad AMD submissions have races or "
+                   "deadlocks fails with the report (docs/sanitize.md)")
+  g.addoption("--hcq-sanitize-json", metavar="FILE", default=None,
+              help="with --hcq-sanitize (implied): write each test's submissions and findings to FILE as JSON")
 
 def pytest_configure(config):
+  if config.getoption("hcq_sanitize", False) or config.getoption("hcq_sanitize_json", None):
+    config.pluginmanager.register(SanitizePlugin(config), "hcqdsl-sanitize")
   config.addinivalue_line("markers", "hcq_check: a .hcq scenario's `check` against its inline markers")
   config.addinivalue_line("markers", "hcq_run: a .hcq scenario's `expect`s verified on the emulator")
 
@@ -173,3 +188,115 @@ def _expects(text: str, filename: str) -> list:
   from .check import parse_with_diagnostics
   prog, _ = parse_with_diagnostics(text, filename)
   return [] if prog is None else [e for e in prog.expects if e.span is not None]
+
+
+# ---- --hcq-sanitize: every test's call under the sanitizer
+
+def _plural(n: int, word: str) -> str: return f"{n} {word}{'s' * (n != 1)}"
+
+class SanitizePlugin:
+  """Registered by `--hcq-sanitize`. The call phase of each test runs inside a Sanitizer (fixtures' setup and teardown
+  do not; a unittest TestCase's setUp and tearDown do, they run in the call). What the sanitizer saw is kept on the
+  call's report (`report.hcq_sanitize`, a JSON-able dict), so the summary and the JSON file are made from reports."""
+  def __init__(self, config):
+    self.config = config
+    self.json_path = config.getoption("hcq_sanitize_json", None)
+    self.results: list = []
+    self.running: dict = {}   # nodeid -> the record of the test whose call is running or just ran
+
+  @pytest.hookimpl(hookwrapper=True)
+  def pytest_runtest_call(self, item):
+    rec = {"nodeid": item.nodeid, "outcome": None, "submissions": 0, "checks": 0, "findings": [], "warnings": 0,
+           "incomplete": None, "error": None, "report": None}
+    self.running[item.nodeid] = rec
+    s = None
+    try:
+      from .tinygrad.sanitize import Sanitizer
+      s = Sanitizer()
+      s.__enter__()
+    except Exception as e:
+      s = None
+      rec["error"] = _hcq_error("could not start the sanitizer", e)
+    outcome = yield
+    if s is None: return
+    exc = outcome.excinfo or (None, None, None)
+    try: s.__exit__(*exc)
+    except Exception as e: rec["error"] = _hcq_error("failed while checking this test's AMD submissions", e)
+    try:
+      failure = getattr(s, "failure", None)   # hcqdsl's failure in a check while the test ran (kept, not raised, when the test failed)
+      if failure is not None and rec["error"] is None:
+        rec["error"] = _hcq_error("failed while checking this test's AMD submissions", failure)
+      _trim_stacks(s)
+      rec["submissions"], rec["checks"] = s.capture.submissions(), s.checks
+      rec["findings"] = [f.to_json() for f in s.findings]
+      rec["warnings"] = len(s.warnings)
+      rec["incomplete"] = getattr(s, "incomplete", None)
+      if s.findings: rec["report"] = s.report()
+    except Exception as e:
+      if rec["error"] is None: rec["error"] = _hcq_error("failed reading the sanitizer's results", e)
+
+  @pytest.hookimpl(hookwrapper=True, tryfirst=True)   # outermost: sees the report after xfail's changes
+  def pytest_runtest_makereport(self, item, call):
+    outcome = yield
+    if call.when != "call": return
+    rec = self.running.pop(item.nodeid, None)
+    if rec is None: return
+    rep = outcome.get_result()
+    problem = "\n\n".join(x for x in (rec["report"], rec["error"]) if x)
+    if problem:
+      if rep.passed:   # the test passed on its own: it fails with the sanitizer's report (or hcqdsl's failure)
+        rep.outcome, rep.longrepr = "failed", problem
+        if hasattr(rep, "wasxfail"): del rep.wasxfail
+      else:            # its own failure stays its failure text; the sanitizer's report is added as a section
+        rep.sections.append(("hcq-sanitize", problem))
+    elif rec["incomplete"]:
+      rep.sections.append(("hcq-sanitize", f"hcq-sanitize: incomplete: {rec['incomplete']}"))
+    rec["outcome"] = "xfailed" if rep.skipped and hasattr(rep, "wasxfail") else rep.outcome
+    rec["duration"] = round(getattr(rep, "duration", 0.0), 3)   # the call's, with the sanitizer's checks
+    del rec["report"]
+    rep.hcq_sanitize = rec
+
+  def pytest_runtest_logreport(self, report):
+    rec = getattr(report, "hcq_sanitize", None)
+    if report.when == "call" and rec is not None and rec["outcome"] != "skipped": self.results.append(rec)
+
+  def summary(self) -> dict:
+    """Tests on which hcqdsl failed are not counted as sanitized (nor their submissions as checked): `errors`."""
+    ok = [r for r in self.results if r["error"] is None]
+    return {"tests": len(ok), "submissions": sum(r["submissions"] for r in ok), "findings": sum(len(r["findings"]) for r in ok),
+            "errors": len(self.results) - len(ok), "incomplete": sum(bool(r["incomplete"]) for r in ok)}
+
+  def pytest_terminal_summary(self, terminalreporter):
+    t = self.summary()
+    tr = terminalreporter
+    for r in self.results:
+      if r["incomplete"]: tr.write_line(f"hcq-sanitize: {r['nodeid']}: incomplete: {r['incomplete']}")
+    tr.write_line(f"hcq-sanitize: {_plural(t['tests'], 'test')} sanitized, {_plural(t['submissions'], 'submission')} "
+                  f"checked, {_plural(t['findings'], 'finding')}")
+    if t["errors"]: tr.write_line(f"hcq-sanitize: hcqdsl failed on {_plural(t['errors'], 'more test')}, not counted above (their reports say where)")
+    if self.json_path: tr.write_line(f"hcq-sanitize: JSON written to {self.json_path}")
+
+  def pytest_sessionfinish(self, session):
+    if not self.json_path or hasattr(session.config, "workerinput"): return   # an xdist worker: the controller writes it
+    with open(self.json_path, "w") as f:
+      json.dump({"summary": self.summary(), "tests": self.results}, f, indent=1)
+      f.write("\n")
+
+def _runner_dirs() -> tuple:
+  import _pytest, pluggy
+  return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (pytest, _pytest, pluggy))
+
+def _trim_stacks(s) -> None:
+  """Drop pytest's and pluggy's frames from the findings' stacks (the sanitizer keeps every frame outside tinygrad,
+  hcqdsl and Python's own library; under pytest a stack would start with some 30 of the runner's): each stack starts
+  at the test."""
+  dirs = _runner_dirs()
+  def keep(stack): return [f for f in stack if not os.path.abspath(str(f[0])).startswith(dirs)] if stack else stack
+  for f in s.findings:
+    for c in getattr(f, "commands", None) or ():
+      if isinstance(getattr(c, "stack", None), list): c.stack = keep(c.stack)
+  if isinstance(getattr(s, "detected_at", None), list): s.detected_at = keep(s.detected_at)
+
+def _hcq_error(what: str, e: BaseException) -> str:
+  tb = "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip("\n")
+  return (f"hcq-sanitize: hcqdsl {what} (an error in hcqdsl, not in the test: please report it)\n{tb}")

@@ -1,5 +1,9 @@
-"""The pytest plugin (hcqdsl/pytest_plugin.py) on small scenario files, through pytester."""
+"""The pytest plugin (hcqdsl/pytest_plugin.py): small scenario files through pytester; `--hcq-sanitize` with a stand-in
+Sanitizer, then (the peer tier) with the real one on tinygrad's mock GPU, and on tinygrad's own tests (`-m slow`)."""
+import collections, json, re, subprocess, sys, types
 import pytest
+import hcqdsl.tinygrad.sanitize as sanitize_mod
+from mock_gpu import needs_mock, env as mock_env, WORKLOADS, tinygrad_repo
 from hcqdsl.pytest_plugin import parse_markers
 from hcqdsl.header import read_header as parse_options, HeaderError as HcqSpecError
 import hcqdsl.runtime, hcqdsl.check.analyze, hcqdsl.amd.compile  # noqa: F401
@@ -142,3 +146,224 @@ def test_incomplete_verdict_is_never_a_pass():
   from hcqdsl.diagnostics import Diagnostic
   d = Diagnostic("incomplete", "exploring it exceeded the budget", None, severity="note")
   assert compare([], [d], "f.hcq") == ([], [d])
+
+# ---- --hcq-sanitize: each test's call under hcqdsl's Sanitizer (a stand-in here; the real one in the peer tier)
+
+
+class FakeFinding:
+  def __init__(self, code, message): self.code, self.message, self.commands = code, message, []
+  def format(self): return f"hcqdsl sanitize: {self.code}: {self.message}"
+  def to_json(self): return {"code": self.code, "message": self.message, "commands": []}
+
+class FakeSanitizer:
+  """The Sanitizer's public surface: a test reaches the running one as `Sanitizer.current` and says what it submitted
+  (`submit(n, finding)`), or that hcqdsl fails (`crash`: on exit when the test passed, kept in `failure` when it
+  failed, as the real one does), or what was left unchecked (`incomplete`)."""
+  current = None
+  def __init__(self):
+    self.findings, self.warnings, self.checks, self.n, self.crash, self.failure, self.incomplete = [], [], 0, 0, None, None, None
+    self.capture = types.SimpleNamespace(submissions=lambda: self.n)
+  def __enter__(self):
+    FakeSanitizer.current = self
+    return self
+  def __exit__(self, *exc):
+    FakeSanitizer.current = None
+    if self.crash is not None:
+      if exc[0] is None: raise self.crash
+      self.failure = self.crash
+    return False
+  def submit(self, n=1, finding=None, warnings=0):
+    self.n += n; self.checks += 1; self.warnings += [None] * warnings
+    if finding: self.findings.append(FakeFinding(*finding))
+  def report(self):
+    return "\n".join([f.format() for f in self.findings] + [f"failed: {len(self.findings)} errors in {self.n} submissions"])
+
+FAKE_TESTS = """
+import pytest
+import hcqdsl.tinygrad.sanitize as S
+def submit(*a, **kw):   # what the real Sanitizer would see tinygrad submit (nothing sees it without --hcq-sanitize)
+  if S.Sanitizer.current is not None: S.Sanitizer.current.submit(*a, **kw)
+def test_clean(): submit(2, warnings=3)
+def test_race(): submit(1, ("race", "copy0 reads b[0:64] and comp writes it"))
+def test_own_failure_and_race():
+  submit(1, ("deadlock", "q0 waits forever"))
+  assert 1 == 2, "the test's own failure"
+def test_no_amd(): pass
+def test_skipped(): pytest.skip("not here")
+"""
+
+@pytest.fixture
+def fake(monkeypatch):
+  monkeypatch.setattr(sanitize_mod, "Sanitizer", FakeSanitizer)
+
+def test_sanitize_findings_fail_the_test(pytester, fake):
+  pytester.makepyfile(test_x=FAKE_TESTS)
+  out = pytester.path / "out.json"
+  r = rp(pytester, "-v", "-rfs", "--hcq-sanitize-json", str(out))   # the JSON option implies --hcq-sanitize
+  r.assert_outcomes(passed=2, failed=2, skipped=1)
+  lines(r, ["*test_clean PASSED*", "*test_race FAILED*", "*test_own_failure_and_race FAILED*", "*test_no_amd PASSED*",
+            "*_ test_race _*", "hcqdsl sanitize: race: copy0 reads b[0:64] and comp writes it", "failed: 1 errors in 1 submissions",
+            "*_ test_own_failure_and_race _*", "*AssertionError: the test's own failure*",
+            "*- hcq-sanitize -*", "hcqdsl sanitize: deadlock: q0 waits forever",
+            "hcq-sanitize: 4 tests sanitized, 4 submissions checked, 2 findings", f"hcq-sanitize: JSON written to {out}",
+            "FAILED test_x.py::test_race - hcqdsl sanitize: race: copy0 reads*",   # (cut to the terminal's width)
+            "FAILED test_x.py::test_own_failure_and_race - AssertionError: the test*"])
+  rep = json.loads(out.read_text())
+  assert rep["summary"] == {"tests": 4, "submissions": 4, "findings": 2, "errors": 0, "incomplete": 0}
+  assert all(t["duration"] >= 0 for t in rep["tests"])
+  got = {t["nodeid"].split("::")[1]: (t["outcome"], t["submissions"], [f["code"] for f in t["findings"]], t["warnings"])
+         for t in rep["tests"]}
+  assert got == {"test_clean": ("passed", 2, [], 3), "test_race": ("failed", 1, ["race"], 0),
+                 "test_own_failure_and_race": ("failed", 1, ["deadlock"], 0), "test_no_amd": ("passed", 0, [], 0)}
+  assert rep["tests"][1]["findings"][0] == {"code": "race", "message": "copy0 reads b[0:64] and comp writes it", "commands": []}
+
+def test_sanitize_off_by_default(pytester, fake):
+  pytester.makepyfile(test_x=FAKE_TESTS)
+  r = rp(pytester)
+  r.assert_outcomes(passed=3, failed=1, skipped=1)
+  assert "hcq-sanitize" not in r.stdout.str()
+
+def test_sanitize_hcqdsl_failure_is_reported_as_hcqdsl(pytester, fake):
+  pytester.makepyfile(test_x="""
+import hcqdsl.tinygrad.sanitize as S
+def test_passes():
+  S.Sanitizer.current.submit(1)
+  S.Sanitizer.current.crash = KeyError("lift: no queue for ring 0x1000")
+def test_fails_too():
+  S.Sanitizer.current.crash = KeyError("lift: no queue for ring 0x2000")
+  raise ValueError("the test's own error")
+""")
+  r = rp(pytester, "--hcq-sanitize")
+  r.assert_outcomes(failed=2)
+  lines(r, ["*_ test_passes _*",
+            "hcq-sanitize: hcqdsl failed while checking this test's AMD submissions (an error in hcqdsl, not in the test: please report it)",
+            "Traceback (most recent call last):", "*KeyError: 'lift: no queue for ring 0x1000'",
+            "*_ test_fails_too _*", "*ValueError: the test's own error", "*- hcq-sanitize -*",
+            "hcq-sanitize: hcqdsl failed while checking*", "*KeyError: 'lift: no queue for ring 0x2000'",
+            "hcq-sanitize: 0 tests sanitized, 0 submissions checked, 0 findings",
+            "hcq-sanitize: hcqdsl failed on 2 more tests, not counted above (their reports say where)",
+            "FAILED test_x.py::test_passes - hcq-sanitize: hcqdsl failed*", "FAILED test_x.py::test_fails_too - ValueError: the test*"])
+
+def test_sanitize_incomplete_is_said(pytester, fake):
+  pytester.makepyfile(test_x="""
+import hcqdsl.tinygrad.sanitize as S
+def test_big():
+  S.Sanitizer.current.submit(5)
+  S.Sanitizer.current.incomplete = "launch 3 not checked: the state budget ran out"
+""")
+  r = rp(pytester, "--hcq-sanitize")
+  r.assert_outcomes(passed=1)
+  lines(r, ["hcq-sanitize: test_x.py::test_big: incomplete: launch 3 not checked: the state budget ran out",
+            "hcq-sanitize: 1 test sanitized, 5 submissions checked, 0 findings"])
+
+def test_sanitize_real_sanitizer_without_amd(pytester):
+  """The real Sanitizer around tests that never touch an AMD device: sanitized, with 0 submissions."""
+  pytester.makepyfile(test_x="def test_a(): pass\ndef test_b(): assert [1, 2] == [1, 2]\n")
+  r = rp(pytester, "--hcq-sanitize")
+  r.assert_outcomes(passed=2)
+  lines(r, ["hcq-sanitize: 2 tests sanitized, 0 submissions checked, 0 findings"])
+
+# -- the peer tier: the real Sanitizer on tinygrad's mock GPU
+
+def _pytest_on_mock(cwd, *args, hcq2=False, timeout=600, **extra):
+  """`python -m pytest ARGS` in a fresh process with tinygrad on the mock GPU (tinygrad picks its device on import);
+  `.stdout` also matches fnmatch lines like pytester's."""
+  r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", *map(str, args)],
+                     capture_output=True, text=True, timeout=timeout, cwd=str(cwd), env=mock_env(hcq2, **extra))
+  r.lines = pytest.LineMatcher(r.stdout.splitlines())
+  return r
+
+BUGGY_TESTS = """
+import os, runpy, sys
+os.environ["WORKLOAD"] = ""          # buggy_graph.py only injects its bug into HCQGraph; BUG switches it per test
+sys.path.insert(0, @WORKLOADS@)
+import buggy_graph
+def run(bug):
+  buggy_graph.BUG = os.environ["BUG"] = bug
+  try: runpy.run_path(os.path.join(@WORKLOADS@, "multi_device.py"), run_name="__main__")
+  finally: buggy_graph.BUG = os.environ["BUG"] = ""
+def test_clean(): run("")
+def test_dropped_dependency(): run("dep")
+def test_dropped_dependency_and_fails():
+  run("dep")
+  assert False, "the test's own failure"
+def test_no_amd(): pass
+"""
+
+@needs_mock
+def test_sanitize_on_the_mock(pytester):
+  pytester.makepyfile(test_tg=BUGGY_TESTS.replace("@WORKLOADS@", repr(str(WORKLOADS))))
+  out = pytester.path / "out.json"
+  r = _pytest_on_mock(pytester.path, "--hcq-sanitize", "--hcq-sanitize-json", out, "test_tg.py")
+  assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
+  text = r.stdout
+  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*", "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
+            "  the first command: copy (b_*) on AMD (queue copy0_gpu0*)",
+            f"    enqueued at {WORKLOADS / 'multi_device.py'}:20 in <module>: out = step(Tensor(xn).realize()).numpy()",
+            "    stack (most recent call last):", "      *test_tg.py:* in test_dropped_dependency: def test_dropped_dependency(): run(\"dep\")",
+            "*_ test_dropped_dependency_and_fails _*", "E   *AssertionError: the test's own failure", "*- hcq-sanitize -*",
+            "hcqdsl sanitize: race: *", "hcq-sanitize: 4 tests sanitized, * submissions checked, * findings",
+            "FAILED test_tg.py::test_dropped_dependency - hcqdsl sanitize: race: *",
+            "FAILED test_tg.py::test_dropped_dependency_and_fails - AssertionError*", "*2 failed, 2 passed*"])
+  assert "site-packages" not in text   # the stacks start at the test, not in pytest and pluggy
+  rep = json.loads(out.read_text())
+  by = {t["nodeid"].split("::")[1]: t for t in rep["tests"]}
+  assert by["test_clean"]["findings"] == [] and by["test_clean"]["submissions"] > 0 and by["test_no_amd"]["submissions"] == 0
+  assert {f["code"] for f in by["test_dropped_dependency"]["findings"]} == {"race"}
+  assert rep["summary"]["submissions"] == sum(t["submissions"] for t in rep["tests"])
+
+# -- tinygrad's own multi-GPU and JIT tests under --hcq-sanitize, on both of its paths (about an hour each on 2 cores)
+
+TINYGRAD_TESTS = ("test/backend/test_multitensor.py", "test/backend/test_jit.py", "test/unit/test_jit.py", "test/unit/test_multitensor.py")
+# tinygrad's tests that fail on their own on the mock: the peer checkout has no extra/lr_scheduler.py, examples/hlb_cifar10.py
+OWN_FAILURES = {"unit/test_multitensor.py::TestMultiTensor::test_lr_scheduler_OneCycleLR",
+                "unit/test_multitensor.py::TestBatchNorm::test_synced_vs_unsynced_bn",
+                "unit/test_multitensor.py::TestBatchNorm::test_unsynced_backprop_conv_bn",
+                "unit/test_multitensor.py::TestBatchNorm::test_unsynced_backprop_standalone_bn",
+                "unit/test_multitensor.py::TestBatchNorm::test_unsynced_backprop_sync_weights"}
+# What --hcq-sanitize reports on them today (docs/sanitize.md, "tinygrad's own tests"): every finding and every failure
+# of hcqdsl must be one of these kinds; a new kind fails the test (a regression of the lift or check, or a new bug).
+KINDS = {
+  # false positive: two launches of one kernel at different kernel-argument addresses are lifted as one program
+  # launched twice, whose host-written kernel arguments the next launch overwrites (repro: two realizes of
+  # Tensor.ones(256).contiguous())
+  "kernargs": ("race", r"the host writes the kernel arguments of `exec \w+` \(comp_gpu\d+(_\d+)? line \d+\) at line \d+ "
+                       r"\(launch 2\) and comp_gpu\d+(_\d+)? reads the kernel arguments of `exec \w+`"),
+  # true positive: tinygrad 0.14's missed input replacement (docs/findings/stale-jit-copy.md); the test's all-ones
+  # inputs hide it, its body with a new value per call returns call 2's sum from call 3 on
+  "stale-input": ("stale-input", r"is rebound, so launch 2's input is new memory .* \(an input replacement missed\)"),
+}
+KNOWN = {False: {"kernargs", "stale-input"}, True: set()}
+
+def _kind(code: str, message: str):
+  return next((k for k, (c, pat) in KINDS.items() if c == code and re.search(pat, message)), None)
+
+@pytest.mark.slow
+@needs_mock
+@pytest.mark.parametrize("hcq2", [False, True], ids=["classic", "hcq2"])
+def test_tinygrad_tests_under_sanitize(tmp_path, hcq2):
+  out = tmp_path / "sanitize.json"
+  r = _pytest_on_mock(tinygrad_repo(), "-q", "-rf", "--hcq-sanitize-json", out, *TINYGRAD_TESTS, hcq2=hcq2, timeout=3 * 3600,
+                      PYTHONDONTWRITEBYTECODE="1", COLUMNS="400")
+  assert out.exists(), r.stdout[-3000:] + r.stderr[-3000:]
+  rep = json.loads(out.read_text())
+  s = rep["summary"]
+  r.lines.fnmatch_lines([f"hcq-sanitize: {s['tests']} tests sanitized, {s['submissions']} submissions checked, {s['findings']} findings"])
+  assert s["tests"] + s["errors"] == len(rep["tests"]) > 150 and s["submissions"] > 1000
+  tests = {re.search(r"((?:backend|unit)/test_\w+\.py::.*)", t["nodeid"]).group(1): t for t in rep["tests"]}
+  for name in OWN_FAILURES:   # a test that fails on its own keeps its own error
+    assert tests[name]["outcome"] == "failed"
+    r.lines.fnmatch_lines([f"FAILED *{name} - ModuleNotFoundError: No module named *"])
+  kinds, unknown = collections.Counter(), []
+  for name, t in tests.items():
+    if t["outcome"] == "failed" and name not in OWN_FAILURES: assert t["findings"] or t["error"], name  # failed for the sanitizer
+    for f in t["findings"]:
+      k = _kind(f["code"], f["message"])
+      if k is None: unknown.append(f"{name}: {f['code']}: {f['message']}")
+      kinds[k] += 1
+    if t["error"]:
+      k = _kind("hcqdsl-error", t["error"])
+      if k is None: unknown.append(f"{name}: hcqdsl failed: {t['error'].splitlines()[-1]}")
+      kinds[k] += 1
+  assert not unknown, "\n".join(unknown)
+  assert set(kinds) <= KNOWN[hcq2], kinds

@@ -124,6 +124,7 @@ def test_workload_matches_tinygrads_emulator(name):
   assert failing == CPU_SEMANTICS.get(name, set()), (failing, WHY.get(name))
 
 @pytest.mark.slow
+@pytest.mark.peer
 @pytest.mark.parametrize("name", WORKLOADS)
 def test_workload_replayed_live(name):
   """The same against tinygrad's emulator itself (the peer), each dispatch replayed at the same addresses."""

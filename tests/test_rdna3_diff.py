@@ -96,6 +96,7 @@ def _live_sample() -> list:
     if not d._is_memory(bytes.fromhex(c[1])): by_class[c[0].split("_")[0] + str(len(c[1]))].append(c)
   return [v[i] for v in by_class.values() for i in range(0, len(v), max(1, len(v) // 8))][:240]
 
+@pytest.mark.peer
 def test_live_sample_against_tinygrad():
   """With the peer: a sample of fresh cases (other seeds than the recorded ones) run on tinygrad's emulator now."""
   if d.peer() is None: pytest.skip(d.PEER_MISSING)
@@ -112,6 +113,7 @@ def test_live_sample_against_tinygrad():
   assert ran > 40 and not bad, (ran, bad[:5])
 
 @pytest.mark.slow
+@pytest.mark.peer
 def test_campaign_against_tinygrad():
   """The whole campaign, live (minutes: tinygrad's emulator compiles every instruction with clang)."""
   if d.peer() is None: pytest.skip(d.PEER_MISSING)
