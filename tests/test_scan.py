@@ -199,7 +199,7 @@ def test_column_path_equals_the_grammar(monkeypatch):
   monkeypatch.setattr(hcqdsl.lang.scan, "CHUNK", 40)
   monkeypatch.setattr(hcqdsl.lang.scan, "_CACHE", 8)
   took = [0, 0]
-  @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
+  @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
   @given(programs(), st.data())
   def check(prog, data):
     text = format(prog) if data.draw(st.booleans()) else data.draw(layouts(prog))[0]
@@ -207,7 +207,9 @@ def test_column_path_equals_the_grammar(monkeypatch):
     assert same(text) is not None, f"the fast path gave up on:\n{text}"
     took[seen[0] > before] += 1
   check()
-  assert took[1] >= 30 and seen[0] >= 50, (took, seen)   # derandomized: 39 examples, 65 chunks
+  # derandomized, yet Hypothesis also draws the literals of every project module loaded (its "local constants"), so the
+  # examples move as the code grows and with what the session imported: a quarter of them, not one run's count
+  assert 4 * took[1] >= sum(took) and seen[0] >= 50, (took, seen)
 
 _CLEAN = "".join(f"  wait s >= {i}\n  signal s = v + {i}\n  exec k(a[{i}:{i + 4}], b) grid ({i + 1}, 1, 1)\n  barrier\n"
                  f"  exec k(a, b[{i}:], 3)\n  copy a[{i}:{i + 8}] <- b[:{i + 8}]\n  epoch\n  timestamp s\n" for i in range(12))
