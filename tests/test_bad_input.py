@@ -218,7 +218,7 @@ def test_fmt_diff_of_a_huge_file_is_linear_and_applies(monkeypatch):
 # ---- disasm (items 2 and 4)
 
 @pytest.mark.parametrize("data,msg", [
-  (b"queue q compute gfx999: 1 2\n", "h.txt:1:17: unknown arch `gfx999` (one of gfx942, gfx1100, gfx1201)"),
+  (b"queue q compute gfx999: 1 2\n", "h.txt:1:17: unknown arch `gfx999` (one of gfx942, gfx1100, gfx1201, sm_86, sm_89, sm_90, sm_120)"),
   (b"1 2\n  3 123456789\n", "h.txt:2:5: `123456789` is more than 32 bits (a dword is 0 .. 0xffffffff)"),
   (b"queue q0 copy gfx1100: 0 -1\n", "h.txt:1:26: `-1` is not a hex dword"),
   (b"zz\n", "h.txt:1:1: `zz` is not a hex dword"),

@@ -28,7 +28,9 @@ def same(text):
 
 def test_fast_path_equals_the_grammar_on_every_layout():
   seen: collections.Counter = collections.Counter()
-  @settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
+  # 200: Hypothesis also draws the literals of every loaded module, so which examples come depends on what else the
+  # run imported; 200 keeps each feature's floor of 10 with room (one run of 100 drew 8 with strings)
+  @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow], deadline=None, derandomize=True, database=None)
   @given(programs(), st.data())
   def check(prog, data):
     text, used = data.draw(layouts(prog))
@@ -37,7 +39,7 @@ def test_fast_path_equals_the_grammar_on_every_layout():
     seen.update(used)
     seen["polls"] += sum(type(s).__name__ == "Poll" for q in prog.queues for s in q.body)   # the newest statement, exercised
   check()
-  assert seen["compared"] == 100, seen
+  assert seen["compared"] == 200, seen
   for feature in (";", "statements on a line", "block on a line", "data lists", "strings", "expect", "comments", "spacing", "polls"):
     assert seen[feature] >= 10, (feature, seen)
 
