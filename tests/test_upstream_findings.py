@@ -1,24 +1,28 @@
-"""The two tinygrad findings' standalone reproductions (tests/upstream/test_*.py: tinygrad only, written for tinygrad's
-test/) on tinygrad's mock GPU: tinygrad 0.14 as installed fails them - wrong numbers against numpy, and a graph
-schedule with a command not ordered after its device's sync - and with the fix (docs/findings/*.patch, applied in memory
-by tests/upstream/patched.py) they pass. Skipped, naming how to enable it, where the mock GPU is not available
-(tests/mock_gpu.py)."""
+"""The tinygrad findings' standalone reproductions (tests/upstream/test_*.py: tinygrad only, written for tinygrad's
+test/) on tinygrad's mock GPU: tinygrad 0.14 as installed fails them - wrong numbers against numpy, and a graph (or
+hcq2 batch) schedule with a command not ordered after its device's sync - and with the fix (docs/findings/*.patch,
+applied in memory by tests/upstream/patched.py) they pass. Skipped, naming how to enable it, where the mock GPU is not
+available (tests/mock_gpu.py)."""
 from __future__ import annotations
-import re, subprocess, sys
+import json, re, subprocess, sys
 import pytest
-from mock_gpu import needs_mock, env, ROOT
+from mock_gpu import needs_mock, env, ROOT, WORKLOADS, hcqdsl
 
 UPSTREAM = ROOT / "tests" / "upstream"
 STALE_PATCH, DEPS_PATCH = ROOT / "docs" / "findings" / "stale-jit-copy.patch", ROOT / "docs" / "findings" / "resolve-deps-ordering.patch"
 STALE_TESTS = ["test_allreduce_of_sharded_input", "test_copy_of_offset_slice", "test_copy_of_slice", "test_tensor_parallel_matmul",
                "test_tensor_parallel_matmul_input_on_other_device", "test_tensor_parallel_matmul_of_slice"]
 DEPS_TESTS = ["test_every_access_after_its_devices_kickoff", "test_lagging_device"]
+HCQ2_PATCH = ROOT / "docs" / "findings" / "hcq2-cross-device-reuse.patch"
+HCQ2_TESTS = ["test_every_peer_access_after_its_devices_timeline", "test_lagging_device", "test_lagging_device_assign"]
 
-def upstream(test_file: str, *patches) -> tuple[str, dict[str, str]]:
-  """Run a tests/upstream file (unittest -v) on the mock GPU with the patches applied: (its output, {test: outcome})."""
+def upstream(test_file: str, *patches, hcq2: bool = False) -> tuple[str, dict[str, str]]:
+  """Run a tests/upstream file (unittest -v) on the mock GPU (tinygrad's hcq2 path with hcq2) with the patches applied:
+  (its output, {test: outcome})."""
   args = [sys.executable, str(UPSTREAM / "patched.py")]
   for p in patches: args += ["--patch", str(p)]
-  r = subprocess.run(args + [str(UPSTREAM / test_file), "-v"], capture_output=True, text=True, timeout=900, env=env(), cwd=str(ROOT))
+  r = subprocess.run(args + [str(UPSTREAM / test_file), "-v"], capture_output=True, text=True, timeout=900, env=env(hcq2),
+                     cwd=str(ROOT))
   outcomes = dict(re.findall(r"^(test_\w+) \(.*?\) \.\.\. (ok|FAIL|ERROR|skipped.*)$", r.stderr, re.M))
   assert (r.returncode == 0) == all(v == "ok" for v in outcomes.values()) and outcomes, r.stdout + r.stderr
   return r.stderr, outcomes
@@ -68,6 +72,45 @@ def test_both_patches_together():
     out, outcomes = upstream(test_file, DEPS_PATCH, STALE_PATCH)
     assert outcomes == {t: "ok" for t in tests}, out
 
+@needs_mock
+@pytest.mark.slow
+def test_hcq2_cross_device_copy_unordered_unpatched():
+  """hcq2: a copy into device 1's memory (on device 0's copy queue) waits for no wait on device 1's timeline; with
+  device 1's compute queue lagging, the memory-planner arena it reuses gets the next input before device 1's kernel
+  reads the current one (x's shard on device 1 gets y's first row), and an in-place copy overtakes device 1's read."""
+  out, outcomes = upstream("test_hcq2_cross_device_reuse.py", hcq2=True)
+  assert outcomes == {t: "FAIL" for t in HCQ2_TESTS}, out
+  miss = "copy AMD:1 <- AMD (on AMD's COPY:0 queue) touches AMD:1's memory without waiting for AMD:1's timeline"
+  assert re.findall(r"\bbatch \d+: (.*)$", out, re.M) == [miss, miss], out   # x's batch and y's
+  row = lambda start: ", ".join(f"{float(v)}" for v in range(start, start + 8))
+  assert f"call 2: x's shard on AMD:1: [{row(2108)}, {row(2024)}], want [{row(2016)}, {row(2024)}]" in out, out
+  assert "call 2: t * 2 + 1 = 7.0, want 5 (t's next value read)" in out, out
+
+@needs_mock
+@pytest.mark.slow
+def test_hcq2_cross_device_copy_right_patched():
+  out, outcomes = upstream("test_hcq2_cross_device_reuse.py", HCQ2_PATCH, hcq2=True)
+  assert outcomes == {t: "ok" for t in HCQ2_TESTS}, out
+
+@needs_mock
+@pytest.mark.slow
+def test_hcq2_sanitize_dp_adam_race_is_the_finding(tmp_path):
+  """`hcqdsl sanitize` of the data-parallel Adam step on hcq2 reports the race of this finding (y's copy into device 1's
+  arena against device 1's kernel of x that reads it), and nothing once tinygrad is patched (in memory, in the run)."""
+  script = tmp_path / "dp_adam_patched.py"
+  script.write_text(f"import sys, runpy\nsys.path.insert(0, {str(UPSTREAM)!r})\nimport tinygrad_patch\n"
+                    f"tinygrad_patch.apply({str(HCQ2_PATCH)!r})\nrunpy.run_path({str(WORKLOADS / 'dp_adam.py')!r}, run_name='__main__')\n")
+  reports = []
+  for s in (WORKLOADS / "dp_adam.py", script):
+    r = hcqdsl("sanitize", "--format", "json", s, hcq2=True, timeout=900, NDEV="2", CALLS="3")
+    reports.append(json.loads(r.stdout[r.stdout.index('{"ok"'):]))   # after the script's own `loss ...` line
+    assert r.returncode == (0 if s == script else 1), r.stdout + r.stderr
+  races = [f for f in reports[0]["findings"] if f["code"] == "race"]
+  assert len(reports[0]["findings"]) == len(races) == 1, reports[0]["findings"]
+  cmds = sorted((c["what"].split(" ")[0], c["device"], c["stack"][-1][1]) for c in races[0]["commands"])
+  assert cmds == [("copy", "AMD", 34), ("kernel", "AMD:1", 33)], races[0]   # dp_adam.py:34 is y's shard, :33 x's
+  assert reports[1]["ok"] and reports[1]["findings"] == [], reports[1]
+
 def test_patches_apply_to_installed_tinygrad():
   """Each patch applies to the installed tinygrad's files (as text: jit.py, graph/hcq.py, graph/cuda.py, graph/metal.py),
   and in memory to the importable modules - nothing but function definitions changes. No GPU needed."""
@@ -113,3 +156,12 @@ def test_tensor_parallel_chain_right_under_lag():
   right, misses = r.stdout.splitlines()[-2:]
   assert right == str([True] * 5)
   assert misses == str(["command 17 (copy AMD:3 <- AMD:1, on AMD:1's copy queue) touches AMD:3's memory without waiting for AMD:3's kickoff"])
+
+def test_hcq2_patch_applies_to_installed_tinygrad():
+  """The hcq2 fix applies to the installed tinygrad's runtime/support/hcq2.py (as text) and in memory: a new helper and
+  `_finalize_batch`. No GPU needed."""
+  code = "import sys; sys.path.insert(0, sys.argv[1]); import tinygrad_patch as t\nprint(t.check(sys.argv[2])); print(t.apply(sys.argv[2]))"
+  r = subprocess.run([sys.executable, "-c", code, str(UPSTREAM), str(HCQ2_PATCH)], capture_output=True, text=True, timeout=300, cwd=str(ROOT))
+  assert r.returncode == 0, r.stderr
+  defs = ["tinygrad.runtime.support.hcq2._build_peer_timeline_waits", "tinygrad.runtime.support.hcq2._finalize_batch"]
+  assert r.stdout.splitlines()[-2:] == [str(["tinygrad/runtime/support/hcq2.py"]), str(defs)]

@@ -1,9 +1,10 @@
 """Apply a unified diff of tinygrad's source (docs/findings/*.patch) to the tinygrad this process imported, in memory:
 no file is written. Each hunk is applied to the module's source text; every function or method whose text the patch
 changes (or adds) is compiled from the patched text and installed on the live module or class, so the code that runs
-is exactly the patch's. Only function and method definitions may change (tinygrad/engine/jit.py's and
-tinygrad/runtime/graph/hcq.py's fixes do); anything else raises. A method wrapped by a recorder (a function with
-`__wrapped__` holding the method in its closure, as `hcqdsl capture` installs) keeps its wrapper around the patched one.
+is exactly the patch's. Only function and method definitions may change (the fixes of tinygrad/engine/jit.py,
+tinygrad/runtime/graph/hcq.py and tinygrad/runtime/support/hcq2.py do); anything else raises. A method wrapped by a
+recorder (a function with `__wrapped__` holding the method in its closure, as `hcqdsl capture` installs) keeps its
+wrapper around the patched one.
 
   apply("docs/findings/stale-jit-copy.patch")            # patches the files whose modules can be imported here
   python tests/upstream/tinygrad_patch.py --check P...    # does each patch apply to the installed tinygrad's files?
@@ -103,7 +104,8 @@ def install(module: types.ModuleType, old_src: str, new_src: str) -> list[str]:
     done.append(f"{module.__name__}.{cls_name + '.' if cls_name else ''}{name}")
   return done
 
-def apply(patch: str | pathlib.Path, only: tuple[str, ...] = ("tinygrad/engine/jit.py", "tinygrad/runtime/graph/hcq.py")) -> list[str]:
+def apply(patch: str | pathlib.Path, only: tuple[str, ...] = ("tinygrad/engine/jit.py", "tinygrad/runtime/graph/hcq.py",
+                                                              "tinygrad/runtime/support/hcq2.py")) -> list[str]:
   """Apply a patch file's hunks for the files in `only` (the others, e.g. graph/cuda.py, need their device's libraries
   to import) to the imported tinygrad. Returns the defs installed."""
   done = []
