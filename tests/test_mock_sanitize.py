@@ -256,3 +256,12 @@ def test_sanitize_progress_and_explain():
   assert r.returncode == 0 and any(l.startswith("hcqdsl sanitize: ") and " submissions seen, " in l and " checks made" in l
                                    for l in r.stderr.splitlines()), r.stderr
   assert "what to do about" not in r.stdout   # advice only under findings
+
+def test_sanitize_reports_the_stale_jit_copy():
+  """tinygrad's stale JIT copy (docs/findings/stale-jit-copy.md) shows only across launches: sanitize also checks the
+  capture with its HCQGraph launches folded, for `stale-input`, and reports the copy at the user's line."""
+  r = run_hcqdsl("sanitize", "--format", "json", WORKLOADS / "stale_copy.py")
+  assert r.returncode == 1, r.stdout + r.stderr
+  rep = json.loads(r.stdout)
+  [f] = [f for f in rep["findings"] if f["code"] == "stale-input"]
+  assert f["commands"][0]["text"].startswith("copy ") and f["commands"][0]["stack"][-1][0].endswith("stale_copy.py"), f

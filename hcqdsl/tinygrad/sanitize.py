@@ -147,9 +147,10 @@ class Sanitizer:
       self.error = exc[1]
       if (h := hang_of(exc[1])) is not None: self.hang = Hang(str(h).strip().splitlines()[0], self._frames_of(exc[2]))
     if self.failure is not None and exc[0] is None: raise self.failure
-    if self.failure is None and self.capture.submissions() and self.checked_submissions != self.capture.submissions() \
-       and not isinstance(exc[1], (SanitizerError, KeyboardInterrupt)):
-      try: self.run_check()
+    if self.failure is None and self.capture.submissions() and not isinstance(exc[1], (SanitizerError, KeyboardInterrupt)):
+      try:
+        if self.checked_submissions != self.capture.submissions(): self.run_check()
+        if not self.findings: self.check_inputs()
       except Exception as e:
         if exc[0] is None: raise
         self.failure = e
@@ -275,6 +276,30 @@ class Sanitizer:
       self.progress(f"hcqdsl sanitize: {self.checked_submissions} submissions seen, {self.checks} check{'s' * (self.checks != 1)} made, "
                     f"{len(findings)} finding{'s' * (len(findings) != 1)} ({time.perf_counter() - self._t0:.1f} s)")
     return self.findings
+
+  def check_inputs(self) -> list:
+    """A TinyJit replay reading an earlier call's input (`stale-input`, docs/findings/stale-jit-copy.md) is no race of
+    the run as it happened: it shows only across launches, so the capture is also lifted with its launches folded
+    (HCQGraph's calls, their inputs) and checked for that one code; its findings join the run's."""
+    man = self.capture.manifest()
+    if not man.get("graph_calls"): return []
+    m = load_manifest(man, "<sanitize>")
+    info: dict = {}
+    prog = lift_manifest(m, None, None, info)
+    text = format_program(prog)
+    folded = parse(text, "<captured, launches folded>")
+    found = [d for d in check(folded, info.get("launches", 1)) if d.code == "stale-input"]
+    lines = text.splitlines()
+    host = man["host"]
+    for d in found:
+      q = next((q for q in folded.queues if d.span and q.span and q.span.line <= d.span.line <= q.span.end_line), None)
+      stmt = lines[d.span.line - 1].split("#")[0].strip() if d.span and 0 < d.span.line <= len(lines) else ""
+      segs = (info.get("queues") or {}).get(q.name) if q is not None else None
+      step = segs[0][2] if segs else None
+      stack = [list(f) for f in host[step].get("stack", [])] if step is not None and step < len(host) else []
+      self.findings.append(Finding(d.code, d.message, [Command(stmt, q.name if q else "?", q.device.name if q else "?",
+                                                               f"copy ({stmt[5:]})" if stmt.startswith("copy ") else stmt, stack)]))
+    return found
 
   def _keep(self, text: str) -> None:
     try:
