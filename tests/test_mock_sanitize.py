@@ -262,6 +262,6 @@ def test_sanitize_reports_the_stale_jit_copy():
   capture with its HCQGraph launches folded, for `stale-input`, and reports the copy at the user's line."""
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOADS / "stale_copy.py")
   assert r.returncode == 1, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = json.loads(r.stdout.splitlines()[-1])   # (the script prints each call's values first)
   [f] = [f for f in rep["findings"] if f["code"] == "stale-input"]
   assert f["commands"][0]["text"].startswith("copy ") and f["commands"][0]["stack"][-1][0].endswith("stale_copy.py"), f
