@@ -47,3 +47,7 @@ def capture(workload: str, tmp: pathlib.Path, hcq2: bool = False, **extra) -> tu
   return man, out
 
 def manifest(path) -> dict: return json.loads(pathlib.Path(path).read_text())
+
+def report(r: subprocess.CompletedProcess) -> dict:
+  """`sanitize --format json`'s report: the last line of stdout (the user's script prints what it prints first)."""
+  return json.loads(r.stdout.strip().splitlines()[-1])

@@ -7,7 +7,7 @@ import pytest
 import hcqdsl
 from hcqdsl.lift.manifest import lift_file
 from hcqdsl.header import read_header
-from mock_gpu import needs_mock, hcqdsl as run_hcqdsl, capture, WORKLOADS
+from mock_gpu import needs_mock, hcqdsl as run_hcqdsl, capture, report, WORKLOADS
 
 pytestmark = needs_mock
 WORKLOAD = WORKLOADS / "buggy_graph.py"
@@ -16,7 +16,7 @@ USER_LINE = f"{WORKLOADS / 'multi_device.py'}:20"
 def test_sanitize_reports_dropped_dependency():
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="dep")
   assert r.returncode == 1, r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   races = [f for f in rep["findings"] if f["code"] == "race"]
   assert races and not rep["ok"]
   f = races[0]
@@ -42,7 +42,7 @@ def test_sanitize_clean_and_dropped_kickoff():
   assert r.stdout.splitlines()[-1].startswith("ok: 0 errors")
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="kick")
   assert r.returncode == 1
-  codes = {f["code"] for f in json.loads(r.stdout)["findings"]}
+  codes = {f["code"] for f in report(r)["findings"]}
   assert codes & {"signal-race", "non-monotonic", "deadlock", "race"}, codes
 
 def test_sanitize_context_manager(tmp_path):
@@ -60,7 +60,7 @@ def test_sanitize_reports_dropped_memory_barrier():
   write to vram". Reported with the kernel and the host's submission, both at the user's line."""
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="barrier", WORKLOAD="jit_inputs")
   assert r.returncode == 1, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   vis = [f for f in rep["findings"] if f["code"] == "visibility"]
   assert vis and len(vis) == len(rep["findings"]), rep["findings"]   # one per launch of the graph: nothing else
   f = vis[0]
@@ -72,7 +72,7 @@ def test_sanitize_reports_dropped_memory_barrier():
   assert [f"{c['stack'][-1][0]}:{c['stack'][-1][1]}" for c in f["commands"]] == [line, line]
   assert rep["checks"] > 1 and rep["detected_at"][-1][0].endswith("jit_inputs.py"), rep  # found as the program ran
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, WORKLOAD="jit_inputs")   # tinygrad as it is: its barrier
-  assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
+  assert r.returncode == 0 and report(r)["findings"] == [], r.stdout + r.stderr
 
 def test_check_reports_dropped_memory_barrier(tmp_path):
   man, _ = capture("buggy_graph", tmp_path, BUG="barrier", WORKLOAD="jit_inputs")
@@ -115,7 +115,7 @@ def test_hcq2_sanitize_reports_dropped_dependency():
   enqueued at that line (tinygrad as it is: test_hcq2_sanitize_clean)."""
   r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, BUG="dep")
   assert r.returncode == 1, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   f = next(f for f in rep["findings"] if f["code"] == "race")
   kinds = sorted(c["what"].split(" ")[0] for c in f["commands"])
   assert kinds == ["copy", "kernel"], f
@@ -133,14 +133,14 @@ def test_hcq2_sanitize_reports_dropped_refill_wait():
   for the next input races that copy — the host's `write` and the `copy`, both at the user's line; tinygrad as it is: ok."""
   r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, BUG="refill", WORKLOAD="two_inputs")
   assert r.returncode == 1, r.stdout + r.stderr
-  f = next(f for f in json.loads(r.stdout)["findings"] if f["code"] == "race")
+  f = next(f for f in report(r)["findings"] if f["code"] == "race")
   host, copy = sorted(f["commands"], key=lambda c: c["queue"] != "host")
   assert host["queue"] == "host" and host["text"].startswith("write ") and copy["what"].startswith("copy ") and copy["queue"].startswith("copy0_gpu0"), f
   # the refill of the second input (line 12) overtakes the copy out of the staging buffer of the first (line 11)
   assert (_line_of(copy), _line_of(host)) == (f"{WORKLOADS / 'two_inputs.py'}:11", f"{WORKLOADS / 'two_inputs.py'}:12"), f
   assert host["text"] == f"write {host['text'].split()[1]}" and "bytes into host memory" in host["what"], host
   r = run_hcqdsl("sanitize", "--format", "json", HCQ2_WORKLOAD, hcq2=True, WORKLOAD="two_inputs")
-  assert r.returncode == 0 and json.loads(r.stdout)["findings"] == [], r.stdout + r.stderr
+  assert r.returncode == 0 and report(r)["findings"] == [], r.stdout + r.stderr
 
 @pytest.mark.parametrize("bug,workload,where", [pytest.param("dep", "multi_device", "copy0_gpu0", marks=pytest.mark.slow),
                                                 ("refill", "two_inputs", "the host writes")])
@@ -162,7 +162,7 @@ def test_sanitize_prints_findings_when_the_script_fails(tmp_path):
   assert r.returncode == 1, r.stdout + r.stderr
   assert "hcqdsl sanitize: race:" in r.stdout and r.stdout.splitlines()[-1].startswith("failed: "), r.stdout
   assert r.stderr.splitlines()[-1] == f"hcqdsl: error: {script}:4: AssertionError: tinygrad gave wrong numbers", r.stderr
-  rep = json.loads(run_hcqdsl("sanitize", "--format", "json", script).stdout)
+  rep = report(run_hcqdsl("sanitize", "--format", "json", script))
   assert "race" in _errors(rep) and rep["error"] == "AssertionError: tinygrad gave wrong numbers", rep
 
 def test_sanitize_reports_a_hang_as_a_deadlock():
@@ -170,7 +170,7 @@ def test_sanitize_reports_a_hang_as_a_deadlock():
   is reported as a hang, with the check of what was submitted up to it: the deadlock at the host's wait, at the user's line."""
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="hang", HCQDEV_WAIT_TIMEOUT_MS="1000")
   assert r.returncode == 1, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   assert rep["hang"] and "Wait timeout" in rep["hang"]["message"] and _line_of({"stack": rep["hang"]["stack"]}) == USER_LINE, rep["hang"]
   [dl] = [f for f in rep["findings"] if f["code"] == "deadlock"]
   [host] = dl["commands"]
@@ -185,7 +185,7 @@ def test_sanitize_checks_every_graph_launch(tmp_path):
   leaves steps out and says so (`lift --strict` exits 1), `lift --whole` does not."""
   r = run_hcqdsl("sanitize", "--format", "json", "--keep", tmp_path, WORKLOADS / "copy_ring.py")
   assert r.returncode == 0, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   assert rep["ok"] and rep["incomplete"] == [] and rep["submissions"] >= 30, rep
   prog = hcqdsl.parse((tmp_path / "sanitized.hcq").read_text(), "sanitized.hcq")
   assert len(prog.queues) == rep["submissions"], (len(prog.queues), rep["submissions"])   # one queue per submission
@@ -205,18 +205,25 @@ AGREE = [("decode", False), ("convnet", False), ("copy_ring", False), ("decode",
 @pytest.mark.parametrize("workload,hcq2", AGREE)
 def test_sanitize_agrees_with_capture_lift_check(tmp_path, workload, hcq2):
   extra = {"NDEV": "2", "CALLS": "3"} if workload == "dp_adam" else {}
-  r = run_hcqdsl("sanitize", "--format", "json", WORKLOADS / f"{workload}.py", hcq2=hcq2, **extra)
+  r = run_hcqdsl("sanitize", "--format", "json", "--keep", tmp_path / "kept", WORKLOADS / f"{workload}.py", hcq2=hcq2, **extra)
   assert r.returncode == 0, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   assert rep["ok"] and rep["findings"] == [] and rep["incomplete"] == [] and rep["submissions"] > 0, rep
-  man, _ = capture(workload, tmp_path, hcq2=hcq2, **extra)
-  prog = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / "w.hcq"), whole=True)), "w.hcq")
-  diags = hcqdsl.check(prog, 1)
+  # the same run, through the commands: capture.json lifted whole and checked gives sanitize's verdict, warning for warning
+  kept = tmp_path / "kept" / "capture.json"
+  text = hcqdsl.format(lift_file(kept, str(tmp_path / "w.hcq"), whole=True))
+  def body(t: str) -> list: return [ln for ln in t.splitlines() if not ln.startswith("# lifted from ")]   # (names its source)
+  assert body(text) == body((tmp_path / "kept" / "sanitized.hcq").read_text())
+  diags = hcqdsl.check(hcqdsl.parse(text, "w.hcq"), 1)
   errors = [d for d in diags if d.severity == "error" or (d.code == "visibility" and d.extra.get("cause") == "hdp")]
   assert errors == [], [str(d) for d in errors]
-  assert sorted(w["code"] for w in rep["warnings"]) == sorted(d.code for d in diags if d not in errors)
-  # and the folded lift (launches of one template) of the same capture: no false error either (eager dispatches take a
+  assert sorted((w["code"], w["line"]) for w in rep["warnings"]) == sorted((d.code, d.span.line if d.span else None) for d in diags if d not in errors)
+  # another run, captured by `hcqdsl capture`: no error either (its host waits may differ: tinygrad waits only for what
+  # is not done yet), and the folded lift (launches of one template) of it: no false error (eager dispatches take a
   # fresh kernel-argument slot each, so they are never folded into launches of one patched block)
+  man, _ = capture(workload, tmp_path, hcq2=hcq2, **extra)
+  assert [str(d) for d in hcqdsl.check(hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / "c.hcq"), whole=True)), "c.hcq"), 1)
+          if d.severity == "error"] == []
   folded = hcqdsl.parse(hcqdsl.format(lift_file(man, str(tmp_path / "f.hcq"))), "f.hcq")
   n = read_header(hcqdsl.format(folded)).get("launches", 1)
   assert [str(d) for d in hcqdsl.check(folded, n) if d.severity == "error"] == []
@@ -229,7 +236,7 @@ def test_hcq2_sanitize_prints_findings_when_tinygrads_numbers_are_wrong(tmp_path
                     f"del os.environ['BUG']\nrunpy.run_path({str(WORKLOADS / 'multi_device.py')!r}, run_name='__main__')\n")
   r = run_hcqdsl("sanitize", "--format", "json", script, hcq2=True)
   assert r.returncode == 1, r.stdout + r.stderr
-  rep = json.loads(r.stdout)
+  rep = report(r)
   assert "race" in _errors(rep), rep
   assert rep["error"] and rep["error"].startswith("AssertionError"), rep["error"]
   assert any(l.startswith(f"hcqdsl: error: {script}:5: AssertionError: (array(") for l in r.stderr.splitlines()), r.stderr   # the numbers
@@ -262,6 +269,6 @@ def test_sanitize_reports_the_stale_jit_copy():
   capture with its HCQGraph launches folded, for `stale-input`, and reports the copy at the user's line."""
   r = run_hcqdsl("sanitize", "--format", "json", WORKLOADS / "stale_copy.py")
   assert r.returncode == 1, r.stdout + r.stderr
-  rep = json.loads(r.stdout.splitlines()[-1])   # (the script prints each call's values first)
+  rep = report(r)
   [f] = [f for f in rep["findings"] if f["code"] == "stale-input"]
   assert f["commands"][0]["text"].startswith("copy ") and f["commands"][0]["stack"][-1][0].endswith("stale_copy.py"), f

@@ -13,7 +13,7 @@ def add_args(p) -> None:
                       (("--strict",), dict(action="store_true", help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
                       (("--every-call",), dict(action="store_true", help="check after every tinygrad call that submits (default: when the "
                                                                          "submissions have doubled since the last check, and at the end)")),
-                      (("--keep",), dict(metavar="DIR", help="write the lifted program the findings quote to DIR/sanitized.hcq")),
+                      (("--keep",), dict(metavar="DIR", help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to DIR/capture.json")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 

@@ -271,7 +271,7 @@ class Sanitizer:
       cmds = [c for c in [first] + other if c is not None]
       findings.append(Finding(d.code, d.message, cmds))
     self.findings, self.warnings, self.checked = findings, warnings, True
-    if self.keep is not None: self._keep(text)
+    if self.keep is not None: self._keep(text, man)
     if self.progress is not None:
       self.progress(f"hcqdsl sanitize: {self.checked_submissions} submissions seen, {self.checks} check{'s' * (self.checks != 1)} made, "
                     f"{len(findings)} finding{'s' * (len(findings) != 1)} ({time.perf_counter() - self._t0:.1f} s)")
@@ -301,10 +301,13 @@ class Sanitizer:
                                                                f"copy ({stmt[5:]})" if stmt.startswith("copy ") else stmt, stack)]))
     return found
 
-  def _keep(self, text: str) -> None:
+  def _keep(self, text: str, man: dict) -> None:
+    """DIR/sanitized.hcq (the program checked) and DIR/capture.json (the run's capture: `hcqdsl lift --whole` of it
+    gives the same program, so `check` can be rerun on exactly this run)."""
     try:
       self.keep.mkdir(parents=True, exist_ok=True)
       (p := self.keep / "sanitized.hcq").write_text(text)
+      (self.keep / "capture.json").write_text(json.dumps(man, indent=1) + "\n")
       self.kept = p
     except OSError as e: self.incomplete.append(f"the lifted program could not be written to {self.keep}: {e.strerror or e}")
 
