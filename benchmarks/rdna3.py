@@ -14,7 +14,7 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "tests"))
 from hcqdsl.runtime import run  # noqa: E402
 from hcqdsl.runtime.isa.rdna3 import STATS  # noqa: E402
-from hcqdsl.tinygrad.host_cc import cache_dir  # noqa: E402
+from hcqdsl.host_cc import cache_dir  # noqa: E402
 
 MLP = '''"""A single-shot 4-layer, width-256 MLP forward and backward with an SGD step (benchmarks/rdna3.py)."""
 import numpy as np

@@ -24,9 +24,9 @@ from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 _LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "lift.image",
          "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
          "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
-         "lift_file": "lift.manifest", "Capture": "lift.capture",
+         "lift_file": "lift.manifest", "Capture": "tinygrad.capture",
          "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}
-_MODULES = {"emit": "tinygrad.emit", "capture": "lift.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
+_MODULES = {"emit": "tinygrad.emit", "capture": "tinygrad.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
 
 _TINYGRAD = ("emit", "emit_jit")  # the user builds tensors next: tinygrad's CPU device and compiler are set up first
 

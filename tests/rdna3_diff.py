@@ -449,7 +449,7 @@ def _is_memory(code: bytes) -> bool:
 # ---- the campaign
 
 def _tinygrad_cache() -> pathlib.Path:
-  from hcqdsl.tinygrad.host_cc import cache_dir
+  from hcqdsl.host_cc import cache_dir
   return pathlib.Path(cache_dir()) / "rdna3-tinygrad-states.pkl"
 
 def campaign(per_op: int = 6, cache: bool = True) -> dict:

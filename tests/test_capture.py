@@ -1,4 +1,4 @@
-"""hcqdsl.lift.capture() on tinygrad's own AMDComputeQueue / AMDCopyQueue, submitted through tinygrad's own _submit onto
+"""hcqdsl.tinygrad.capture() on tinygrad's own AMDComputeQueue / AMDCopyQueue, submitted through tinygrad's own _submit onto
 stand-in rings (tests/amd_standin.py; no GPU): an HCQGraph-shaped two-device schedule over several launches."""
 from __future__ import annotations
 import ctypes, json, subprocess, sys, textwrap
@@ -6,7 +6,7 @@ import pytest
 from tinygrad.uop.ops import UOp
 from tinygrad.runtime.support.hcq import HCQSignal, CLikeArgsState
 import hcqdsl
-from hcqdsl.lift.capture import Capture
+from hcqdsl.tinygrad.capture import Capture
 from hcqdsl.lift.manifest import lift_manifest, load_manifest
 from hcqdsl import parse
 from hcqdsl.lang.format import format_program
@@ -150,7 +150,7 @@ def pathlib_tests():
   return pathlib.Path(__file__).parent
 
 def test_capture_api_writes_manifest(tmp_path):
-  with hcqdsl.lift.capture(tmp_path / "m.json") as cap: hcqgraph(Arena(), launches=2)
+  with hcqdsl.tinygrad.capture(tmp_path / "m.json") as cap: hcqgraph(Arena(), launches=2)
   assert json.loads((tmp_path / "m.json").read_text()) == json.loads(json.dumps(cap.manifest()))
   prog = hcqdsl.lift_file(tmp_path / "m.json")
   assert len(prog.queues) == 3 and prog.host is not None
@@ -192,7 +192,7 @@ def test_capture_internal_error_is_not_the_script_line(tmp_path, monkeypatch):
   script = tmp_path / "buf.py"
   script.write_text("from tinygrad.runtime.support.hcq import HCQBuffer\nHCQBuffer(0x1000, 16)\n")
   rc, err = run_script(script, "", [], Capture())
-  assert rc == 3 and err.startswith(f"hcqdsl: internal error (not in {script}): TypeError: ") and " at lift/capture.py:" in err
+  assert rc == 3 and err.startswith(f"hcqdsl: internal error (not in {script}): TypeError: ") and " at tinygrad/capture.py:" in err
   script.write_text("from tinygrad.runtime.support.hcq import HCQBuffer\nHCQBuffer(0x1000, 16).offset(1, 2).cpu_view()\n")
   monkeypatch.undo()
   assert run_script(script, "", [], Capture()) == (1, f"hcqdsl: error: {script}:2: AssertionError: buffer has no cpu_view")

@@ -1,7 +1,7 @@
-"""tinygrad's CPU device without clang: the gcc wrapper (hcqdsl.tinygrad.host_cc) takes tinygrad's clang command line and C."""
+"""tinygrad's CPU device without clang: the gcc wrapper (hcqdsl.host_cc) takes tinygrad's clang command line and C."""
 import os, subprocess, sys, textwrap
 import pytest
-from hcqdsl.tinygrad import host_cc
+from hcqdsl import host_cc
 
 CLANG_C = textwrap.dedent("""\
   typedef float float4 __attribute__((aligned(16),ext_vector_type(4)));

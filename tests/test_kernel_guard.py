@@ -2,7 +2,7 @@
 fault at its `exec` line; `run` exits 1, not with a signal."""
 import pytest
 from hcqdsl.runtime import run
-from hcqdsl.tinygrad.host_cc import find_cc
+from hcqdsl.host_cc import find_cc
 from hcqdsl.cli import main
 
 pytestmark = pytest.mark.skipif(find_cc() is None, reason="no C compiler: apt-get install gcc")

@@ -89,7 +89,7 @@ def test_image_round_trip_generated_any_layout():
   block between queues). Programs with static errors or missing code objects do not compile; the rest are all compared."""
   import strategies
   seen = {"compared": 0, "invalid": 0}
-  @settings(max_examples=100, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
+  @settings(max_examples=200, deadline=None, database=None, derandomize=True, suppress_health_check=list(HealthCheck))
   @given(strategies.programs())
   def one(p):
     p, diags = parse_with_diagnostics(format_program(p), "g.hcq")
@@ -98,7 +98,7 @@ def test_image_round_trip_generated_any_layout():
     except hcqdsl.HcqError: seen["invalid"] += 1; return  # `amd "k.co"` kernels whose file does not exist
     image_round_trip(p); seen["compared"] += 1
   one()
-  assert seen["compared"] >= 30, seen
+  assert seen["compared"] >= 40, seen
 
 def test_image_lift_inits_of_buffers_smaller_than_a_word():
   # the bytes as u32 words would run past a 1-, 3- or 6-byte buffer (a bounds error): they stay bytes

@@ -9,7 +9,7 @@ import hcqdsl
 from hcqdsl.ir import Poll, Slice, Ref, Expr, U32_MAX
 from hcqdsl.lang.scan import scan
 from hcqdsl.lang.format import format_stmt
-from hcqdsl.lift.capture import Capture
+from hcqdsl.tinygrad.capture import Capture
 from hcqdsl.lift.manifest import lift_manifest, load_manifest
 from amd_standin import Arena, StandinHCQDevice, AMDComputeQueue, AMDCopyQueue
 from test_capture import _prog

@@ -1,7 +1,7 @@
 """`hcqdsl capture SCRIPT.py[:FN]`: run a tinygrad script and record what it submits as a manifest."""
 from __future__ import annotations
 import sys
-from ..lift.capture import Capture
+from ..tinygrad.capture import Capture
 from ..tinygrad.script import run_script
 from .util import add_script_args, script_of, check_output
 

@@ -18,7 +18,7 @@ import ctypes, hashlib, os, pathlib, select, signal, struct, subprocess
 from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
-from ..tinygrad.host_cc import find_cc, cache_dir as cache_dir_of
+from ..host_cc import find_cc, cache_dir as cache_dir_of
 
 __all__ = ["KernelError", "KernelFault", "KernelFn", "make_kernel", "compile_c", "BUILTINS", "Worker"]
 

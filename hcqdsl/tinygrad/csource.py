@@ -2,7 +2,7 @@
 from __future__ import annotations
 import re
 from .env import EmitError
-from .host_cc import gcc_compatible
+from ..host_cc import gcc_compatible
 
 __all__ = ["c_source", "scalar_type", "C_TYPE"]
 

@@ -16,7 +16,7 @@ class EmitError(Exception):
 
 def prepare() -> str | None:
   """`DEV=CPU` unless set, and a compiler for tinygrad's CPU device; returns why not when there is no compiler."""
-  from .host_cc import use_for_tinygrad, NoCompilerError
+  from ..host_cc import use_for_tinygrad, NoCompilerError
   os.environ.setdefault("DEV", "CPU")
   try: use_for_tinygrad()
   except NoCompilerError as e: return str(e)

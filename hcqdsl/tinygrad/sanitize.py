@@ -10,7 +10,7 @@ from __future__ import annotations
 import json, pathlib, re, time
 from typing import Optional
 import attrs
-from ..lift.capture import Capture, user_frames
+from .capture import Capture, user_frames
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check

@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 from ...ir import U32_MAX
 from ..device import DeviceFault
-from ...tinygrad.host_cc import find_cc, cache_dir
+from ...host_cc import find_cc, cache_dir
 from . import pcode_c
 from .pcode import Unsupported, corrected
 from .gfx11 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,

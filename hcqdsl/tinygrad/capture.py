@@ -12,7 +12,7 @@ from __future__ import annotations
 import bisect, ctypes, functools, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 from ..ir import U32_MAX, POLL_SIZE
-from .manifest import MANIFEST_KIND, MANIFEST_VERSION
+from ..lift.manifest import MANIFEST_KIND, MANIFEST_VERSION
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.pm4 import FUNC_EQ
 
