@@ -1,0 +1,238 @@
+"""The lift of a raw dump (manifest without a capture's steps): with read pointers the work left at the dump (hang
+triage), with host steps (version 1) its launches, else each queue's whole stream run once."""
+from __future__ import annotations
+import struct
+from typing import Optional
+import attrs
+from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Submit, Ref, Expr,
+                  KEYWORDS, U32_MAX)
+from ..amd.image import Image, QueueImage, Patch, Region
+from .image import lift_group, lift_statements, queue_decl, lifted_program, Unliftable
+from .schema import Manifest, LAUNCH_VAR
+from .packets import group_packets, signal_addrs, written_range, polled_range, dispatch, Mem, follow, hexname, epochs
+
+__all__ = ["lift_raw"]
+
+def _pending_wait(p, snapshot: dict) -> bool:
+  """A wait the snapshot does not satisfy (the engine is executing it although its read pointer ran past it)."""
+  f = p.fields
+  if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1: a, v = f.get("addr"), f.get("reference")
+  elif p.name == "POLL_REGMEM" and f.get("mem_poll") == 1: a, v = f.get("addr"), f.get("value")
+  else: return False
+  return a in snapshot and snapshot[a]["value"] < v
+
+def lift_raw(m: Manifest) -> Program:
+  """A program from a raw dump. With read pointers: the work still to do at the dump (signals start at the snapshot;
+  what ran already is listed as comments; check with launches=1). With host steps (version 1): the launches, with a var
+  `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1."""
+  mem = Mem(m.memory)
+  triage = any(q.read_ptr is not None for q in m.queues)
+  notes: list = []
+  # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
+  plan = _launches(m, notes) if (m.host is not None and not triage) else None
+  streams = {}
+  for q in m.queues:
+    if plan is not None:
+      if q.name not in plan["dwords"]: continue
+      streams[q.name] = (plan["dwords"][q.name], plan["patches"].get(q.name, []), None, plan["offsets"][q.name])
+      continue
+    n = len(q.dwords)
+    wp = q.write_ptr if q.write_ptr is not None else n
+    st = q.start if q.start is not None else (0 if wp <= n else q.read_ptr if q.read_ptr is not None else wp - n)
+    dw = [q.dwords[p % n] for p in range(st, wp)] if n else []
+    streams[q.name] = (dw, [], None if q.read_ptr is None else q.read_ptr - st, [p % n for p in range(st, wp)] if n else [])
+  # decode once, collect names
+  decoded, sig_addrs, copies, dispatches = {}, list(m.signals), [], []
+  for q in m.queues:
+    if q.name not in streams: continue
+    pk = follow(streams[q.name][0], q.engine, q.target, mem)
+    decoded[q.name] = groups = group_packets(pk, q.engine)
+    for g in groups:
+      for p in g: sig_addrs += signal_addrs(p)
+      if g and g[0].name == "COPY_LINEAR" and not g[0].raw:
+        f = g[0].fields
+        size = sum(p.fields["count"] + 1 for p in g)
+        copies += [(f["src_addr"], size), (f["dst_addr"], size)]
+      if q.engine == "compute" and (d := dispatch(g)) is not None: dispatches.append(d)
+      copies += [w for p in g if (w := written_range(p) or polled_range(p)) is not None]   # a write's or poll's bytes are a buffer's too
+  if m.host is not None: sig_addrs += [h["addr"] for h in m.host if h["op"] in ("signal", "wait")]
+  used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}
+  def fresh(name: Optional[str], fallback: str) -> str:
+    """A manifest's name if it is free (names are global in .hcq, keywords are no names), else one from the address."""
+    for n in (name, fallback):
+      if n and n not in used and n not in KEYWORDS: used.add(n); return n
+    i = 2
+    while f"{fallback}_{i}" in used: i += 1
+    used.add(n := f"{fallback}_{i}")
+    return n
+  signals: dict = {}
+  for a in sig_addrs:
+    if a in signals: continue
+    info = m.signals.get(a, {})
+    # a device's timeline becomes `D.timeline` (so its epoch waits read as `epoch`) when its value needs no init
+    tl = f"{info['device']}.timeline" if info.get("timeline") and not triage and not info.get("value") else None
+    signals[a] = tl if tl and tl not in signals.values() else fresh(info.get("name"), hexname("s", a))
+  # buffers: the manifest's, the copies' ranges, and kernel arguments
+  ranges = [(b["addr"], b["addr"] + b["size"], b) for b in m.buffers] + [(a, a + n, None) for a, n in copies if n]
+  kargs: dict = {}
+  for prog, ka in dispatches:
+    if ka in kargs: continue
+    blk = mem.block(ka)
+    ptrs = []
+    if blk is not None:
+      words = struct.unpack(f"<{len(blk) // 8}Q", blk[:len(blk) // 8 * 8])
+      want = m.kernels.get(prog, {}).get("params")
+      if want is not None: ptrs = list(words[:len(want)])
+      else:
+        inside = lambda w: any(lo <= w < hi for lo, hi, _ in ranges)
+        for w in words:
+          if not (inside(w) if ranges else w >= 0x10000): break
+          ptrs.append(w)
+    kargs[ka] = (prog, ptrs)
+  for _, ptrs in kargs.values():
+    ranges += [(w, w + 1, None) for w in ptrs if not any(lo <= w < hi for lo, hi, _ in ranges)]
+  merged: list = []
+  for lo, hi, b in sorted(ranges, key=lambda r: (r[0], -r[1])):
+    if merged and lo < merged[-1][1]:
+      merged[-1][1] = max(merged[-1][1], hi); merged[-1][2] = merged[-1][2] or b
+    else: merged.append([lo, hi, b])
+  buffers = {}
+  for lo, hi, b in merged: buffers[fresh((b or {}).get("name"), hexname("b", lo))] = (lo, hi - lo, (b or {}).get("device"))
+  def buf_at(a: int) -> Optional[tuple]:
+    return next(((n, a - lo) for n, (lo, size, _) in buffers.items() if lo <= a < lo + size), None)
+  # kernels by program address, kernarg regions for the lifter; one declaration per kernel: the same named kernel on several devices (one code address each) is one `kernel`
+  kernels, kdecl, kname, regions = [], {}, {}, []
+  for ka, (prog, ptrs) in kargs.items():
+    info = m.kernels.get(prog, {})
+    modes = tuple(info["params"][:len(ptrs)]) if info.get("params") else ("inout",) * len(ptrs)
+    key = (info.get("name") or prog, modes)
+    if key not in kdecl:
+      kdecl[key] = Kernel(fresh(info.get("name"), hexname("k", prog)), tuple(Param(md, f"a{i}") for i, md in enumerate(modes)))
+    kname[prog, len(ptrs)] = kdecl[key].name
+    args = []
+    for w in ptrs:
+      nm, off = buf_at(w)
+      args.append([nm, off or None, None, bool(off), None])
+    regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": kdecl[key].name, "args": args}))
+  kparams = {k.name: [[p.mode, p.name, 8 * i] for i, p in enumerate(k.params)] for k in kdecl.values()}
+  kernels = [{"name": n, "prog_addr": prog, "params": kparams[n]} for (prog, _), n in kname.items()]
+  # the pseudo image the statement lifter reads names from
+  img = Image(m.queues[0].target, m.file, m.devices, [], regions, {n: a for a, n in signals.items()},
+              {n: (lo, size) for n, (lo, size, _) in buffers.items()}, kernels, [], [], [])
+  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in m.devices]
+  decls += [Buffer(n, Ref(dev) if dev else None, size) for n, (lo, size, dev) in buffers.items()]
+  for a, n in signals.items():
+    info = m.signals.get(a, {})
+    if n.endswith(".timeline"): continue
+    decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, info.get("value", 0)))
+  if plan is not None and plan["uses_var"]: decls.append(Var(LAUNCH_VAR))
+  decls += list(kdecl.values())
+  for q in m.queues:
+    if q.name not in decoded: continue
+    dw, patches, done, ring_at = streams[q.name]
+    qi = QueueImage(q.name, q.engine, q.device, q.target, 0, dw, [Patch(o, LAUNCH_VAR, add) for o, add in patches], [])
+    groups = decoded[q.name]
+    head: tuple = ()
+    if triage:
+      rp = done or 0
+      cut = next((k for k, g in enumerate(groups) if g[0].offset + sum(p.length for p in g) > rp), len(groups))
+      while cut > 0 and len(groups[cut - 1]) == 1 and _pending_wait(groups[cut - 1][0], m.signals): cut -= 1
+      ran = [f"# ran @{ring_at[g[0].offset]}: {_describe(img, qi, g)}" for g in groups[:cut]]
+      where = f"read_ptr {q.read_ptr}, write_ptr {q.write_ptr if q.write_ptr is not None else len(q.dwords)}" \
+        if q.read_ptr is not None else "no read_ptr: nothing known to have run"
+      head = tuple(ran) + (f"# stopped here ({where})",)
+      groups = groups[cut:]
+    at = lambda g: f"@{ring_at[g[0].offset]}" if g and g[0].offset < len(ring_at) else None
+    items = [epochs(s, q.device) for s in lift_statements(img, qi, [(g, at(g)) for g in groups])]
+    decls.append(queue_decl(q.name, q.engine, q.device, items, head))
+  if triage: decls = _mark_stuck(decls, {n: m.signals.get(a, {}).get("value", 0) for a, n in signals.items()})
+  if plan is not None and plan["host"]:
+    decls.append(Host(tuple(epochs(_host_stmt(h, signals), None) for h in plan["host"])))
+  launches = plan["launches"] if plan is not None else 1
+  mode = "the work left at the dump: signals start at their snapshot values" if triage else \
+    f"{launches} captured launch{'es' * (launches != 1)}" if plan is not None else "each queue's whole stream, run once"
+  header = [f"# hcq: launches={launches}", f"# lifted from {m.file} by hcqdsl lift ({mode})"] + [f"# note: {x}" for x in notes]
+  return lifted_program(decls, m.file, header)
+def _mark_stuck(decls: list, values: dict) -> list:
+  """The stop mark of a queue whose next statement is an unsatisfied wait says what it needs, what the signal holds
+  and which queue's pending write could release it (or that none can)."""
+  queues = [d for d in decls if isinstance(d, Queue)]
+  out = []
+  for d in decls:
+    if not isinstance(d, Queue) or not d.body or not isinstance(d.body[0], Wait) or d.body[0].value.var is not None:
+      out.append(d); continue
+    w = d.body[0]
+    sig, need, now = w.signal.name, w.value.offset, values.get(w.signal.name, 0)
+    if now >= need: out.append(d); continue
+    writers = [f"{q.name} `signal {sig} = {s.value}`{' ' + s.comment[2:] if s.comment else ''}" for q in queues for s in q.body
+               if isinstance(s, SignalWrite) and s.signal.name == sig and s.value.var is None and s.value.offset >= need]
+    why = f"# stuck: waits for {sig} >= {need}, which holds {now}; " + \
+      (f"released only by {' or '.join(writers)}" if writers else "no pending write brings it there: nothing can release it")
+    out.append(attrs.evolve(d, body=(attrs.evolve(w, comments=w.comments + (why,)),) + d.body[1:]))
+  return out
+
+def _describe(img, qi, g) -> str:
+  from ..lang.format import format_stmt
+  try: return "; ".join(format_stmt(s) for s in lift_group(img, qi, g, qi.engine))
+  except (Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
+
+def _host_stmt(h: dict, signals: dict):
+  if h["op"] == "submit": return Submit(tuple(Ref(q) for q in h["queues"]))
+  e = Expr(Ref(LAUNCH_VAR), h["add"]) if h.get("var") else Expr(None, h["value"])
+  return (Wait if h["op"] == "wait" else SignalWrite)(Ref(signals[h["addr"]]), e)
+
+def _launches(m: Manifest, notes: list) -> Optional[dict]:
+  """Split the host's steps into launches (the shortest period that repeats, each queue submitted at most once per
+  launch) and make one template of them: a dword or host value that grows by one per launch becomes `launch + c`."""
+  ev = m.host
+  shape = lambda e: (e["op"], e.get("queue"), e.get("addr"), e.get("length"))
+  n = len(ev)
+  period = None
+  for P in range(1, n + 1):
+    if n % P: continue
+    if any(shape(ev[i]) != shape(ev[i % P]) for i in range(n)): continue
+    subs = [e["queue"] for e in ev[:P] if e["op"] == "submit"]
+    if len(subs) != len(set(subs)): continue
+    period = P; break
+  qmap = {q.name: q for q in m.queues}
+  out = {"launches": 1, "dwords": {}, "patches": {}, "offsets": {}, "host": [], "uses_var": False}
+  if period is None:
+    notes.append("the host's steps do not repeat launch by launch: lifted as one launch in which each queue's whole "
+                 "stream is submitted at its first submission (later work may look submitted earlier than it was)")
+    for e in ev:
+      if e["op"] != "submit":
+        out["host"].append({**e, "var": False}); continue
+      if e["queue"] in out["dwords"]: continue
+      q = qmap[e["queue"]]
+      out["dwords"][q.name], out["offsets"][q.name] = list(q.dwords), list(range(len(q.dwords)))
+      if out["host"] and out["host"][-1]["op"] == "submit": out["host"][-1]["queues"].append(q.name)
+      else: out["host"].append({"op": "submit", "queues": [q.name]})
+    return out
+  K = out["launches"] = n // period
+  def fit(vals: list, what: str) -> Optional[int]:
+    """c with vals[k] == k + 1 + c (mod 2**32) for every launch k, else None (noted)."""
+    if len(set(vals)) == 1: return None
+    c = vals[0] - 1
+    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
+      out["uses_var"] = True
+      return c if c <= U32_MAX // 2 else c - (1 << 32)
+    notes.append(f"{what} changes between launches as {', '.join(str(v) for v in vals[:6])}: not `launch + c`; "
+                 "kept launch 1's value")
+    return False
+  for i, e in enumerate(ev[:period]):
+    if e["op"] == "submit":
+      q = qmap[e["queue"]]
+      per = [q.dwords[ev[i + k * period]["start"]:ev[i + k * period]["start"] + e["length"]] for k in range(K)]
+      out["dwords"][q.name] = per[0]
+      out["offsets"][q.name] = list(range(e["start"], e["start"] + e["length"]))
+      pats = []
+      for o in range(e["length"]):
+        c = fit([d[o] for d in per], f"dword @{e['start'] + o} of `{q.name}`")
+        if c is not None and c is not False: pats.append((o, c))
+      out["patches"][q.name] = pats
+      if out["host"] and out["host"][-1]["op"] == "submit": out["host"][-1]["queues"].append(q.name)
+      else: out["host"].append({"op": "submit", "queues": [q.name]})
+    else:
+      c = fit([ev[i + k * period]["value"] for k in range(K)], f"host {e['op']} on {e['addr']:#x} (step {i + 1})")
+      out["host"].append({**e, "var": c is not None and c is not False, "add": c})
+  return out
