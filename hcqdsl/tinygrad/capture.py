@@ -11,12 +11,13 @@ same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it 
 from __future__ import annotations
 import bisect, ctypes, functools, gc, hashlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
+import attrs
 from ..ir import U32_MAX, POLL_SIZE
 from ..lift.manifest import MANIFEST_KIND, MANIFEST_VERSION
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.pm4 import FUNC_EQ
 
-__all__ = ["capture", "Capture", "NoAMDDevice", "user_frames"]
+__all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
 
 U64 = (1 << 64) - 1
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
@@ -70,6 +71,17 @@ class _Allocations:
     if i >= 0 and self.items[i][0] <= addr < self.items[i][0] + self.items[i][1]: return self.items[i]
     return None
 
+@attrs.define(eq=False)
+class Ring:
+  """One hardware queue's ring as the capture saw it: the manifest's `queues[]` entry, and where reading resumes."""
+  name: str           # the manifest's queue name: comp_gpu0, copy1_gpu0
+  device: str         # the manifest's device name (gpu0)
+  target: str         # the device's arch (gfx1100)
+  engine: str         # compute (PM4) | copy (SDMA)
+  put: int            # the write pointer (the runtime's unit) up to which the ring has been recorded
+  key: object         # the runtime's queue object (kept alive so its id is not reused)
+  dwords: list = attrs.field(factory=list)   # every dword submitted, in order (submissions index into it)
+
 class Capture:
   """Installs the recording wrappers while active (`with Capture() as cap:`); `cap.manifest()` is the manifest dict,
   `cap.save(path)` writes it. `contents`: also record buffer contents (before each submission that touches them, and
@@ -80,7 +92,7 @@ class Capture:
   def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None):
     self.path, self.contents, self.stacks, self.on_step = path, contents, stacks, on_step
     self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
-    self.rings: dict = {}     # id(queue desc) -> {"name", "device", "target", "engine", "dwords", "_put"}
+    self.rings: dict = {}     # id(queue object) -> Ring
     self.host: list = []
     self.signals: dict = {}   # addr -> {"addr", "value", "device"?, "timeline"?, "mailbox"?}
     self.allocs = _Allocations()
@@ -93,15 +105,16 @@ class Capture:
     self._saved: list = []
     self._in_init = 0
     self._skip = ()
-    self._puts: dict = {}
+    self._puts: dict = {}     # id(queue object) -> its write pointer when the capture started
     self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
     self._unknown: set = set()
-    self._hcq2_images, self._hcq2_seen = None, 0
+    self.program_finders: list = []   # fn(prog addr) -> kernel record or None: a runtime's programs without objects (hcq2)
     self.graph_calls: list = []  # per HCQGraph call: {"step", "graph", "inputs": [[(addr, nbytes) per device] per input]}
     self._graphs: dict = {}      # id(HCQGraph) -> (index, the graph: kept so its id is not reused)
 
   # ---- what tinygrad objects tell us
-  def _device(self, dev) -> str:
+  def register_device(self, dev) -> str:
+    """The manifest's name of tinygrad device `dev` (gpuN, N its index), registered at its first use."""
     if id(dev) not in self.devices:
       name = str(getattr(dev, "device", "AMD"))
       index = getattr(dev, "device_id", None)
@@ -131,7 +144,7 @@ class Capture:
     except (AttributeError, TypeError, ValueError): return
     sig = []
     for s in getattr(prg, "signature", ()) or ():
-      try: sig.append(self._sig_entry(s))
+      try: sig.append(self.sig_entry(s))
       except Exception: sig.append({"name": None})
     self.kernels[addr] = {"name": str(prg.name), "lib": bytes(getattr(prg, "lib", b"") or b""), "signature": sig,
                           "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
@@ -151,23 +164,23 @@ class Capture:
     except (AttributeError, TypeError, ValueError): return
     if addr in self.kernels: self._set_modes(addr, outs, ins)
 
-  def _read(self, addr: int, n: int) -> Optional[bytes]:
+  def read(self, addr: int, n: int) -> Optional[bytes]:
     a = self.allocs.find(addr)
     if a is None or not a[2]["readable"] or n <= 0: return None
     n = min(n, a[0] + a[1] - addr)
     return ctypes.string_at(addr, n)
 
   def _read_u32(self, addr: int) -> int:
-    b = self._read(addr, 4)
+    b = self.read(addr, 4)
     return int.from_bytes(b, "little") if b and len(b) == 4 else 0
 
   def _read_u64(self, addr: int) -> Optional[int]:
-    b = self._read(addr, 8)
+    b = self.read(addr, 8)
     return int.from_bytes(b, "little") if b and len(b) == 8 else None
 
   def _remember(self, addr: int, n: int, step: int) -> None:
     """Record `n` bytes at `addr` as read before host step `step` runs, unless they are what was recorded last."""
-    b = self._read(addr, n)
+    b = self.read(addr, n)
     if b is None: return
     if n > (1 << 16) and self.last.get((addr, n)) == b: return  # big and unchanged: the lift reads the last one
     self.last[(addr, n)] = b
@@ -177,68 +190,12 @@ class Capture:
     a = self.allocs.find(addr)
     if a is None: return None
     owner = a[2]["owner"]
-    dev = self._device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
+    dev = self.register_device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
     self.used[a[0]] = (a[1], dev)
     return a
 
-  def _signal(self, addr: int, owner=None, timeline=False) -> None:
-    if addr in self.signals: return
-    ent: dict = {"addr": addr, "value": self._read_u64(addr) or 0}
-    if owner is not None and hasattr(owner, "arch"):
-      ent["device"] = self._device(owner)
-      if timeline: ent["timeline"] = True
-    self.signals[addr] = ent
-
-  def _note_signal(self, addr: int, dev, timeline: bool = False) -> None:
-    """A signal an hcq2 host program or wait names (hcq2's timeline is the device's `signal("timeline")` buffer)."""
-    if addr in self.signals: return
-    try: timeline = timeline or addr == int(dev.signal("timeline")._buf.va_addr)
-    except Exception: pass
-    self._signal(addr, dev, timeline)
-
-  def _hcq2_program(self, prog: int) -> Optional[dict]:
-    """hcq2 has no AMDProgram objects: a program is its ELF image loaded into a buffer. Match the code at `prog`
-    against the images of ops_amd2's program cache (name, code object, arguments: tinygrad's ProgramInfo)."""
-    mod = sys.modules.get("extra.hcq2.ops_amd2")
-    if mod is None: return None
-    cache = getattr(mod, "_amd_program_cache", {})
-    if self._hcq2_images is None or self._hcq2_seen != len(cache):  # programs compiled since the last look
-      from tinygrad.runtime.support.elf import elf_loader
-      self._hcq2_images, self._hcq2_seen = [], len(cache)
-      for (lib, _), prg in list(cache.items()):
-        try:
-          image, _, relocs = elf_loader(lib)
-          for off, sym, typ, add in relocs:
-            if typ == 5: image[off:off + 8] = (sym - off + add).to_bytes(8, "little", signed=True)
-          data, info = prg.arg
-          self._hcq2_images.append((bytes(image), data, info, lib))
-        except Exception: continue
-    for image, data, info, lib in self._hcq2_images:
-      start = prog - data.entry_point_offset
-      if self._read(start, len(image)) != image: continue
-      outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
-      mode = lambda i: "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
-      # the argument shapes are the PROGRAM's (its TinyELF signature, as classic HCQ's AMDProgram has them): the PROGRAM
-      # whose code this is, before ops_amd2 swapped its source for the loaded image
-      sig = None
-      from tinygrad.uop.ops import UOpMetaClass, Ops
-      for ref in list(UOpMetaClass.ucache.values()):
-        u = ref()
-        if u is None or u.op is not Ops.PROGRAM or len(u.src) < 4 or getattr(u.src[3], "arg", None) != lib: continue
-        try: sig = [self._sig_entry(s) for s in u.to_elf().signature]
-        except Exception: sig = None
-        if sig is not None: break
-      if sig is not None:
-        for i, s in enumerate(x for x in sig if x.get("name") is None): s["mode"] = mode(i)
-      else:
-        sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
-        sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
-      name = getattr(info, "function_name", None) or getattr(info, "name", f"k_{prog:x}")   # tinygrad's name without its colors
-      return {"name": str(name), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
-    return None
-
   @staticmethod
-  def _sig_entry(s) -> dict:
+  def sig_entry(s) -> dict:
     """One (name, slot, dtype, shape) of tinygrad's program signature: a buffer (name None) or a scalar, with its bytes."""
     name, _, dt, shape = s
     n = 1
@@ -254,7 +211,7 @@ class Capture:
     for p in dec.decode(dw):
       f = p.fields
       if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw and depth < 3 and f.get("ib_base") is not None:
-        b = self._read(f["ib_base"], 4 * f["ib_size"])
+        b = self.read(f["ib_base"], 4 * f["ib_size"])
         if b is not None and len(b) == 4 * f["ib_size"]:
           out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1); continue
       out += list(p.dwords)
@@ -290,23 +247,23 @@ class Capture:
         if pgm and len(pgm) >= 2 and user and len(user) >= 2: self._dispatch((((pgm[1] << 32) | pgm[0]) << 8), (user[-1] << 32) | user[-2], step)
       if addr is not None and addr not in sigs:
         if addr not in self.signals and self.allocs.find(addr) is None: continue
-        if addr not in self.signals: self._signal(addr)
+        if addr not in self.signals: self.register_signal(addr)
         if (v := self._read_u64(addr)) is not None: sigs[addr] = v
     return sigs
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
     if k is None and prog not in self._unknown:
-      if (h := self._hcq2_program(prog)) is not None: self.kernels[prog] = h
+      if (h := next((h for f in self.program_finders if (h := f(prog)) is not None), None)) is not None: self.kernels[prog] = h
       else:
         for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
           if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
       k = self.kernels.get(prog)
-      if k is None and "extra.hcq2.ops_amd2" not in sys.modules: self._unknown.add(prog)
+      if k is None and not self.program_finders: self._unknown.add(prog)   # (a finder's runtime may load it later)
     sig = k["signature"] if k else []
     nbufs = sum(1 for s in sig if s.get("name") is None)
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
-    blk = self._read(ka, size)
+    blk = self.read(ka, size)
     if blk is None: return
     self._use(ka)
     self.memory.append((ka, blk, step)); self.last[(ka, len(blk))] = blk
@@ -349,45 +306,89 @@ class Capture:
       inputs.append(row)
     self.graph_calls.append({"step": step, "graph": gid, "inputs": inputs})
 
+  # ---- the recorder interface: what a runtime's hooks call (classic HCQ's below, capture_hcq2.py's); vendor-neutral
+  # but for `submit`, which reads AMD packets
+  def ring(self, key, dev, engine: str, idx: int) -> Ring:
+    """The ring of queue object `key` (one per hardware queue), registered at its first use: device `dev`'s compute
+    ring or its copy ring `idx`; recording resumes from the write pointer it had when the capture started."""
+    if id(key) not in self.rings:
+      dname = self.register_device(dev)
+      self.rings[id(key)] = Ring(f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", dname, str(dev.arch), engine,
+                                 self._puts.get(id(key), 0), key)
+    return self.rings[id(key)]
+
+  def ring_started_at(self, key, put: int) -> None:
+    """Queue object `key`'s write pointer when the capture started: what the ring held before is no submission of it."""
+    self._puts[id(key)] = put
+
+  def submit(self, ring: Ring, new: list, dev, path: str) -> None:
+    """A submission: `new`, the dwords between the ring's previous and new write pointer, before the GPU runs them (the
+    indirect buffers they point at are read and spliced in, the memory and signals they use recorded as of now).
+    `path`: the runtime that submitted (the manifest's producer: hcq, hcq2)."""
+    self.path_kind = self.path_kind or path
+    dw = self._expand(new, ring.engine, ring.target)
+    if ring.engine == "copy" and self.path_kind == "hcq":
+      for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
+        self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
+    step = len(self.host)
+    sigs = self._scan(dw, ring.engine, ring.target, step)
+    ent = {"op": "submit", "queue": ring.name, "start": len(ring.dwords), "length": len(dw)}
+    if sigs: ent["signals"] = sigs
+    ring.dwords += dw
+    self._step(ent)
+
+  def register_signal(self, addr: int, owner=None, timeline: bool = False) -> None:
+    """A signal at `addr` (its value read now), of device `owner` (None: host memory); `timeline`: the device's."""
+    if addr in self.signals: return
+    ent: dict = {"addr": addr, "value": self._read_u64(addr) or 0}
+    if owner is not None and hasattr(owner, "arch"):
+      ent["device"] = self.register_device(owner)
+      if timeline: ent["timeline"] = True
+    self.signals[addr] = ent
+
+  def host_signal(self, addr: int, value: int) -> None:
+    """The host's write of `value` to the signal at `addr` (marked `init` while tinygrad creates a signal)."""
+    ent = {"op": "signal", "addr": addr, "value": int(value) & U64}
+    if self._in_init: ent["init"] = True
+    self._step(ent)
+
+  def host_wait(self, addr: int, value: int) -> None:
+    """The host's wait until the signal at `addr` reaches `value`."""
+    self._step({"op": "wait", "addr": addr, "value": int(value) & U64})
+
+  def host_write(self, addr: int, data: Optional[bytes], size: Optional[int] = None, staged: bool = False) -> None:
+    """The host's store of `data` into host memory at `addr` (None: not recorded, only its `size`); `staged`: a copy-in
+    chunk of classic HCQ's staging buffers (a folded lift leaves it to `rebound` buffers)."""
+    ent = {"op": "write", "addr": addr, "hex": data.hex() if data is not None else ""}
+    if size is not None: ent["size"] = size
+    if staged: ent["staged"] = True
+    self._step(ent)
+
+  def replace(self, obj, name: str, new) -> None:
+    """Set `obj.name` to `new` until the capture ends (then the original is put back)."""
+    self._saved.append((obj, name, obj.__dict__.get(name) if isinstance(obj, type) else getattr(obj, name, None)))
+    setattr(obj, name, new)
+
   def _step(self, ent: dict) -> None:
     if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
     self._submissions += ent["op"] == "submit"
     self.host.append(ent)
     if self.on_step is not None: self.on_step(self, ent)
 
-  def _ring(self, desc, dev, engine: str, idx: int):
-    if id(desc) not in self.rings:
-      dname = self._device(dev)
-      self.rings[id(desc)] = {"name": f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", "device": dname,
-                              "target": str(dev.arch), "engine": engine, "dwords": [], "_put": self._puts.get(id(desc), 0), "_desc": desc}
-    return self.rings[id(desc)]
-
-  def _staged(self, dw: list, ring: dict, dev) -> list:
+  def _staged(self, dw: list, ring: Ring, dev) -> list:
     """(address, bytes) of each copy out of one of the device's staging buffers (tinygrad's HCQAllocator._copyin: the
     host wrote the chunk into `allocator.b[b_next]` right before this submission, after waiting for the copy that read
     it last)."""
     bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
     spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
     out = []
-    for p in _sdma.decoder(ring["target"]).decode(dw):
+    for p in _sdma.decoder(ring.target).decode(dw):
       if p.raw or p.name != "COPY_LINEAR": continue
       src, n = p.fields["src_addr"], p.fields["count"] + 1
       if any(a <= src and src + n <= a + sz for a, sz in spans): out.append((src, n))
     return out
 
-  def _submitted(self, ring: dict, new: list, dev) -> None:
-    dw = self._expand(new, ring["engine"], ring["target"])
-    if ring["engine"] == "copy" and self.path_kind == "hcq":
-      for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
-        b = self._read(addr, n) if self.contents else None
-        self._step({"op": "write", "addr": addr, "hex": b.hex() if b is not None else "", "size": n, "staged": True})
-    step = len(self.host)
-    sigs = self._scan(dw, ring["engine"], ring["target"], step)
-    ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}
-    if sigs: ent["signals"] = sigs
-    ring["dwords"] += dw
-    self._step(ent)
-
+  # ---- classic HCQ's hooks
   def _on_doorbell(self, desc, dev, *rest, **kw):
     if getattr(dev, "is_aql", False): return  # AQL packets are no PM4: not recorded (docs/lift.md)
     self.path_kind = self.path_kind or "hcq"
@@ -395,31 +396,29 @@ class Capture:
     else:
       idx = next((i for i, q in getattr(dev, "sdma_queues", {}).items() if q is desc), 0)
       engine = "copy"
-    ring = self._ring(desc, dev, engine, idx)
+    ring = self.ring(desc, dev, engine, idx)
     ring_dw = desc.ring
     n = len(ring_dw)
     unit = 1 if engine == "compute" else 4  # the compute write pointer counts dwords, SDMA's bytes
-    old, new = ring["_put"], int(desc.put_value)
-    ring["_put"] = new
+    old, new = ring.put, int(desc.put_value)
+    ring.put = new
     if new <= old: return
-    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev)
+    self.submit(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev, "hcq")
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)
     except (TypeError, ValueError, AttributeError): return
     owner = getattr(sig, "owner", None)
     if addr not in self.signals:
-      self._signal(addr, owner, bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig)
-    ent = {"op": "signal", "addr": addr, "value": int(value) & U64}
-    if self._in_init: ent["init"] = True
-    self._step(ent)
+      self.register_signal(addr, owner, bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig)
+    self.host_signal(addr, value)
 
   def _on_host_wait(self, sig, value=0, *rest, **kw):
     try: addr = int(sig.value_addr)
     except (TypeError, ValueError, AttributeError): return
     owner = getattr(sig, "owner", None)
-    if addr not in self.signals: self._signal(addr, owner, owner is not None and getattr(owner, "timeline_signal", None) is sig)
-    self._step({"op": "wait", "addr": addr, "value": int(value) & U64})
+    if addr not in self.signals: self.register_signal(addr, owner, owner is not None and getattr(owner, "timeline_signal", None) is sig)
+    self.host_wait(addr, value)
 
   # ---- installing
   def _wrap(self, cls, name: str, before=None, after=None):
@@ -543,7 +542,7 @@ class Capture:
       for a, _, _ in self.memory:
         if (al := self.allocs.find(a)) is None or al[0] in seen or al[0] not in self.used: continue
         seen.add(al[0])
-        if (b := self._read(al[0], al[1])) is not None: final.append({"addr": hx(al[0]), "hex": b.rstrip(b"\0").hex()})
+        if (b := self.read(al[0], al[1])) is not None: final.append({"addr": hx(al[0]), "hex": b.rstrip(b"\0").hex()})
     names: dict = {}
     kernels = []
     for a, k in self.kernels.items():
@@ -566,7 +565,7 @@ class Capture:
       "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
       "devices": [{k: v for k, v in d.items() if not k.startswith("_") and k != "mailbox"} for d in
                   sorted(self.devices.values(), key=lambda d: d["index"])],
-      "queues": [{**{k: v for k, v in r.items() if k != "dwords" and not k.startswith("_")}, "dwords": " ".join(f"{x:08x}" for x in r["dwords"])}
+      "queues": [{"name": r.name, "device": r.device, "target": r.target, "engine": r.engine, "dwords": " ".join(f"{x:08x}" for x in r.dwords)}
                  for r in self.rings.values()],
       "signals": [{**s, "addr": hx(s["addr"]), "value": s["value"]} for s in self.signals.values()],
       "buffers": [{"addr": hx(a), "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
