@@ -13,7 +13,7 @@ import bisect, ctypes, functools, gc, hashlib, json, pathlib, re, sys, traceback
 from typing import Optional
 import attrs
 from ..ir import U32_MAX, POLL_SIZE
-from ..lift.manifest import MANIFEST_KIND, MANIFEST_VERSION
+from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.pm4 import FUNC_EQ
 
@@ -359,7 +359,7 @@ class Capture:
   def host_write(self, addr: int, data: Optional[bytes], size: Optional[int] = None, staged: bool = False) -> None:
     """The host's store of `data` into host memory at `addr` (None: not recorded, only its `size`); `staged`: a copy-in
     chunk of classic HCQ's staging buffers (a folded lift leaves it to `rebound` buffers)."""
-    ent = {"op": "write", "addr": addr, "hex": data.hex() if data is not None else ""}
+    ent = {"op": "write", "addr": addr, "hex": data if data is not None else b""}
     if size is not None: ent["size"] = size
     if staged: ent["staged"] = True
     self._step(ent)
@@ -531,51 +531,40 @@ class Capture:
     return self._skip
 
   def manifest(self) -> dict:
-    hx = lambda a: hex(a)
+    """The manifest (lift/schema.py's MANIFEST writes it: addresses as "0x...", bytes and dwords as hex)."""
     for d in self.devices.values():  # the device's timeline signal (now; it may not have existed when first written)
       try: tl = int(d["_dev"].timeline_signal.value_addr)
       except (AttributeError, TypeError, ValueError): continue
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
-    final = []
-    if self.contents:
-      seen = set()
-      for a, _, _ in self.memory:
-        if (al := self.allocs.find(a)) is None or al[0] in seen or al[0] not in self.used: continue
-        seen.add(al[0])
-        if (b := self.read(al[0], al[1])) is not None: final.append({"addr": hx(al[0]), "hex": b.rstrip(b"\0").hex()})
+    return encode(MANIFEST.fields, {
+      "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
+      "devices": sorted(self.devices.values(), key=lambda d: d["index"]), "queues": list(self.rings.values()),
+      "signals": list(self.signals.values()),
+      "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
+      "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),
+      "host": self.host, "graph_calls": self.graph_calls})
+
+  def _final(self) -> list:
+    """The contents of each allocation used when the capture ended (its trailing zeros dropped)."""
+    final, seen = [], set()
+    for a, _, _ in self.memory if self.contents else ():
+      if (al := self.allocs.find(a)) is None or al[0] in seen or al[0] not in self.used: continue
+      seen.add(al[0])
+      if (b := self.read(al[0], al[1])) is not None: final.append({"addr": al[0], "hex": b.rstrip(b"\0")})
+    return final
+
+  def _kernels(self) -> list:
+    """Each program by its entry point: a name per (tinygrad name, code), the signature, the code object."""
     names: dict = {}
     kernels = []
     for a, k in self.kernels.items():
-      key = (k["name"], hashlib.sha1(k["lib"]).hexdigest())
-      names.setdefault(key, _ident(k["name"]) if not any(n == _ident(k["name"]) for n in names.values())
-                       else f"{_ident(k['name'])}_{1 + sum(n.startswith(_ident(k['name'])) for n in names.values())}")
-      ent = {"prog_addr": hx(a), "name": names[key], "tinygrad_name": k["name"],
-             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
-                         **({"shape": s["shape"]} if "shape" in s else {})}
-                        for s in k["signature"]]}
-      if self.contents and k["lib"]: ent["code"] = k["lib"].hex()
-      kernels.append(ent)
-    host = []
-    for h in self.host:
-      e = {**h}
-      if "addr" in e: e["addr"] = hx(e["addr"])
-      if "signals" in e: e["signals"] = {hx(a): v for a, v in e["signals"].items()}
-      host.append(e)
-    return {
-      "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
-      "devices": [{k: v for k, v in d.items() if not k.startswith("_") and k != "mailbox"} for d in
-                  sorted(self.devices.values(), key=lambda d: d["index"])],
-      "queues": [{"name": r.name, "device": r.device, "target": r.target, "engine": r.engine, "dwords": " ".join(f"{x:08x}" for x in r.dwords)}
-                 for r in self.rings.values()],
-      "signals": [{**s, "addr": hx(s["addr"]), "value": s["value"]} for s in self.signals.values()],
-      "buffers": [{"addr": hx(a), "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
-      "memory": [{"addr": hx(a), "hex": b.hex(), "step": st} for a, b, st in self.memory],
-      "final": final,
-      "kernels": kernels,
-      "host": host,
-      "graph_calls": [{**g, "inputs": [None if r is None else [None if x is None else [hx(x[0]), x[1]] for x in r] for r in g["inputs"]]}
-                      for g in self.graph_calls],
-    }
+      key, base = (k["name"], hashlib.sha1(k["lib"]).hexdigest()), _ident(k["name"])
+      names.setdefault(key, base if not any(n == base for n in names.values()) else f"{base}_{1 + sum(n.startswith(base) for n in names.values())}")
+      params = [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
+                 **({"shape": s["shape"]} if "shape" in s else {})} for s in k["signature"]]
+      kernels.append({"prog_addr": a, "name": names[key], "tinygrad_name": k["name"], "params": params,
+                      **({"code": k["lib"]} if self.contents and k["lib"] else {})})
+    return kernels
 
   def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
 
