@@ -54,6 +54,21 @@ def test_sanitize_context_manager(tmp_path):
   r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(), timeout=300)
   assert r.stdout.strip() == "True True", r.stderr
 
+@pytest.mark.parametrize("hcq2", [False, True], ids=["classic", "hcq2"])
+def test_sanitize_blocks_in_one_process(tmp_path, hcq2):
+  """One process, several sanitized blocks (what `pytest --hcq-sanitize` does, one per test): a later block sees rings
+  an earlier one filled, whose doorbells may ring with nothing new (tinygrad's test_jit_assign on hcq2: every later
+  test failed with hcqdsl's error until a ring nothing was submitted to was left out of the capture)."""
+  script = tmp_path / "s.py"
+  script.write_text("import hcqdsl\nfrom tinygrad import Tensor, TinyJit\nfor i in range(3):\n  @TinyJit\n  def add(a):\n"
+                    "    a += 1\n    a.realize()\n  a = Tensor.zeros(1).contiguous().realize()\n"
+                    "  with hcqdsl.sanitize() as s:\n    for _ in range(5): add(a)\n    assert a.item() == 5\n"
+                    "  print(s.ok, s.capture.submissions() > 0, s.incomplete)\n")
+  import subprocess, sys
+  from mock_gpu import env
+  r = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env(hcq2), timeout=300)
+  assert r.stdout.splitlines() == ["True True []"] * 3, r.stdout + r.stderr[-3000:]
+
 def test_sanitize_reports_dropped_memory_barrier():
   """HCQGraph's compute queues without their opening `memory_barrier`: the kernel reads kernel arguments the host
   patched (the new input's address) with no HDP flush after the write — tinygrad's "need memory_barrier after direct
