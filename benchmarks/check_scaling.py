@@ -153,15 +153,21 @@ def phases(path: str) -> dict:
   from hcqdsl.check import _sorted
   from hcqdsl.check.analyze import analyze as dyn
   from hcqdsl.diagnostics import render_text, summary
-  gc.collect(); gc.disable()
+  gc.collect()
+  gc.disable()
   clock = time.process_time   # CPU time of this process: less inflated than wall time on a shared box
   try:
     t = [clock()]
-    text = open(path).read(); t.append(clock())
-    prog, _ = parse_syntax(text, path); t.append(clock())
-    st = check_static(prog); t.append(clock())
-    d = _sorted(st + dyn(prog, launches=2)); t.append(clock())
-    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues)); t.append(clock())
+    text = open(path).read()
+    t.append(clock())
+    prog, _ = parse_syntax(text, path)
+    t.append(clock())
+    st = check_static(prog)
+    t.append(clock())
+    d = _sorted(st + dyn(prog, launches=2))
+    t.append(clock())
+    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues))
+    t.append(clock())
   finally: gc.enable()
   del prog, d, out
   return dict(zip(("read", "parse", "static", "analysis", "report"), (b - a for a, b in zip(t, t[1:]))))
@@ -178,10 +184,13 @@ def passes(path: str) -> dict:
   from hcqdsl.check import analyses as A
   from hcqdsl.diagnostics import render_text, summary
   text = open(path).read()
-  gc.collect(); gc.disable()
+  gc.collect()
+  gc.disable()
   out, clock = {}, time.process_time
   def timed(name, f, *args):
-    t0 = clock(); r = f(*args); out[name] = clock() - t0
+    t0 = clock()
+    r = f(*args)
+    out[name] = clock() - t0
     return r
   try:
     prog, _ = parse_syntax(text, path)

@@ -96,7 +96,9 @@ LAYOUTS = {"line": "one a line", "semicolon": "`;` two a line", "block": "block 
 def seconds(fn, text: str, repeat: int) -> float:
   best = float("inf")
   for _ in range(repeat):
-    t = time.process_time(); fn(text); best = min(best, time.process_time() - t)
+    t = time.process_time()
+    fn(text)
+    best = min(best, time.process_time() - t)
   return best
 
 def fast(text: str):
@@ -156,7 +158,8 @@ def scanner_at(rev: str):
   """`hcqdsl.lang.scan.scan` as of git revision `rev`, loaded beside this tree's (same package, same IR)."""
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
   src = subprocess.run(["git", "show", f"{rev}:hcqdsl/lang/scan.py"], cwd=root, capture_output=True, text=True, check=True).stdout
-  mod = types.ModuleType(f"hcqdsl.lang._scan_{rev}"); mod.__package__ = "hcqdsl.lang"
+  mod = types.ModuleType(f"hcqdsl.lang._scan_{rev}")
+  mod.__package__ = "hcqdsl.lang"
   exec(compile(src, f"{rev}:hcqdsl/lang/scan.py", "exec"), mod.__dict__)
   return mod.scan
 
@@ -168,8 +171,11 @@ def check_program(n: int, rev):
   best = {k: float("inf") for k, _ in runs}
   for _ in range(2 if n > 100000 else 5):   # interleaved: the shared box's load drifts between them alike
     for k, fn in runs:
-      t = time.process_time(); prog = fn(text, "bench.hcq"); best[k] = min(best[k], time.process_time() - t)
-      assert prog is not None; del prog
+      t = time.process_time()
+      prog = fn(text, "bench.hcq")
+      best[k] = min(best[k], time.process_time() - t)
+      assert prog is not None
+      del prog
   print(f"\nscan of check_scaling --cli's {n:,}-statement program ({len(text) / 1e6:.0f} MB), CPU s, best of runs:")
   for k, _ in runs: print(f"  {k:<10} {best[k]:.2f} s ({n / best[k]:,.0f} stmt/s)")
   if rev: print(f"  {rev} / this tree: {best[rev] / best['this tree']:.2f}x")

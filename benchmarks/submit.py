@@ -49,7 +49,9 @@ def _text(arch, c, x):
 def best(fn, rounds):
   out = float("inf")
   for _ in range(rounds):
-    t = time.process_time(); fn(); out = min(out, time.process_time() - t)
+    t = time.process_time()
+    fn()
+    out = min(out, time.process_time() - t)
   return out
 
 class Setup:
@@ -99,7 +101,8 @@ class Setup:
 
   def run_ours(self):
     for k in self.span("ours"):
-      self.ours(k); self.engines_done(k)   # the second call is < 1 us; timed with ours, it only favours tinygrad
+      self.ours(k)
+      self.engines_done(k)  # the second call is < 1 us; timed with ours, it only favours tinygrad
 
   def run_ring(self):
     sub = self.ring_sub
@@ -170,9 +173,12 @@ def main():
 
   s = Setup(program(a.commands, a.target), a.target, a.launches)
   for k in range(1, 2 * COPIES + 2):   # the bytes, launch by launch, as every copy is used for the first time and again
-    s.ours(k); s.engines_done(k)
+    s.ours(k)
+    s.engines_done(k)
     for qs in (s.bound, s.unbound):
-      for qi, tq, dev, _ in qs: tq._apply_var_vals(s.env[k]); tq._submit(dev)
+      for qi, tq, dev, _ in qs:
+        tq._apply_var_vals(s.env[k])
+        tq._submit(dev)
     s.check_bytes(k, unbound=True)
   s2 = Setup(program(a.commands, a.target), a.target, a.launches)
   ours = best(s2.run_ours, a.rounds)

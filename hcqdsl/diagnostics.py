@@ -279,7 +279,8 @@ def printable(line: str) -> tuple[str, Optional[list]]:
   for c in line:
     cols.append(w)
     r = c if c.isprintable() else " " if c == "\t" else repr(c)[1:-1]
-    parts.append(r); w += len(r)
+    parts.append(r)
+    w += len(r)
   cols.append(w)
   return "".join(parts), cols
 

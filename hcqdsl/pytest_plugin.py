@@ -67,7 +67,9 @@ def compare(markers: list, diags: list, filename: str) -> tuple[list, list]:
   want = collections.Counter((m.line, m.severity, m.code) for m in markers)
   unexpected = []
   for d in diags:
-    if d.code == "incomplete": unexpected.append(d); continue   # a verdict cut short matches no marker
+    if d.code == "incomplete":  # a verdict cut short matches no marker
+      unexpected.append(d)
+      continue
     if d.severity not in ("error", "warning"): continue
     key = (d.span.line if d.span else 0, d.severity, d.code)
     if want[key] > 0: want[key] -= 1

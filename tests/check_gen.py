@@ -57,7 +57,8 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
         b = f"b{draw(st.integers(0, nbuf - 1))}"
         if copyq:
           b2 = f"b{draw(st.integers(0, nbuf - 1))}"
-          s1 = draw(st.sampled_from(["[0:32]", "[32:64]"])); s2 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
+          s1 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
+          s2 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
           body.append(f"copy {b}{s1} <- {b2}{s2}")
         elif symbolic and draw(st.integers(0, 3)) == 0: body.append(f"exec sc({b}{draw(st.sampled_from(SLICES))}, kick)")
         else: body.append(f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}({b}{draw(st.sampled_from(SLICES))})")

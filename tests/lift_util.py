@@ -22,11 +22,15 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
     bare = any(h["op"] == "submit" and not h["queues"] for h in img.host)
     done: set = set()
     if not bare or not img.host:
-      for qn in [q.name for q in img.queues if q.name not in named]: submit(qn, k); done.add(qn)
+      for qn in [q.name for q in img.queues if q.name not in named]:
+        submit(qn, k)
+        done.add(qn)
     for h in img.host:
       if h["op"] == "submit":
         for qn in (h["queues"] or [q.name for q in img.queues]):
-          if qn not in done: submit(qn, k); done.add(qn)
+          if qn not in done:
+            submit(qn, k)
+            done.add(qn)
       elif h["op"] == "write": continue   # the host's store into memory: no ring dword, not in a version-1 manifest
       else:
         v = (env[h["var"]] if h["var"] else 0) + h["add"]

@@ -51,7 +51,8 @@ def _steps(program: Program, launches: int):
   for st in host:
     if isinstance(st, Submit):
       qs = [q.name for q in queues if q.name not in named and (not st.queues or q.name in {r.name for r in st.queues})]
-      named |= set(qs); subs.append(tuple(qs))
+      named |= set(qs)
+      subs.append(tuple(qs))
     else: subs.append(None)
   implicit = tuple(q.name for q in queues if q.name not in named)
   hsteps = []
@@ -174,7 +175,8 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
       nxt = (nd, nv)
       if nxt not in seen:
         if len(seen) >= max_states: raise TooBig(f"more than {max_states} states")
-        seen.add(nxt); stack.append(nxt)
+        seen.add(nxt)
+        stack.append(nxt)
   out["states"] = len(seen)
   return out
 

@@ -26,7 +26,9 @@ sdma_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.integers(0, 17), st.b
 def _walk_ok(pk, n):
   assert sum(p.length for p in pk) == n and all(p.length >= 1 for p in pk)
   off = 0
-  for p in pk: assert p.offset == off; off += p.length
+  for p in pk:
+    assert p.offset == off
+    off += p.length
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(u32s, pm4_like), st.sampled_from(ARCHS))
@@ -123,7 +125,9 @@ def test_span_map():
 # ---- CLI entry points
 
 def _args(adder, argv):
-  ap = argparse.ArgumentParser(); adder(ap); return ap.parse_args(argv)
+  ap = argparse.ArgumentParser()
+  adder(ap)
+  return ap.parse_args(argv)
 
 def test_cli(tmp_path, capsys):
   src = tmp_path / "p.hcq"

@@ -191,11 +191,18 @@ def _apply(a: list, diff: list) -> list:
   while k < len(diff):
     h = diff[k].split()
     start = int(h[1][1:].split(",")[0]) - (0 if "," not in h[1] or h[1].split(",")[1] != "0" else -1)
-    out += a[i:start - 1]; i = start - 1; k += 1
+    out += a[i:start - 1]
+    i = start - 1
+    k += 1
     while k < len(diff) and not diff[k].startswith("@@"):
-      line = diff[k]; k += 1
-      if line.startswith("\\"): out[-1] = out[-1].rstrip("\n"); continue
-      if line[0] in " -": assert a[i] == line[1:] or a[i] + "\n" == line[1:], (i, a[i], line); i += 1
+      line = diff[k]
+      k += 1
+      if line.startswith("\\"):
+        out[-1] = out[-1].rstrip("\n")
+        continue
+      if line[0] in " -":
+        assert a[i] == line[1:] or a[i] + "\n" == line[1:], (i, a[i], line)
+        i += 1
       if line[0] in " +": out.append(line[1:])
   return out + a[i:]
 

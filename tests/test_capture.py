@@ -42,7 +42,9 @@ def hcqgraph(arena: Arena, launches: int = 3, archs=("gfx1100", "gfx942"), drop_
   copy1.copy(y, x, 0x10000).signal(copied, 1)
   comp1 = AMDComputeQueue(d1).wait(d1.timeline_signal, tlv[d1]).wait(kick, kickoff).wait(copied, 1).memory_barrier() \
     .exec(p1, a1, (4, 1, 1), (64, 1, 1)).signal(d1.timeline_signal, tlv[d1] + 1)
-  if bind: comp0.bind(d0); comp1.bind(d1)
+  if bind:
+    comp0.bind(d0)
+    comp1.bind(d1)
   last = {d0: 0, d1: 0}
   for k in range(1, launches + 1):
     for d in (d0, d1):  # the "GPU" finished the previous launch: its timeline write lands in memory, not via the host

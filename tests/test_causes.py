@@ -18,7 +18,8 @@ def cli(*argv) -> tuple:
   return rc, out.getvalue()
 
 def test_the_first_thing_printed_is_the_cause_and_its_fix(tmp_path):
-  f = tmp_path / "g.hcq"; f.write_text(NO_WAIT)
+  f = tmp_path / "g.hcq"
+  f.write_text(NO_WAIT)
   rc, out = cli("check", str(f))
   lines = out.split("\n")
   assert rc == 1 and lines[0].startswith(f"{f}:52:3: error[non-monotonic]: the host lowers sig_c0 from 1 to 0 at line 52")
@@ -37,7 +38,8 @@ def test_the_fix_as_written_makes_the_program_check_clean():
   assert hcqdsl.check(apply_edit(parse(NO_WAIT, "g.hcq"), root.fix)) == []
 
 def test_json_and_sarif_keep_every_diagnostic_linked_by_cause(tmp_path):
-  f = tmp_path / "g.hcq"; f.write_text(NO_WAIT)
+  f = tmp_path / "g.hcq"
+  f.write_text(NO_WAIT)
   ds = json.loads(cli("check", str(f), "--format", "json")[1])["diagnostics"]
   root = next(d for d in ds if "root_cause" in d)
   assert len(ds) == 7 and root["cause_of"] == 6 and "cause" not in root

@@ -55,10 +55,14 @@ def round_trip(prog, target: str = "gfx1100", where: Optional[pathlib.Path] = No
 def test_files_round_trip(path, tmp_path):
   name = pathlib.Path(path).stem
   try: prog = parse(pathlib.Path(path).read_text(), path)
-  except HcqError: assert name in NOT_LOWERED; return
+  except HcqError:
+    assert name in NOT_LOWERED
+    return
   for t in TARGETS:
     try: round_trip(prog, t, tmp_path / t)
-    except HcqError: assert name in NOT_LOWERED; return
+    except HcqError:
+      assert name in NOT_LOWERED
+      return
   assert name not in NOT_LOWERED
 
 def test_files_compared():
@@ -70,7 +74,8 @@ def test_tinygrad_shaped_programs_round_trip(tmp_path):
   from test_amd_encode import PROGRAM
   n = 0
   for a0, a1 in (("gfx1100", "gfx942"), ("gfx1201", "gfx1201"), ("gfx942", "gfx1100")):
-    round_trip(parse(PROGRAM.format(a0=a0, a1=a1), "p.hcq"), "gfx1100", tmp_path / f"{a0}-{a1}"); n += 1
+    round_trip(parse(PROGRAM.format(a0=a0, a1=a1), "p.hcq"), "gfx1100", tmp_path / f"{a0}-{a1}")
+    n += 1
   assert n == 3
 
 def _emitted():
@@ -125,7 +130,9 @@ def test_lift_writes_code_objects_next_to_its_output(tmp_path):
   """A lifted program with real code objects compiles from any directory: lift writes them next to its output
   (printing: beside the image) and names them relative to the program."""
   src = ROOT / "tests" / "amd_code" / "conv" / "conv.hcq"
-  (tmp_path / "a").mkdir(); (tmp_path / "b").mkdir(); (tmp_path / "c").mkdir()
+  (tmp_path / "a").mkdir()
+  (tmp_path / "b").mkdir()
+  (tmp_path / "c").mkdir()
   _hcqdsl("compile", str(src), "-o", "conv.hcqimg", cwd=tmp_path / "a")
   _hcqdsl("lift", "../a/conv.hcqimg", "-o", "../b/lifted.hcq", cwd=tmp_path / "c")
   assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["lifted.hcq", "r_4_6_6_2_3_3.co"]

@@ -67,7 +67,8 @@ def test_image_round_trip_generated():
   @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
   @given(check_gen.programs())
   def one(text):
-    image_round_trip(parse(text, "gen.hcq")); seen.append(1)
+    image_round_trip(parse(text, "gen.hcq"))
+    seen.append(1)
   one()
   assert len(seen) >= 60
 
@@ -80,7 +81,8 @@ def test_image_round_trip_generated_with_polls():
   def one(text):
     p = parse(text, "gen.hcq")
     image_round_trip(p)
-    seen["programs"] += 1; seen["polls"] += sum(type(s).__name__ == "Poll" for q in p.queues for s in q.body)
+    seen["programs"] += 1
+    seen["polls"] += sum(type(s).__name__ == "Poll" for q in p.queues for s in q.body)
   one()
   assert seen["programs"] == 60 and seen["polls"] >= 30, seen
 
@@ -93,10 +95,15 @@ def test_image_round_trip_generated_any_layout():
   @given(strategies.programs())
   def one(p):
     p, diags = parse_with_diagnostics(format_program(p), "g.hcq")
-    if p is None or any(d.severity == "error" for d in diags): seen["invalid"] += 1; return
+    if p is None or any(d.severity == "error" for d in diags):
+      seen["invalid"] += 1
+      return
     try: compile_program(p)
-    except hcqdsl.HcqError: seen["invalid"] += 1; return  # `amd "k.co"` kernels whose file does not exist
-    image_round_trip(p); seen["compared"] += 1
+    except hcqdsl.HcqError:  # `amd "k.co"` kernels whose file does not exist
+      seen["invalid"] += 1
+      return
+    image_round_trip(p)
+    seen["compared"] += 1
   one()
   assert seen["compared"] >= 40, seen
 
@@ -347,7 +354,9 @@ def test_cli_lift_then_check(tmp_path):
   dump = tmp_path / "q1.bin"  # a dword file next to the manifest, little-endian binary
   img = compile_program(parse(HANG, "h.hcq"))
   dump.write_bytes(b"".join(x.to_bytes(4, "little") for x in img.queues[1].dwords))
-  m = hang_manifest(); m["queues"][1].pop("dwords"); m["queues"][1]["file"] = "q1.bin"
+  m = hang_manifest()
+  m["queues"][1].pop("dwords")
+  m["queues"][1]["file"] = "q1.bin"
   (tmp_path / "m.json").write_text(json.dumps(m))
   r = _cli("lift", tmp_path / "m.json", "-o", tmp_path / "m.hcq")
   assert (r.returncode, r.stderr) == (0, f"wrote {tmp_path / 'm.hcq'}: 2 queues\n")

@@ -29,22 +29,27 @@ def test_compute_methods():
     for v in VALUES:
       for op in ("wait", "signal"):
         q, out = compute_queue(), []
-        getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
+        getattr(q, op)(signal(a), v)
+        getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
       for b64 in (False, True):
         q, out = compute_queue(), []
-        q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
+        q.write(buf(a), v, b64=b64)
+        e.write(out, a, v, b64)
         assert out == q._q, ("write", hex(a), v, b64)
     for mask in (1, 0x01000000, 0x80000000):   # poll_bit: bits clear (ACQ_NOR of ~mask) or set (ACQ_AND of the value)
       for v in (0, mask):
         q, out = compute_queue(), []
-        q.poll_bit(buf(a), v, mask=mask); e.poll(out, a, v, mask)
+        q.poll_bit(buf(a), v, mask=mask)
+        e.poll(out, a, v, mask)
         assert out == q._q, ("poll", hex(a), v, hex(mask))
     q, out = compute_queue(), []
-    q.timestamp(signal(a)); e.signal(out, a, 0)   # NVCommandQueue.timestamp: a signal of 0
+    q.timestamp(signal(a))
+    e.signal(out, a, 0)  # NVCommandQueue.timestamp: a signal of 0
     assert out == q._q
   q, out = compute_queue(), []
-  q.memory_barrier(); e.barrier(out)
+  q.memory_barrier()
+  e.barrier(out)
   assert out == q._q
 
 def test_copy_methods():
@@ -53,18 +58,23 @@ def test_copy_methods():
     for v in VALUES:
       for op in ("wait", "signal"):
         q, out = copy_queue(), []
-        getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
+        getattr(q, op)(signal(a), v)
+        getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
   for size in (1, 4, 256, (1 << 31) - 1, 1 << 31, (1 << 31) + 1, 3 * (1 << 31) + 17):
     q, out = copy_queue(), []
-    q.copy(buf(0x1_0000_0000), buf(0x2_0000_1000), size); e.copy(out, 0x1_0000_0000, 0x2_0000_1000, size)
+    q.copy(buf(0x1_0000_0000), buf(0x2_0000_1000), size)
+    e.copy(out, 0x1_0000_0000, 0x2_0000_1000, size)
     assert out == q._q, size
     assert len(out) == e.copy_packets(size) * e.COPY_DWORDS
 
 def test_decoder_names_methods():
   out = []
   e = pushbuf.encoder("compute")
-  e.wait(out, 0x80_0000_0010, 5); e.signal(out, 0x80_0000_0010, 6); e.barrier(out); e.launch(out, 0x80_0000_4200)
+  e.wait(out, 0x80_0000_0010, 5)
+  e.signal(out, 0x80_0000_0010, 6)
+  e.barrier(out)
+  e.launch(out, 0x80_0000_4200)
   pk = pushbuf.decode(out)
   assert [p.name for p in pk] == ["SEM_ADDR_LO..SEM_EXECUTE", "SEM_ADDR_LO..SEM_EXECUTE", "NON_STALL_INTERRUPT",
                                   "INVALIDATE_SHADER_CACHES_NO_WFI", "SEND_PCAS_A", "SEND_SIGNALING_PCAS2_B"]
@@ -207,7 +217,9 @@ compared: dict = {}
 def test_program_matches_tinygrad(path, archs):
   name = pathlib.Path(path).stem
   try: p = to_nv(parse(pathlib.Path(path).read_text(), path), archs)
-  except HcqError: assert name in NOT_LOWERED; return
+  except HcqError:
+    assert name in NOT_LOWERED
+    return
   try: img = compile_program(p)
   except HcqError as e:
     assert name in NOT_LOWERED or NV_REFUSED.get(name, "?") in str(e.diagnostics[0].message), (name, e.diagnostics[0].message)

@@ -173,7 +173,9 @@ class FakeSanitizer:
       self.failure = self.crash
     return False
   def submit(self, n=1, finding=None, warnings=0):
-    self.n += n; self.checks += 1; self.warnings += [None] * warnings
+    self.n += n
+    self.checks += 1
+    self.warnings += [None] * warnings
     if finding: self.findings.append(FakeFinding(*finding))
   def report(self):
     return "\n".join([f.format() for f in self.findings] + [f"failed: {len(self.findings)} errors in {self.n} submissions"])

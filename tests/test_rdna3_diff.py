@@ -70,8 +70,12 @@ def test_recorded_cases():
     b = bytes.fromhex(code)
     opcodes.add(name)
     ours = d.run_ours(b, seed, fm)
-    if isinstance(ours, str) and "unsupported" in ours: count["unsupported"] += 1; continue
-    if isinstance(exp, str) and exp.startswith("tinygrad:"): count["tinygrad cannot run it"] += 1; continue
+    if isinstance(ours, str) and "unsupported" in ours:
+      count["unsupported"] += 1
+      continue
+    if isinstance(exp, str) and exp.startswith("tinygrad:"):
+      count["tinygrad cannot run it"] += 1
+      continue
     if d.check_recorded(b, ours, exp): count["agree"] += 1
     elif name in KNOWN: count["known difference"] += 1
     elif fm == 0: count["flush mode"] += 1
@@ -89,7 +93,9 @@ def test_known_differences_are_still_differences():
     if name not in KNOWN or name in seen or isinstance(exp, str) and exp.startswith("tinygrad:") or fm != 0xF0: continue
     b = bytes.fromhex(code)
     ours = d.run_ours(b, seed, fm)
-    if isinstance(ours, str) and "unsupported" in ours: seen.add(name); continue
+    if isinstance(ours, str) and "unsupported" in ours:
+      seen.add(name)
+      continue
     if not d.check_recorded(b, ours, exp): seen.add(name)
   assert set(KNOWN) - seen == SEEN_ELSEWHERE, sorted(set(KNOWN) - seen - SEEN_ELSEWHERE)
 

@@ -256,7 +256,9 @@ class Row:
     if items is _BAD or len(items) != self.n: return _BAD
     outer, c.row = c.row, items
     for f, x in zip(self.fasts, items):
-      if f(x, c) is _BAD: c.row = outer; return _BAD
+      if f(x, c) is _BAD:
+        c.row = outer
+        return _BAD
     c.row = outer
     if not c.reading: return items
     return self.make(*items) if self.fields is not None else self.make(items)
@@ -321,7 +323,8 @@ class Blob:
     if not c.reading:
       if type(v) not in (bytes, bytearray): c.fail(at, "bytes", v)
       off = len(c.data)
-      c.data += v; c.data += bytes(-len(c.data) % 8)
+      c.data += v
+      c.data += bytes(-len(c.data) % 8)
       return [off, len(v)]
     if type(v) is not list or len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int:
       c.fail(at, "[offset, length] of the data part", v)

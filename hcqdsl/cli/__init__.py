@@ -59,7 +59,9 @@ def main(argv: Optional[list] = None) -> int:
   if from_shell and a.command == "check":
     # like mypy's hard_exit: freeing a million-statement program object by object takes a second; the process ends
     # here anyway (check writes no files; its output is flushed)
-    try: sys.stdout.flush(); sys.stderr.flush()
+    try:
+      sys.stdout.flush()
+      sys.stderr.flush()
     except BrokenPipeError: pass
     os._exit(rc)
   return rc

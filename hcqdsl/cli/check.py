@@ -38,7 +38,8 @@ def _check(a) -> int:
     from ..diagnostics import RULES, explain, did_you_mean
     if a.explain not in RULES:
       raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, RULES)} (codes: {', '.join(RULES)})")
-    sys.stdout.write(explain(a.explain)); return 0
+    sys.stdout.write(explain(a.explain))
+    return 0
   if not a.files: raise UsageError("check takes one or more .hcq programs (or --explain CODE)")
   var_values = parse_vars(a.var)
   launches_arg(a.launches)

@@ -49,7 +49,8 @@ def run(a) -> int:
       raise EmitError(f"the schedule uses {len(s.devices)} devices, more than --devices {a.devices}")
     if a.amd_code: prog = attach_amd_code(prog, s, out.parent if out else pathlib.Path("."))
   except ScriptFailed as e:   # the script ran and failed: its own line, exit 1 (as capture and sanitize say it)
-    sys.stderr.write(f"hcqdsl: error: {e}\n"); return e.rc
+    sys.stderr.write(f"hcqdsl: error: {e}\n")
+    return e.rc
   except EmitError as e: raise UsageError(str(e))
   try:
     if out is not None and a.inline_max is not None:   # big contents and expects go to OUT.safetensors

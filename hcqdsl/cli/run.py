@@ -60,13 +60,15 @@ def run(a) -> int:
     from ..diagnostics import has_errors
     prog, diags = parse_with_diagnostics(text, a.file)
     if prog is None or has_errors(diags):
-      sys.stdout.write(render_text(diags, {a.file: text})); return 1
+      sys.stdout.write(render_text(diags, {a.file: text}))
+      return 1
     check_vars(var_values, prog, a.file)
     if a.replay: return _replay(a, prog, kw)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
   except HcqError as e:   # the run did not start (a memory plan too big, ...): that error alone, no advice about check
-    sys.stdout.write(render_text(e.diagnostics, {a.file: text})); return 1
+    sys.stdout.write(render_text(e.diagnostics, {a.file: text}))
+    return 1
   sys.stdout.flush()
   if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file, a.launches), var_values)
   res = results[0]

@@ -22,7 +22,8 @@ def run(a) -> int:
   if a.explain is not None:   # (the script is then ignored)
     from ..diagnostics import CODES, did_you_mean
     if a.explain not in CODES: raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, CODES)}")
-    sys.stdout.write(f"{a.explain}: {advice(a.explain)}\n"); return 0
+    sys.stdout.write(f"{a.explain}: {advice(a.explain)}\n")
+    return 0
   if a.script is None: raise UsageError("sanitize takes SCRIPT.py[:FN] (or --explain CODE)")
   script, fn, args = script_of(a)
   t0 = time.perf_counter()
@@ -31,19 +32,24 @@ def run(a) -> int:
   s = Sanitizer(every_call=a.every_call, progress=progress, keep=a.keep)
   rc, err = run_script(script, fn, args, s)
   if rc == 3 and s.failure is None:   # hcqdsl's own failure while recording: nothing trustworthy to report
-    sys.stderr.write(err + "\n"); return 3
+    sys.stderr.write(err + "\n")
+    return 3
   if s.failure is not None:
     sys.stderr.write(f"hcqdsl: internal error (not in {script}): {type(s.failure).__name__}: {s.failure}\n")
     if err: sys.stderr.write(err + "\n")
     return 3
   if not s.checked and s.hang is None:
-    if err: sys.stderr.write(err + "\n"); return rc
-    sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n"); return 2
+    if err:
+      sys.stderr.write(err + "\n")
+      return rc
+    sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
+    return 2
   sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
   if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)
-    sys.stdout.flush(); sys.stderr.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
     os._exit(1)
   if s.findings or s.hang is not None or rc: return 1
   return 1 if a.strict and s.incomplete else 0

@@ -110,7 +110,8 @@ class _Build(Transformer):
     for v in vals:
       if dtype[0] == "f": out.append(float(v.v))
       elif v.is_float:
-        self._err("syntax", f"`{dtype}` values are integers", v.span); out.append(0)
+        self._err("syntax", f"`{dtype}` values are integers", v.span)
+        out.append(0)
       else:
         bits = DTYPES[dtype][1] * 8
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype[0] == "i" else (0, (1 << bits) - 1)
@@ -297,7 +298,9 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
     line, col = (stack[-1].end_line, stack[-1].end_column) if stack and isinstance(stack[-1], Token) else (e.line, e.column)
     return Diagnostic("syntax", f"expected {exp} before the end of the file", Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1) + 1))
   span = _tok_span(tok, file)
-  if tok.type == "_NL": found = "end of line"; span = Span(file, tok.line, tok.column, tok.line, tok.column + 1)
+  if tok.type == "_NL":
+    found = "end of line"
+    span = Span(file, tok.line, tok.column, tok.line, tok.column + 1)
   else: found = f"`{tok.value}`"
   if tok.type not in ("_NL", "NAME", "NUMBER", "FLOAT", "STRING") and tok.value.isidentifier() and "NAME" in (getattr(e, "expected", None) or ()):
     return Diagnostic("syntax", f"`{tok.value}` is a keyword and cannot be used as a name", span)
@@ -335,7 +338,8 @@ class _Comment:
 def _comments(text: str) -> list:
   out, line, at = [], 1, 0   # the line of offset `at`
   for pos, value in comments(text):
-    line += text.count("\n", at, pos); at = pos
+    line += text.count("\n", at, pos)
+    at = pos
     out.append(_Comment(line, pos - text.rfind("\n", 0, pos), value))
   return out
 
@@ -380,10 +384,13 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
       d = _syntax_diag(e, file)
       pos = (d.span.line, d.span.column)
       if pos <= last_pos and diags: break
-      diags.append(d); last_pos = pos
+      diags.append(d)
+      last_pos = pos
       ln = d.span.line
       if not 1 <= ln <= len(lines) or any(ch in lines[ln - 1] for ch in "{}\"") or isinstance(e, UnexpectedEOF): break
-      wl = work.split("\n"); wl[ln - 1] = ""; work = "\n".join(wl)
+      wl = work.split("\n")
+      wl[ln - 1] = ""
+      work = "\n".join(wl)
       continue
     except VisitError as e:  # a bug of ours, but still never a traceback on user input
       diags.append(Diagnostic("syntax", f"could not read the program: {e.orig_exc}", Span(file, 1, 1, 1, 2)))
@@ -420,7 +427,9 @@ def _attach_comments(prog: Program, comments: list, lines: list, lbraces: dict) 
     text = c.value.rstrip()
     if lines[c.line - 1][:c.column - 1].strip() == "":
       k = bisect.bisect_left(keys, (c.line, c.column))
-      if k == len(anchors): edits.setdefault((), {}).setdefault("end_comments", []).append(text); continue
+      if k == len(anchors):
+        edits.setdefault((), {}).setdefault("end_comments", []).append(text)
+        continue
       _, path, role = anchors[k]
       edits.setdefault(path, {}).setdefault(role, []).append(text)
     else:

@@ -62,12 +62,14 @@ def write_tensors(path: str, tensors: dict) -> None:
     b = values if isinstance(values, (bytes, bytearray, memoryview)) else \
       np.ascontiguousarray(values, dtype=np.dtype(DTYPES[dtype][0]).newbyteorder("<")).tobytes()
     header[name] = {"dtype": ST_DTYPE[dtype], "shape": [len(b) // DTYPES[dtype][1]], "data_offsets": [off, off + len(b)]}
-    blobs.append(b); off += len(b)
+    blobs.append(b)
+    off += len(b)
   text = json.dumps(header, separators=(",", ":")).encode()
   text += b" " * (-len(text) % 8)   # the data starts 8-byte aligned, as safetensors writers do
   tmp = f"{path}.{os.getpid()}.tmp"
   with open(tmp, "wb") as f:
-    f.write(struct.pack("<Q", len(text))); f.write(text)
+    f.write(struct.pack("<Q", len(text)))
+    f.write(text)
     for b in blobs: f.write(b)
   os.replace(tmp, path)
 

@@ -63,7 +63,8 @@ def synthetic(t: Target, name: str, kernarg_size: int) -> bytes:
   body, offs = bytearray(), []
   for _, _, _, align, data in secs:
     body += bytes(-(64 + len(body)) % align)
-    offs.append(64 + len(body)); body += data
+    offs.append(64 + len(body))
+    body += data
   body += bytes(-(64 + len(body)) % 8)
   eh = libc.Elf64_Ehdr()
   eh.e_ident[:8] = list(libc.ELFMAG.encode() + bytes([libc.ELFCLASS64, libc.ELFDATA2LSB, libc.EV_CURRENT, 0]))

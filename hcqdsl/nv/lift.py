@@ -65,7 +65,9 @@ class _Lifter:
     if k is None or kr is None: raise Unliftable(f"QMD at {qa:#x} launches unknown program {prog:#x}")
     args = []
     for i, a in enumerate(kr.meta.get("args") or ()):
-      if a is not None: args.append(Slice(Ref(a[0]), a[1], a[2], a[3], a[4])); continue
+      if a is not None:
+        args.append(Slice(Ref(a[0]), a[1], a[2], a[3], a[4]))
+        continue
       off = k["params"][i][2]
       raw = int.from_bytes(self.data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
       args.append(self.expr(self.mem.get(ka + off), raw))
@@ -149,12 +151,15 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   for g, text in _groups(q, pk):
     try: out += L.group(g, text)
     except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
-      out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})"); L.chain = []
+      out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")
+      L.chain = []
       continue
     if not q.stmts:
       while L.chain:
         try: out.append(L.next_in_chain(""))
-        except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e: out.append(f"# cannot lift ({e})"); L.chain = []
+        except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
+          out.append(f"# cannot lift ({e})")
+          L.chain = []
   return out
 
 def as_hcq(img: Image, lift_amd=None) -> str:

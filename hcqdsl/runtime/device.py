@@ -114,7 +114,8 @@ class Memory:
     if (i and self.regions[i - 1].end > base) or (i < len(self.starts) and self.starts[i] < base + size):
       raise DeviceFault(f"region {name} at {base:#x} overlaps another")
     r = MemRegion(base, size, name, device)
-    self.starts.insert(i, base); self.regions.insert(i, r)
+    self.starts.insert(i, base)
+    self.regions.insert(i, r)
     return r
 
   def find(self, addr: int, n: int = 1) -> MemRegion:
@@ -166,7 +167,8 @@ class Memory:
     self.writes += 1
 
   def w64(self, addr: int, v: int) -> None:
-    self.w32(addr, v & U32_MAX); self.w32(addr + 4, (v >> 32) & U32_MAX)
+    self.w32(addr, v & U32_MAX)
+    self.w32(addr + 4, (v >> 32) & U32_MAX)
 
   def write(self, addr: int, data) -> None:
     b = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)

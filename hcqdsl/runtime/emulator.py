@@ -200,7 +200,9 @@ def _set_reg(e, a):
   if off == e.R_UD: e.ud_count = len(vals)
   return True
 
-def _dispatch(e, a): e.dispatch(a); return True
+def _dispatch(e, a):
+  e.dispatch(a)
+  return True
 
 def _ib(e, a):
   base, size, valid, chain = a
@@ -431,7 +433,9 @@ class Engine:
       elif b > a:
         x, y = a % self.ndw, b % self.ndw
         if x < y: self.pcache[x:y] = [None] * (y - x)
-        else: self.pcache[x:] = [None] * (self.ndw - x); self.pcache[:y] = [None] * y
+        else:
+          self.pcache[x:] = [None] * (self.ndw - x)
+          self.pcache[:y] = [None] * y
     pub, self.published = self.published, []
     for a, b in pub:
       if 0 < b - a < self.ndw: self.predecode(a, b)
@@ -710,7 +714,9 @@ class MemoryMap:
       if r.kind != "kernargs": continue
       out = []
       for arg in r.meta.get("args", []):
-        if arg is None: out.append(None); continue   # a scalar
+        if arg is None:  # a scalar
+          out.append(None)
+          continue
         b, lo, hi, _, launch = arg   # launch: `x@k`, the memory of a rebound buffer's launch k
         a, n = img.buffers[b]
         if launch is not None: a = img.var_values[f"{b}.addr"][launch - 1]
@@ -767,7 +773,8 @@ class Emulator(Device):
     ring = Ring(name, engine, device, arch, addr, ring_size)
     e = Engine(self, ring)
     e.index = len(self.engines) + 1
-    self.engines.append(e); self.by_ring[id(ring)] = e
+    self.engines.append(e)
+    self.by_ring[id(ring)] = e
     return ring
   def doorbell(self, ring, wptr):
     h, e = self.host_actor, self.by_ring[id(ring)]
@@ -842,7 +849,8 @@ class Emulator(Device):
       if gate is not None and cands: cands = gate.admit(self, cands)   # (one packet at a time, below)
       if not cands:
         if H.done and not any(e.busy() for e in self.engines): return
-        self.hang = self.hang_report(); return
+        self.hang = self.hang_report()
+        return
       if gate is not None:
         a = min(cands, key=lambda x: (x.clock, (x.index - rr) % n))
         budget, limit = 1, None
@@ -857,14 +865,16 @@ class Emulator(Device):
         budget = MAX_BATCH
       rr = a.index + 1
       if a is H:
-        st = a.step(); steps += 1
+        st = a.step()
+        steps += 1
       else:
         p0 = a.packets
         st = a.run_batch(budget, limit)
         steps += a.packets - p0 + 1
       if st == FAULT: return
       if steps > self.max_steps:
-        self.fault = Fault("machine", None, None, None, f"step limit ({self.max_steps} steps) reached"); return
+        self.fault = Fault("machine", None, None, None, f"step limit ({self.max_steps} steps) reached")
+        return
 
   def hang_report(self) -> Hang:
     out = []

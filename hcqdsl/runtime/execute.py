@@ -182,7 +182,9 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   _check_mappings(prog, img, indirect)
   emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
-  if gate is not None: gate.bind(img, emu); emu.gate = gate
+  if gate is not None:
+    gate.bind(img, emu)
+    emu.gate = gate
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
@@ -227,11 +229,14 @@ def _name_releasers(prog: Program, hang) -> None:
   at = {b.queue: b.line for b in hang.blocked if b.line}
   seqs = [(q.name, q.body) for q in prog.queues] + ([("host", prog.host.body)] if prog.host else [])
   for b in hang.blocked:
-    if b.reason == "wait" and b.func == "==" and b.mask is not None: _name_storers(prog, b, seqs, at); continue
+    if b.reason == "wait" and b.func == "==" and b.mask is not None:
+      _name_storers(prog, b, seqs, at)
+      continue
     if b.reason != "wait" or not b.signal: continue
     writers = [(name, st) for name, body in seqs for st in body if isinstance(st, SignalWrite) and st.signal.name == b.signal]
     if not writers:
-      b.release = f"nothing in the program writes `{b.signal}`: no queue can release this wait"; continue
+      b.release = f"nothing in the program writes `{b.signal}`: no queue can release this wait"
+      continue
     b.release = _released_by(writers, at, lambda st: f"signal {b.signal} = {st.value}", f"did not bring it to {b.needed}")
 
 def _released_by(writers: list, at: dict, said, missed: str) -> str:
@@ -256,7 +261,8 @@ def _name_storers(prog: Program, b, seqs: list, at: dict) -> None:
   writers = [(name, st) for name, body in seqs for st in body if isinstance(st, Write) and st.dst.buffer.name == p.src.buffer.name
              and (lambda r: r[0] < hi and lo < r[1])(st.dst.bounds(size.get(st.dst.buffer.name, 0)))]
   if not writers:
-    b.release = f"no `write` in the program stores into `{b.signal or hex(b.addr or 0)}`: nothing can release this poll"; return
+    b.release = f"no `write` in the program stores into `{b.signal or hex(b.addr or 0)}`: nothing can release this poll"
+    return
   def said(st):
     a, z = st.dst.bounds(size[st.dst.buffer.name])
     return f"write {st.dst.buffer.name}[{a}:{z}] = {st.value}"

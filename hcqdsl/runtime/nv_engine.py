@@ -44,7 +44,8 @@ def _semaphore(e, v: int) -> bool:
   pay, size64 = r.get(PAY_LO, 0) | r.get(PAY_HI, 0) << 32, bool(_bits(v, _SEM_SIZE))
   op = _bits(v, _SEM_OP)
   if op == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
-    _release(e, addr, pay, size64, bool(_bits(v, _SEM_TS))); return True
+    _release(e, addr, pay, size64, bool(_bits(v, _SEM_TS)))
+    return True
   if op in (nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND, nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR):
     cur, p = mem.r32(addr), pay & U32_MAX
     ok = (cur & p) != 0 if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND else (~(cur | p) & U32_MAX) != 0

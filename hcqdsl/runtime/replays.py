@@ -63,7 +63,9 @@ class _Gate:
       elif p.state == "running" and here != (p.launch, p.line): p.state, p.after, p.ended = "done", self._bytes(p), self.events
     if self.released or self.first.state == "done" or self.then.state != "pending": return cands
     free = [a for a in cands if not (a.name == self.then.queue and self._at(a) == (self.then.launch, self.then.line))]
-    if not free: self.released = self.infeasible = True; return cands   # the order cannot happen here
+    if not free:  # the order cannot happen here
+      self.released = self.infeasible = True
+      return cands
     return free
 
   def finish(self) -> None:
@@ -82,7 +84,8 @@ class _Gate:
       if actor.name != p.queue or (launch, line) != (p.launch, p.line) or p.state == "done": continue
       if p.state == "pending": p.started = self.events
       if actor.name == "host":   # a host statement is one step
-        p.before = p.before or self._bytes(p); p.state, p.after, p.ended = "done", self._bytes(p), self.events
+        p.before = p.before or self._bytes(p)
+        p.state, p.after, p.ended = "done", self._bytes(p), self.events
       else: p.state = "running"
 
 @attrs.define
@@ -146,7 +149,9 @@ def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
   for q in prog.queues: stmts[q.name] = {s.span.line for s in q.body if s.span is not None}
   stmts["host"] = {s.span.line for s in prog.host.body if s.span is not None} if prog.host is not None else set()
   nlines = (prog.source or "").count("\n") + 1
-  text(w, "", "format", ("hcqdsl-witness",)); num(w, "", "version", 1, 1); text(w, "", "file")
+  text(w, "", "format", ("hcqdsl-witness",))
+  num(w, "", "version", 1, 1)
+  text(w, "", "file")
   n = num(w, "", "launches", 1, MAX_LAUNCHES)
   vv = obj(get(w, "", "var_values"), "var_values")
   for k, v in vv.items():
@@ -171,7 +176,9 @@ def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
     code = text(x, at, "code", ("race", "deadlock"))
     a = get(x, at, "at")
     if a is not None:
-      a = obj(a, f"{at}.at"); num(a, f"{at}.at", "line", 1, nlines); num(a, f"{at}.at", "column", 1, (1 << 31) - 1)
+      a = obj(a, f"{at}.at")
+      num(a, f"{at}.at", "line", 1, nlines)
+      num(a, f"{at}.at", "column", 1, (1 << 31) - 1)
     text(x, at, "message")
     if code == "race":
       b = text(x, at, "buffer", tuple(buffers))

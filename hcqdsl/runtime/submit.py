@@ -89,7 +89,8 @@ class Indirect:
     self.addrs = [addr + 256 + j * stride for j in range(COPIES)]
     dev.allocate(addr, 256 + COPIES * stride, f"{qi.name}.commands", qi.device)
     self.fence_now = memoryview(dev.map(addr, 4).view("<u4")).cast("B").cast("I")
-    base = np.zeros(self.n, dtype=np.uint32); base[:qs.ndw] = qi.dwords
+    base = np.zeros(self.n, dtype=np.uint32)
+    base[:qs.ndw] = qi.dwords
     for p in qi.patches:
       if p.var is None: base[p.offset] = p.add & U32_MAX        # constant patches hold for every launch
     self.views = []
@@ -228,7 +229,9 @@ class Submitter:
     if split is None:
       end = pos + qs.ndw
       if end <= nd: ring[pos:end] = t
-      else: ring[pos:] = t[:nd - pos]; ring[:end - nd] = t[nd - pos:]
+      else:
+        ring[pos:] = t[:nd - pos]
+        ring[:end - nd] = t[nd - pos:]
       self._seg(qs, abs_dw, 0, qs.ndw, launch)
     else:
       ring[pos:pos + split] = t[:split]
@@ -236,15 +239,19 @@ class Submitter:
       p, left = pos + split, pad
       while left:
         k = min(left, self.sdma_nop_max)
-        ring[p] = self.sdma_nop(k); ring[p + 1:p + k] = 0
-        p += k; left -= k
+        ring[p] = self.sdma_nop(k)
+        ring[p + 1:p + k] = 0
+        p += k
+        left -= k
       ring[:qs.ndw - split] = t[split:]
       self._seg(qs, abs_dw + split + pad, split, qs.ndw - split, launch)
     total = qs.ndw + pad
     self.dev.doorbell(r, r.wptr + 4 * total // r.unit)
 
   def _seg(self, qs, abs_dw, off, n, launch):
-    if n: qs.seg_starts.append(abs_dw); qs.segs.append((abs_dw, n, launch, off))
+    if n:
+      qs.seg_starts.append(abs_dw)
+      qs.segs.append((abs_dw, n, launch, off))
 
   def locate(self, ring: Ring, abs_dw: int):
     """(launch, statement tuple of the image's source map) of the command at absolute ring dword `abs_dw`."""
@@ -279,12 +286,15 @@ class Submitter:
     n = len(cmds)
     if pos + n <= nd: ind.ring_mv[pos:pos + n] = cmds
     elif qs.pm4:  # the CP reads the ring modulo its size
-      ind.ring_mv[pos:] = cmds[:nd - pos]; ind.ring_mv[:n - (nd - pos)] = cmds[nd - pos:]
+      ind.ring_mv[pos:] = cmds[:nd - pos]
+      ind.ring_mv[:n - (nd - pos)] = cmds[nd - pos:]
     else:         # SDMA packets do not straddle the ring end: a NOP to the end, then this launch from the start
       room = nd - pos
-      qs.ring_u32[pos] = self.sdma_nop(room); qs.ring_u32[pos + 1:] = 0
+      qs.ring_u32[pos] = self.sdma_nop(room)
+      qs.ring_u32[pos + 1:] = 0
       self.dev.doorbell(r, wptr + 4 * room // ind.unit)
-      self.put_ib(qs, launch, self.ib_ring(qs, launch)); return
+      self.put_ib(qs, launch, self.ib_ring(qs, launch))
+      return
     self.dev.doorbell(r, wptr + 4 * n // ind.unit)
 
   def submit_indirect(self, qs: QueueState, launch: int, vals: list, vec: np.ndarray):

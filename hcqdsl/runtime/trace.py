@@ -22,11 +22,14 @@ def _spans(events) -> tuple[list, dict]:
   for i, (q, dev, launch, key, text, t0, t1, pkt, line) in enumerate(events):
     tail = next((s for s in reversed(spans[-8:]) if s["q"] == q), None)
     if q != "host" and tail is not None and tail["key"] == (launch, key) and key is not None and abs(tail["t1"] - t0) < 1e-9:
-      tail["t1"] = t1; tail["pkts"].append(pkt); index[i] = tail
+      tail["t1"] = t1
+      tail["pkts"].append(pkt)
+      index[i] = tail
       continue
     s = {"q": q, "dev": dev, "key": (launch, key), "text": text, "t0": t0, "t1": max(t1, t0 + 0.001), "pkts": [pkt],
          "line": line, "launch": launch}
-    spans.append(s); index[i] = s
+    spans.append(s)
+    index[i] = s
   return spans, index
 
 def chrome_trace(emu) -> dict:

@@ -170,7 +170,8 @@ class _Scheduler:
     self.names, n = {}, {"in": 0, "out": 0, "buf": 0}
     for bid, (_, (_, read_first)) in self.bases.items():
       kind = "out" if bid in self.out_ids else "in" if read_first else "buf"
-      self.names[bid] = f"{kind}{n[kind]}"; n[kind] += 1
+      self.names[bid] = f"{kind}{n[kind]}"
+      n[kind] += 1
 
   def buffer_decls(self, inits: dict):
     buffers, buf_dev = [], {}
