@@ -50,11 +50,12 @@ def render(blocks, layout: str = "line", devices: int = 8, queues: int = 16) -> 
   rng = random.Random(1)
   data = layout in ("data", "all")
   decls = [f"device g{d} = AMD:{d} gfx1100" for d in range(devices)]
-  decls += [f"buffer b{i} on g{i % devices} size 1M" + (f" = u32 [{', '.join(str(rng.randrange(1 << 32)) for _ in range(2048))}]" if data and i < 8 else "")
-            for i in range(32)]
+  def init(i): return f" = u32 [{', '.join(str(rng.randrange(1 << 32)) for _ in range(2048))}]" if data and i < 8 else ""
+  decls += [f"buffer b{i} on g{i % devices} size 1M" + init(i) for i in range(32)]
   decls += [f"signal s{i} on g{i % devices}" for i in range(queues)]
   decls += ["var kick"]
-  decls += [f"kernel k3(out c, in a, in b) = builtin add<f32> c {_C} amd \"k3.co\"" if layout in ("strings", "all") else "kernel k3(out c, in a, in b)",
+  k3 = f"kernel k3(out c, in a, in b) = builtin add<f32> c {_C} amd \"k3.co\""
+  decls += [k3 if layout in ("strings", "all") else "kernel k3(out c, in a, in b)",
             "kernel k1(inout a)"]
   if data: decls += [f"expect b{i}[0:64] ~= f32 [{', '.join(repr(rng.uniform(-1, 1)) for _ in range(16))}]" for i in range(8)]
   if layout in ("line", "data", "strings"):
@@ -78,7 +79,7 @@ def render(blocks, layout: str = "line", devices: int = 8, queues: int = 16) -> 
       lines.append("  # done\n}  # closes")
     return "\n".join(lines) + "\n# end\n"
   if layout == "compact":
-    pack = lambda s: s.replace(" >= ", ">=").replace(" = ", "=").replace(" + ", "+").replace(", ", ",").replace(" <- ", "<-")
+    def pack(s): return s.replace(" >= ", ">=").replace(" = ", "=").replace(" + ", "+").replace(", ", ",").replace(" <- ", "<-")
     return "\n".join(map(pack, decls)) + "\n" + "\n".join(f"{h}{{\n" + "".join(f"\t{pack(s)}\n" for s in body) + "}" for h, body in blocks) + "\n"
   if layout == "all":
     lines = ["; ".join(decls[i:i + 2]) + "  # two" for i in range(0, len(decls), 2)]

@@ -8,7 +8,8 @@ from typing import Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors", "head_lines",
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+           "head_lines",
            "split_lines", "printable", "summary", "did_you_mean",
            "Rule", "RULES", "explain", "DOCS_URI"]
 

@@ -10,7 +10,8 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS",
+           "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]

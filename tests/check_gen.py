@@ -27,7 +27,7 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
   out = [f"device gpu{d} = AMD:{d}" for d in range(ndev)]
   per = ["", "", " rebound = u8 [1], u8 [2], u8 [3]", " rewritten = u8 [1], u8 [2], u8 [3]"] if symbolic else [""]
   if polls:   # data that sets a polled word; with `symbolic`, also per-launch memory and contents that set it or not
-    word = lambda w: "u32 [" + ", ".join(["0"] * 15 + [w]) + "]"
+    def word(w): return "u32 [" + ", ".join(["0"] * 15 + [w]) + "]"
     per = ["", "", " = " + word("1")]
     if symbolic: per += [" rebound = " + ", ".join(map(word, "101")), " rewritten = " + ", ".join(map(word, "011"))]
   out += [f"buffer b{n} on gpu{draw(st.integers(0, ndev - 1))} size 64{draw(st.sampled_from(per))}" for n in range(nbuf)]

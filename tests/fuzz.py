@@ -166,7 +166,8 @@ def expected_byte_error(old: bytes, new: bytes):
   old_meta, old_data = split_image(old)
   data = new[16 + n + (-(16 + n) % 8):]
   changes = _changes(old_meta, meta)
-  past_end = lambda msg: re.fullmatch(rf"corrupt image metadata: \S+ is \[\d+, \d+\], past the end of the {len(data)}-byte data part", msg) is not None
+  def past_end(msg):
+    return re.fullmatch(rf"corrupt image metadata: \S+ is \[\d+, \d+\], past the end of the {len(data)}-byte data part", msg) is not None
   if changes: return lambda msg: expected_meta_error(msg, changes) or (len(data) < len(old_data) and past_end(msg))
   if len(data) < len(old_data.rstrip(b"\0")): return past_end   # cut into the data pieces: a reference past the end
   return None if len(data) >= len(old_data) else past_end        # only the padding (or zeros) cut: it may read
@@ -186,7 +187,7 @@ def fuzz_images(n: int, seed: int = 0):
       meta, data = split_image(b)
       meta, changes = _mutate_meta(rng, meta)
       b = join_image(meta, data)
-      want = lambda msg, changes=changes: expected_meta_error(msg, changes)
+      def want(msg, changes=changes): return expected_meta_error(msg, changes)
     else:                    # bytes anywhere
       b = bytearray(b)
       for _ in range(rng.randint(1, 8)): b[rng.randrange(len(b))] = rng.randrange(256)
@@ -378,7 +379,7 @@ def fuzz_witnesses(n: int = 0, seed: int = 0):
       try: validate_witness(m, prog, "w.json")
       except ValueError as e:
         where = str(e).split(": ")[1] if str(e).startswith("w.json: ") else None
-        near = lambda a, b: a == b or a.startswith((b + ".", b + "["))   # the field, an object holding it, or a key inside it
+        def near(a, b): return a == b or a.startswith((b + ".", b + "["))   # the field, an object holding it, or a key inside it
         if where is None or not (near(at, where) or near(where, at)): fails.append(("wrong error", at, str(e)))
         continue
       except Exception as e:

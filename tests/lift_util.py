@@ -37,7 +37,7 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
         if h["op"] == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's waits compare 64 bits
         host.append({"op": h["op"], "addr": hex(h["addr"]), "value": v})
   devname = {d["name"]: d["name"] for d in img.devices}
-  region_dev = lambda a: next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
+  def region_dev(a): return next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
   m = {"format": "hcqdsl-manifest", "version": 1,
        "devices": [{"name": d["name"], "index": d["index"], "arch": d["arch"]} for d in img.devices],
        "queues": [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine,

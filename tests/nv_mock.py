@@ -88,7 +88,7 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
       pbs[q.name] = base + entries * 8 + 0x1000
       tops[q.device] = base + size
     put = {q: 0 for q in fifos}
-    state = lambda: tuple((f.ctrl.GPGet, f.ctrl.GPPut, f.buf_ptr) for f in fifos.values())
+    def state(): return tuple((f.ctrl.GPGet, f.ctrl.GPPut, f.buf_ptr) for f in fifos.values())
     def pump():
       while True:
         before = state()
@@ -108,7 +108,7 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
       pump()
     named = {n for st in img.host if st["op"] == "submit" for n in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
-    size_at = {a: n for a, n in img.buffers.values()}
+    size_at = dict(img.buffers.values())
     hung = False
     for k in range(1, launches + 1):
       env, done = img.env(k), set()
@@ -139,7 +139,8 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
       if hung: break
     pump()
     hung = hung or any(f.ctrl.GPGet != f.ctrl.GPPut or f.buf is not None for f in fifos.values())
-    last = lambda n, a: a if not img.var_values.get(f"{n}.addr") else img.var_values[f"{n}.addr"][min(launches, len(img.var_values[f"{n}.addr"])) - 1]
+    def last(n, a):
+      return a if not img.var_values.get(f"{n}.addr") else img.var_values[f"{n}.addr"][min(launches, len(img.var_values[f"{n}.addr"])) - 1]
     return MockResult({n: ctypes.c_uint32.from_address(a).value for n, a in img.signals.items()},
                       {n: ctypes.string_at(last(n, a), sz) for n, (a, sz) in img.buffers.items()}, hung)
   finally: mem.close()

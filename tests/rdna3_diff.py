@@ -194,7 +194,8 @@ def encodings(op, r: random.Random, n: int) -> list:
       for f, (fmt, bits, ot) in ops.items():
         fields[f] = r.getrandbits(16) if f == "simm16" else _operand_values(r, f, fmt, bits, ot, dst)
       if "simm16" not in fields: fields["simm16"] = r.getrandbits(16)
-      if "sdst" not in fields and "SDST" not in ops: fields.setdefault("sdst", _operand_values(r, "sdst", None, 32, type(list(ops.values())[0][2]).OPR_SDST, dst) if ops else None)
+      if "sdst" not in fields and "SDST" not in ops:
+        fields.setdefault("sdst", _operand_values(r, "sdst", None, 32, type(list(ops.values())[0][2]).OPR_SDST, dst) if ops else None)
     else:
       for f, spec in ops.items():
         if spec is None:
@@ -207,7 +208,8 @@ def encodings(op, r: random.Random, n: int) -> list:
           continue
         if "WMMA" in op.name: ot = type(ot).OPR_VGPR   # (WMMA takes VGPR matrices only)
         fields[f] = _operand_values(r, f, fmt, bits, ot, dst)
-      if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(f is not None and _fmt(f[0]) in FLOAT_FMTS for k, f in ops.items() if k.startswith("src")):
+      if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(f is not None and _fmt(f[0]) in FLOAT_FMTS
+                                                             for k, f in ops.items() if k.startswith("src")):
         nsrc = sum(1 for k in ops if k.startswith("src"))
         if cls_name != "VOP3SD" and r.random() < 0.5: fields["abs"] = r.getrandbits(nsrc)
         if r.random() < 0.5: fields["neg"] = r.getrandbits(nsrc)

@@ -140,7 +140,8 @@ def test_capture_cli(tmp_path):
   # a failing script: its own error, no traceback, and what was captured so far is still written
   bad = tmp_path / "bad.py"
   bad.write_text("import sys\nraise ValueError(f'no GPU here {sys.argv[1:]}')\n")
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(tmp_path / "b.json"), str(bad), "--", "-x", "y"], capture_output=True, text=True)
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(tmp_path / "b.json"), str(bad), "--", "-x", "y"], capture_output=True,
+                     text=True)
   assert r.returncode == 1
   assert r.stderr.splitlines()[0] == f"hcqdsl: error: {bad}:2: ValueError: no GPU here ['-x', 'y']"
   assert json.loads((tmp_path / "b.json").read_text())["queues"] == []

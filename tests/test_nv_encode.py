@@ -132,7 +132,9 @@ def _replay(img, p, qname, devs, progs):
     elif isinstance(s, SignalWrite): tq.signal(signal(img.signals[s.signal.name]), val(s.value))
     elif isinstance(s, Timestamp): tq.timestamp(signal(img.signals[s.signal.name]))
     elif isinstance(s, Barrier): tq.memory_barrier()
-    elif isinstance(s, Write): tq.write(buf(addr(s.dst)), val(s.value), b64=s.dst.bounds(img.buffers[s.dst.buffer.name][1])[1] - s.dst.bounds(img.buffers[s.dst.buffer.name][1])[0] == 8)
+    elif isinstance(s, Write):
+      lo, hi = s.dst.bounds(img.buffers[s.dst.buffer.name][1])
+      tq.write(buf(addr(s.dst)), val(s.value), b64=hi - lo == 8)
     elif isinstance(s, Poll): tq.poll_bit(buf(addr(s.src)), val(s.value), mask=s.mask)
     elif isinstance(s, Copy):
       lo, hi = s.dst.bounds(img.buffers[s.dst.buffer.name][1])
@@ -194,7 +196,8 @@ def matches_tinygrad(img, p, launches=range(1, 9)) -> int:
       for r in regions:
         theirs_b = bytearray(mem.read(r.addr, r.size))
         for h in hi_only:
-          if r.addr <= h < r.addr + r.size and struct.unpack_from("<I", theirs_b, h - r.addr)[0] == U32_MAX: struct.pack_into("<I", theirs_b, h - r.addr, 0)
+          if r.addr <= h < r.addr + r.size and struct.unpack_from("<I", theirs_b, h - r.addr)[0] == U32_MAX: struct.pack_into("<I", theirs_b,
+                                                                                                                              h - r.addr, 0)
         assert bytes(theirs_b) == bytes(ours[r.addr]), (qi.name, launch, r.name)
     assert qi.dwords == img.patched(qi, img.env(1))
     # what SEND_PCAS_A and the dependent pointers name is a QMD: 256-byte aligned (the pointers drop 8 bits)
@@ -331,7 +334,8 @@ def test_readme_tour_on_nv():
   import re
   from hcqdsl.check import check_text
   readme = (ROOT / "README.md").read_text()
-  prog = re.search(r"## A short tour\n\n```\n(.*?)```", readme, re.S).group(1).replace("AMD:0 gfx1100", "NV:0 sm_89").replace("AMD:1 gfx1100", "NV:1 sm_89")
+  prog = re.search(r"## A short tour\n\n```\n(.*?)```", readme, re.S).group(1).replace("AMD:0 gfx1100", "NV:0 sm_89").replace("AMD:1 gfx1100",
+                                                                                                                              "NV:1 sm_89")
   assert "NV:1 sm_89" in prog and check_text(prog, "tour.hcq") == []
   p = parse(prog, "tour.hcq")
   assert matches_tinygrad(compile_program(p), p) == 4

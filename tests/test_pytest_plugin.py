@@ -299,7 +299,8 @@ def test_sanitize_on_the_mock(pytester):
   r = _pytest_on_mock(pytester.path, "--hcq-sanitize", "--hcq-sanitize-json", out, "test_tg.py")
   assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
   text = r.stdout
-  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*", "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
+  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*",
+                                                "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
             "  the first command: copy (b_*) on AMD (queue copy0_gpu0*)",
             f"    enqueued at {WORKLOADS / 'multi_device.py'}:20 in <module>: out = step(Tensor(xn).realize()).numpy()",
             "    stack (most recent call last):", "      *test_tg.py:* in test_dropped_dependency: def test_dropped_dependency(): run(\"dep\")",

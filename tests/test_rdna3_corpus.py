@@ -101,7 +101,8 @@ def _check(name: str, ds: list, rows: list) -> tuple:
       exact += 1
       continue
     assert "bytes" in row, f"{name} dispatch {i} ({d['kernel']}): differs from tinygrad's emulator"
-    assert any(op.startswith(TRANSCENDENTAL) for op in _opcodes(d)), f"{name} dispatch {i} ({d['kernel']}) differs without a transcendental instruction"
+    assert any(op.startswith(TRANSCENDENTAL) for op in _opcodes(d)), \
+      f"{name} dispatch {i} ({d['kernel']}) differs without a transcendental instruction"
     theirs = {(b, lo): bytes.fromhex(h) for b, lo, h in row["bytes"]}
     mine = {(b, lo): data for b, lo, data in ours}
     assert set(theirs) == set(mine), f"{name} dispatch {i} ({d['kernel']}): changed other bytes than tinygrad's emulator"

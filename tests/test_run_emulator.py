@@ -123,7 +123,8 @@ def test_failed_expect_and_approx():
   assert run(fl).ok
 
 def test_spin_costs_time_and_kernel_fault():
-  slow = run(CHAIN.replace("kernel fill(out a) = builtin iota<u32>(5)", "kernel fill(out a) = builtin iota<u32>(5)\nkernel wait_a_bit(in a) = builtin spin(500)")
+  slow = run(CHAIN.replace("kernel fill(out a) = builtin iota<u32>(5)",
+                           "kernel fill(out a) = builtin iota<u32>(5)\nkernel wait_a_bit(in a) = builtin spin(500)")
                   .replace("  exec fill(a)\n", "  exec fill(a)\n  exec wait_a_bit(a)\n"))
   assert slow.ok and slow.time_us > 500
   broken = run(CHAIN.replace("builtin iota<u32>(5)", "builtin add<u32>"))

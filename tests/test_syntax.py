@@ -83,7 +83,8 @@ def test_data_and_expect():
   assert p.expects[0].approx and p.expects[0].target.end == 8
 
 def test_comments_survive_formatting():
-  text = "# top\ndevice g = AMD:0  # the gpu\n\nsignal s on g\n\nqueue q compute on g {  # hdr\n  # lead\n  wait s >= 1  # E: deadlock\n  # tail\n}  # end\n\n# eof\n"
+  text = ("# top\ndevice g = AMD:0  # the gpu\n\nsignal s on g\n\nqueue q compute on g {  # hdr\n  # lead\n  wait s >= 1  # E: deadlock\n"
+          "  # tail\n}  # end\n\n# eof\n")
   assert format(parse(text)) == text
 
 # ---- diagnostics, tested exactly

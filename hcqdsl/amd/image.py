@@ -357,7 +357,8 @@ ADD = Int(-(1 << 64), 1 << 64, "int -2**64..2**64")   # a var's value, or the co
 VAR = Opt(Str(ref="vars"))
 PATCH = Row(Patch, Int(0, lambda c: c.ndw - 1, "index into dwords"), VAR, ADD, Str(ENCODINGS), names=("offset", "var", "add", "encoding"))
 MEM_PATCH = Row(Patch, ADDR, VAR, ADD, Str(ENCODINGS), names=("address", "var", "add", "encoding"))
-STMT = Row(tuple, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"), LINE, LINE, LINE, LINE, Str(),
+STMT = Row(tuple, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"), LINE, LINE, LINE,
+           LINE, Str(),
            names=("offset", "length", "line", "column", "end_line", "end_column", "text"))
 KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "kd_addr": ADDR, "prog_addr": ADDR,
               "synthetic": Bool(), "kernarg_size": U32,

@@ -27,7 +27,8 @@ def run(a) -> int:
       sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n")
       return 2
     nv = any(q.arch in NV_ARCHS for q in img.queues)
-    sys.stdout.write((nv_lift.as_hcq(img, lift_queue) if nv else as_hcq(img)) if a.as_hcq else nv_disasm.disasm_image(img) if nv else disasm_image(img))
+    if a.as_hcq: sys.stdout.write(nv_lift.as_hcq(img, lift_queue) if nv else as_hcq(img))
+    else: sys.stdout.write(nv_disasm.disasm_image(img) if nv else disasm_image(img))
     return 0
   if a.as_hcq:
     sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n")

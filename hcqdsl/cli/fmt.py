@@ -75,13 +75,13 @@ def unified_diff(a: list, b: list, path: str, context: int = 3):
     i1 = min(ops[last][2] + context, len(a))
     j1 = min(ops[last][4] + context, len(b))
     yield f"@@ -{_range(i0, i1)} +{_range(j0, j1)} @@\n"
-    i, j = i0, j0
+    i = i0
     for tag, ai, aj, bi, bj in ops[first:last + 1]:
       if tag == "equal": continue
       for x in a[i:ai]: yield " " + _nl(x)
       for x in a[ai:aj]: yield "-" + _nl(x)
       for x in b[bi:bj]: yield "+" + _nl(x)
-      i, j = aj, bj
+      i = aj
     for x in a[i:i1]: yield " " + _nl(x)
     k = last + 1
 

@@ -3,7 +3,8 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
+from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg,
+                   add_no_check_arg,
                    warn_check_errors)
 
 def add_args(p) -> None:

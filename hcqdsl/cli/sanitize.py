@@ -10,10 +10,13 @@ from .util import add_script_args, script_of, UsageError
 def add_args(p) -> None:
   p.add_argument("--explain", metavar="CODE", help="what a finding's code means in tinygrad's generated commands, and whose it is")
   add_script_args(p, [(("--format",), dict(choices=("text", "json"), default="text", help="the report: text (default) or one JSON object")),
-                      (("--strict",), dict(action="store_true", help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
+                      (("--strict",), dict(action="store_true",
+                                           help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
                       (("--every-call",), dict(action="store_true", help="check after every tinygrad call that submits (default: when the "
                                                                          "submissions have doubled since the last check, and at the end)")),
-                      (("--keep",), dict(metavar="DIR", help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to DIR/capture.json")),
+                      (("--keep",), dict(metavar="DIR",
+                                         help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to "
+                                              "DIR/capture.json")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 

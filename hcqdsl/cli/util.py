@@ -6,7 +6,8 @@ from ..ir import U32_MAX, MAX_LAUNCHES
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches",
+           "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):

@@ -234,7 +234,8 @@ _ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "t
          "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
          "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
 
-_RULE_ROLE = {"param_scalar": "the parameter", "arg_op": "the argument", "arg_epoch": "the argument","place": "the device name", "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
+_RULE_ROLE = {"param_scalar": "the parameter", "arg_op": "the argument", "arg_epoch": "the argument","place": "the device name",
+              "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
               "expr_var": "the value", "expr_add": "the value", "expr_sub": "the value", "param": "the parameter",
               "impl_builtin": "the implementation", "impl_c": "the implementation", "impl_amd": "the implementation",
               "data": "the values", "dim3": "the dimensions", "value": "the value"}
@@ -310,7 +311,8 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
 
 # the words of the terminals that are keywords, for "did you mean `wait`?"
 _KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
-                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",), "POLL": ("poll",), "CODE": ("code",),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",),
+                  "POLL": ("poll",), "CODE": ("code",),
                   "TOL": ("rtol", "atol")}
 
 def _keywords(terms) -> list:
@@ -354,8 +356,8 @@ def _control_chars(text: str, file: str) -> list[Diagnostic]:
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
-  turned into `\n` first (columns do not move), a leading byte order mark (U+FEFF) into a blank; any other control character is a `syntax` error at its position. A
-  file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
+  turned into `\n` first (columns do not move), a leading byte order mark (U+FEFF) into a blank; any other control character is a
+  `syntax` error at its position. A file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
   if is_binary(text):
     return None, [Diagnostic("syntax", "not a text file: a program is text, and this has NUL bytes or is mostly control "
                              "characters (a compiled image? `hcqdsl disasm` and `hcqdsl lift` read those)", Span(file, 1, 1, 1, 2))]

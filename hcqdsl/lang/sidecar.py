@@ -43,7 +43,8 @@ def read_tensor(path: str, name: str, dtype: str):
   t = header.get(name)
   if not isinstance(t, dict) or name == "__metadata__":
     known = [k for k in header if k != "__metadata__"]
-    raise SidecarError(f"`{path}` has no tensor `{name}`" + (f" (it has {len(known)}: {', '.join(known[:4])}{', ...' * (len(known) > 4)})" if known else ""))
+    has = f" (it has {len(known)}: {', '.join(known[:4])}{', ...' * (len(known) > 4)})" if known else ""
+    raise SidecarError(f"`{path}` has no tensor `{name}`" + has)
   if t.get("dtype") != ST_DTYPE[dtype]:
     raise SidecarError(f"tensor `{name}` in `{path}` is {t.get('dtype')}, not {ST_DTYPE[dtype]} ({dtype})")
   try: lo, hi = (int(x) for x in t["data_offsets"])

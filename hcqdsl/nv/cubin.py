@@ -110,7 +110,7 @@ def load(blob: bytes, name: str, synthetic: bool = False) -> NVCode:
 def cbuf0_prefix(t: Target, code: NVCode) -> list:
   """NVProgram's cbuf_0: the driver part of constant bank 0 the kernel arguments follow (CLikeArgsState's prefix)."""
   c = [0] * max(code.cbuf0_size // 4, t.cbuf0_min)
-  lohi = lambda x: [x & 0xFFFFFFFF, x >> 32]
+  def lohi(x): return [x & 0xFFFFFFFF, x >> 32]
   if t.blackwell: c[188:192], c[223] = [*lohi(SHARED_MEM_WINDOW), *lohi(LOCAL_MEM_WINDOW)], LOCAL_MEM_TOP
   else: c[6:12] = [*lohi(SHARED_MEM_WINDOW), *lohi(LOCAL_MEM_WINDOW), *lohi(LOCAL_MEM_TOP)]
   return c

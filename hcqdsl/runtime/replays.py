@@ -128,8 +128,7 @@ def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
   def fail(at: str, want: str, v) -> None:
     got = json.dumps(v) if v is not _MISSING else "nothing (missing)"
     raise ValueError(f"{path}: {at}: expected {want}, got {got[:80] + ' ...' if len(got) > 80 else got}")
-  def get(o: dict, at: str, key: str):
-    return o.get(key, _MISSING)
+  def get(o: dict, at: str, key: str): return o.get(key, _MISSING)
   def obj(v, at: str) -> dict:
     if type(v) is not dict: fail(at, "an object", v)
     return v
@@ -226,13 +225,14 @@ def _race(prog: Program, w: dict, kw: dict) -> Replay:
     out[order] = (run(prog, gate=gate, **kw), gate)
     gate.finish()
   res, g = out["witness"]
-  name = lambda p: f"{p.queue}'s {p.text} (line {p.line}, launch {p.launch})"
+  def name(p): return f"{p.queue}'s {p.text} (line {p.line}, launch {p.launch})"
   head = f"race at line {w['at']['line'] if w.get('at') else '?'}: {name(g.first)} before {name(g.then)}"
   if g.infeasible or not g.in_order:
     why = ("the emulator cannot run that order (the held queue was the only one left)" if g.infeasible else
            "the run ended before both statements ran" + (f" ({'hang' if res.hang else 'fault'})" if not res.ok else "")
            if g.first.state != "done" or g.then.state != "done" else
-           f"{g.then.queue} ran its statement first ({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
+           f"{g.then.queue} ran its statement first "
+           f"({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
     return Replay("race", False, [f"{head}: not reproduced: {why}"], res)
   rng = f"{w['buffer']}[{lo}:{hi}]"
   def did(p: _Party) -> str:

@@ -109,11 +109,11 @@ class Indirect:
     t = get_target(qi.arch)
     if qs.pm4:
       p = t.pm4
-      ib = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
+      def ib(a): return [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
       from ..amd import pm4 as enc
     else:
       d = t.sdma
-      ib = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
+      def ib(a): return [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
       from ..amd import sdma as enc
     fence: list = []
     enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
@@ -333,7 +333,7 @@ class Submitter:
     named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
     rewrites: dict = {}   # an image lists a rewrite's bytes; the host writes them and zeros to the buffer's end
-    size_at = {a: n for a, n in img.buffers.values()}
+    size_at = dict(img.buffers.values())
     for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b.ljust(size_at[a], b"\0")))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)

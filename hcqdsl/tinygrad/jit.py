@@ -239,7 +239,8 @@ def _rename_vars(s, names: dict):
   def fix_stmt(st):
     if not isinstance(st, Exec): return st
     return attrs.evolve(st, args=tuple(Expr(Ref(names.get(a.var.name, a.var.name))) if isinstance(a, Expr) and a.var else a for a in st.args))
-  s = dataclasses.replace(s, kernels=[attrs.evolve(k, params=tuple(Param(p.mode, names.get(p.name, p.name)) if p.scalar else p for p in k.params)) for k in s.kernels])
+  def fix_param(p): return Param(p.mode, names.get(p.name, p.name)) if p.scalar else p
+  s = dataclasses.replace(s, kernels=[attrs.evolve(k, params=tuple(map(fix_param, k.params))) for k in s.kernels])
   for c in s.cmds: c.stmt = fix_stmt(c.stmt)
   return s
 
