@@ -56,8 +56,6 @@ KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size 
 
 _ORIGIN = re.compile(r"(?:^#|\s)from (\S+:\d+(?:: .*)?)$")
 
-def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
-def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
 def split_lines(text: str) -> list[str]:
   """The source's lines as the language counts them: split at `\\n`, `\\r\\n` and a lone `\\r` only (never
@@ -118,8 +116,8 @@ class Data:
   read-only numpy array mapped from the file."""
   dtype: str
   values: tuple
-  span: Optional[Span] = _meta()
-  source: Optional[tuple] = _meta()
+  span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+  source: Optional[tuple] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
@@ -152,14 +150,14 @@ class Impl:
   c_source: Optional[str] = None
   amd_code: Optional[str] = None
   code: Optional[str] = None   # `amd "k.co" code B`: the buffer the code was uploaded to; each exec reads it
-  span: Optional[Span] = _meta()
+  span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 @attrs.frozen
 class Node:
   """A declaration or statement: where it was written and the comments around it (neither part of equality)."""
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()        # own-line comments just before it
-  comment: Optional[str] = _meta()     # the comment ending its line
+  span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+  comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)        # own-line comments just before it
+  comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)     # the comment ending its line
   @property
   def origin(self) -> Optional[str]:
     """Provenance: the user's source line a statement came from, `FILE:LINE: CODE`, written at the end of its trailing
@@ -284,14 +282,14 @@ class Queue(Node):
   engine: str  # compute | copy
   device: Ref
   body: tuple  # of statements
-  end_comments: tuple = _comments()       # own-line comments before `}`
-  end_comment: Optional[str] = _meta()    # after `}`
+  end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)       # own-line comments before `}`
+  end_comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)    # after `}`
 
 @attrs.frozen
 class Host(Node):
   body: tuple
-  end_comments: tuple = _comments()
-  end_comment: Optional[str] = _meta()
+  end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)
+  end_comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 @attrs.frozen
 class Expect(Node):
@@ -308,7 +306,7 @@ class Program:
   """Declarations in source order. Lookups by kind are derived, never stored twice."""
   decls: tuple
   file: str = attrs.field(default="<input>", eq=False)
-  end_comments: tuple = _comments()  # comments after the last declaration
+  end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)  # comments after the last declaration
   source: Optional[str] = attrs.field(default=None, eq=False, repr=False)  # the text it was parsed from
 
   def locate(self, name: str, within: Optional[Span], nth: int = 1) -> Optional[Span]:

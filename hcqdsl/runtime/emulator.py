@@ -12,7 +12,7 @@ emulator never lets a Python exception out of an engine."""
 from __future__ import annotations
 import bisect, operator, random
 from collections import Counter, deque
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 from ..ir import SCALARS, U32_MAX
@@ -127,7 +127,7 @@ class HostWait(Block):
 class RingSpace(Block):
   ring: Ring
   need: int          # bytes
-  emu: "Emulator"
+  emu: Device
   def free(self) -> int: return self.ring.size - (self.ring.wptr - self.emu.read_ptr(self.ring)) * self.ring.unit
   def ready(self, mem): return self.free() >= self.need
 
@@ -315,6 +315,8 @@ class _Codec:
     self.kind, self.arch, self.m = kind, arch, m
     self.fast = not m.tracing  # traced runs use the generic handlers, which record trace events and flows
     self.unit = 1 if kind == "sdma" else 4  # bytes per write-pointer unit: PM4 and NV count dwords, SDMA bytes
+    self.dec: pm4.Decoder | sdma.Decoder | pushbuf.Decoder
+    self.table: Any   # name -> prepare function: a dict, or NV's one-for-all _Ops (.get)
     if kind == "nv":   # an NV queue's pushbuffer methods (runtime/nv_engine.py)
       self.dec, self.length, self.table = pushbuf.decoder(arch), _Length(pushbuf.packet_length, pushbuf.packet_length), nv_engine.OPS
       self.R_PGM_LO = self.R_UD = -1
@@ -324,8 +326,8 @@ class _Codec:
       self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
       self.R_NUM_THREAD = enc.START_X[1] + 3   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
     else:
-      self.dec, self.table = sdma.decoder(arch), SDMA_OPS
-      self.length = _Length(self.dec.packet_length, lambda h, d=self.dec: d.header_length(h) or -1)
+      self.dec = dec = sdma.decoder(arch)
+      self.table, self.length = SDMA_OPS, _Length(dec.packet_length, lambda h: dec.header_length(h) or -1)
       self.R_PGM_LO = self.R_UD = -1
     self.cache: dict = {}
     self.names: list = []   # op index -> packet name
@@ -345,6 +347,7 @@ class _Codec:
       p = self.dec.decode_one(dws, 0)
       prep = self.table.get(p.name)
       cost = 0.0
+      a: Any   # the handler's operands: a fault's message, or what prepare computed
       if p.raw: h, a = _fault, p.note
       elif prep is None: h, a = _fault, f"{p.name} is not supported by the emulator"
       else:
@@ -378,7 +381,7 @@ class Engine:
     self.rptr = 0
     self.starts: deque = deque()  # (write pointer before a doorbell, host time of the doorbell)
     self.ib: list = []           # PM4 indirect buffers being executed: [base, size dwords, position dwords]
-    self.push = None
+    self.push: Optional[tuple[int, int, bool]] = None   # (base, size, chain) of a pending INDIRECT_BUFFER chain
     self.regs: dict = {}
     self.ud_count = 0
     self.clock = 0.0
@@ -387,8 +390,9 @@ class Engine:
     self.counts: list = []       # op index -> times executed (by_name sums them per name)
     self.first: list = []        # op indices in order of first execution (by_name lists names in that order)
     self.blocked_at = -1         # mem.writes when the current wait last failed
-    self.wait_info = None        # (addr, ref, mask, func, value) of the failing wait (valid while blocked)
-    self.cur = None              # (packet, ring offset, ib) of the packet being executed
+    self.wait_info: Optional[tuple] = None   # (addr, ref, mask, func, value) of the failing wait (valid while blocked)
+    self.cur: Optional[Any] = None           # (packet, ring offset, ib) of the packet being executed
+    self.cur_pos: tuple[Optional[int], Optional[tuple[int, int]]] = (None, None)   # (ring byte offset, (ib base, dword))
     self.index = 0
 
   def busy(self) -> bool: return bool(self.ib) or self.rptr != self.ring.wptr
@@ -546,7 +550,8 @@ class Engine:
     pc, nd, unit, wptr, counts, first = self.pcache, self.ndw, self.unit, self.ring.wptr, self.counts, self.first
     nxt = self.starts[0][0] if self.starts else INF  # the next submission must wait for its doorbell: step()
     rptr = self.rptr
-    ran, st, op = 0, None, None
+    ran, st = 0, None
+    op: Any = None
     try:
       while ran < budget and rptr < nxt:
         op = pc[(rptr * unit >> 2) % nd]
@@ -630,7 +635,8 @@ class Engine:
     real machine code (None on NV)."""
     mem, m = self.mem, self.m
     fn, params = k
-    views, nbytes = [], 0
+    views: list = []   # scalars (int) and memoryviews, in parameter order
+    nbytes = 0
     for i, (mode, off) in enumerate(params):
       if mode in SCALARS:  # a value in the kernel arguments, as the patched kernargs hold it
         v = mem.r32(ka + off)
@@ -663,7 +669,8 @@ class Engine:
 class HostActor:
   name, device, index = "host", None, 0
   def __init__(self, m: "Emulator", gen):
-    self.m, self.gen, self.clock, self.pending, self.done, self.blocked_at, self.steps = m, gen, 0.0, None, False, -1, 0
+    self.m, self.gen, self.clock, self.done, self.blocked_at, self.steps = m, gen, 0.0, False, -1, 0
+    self.pending: Optional[Block] = None   # the host step waiting on a signal
     self.blocked_since = 0.0
   def busy(self) -> bool: return not self.done
   def step(self) -> int:
@@ -712,7 +719,7 @@ class MemoryMap:
     ranges = {}
     for r in img.regions:
       if r.kind != "kernargs": continue
-      out = []
+      out: list[Optional[tuple[int, int]]] = []
       for arg in r.meta.get("args", []):
         if arg is None:  # a scalar
           out.append(None)
@@ -739,10 +746,12 @@ class Emulator(Device):
     self.buffers = mm.buffers                # sorted (addr, end, name) for kernel argument ranges
     self.kernarg_ranges = mm.kernarg_ranges  # kernarg address -> [(lo, hi) or None] per parameter
     self.namer: Callable = mm.name_at
-    self.locator = None   # the submitter while `run` runs: (ring, dword) -> (launch, stmt) for faults and hangs
+    self.locator: Optional[Any] = None   # the submitter while `run` runs: (ring, dword) -> (launch, stmt) for faults and hangs
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
-    self.tracing, self.events, self.flows = trace, [], []
+    self.tracing = trace
+    self.events: list[tuple] = []
+    self.flows: list[tuple] = []
     self.signal_log: list = []       # (time, signal address, value) of every signal write (traced runs)
     self.last_write: dict = {}       # signal address -> emulated time of its last write (a float: no allocation)
     self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
@@ -751,7 +760,7 @@ class Emulator(Device):
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
-    self.gate = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
+    self.gate: Optional[Any] = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
 
   def codec(self, kind: str, arch: str) -> _Codec:
     if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
@@ -840,7 +849,7 @@ class Emulator(Device):
     `locate_ib(ring, base, pos)` -> (launch, stmt)) names the statement of a fault or a hang."""
     self.locator = locator
     H = self.host_actor = HostActor(self, host)
-    actors = [H, *self.engines]
+    actors: list[Any] = [H, *self.engines]   # HostActor and Engines: busy, blocked_at, clock, index
     n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
     mem = self.mem
     while True:

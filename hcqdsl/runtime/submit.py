@@ -63,14 +63,15 @@ class QueueState:
     self.mvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in mp], dtype=np.intp)
     self.madd = np.array([_i64(p.add) for p in mp], dtype=np.int64)
     self.mshift = np.array([32 if p.encoding == "hi" else 0 for p in mp], dtype=np.int64)
-    self.mprev = None     # nothing written yet: the first submit writes every memory patch
+    self.mprev: Optional[np.ndarray] = None     # nothing written yet: the first submit writes every memory patch
     self.ndw = len(self.tmpl)
     self.ndw_ring = ring.size // 4
-    self.bounds = _packet_starts(qi) if not self.pm4 else None
+    self.bounds = _packet_starts(qi) if not self.pm4 else []   # SDMA: packet starts, where a submission may wrap
     self.seg_starts: list = []   # absolute ring dword of each submission's first command dword
     self.segs: list = []         # (abs start dword, dwords, launch, template offset)
     self.patched: list = []      # dwords rewritten per launch
     self.submitted = 0           # launches submitted
+    self.ind: Optional[Indirect] = None   # indirect mode's resident copies
 
 def _packet_starts(qi: QueueImage) -> list:
   from ..amd import sdma
@@ -88,7 +89,7 @@ class Indirect:
     self.fence = addr
     self.addrs = [addr + 256 + j * stride for j in range(COPIES)]
     dev.allocate(addr, 256 + COPIES * stride, f"{qi.name}.commands", qi.device)
-    self.fence_now = memoryview(dev.map(addr, 4).view("<u4")).cast("B").cast("I")
+    self.fence_now = dev.map(addr, 4).view("<u4").data.cast("B").cast("I")
     base = np.zeros(self.n, dtype=np.uint32)
     base[:qs.ndw] = qi.dwords
     for p in qi.patches:
@@ -97,8 +98,8 @@ class Indirect:
     for a in self.addrs:
       dev.write(a, base.tobytes())
       v = dev.map(a, 4 * self.n).view("<u4")
-      self.views.append((v, memoryview(v).cast("B").cast("I")))
-    self.held = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
+      self.views.append((v, v.data.cast("B").cast("I")))
+    self.held: list[Optional[list]] = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
     self.launch = [0] * COPIES     # the launch each copy was last submitted for
     # per (var, add): the sites, as a Python list when few (dword stores), else a numpy index (one scalar scatter)
     sites: dict = {}
@@ -110,21 +111,20 @@ class Indirect:
     if qs.pm4:
       p = t.pm4
       def ib(a): return [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
-      from ..amd import pm4 as enc
     else:
       d = t.sdma
       def ib(a): return [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
-      from ..amd import sdma as enc
-    fence: list = []
-    enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
+    from ..amd import pm4, sdma
+    fence: list[int] = []
+    (pm4 if qs.pm4 else sdma).encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
     self.value_at = len(ib(0)) + fence.index(0x5EED_F00D)   # the fence's value dword; the dword after it is 0
     # per copy: its INDIRECT_BUFFER packet and the fence, the value filled in per launch
     # 8 zero dwords (SDMA NOPs) ahead of each, for the padding that ends an SDMA INDIRECT on an 8-dword boundary
     self.ring_cmds = [np.array([0] * 8 + ib(a) + fence, dtype=np.uint32) for a in self.addrs]
-    self.ring_mvs = [memoryview(c).cast("B").cast("I") for c in self.ring_cmds]
+    self.ring_mvs = [c.data.cast("B").cast("I") for c in self.ring_cmds]
     self.value_at += 8
     self.unit, self.ring_bytes = qs.ring.unit, qs.ring.size
-    self.ring_mv = memoryview(qs.ring_u32).cast("B").cast("I")
+    self.ring_mv = qs.ring_u32.data.cast("B").cast("I")
     self.ib_packet = ib
 
   def patch(self, j: int, vals: list) -> int:
@@ -266,8 +266,8 @@ class Submitter:
   def locate_ib(self, ring: Ring, base: int, pos: int):
     """(launch, statement) of the command at dword `pos` of the indirect buffer at `base` (indirect mode)."""
     qs = self.by_ring.get(id(ring))
-    ind = getattr(qs, "ind", None)
-    if ind is None or base not in ind.addrs: return None, None
+    ind = qs.ind if qs is not None else None
+    if qs is None or ind is None or base not in ind.addrs: return None, None
     return ind.launch[ind.addrs.index(base)], qs.qi.span_at(pos)
 
   # ---- indirect mode
@@ -275,12 +275,14 @@ class Submitter:
     """The dwords this launch puts on the ring (a memoryview): the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs
     first so that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
     ind = qs.ind
+    assert ind is not None
     cmds = ind.ring_mvs[launch % COPIES]
     cmds[ind.value_at] = launch & U32_MAX
     return cmds[8:] if qs.pm4 else cmds[8 - (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8:]
 
   def put_ib(self, qs: QueueState, launch: int, cmds) -> None:
     r, ind, nd = qs.ring, qs.ind, qs.ndw_ring
+    assert ind is not None
     wptr = r.wptr
     pos = (wptr * ind.unit >> 2) % nd
     n = len(cmds)
@@ -300,6 +302,7 @@ class Submitter:
   def submit_indirect(self, qs: QueueState, launch: int, vals: list, vec: np.ndarray):
     """Patch this launch's copy and put its INDIRECT_BUFFER on the ring; a Block when the copy or the ring is busy."""
     ind = qs.ind
+    assert ind is not None
     j = launch % COPIES
     prev = ind.launch[j]
     if prev and ind.fence_now[0] < prev: return CopyFree(qs.ring, ind.fence, prev)
