@@ -1,19 +1,12 @@
 """Issue 31, items 2-4: bad input never gives a traceback, an internal error (exit 3), a hang or lost data; each error
 names the file, line and column where there is one. One test per cause, with the exact message."""
-import contextlib, io, json, os, random, struct, time
+import json, os, random, struct, time
 import pytest
+from conftest import cli
 import hcqdsl
-from hcqdsl.cli import main
 
 HUGE = 2**63
 
-def cli(*argv) -> tuple:
-  """(exit code, stdout, stderr) of `hcqdsl ARGV` run in this process."""
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try: rc = main([str(a) for a in argv])
-    except SystemExit as e: rc = e.code
-  return rc, out.getvalue(), err.getvalue()
 
 SIMPLE = """device gpu = AMD:0 gfx1100
 signal s on gpu

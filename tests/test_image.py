@@ -4,9 +4,10 @@ objects), the programs `hcqdsl emit` makes of examples/tinygrad (schedules and T
 two-device programs; each family asserts how many it compared (generated programs: tests/test_lift.py's
 image_round_trip is this round_trip). The CLI pipeline end to end, the one schema against docs/amd.md."""
 from __future__ import annotations
-import glob, os, pathlib, subprocess, sys, tempfile
+import glob, os, pathlib, tempfile
 from typing import Optional
 import pytest
+from conftest import cli
 from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.lang.format import format_program
@@ -122,8 +123,7 @@ def test_cli_reads_what_it_writes(tmp_path, capsys):
   assert capsys.readouterr().out == f"# lifted from {tmp_path / 'e.hcq'} (gfx1100) by hcqdsl lift\n"
 
 def _hcqdsl(*args, cwd):
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", *args], cwd=cwd, capture_output=True, text=True,
-                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+  r = cli(*args, cwd=cwd)
   assert r.returncode == 0, r.stderr
   return r.stdout
 

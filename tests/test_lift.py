@@ -1,8 +1,9 @@
 """hcqdsl lift: images and dump manifests back to .hcq; the round-trip property; hang triage; bad input."""
 from __future__ import annotations
-import glob, json, pathlib, subprocess, sys
+import glob, json, pathlib
 import pytest
 from hypothesis import given, settings, HealthCheck
+from conftest import cli
 import hcqdsl
 from hcqdsl.ir import Queue, Host
 from hcqdsl.amd.compile import compile_program
@@ -328,26 +329,25 @@ def test_bad_manifest(m, msg):
   with pytest.raises(ManifestError) as e: load_manifest(m, "m.json")
   assert str(e.value) == msg
 
-def _cli(*args): return subprocess.run([sys.executable, "-m", "hcqdsl", *map(str, args)], capture_output=True, text=True)
 
 def test_cli_errors(tmp_path):
   bad = tmp_path / "bad.json"
   bad.write_text('{"format": "hcqdsl-manifest",\n "version": 1,,}')
-  r = _cli("lift", bad)
+  r = cli("lift", bad)
   assert (r.returncode, r.stdout, r.stderr) == (
     1, "", f"hcqdsl: error: {bad}:2:15: invalid JSON: Expecting property name enclosed in double quotes\n")
   bad.write_text(json.dumps(BAD[10][0]))
-  r = _cli("lift", bad)
+  r = cli("lift", bad)
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {bad}: {BAD[10][1][len('m.json: '):]}\n")
   (tmp_path / "raw.hex").write_text("c0053c00 00000015\n")
-  r = _cli("lift", tmp_path / "raw.hex")
+  r = cli("lift", tmp_path / "raw.hex")
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'raw.hex'}: neither an image (.hcqimg) nor a manifest (JSON); "
                                          "raw dwords need a manifest (docs/lift.md)\n")
-  r = _cli("lift", tmp_path / "none.json")
+  r = cli("lift", tmp_path / "none.json")
   assert (r.returncode, r.stderr) == (2, f"hcqdsl: error: {tmp_path / 'none.json'}: no such file\n")   # as every command
   img = compile_program(parse(HANG, "h.hcq")).to_bytes()
   (tmp_path / "t.hcqimg").write_bytes(img[:40])
-  r = _cli("lift", tmp_path / "t.hcqimg")
+  r = cli("lift", tmp_path / "t.hcqimg")
   assert r.returncode == 1 and r.stderr.startswith(f"hcqdsl: error: {tmp_path / 't.hcqimg'}: ") and "Traceback" not in r.stderr
 
 def test_cli_lift_then_check(tmp_path):
@@ -359,13 +359,13 @@ def test_cli_lift_then_check(tmp_path):
   m["queues"][1].pop("dwords")
   m["queues"][1]["file"] = "q1.bin"
   (tmp_path / "m.json").write_text(json.dumps(m))
-  r = _cli("lift", tmp_path / "m.json", "-o", tmp_path / "m.hcq")
+  r = cli("lift", tmp_path / "m.json", "-o", tmp_path / "m.hcq")
   assert (r.returncode, r.stderr) == (0, f"wrote {tmp_path / 'm.hcq'}: 2 queues\n")
   assert (tmp_path / "m.hcq").read_text() == TRIAGE.replace("<manifest>", str(tmp_path / "m.json"))
-  r = _cli("check", tmp_path / "m.hcq")  # launches=1 from the header
+  r = cli("check", tmp_path / "m.hcq")  # launches=1 from the header
   assert r.returncode == 1 and r.stdout.endswith("failed: 1 error, 0 warnings over 1 launch, 2 queues\n")
-  r = _cli("compile", ROOT / "programs" / "spec_example.hcq", "-o", tmp_path / "s.hcqimg")
-  r = _cli("lift", tmp_path / "s.hcqimg")
+  r = cli("compile", ROOT / "programs" / "spec_example.hcq", "-o", tmp_path / "s.hcqimg")
+  r = cli("lift", tmp_path / "s.hcqimg")
   assert r.returncode == 0 and r.stdout.startswith("# lifted from ") and "queue x1 copy on gpu1 {\n  epoch\n" in r.stdout
 
 def test_names_from_the_manifest_stay_valid():

@@ -1,20 +1,13 @@
 """Issue 25's smaller items, each with the exact message a user now gets."""
-import contextlib, io
 import pytest
+from conftest import cli
 import hcqdsl
-from hcqdsl.cli import main
 from hcqdsl.check import check_text
 from hcqdsl.diagnostics import Diagnostic
 from hcqdsl.ir import Span
 
 HEAD = "device gpu0 = AMD:0 gfx1100\nsignal s on gpu0\nbuffer a on gpu0 size 4K\n"
 
-def cli(*argv) -> tuple:
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try: rc = main(list(argv))
-    except SystemExit as e: rc = e.code
-  return rc, out.getvalue(), err.getvalue()
 
 def first(text: str) -> str:
   d = check_text(text, "t.hcq")[0]
