@@ -4,7 +4,7 @@ import json
 from collections import Counter, deque
 from operator import attrgetter
 from itertools import repeat
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
@@ -197,7 +197,7 @@ class Diagnostic:
 
   def to_json(self) -> dict:
     s = self.span
-    out = {"code": self.code, "severity": self.severity, "file": s.file if s else None, "line": s.line if s else None,
+    out: dict[str, Any] = {"code": self.code, "severity": self.severity, "file": s.file if s else None, "line": s.line if s else None,
            "column": s.column if s else None, "end_line": s.end_line if s else None,
            "end_column": s.end_column if s else None, "message": self.message,
            "related": [{"message": r.message, **({"file": r.span.file, "line": r.span.line, "column": r.span.column}
@@ -245,7 +245,7 @@ class LazyDiagnostic(Diagnostic):
   def _fields(self) -> tuple: return (self.code, self.message, self.span, self.severity, self.related, self.notes)
   def __eq__(self, other):
     if not isinstance(other, Diagnostic): return NotImplemented
-    return self._fields() == LazyDiagnostic._fields(other)
+    return self._fields() == LazyDiagnostic._fields(other)  # type: ignore[arg-type]  # any Diagnostic has the fields
   def __ne__(self, other):
     eq = self.__eq__(other)
     return eq if eq is NotImplemented else not eq
@@ -253,7 +253,7 @@ class LazyDiagnostic(Diagnostic):
   def __repr__(self): return "Diagnostic" + Diagnostic.__repr__(self)[len(type(self).__qualname__):]
 
 _new = object.__new__
-_set_span, _set_args = Diagnostic.__dict__["span"].__set__, LazyDiagnostic._args.__set__
+_set_span, _set_args = Diagnostic.__dict__["span"].__set__, LazyDiagnostic.__dict__["_args"].__set__   # the slots' setters
 
 class HcqError(Exception):
   """Raised by API entry points (parse, compile, ...) when the input has errors; carries the diagnostics."""
@@ -400,7 +400,7 @@ def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None
   level = {"error": "error", "warning": "warning", "note": "note"}
   results = []
   for d in diags:
-    r = {"ruleId": d.code, "level": level.get(d.severity, "error"), "message": {"text": d.message},
+    r: dict[str, Any] = {"ruleId": d.code, "level": level.get(d.severity, "error"), "message": {"text": d.message},
          "locations": [loc(d.span)] if d.span else []}
     rel = [loc(x.span, x.message) for x in d.related if x.span]
     if rel: r["relatedLocations"] = [dict(x, id=i) for i, x in enumerate(rel)]

@@ -4,7 +4,7 @@ Source positions (`Span`) and comments are carried on every node but excluded fr
 that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 import functools, re
 import attrs
 
@@ -115,9 +115,9 @@ class Data:
   data file (`f32 from "m.safetensors" ["w"]`) has `source` = (file as written, tensor name) and its values are a
   read-only numpy array mapped from the file."""
   dtype: str
-  values: tuple
+  values: Sequence   # a tuple; a data file's: a numpy array
   span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
-  source: Optional[tuple] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+  source: Optional[tuple[str, str]] = attrs.field(default=None, eq=False, repr=False, kw_only=True)   # (file, tensor name)
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program

@@ -145,7 +145,8 @@ class _Pass:
   def __init__(self, reading: bool, data):
     self.reading, self.data = reading, data
     self.names: dict = {}
-    self.ndw, self.row = 0, []
+    self.ndw = 0
+    self.row: list = []
   def bad(self, msg: str):
     raise ImageError(f"{'corrupt image metadata' if self.reading else 'cannot write image metadata'}: {msg}")
   def fail(self, at: str, what: str, v):
@@ -177,7 +178,7 @@ class Str:
   """A string: one of `among`, or a name of `ref` (defined earlier in the metadata), or defining a name of `defines`."""
   def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None):
     self.among, self.ref, self.defines = among, ref, defines
-    if defines is not None: self.fast = None
+    if defines is not None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: _Pass):
     if type(v) is not str or (self.among is not None and v not in self.among) or \
        (self.ref is not None and v not in c.names.get(self.ref, ())): return _BAD
@@ -214,7 +215,7 @@ class Num:
 class Opt:
   def __init__(self, t):
     self.t = t
-    if getattr(t, "fast", None) is None: self.fast = None
+    if getattr(t, "fast", None) is None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: _Pass): return None if v is None else self.t.fast(v, c)
   def conv(self, v, c: _Pass, at: str): return None if v is None else self.t.conv(v, c, at)
   def doc(self) -> str: return f"null or {self.t.doc()}"   # inside a Row
@@ -222,7 +223,7 @@ class Opt:
 class List:
   def __init__(self, t):
     self.t = t
-    if getattr(t, "fast", None) is None: self.fast = None
+    if getattr(t, "fast", None) is None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: _Pass):
     if type(v) is not list: return _BAD
     fast = self.t.fast
@@ -243,7 +244,7 @@ class Row:
   def __init__(self, make, *items, names: tuple = ()):
     self.make, self.items, self.names, self.n = make, items, names, len(items)
     self.fields = operator.attrgetter(*(f.name for f in attrs.fields(make))) if attrs.has(make) else None
-    if any(getattr(t, "fast", None) is None for t in items): self.fast = None
+    if any(getattr(t, "fast", None) is None for t in items): self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
     self.fasts = tuple(t.fast for t in items) if self.fast is not None else ()
   def _items(self, v, c: _Pass):
     """The row's items as a list or tuple (writing: the in-memory value's), or _BAD."""

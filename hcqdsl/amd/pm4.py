@@ -2,6 +2,7 @@
 and a decoder that walks dwords into named packets. Constants come from tinygrad's pm4_nv / pm4_soc15 headers."""
 from __future__ import annotations
 import functools
+from typing import Any
 from tinygrad.runtime.autogen.am import pm4_nv
 from .targets import Target, get_target, unmasked
 from ..ir import U32_MAX
@@ -206,7 +207,7 @@ class Decoder(Walker):
       if k.startswith("PACKET3_") and "__" not in k and isinstance(v, int) and v < 0x100 and not k.endswith(("_START", "_END")):
         self.ops.setdefault(v, k[len("PACKET3_"):])
     flags = _flags(p, "EOP_") if t.gen == 9 else _flags(p, "PACKET3_RELEASE_MEM_GCR_")
-    spec = dict(_SPECS)
+    spec: dict[str, Any] = dict(_SPECS)
     spec["RELEASE_MEM"] = [[x if x[1] != "_FLAGS" else ("cache_action", "_RM_FLAGS") for x in spec["RELEASE_MEM"][0]]] + spec["RELEASE_MEM"][1:]
     p_ = _FlagMod(p, {"_RM_FLAGS": flags})
     self.specs = {name: tuple(_dword(p_, d) for d in dws) for name, dws in spec.items()}

@@ -41,7 +41,7 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
 
 def main(argv: Optional[list] = None) -> int:
   from_shell = argv is None
-  argv = sys.argv[1:] if from_shell else list(argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
   ap = build_parser(next((x for x in argv if not x.startswith("-")), None))
   a = ap.parse_args(argv)
   try: rc = a.run(a)

@@ -37,7 +37,7 @@ def run(a) -> int:
     try: tensors = call_script(fn, a.devices)
     except BaseException as e: raise script_error(e, a.script) from None
     if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): TinyJit's semantics, one launch per call from call 2
-      try: prog, s = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
+      try: prog, s = replay(tensors[0], tensors[1], planner=a.planner, max_values=a.max_values, title=a.script)
       except EmitError: raise
       except BaseException as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
     else:

@@ -110,8 +110,8 @@ def _linear_opcodes(a: list, b: list, window: int = 64):
     best = None
     for di in range(min(window, n - i)):
       if best is not None and di >= best[0] + best[1]: break
-      dj = at.get(a[i + di])
-      if dj is not None and (best is None or di + dj < best[0] + best[1]): best = (di, dj)
+      hit = at.get(a[i + di])
+      if hit is not None and (best is None or di + hit < best[0] + best[1]): best = (di, hit)
     di, dj = best if best is not None else (min(window, n - i), min(window, m - j))
     yield ("replace", i, i + di, j, j + dj)
     i, j = i + di, j + dj

@@ -56,9 +56,9 @@ def precheck_launches(text: str, path: str, launches: int = 1) -> int:
   least 2 (a race between consecutive launches needs two)."""
   return launches_of(text, path, None, max(launches, 2))
 
-def parse_vars(items) -> dict:
+def parse_vars(items) -> dict[str, int]:
   """`--var name=value` items -> {name: value}; a value outside 0 .. 2**32-1 is an `overflow` error (never wrapped)."""
-  out = {}
+  out: dict[str, int] = {}
   for it in items or ():
     name, eq, val = it.partition("=")
     try:

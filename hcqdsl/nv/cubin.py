@@ -5,6 +5,7 @@ cubin (docs/nv.md): the same sections around one `EXIT`, so real hardware runs i
 NVProgram loads it."""
 from __future__ import annotations
 import ctypes, re, struct
+from typing import Optional
 import attrs
 from tinygrad.runtime.autogen import libc, nv_570 as nv
 from .targets import Target
@@ -94,7 +95,8 @@ def load(blob: bytes, name: str, synthetic: bool = False) -> NVCode:
   except Exception as e: raise ValueError(f"not a CUDA ELF (cubin) ({e})") from None
   if relocs: raise ValueError(f"{len(relocs)} relocations: code needing its load address is not supported")
   regs, shmem, lcmem, cbuf0 = 0, 0x400, 0x240, 0
-  prog_off, prog_sz, banks = None, len(image), {0: (None, 0x160)}
+  prog_off, prog_sz = None, len(image)
+  banks: dict[int, tuple[Optional[int], int]] = {0: (None, 0x160)}
   for sh in sections:
     if sh.name == f".nv.shared.{name}": shmem = round_up(0x400 + sh.header.sh_size, 128)
     if sh.name == f".text.{name}": prog_off, prog_sz = sh.header.sh_addr, sh.header.sh_size

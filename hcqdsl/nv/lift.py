@@ -63,7 +63,7 @@ class _Lifter:
     k = next((k for k in self.img.kernels if k["prog_addr"] == prog), None)
     kr = next((r for r in self.img.regions if r.kind == "kernargs" and r.addr == ka), None)
     if k is None or kr is None: raise Unliftable(f"QMD at {qa:#x} launches unknown program {prog:#x}")
-    args = []
+    args: list = []   # slices and scalar exprs, in parameter order
     for i, a in enumerate(kr.meta.get("args") or ()):
       if a is not None:
         args.append(Slice(Ref(a[0]), a[1], a[2], a[3], a[4]))

@@ -3,11 +3,14 @@
 from __future__ import annotations
 import os
 from collections.abc import Mapping
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 import attrs
 import numpy as np
 from ..ir import Program, DTYPES
 from ..diagnostics import HcqError
+if TYPE_CHECKING:
+  from .emulator import Hang, Fault
+  from .kernels import KernelFn   # (the emulator loads numpy tables: imported when run runs)
 
 __all__ = ["run", "run_schedules", "compare", "as_program", "RunResult", "QueueStats", "ExpectResult", "Race",
            "BufferMemory", "physical_memory"]
@@ -45,13 +48,13 @@ class RunResult:
   launches: int
   seed: Optional[int]
   memory: Mapping       # buffer name -> final bytes (BufferMemory)
-  signals: dict         # signal name -> final 32-bit value
-  queues: dict          # queue name -> QueueStats
+  signals: dict[str, int]           # signal name -> final 32-bit value
+  queues: dict[str, QueueStats]     # by queue name
   time_us: float
   host_steps: int = 0
-  hang: Optional[object] = None    # emulator.Hang
-  fault: Optional[object] = None   # emulator.Fault
-  expects: list = attrs.field(factory=list)
+  hang: Optional[Hang] = None
+  fault: Optional[Fault] = None
+  expects: list[ExpectResult] = attrs.field(factory=list)
   trace: Optional[dict] = None
   @property
   def ok(self) -> bool: return self.hang is None and self.fault is None and all(e.ok for e in self.expects)
@@ -196,7 +199,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         arch = arch_of.get(k["device"], target)
         if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
           from .isa.rdna3 import AmdKernel
-          fn = AmdKernel(k["name"], arch)
+          fn: Union[AmdKernel, KernelFn] = AmdKernel(k["name"], arch)
         else: fn = make_kernel(kdecl[k["name"]], worker=worker)
         emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
     except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
@@ -208,10 +211,10 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
     return a if not vals else a - vals[0] + vals[min(launches, len(vals)) - 1]
   mem = BufferMemory(emu.read, {name: (last(name, a), n) for name, (a, n) in img.buffers.items()})
   sigs = {name: emu.mem.r32(a) for name, a in img.signals.items()}
-  queues = {}
-  for e in emu.engines:
-    qs = sub.queues[e.name]
-    queues[e.name] = QueueStats(e.name, qs.qi.engine, e.device, e.packets, dict(e.by_name), e.clock, qs.patched)
+  queues: dict[str, QueueStats] = {}
+  for eng in emu.engines:
+    qs = sub.queues[eng.name]
+    queues[eng.name] = QueueStats(eng.name, qs.qi.engine, eng.device, eng.packets, dict(eng.by_name), eng.clock, qs.patched)
   if emu.hang is not None: _name_releasers(prog, emu.hang)
   res = RunResult(img.file if isinstance(program, Program) else filename, launches, seed, mem, sigs, queues, emu.time_us,
                   emu.host_actor.steps if emu.host_actor else 0, emu.hang, emu.fault)
@@ -277,7 +280,7 @@ def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
 
 def compare(results: list, max_offsets: int = 8) -> list:
   done = [r for r in results if r.hang is None and r.fault is None]
-  races = []
+  races: list[Race] = []
   if len(done) < 2: return races
   for name in done[0].memory:
     arrs = [np.frombuffer(r.memory[name], np.uint8) for r in done]

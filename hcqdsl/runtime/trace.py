@@ -18,7 +18,8 @@ _EPS = 1e-4   # how far inside a slice a flow point sits (slices are at least 0.
 def _spans(events) -> tuple[list, dict]:
   """The raw events merged into slices (consecutive packets of one statement instance on one queue), and raw index ->
   slice."""
-  spans, index = [], {}
+  spans: list[dict] = []
+  index: dict = {}
   for i, (q, dev, launch, key, text, t0, t1, pkt, line) in enumerate(events):
     tail = next((s for s in reversed(spans[-8:]) if s["q"] == q), None)
     if q != "host" and tail is not None and tail["key"] == (launch, key) and key is not None and abs(tail["t1"] - t0) < 1e-9:
