@@ -195,7 +195,7 @@ class Diagnostic:
 
   def __str__(self) -> str: return render_text([self]).rstrip("\n")
 
-  def to_json(self) -> dict:
+  def to_json(self) -> dict[str, Any]:
     s = self.span
     out: dict[str, Any] = {"code": self.code, "severity": self.severity, "file": s.file if s else None, "line": s.line if s else None,
            "column": s.column if s else None, "end_line": s.end_line if s else None,
@@ -235,7 +235,7 @@ class LazyDiagnostic(Diagnostic):
                         self.cause)
 
   @classmethod
-  def many(cls, spans: list, build, args: list) -> list:
+  def many(cls, spans: list[Span], build, args: list) -> list[LazyDiagnostic]:
     """One diagnostic per (span, args) pair, made in C loops (no Python call per diagnostic)."""
     out = list(map(_new, repeat(cls, len(spans))))
     deque(map(_set_span, out, spans), 0)
@@ -257,7 +257,7 @@ _set_span, _set_args = Diagnostic.__dict__["span"].__set__, LazyDiagnostic.__dic
 
 class HcqError(Exception):
   """Raised by API entry points (parse, compile, ...) when the input has errors; carries the diagnostics."""
-  def __init__(self, diagnostics: Sequence[Diagnostic], sources: Optional[dict] = None):
+  def __init__(self, diagnostics: Sequence[Diagnostic], sources: Optional[dict[str, str]] = None):
     self.diagnostics = list(diagnostics)
     self.sources = sources or {}
     super().__init__(render_text(self.diagnostics, self.sources))
@@ -272,7 +272,7 @@ def did_you_mean(name: str, names) -> str:
   close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
   return f" (did you mean `{close[0]}`?)" if close else ""
 
-def printable(line: str) -> tuple[str, Optional[list]]:
+def printable(line: str) -> tuple[str, Optional[list[int]]]:
   """`line` as shown in an excerpt: a tab is one space, other unprintable characters are escaped (`\\x0c`, `\\u2028`).
   Returns the shown text and, when it differs in length, the shown column of every character (and of the end)."""
   if line.isprintable(): return line, None
@@ -285,7 +285,7 @@ def printable(line: str) -> tuple[str, Optional[list]]:
   cols.append(w)
   return "".join(parts), cols
 
-def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
+def _excerpt(span: Span, lines: Optional[list[str]]) -> list[str]:
   if lines is None or not 1 <= span.line <= len(lines): return []
   raw = lines[span.line - 1]
   start = min(max(span.column - 1, 0), len(raw))
@@ -310,7 +310,7 @@ def head_lines(text: str, n: int) -> list[str]:
 
 def _plural(n: int, word: str, words: str = "") -> str: return f"{n:,} {word if n == 1 else words or word + 's'}"
 
-def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max_per_code: int = 0) -> str:
+def render_text(diags: Sequence[Diagnostic], sources: Optional[dict[str, str]] = None, max_per_code: int = 0) -> str:
   """`file:line:col: severity[code]: message`, the source line with a caret under the span, then the related
   locations and notes indented under it. Each source is split into lines once, however many diagnostics it has.
   With `max_per_code` > 0 only the first that many warnings (and notes) of each code are printed in full, then one
@@ -345,7 +345,7 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
     out.append(f"... and {n:,} more {code} {sev if n == 1 else sev + 's'} (--max-diagnostics 0 shows all)")
   return "\n".join(out) + ("\n" if out else "")
 
-def _capped(diags: Sequence[Diagnostic], cap: int) -> tuple[list, dict]:
+def _capped(diags: Sequence[Diagnostic], cap: int) -> tuple[list[Diagnostic], dict[tuple[str, str], int]]:
   """The diagnostics printed in full (every error, the first `cap` others of each (code, severity)) and, per
   (code, severity) in the order their first unprinted one comes, how many are not printed. Found with C-level scans
   (`list.index`): only the printed ones are looked at one by one."""

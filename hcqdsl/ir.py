@@ -93,7 +93,7 @@ class Expr:
   """`offset`, or `var + offset` when `var` is set (a `var` or `D.epoch`)."""
   var: Optional[Ref]
   offset: int = 0
-  def eval(self, env: dict) -> int: return self.offset if self.var is None else env[self.var.name] + self.offset
+  def eval(self, env: dict[str, int]) -> int: return self.offset if self.var is None else env[self.var.name] + self.offset
   def __str__(self):
     if self.var is None: return str(self.offset)
     return self.var.name if self.offset == 0 else f"{self.var.name} {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
@@ -268,7 +268,7 @@ class Epoch(Node):
 class Submit(Node):
   queues: tuple  # of Ref; empty: every queue not yet submitted in this launch
 
-def resolve(x, env: dict) -> int:
+def resolve(x, env: dict[str, int]) -> int:
   """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
   return x if isinstance(x, int) else x.eval(env)
 
@@ -344,11 +344,11 @@ class Program:
     """Declared vars followed by every device's implicit `D.epoch`."""
     return [v.name for v in self.of(Var)] + [f"{d.name}.epoch" for d in self.of(Device)]
   @property
-  def var_lists(self) -> dict:
+  def var_lists(self) -> dict[str, tuple]:
     """var name -> its listed per-launch values (only vars declared with a list)."""
     return {v.name: v.values for v in self.of(Var) if v.values is not None}
   @property
-  def listed_launches(self) -> Optional[tuple]:
+  def listed_launches(self) -> Optional[tuple[int, str]]:
     """(launches, the name that limits them): the fewest values any var list or per-launch buffer gives; None: no lists."""
     lists = [(len(v), n) for n, v in self.var_lists.items()] + \
             [(len(b.launch_inits), b.name) for b in self.of(Buffer) if b.per_launch is not None] + \
@@ -362,7 +362,7 @@ class Program:
   def host(self) -> Optional[Host]: return next(self.of(Host), None)
   @property
   def expects(self) -> list[Expect]: return list(self.of(Expect))
-  def lookup(self) -> dict:
+  def lookup(self) -> dict[str, Node]:
     """name -> declaration (devices, buffers, signals incl. timelines, vars incl. epochs, kernels, queues)."""
     names: dict = {}
     for d in self.decls:

@@ -39,7 +39,7 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     p.set_defaults(run=mod.run)
   return ap
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
   from_shell = argv is None
   argv = sys.argv[1:] if argv is None else list(argv)
   ap = build_parser(next((x for x in argv if not x.startswith("-")), None))

@@ -49,7 +49,7 @@ def run(a) -> int:
 
 DIFFLIB_LINES = 20_000   # difflib's matcher is quadratic here: 200,000 lines took 150 s
 
-def unified_diff(a: list, b: list, path: str, context: int = 3):
+def unified_diff(a: list[str], b: list[str], path: str, context: int = 3):
   """A unified diff of `a` into `b`: difflib's for files of up to DIFFLIB_LINES lines together, else one found in linear
   time (equal runs, and each change resynchronised at the nearest equal pair within a window of lines: minimal where
   the changes are sparse, a correct patch everywhere)."""
@@ -91,7 +91,7 @@ def _range(lo: int, hi: int) -> str:
   n = hi - lo
   return f"{lo + 1}" if n == 1 else f"{lo + 1 if n else lo},{n}"
 
-def _linear_opcodes(a: list, b: list, window: int = 64):
+def _linear_opcodes(a: list[str], b: list[str], window: int = 64):
   """(tag, a from, a to, b from, b to) covering both: runs of equal lines, and between them the smallest change after
   which the two agree again within `window` lines (else a window of each replaced)."""
   i = j = 0

@@ -84,7 +84,7 @@ def run(a) -> int:
     print(f"{a.file}: {len(results)} schedules, {len(results) - len(bad)} ok, {len(bad)} failed; "
           f"{res.time_us:.1f} us emulated in seed 0 (each schedule takes its own time)")
     races = compare(results)
-    for r in races: print(str(r))
+    for race in races: print(str(race))
     if races or bad: rc = 1
   return 1 if rc or not res.ok else 0
 

@@ -72,7 +72,7 @@ def parse_vars(items) -> dict[str, int]:
     out[name.strip()] = v
   return out
 
-def check_vars(var_values: dict, program, file: str) -> None:
+def check_vars(var_values: dict[str, int], program, file: str) -> None:
   """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""
   from ..check import unknown_var
   if (why := unknown_var(attrs.evolve(program, file=file), var_values)) is not None: raise UsageError(f"--var: {why}", "name")
@@ -104,7 +104,7 @@ def add_script_args(p, first=()) -> None:
   for args, kw in first: p.add_argument(*args, **kw)
   p.add_argument("args", nargs=argparse.REMAINDER, help="everything after SCRIPT goes to the script (sys.argv[1:])")
 
-def script_of(a) -> tuple:
+def script_of(a) -> tuple[pathlib.Path, str, list[str]]:
   """(script path, function name or '', the script's argv[1:]) from add_script_args' arguments; a missing file is a usage error."""
   from ..tinygrad.script import split_script
   path, fn = split_script(a.script)

@@ -6,6 +6,7 @@ end]}} (offsets into the bytes after the header), then the bytes. Reading maps t
 weight file costs no memory until a buffer's bytes are copied into the emulated device."""
 from __future__ import annotations
 import json, os, struct
+from typing import Any
 from ..ir import DTYPES
 
 __all__ = ["SidecarError", "read_tensor", "write_tensors", "move_out", "ST_DTYPE", "INLINE_MAX"]
@@ -55,7 +56,7 @@ def read_tensor(path: str, name: str, dtype: str):
   if hi == lo: return np.zeros(0, np.dtype(DTYPES[dtype][0]))
   return np.memmap(path, dtype=np.dtype(DTYPES[dtype][0]).newbyteorder("<"), mode="r", offset=base + lo, shape=((hi - lo) // size,))
 
-def write_tensors(path: str, tensors: dict) -> None:
+def write_tensors(path: str, tensors: dict[str, tuple[str, Any]]) -> None:
   """Write {name: (.hcq dtype, numpy array or bytes)} as a safetensors file (1-d tensors, in the given order)."""
   import numpy as np
   header, blobs, off = {}, [], 0

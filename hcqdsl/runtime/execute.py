@@ -35,7 +35,7 @@ class ExpectResult:
 class BufferMemory(Mapping):
   """buffer name -> final bytes, read from the emulator's memory when asked (a huge, barely touched buffer is never
   copied unless someone looks at it)."""
-  def __init__(self, read, buffers: dict): self._read, self._buffers = read, buffers
+  def __init__(self, read, buffers: dict[str, tuple[int, int]]): self._read, self._buffers = read, buffers
   def __getitem__(self, name: str) -> bytes:
     a, n = self._buffers[name]
     return self._read(a, n)
@@ -271,14 +271,14 @@ def _name_storers(prog: Program, b, seqs: list, at: dict) -> None:
     return f"write {st.dst.buffer.name}[{a}:{z}] = {st.value}"
   b.release = _released_by(writers, at, said, "did not store a value that passes it")
 
-def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
+def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple[list[RunResult], list[Race]]:
   """Run once per seed; returns (results, races): races lists each buffer whose final bytes differ between the
   schedules that completed."""
   prog = as_program(program, kw.get("filename", "<input>"))
   results = [run(prog, seed=s, **kw) for s in seeds]
   return results, compare(results)
 
-def compare(results: list, max_offsets: int = 8) -> list:
+def compare(results: list[RunResult], max_offsets: int = 8) -> list[Race]:
   done = [r for r in results if r.hang is None and r.fault is None]
   races: list[Race] = []
   if len(done) < 2: return races

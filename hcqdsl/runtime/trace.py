@@ -10,12 +10,13 @@
 - a counter track (`C`) per signal, on its device's process, with the value after every write;
 - instant markers (`i`): a global one where each launch starts, one on the host's track per submit."""
 from __future__ import annotations
+from typing import Any
 
 __all__ = ["chrome_trace"]
 
 _EPS = 1e-4   # how far inside a slice a flow point sits (slices are at least 0.001 µs long)
 
-def _spans(events) -> tuple[list, dict]:
+def _spans(events) -> tuple[list[dict], dict]:
   """The raw events merged into slices (consecutive packets of one statement instance on one queue), and raw index ->
   slice."""
   spans: list[dict] = []
@@ -33,7 +34,7 @@ def _spans(events) -> tuple[list, dict]:
     index[i] = s
   return spans, index
 
-def chrome_trace(emu) -> dict:
+def chrome_trace(emu) -> dict[str, Any]:
   spans, index = _spans(emu.events)
   pids: dict = {}     # device name ("host" for the host) -> pid
   tids: dict = {}     # queue name -> (pid, tid)
