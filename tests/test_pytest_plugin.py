@@ -9,6 +9,10 @@ from hcqdsl.header import read_header as parse_options, HeaderError as HcqSpecEr
 import hcqdsl.runtime, hcqdsl.check.analyze, hcqdsl.amd.compile  # noqa: F401
 # imported here so that pytester's in-process runs keep them: numpy cannot be loaded twice, and the parser and
 # checker would be imported (and lark's tables built) again in every run
+import tinygrad.uop.ops, tinygrad.runtime.support.hcq2, tinygrad.runtime.ops_amd, tinygrad.runtime.ops_nv  # noqa: F401
+# and tinygrad's modules that declare a ContextVar: tinygrad registers each name once per process, so a module an
+# in-process run imported and pytester then dropped cannot be imported again (a later test's CPU device: "no usable
+# devices")
 
 pytest_plugins = ["pytester"]
 
@@ -173,7 +177,9 @@ class FakeSanitizer:
       self.failure = self.crash
     return False
   def submit(self, n=1, finding=None, warnings=0):
-    self.n += n; self.checks += 1; self.warnings += [None] * warnings
+    self.n += n
+    self.checks += 1
+    self.warnings += [None] * warnings
     if finding: self.findings.append(FakeFinding(*finding))
   def report(self):
     return "\n".join([f.format() for f in self.findings] + [f"failed: {len(self.findings)} errors in {self.n} submissions"])
@@ -297,7 +303,8 @@ def test_sanitize_on_the_mock(pytester):
   r = _pytest_on_mock(pytester.path, "--hcq-sanitize", "--hcq-sanitize-json", out, "test_tg.py")
   assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
   text = r.stdout
-  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*", "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
+  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*",
+                                                "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
             "  the first command: copy (b_*) on AMD (queue copy0_gpu0*)",
             f"    enqueued at {WORKLOADS / 'multi_device.py'}:20 in <module>: out = step(Tensor(xn).realize()).numpy()",
             "    stack (most recent call last):", "      *test_tg.py:* in test_dropped_dependency: def test_dropped_dependency(): run(\"dep\")",

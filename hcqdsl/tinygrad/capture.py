@@ -538,7 +538,7 @@ class Capture:
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
     return encode(MANIFEST.fields, {
       "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
-      "devices": sorted(self.devices.values(), key=lambda d: d["index"]), "queues": list(self.rings.values()),
+      "devices": sorted(self.devices.values(), key=lambda d: d["index"]), "queues": [r for r in self.rings.values() if r.dwords],   # (a ring whose doorbell rang with nothing new: no queue of this run)
       "signals": list(self.signals.values()),
       "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),
