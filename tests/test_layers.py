@@ -133,12 +133,8 @@ LONG_FUNCTIONS = {
   "hcqdsl/graph.py:to_dot": "issue 32: graph.py rewrite",
   "hcqdsl/lang/scan.py:Scanner.read_block": "issue 32: scan.py rewrite; the fast path inlines for speed (benchmarks/parse.py)",
   "hcqdsl/lang/scan.py:Scanner.read_columns": "issue 32: scan.py rewrite; the fast path inlines for speed (benchmarks/parse.py)",
-  "hcqdsl/lift/manifest.py:load_manifest": "issue 32: lift/ rewrite (a declared manifest format, as amd/image.py's IMAGE)",
-  "hcqdsl/lift/manifest.py:lift_manifest": "issue 32: lift/ rewrite",
-  "hcqdsl/lift/manifest.py:_lift_capture": "issue 32: lift/ rewrite (458 lines: the capture lifter as one function)",
   "hcqdsl/runtime/isa/pcode_c.py:call": "issue 32: the pseudocode translator's table of calls",
   "hcqdsl/runtime/isa/pcode_c.py:_Expr.primary": "issue 32: the pseudocode translator's grammar of primaries",
-  "hcqdsl/tinygrad/capture_hcq2.py:install": "issue 32: capture rewrite",
   "hcqdsl/tinygrad/planners.py:plan_hcqdsl": "issue 32: planners rewrite",
 }
 
@@ -185,13 +181,6 @@ def private_uses(trees: dict) -> dict:
 
 # today's uses, with why; this dict only shrinks
 PRIVATE_USES = {
-  "hcqdsl/tinygrad/capture_hcq2.py:_saved": "issue 32: capture rewrite (hcq2 installs its wrappers through Capture's own list)",
-  "hcqdsl/tinygrad/capture_hcq2.py:_step": "issue 32: capture rewrite (records a host step through Capture)",
-  "hcqdsl/tinygrad/capture_hcq2.py:_read": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_puts": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_note_signal": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_ring": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_submitted": "issue 32: capture rewrite",
   "hcqdsl/runtime/isa/gfx11.py:_fields": "not ours: tinygrad's instruction classes' field list",
   "hcqdsl/runtime/isa/native.py:_name": "not ours: ctypes.CDLL's library name",
 }

@@ -13,7 +13,7 @@ from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.pm4 import DATA_SEL_CLOCK
 from .schema import Manifest, MQueue, LAUNCH_VAR
-from .packets import (group_packets, signal_addrs, written_range, polled_range, kernarg_at, hexname, epochs, ident, field_at, per_launch,
+from .packets import (group_packets, signal_addrs, written_range, polled_range, kernarg_at, hexname, epochs, ident, field_at, address_at, per_launch,
                       ADDRESS)
 
 __all__ = ["lift_capture", "CaptureLift", "Submission", "Memory", "Access", "Dispatch", "LIFT_RTOL", "LIFT_ATOL"]
@@ -70,7 +70,8 @@ class _Vars:
     if key not in self.lists:
       name, i = hint, 2
       while name in self.used or name in KEYWORDS: name, i = f"{hint}_{i}", i + 1
-      self.used.add(name); self.lists[key] = name
+      self.used.add(name)
+      self.lists[key] = name
     return (self.lists[key], 0)
 
 def _graph_inputs(m: Manifest, ev: list, start: int, P: int, K: int) -> dict:
@@ -152,8 +153,14 @@ class CaptureLift:
     self.kargs_read = m.path == "hcq"   # classic HCQ: each exec also reads its kernel-argument block, which the host writes
 
   def program(self) -> Program:
-    self.launches(); self.submissions(); self.memory(); self.kernel_arguments(); self.host_refills()
-    self.names(); self.kernels(); self.pseudo_image()
+    self.launches()
+    self.submissions()
+    self.memory()
+    self.kernel_arguments()
+    self.host_refills()
+    self.names()
+    self.kernels()
+    self.pseudo_image()
     decls, queues, host = self.declarations(), self.queues(), self.host_block()   # (in this order: vars are named as met)
     decls += [Var(n, tuple(v)) for v, n in self.vars.lists.items()] + [Var(LAUNCH_VAR)] * self.vars.uses_launch
     decls += list(self.kdecl.values()) + queues + ([Host(tuple(host))] if host else []) + self.expects()
@@ -168,12 +175,13 @@ class CaptureLift:
     keep = _launch_steps(m.host, self.whole)
     self.n_all, self.keep = len(m.host), keep
     if len(keep) < len(m.host):
-      new = lambda st: bisect.bisect_left(keep, st)
+      def new(st):
+        return bisect.bisect_left(keep, st)
       m = self.m = attrs.evolve(m, host=[m.host[i] for i in keep], steps=[(a, b, new(st)) for a, b, st in m.steps],
                                 graph_calls=[(new(st), g, ins) for st, g, ins in m.graph_calls])
     self.ev = ev = m.host
     found = None if self.whole else _period([self.shape(e) for e in ev])
-    self.start, self.P, self.K = start, P, K = found if found else (0, len(ev), 1)
+    self.start, self.P, self.K = start, P, K = found or (0, len(ev), 1)
     self.end = start + K * P
     if self.whole: self.notes.append("the run as it happened: every step of the capture in one launch")
     elif found is None: self.notes.append("the host's steps do not repeat: lifted as one launch of every step")
@@ -227,7 +235,8 @@ class CaptureLift:
       for p in s.packets:
         if p.raw: continue
         if p.name == "COPY_LINEAR":
-          for field, reads in (("src_addr_31_0", True), ("dst_addr_31_0", False)): self.use(s.addrs(p, field), p.fields["count"] + 1, s.step, p.offset, reads)
+          for field, reads in (("src_addr_31_0", True), ("dst_addr_31_0", False)):
+            self.use(s.addrs(p, field), p.fields["count"] + 1, s.step, p.offset, reads)
         elif (w := written_range(p)) is not None: self.use(s.addrs(p, ADDRESS[p.name]), w[1], s.step, p.offset, False)   # a `write`: a buffer's bytes
         elif polled_range(p) is not None: self.use(s.addrs(p, ADDRESS[p.name]), POLL_SIZE, s.step, p.offset, True)   # a `poll`: a buffer's word
         elif p.name == "SET_SH_REG": regs[p.fields["reg"]] = p
@@ -235,7 +244,8 @@ class CaptureLift:
           pgm, user = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0")
           if pgm is None or user is None or len(user.fields["values"]) < 2: continue
           uo = kernarg_at(user)
-          self.found.append((s, ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8, [d[uo] | (d[uo + 1] << 32) for d in s.per], p.offset))
+          prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
+          self.found.append((s, prog, [d[uo] | (d[uo + 1] << 32) for d in s.per], p.offset))
 
   def kernel_arguments(self) -> None:
     """Each dispatch's kernel arguments, per launch: pointers (memory it uses) and scalar values (`dispatches`). On classic
@@ -308,7 +318,8 @@ class CaptureLift:
     sig_addrs += [e["addr"] for e in ev[self.start:self.start + self.P] if e["op"] in ("signal", "wait")]
     # a signal only a timestamp names is the slot before the clock's memory (`timestamp s` writes s's timestamp slot,
     # TIMESTAMP_OFFSET on): named after the memory the clock goes to (hcq2's profile buffers, HCQSignal.timestamp_addr)
-    stamp = lambda p: (p.name == "RELEASE_MEM" and p.fields.get("data_sel") == DATA_SEL_CLOCK) or p.name == "TIMESTAMP_GET_GLOBAL"
+    def stamp(p):
+      return (p.name == "RELEASE_MEM" and p.fields.get("data_sel") == DATA_SEL_CLOCK) or p.name == "TIMESTAMP_GET_GLOBAL"
     stamped = {a for s in self.subs for p in s.packets if not p.raw and stamp(p) for a in signal_addrs(p)}
     synced = {a for s in self.subs for p in s.packets if not stamp(p) for a in signal_addrs(p)} | \
              {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
@@ -379,7 +390,8 @@ class CaptureLift:
       ps = kparams[self.kname_of[d.prog]]
       for i, v in enumerate(d.values):
         fit = self.vars.fit(v, ident(d.scalars[i]["name"]))
-        self.mem_patches.setdefault(sname, []).append(Patch(ka + ps[len(d.pointers) + i][2], fit[0] if fit else None, fit[1] if fit else v[0] & U32_MAX))
+        var, add = fit or (None, v[0] & U32_MAX)
+        self.mem_patches.setdefault(sname, []).append(Patch(ka + ps[len(d.pointers) + i][2], var, add))
     self.img = Image(self.m.queues[0].target, self.m.file, self.m.devices, [], regions, {n: a for a, n in self.signals.items()}, ibufs,
                      ikernels, [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
     # each rebound buffer's memory per launch: a copy address the host patches is one (`x`); a fixed one that kept a
@@ -389,9 +401,12 @@ class CaptureLift:
   def declarations(self) -> list:
     """Devices, buffers with their contents when launch 1 first used them, signals with their values at `start`."""
     decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in self.m.devices]
-    init = lambda b, size: trimmed_data(b, size) if b else None   # (memory never read: no initial value)
-    data_of = lambda b, size: init(b, size) or Data("u8", (0,))
-    dev = lambda d: Ref(d) if d else None
+    def init(b, size):
+      return trimmed_data(b, size) if b else None   # (memory never read: no initial value)
+    def data_of(b, size):
+      return init(b, size) or Data("u8", (0,))
+    def dev(d):
+      return Ref(d) if d else None
     for a, nm in self.static_names.items():
       st = self.static[a]
       if a in self.rewritten: decls.append(Buffer(nm, None, st.size, None, "rebound", tuple(data_of(b, st.size) for b in self.rewritten[a])))
@@ -469,14 +484,18 @@ class CaptureLift:
     """The host's statements of a launch (`host_steps[i]`: the capture steps statement i stands for; a submit: each queue's)."""
     kwrites, ev, P, K = self.kernarg_writes(), self.ev, self.P, self.K
     host, self.host_steps = [], []
-    def add(stmt, i): host.append(stmt); self.host_steps.append([i])
+    def add(stmt, i):
+      host.append(stmt)
+      self.host_steps.append([i])
     for i in range(self.start, self.start + P):
       e = ev[i]
       if e["op"] == "submit":
         nm = next((x.name for x in self.subs if x.step == i), None)
         if nm is None: continue  # a later submission of a ring already submitted in this launch
         for kb, kd in kwrites.get(nm, ()): add(HostWrite(kb, kd), i)   # the host fills the kernel arguments, then submits
-        if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); self.host_steps[-1].append(i)
+        if host and isinstance(host[-1], Submit):
+          host[-1] = Submit(host[-1].queues + (Ref(nm),))
+          self.host_steps[-1].append(i)
         else: add(Submit((Ref(nm),)), i)
       elif e["op"] == "write":   # the host's refill of host memory: each launch's bytes, at this point of the host block
         al = self.alloc_of(e["addr"])
@@ -498,8 +517,8 @@ class CaptureLift:
     tolerance."""
     written = {self.buf_for(t)[0] for d in self.dispatches.values() for t in d.pointers}
     written |= {self.static_names.get(al[0] if (al := self.alloc_of(a)) else a) for s in self.subs for p in s.packets
-                if p.name == "COPY_LINEAR" and not p.raw and len({d[p.offset + field_at(s.ring.engine, s.ring.target, p.name, "dst_addr_31_0")] for d in s.per}) == 1
-                for a in [p.fields["dst_addr"]]}
+                if p.name == "COPY_LINEAR" and not p.raw
+                and len({d[address_at(s.ring.engine, s.ring.target, p, "dst_addr_31_0")] for d in s.per}) == 1 for a in [p.fields["dst_addr"]]}
     dtypes, out = self.dtypes(), []
     for key, nm in self.static_names.items():
       size = self.static[key].size
@@ -643,7 +662,8 @@ def _kernarg_offsets(kd: Kernel) -> list:
   for p in kd.params:
     sz = 4 if p.scalar else 8
     off += -off % sz
-    ps.append([p.mode, p.name, off]); off += sz
+    ps.append([p.mode, p.name, off])
+    off += sz
   return ps
 
 def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:
@@ -688,7 +708,9 @@ def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] =
     left = []
     for m0, m1 in missing:
       s0, s1 = max(m0, lo), min(m1, up)
-      if s0 >= s1: left.append((m0, m1)); continue
+      if s0 >= s1:
+        left.append((m0, m1))
+        continue
       out[s0:s1] = b[s0 + addr - a:s1 + addr - a]
       left += [r for r in ((m0, s0), (s1, m1)) if r[0] < r[1]]
     missing = left

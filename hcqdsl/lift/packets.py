@@ -11,7 +11,7 @@ from ..amd.disasm import decoder
 from .schema import LAUNCH_VAR
 
 __all__ = ["group_packets", "signal_addrs", "written_range", "polled_range", "dispatch", "kernarg_at", "Mem", "follow", "hexname",
-           "epochs", "ident", "field_at", "address_at", "per_launch", "ADDRESS", "PER_LAUNCH"]
+           "epochs", "ident", "field_at", "address_at", "per_launch", "ADDRESS", "PER_LAUNCH", "DATA_BYTES"]
 
 # ---- where a packet's fields sit: from the decoders' layouts (pm4.py's specs, sdma.py's from tinygrad's headers)
 
@@ -47,7 +47,8 @@ def per_launch(engine: str, target: str, packet: str) -> list:
 def group_packets(pk: list, engine: str) -> list:
   """Statement-sized groups of packets, by the shapes hcqdsl and tinygrad emit; anything else is a group of one."""
   out, i, n = [], 0, len(pk)
-  name = lambda j: pk[j].name if j < n and not pk[j].raw else None
+  def name(j):
+    return pk[j].name if j < n and not pk[j].raw else None
   while i < n:
     p, f = pk[i], pk[i].fields
     take = 1
@@ -60,15 +61,20 @@ def group_packets(pk: list, engine: str) -> list:
         j = i + 1
         while name(j) == "SET_SH_REG": j += 1
         if name(j) == "DISPATCH_DIRECT": take = j - i + 1 + (name(j + 1) == "EVENT_WRITE")
-      elif p.name in ("NOP", "TYPE2_NOP"): i += 1; continue
+      elif p.name in ("NOP", "TYPE2_NOP"):
+        i += 1
+        continue
     else:
-      if p.name == "NOP": i += 1; continue
+      if p.name == "NOP":
+        i += 1
+        continue
       if p.name == "COPY_LINEAR":
         while name(i + take) == "COPY_LINEAR":
           a, b = pk[i + take - 1].fields, pk[i + take].fields
           if b["src_addr"] != a["src_addr"] + a["count"] + 1 or b["dst_addr"] != a["dst_addr"] + a["count"] + 1: break
           take += 1
-    out.append(pk[i:i + take]); i += take
+    out.append(pk[i:i + take])
+    i += take
   return out
 
 def signal_addrs(p) -> list:
@@ -90,7 +96,8 @@ def written_range(p) -> Optional[tuple]:
   """(address, bytes) a `write` packet stores (tinygrad's HWQueue.write: RELEASE_MEM with no cache action, SDMA WRITE)."""
   f = p.fields
   if p.raw: return None
-  if p.name == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel"): return f["addr"], DATA_BYTES[f["data_sel"]]
+  if p.name == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel"):
+    return f["addr"], DATA_BYTES[f["data_sel"]]
   if p.name == "WRITE_UNTILED" and f.get("count") in (0, 1): return f["dst_addr"], 4 * (f["count"] + 1)
   return None
 
@@ -130,10 +137,13 @@ def follow(dw: list, engine: str, target: str, mem: Mem, depth: int = 0) -> tupl
   out = []
   for p in pk:
     ib = (p.fields.get("ib_base"), p.fields.get("ib_size")) if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw else None
-    if ib is None or None in ib or depth > 2: out.append(p); continue
+    if ib is None or None in ib or depth > 2:
+      out.append(p)
+      continue
     b = mem.read(ib[0], 4 * ib[1])
     if b is None:
-      out.append(attrs.evolve(p, note=f"indirect buffer at {ib[0]:#x} ({ib[1]} dwords) is not in the manifest's memory")); continue
+      out.append(attrs.evolve(p, note=f"indirect buffer at {ib[0]:#x} ({ib[1]} dwords) is not in the manifest's memory"))
+      continue
     sub = follow(list(struct.unpack(f"<{len(b) // 4}I", b)), engine, target, mem, depth + 1)
     out += [attrs.evolve(x, offset=p.offset) for x in sub]
   return out

@@ -38,7 +38,11 @@ class RawLift:
     self.used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}   # names taken in the program
 
   def program(self) -> Program:
-    self.streams(); self.scan(); self.name_signals(); self.buffers(); self.kernels()
+    self.streams()
+    self.scan()
+    self.name_signals()
+    self.buffers()
+    self.kernels()
     m, plan = self.m, self.plan
     # the pseudo image the statement lifter reads names from
     self.img = Image(m.queues[0].target, m.file, m.devices, [], self.regions, {n: a for a, n in self.signals.items()},
@@ -190,10 +194,13 @@ def _mark_stuck(decls: list, values: dict) -> list:
   out = []
   for d in decls:
     if not isinstance(d, Queue) or not d.body or not isinstance(d.body[0], Wait) or d.body[0].value.var is not None:
-      out.append(d); continue
+      out.append(d)
+      continue
     w = d.body[0]
     sig, need, now = w.signal.name, w.value.offset, values.get(w.signal.name, 0)
-    if now >= need: out.append(d); continue
+    if now >= need:
+      out.append(d)
+      continue
     writers = [f"{q.name} `signal {sig} = {s.value}`{' ' + s.comment[2:] if s.comment else ''}" for q in queues for s in q.body
                if isinstance(s, SignalWrite) and s.signal.name == sig and s.value.var is None and s.value.offset >= need]
     why = f"# stuck: waits for {sig} >= {need}, which holds {now}; " + \
@@ -215,7 +222,8 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
   """Split the host's steps into launches (the shortest period that repeats, each queue submitted at most once per
   launch) and make one template of them: a dword or host value that grows by one per launch becomes `launch + c`."""
   ev = m.host
-  shape = lambda e: (e["op"], e.get("queue"), e.get("addr"), e.get("length"))
+  def shape(e):
+    return (e["op"], e.get("queue"), e.get("addr"), e.get("length"))
   n = len(ev)
   period = None
   for P in range(1, n + 1):
@@ -223,7 +231,8 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
     if any(shape(ev[i]) != shape(ev[i % P]) for i in range(n)): continue
     subs = [e["queue"] for e in ev[:P] if e["op"] == "submit"]
     if len(subs) != len(set(subs)): continue
-    period = P; break
+    period = P
+    break
   qmap = {q.name: q for q in m.queues}
   out = {"launches": 1, "dwords": {}, "patches": {}, "offsets": {}, "host": [], "uses_var": False}
   if period is None:
@@ -231,7 +240,8 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
                  "stream is submitted at its first submission (later work may look submitted earlier than it was)")
     for e in ev:
       if e["op"] != "submit":
-        out["host"].append({**e, "var": False}); continue
+        out["host"].append({**e, "var": False})
+        continue
       if e["queue"] in out["dwords"]: continue
       q = qmap[e["queue"]]
       out["dwords"][q.name], out["offsets"][q.name] = list(q.dwords), list(range(len(q.dwords)))

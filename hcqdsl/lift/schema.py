@@ -66,7 +66,8 @@ MANIFEST = F("", "object", "the manifest", fields=(
   F("format", "str", f"`\"{MANIFEST_KIND}\"`", True),
   F("version", "int", f"{' or '.join(map(str, READABLE_VERSIONS))} (written: {MANIFEST_VERSION})", True),
   F("producer", "object", "what wrote it", since=2, fields=(
-    F("tool", "str", "`hcqdsl capture`"), F("path", "str", "which of tinygrad's paths submitted: `hcq` (HWQueue objects, default), `hcq2` (the submitter program)"))),
+    F("tool", "str", "`hcqdsl capture`"),
+    F("path", "str", "which of tinygrad's paths submitted: `hcq` (HWQueue objects, default), `hcq2` (the submitter program)"))),
   F("devices", "list", "the GPUs; a device a queue names that is not listed is declared with the queue's target and the next index", fields=(
     F("name", "name", "its name in the program", True), F("index", "int", "the `AMD:N` number", True),
     F("arch", "str", f"one of {', '.join(ARCHS)}", True), F("tinygrad", "str", "tinygrad's name of it (`AMD:1`)", since=2))),
@@ -75,24 +76,29 @@ MANIFEST = F("", "object", "the manifest", fields=(
     F("target", "str", "the device's arch", True), F("engine", "str", "`compute` (PM4; also `pm4`) or `copy` (SDMA; also `sdma`)", True),
     F("dwords", "dwords", "the ring or stream (this or `file` is required)"),
     F("file", "str", "a path relative to the manifest holding hex text or little-endian binary dwords"),
-    F("read_ptr", "int", "the dword counter of the first packet the engine has not finished: giving it for any queue makes the lift a hang triage; ring indices work too (a write pointer below it has wrapped once)"),
-    F("write_ptr", "int", "the dword counter one past the last dword written (tinygrad's `put_value`; SDMA's byte counter / 4); default: the dwords given. Larger than the ring: positions are taken modulo the ring's size"),
+    F("read_ptr", "int", "the dword counter of the first packet the engine has not finished: giving it for any queue makes the lift a "
+                         "hang triage; ring indices work too (a write pointer below it has wrapped once)"),
+    F("write_ptr", "int", "the dword counter one past the last dword written (tinygrad's `put_value`; SDMA's byte counter / 4); "
+                          "default: the dwords given. Larger than the ring: positions are taken modulo the ring's size"),
     F("start", "int", "where decoding starts (a packet boundary); default 0 while the ring has not wrapped, else `read_ptr`"),
     F("base", "int", "the ring's address"))),
   F("signals", "list", "signal memory: a snapshot (triage) or the values when the capture began", fields=(
     F("addr", "addr", "the value's address", True), F("value", "int", "its value (32-bit in version 1, 64-bit since 2)", True),
     F("name", "name", "its name in the program"), F("device", "name", "the device whose memory holds it (default: host memory)"),
-    F("timeline", "bool", "it is `device`'s timeline signal"), F("mailbox", "bool", "a KFD interrupt mailbox (a write there orders nothing)", since=2))),
+    F("timeline", "bool", "it is `device`'s timeline signal"),
+    F("mailbox", "bool", "a KFD interrupt mailbox (a write there orders nothing)", since=2))),
   F("buffers", "list", "allocations kernel arguments and copies point into", fields=(
     F("addr", "addr", "its address", True), F("size", "int", "bytes, at least 1", True), F("name", "name", "its name in the program"),
     F("device", "name", "the device whose memory it is (default: host memory)"))),
-  F("memory", "list", "memory contents: kernarg blocks (an `exec`'s arguments), indirect buffers (lifted in place of the INDIRECT_BUFFER / SDMA INDIRECT packet); with `step`, read before that host step ran",
+  F("memory", "list", "memory contents: kernarg blocks (an `exec`'s arguments), indirect buffers (lifted in place of the "
+                      "INDIRECT_BUFFER / SDMA INDIRECT packet); with `step`, read before that host step ran",
     fields=_ADDR_HEX + (F("step", "int", "the host step it was read before", since=2),)),
   F("final", "list", "contents when the capture ended (the lift's `expect`s)", since=2, fields=_ADDR_HEX),
   F("kernels", "list", "the programs, by entry point", fields=(
     F("prog_addr", "addr", "the entry point (COMPUTE_PGM_LO/HI << 8)", True), F("name", "name", "its name in the program"),
     F("tinygrad_name", "str", "tinygrad's name of it", since=2),
-    F("params", "json", "`in`/`out`/`inout` per pointer argument; since version 2 also tinygrad's signature: per argument {name (null: a buffer), dtype, bytes, mode, shape}"),
+    F("params", "json", "`in`/`out`/`inout` per pointer argument; since version 2 also tinygrad's signature: per argument "
+                        "{name (null: a buffer), dtype, bytes, mode, shape}"),
     F("code", "hex", "its code object (ELF)", since=2))),
   F("host", "list", "the host's steps in order (by `op`)", fields=(
     F("op", "str", "`submit`, `signal`, `wait`, `write` (since 2)", True),
@@ -239,7 +245,8 @@ def _parse(source, file: Optional[str]) -> tuple:
   if isinstance(source, str):
     try: source = json.loads(source)
     except json.JSONDecodeError as e:
-      if e.pos == 0: raise ManifestError(f"{file}: neither an image (.hcqimg) nor a manifest (JSON); raw dwords need a manifest (docs/lift.md)") from None
+      if e.pos == 0:
+        raise ManifestError(f"{file}: neither an image (.hcqimg) nor a manifest (JSON); raw dwords need a manifest (docs/lift.md)") from None
       raise ManifestError(f"{file}:{e.lineno}:{e.colno}: invalid JSON: {e.msg}") from None
     except RecursionError: raise ManifestError(f"{file}:{too_deep(source)}: invalid JSON: nested too deeply") from None
   return source, file, base
@@ -278,7 +285,8 @@ def _devices(top: _V) -> tuple:
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
     if (o := next((x for x in devices if x["index"] == dev["index"]), None)) is not None:
       d.fail("index", f"{dev['index']} is already device `{o['name']}`'s index")
-    devices.append(dev); by_name[dev["name"]] = dev
+    devices.append(dev)
+    by_name[dev["name"]] = dev
   return devices, by_name
 
 def _queues(top: _V, base: pathlib.Path, devices: list, by_name: dict) -> list:
@@ -319,7 +327,8 @@ def _dwords(q: _V, base: pathlib.Path) -> list:
   if isinstance(q.obj.get("dwords"), list):
     dw = [x.obj for x in q.get("dwords", "list")]
     for j, x in enumerate(dw):
-      if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= U32_MAX: q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
+      if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= U32_MAX:
+        q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
     return dw
   if "dwords" in q.obj:
     try: return _raw_dwords(q.get("dwords", "str").encode())
@@ -415,11 +424,15 @@ def _graph_calls(top: _V, file: str) -> list:
   for g in G.read(top, []):
     inputs = []
     for row in g.get("inputs", "list", required=True):
-      if row.obj is None: inputs.append(None); continue
+      if row.obj is None:
+        inputs.append(None)
+        continue
       if not isinstance(row.obj, list): row.fail("", f"expected a list of [addr, size] per device, got {json.dumps(row.obj)}")
       bufs = []
       for j, x in enumerate(row.obj):
-        if x is None: bufs.append(None); continue
+        if x is None:
+          bufs.append(None)
+          continue
         pair = _V(file, {"addr": x[0], "size": x[1]} if isinstance(x, list) and len(x) == 2 else x, f"{row.path}[{j}]")
         if not isinstance(pair.obj, dict): pair.fail("", f"expected [addr, size], got {json.dumps(x)}")
         bufs.append((pair.get("addr", "int", required=True), pair.get("size", "int", required=True)))
@@ -438,7 +451,8 @@ def _rename_keywords(devices: list, queues: list, signals: dict, buffers: list, 
       while f"{n}_{i}" in taken: i += 1
       taken.add(new.setdefault(n, f"{n}_{i}"))
   if not new: return
-  dev = lambda n: new.get(n, n) if n is not None else None
+  def dev(n):
+    return new.get(n, n) if n is not None else None
   for d in devices: d["name"] = dev(d["name"])
   for q in queues: q.name, q.device = new.get(q.name, q.name), dev(q.device)
   for s in signals.values(): s["device"] = dev(s["device"])

@@ -15,7 +15,9 @@ import attrs
 from ..ir import U32_MAX, POLL_SIZE
 from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
-from ..amd.pm4 import FUNC_EQ
+from ..amd.pm4 import FUNC_EQ, DATA_SEL_CLOCK
+from ..amd.layout import TIMESTAMP_OFFSET
+from ..lift.packets import DATA_BYTES
 
 __all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
 
@@ -61,8 +63,11 @@ class _Allocations:
   def __init__(self): self.starts, self.items = [], []
   def add(self, addr: int, size: int, info: dict):
     i = bisect.bisect_left(self.starts, addr)
-    if i < len(self.starts) and self.starts[i] == addr: self.items[i] = (addr, size, info); return
-    self.starts.insert(i, addr); self.items.insert(i, (addr, size, info))
+    if i < len(self.starts) and self.starts[i] == addr:
+      self.items[i] = (addr, size, info)
+      return
+    self.starts.insert(i, addr)
+    self.items.insert(i, (addr, size, info))
   def remove(self, addr: int):
     i = bisect.bisect_left(self.starts, addr)
     if i < len(self.starts) and self.starts[i] == addr: del self.starts[i], self.items[i]
@@ -213,7 +218,8 @@ class Capture:
       if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw and depth < 3 and f.get("ib_base") is not None:
         b = self.read(f["ib_base"], 4 * f["ib_size"])
         if b is not None and len(b) == 4 * f["ib_size"]:
-          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1); continue
+          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1)
+          continue
       out += list(p.dwords)
     return out
 
@@ -229,14 +235,14 @@ class Capture:
       if n == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == FUNC_EQ:   # poll_bit: a buffer's word
         if self._use(f["addr"]) is not None and self.contents: self._remember(f["addr"], POLL_SIZE, step)
       elif n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
-      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"):
+      elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel"):
         self._use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
       elif n == "WRITE_UNTILED": self._use(f["dst_addr"])
-      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2): addr = f["addr"]
-      elif n == "RELEASE_MEM" and f.get("data_sel") == 3: addr = f["addr"] - 8
+      elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES: addr = f["addr"]
+      elif n == "RELEASE_MEM" and f.get("data_sel") == DATA_SEL_CLOCK: addr = f["addr"] - TIMESTAMP_OFFSET   # a timestamp's signal
       elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]
       elif n == "FENCE": addr = f["addr"]
-      elif n == "TIMESTAMP_GET_GLOBAL": addr = f["write_addr"] - 8
+      elif n == "TIMESTAMP_GET_GLOBAL": addr = f["write_addr"] - TIMESTAMP_OFFSET
       elif n == "COPY_LINEAR":
         size = f["count"] + 1
         for a in (f["src_addr"], f["dst_addr"]):
@@ -257,7 +263,9 @@ class Capture:
       if (h := next((h for f in self.program_finders if (h := f(prog)) is not None), None)) is not None: self.kernels[prog] = h
       else:
         for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
-          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
+          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog:
+            self._register_program(obj)
+            break
       k = self.kernels.get(prog)
       if k is None and not self.program_finders: self._unknown.add(prog)   # (a finder's runtime may load it later)
     sig = k["signature"] if k else []
@@ -266,7 +274,8 @@ class Capture:
     blk = self.read(ka, size)
     if blk is None: return
     self._use(ka)
-    self.memory.append((ka, blk, step)); self.last[(ka, len(blk))] = blk
+    self.memory.append((ka, blk, step))
+    self.last[(ka, len(blk))] = blk
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
       if (a := self._use(ptr)) is not None and self.contents:
@@ -282,7 +291,9 @@ class Capture:
     try: addr = int(prg.prog_addr)
     except (AttributeError, TypeError, ValueError): return
     if addr in self.kernels: return
-    if type(prg).__name__ == "AMDProgram": self._register_program(prg); return
+    if type(prg).__name__ == "AMDProgram":
+      self._register_program(prg)
+      return
     sig = [{"name": None} for _ in getattr(args_state, "bufs", ())] + [{"name": f"v{i}", "dtype": "int", "itemsize": 4, "bytes": 4}
                                                                       for i, _ in enumerate(getattr(args_state, "vals", ()))]
     self.kernels[addr] = {"name": str(getattr(prg, "name", f"k_{addr:x}")), "lib": b"", "signature": sig, "kernargs": 0, "_prg": prg}
@@ -296,11 +307,15 @@ class Capture:
     inputs = []
     for u in input_uops:
       try: b = u.buffer
-      except Exception: inputs.append(None); continue
+      except Exception:
+        inputs.append(None)
+        continue
       row = []
       for x in getattr(b, "bufs", None) or [b]:
         try: addr, n = int(x._buf.va_addr), int(x.nbytes)
-        except Exception: row.append(None); continue
+        except Exception:
+          row.append(None)
+          continue
         row.append((addr, n))
         if self._use(addr) is not None and self.contents: self._remember(addr, n, step)
       inputs.append(row)
@@ -410,7 +425,8 @@ class Capture:
     except (TypeError, ValueError, AttributeError): return
     owner = getattr(sig, "owner", None)
     if addr not in self.signals:
-      self.register_signal(addr, owner, bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig)
+      timeline = bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig
+      self.register_signal(addr, owner, timeline)
     self.host_signal(addr, value)
 
   def _on_host_wait(self, sig, value=0, *rest, **kw):
@@ -475,7 +491,8 @@ class Capture:
       self._saved.append((HCQSignal, "value", prop))
       if hcq2: self._install_hcq2()
     except Exception:
-      self._restore(); raise
+      self._restore()
+      raise
     return self
 
   def _programs_modes(self) -> None:
@@ -538,7 +555,8 @@ class Capture:
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
     return encode(MANIFEST.fields, {
       "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
-      "devices": sorted(self.devices.values(), key=lambda d: d["index"]), "queues": [r for r in self.rings.values() if r.dwords],   # (a ring whose doorbell rang with nothing new: no queue of this run)
+      "devices": sorted(self.devices.values(), key=lambda d: d["index"]),
+      "queues": [r for r in self.rings.values() if r.dwords],   # (a ring whose doorbell rang with nothing new: no queue of this run)
       "signals": list(self.signals.values()),
       "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),

@@ -112,7 +112,8 @@ class Hcq2Recorder:
     if type(getattr(call.arg, "aux", None)).__name__ == "HCQInfo":
       # each argument's buffer per device: a batch over several devices passes one MultiBuffer (MSTACK) per signal
       lanes = [list(getattr(b, "bufs", None) or [b]) for b in (getattr(s, "buffer", None) for s in call.src[1:]) if b is not None]
-      on_amd = lambda b: hasattr(b, "device") and str(b.device).startswith("AMD")
+      def on_amd(b):
+        return hasattr(b, "device") and str(b.device).startswith("AMD")
       if name == "hcq_fence" and len(lanes) >= 2:
         self.poll()
         for tl, epoch in zip(lanes[0], lanes[1]):   # per device: wait until its timeline reaches the batch's epoch
@@ -185,7 +186,8 @@ class Hcq2Recorder:
       start = prog - data.entry_point_offset
       if self.cap.read(start, len(image)) != image: continue
       outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
-      mode = lambda i: "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+      def mode(i):
+        return "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
       # the argument shapes are the PROGRAM's (its TinyELF signature, as classic HCQ's AMDProgram has them): the PROGRAM
       # whose code this is, before ops_amd2 swapped its source for the loaded image
       sig = None
@@ -200,7 +202,8 @@ class Hcq2Recorder:
         for i, s in enumerate(x for x in sig if x.get("name") is None): s["mode"] = mode(i)
       else:
         sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
-        sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
+        sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"}
+                for i, v in enumerate(getattr(info, "vars", ()))]
       name = getattr(info, "function_name", None) or getattr(info, "name", f"k_{prog:x}")   # tinygrad's name without its colors
       return {"name": str(name), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
     return None
