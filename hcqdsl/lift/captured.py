@@ -1,7 +1,7 @@
 """The lift of a capture (manifest version 2, `hcqdsl capture`): the program tinygrad ran — its repeating launches
 folded, or (`whole`) the run as it happened."""
 from __future__ import annotations
-import bisect, pathlib
+import bisect, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
@@ -9,10 +9,11 @@ from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Hos
                   Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE)
 from ..amd.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
-from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.pm4 import DATA_SEL_CLOCK
+from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
+from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
 from .packets import (group_packets, signal_addrs, written_range, polled_range, kernarg_at, hexname, epochs, ident, field_at, address_at, per_launch,
                       ADDRESS)
 
@@ -23,78 +24,6 @@ __all__ = ["lift_capture", "CaptureLift", "Submission", "Memory", "Access", "Dis
 # differ in absolute terms — Adam's first steps divide a gradient by its own square root, so an update near zero moves
 # by up to the learning rate (convnet.py's weights after three steps: 2e-4 apart)
 LIFT_RTOL, LIFT_ATOL = 1e-3, 1e-3
-
-def _launch_steps(ev: list, whole: bool = False) -> list:
-  """The indices of the host steps that are steps of a launch: all but a signal's creation (`init`) at an address no
-  earlier step used (a recycled signal's creation writes memory a submission, wait or write used: it stays a step),
-  and, folding launches (not `whole`), the host's writes of classic HCQ's staged chunks (`staged`: they alternate
-  between the allocator's staging buffers, so no launch repeats the last; the copy reading one is `rebound` there)."""
-  used, keep = set(), []
-  for i, e in enumerate(ev):
-    if e.get("staged") and not whole: continue
-    if e["op"] == "submit": used.update(e.get("signals", ()))
-    elif e.get("init") and e["addr"] not in used: continue
-    else: used.add(e["addr"])
-    keep.append(i)
-  return keep
-
-def _period(shapes: list) -> Optional[tuple]:
-  """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
-  fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
-  n, best = len(shapes), None
-  for P in range(1, n // 2 + 1):
-    run = 0  # run[i]: how many consecutive j >= i have shapes[j] == shapes[j + P], computed right to left
-    runs = [0] * (n + 1)
-    for i in range(n - P - 1, -1, -1):
-      runs[i] = runs[i + 1] + 1 if shapes[i] == shapes[i + P] else 0
-    for i in range(n - 2 * P + 1):
-      K = 1 + runs[i] // P
-      if K < 2 or not any(s[0] == "submit" for s in shapes[i:i + P]): continue
-      key = (K * P, -P, i)  # on a tie the latest phase: its last launch is the one the program ended with
-      if best is None or key > best[0]: best = (key, (i, P, K))
-    del run
-  return best[1] if best else None
-
-class _Vars:
-  """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
-  def __init__(self, used: set, notes: list): self.lists, self.used, self.notes, self.uses_launch = {}, used, notes, False
-  def fit(self, vals: list, hint: str) -> Optional[tuple]:
-    """(var, add) for values that change between launches; None when they do not."""
-    vals = [v & U32_MAX for v in vals]
-    if len(set(vals)) == 1: return None
-    c = vals[0] - 1
-    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
-      self.uses_launch = True
-      return (LAUNCH_VAR, c if c <= U32_MAX // 2 else c - (1 << 32))
-    key = tuple(vals)
-    if key not in self.lists:
-      name, i = hint, 2
-      while name in self.used or name in KEYWORDS: name, i = f"{hint}_{i}", i + 1
-      self.used.add(name)
-      self.lists[key] = name
-    return (self.lists[key], 0)
-
-def _graph_inputs(m: Manifest, ev: list, start: int, P: int, K: int) -> dict:
-  """{per-launch addresses: size} of every graph input whose memory changes between launches: launch k's address is
-  what HCQGraph was handed at its call in launch k (the capture's `graph_calls`, tinygrad's input_uops; a
-  MultiBuffer's per device). A call belongs to the launch of its first submission."""
-  per: dict = {}   # (graph, input, device) -> [(addr, size) per launch]
-  subs = [i for i, e in enumerate(ev) if e["op"] == "submit"]
-  for step, g, ins in m.graph_calls:
-    at = next((i for i in subs if i >= step), None)
-    if at is None or not start <= at < start + K * P: continue
-    k = (at - start) // P
-    for i, row in enumerate(ins):
-      for d, x in enumerate(row or ()):
-        if x is None: continue
-        slot = per.setdefault((g, i, d), [None] * K)
-        slot[k] = x if slot[k] is None else (None, 0)   # called twice in one launch: not one input per launch
-  out: dict = {}
-  for xs in per.values():
-    if any(x is None or x[0] is None for x in xs) or len({a for a, _ in xs}) < 2: continue
-    t = tuple(a for a, _ in xs)
-    out[t] = max(out.get(t, 0), *(n for _, n in xs))
-  return out
 
 @attrs.define(eq=False)
 class Submission:
@@ -149,7 +78,7 @@ class CaptureLift:
     self.left_out: list = []   # what the lifted program does not check, in words (sanitize and `lift` say so on their summary)
     self.qmap = {q.name: q for q in m.queues}
     self.used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(self.qmap)   # names taken in the program
-    self.vars = _Vars(self.used, self.notes)
+    self.vars = Vars(self.used, self.notes)
     self.kargs_read = m.path == "hcq"   # classic HCQ: each exec also reads its kernel-argument block, which the host writes
 
   def program(self) -> Program:
@@ -172,7 +101,7 @@ class CaptureLift:
     m = self.m
     # a fresh signal's creation (tinygrad writes its first value in HCQSignal.__init__: HCQGraph makes its signals
     # while the captured call runs) is its initial value, no step of a launch: so the captured call is launch 1
-    keep = _launch_steps(m.host, self.whole)
+    keep = launch_steps(m.host, self.whole)
     self.n_all, self.keep = len(m.host), keep
     if len(keep) < len(m.host):
       def new(st):
@@ -180,7 +109,7 @@ class CaptureLift:
       m = self.m = attrs.evolve(m, host=[m.host[i] for i in keep], steps=[(a, b, new(st)) for a, b, st in m.steps],
                                 graph_calls=[(new(st), g, ins) for st, g, ins in m.graph_calls])
     self.ev = ev = m.host
-    found = None if self.whole else _period([self.shape(e) for e in ev])
+    found = None if self.whole else period([self.shape(e) for e in ev])
     self.start, self.P, self.K = start, P, K = found or (0, len(ev), 1)
     self.end = start + K * P
     if self.whole: self.notes.append("the run as it happened: every step of the capture in one launch")
@@ -195,8 +124,8 @@ class CaptureLift:
     self.mem_at = sorted(m.steps, key=lambda x: x[2])
     allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
     self.allocs, self.alloc_starts = allocs, [lo for lo, _, _ in allocs]
-    self.readings = _Readings(m.steps, self.alloc_of)
-    self.inputs = _graph_inputs(m, ev, start, P, K)
+    self.readings = Readings(m.steps, self.alloc_of)
+    self.inputs = graph_inputs(m, ev, start, P, K)
 
   def submissions(self) -> None:
     """One lifted queue per submission of launch 1; a ring submitted several times per launch on hcq2 is `chained`."""
@@ -477,7 +406,7 @@ class CaptureLift:
       if d.kargs not in self.kgroups and (len(set(d.blocks)) == 1 if self.K > 1 else last.get(ka) == d.blocks[0]): continue
       last[ka] = d.blocks[0]
       nm, off, _ = self.buf_for(d.kargs)
-      out.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(d.blocks[0]), True), tuple(_bytes_data(b) for b in d.blocks)))
+      out.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(d.blocks[0]), True), tuple(bytes_data(b) for b in d.blocks)))
     return out
 
   def host_block(self) -> list:
@@ -504,7 +433,7 @@ class CaptureLift:
         off = e["addr"] - al[0]
         n = min(e["size"], self.static[al[0]].size - off)
         # (bytes not recorded — sanitize's capture — are written as zeros: the range is what a check needs)
-        add(HostWrite(Slice(Ref(nm), off, off + n, True), tuple(_bytes_data(ev[i + k * P]["data"][:n]) if ev[i + k * P]["data"]
+        add(HostWrite(Slice(Ref(nm), off, off + n, True), tuple(bytes_data(ev[i + k * P]["data"][:n]) if ev[i + k * P]["data"]
                                                                else Data("u8", (0,)) for k in range(K))), i)
       else:
         fit = self.vars.fit([ev[i + k * P]["value"] for k in range(K)], "h")
@@ -675,53 +604,7 @@ def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[d
   their code objects, expects from the contents after the last launch. `whole`: the run as it happened — every step of
   the capture in one launch, nothing taken for initial state or left out (what `sanitize` checks)."""
   return CaptureLift(m, code_dir, program_dir, trace, whole).program()
-class _Readings:
-  """A capture's memory readings (addr, bytes, step), indexed by the allocation they fall in, so assembling one
-  allocation reads only its own readings (a capture of a long run holds thousands)."""
-  def __init__(self, steps: list, alloc_of):
-    self.alloc_of, self.all = alloc_of, sorted(steps, key=lambda x: x[2])
-    self.by_alloc: dict = {}
-    for x in self.all:
-      al = alloc_of(x[0])
-      self.by_alloc.setdefault(al[0] if al is not None else None, []).append(x)
-  def assemble(self, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
-    al = self.alloc_of(addr)
-    steps = self.all if al is None or al[0] + al[1] < addr + size else self.by_alloc.get(al[0], []) + self.by_alloc.get(None, [])
-    return _assemble(steps, addr, size, t, final, after)
 
-def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] = None, after: bool = False) -> Optional[bytes]:
-  """The allocation [addr, addr + size) when step `t` ran, each byte from the last reading at or before `t` (a capture
-  reads a buffer before each step that uses it and records it only when it changed). `after`: its contents once the
-  steps before `t` had run — the first reading at or after `t`, else the final contents, else the last one before
-  (`size` bytes). Otherwise without its trailing zeros, so an allocation of 256 MiB that was read at its start costs
-  what was read. None when nothing covers it."""
-  ordered = sorted(steps, key=lambda x: x[2])
-  chosen = ([(a, b) for a, b, st in ordered if st >= t] + [(a, b.ljust(size, b"\0")) for a, b in final or () if a == addr]
-            if after else []) + [(a, b) for a, b, st in reversed(ordered) if st <= t - after]
-  chosen = [(a, b) for a, b in chosen if a < addr + size and addr < a + len(b)]
-  if not chosen: return None
-  hi = size if after else max(min(a + len(b), addr + size) for a, b in chosen) - addr
-  out, missing = bytearray(hi), [(0, hi)]   # the byte ranges no reading has given yet
-  for a, b in chosen:
-    lo, up = max(a, addr) - addr, min(a + len(b), addr + hi) - addr
-    if lo >= up: continue
-    left = []
-    for m0, m1 in missing:
-      s0, s1 = max(m0, lo), min(m1, up)
-      if s0 >= s1:
-        left.append((m0, m1))
-        continue
-      out[s0:s1] = b[s0 + addr - a:s1 + addr - a]
-      left += [r for r in ((m0, s0), (s1, m1)) if r[0] < r[1]]
-    missing = left
-    if not missing: break
-  return bytes(out) if after else bytes(out).rstrip(b"\0")
-
-def _bytes_data(b: bytes) -> Data:
-  """Bytes as the widest integer data that holds them exactly (u32 for tinygrad's float and int inputs)."""
-  dt = "u32" if len(b) % 4 == 0 else "u8"
-  return Data(dt, tuple(int(x) for x in np.frombuffer(b, "<u4" if dt == "u32" else "u1")))
 def _relpath(p: pathlib.Path, base) -> str:
-  import os
   return os.path.relpath(p.resolve(), pathlib.Path(base).resolve())
 

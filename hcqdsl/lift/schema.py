@@ -137,9 +137,9 @@ def describe() -> str:
 @attrs.define
 class MQueue:
   """A manifest's queue."""
-  name: str
-  device: str
-  target: str
+  name: str                  # its name in the program (a keyword renamed: NAME_1)
+  device: str                # the device's name
+  target: str                # the device's arch
   engine: str                # compute | copy
   dwords: list               # the ring (or a linear stream) as given
   read_ptr: Optional[int]    # the dword counter of the first packet not finished (a dump: hang triage)
@@ -150,7 +150,7 @@ class MQueue:
 @attrs.define
 class Manifest:
   """A manifest, read and checked."""
-  file: str
+  file: str           # its file name, for messages and the lift's header
   devices: list       # {"name", "index", "arch"}
   queues: list        # of MQueue
   signals: dict       # addr -> {"value", "name", "device", "timeline", "mailbox"}
@@ -158,7 +158,7 @@ class Manifest:
   memory: list        # (addr, bytes)
   kernels: dict       # prog addr -> {"name", "params", "signature", "code", "tinygrad_name"}
   host: Optional[list]  # ordered {"op": submit|signal|wait|write, ...}; None: a raw dump without host steps
-  version: int = 1
+  version: int = 1    # the manifest's format version (READABLE_VERSIONS)
   steps: list = attrs.field(factory=list)   # version 2: (addr, bytes, step) memory read before host step `step` ran
   final: list = attrs.field(factory=list)   # version 2: (addr, bytes) contents when the capture ended
   mailboxes: set = attrs.field(factory=set)  # KFD interrupt mailbox addresses (writes there order nothing)
