@@ -78,7 +78,7 @@ class CaptureLift:
     self.left_out: list = []   # what the lifted program does not check, in words (sanitize and `lift` say so on their summary)
     self.qmap = {q.name: q for q in m.queues}
     self.used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(self.qmap)   # names taken in the program
-    self.vars = Vars(self.used, self.notes)
+    self.vars = Vars(self.used)
     self.kargs_read = m.path == "hcq"   # classic HCQ: each exec also reads its kernel-argument block, which the host writes
 
   def program(self) -> Program:
@@ -98,17 +98,19 @@ class CaptureLift:
   # ---- phases
   def launches(self) -> None:
     """The host's steps cut into launches: `start`, `P` steps per launch, `K` launches (`end` = start + K * P)."""
-    m = self.m
+    m, host = self.m, self.m.host or []
     # a fresh signal's creation (tinygrad writes its first value in HCQSignal.__init__: HCQGraph makes its signals
     # while the captured call runs) is its initial value, no step of a launch: so the captured call is launch 1
-    keep = launch_steps(m.host, self.whole)
-    self.n_all, self.keep = len(m.host), keep
-    if len(keep) < len(m.host):
+    keep = launch_steps(host, self.whole)
+    self.n_all, self.keep = len(host), keep
+    if len(keep) < len(host):
       def new(st):
         return bisect.bisect_left(keep, st)
-      m = self.m = attrs.evolve(m, host=[m.host[i] for i in keep], steps=[(a, b, new(st)) for a, b, st in m.steps],
+      host = [host[i] for i in keep]
+      m = self.m = attrs.evolve(m, host=host, steps=[(a, b, new(st)) for a, b, st in m.steps],
                                 graph_calls=[(new(st), g, ins) for st, g, ins in m.graph_calls])
-    self.ev = ev = m.host
+    self.ev: list = host   # the host's steps of launches
+    ev = host
     found = None if self.whole else period([self.shape(e) for e in ev])
     self.start, self.P, self.K = start, P, K = found or (0, len(ev), 1)
     self.end = start + K * P
@@ -129,7 +131,8 @@ class CaptureLift:
 
   def submissions(self) -> None:
     """One lifted queue per submission of launch 1; a ring submitted several times per launch on hcq2 is `chained`."""
-    self.subs, self.count = [], {}   # count: ring -> its submissions per launch
+    self.subs: list = []
+    self.count: dict = {}   # ring -> its submissions per launch
     ev, P, K = self.ev, self.P, self.K
     for i in range(self.start, self.start + P):
       e = ev[i]
@@ -189,7 +192,7 @@ class CaptureLift:
       bufs, scal = [x for x in sig if x.get("name") is None], [x for x in sig if x.get("name") is not None]
       need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
       for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
-      blocks = [self.snap(ka, need, s.step + j * self.P, s.step + j * self.P + 1) for j, ka in enumerate(kas)]
+      blocks: list = [self.snap(ka, need, s.step + j * self.P, s.step + j * self.P + 1) for j, ka in enumerate(kas)]
       if any(b is None for b in blocks):
         self.notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
         self.left_out.append(f"the arguments of a dispatch of {k.get('tinygrad_name') or k.get('name') or hex(prog)} (not recorded)")
@@ -267,7 +270,8 @@ class CaptureLift:
     buffer at each exec (`amd "k.co" code B`): check orders every exec after the upload."""
     uploaded = {al[0] for s in self.subs for p in s.packets if p.name == "COPY_LINEAR" and not p.raw
                 and len(set(s.addrs(p, "dst_addr_31_0"))) == 1 and (al := self.alloc_of(p.fields["dst_addr"])) is not None}
-    self.kdecl, self.kname_of = {}, {}
+    self.kdecl: dict = {}      # (name, code, code buffer) -> Kernel
+    self.kname_of: dict = {}   # prog -> its kernel's name
     for d in self.dispatches.values():
       if d.prog in self.kname_of: continue
       k = self.m.kernels.get(d.prog, {})
@@ -299,9 +303,11 @@ class CaptureLift:
     per-launch values of its scalars (`mem_patches`)."""
     ibufs = {nm: (a, self.static[a].size) for a, nm in self.static_names.items()}
     ibufs.update({nm: (t[0], self.rebound[t].size) for t, nm in self.rebound_names.items()})
-    regions, self.regions_of, self.mem_patches = [], {}, {}
+    regions: list = []
+    self.regions_of: dict = {}     # lifted queue -> its dispatches' kernel-argument regions
+    self.mem_patches: dict = {}    # lifted queue -> Patch of each scalar argument that changes per launch
     for (ka, sname), d in self.dispatches.items():
-      args = []
+      args: list = []
       for t, nb in zip(d.pointers, d.sizes):
         nm, off, pin = self.buf_for(t)
         hi = off + nb if nb and off + nb < ibufs[nm][1] else None  # tinygrad's byte range of the argument (a view of a bigger allocation)
@@ -374,7 +380,7 @@ class CaptureLift:
 
   def groups(self, s: Submission) -> list:
     """(packets, `@ring offset`) per statement; the KFD's interrupt packets as comments (they order nothing)."""
-    out = []
+    out: list = []
     for g in group_packets(s.packets, s.ring.engine):
       at = f"@{s.start + g[0].offset}" if g else None
       if g and g[0].name in ("RELEASE_MEM", "FENCE") and not g[0].raw and g[0].fields.get("addr") in self.m.mailboxes:
@@ -412,7 +418,8 @@ class CaptureLift:
   def host_block(self) -> list:
     """The host's statements of a launch (`host_steps[i]`: the capture steps statement i stands for; a submit: each queue's)."""
     kwrites, ev, P, K = self.kernarg_writes(), self.ev, self.P, self.K
-    host, self.host_steps = [], []
+    host: list = []
+    self.host_steps: list = []
     def add(stmt, i):
       host.append(stmt)
       self.host_steps.append([i])
@@ -428,8 +435,7 @@ class CaptureLift:
         else: add(Submit((Ref(nm),)), i)
       elif e["op"] == "write":   # the host's refill of host memory: each launch's bytes, at this point of the host block
         al = self.alloc_of(e["addr"])
-        nm = self.static_names.get(al[0]) if al is not None else None
-        if nm is None: continue   # memory no lifted command uses
+        if al is None or (nm := self.static_names.get(al[0])) is None: continue   # memory no lifted command uses
         off = e["addr"] - al[0]
         n = min(e["size"], self.static[al[0]].size - off)
         # (bytes not recorded — sanitize's capture — are written as zeros: the range is what a check needs)

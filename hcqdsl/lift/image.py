@@ -326,13 +326,14 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
     seen.add(k["name"])
     decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k["params"]), _impl(k["impl"], code.get(k["name"]))))
   # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
-  blocks, key = [], 0
+  blocks: list = []
+  key = 0
   for q in img.queues:
     key = next((s[2] for s in q.stmts if s[2]), key)
     groups = [(g, None) for g in _statement_groups(q)]
     blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, lift_statements(img, q, groups))))
   if img.host:
-    body = []
+    body: list = []
     for h in img.host:
       if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
       elif h["op"] == "write":

@@ -130,7 +130,7 @@ class Mem:
       if a <= addr < a + len(b): return b[addr - a:]
     return None
 
-def follow(dw: list, engine: str, target: str, mem: Mem, depth: int = 0) -> tuple:
+def follow(dw: list, engine: str, target: str, mem: Mem, depth: int = 0) -> list:
   """Packets of `dw` with indirect buffers whose contents the manifest holds spliced in (their packets keep the
   offset of the IB packet, so comments point at the ring). Returns (packets, notes)."""
   pk = decoder(engine, target).decode(dw)

@@ -11,7 +11,7 @@ from .image import lift_group, lift_statements, queue_decl, lifted_program, Unli
 from .schema import Manifest, LAUNCH_VAR
 from .packets import group_packets, signal_addrs, written_range, polled_range, dispatch, Mem, follow, hexname, epochs
 
-__all__ = ["lift_raw", "RawLift", "Stream"]
+__all__ = ["lift_raw", "RawLift", "Stream", "Plan", "HostStep"]
 
 def _pending_wait(p, snapshot: dict) -> bool:
   """A wait the snapshot does not satisfy (the engine is executing it although its read pointer ran past it)."""
@@ -32,7 +32,8 @@ class Stream:
 class RawLift:
   """The lift of one raw dump, phase by phase (`program()` runs them in order)."""
   def __init__(self, m: Manifest):
-    self.m, self.mem, self.notes = m, Mem(m.memory), []
+    self.m, self.mem = m, Mem(m.memory)
+    self.notes: list = []   # `# note:` lines of the header
     self.triage = any(q.read_ptr is not None for q in m.queues)
     self.plan = _launches(m, self.notes) if (m.host is not None and not self.triage) else None
     self.used = {d["name"] for d in m.devices} | {q.name for q in m.queues} | {LAUNCH_VAR}   # names taken in the program
@@ -52,11 +53,11 @@ class RawLift:
     for a, n in self.signals.items():
       info = m.signals.get(a, {})
       if not n.endswith(".timeline"): decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, info.get("value", 0)))
-    if plan is not None and plan["uses_var"]: decls.append(Var(LAUNCH_VAR))
+    if plan is not None and plan.uses_var: decls.append(Var(LAUNCH_VAR))
     decls += list(self.kdecl.values()) + [self.queue(q) for q in m.queues if q.name in self.decoded]
     if self.triage: decls = _mark_stuck(decls, {n: m.signals.get(a, {}).get("value", 0) for a, n in self.signals.items()})
-    if plan is not None and plan["host"]: decls.append(Host(tuple(epochs(_host_stmt(h, self.signals), None) for h in plan["host"])))
-    launches = plan["launches"] if plan is not None else 1
+    if plan is not None and plan.host: decls.append(Host(tuple(epochs(_host_stmt(h, self.signals), None) for h in plan.host)))
+    launches = plan.launches if plan is not None else 1
     mode = "the work left at the dump: signals start at their snapshot values" if self.triage else \
       f"{launches} captured launch{'es' * (launches != 1)}" if plan is not None else "each queue's whole stream, run once"
     header = [f"# hcq: launches={launches}", f"# lifted from {m.file} by hcqdsl lift ({mode})"] + [f"# note: {x}" for x in self.notes]
@@ -67,8 +68,7 @@ class RawLift:
     self.stream: dict = {}
     for q in self.m.queues:
       if self.plan is not None:
-        if q.name in self.plan["dwords"]:
-          self.stream[q.name] = Stream(self.plan["dwords"][q.name], self.plan["patches"].get(q.name, []), None, self.plan["offsets"][q.name])
+        if q.name in self.plan.streams: self.stream[q.name] = self.plan.streams[q.name]
         continue
       n = len(q.dwords)
       wp = q.write_ptr if q.write_ptr is not None else n
@@ -135,7 +135,9 @@ class RawLift:
   def kernels(self) -> None:
     """One declaration per kernel (`kdecl`: the same named kernel on several devices, one code address each, is one),
     the kernarg regions (`regions`) and kernels (`ikernels`) the statement lifter reads."""
-    self.kdecl, kname, self.regions = {}, {}, []
+    self.kdecl: dict = {}   # (name, modes) -> Kernel
+    kname: dict = {}
+    self.regions: list = []
     for ka, (prog, ptrs) in self.kargs.items():
       info = self.m.kernels.get(prog, {})
       modes = tuple(info["params"][:len(ptrs)]) if info.get("params") else ("inout",) * len(ptrs)
@@ -143,7 +145,7 @@ class RawLift:
       if key not in self.kdecl:
         self.kdecl[key] = Kernel(self.fresh(info.get("name"), hexname("k", prog)), tuple(Param(md, f"a{i}") for i, md in enumerate(modes)))
       kname[prog, len(ptrs)] = self.kdecl[key].name
-      args = [[nm, off or None, None, bool(off), None] for nm, off in map(self.buf_at, ptrs)]
+      args = [[nm, off or None, None, bool(off), None] for nm, off in (self.buf_at(w) or (None, 0) for w in ptrs)]   # (every pointer is in a buffer)
       self.regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(ptrs), {"kernel": self.kdecl[key].name, "args": args}))
     kparams = {k.name: [[p.mode, p.name, 8 * i] for i, p in enumerate(k.params)] for k in self.kdecl.values()}
     self.ikernels = [{"name": n, "prog_addr": prog, "params": kparams[n]} for (prog, _), n in kname.items()]
@@ -152,7 +154,8 @@ class RawLift:
     """Queue `q`'s statements; a triage's lists what ran as comments and starts where the engine stopped."""
     s = self.stream[q.name]
     qi = QueueImage(q.name, q.engine, q.device, q.target, 0, s.dwords, [Patch(o, LAUNCH_VAR, add) for o, add in s.patches], [])
-    groups, head = self.decoded[q.name], ()
+    groups = self.decoded[q.name]
+    head: tuple = ()
     if self.triage:
       rp = s.done or 0
       cut = next((k for k, g in enumerate(groups) if g[0].offset + sum(p.length for p in g) > rp), len(groups))
@@ -213,66 +216,79 @@ def _describe(img, qi, g) -> str:
   try: return "; ".join(format_stmt(s) for s in lift_group(img, qi, g, qi.engine))
   except (Unliftable, KeyError, IndexError, TypeError): return ", ".join(p.name for p in g)
 
-def _host_stmt(h: dict, signals: dict):
-  if h["op"] == "submit": return Submit(tuple(Ref(q) for q in h["queues"]))
-  e = Expr(Ref(LAUNCH_VAR), h["add"]) if h.get("var") else Expr(None, h["value"])
-  return (Wait if h["op"] == "wait" else SignalWrite)(Ref(signals[h["addr"]]), e)
+def _host_stmt(h: "HostStep", signals: dict):
+  if h.op == "submit": return Submit(tuple(Ref(q) for q in h.queues))
+  e = Expr(Ref(LAUNCH_VAR), h.add) if h.add is not None else Expr(None, h.value)
+  return (Wait if h.op == "wait" else SignalWrite)(Ref(signals[h.addr]), e)
 
-def _launches(m: Manifest, notes: list) -> Optional[dict]:
-  """Split the host's steps into launches (the shortest period that repeats, each queue submitted at most once per
-  launch) and make one template of them: a dword or host value that grows by one per launch becomes `launch + c`."""
-  ev = m.host
-  def shape(e):
-    return (e["op"], e.get("queue"), e.get("addr"), e.get("length"))
-  n = len(ev)
-  period = None
-  for P in range(1, n + 1):
-    if n % P: continue
-    if any(shape(ev[i]) != shape(ev[i % P]) for i in range(n)): continue
-    subs = [e["queue"] for e in ev[:P] if e["op"] == "submit"]
-    if len(subs) != len(set(subs)): continue
-    period = P
-    break
-  qmap = {q.name: q for q in m.queues}
-  out = {"launches": 1, "dwords": {}, "patches": {}, "offsets": {}, "host": [], "uses_var": False}
-  if period is None:
-    notes.append("the host's steps do not repeat launch by launch: lifted as one launch in which each queue's whole "
-                 "stream is submitted at its first submission (later work may look submitted earlier than it was)")
-    for e in ev:
-      if e["op"] != "submit":
-        out["host"].append({**e, "var": False})
-        continue
-      if e["queue"] in out["dwords"]: continue
-      q = qmap[e["queue"]]
-      out["dwords"][q.name], out["offsets"][q.name] = list(q.dwords), list(range(len(q.dwords)))
-      if out["host"] and out["host"][-1]["op"] == "submit": out["host"][-1]["queues"].append(q.name)
-      else: out["host"].append({"op": "submit", "queues": [q.name]})
-    return out
-  K = out["launches"] = n // period
-  def fit(vals: list, what: str) -> Optional[int]:
-    """c with vals[k] == k + 1 + c (mod 2**32) for every launch k, else None (noted)."""
+@attrs.define
+class HostStep:
+  """A host statement of a version-1 capture's launch."""
+  op: str                    # submit | signal | wait
+  queues: list = attrs.field(factory=list)   # submit: the queues submitted together
+  addr: int = 0              # signal, wait: the signal's address
+  value: int = 0             # signal, wait: the value in launch 1
+  add: Optional[int] = None  # signal, wait: `launch + add` when the value steps by one per launch
+
+@attrs.define
+class Plan:
+  """A version-1 capture's host steps as launches: one template launch."""
+  launches: int = 1          # how many launches were captured
+  streams: dict = attrs.field(factory=dict)  # queue -> Stream: its launch-1 dwords, `launch + c` ones patched
+  host: list = attrs.field(factory=list)     # of HostStep
+  uses_var: bool = False     # some dword or value is `launch + c`
+
+  def submit(self, q) -> None:
+    """Queue `q` submitted next: with the submission just before it, one `submit` statement."""
+    if self.host and self.host[-1].op == "submit": self.host[-1].queues.append(q.name)
+    else: self.host.append(HostStep("submit", [q.name]))
+
+  def fit(self, vals: list, what: str, notes: list) -> Optional[int]:
+    """c with vals[k] == k + 1 + c (mod 2**32) for every launch k; None when they do not change, or change otherwise
+    (noted)."""
     if len(set(vals)) == 1: return None
     c = vals[0] - 1
     if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
-      out["uses_var"] = True
+      self.uses_var = True
       return c if c <= U32_MAX // 2 else c - (1 << 32)
-    notes.append(f"{what} changes between launches as {', '.join(str(v) for v in vals[:6])}: not `launch + c`; "
-                 "kept launch 1's value")
-    return False
+    notes.append(f"{what} changes between launches as {', '.join(str(v) for v in vals[:6])}: not `launch + c`; kept launch 1's value")
+    return None
+
+def _period(ev: list) -> Optional[int]:
+  """The shortest period the host's steps repeat with (same ops on the same queues and addresses), each queue submitted
+  at most once per period; None when there is none."""
+  def shape(e):
+    return (e["op"], e.get("queue"), e.get("addr"), e.get("length"))
+  n = len(ev)
+  for P in range(1, n + 1):
+    if n % P or any(shape(ev[i]) != shape(ev[i % P]) for i in range(n)): continue
+    subs = [e["queue"] for e in ev[:P] if e["op"] == "submit"]
+    if len(subs) == len(set(subs)): return P
+  return None
+
+def _launches(m: Manifest, notes: list) -> Plan:
+  """Split the host's steps into launches (the shortest period that repeats, each queue submitted at most once per
+  launch) and make one template of them: a dword or host value that grows by one per launch becomes `launch + c`."""
+  ev, qmap, out = m.host or [], {q.name: q for q in m.queues}, Plan()
+  if (period := _period(ev)) is None:
+    notes.append("the host's steps do not repeat launch by launch: lifted as one launch in which each queue's whole "
+                 "stream is submitted at its first submission (later work may look submitted earlier than it was)")
+    for e in ev:
+      if e["op"] != "submit": out.host.append(HostStep(e["op"], addr=e["addr"], value=e["value"]))
+      elif e["queue"] not in out.streams:
+        q = qmap[e["queue"]]
+        out.streams[q.name] = Stream(list(q.dwords), [], None, list(range(len(q.dwords))))
+        out.submit(q)
+    return out
+  K = out.launches = len(ev) // period
   for i, e in enumerate(ev[:period]):
     if e["op"] == "submit":
       q = qmap[e["queue"]]
       per = [q.dwords[ev[i + k * period]["start"]:ev[i + k * period]["start"] + e["length"]] for k in range(K)]
-      out["dwords"][q.name] = per[0]
-      out["offsets"][q.name] = list(range(e["start"], e["start"] + e["length"]))
-      pats = []
-      for o in range(e["length"]):
-        c = fit([d[o] for d in per], f"dword @{e['start'] + o} of `{q.name}`")
-        if c is not None and c is not False: pats.append((o, c))
-      out["patches"][q.name] = pats
-      if out["host"] and out["host"][-1]["op"] == "submit": out["host"][-1]["queues"].append(q.name)
-      else: out["host"].append({"op": "submit", "queues": [q.name]})
+      pats = [(o, c) for o in range(e["length"]) if (c := out.fit([d[o] for d in per], f"dword @{e['start'] + o} of `{q.name}`", notes)) is not None]
+      out.streams[q.name] = Stream(per[0], pats, None, list(range(e["start"], e["start"] + e["length"])))
+      out.submit(q)
     else:
-      c = fit([ev[i + k * period]["value"] for k in range(K)], f"host {e['op']} on {e['addr']:#x} (step {i + 1})")
-      out["host"].append({**e, "var": c is not None and c is not False, "add": c})
+      add = out.fit([ev[i + k * period]["value"] for k in range(K)], f"host {e['op']} on {e['addr']:#x} (step {i + 1})", notes)
+      out.host.append(HostStep(e["op"], addr=e["addr"], value=e["value"], add=add))
   return out

@@ -4,7 +4,7 @@
 `describe()`."""
 from __future__ import annotations
 import json, pathlib, re
-from typing import Optional
+from typing import NoReturn, Optional
 import attrs
 from ..ir import ARCHS, KEYWORDS, U32_MAX, DEVICE_INDEX_MAX
 from ..amd.disasm import read_raw
@@ -25,7 +25,7 @@ class ManifestError(ValueError):
 
 # kind -> (what a value is, for the docs; how it is written from its in-memory form). Every integer kind reads a JSON
 # number or a "0x..." string (addresses do not fit a double everywhere)
-KINDS = {
+KINDS: dict[str, tuple] = {
   "int": ("integer", lambda v: v), "addr": ("address (written \"0x...\")", hex), "str": ("string", lambda v: v),
   "name": ("identifier", lambda v: v), "bool": ("true or false", lambda v: v), "hex": ("hex bytes", lambda b: b.hex()),
   "dwords": ("hex dwords (whitespace-separated, `0x` optional, `#` comments) or a list of integers",
@@ -171,7 +171,7 @@ class Manifest:
 class _V:
   """Typed access to one JSON object with its path, for error messages."""
   def __init__(self, file: str, obj, path: str): self.file, self.obj, self.path = file, obj, path
-  def fail(self, key: str, msg: str):
+  def fail(self, key: str, msg: str) -> NoReturn:
     where = ".".join(x for x in (self.path, key) if x) or "(top level)"
     raise ManifestError(f"{self.file}: {where}: {msg}")
   def get(self, key: str, kind: str, required=False, default=None):
@@ -276,7 +276,9 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
                   {a for a, s in signals.items() if s.get("mailbox")}, str(prod.get("path", "hcq")), graph_calls)
 
 def _devices(top: _V) -> tuple:
-  D, devices, by_name = MANIFEST["devices"], [], {}
+  D = MANIFEST["devices"]
+  devices: list = []
+  by_name: dict = {}   # name -> the device's entry
   for d in D.read(top, []):
     arch = D["arch"].read(d)
     if arch not in ARCHS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(ARCHS)})")
@@ -310,7 +312,8 @@ def _queues(top: _V, base: pathlib.Path, devices: list, by_name: dict) -> list:
     qnames.add(name)
     dw = _dwords(q, base)
     rp, wp, st = Q["read_ptr"].read(q), Q["write_ptr"].read(q), Q["start"].read(q)
-    queues.append(MQueue(name, dev, target, engine, dw, rp, *_pointers(q, len(dw), rp, wp, st), Q["base"].read(q)))
+    wp, st = _pointers(q, len(dw), rp, wp, st)
+    queues.append(MQueue(name, dev, target, engine, dw, rp, wp, st, Q["base"].read(q)))
   return queues
 
 def _dwords(q: _V, base: pathlib.Path) -> list:
@@ -340,8 +343,8 @@ def _pointers(q: _V, n: int, rp: Optional[int], wp: Optional[int], st: Optional[
   if wp is not None and rp is not None and rp > wp:
     if rp < n and wp < n: wp += n  # ring indices: the write pointer wrapped past the ring's end
     else: q.fail("read_ptr", f"{rp} is past write_ptr {wp}")
-  if wp is not None and n and (wp - (st if st is not None else rp if rp is not None else max(0, wp - n))) > n:
-    q.fail("write_ptr", f"{wp - (st if st is not None else rp)} dwords between start/read_ptr and write_ptr, but the ring holds {n}")
+  if wp is not None and n and wp - (lo := st if st is not None else rp if rp is not None else max(0, wp - n)) > n:
+    q.fail("write_ptr", f"{wp - lo} dwords between start/read_ptr and write_ptr, but the ring holds {n}")
   if wp is None and (rp is not None and rp > n): q.fail("read_ptr", f"{rp} is past the {n} dwords given (give write_ptr for a ring)")
   if st is not None and ((rp is not None and st > rp) or (wp is not None and st > wp)): q.fail("start", f"{st} is past read_ptr/write_ptr")
   return wp, st
@@ -422,13 +425,13 @@ def _submit(h: _V, queues: list) -> dict:
 def _graph_calls(top: _V, file: str) -> list:
   G, out = MANIFEST["graph_calls"], []
   for g in G.read(top, []):
-    inputs = []
+    inputs: list = []
     for row in g.get("inputs", "list", required=True):
       if row.obj is None:
         inputs.append(None)
         continue
       if not isinstance(row.obj, list): row.fail("", f"expected a list of [addr, size] per device, got {json.dumps(row.obj)}")
-      bufs = []
+      bufs: list = []
       for j, x in enumerate(row.obj):
         if x is None:
           bufs.append(None)

@@ -42,7 +42,10 @@ def period(shapes: list) -> Optional[tuple]:
 
 class Vars:
   """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
-  def __init__(self, used: set, notes: list): self.lists, self.used, self.notes, self.uses_launch = {}, used, notes, False
+  def __init__(self, used: set):
+    self.lists: dict = {}        # per-launch values -> the listed var that holds them
+    self.used = used             # the names taken in the program (a new var's is added)
+    self.uses_launch = False     # some value is `launch + c`
   def fit(self, vals: list, hint: str) -> Optional[tuple]:
     """(var, add) for values that change between launches; None when they do not."""
     vals = [v & U32_MAX for v in vals]

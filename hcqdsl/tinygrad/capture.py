@@ -34,12 +34,12 @@ def _tinygrad_dirs() -> tuple:
   dirs = [str(pathlib.Path(tinygrad.__file__).resolve().parent)]
   try:
     import test.mockgpu as mg  # tinygrad's mock GPU (a tinygrad checkout's test/ and extra/; a namespace package: no __file__)
-    root = pathlib.Path(mg.__file__ or next(iter(mg.__path__)) + "/__init__.py").resolve().parents[2]
+    root = pathlib.Path(mg.__file__ or str(next(iter(mg.__path__))) + "/__init__.py").resolve().parents[2]
     dirs += [str(root / "test" / "mockgpu"), str(root / "extra")]
   except Exception: pass
   for name in ("_pytest", "pluggy"):
     if (mod := sys.modules.get(name)) is not None and getattr(mod, "__file__", None):
-      dirs.append(str(pathlib.Path(mod.__file__).resolve().parent))
+      dirs.append(str(pathlib.Path(str(mod.__file__)).resolve().parent))
   return tuple(dirs)
 
 @functools.lru_cache(maxsize=4096)
@@ -304,13 +304,13 @@ class Capture:
     so a command that kept an earlier call's input address (an input replacement missed) is recognized as such."""
     step = len(self.host)
     gid = self._graphs.setdefault(id(graph), (len(self._graphs), graph))[0]
-    inputs = []
+    inputs: list = []
     for u in input_uops:
       try: b = u.buffer
       except Exception:
         inputs.append(None)
         continue
-      row = []
+      row: list = []
       for x in getattr(b, "bufs", None) or [b]:
         try: addr, n = int(x._buf.va_addr), int(x.nbytes)
         except Exception:
@@ -444,7 +444,7 @@ class Capture:
       ret = orig(obj, *args, **kw)
       if after is not None: after(obj, *args, **kw)
       return ret
-    wrapped.__wrapped__ = orig
+    setattr(wrapped, "__wrapped__", orig)
     setattr(cls, name, wrapped)
     self._saved.append((cls, name, orig))
 
@@ -454,7 +454,7 @@ class Capture:
       self._in_init += 1
       try: orig(sig, *args, **kw)
       finally: self._in_init -= 1
-    init.__wrapped__ = orig
+    setattr(init, "__wrapped__", orig)
     cls.__init__ = init
     self._saved.append((cls, "__init__", orig))
 
@@ -487,7 +487,7 @@ class Capture:
       def fset(sig, v, _set=prop.fset):
         self._on_host_write(sig, v)
         _set(sig, v)
-      HCQSignal.value = property(prop.fget, fset, prop.fdel, prop.__doc__)
+      setattr(HCQSignal, "value", property(prop.fget, fset, prop.fdel, prop.__doc__))
       self._saved.append((HCQSignal, "value", prop))
       if hcq2: self._install_hcq2()
     except Exception:
@@ -512,7 +512,7 @@ class Capture:
       try: self._on_runtime(device, ast, rt)
       except Exception: pass
       return rt
-    get_runtime.__wrapped__ = orig
+    setattr(get_runtime, "__wrapped__", orig)
     # the JIT's GraphRunner (engine/jit.py) and ops_cpu call it by the name they imported: wrapped there too
     for mod in [realize] + [m for n, m in list(sys.modules.items()) if n.startswith("tinygrad.") and m is not realize]:
       if getattr(mod, "get_runtime", None) is orig:

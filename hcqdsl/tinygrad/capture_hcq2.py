@@ -27,6 +27,7 @@ def _exec_copy(ctx, call, ast):
   """tinygrad's `exec_copy`, then the host's copy into host memory (a staging refill) as a `write` step with its bytes.
   (A pattern's function may hold no closure — tinygrad rebuilds it —, so the recorder is the class's `active`.)"""
   rec = Hcq2Recorder.active
+  assert rec is not None and rec.orig_copy is not None, "installed while a capture runs"
   ret = rec.orig_copy(ctx, call, ast)
   rec.copied(ctx, call)
   return ret
@@ -224,7 +225,7 @@ class Hcq2Recorder:
     def hook(obj, name: str, method):
       orig = obj.__dict__[name]
       def wrapped(*a, **kw): return method(orig, *a, **kw)
-      wrapped.__wrapped__ = orig
+      setattr(wrapped, "__wrapped__", orig)
       cap.replace(obj, name, wrapped)
     hook(realize, "exec_kernel", self.exec_kernel)
     hook(HCQ2Compiled, "_wait_signal", self.wait_signal)
