@@ -197,8 +197,8 @@ PROGRAMS = sorted(glob.glob(str(ROOT / "programs" / "*.hcq")))
 # no write, NV's poll_bit tests one bit
 NOT_LOWERED = {"bounds_copy_lengths", "bounds_range_outside", "name_buffer_as_signal", "name_copy_on_compute", "name_submit_twice",
                "name_unknown_signal", "overflow_literal", "syntax_exec_in_host", "syntax_submit_in_queue"}
-NV_REFUSED = {"deadlock_poll_undone": "`write` on an NV copy queue", "queue_write": "`write` on an NV copy queue",
-              "rdma_poll": "`write` on an NV copy queue"}
+NV_REFUSED = {"deadlock_poll_undone": "`write` on NV copy queue", "queue_write": "`write` on NV copy queue",
+              "rdma_poll": "`write` on NV copy queue"}
 CONFIGS = (("sm_89",), ("sm_120",), ("sm_86", "sm_90"))
 compared: dict = {}
 
