@@ -10,8 +10,8 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "timeline_of", "epoch_of", "implicit", "epoch_wait", "declare_implicit",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "timeline_of", "epoch_of", "implicit", "epoch_wait", "finalizer", "declare_implicit",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "TARGETS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
@@ -44,6 +44,7 @@ ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
 # NVIDIA's (docs/nv.md): the SM versions tinygrad 0.14's NVDevice drives (Ampere GA10x, Ada, Blackwell GB20x) and Hopper
 NV_ARCHS = ("sm_86", "sm_89", "sm_90", "sm_120")
 VENDORS = {"AMD": ARCHS, "NV": NV_ARCHS}           # `device g = VENDOR:i ARCH`: the archs of each vendor
+TARGETS = ARCHS + NV_ARCHS                        # every arch a device or `--target` may name
 DEFAULT_ARCHS = {"AMD": "gfx1100", "NV": "sm_89"}   # a device declared without an arch (and no --target of its vendor)
 def vendor_of(arch: str) -> str: return "NV" if arch in NV_ARCHS else "AMD"
 # dtype -> (numpy type code, size in bytes)
@@ -274,6 +275,9 @@ def implicit(d: Device) -> tuple[Signal, Var]: return Signal(timeline_of(d.name)
 def epoch_wait(dev: str, **meta) -> Wait:
   """What `epoch` on a queue of `dev` means: wait until the previous launch is done with the device."""
   return Wait(Ref(timeline_of(dev)), Expr(Ref(epoch_of(dev)), -1), **meta)
+def finalizer(dev: str, **meta) -> SignalWrite:
+  """`signal D.timeline = D.epoch`: this launch is done with the device (what the next launch's `epoch` waits for)."""
+  return SignalWrite(Ref(timeline_of(dev)), Expr(Ref(epoch_of(dev))), **meta)
 
 @attrs.frozen
 class Submit(Node):

@@ -145,7 +145,7 @@ def _programs(img, p):
   progs = {}
   for k in img.kernels:
     kd = next(x for x in p.kernels if x.name == k["name"])
-    from hcqdsl.amd.compile import kernarg_layout
+    from hcqdsl.amd.layout import kernarg_layout
     lib = cubin.synthetic(get_target(devs[k["device"]].arch), k["name"], kernarg_layout(kd.params)[1])
     progs[k["name"], k["device"]] = program(devs[k["device"]], lib, k["name"], k["code_addr"])
     assert devs[k["device"]].allocator.copied[k["code_addr"]] == dict(img.data)[k["code_addr"]]

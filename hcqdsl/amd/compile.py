@@ -14,10 +14,10 @@ from ..check.static import check_static
 from . import pm4, sdma
 from .targets import get_target
 from . import codeobj
-from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET
+from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET, kernarg_layout
 from .image import Image, QueueImage, Patch, Region
 
-__all__ = ["compile_program", "require_static", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring", "impl_record", "arg_record"]
+__all__ = ["compile_program", "require_static", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring", "impl_record", "arg_record"]
 
 ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
 SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
@@ -33,16 +33,6 @@ def compile_program(program: Program, target: str = "gfx1100") -> Image:
 def require_static(program: Program) -> None:
   """The static checks' errors as an HcqError: every lowering starts here."""
   if errors := [d for d in check_static(program) if d.severity == "error"]: raise HcqError(errors)
-
-def kernarg_layout(params) -> tuple:
-  """(byte offset of each parameter in the kernel arguments, their size): buffers are 8-byte pointers, scalars 4-byte
-  values, each aligned to its size (tinygrad's layout: its kernels take buffers first, then their variables)."""
-  offs, top = [], 0
-  for p in params:
-    n = 4 if p.scalar else 8
-    top += -top % n
-    offs.append(top); top += n
-  return offs, top
 
 def _contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
 
@@ -152,10 +142,10 @@ class Lowering:
   -> method appending its packets to the queue's command buffer and recording the dwords a launch patches), then the
   host steps (HOST_STEPS) and expects, with resolved addresses. The program has passed the static checks
   (require_static): names resolve, ranges fit, statements sit on the right engine."""
-  TARGETS = ARCHS
+  targets = ARCHS   # the archs this lowering takes
 
   def __init__(self, program: Program, target: str = "gfx1100"):
-    if target not in self.TARGETS: raise ValueError(f"unknown target {target!r} (known: {', '.join(self.TARGETS)})")
+    if target not in self.targets: raise ValueError(f"unknown target {target!r} (known: {', '.join(self.targets)})")
     require_static(program)
     self.program, self.target = program, target
     self.names = program.lookup()

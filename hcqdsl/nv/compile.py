@@ -7,11 +7,11 @@ release semaphore of its QMD rather than methods, and an exec following one is l
 tinygrad's `_apply_var_vals` patches them. docs/nv.md says what each statement becomes."""
 from __future__ import annotations
 import functools, struct
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, ARCHS, NV_ARCHS,
+from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, TARGETS,
                   DEFAULT_ARCHS, U32_MAX, vendor_of, resolve, epoch_wait)
-from ..amd.compile import Lowering as AMDLowering, MemoryPlan, kernarg_layout, impl_record, arg_record
+from ..amd.compile import Lowering as AMDLowering, MemoryPlan, impl_record, arg_record
 from ..diagnostics import Diagnostic, HcqError
-from ..amd.layout import HOST_BASE, DEVICE_BASE
+from ..amd.layout import HOST_BASE, DEVICE_BASE, kernarg_layout
 from ..amd.image import Image, QueueImage
 from . import pushbuf, cubin
 from .targets import get_target
@@ -66,7 +66,7 @@ class NVCodeLoader:
 class Lowering(AMDLowering):
   """AMDLowering for AMD devices' queues; NV devices' queues through NV_STATEMENTS (the pushbuffer methods), with the
   QMD state NVComputeQueue keeps: `active`, the QMD of the last exec while no other method followed it."""
-  TARGETS = ARCHS + NV_ARCHS
+  targets = TARGETS   # the archs this lowering takes
 
   def __init__(self, program: Program, target: str = "gfx1100"):
     super().__init__(program, target)
