@@ -6,10 +6,10 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Host, Expect, Wait, SignalWrite, Submit, HostWrite,
-                  Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE)
+                  Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, timeline_of)
 from ..amd.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
-from ..amd.layout import TIMESTAMP_OFFSET
+from ..amd.layout import TIMESTAMP_OFFSET, kernarg_layout
 from ..amd.pm4 import DATA_SEL_CLOCK
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
@@ -190,8 +190,7 @@ class CaptureLift:
       k = self.m.kernels.get(prog, {})
       sig = k.get("signature") or []
       bufs, scal = [x for x in sig if x.get("name") is None], [x for x in sig if x.get("name") is not None]
-      need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
-      for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
+      offs, need = kernarg_layout([8] * len(bufs) + [x.get("bytes") or 4 for x in scal])   # tinygrad's (TinyELF.iter_sig)
       blocks: list = [self.snap(ka, need, s.step + j * self.P, s.step + j * self.P + 1) for j, ka in enumerate(kas)]
       if any(b is None for b in blocks):
         self.notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
@@ -199,12 +198,7 @@ class CaptureLift:
         continue
       ptrs = [tuple(int.from_bytes(b[8 * i:8 * i + 8], "little") for b in blocks) for i in range(len(bufs))]
       for t, x in zip(ptrs, bufs): self.use(t, x.get("bytes") or 1, s.step, at, x.get("mode") != "out")
-      vals, off = [], 8 * len(bufs)
-      for x in scal:
-        sz = x.get("bytes") or 4
-        off += -off % sz
-        vals.append([int.from_bytes(b[off:off + 4], "little") for b in blocks])
-        off += sz
+      vals = [[int.from_bytes(b[off:off + 4], "little") for b in blocks] for off in offs[len(bufs):]]
       if self.kargs_read:   # the block itself: one allocation's bytes (HCQGraph's, patched per launch), or new memory per launch
         self.use(tuple(kas), need, s.step, at, True)
         if len(set(kas)) > 1: self.kgroups.add(tuple(kas))
@@ -260,8 +254,8 @@ class CaptureLift:
       info = self.m.signals.get(a, {})
       tl = info.get("timeline") and info.get("device")
       if a in stamped and a not in synced and not info.get("timeline"): self.signals[a] = self.fresh(hexname("ts", a + TIMESTAMP_OFFSET))
-      elif tl and self.sig_value(a) == 0 and f"{info['device']}.timeline" not in self.signals.values():
-        self.signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
+      elif tl and self.sig_value(a) == 0 and timeline_of(info["device"]) not in self.signals.values():
+        self.signals[a] = timeline_of(info["device"])  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
       else: self.signals[a] = self.fresh(f"tl_{info['device']}" if tl else hexname("s", a))
 
   def kernels(self) -> None:
@@ -318,7 +312,7 @@ class CaptureLift:
         args.append([nm, off, off + len(d.blocks[0]), True, None])
       regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(d.pointers), {"kernel": self.kname_of[d.prog], "args": args}))
       self.regions_of.setdefault(sname, []).append(regions[-1])
-    kparams = {kd.name: _kernarg_offsets(kd) for kd in self.kdecl.values()}
+    kparams = {kd.name: [[p.mode, p.name, o] for p, o in zip(kd.params, kernarg_layout(kd.params)[0])] for kd in self.kdecl.values()}
     ikernels = [{"name": self.kname_of[prog], "prog_addr": prog, "params": kparams[self.kname_of[prog]]}
                 for prog in dict.fromkeys(d.prog for d in self.dispatches.values())]
     for (ka, sname), d in self.dispatches.items():
@@ -590,16 +584,6 @@ class CaptureLift:
     while name in self.used or name in KEYWORDS: name, i = f"{base}_{i}", i + 1
     self.used.add(name)
     return name
-
-def _kernarg_offsets(kd: Kernel) -> list:
-  """[mode, name, offset] per parameter of a lifted kernel: pointers 8 bytes, scalars 4, each at its alignment."""
-  off, ps = 0, []
-  for p in kd.params:
-    sz = 4 if p.scalar else 8
-    off += -off % sz
-    ps.append([p.mode, p.name, off])
-    off += sz
-  return ps
 
 def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:
   """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's

@@ -8,7 +8,8 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES)
+                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
+                  epoch_wait, timeline_of, epoch_of)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
@@ -132,9 +133,7 @@ class _Group:
                           if self.engine != "compute" else ""))
     name = _signal_at(self.img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
-    e, dev = self.expr(off, v), self.q.device
-    if name == f"{dev}.timeline" and e == Expr(Ref(f"{dev}.epoch"), -1): return Epoch()
-    return Wait(Ref(name), e)
+    return Epoch() if (w := Wait(Ref(name), self.expr(off, v))) == epoch_wait(self.q.device) else w
 
   def poll(self, p, addr: int, off: int, v: int, mask: int):
     """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
@@ -312,11 +311,11 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(_init_data(b) for b in rewrites[a])))
     else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data[a]) if a in data else None))
   for n, a in img.signals.items():
-    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
+    if n in {timeline_of(d) for d in devs}: continue
     init = struct.unpack("<Q", data[a])[0] & U32_MAX if len(data.get(a, b"")) == 8 else 0
     decls.append(Signal(n, dev_ref(region_of(a)), init))
   def implicit(v):
-    return (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
+    return v in {epoch_of(d) for d in devs} or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
   decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
   def where(name):
     return name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)

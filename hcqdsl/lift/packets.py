@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools, re, struct
 from typing import Optional
 import attrs
-from ..ir import Wait, SignalWrite, Epoch, Ref, Expr, U32_MAX, POLL_SIZE
+from ..ir import Wait, SignalWrite, Epoch, Ref, Expr, U32_MAX, POLL_SIZE, epoch_of, epoch_wait
 from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_64, DATA_SEL_CLOCK
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.disasm import decoder
@@ -155,9 +155,8 @@ def epochs(s, device: Optional[str]):
   D.epoch - 1` is `epoch` (every var is k in launch k, so this is the same program)."""
   if not isinstance(s, (Wait, SignalWrite)) or not s.signal.name.endswith(".timeline") or s.value.var != Ref(LAUNCH_VAR): return s
   d = s.signal.name[:-len(".timeline")]
-  e = Expr(Ref(f"{d}.epoch"), s.value.offset)
-  if isinstance(s, Wait) and d == device and e.offset == -1: return Epoch(comments=s.comments, comment=s.comment)
-  return attrs.evolve(s, value=e)
+  s = attrs.evolve(s, value=Expr(Ref(epoch_of(d)), s.value.offset))
+  return Epoch(comments=s.comments, comment=s.comment) if d == device and s == epoch_wait(d) else s
 
 def ident(name) -> str:
   name = re.sub(r"\x1b\[[0-9;]*m", "", str(name or "v"))  # tinygrad's names may carry terminal colors

@@ -5,7 +5,7 @@ import struct
 from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Submit, Ref, Expr,
-                  KEYWORDS, U32_MAX)
+                  KEYWORDS, U32_MAX, timeline_of)
 from ..amd.image import Image, QueueImage, Patch, Region
 from .image import lift_group, lift_statements, queue_decl, lifted_program, Unliftable
 from .schema import Manifest, LAUNCH_VAR
@@ -99,7 +99,7 @@ class RawLift:
     for a in self.sig_addrs:
       if a in self.signals: continue
       info = self.m.signals.get(a, {})
-      tl = f"{info['device']}.timeline" if info.get("timeline") and not self.triage and not info.get("value") else None
+      tl = timeline_of(info["device"]) if info.get("timeline") and not self.triage and not info.get("value") else None
       self.signals[a] = tl if tl and tl not in self.signals.values() else self.fresh(info.get("name"), hexname("s", a))
 
   def buffers(self) -> None:
