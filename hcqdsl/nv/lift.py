@@ -12,12 +12,15 @@ from . import pushbuf
 from .qmd import QMD
 from .targets import get_target
 
-__all__ = ["lift_queue", "as_hcq", "Unliftable"]
+__all__ = ["lift_queue", "as_hcq", "Unliftable", "SETUP_METHODS"]
 
 class Unliftable(Exception):
   """A group of methods that is no .hcq statement (the lifter keeps it as a comment saying why)."""
 
 _ACQ_GEQ, _RELEASE, _ACQ_AND, _ACQ_NOR = "ACQ_CIRC_GEQ", "RELEASE", "ACQ_AND", "ACQ_NOR"
+# methods that set up a channel (tinygrad's NVCommandQueue.setup: the class bound to a subchannel, the shader memory
+# windows and local memory; PM_TRIGGER, the profiler's): channel state, no statement (a capture's first submissions)
+SETUP_METHODS = ("SET_OBJECT", "SET_SHADER_LOCAL_MEMORY", "SET_SHADER_SHARED_MEMORY", "PM_TRIGGER")
 
 class _Lifter:
   def __init__(self, img: Image, q: QueueImage):
@@ -147,6 +150,9 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   L, out = _Lifter(img, q), []
   pk = pushbuf.decoder(q.arch).decode(q.dwords)
   for g, text in _groups(q, pk):
+    if g and all(x.raw and x.dwords == (0,) for x in g): continue   # zero dwords: padding (a bound queue's whole page is submitted)
+    if g and not g[0].raw and (g[0].name.startswith(SETUP_METHODS) or g[0].name == "METHOD_0x0"):   # (method 0: SET_OBJECT in every class)
+      out.append(f"# @{g[0].offset}: {g[0].name}: channel setup (NVCommandQueue.setup), no statement"); continue
     try: out += L.group(g, text)
     except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
       out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})"); L.chain = []

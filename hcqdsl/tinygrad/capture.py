@@ -189,7 +189,8 @@ class Capture:
     if not outs and not ins: return
     self._modes[id(rt)] = (outs, ins)
     try: addr = int(rt.prog_addr)
-    except (AttributeError, TypeError, ValueError): return
+    except (AttributeError, TypeError, ValueError):   # (a program with no prog_addr, NV's: by the object recorded)
+      addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
     if addr in self.kernels: self._set_modes(addr, outs, ins)
 
   def _read(self, addr: int, n: int) -> Optional[bytes]:
