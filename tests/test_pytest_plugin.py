@@ -9,6 +9,10 @@ from hcqdsl.header import read_header as parse_options, HeaderError as HcqSpecEr
 import hcqdsl.runtime, hcqdsl.check.analyze, hcqdsl.amd.compile  # noqa: F401
 # imported here so that pytester's in-process runs keep them: numpy cannot be loaded twice, and the parser and
 # checker would be imported (and lark's tables built) again in every run
+import tinygrad.uop.ops, tinygrad.runtime.support.hcq2, tinygrad.runtime.ops_amd, tinygrad.runtime.ops_nv  # noqa: F401
+# and tinygrad's modules that declare a ContextVar: tinygrad registers each name once per process, so a module an
+# in-process run imported and pytester then dropped cannot be imported again (a later test's CPU device: "no usable
+# devices")
 
 pytest_plugins = ["pytester"]
 
