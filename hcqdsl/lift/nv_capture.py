@@ -179,6 +179,11 @@ def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = 
   if host: decls.append(Host(tuple(host)))
   if trace is not None:
     trace.update(start=0, period=len(keep), launches=1, steps=list(keep), left_out=[],
-                 queues={s["name"]: [(0, len(s["dwords"]), s["step"], m.host[s["step"]]["start"])] for s in subs}, host=host_steps)
+                 queues={s["name"]: [(0, len(s["dwords"]), s["step"], m.host[s["step"]]["start"])] for s in subs}, host=host_steps,
+                 # what a comparison with `compile` of the lifted program needs: the captured addresses' names, and each
+                 # lifted queue's dwords and kernel-argument blocks (constant bank 0 .. QMD) as submitted
+                 signals=dict(signals), buffers={nm: (al[0], al[1]) for al, nm in bufs.items()},
+                 submitted={s["name"]: (s["ring"].target, s["dwords"], s["data"]) for s in subs},
+                 pointers={prog: sum(not p.scalar for p in ps) for prog, (_, ps, _) in kernels.items()})
   header = ["# hcq: launches=1", f"# lifted from {m.file} by hcqdsl lift (tinygrad's NV runtime, steps 1..{len(m.host)} of {len(m.host)})"]
   return lifted_program(decls, m.file, header + [f"# note: {x}" for x in dict.fromkeys(notes)])
