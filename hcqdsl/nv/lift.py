@@ -3,7 +3,7 @@ is in the QMDs: an exec launched by the QMD before it (DEPENDENT_QMD0) and a `si
 semaphore have no methods of their own (the image's source map gives them empty groups), so a QMD stands for its
 exec, then its releases, then the QMD it launches. `timestamp s` and `signal s = 0` are the same bytes on NV (tinygrad's
 NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apart, else it lifts as the signal.
-Whole-image lifting (hcqdsl/lift/image.py) takes AMD queues; this is what it would call for NV ones."""
+Whole images (hcqdsl/lift/image.py) and captures of tinygrad's NV runtime (hcqdsl/lift/nv_capture.py) lift NV queues here."""
 from __future__ import annotations
 from typing import Optional
 from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS
