@@ -132,9 +132,12 @@ def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = 
               sz = s.get("bytes") or 4
               off += -off % sz
               ps.append(Param("u32" if "uint" in (s.get("dtype") or "") else "i32", _ident(s["name"]))); offs.append(off); off += sz
-            kn = fresh(_ident(kinfo.get("tinygrad_name") or kinfo.get("name") or f"k_{prog:x}"))
-            kernels[prog] = (kn, ps, offs)
-          kn, ps, offs = kernels[prog]
+            # the capture's name (one per tinygrad name and code: a program loaded on two devices is one kernel), so
+            # sanitize finds its signature by it
+            mname = _ident(kinfo.get("name") or kinfo.get("tinygrad_name") or f"k_{prog:x}")
+            kn = next((k_[0] for k_ in kernels.values() if k_[3] == mname), None) or fresh(mname)
+            kernels[prog] = (kn, ps, offs, mname)
+          kn, ps, offs, _ = kernels[prog]
           args = []
           for j, (p_, o) in enumerate(zip(ps, offs)):
             if p_.scalar: args.append(None); continue
@@ -158,8 +161,8 @@ def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = 
     if n.endswith(".timeline"): continue
     info = m.signals.get(a, {})
     decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, initial.get(a, 0) & U32_MAX))
-  decls += [Kernel(kn, tuple(ps)) for kn, ps, _ in kernels.values()]
-  ikernels = [{"name": kn, "prog_addr": prog, "params": [[p.mode, p.name, o] for p, o in zip(ps, offs)]} for prog, (kn, ps, offs) in kernels.items()]
+  decls += list({kn: Kernel(kn, tuple(ps)) for kn, ps, _, _ in kernels.values()}.values())
+  ikernels = [{"name": kn, "prog_addr": prog, "params": [[p.mode, p.name, o] for p, o in zip(ps, offs)]} for prog, (kn, ps, offs, _) in kernels.items()]
   ibufs = {nm: (al[0], al[1]) for al, nm in bufs.items()}
   for s in subs:
     img = Image(s["ring"].target, m.file, m.devices, [], s["regions"], {n: a for a, n in signals.items()}, ibufs, ikernels, [], s["data"], [])
@@ -184,6 +187,6 @@ def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = 
                  # lifted queue's dwords and kernel-argument blocks (constant bank 0 .. QMD) as submitted
                  signals=dict(signals), buffers={nm: (al[0], al[1]) for al, nm in bufs.items()},
                  submitted={s["name"]: (s["ring"].target, s["dwords"], s["data"]) for s in subs},
-                 pointers={prog: sum(not p.scalar for p in ps) for prog, (_, ps, _) in kernels.items()})
+                 pointers={prog: sum(not p.scalar for p in ps) for prog, (_, ps, _, _) in kernels.items()})
   header = ["# hcq: launches=1", f"# lifted from {m.file} by hcqdsl lift (tinygrad's NV runtime, steps 1..{len(m.host)} of {len(m.host)})"]
   return lifted_program(decls, m.file, header + [f"# note: {x}" for x in dict.fromkeys(notes)])
