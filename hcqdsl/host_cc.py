@@ -79,7 +79,8 @@ def _compile(argv: list) -> int:
   """Run gcc for a clang-style `-c -x c [flags] - -o -` line: source from stdin, object to stdout."""
   gcc = os.environ.get("HCQDSL_GCC") or find_cc(_GCC, use_env=False)
   if gcc is None:
-    sys.stderr.write("hcqdsl tinygrad-cc: no gcc on PATH\n"); return 127
+    sys.stderr.write("hcqdsl tinygrad-cc: no gcc on PATH\n")
+    return 127
   args = [a for a in argv if not a.startswith("--target=")]
   with tempfile.TemporaryDirectory(prefix="hcqdsl-cc-") as tmp:
     out = os.path.join(tmp, "out.o")

@@ -155,7 +155,8 @@ def test_resolve_deps_witness_replay(tensor_parallel):
   assert [x["code"] for x in wit] == ["race"] and wit[0]["first"]["mode"] == "writes" and wit[0]["then"]["mode"] == "reads"
   r = run_hcqdsl("run", tensor_parallel.path, "--replay", w)
   assert r.returncode == 1, r.stdout + r.stderr
-  happened = re.search(r"the race happened: (comp_gpu\S+) line (\d+) reads ([0-9a-f ]+?) \.\.\. here and ([0-9a-f ]+?) \.\.\. in the program's order", r.stdout)
+  happened = re.search(r"the race happened: (comp_gpu\S+) line (\d+) reads ([0-9a-f ]+?) \.\.\. here and ([0-9a-f ]+?) \.\.\. in the program's order",
+                       r.stdout)
   assert happened and happened[3] != happened[4], r.stdout
   assert "1 witness replayed, 1 seen happening" in r.stdout
 
@@ -164,6 +165,6 @@ def test_resolve_deps_fixed(tmp_path, tensor_parallel):
   device's graph start, and the capture checks clean."""
   lf = Lifted(tmp_path, "tensor_parallel", HCQDSL_FIX="1")
   _clean(lf, 4)
-  waits = lambda p: sum(isinstance(s, Wait) for q in p.queues if q.engine == "copy" for s in q.body)
+  def waits(p): return sum(isinstance(s, Wait) for q in p.queues if q.engine == "copy" for s in q.body)
   assert waits(lf.prog) == waits(tensor_parallel.prog) + 1
   lf.run_reproduces_tinygrad()

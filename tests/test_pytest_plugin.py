@@ -177,7 +177,9 @@ class FakeSanitizer:
       self.failure = self.crash
     return False
   def submit(self, n=1, finding=None, warnings=0):
-    self.n += n; self.checks += 1; self.warnings += [None] * warnings
+    self.n += n
+    self.checks += 1
+    self.warnings += [None] * warnings
     if finding: self.findings.append(FakeFinding(*finding))
   def report(self):
     return "\n".join([f.format() for f in self.findings] + [f"failed: {len(self.findings)} errors in {self.n} submissions"])
@@ -301,7 +303,8 @@ def test_sanitize_on_the_mock(pytester):
   r = _pytest_on_mock(pytester.path, "--hcq-sanitize", "--hcq-sanitize-json", out, "test_tg.py")
   assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
   text = r.stdout
-  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*", "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
+  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*",
+                                                "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
             "  the first command: copy (b_*) on AMD (queue copy0_gpu0*)",
             f"    enqueued at {WORKLOADS / 'multi_device.py'}:20 in <module>: out = step(Tensor(xn).realize()).numpy()",
             "    stack (most recent call last):", "      *test_tg.py:* in test_dropped_dependency: def test_dropped_dependency(): run(\"dep\")",

@@ -101,8 +101,10 @@ def _read_hex(text: str) -> list:
     if m:
       if m[3] is not None and m[3] not in ARCHS + NV_ARCHS:   # (an NV queue's words are read here too: docs/nv.md)
         raise RawError(f"unknown arch `{m[3]}` (one of {', '.join(ARCHS + NV_ARCHS)})", n, len(head) - len(head.lstrip()) + m.start(3) + 1)
-      out.append((m[1], m[2], m[3], [])); at = len(head) + 1
-    elif colon: raise RawError(f"`{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`", n, len(head) - len(head.lstrip()) + 1)
+      out.append((m[1], m[2], m[3], []))
+      at = len(head) + 1
+    elif colon: raise RawError(f"`{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`", n,
+                               len(head) - len(head.lstrip()) + 1)
     if not out: out.append((None, None, None, []))
     dw = out[-1][3]
     for w in _WORD.finditer(line, at):

@@ -21,10 +21,12 @@ def run(a) -> int:
   if err: sys.stderr.write(err + "\n")
   try: cap.save(out)
   except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n")
+    return 2
   subs = cap.submissions()
   if subs == 0 and rc == 0:
-    sys.stderr.write(f"hcqdsl: error: {path}: {NO_DEVICE}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {path}: {NO_DEVICE}\n")
+    return 2
   sys.stderr.write(f"wrote {out}: {subs} submission{'s' * (subs != 1)} on {len(cap.rings)} queue{'s' * (len(cap.rings) != 1)}, "
                    f"{len(cap.host) - subs} host step{'s' * (len(cap.host) - subs != 1)}\n")
   return rc

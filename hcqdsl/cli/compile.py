@@ -31,7 +31,8 @@ def run(a) -> int:
     check_vars(var_values, prog, a.file)
     img = (compile_nv if a.target in NV_ARCHS or any(d.vendor == "NV" for d in prog.devices) else compile_amd)(prog, a.target)
   except HcqError as e:
-    sys.stderr.write(render_text(e.diagnostics, {a.file: text})); return 1
+    sys.stderr.write(render_text(e.diagnostics, {a.file: text}))
+    return 1
   if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file), var_values)
   if a.hex:
     for q in img.queues:
@@ -40,7 +41,8 @@ def run(a) -> int:
   out = a.output or str(pathlib.Path(a.file).with_suffix(".hcqimg"))
   try: img.save(out)
   except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n")
+    return 2
   sys.stderr.write(f"wrote {out}: {len(img.queues)} queue{'s' * (len(img.queues) != 1)}, "
                    f"{sum(len(q.dwords) for q in img.queues)} dwords, {sum(len(q.patches) for q in img.queues)} patches\n")
   return 0

@@ -611,7 +611,7 @@ class Capture:
       "devices": [{k: v for k, v in d.items() if not k.startswith("_") and k != "mailbox"} for d in
                   sorted(self.devices.values(), key=lambda d: d["index"])],
       "queues": [{**{k: v for k, v in r.items() if k != "dwords" and not k.startswith("_")}, "dwords": " ".join(f"{x:08x}" for x in r["dwords"])}
-                 for r in self.rings.values()],
+                 for r in self.rings.values() if r["dwords"]],   # (a ring whose doorbell rang with nothing new: no queue of this run)
       "signals": [{**s, "addr": hx(s["addr"]), "value": s["value"]} for s in self.signals.values()],
       "buffers": [{"addr": hx(a), "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": hx(a), "hex": b.hex(), "step": st} for a, b, st in self.memory],

@@ -1,5 +1,6 @@
-"""A TinyJit workload (the two-device one of multi_device.py unless WORKLOAD names another) with a bug injected into tinygrad's HCQGraph while it builds its queues
-(on AMD, or NV with DEV=MOCK+NV; BUG=dep: the copy queue drops its wait for the compute queue that produced its source; BUG=kick: every queue drops
+"""A TinyJit workload (the two-device one of multi_device.py unless WORKLOAD names another) with a bug injected into tinygrad's HCQGraph
+while it builds its queues (on AMD, or NV with DEV=MOCK+NV; BUG=dep: the copy queue drops its wait for the compute queue that produced its
+source; BUG=kick: every queue drops
 its wait for the host's kickoff; BUG=barrier: the compute queues drop their opening `memory_barrier`, the HDP flush
 after the host's writes of kernel arguments; BUG=hang: the compute queues no longer signal the device's timeline at
 the end, so tinygrad's next wait for the graph times out — set HCQDEV_WAIT_TIMEOUT_MS low). Used by the sanitize and
