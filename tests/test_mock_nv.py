@@ -4,7 +4,7 @@ sanitize finds nothing on tinygrad as it is, agrees with capture + lift --whole 
 dropped from HCQGraph (tests/mock_workloads/buggy_graph.py) as a race with both lines; `pytest --hcq-sanitize` with
 DEV=MOCK+NV; tools/nv_gpu_check.py's full path on the mock and its skip where there is no driver."""
 from __future__ import annotations
-import json, os, pathlib, subprocess, sys
+import json, os, subprocess, sys
 import pytest
 import hcqdsl
 from hcqdsl.lift.manifest import lift_file
@@ -72,7 +72,8 @@ def test_clean(): run("")
 def test_dropped_dependency(): run("dep")
 """)
   out = tmp_path / "out.json"
-  r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--hcq-sanitize-json", str(out), "test_tg.py"],
+  r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:hypothesispytest", "--hcq-sanitize-json", str(out),
+                      "test_tg.py"],
                      capture_output=True, text=True, timeout=600, cwd=str(tmp_path), env=env(**NV))
   assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-2000:]
   assert "FAILED test_tg.py::test_dropped_dependency - hcqdsl sanitize: race: " in r.stdout and "1 failed, 1 passed" in r.stdout

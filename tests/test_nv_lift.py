@@ -22,7 +22,7 @@ MIXES = [("sm_89", "sm_120"), ("sm_90", "sm_86"), ("sm_89", "gfx1100")]   # the 
 def mixed(prog, archs):
   """Device i of archs[i % len(archs)], of that arch's vendor."""
   devs = iter(range(1 << 20))
-  pick = lambda: archs[next(devs) % len(archs)]
+  def pick(): return archs[next(devs) % len(archs)]
   return attrs.evolve(prog, decls=tuple(attrs.evolve(d, vendor=hcqdsl.ir.vendor_of(a), arch=a) if isinstance(d, Device) and (a := pick()) else d
                                         for d in prog.decls))
 
@@ -53,7 +53,7 @@ def test_nv_devices_are_declared_nv():
   assert "device g = NV:0 sm_90\n" in text and "  signal s = 1\n" in text, text
 
 def test_cli_lift_of_an_nv_image(tmp_path):
-  src = ROOT_PROG = pathlib.Path(__file__).resolve().parent.parent / "programs" / "run_pipeline.hcq"
+  src = pathlib.Path(__file__).resolve().parent.parent / "programs" / "run_pipeline.hcq"
   p = to_nv(parse(src.read_text(), str(src)), ("sm_89",))
   (tmp_path / "p.hcq").write_text(format_program(p))
   assert main(["compile", str(tmp_path / "p.hcq"), "-o", str(tmp_path / "p.hcqimg")]) == 0

@@ -63,7 +63,9 @@ def qmd_fields(dw: list, arch: str, read, name_of, pointers: dict) -> list:
     while qa and qa not in seen:
       seen.add(qa)
       b = read(qa, t.qmd_size)
-      if b is None: out.append(("unreadable QMD",)); break
+      if b is None:
+        out.append(("unreadable QMD",))
+        break
       q = QMD.of(t, bytearray(b))
       go, bo = q.offset(q.grid_field()), q.offset("cta_thread_dimension0")
       grid = tuple(int.from_bytes(b[go + 4 * j:go + 4 * j + 4], "little") for j in range(3))
@@ -133,7 +135,8 @@ def main(argv=None) -> int:
     r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(out / "capture.json"), str(out / "workload.py")],
                        capture_output=True, text=True, timeout=a.timeout, env=env)
   except subprocess.TimeoutExpired:
-    print(f"capture: FAILED: the tinygrad program did not finish in {a.timeout:.0f} s"); return 1
+    print(f"capture: FAILED: the tinygrad program did not finish in {a.timeout:.0f} s")
+    return 1
   (out / "capture.log").write_text(r.stdout + r.stderr)
   if r.returncode != 0:
     print(f"capture: FAILED (exit {r.returncode}): {(r.stderr.strip().splitlines() or ['?'])[-1]}  (log: {out / 'capture.log'}; "
@@ -150,7 +153,8 @@ def main(argv=None) -> int:
   (out / "lifted.hcq").write_text(text)
   prog = hcqdsl.parse(text, str(out / "lifted.hcq"))
   ok = "cannot lift (" not in text
-  print(f"lift: {len(prog.queues)} queues, {sum(len(q.body) for q in prog.queues)} statements{'' if ok else ', SOME METHODS NOT LIFTED'} ({out / 'lifted.hcq'})")
+  n = sum(len(q.body) for q in prog.queues)
+  print(f"lift: {len(prog.queues)} queues, {n} statements{'' if ok else ', SOME METHODS NOT LIFTED'} ({out / 'lifted.hcq'})")
   diags = hcqdsl.check(prog, 1)
   errors = [d for d in diags if d.severity == "error"]
   print(f"check: {len(errors)} errors, {len(diags) - len(errors)} warnings" + (f": {errors[0].message}" if errors else ""))

@@ -57,9 +57,13 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
   data = dict(img.data)
   params = k.get("params") or []
   for i, a in enumerate(kr.meta["args"]):
-    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4]); continue
+    if a is not None:
+      yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4])
+      continue
     off = params[i][2]
-    if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
+    if (p := mem.get(ka + off)) is not None:
+      yield Expr(Ref(p.var) if p.var else None, p.add)
+      continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
     yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
 
@@ -177,7 +181,9 @@ def attach_comments(items: list) -> list:
   out, pending = [], []
   for s in items:
     if isinstance(s, str): pending.append(s)
-    else: out.append(attrs.evolve(s, comments=tuple(pending) + s.comments)); pending = []
+    else:
+      out.append(attrs.evolve(s, comments=tuple(pending) + s.comments))
+      pending = []
   return out + pending
 
 def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
@@ -185,12 +191,16 @@ def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
   next one; trailing comments stay strings (placed before `}` by queue_decl)."""
   out, pending = [], []
   for g, label in groups:
-    if isinstance(g, str): pending.append(g); continue
+    if isinstance(g, str):
+      pending.append(g)
+      continue
     try: stmts = lift_group(img, q, g, q.engine)
     except _CANNOT as e:
-      pending.append(_raw_comment(g, str(e), label)); continue
+      pending.append(_raw_comment(g, str(e), label))
+      continue
     for s in stmts:
-      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
+      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None))
+      pending = []
   return out + pending
 
 def _raw_comment(g: list, why: str, label) -> str:

@@ -156,7 +156,8 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   for g, text in _groups(q, pk):
     if g and all(x.raw and x.dwords == (0,) for x in g): continue   # zero dwords: padding (a bound queue's whole page is submitted)
     if g and not g[0].raw and (g[0].name.startswith(SETUP_METHODS) or g[0].name == "METHOD_0x0"):   # (method 0: SET_OBJECT in every class)
-      out.append(f"# @{g[0].offset}: {g[0].name}: channel setup (NVCommandQueue.setup), no statement"); continue
+      out.append(f"# @{g[0].offset}: {g[0].name}: channel setup (NVCommandQueue.setup), no statement")
+      continue
     try: out += L.group(g, text)
     except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
       out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")

@@ -11,7 +11,7 @@ NVKIface.alloc gave without `host` (an NV buffer's metadata does not say). tinyg
 3.5; its compute class (ADA_COMPUTE_A) says which architecture its queues are: the manifest names that one."""
 from __future__ import annotations
 import gc
-from typing import Optional
+from typing import Any
 from ..ir import NV_ARCHS, U32_MAX
 from ..nv import pushbuf
 from ..nv.qmd import QMD
@@ -27,7 +27,7 @@ def nv_arch(dev) -> str:
   device's compute class (the mock's SM version 3.5 is none)."""
   arch = str(getattr(dev, "arch", ""))
   if arch in NV_ARCHS: return arch
-  return _BY_CLASS.get(getattr(getattr(dev, "iface", None), "compute_class", None), "sm_89")
+  return _BY_CLASS.get(int(getattr(getattr(dev, "iface", None), "compute_class", 0) or 0), "sm_89")
 
 def _is_nv(dev) -> bool: return type(dev).__name__ == "NVDevice"
 
@@ -78,7 +78,7 @@ class _Recorder:
 
   def scan(self, dw: list, dev, step: int) -> dict:
     """Signals, QMDs with their kernel arguments and memory the methods refer to; returns the signals' values now."""
-    t, sigs = get_target(nv_arch(dev)), {}
+    t, sigs = get_target(nv_arch(dev)), dict[int, int]()
     for p in pushbuf.decoder(t.name).decode(dw):
       if p.raw: continue
       f = p.fields
@@ -88,14 +88,15 @@ class _Recorder:
         else: self.memory(f["sem_addr"], 8, step)   # a write (no timestamp) or a poll: a buffer's word
       elif p.name == "SET_SEMAPHORE_A..SET_SEMAPHORE_PAYLOAD": self.signal(f["semaphore_addr"], dev, sigs)
       elif p.name == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER":
-        self.memory(f["src_addr"], 1, step); self.memory(f["dst_addr"], 1, step)
+        self.memory(f["src_addr"], 1, step)
+        self.memory(f["dst_addr"], 1, step)
       elif p.name == "SEND_PCAS_A": self.qmds(f["qmd_addr"], t, dev, sigs, step)
     return sigs
 
   def qmds(self, qa: int, t, dev, sigs: dict, step: int) -> None:
     """A QMD chain from `qa`: each QMD with constant bank 0 before it (its kernel arguments), its releases' semaphores,
     the buffers its argument pointers point into."""
-    cap, seen = self.cap, set()
+    cap, seen = self.cap, set[int]()
     while qa and qa not in seen and len(seen) < _MAX_CHAIN:
       seen.add(qa)
       b = cap.read(qa, t.qmd_size)
@@ -124,9 +125,10 @@ def install(cap) -> None:
   for obj in gc.get_objects():   # what exists already: programs, and which allocations are device memory
     if type(obj) is ops_nv.NVProgram: rec.program(obj)
     elif type(obj) is HCQBuffer and _is_nv(getattr(obj, "owner", None)):
-      meta = getattr(obj, "meta", None)
+      meta: Any = getattr(obj, "meta", None)
       # (a host object's handle is one of NVKIface's host_object_enumerator's; device memory's come from rm_alloc after them)
-      if getattr(obj, "_base", None) is None and hasattr(meta, "hMemory"): cap.add_allocation(obj, vram=meta.hMemory > ops_nv.NVKIface.host_object_enumerator)
+      if getattr(obj, "_base", None) is None and hasattr(meta, "hMemory"):
+        cap.add_allocation(obj, vram=meta.hMemory > ops_nv.NVKIface.host_object_enumerator)
   cap.wrap(ops_nv.NVProgram, "__init__", after=lambda p, *a, **k: rec.program(p))
   cap.wrap(ops_nv.NVCommandQueue, "_submit_to_gpfifo", before=rec.submit)
   orig = ops_nv.NVKIface.__dict__["alloc"]
@@ -135,5 +137,5 @@ def install(cap) -> None:
     try: rec.alloc(iface, size, *a, ret=ret, **kw)
     except Exception: pass
     return ret
-  alloc.__wrapped__ = orig
+  setattr(alloc, "__wrapped__", orig)
   cap.replace(ops_nv.NVKIface, "alloc", alloc)
