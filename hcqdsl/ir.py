@@ -10,8 +10,9 @@ import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS",
-           "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "timeline_of", "epoch_of", "implicit", "epoch_wait", "finalizer", "declare_implicit",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "TARGETS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS",
+           "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
@@ -44,6 +45,7 @@ ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
 # NVIDIA's (docs/nv.md): the SM versions tinygrad 0.14's NVDevice drives (Ampere GA10x, Ada, Blackwell GB20x) and Hopper
 NV_ARCHS = ("sm_86", "sm_89", "sm_90", "sm_120")
 VENDORS = {"AMD": ARCHS, "NV": NV_ARCHS}           # `device g = VENDOR:i ARCH`: the archs of each vendor
+TARGETS = ARCHS + NV_ARCHS                        # every arch a device or `--target` may name
 DEFAULT_ARCHS = {"AMD": "gfx1100", "NV": "sm_89"}   # a device declared without an arch (and no --target of its vendor)
 def vendor_of(arch: str) -> str: return "NV" if arch in NV_ARCHS else "AMD"
 # dtype -> (numpy type code, size in bytes)
@@ -262,7 +264,19 @@ class Timestamp(Node):
 
 @attrs.frozen
 class Epoch(Node):
-  """`wait D.timeline >= D.epoch - 1` for the queue's device D."""
+  """`wait D.timeline >= D.epoch - 1` for the queue's device D (epoch_wait)."""
+
+# every device D implicitly declares the signal `D.timeline` (on D, starting at 0) and the var `D.epoch` (the launch
+# number): the names are these two functions, the declarations `implicit`, the `epoch` statement's meaning `epoch_wait`
+def timeline_of(dev: str) -> str: return f"{dev}.timeline"
+def epoch_of(dev: str) -> str: return f"{dev}.epoch"
+def implicit(d: Device) -> tuple[Signal, Var]: return Signal(timeline_of(d.name), Ref(d.name), 0, span=d.span), Var(epoch_of(d.name), span=d.span)
+def epoch_wait(dev: str, **meta) -> Wait:
+  """What `epoch` on a queue of `dev` means: wait until the previous launch is done with the device."""
+  return Wait(Ref(timeline_of(dev)), Expr(Ref(epoch_of(dev)), -1), **meta)
+def finalizer(dev: str, **meta) -> SignalWrite:
+  """`signal D.timeline = D.epoch`: this launch is done with the device (what the next launch's `epoch` waits for)."""
+  return SignalWrite(Ref(timeline_of(dev)), Expr(Ref(epoch_of(dev))), **meta)
 
 @attrs.frozen
 class Submit(Node):
@@ -337,12 +351,11 @@ class Program:
   @property
   def signals(self) -> list[Signal]:
     """Declared signals followed by every device's implicit `D.timeline`."""
-    return list(self.of(Signal)) + [Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span)
-                                     for d in self.of(Device)]
+    return list(self.of(Signal)) + [implicit(d)[0] for d in self.of(Device)]
   @property
   def vars(self) -> list[str]:
     """Declared vars followed by every device's implicit `D.epoch`."""
-    return [v.name for v in self.of(Var)] + [f"{d.name}.epoch" for d in self.of(Device)]
+    return [v.name for v in self.of(Var)] + [epoch_of(d.name) for d in self.of(Device)]
   @property
   def var_lists(self) -> dict[str, tuple]:
     """var name -> its listed per-launch values (only vars declared with a list)."""
@@ -367,10 +380,13 @@ class Program:
     names: dict = {}
     for d in self.decls:
       if isinstance(d, (Device, Buffer, Signal, Var, Kernel, Queue)): names.setdefault(d.name, d)
-    for d in self.of(Device):
-      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
-      names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
-    return names
+    return declare_implicit(names, self.of(Device))
+
+def declare_implicit(names: dict, devices) -> dict:
+  """`names` with each device's implicit timeline and epoch, where no declaration took the name."""
+  for d in devices:
+    for x in implicit(d): names.setdefault(x.name, x)
+  return names
 
 def resolve_var_args(prog: Program) -> Program:
   """`exec k(a, pos)`: both parse paths read a bare name as a buffer; it is the value of a var when it names one (names

@@ -130,16 +130,10 @@ LONG_FUNCTIONS = {
   "hcqdsl/check/hb.py:_accesses": "issue 32: hb rewrite",
   "hcqdsl/check/hb.py:_visibility": "issue 32: hb rewrite",
   "hcqdsl/check/unroll.py:unroll": "issue 32: check/ rewrite (one method per statement kind)",
-  "hcqdsl/graph.py:to_dot": "issue 32: graph.py rewrite",
-  "hcqdsl/lang/scan.py:Scanner.read_block": "issue 32: scan.py rewrite; the fast path inlines for speed (benchmarks/parse.py)",
-  "hcqdsl/lang/scan.py:Scanner.read_columns": "issue 32: scan.py rewrite; the fast path inlines for speed (benchmarks/parse.py)",
   "hcqdsl/lift/manifest.py:load_manifest": "issue 32: lift/ rewrite (a declared manifest format, as amd/image.py's IMAGE)",
   "hcqdsl/lift/manifest.py:lift_manifest": "issue 32: lift/ rewrite",
   "hcqdsl/lift/manifest.py:_lift_capture": "issue 32: lift/ rewrite (458 lines: the capture lifter as one function)",
-  "hcqdsl/runtime/isa/pcode_c.py:call": "issue 32: the pseudocode translator's table of calls",
-  "hcqdsl/runtime/isa/pcode_c.py:_Expr.primary": "issue 32: the pseudocode translator's grammar of primaries",
   "hcqdsl/tinygrad/capture_hcq2.py:install": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/planners.py:plan_hcqdsl": "issue 32: planners rewrite",
 }
 
 def long_functions(files, root: pathlib.Path = ROOT) -> dict:

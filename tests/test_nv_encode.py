@@ -157,7 +157,7 @@ def _programs(img, p):
   progs = {}
   for k in img.kernels:
     kd = next(x for x in p.kernels if x.name == k["name"])
-    from hcqdsl.amd.compile import kernarg_layout
+    from hcqdsl.amd.layout import kernarg_layout
     lib = cubin.synthetic(get_target(devs[k["device"]].arch), k["name"], kernarg_layout(kd.params)[1])
     progs[k["name"], k["device"]] = program(devs[k["device"]], lib, k["name"], k["code_addr"])
     assert devs[k["device"]].allocator.copied[k["code_addr"]] == dict(img.data)[k["code_addr"]]
@@ -210,8 +210,8 @@ PROGRAMS = sorted(glob.glob(str(ROOT / "programs" / "*.hcq")))
 # no write, NV's poll_bit tests one bit
 NOT_LOWERED = {"bounds_copy_lengths", "bounds_range_outside", "name_buffer_as_signal", "name_copy_on_compute", "name_submit_twice",
                "name_unknown_signal", "overflow_literal", "syntax_exec_in_host", "syntax_submit_in_queue"}
-NV_REFUSED = {"deadlock_poll_undone": "`write` on an NV copy queue", "queue_write": "`write` on an NV copy queue",
-              "rdma_poll": "`write` on an NV copy queue"}
+NV_REFUSED = {"deadlock_poll_undone": "`write` on NV copy queue", "queue_write": "`write` on NV copy queue",
+              "rdma_poll": "`write` on NV copy queue"}
 CONFIGS = (("sm_89",), ("sm_120",), ("sm_86", "sm_90"))
 compared: dict = {}
 

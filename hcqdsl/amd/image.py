@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect, json, operator, pathlib, struct
 from typing import Optional
 import attrs
-from ..ir import Expr, Ref, U32_MAX, ARCHS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
+from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
 __all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
@@ -376,8 +376,8 @@ HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, 
 # The metadata, in the order it is converted: names are defined before they are used (devices, vars, signals,
 # buffers, then queues for the host steps).
 IMAGE = Rec(Image,
-  target=Str(ARCHS + NV_ARCHS), file=Str(),
-  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(ARCHS + NV_ARCHS)})),
+  target=Str(TARGETS), file=Str(),
+  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(TARGETS)})),
   vars=List(Str(defines="vars")),
   signals=Map(Str(defines="signals"), ADDR),
   buffers=Map(Str(defines="buffers"), Row(tuple, ADDR, SIZE, names=("address", "size"))),
@@ -389,7 +389,7 @@ IMAGE = Rec(Image,
   kernels=List(KERNEL),
   var_values=Map(Str(ref="vars"), List(ADD)),
   queues=List(Rec(QueueImage, name=Str(defines="queues"), engine=Str(("compute", "copy")), device=Str(ref="devices"),
-                  arch=Str(ARCHS + NV_ARCHS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
+                  arch=Str(TARGETS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
   data=List(Row(tuple, ADDR, Blob(), names=("address", "bytes"))),
   host=List(HOST_STEP),
   expects=List(Obj({"buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE, "dtype": Str(tuple(DTYPES)),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Optional
 import attrs
-from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS
+from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS, epoch_wait
 from .unroll import unroll
 
 __all__ = ["Change", "diff_programs", "render_changes"]
@@ -63,7 +63,7 @@ def _command(st, k: int, env: dict, p: set, sizes: dict, dev: str, names: Option
   if t is Poll: return f"poll {_slice(st.src, k, p, sizes, names)}{'' if st.mask == U32_MAX else f' & {st.mask}'} == {_value(st.value, env)}"
   if t is Wait: return f"wait {st.signal.name} >= {_value(st.value, env)}"
   if t is SignalWrite: return f"signal {st.signal.name} = {_value(st.value, env)}"
-  if t is Epoch: return f"wait {dev}.timeline >= {env[f'{dev}.epoch'] - 1}"
+  if t is Epoch: return _command(epoch_wait(dev), k, env, p, sizes, dev, names, dims)
   if t is Barrier: return "barrier"
   if t is Timestamp: return f"timestamp {st.signal.name}"
   return type(st).__name__.lower()

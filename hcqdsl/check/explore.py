@@ -173,7 +173,7 @@ def explore(u: Unrolled, budget: int = 1_000_000) -> Exploration:
   pins = u.pinned
   def memory(i, p, n, k):   # the launch whose memory access n of sequence i's step p touches
     pin = pins.get(i)
-    return k if pin is None else pin.get(((p - 1) % len(u.seqs[i].ops), n), k - 1) + 1
+    return k if pin is None else pin.get((u.where(i, p)[1], n), k - 1) + 1
   # races: every conflicting pair of accesses of two segments that are current together
   for i, ci, j, cj in sorted(pairs):
     for p, xi, ti in segs[i][ci]:

@@ -2,7 +2,7 @@
 and QMDs for NV devices' (docs/nv.md)."""
 from __future__ import annotations
 import pathlib, sys
-from ..ir import ARCHS, NV_ARCHS
+from ..ir import TARGETS, NV_ARCHS
 from ..diagnostics import HcqError
 from ..amd.compile import compile_program as compile_amd
 from ..nv.compile import compile_program as compile_nv
@@ -11,7 +11,7 @@ from ..nv.compile import compile_program as compile_nv
 def add_args(p) -> None:
   from .util import add_var_arg, add_no_check_arg
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("--target", default="gfx1100", choices=ARCHS + NV_ARCHS,
+  p.add_argument("--target", default="gfx1100", choices=TARGETS,
                  help="arch of devices that do not declare one (default gfx1100; an NV device takes an NV target, else sm_89)")
   p.add_argument("-o", "--output", metavar="FILE", help="write the image here (default: FILE with suffix .hcqimg)")
   p.add_argument("--hex", action="store_true", help="print each queue's dwords (patched for launch 1) as `queue NAME ENGINE ARCH: dwords` lines, "

@@ -1,7 +1,7 @@
 """`hcqdsl disasm FILE`: packets of an image, `compile --hex` output or raw dwords."""
 from __future__ import annotations
 import sys
-from ..ir import ARCHS, NV_ARCHS
+from ..ir import TARGETS, NV_ARCHS
 from ..amd.image import Image, MAGIC
 from ..amd.disasm import disasm_image, disasm_dwords, read_raw, RawError
 from ..lift.image import as_hcq, lift_queue
@@ -14,7 +14,7 @@ def add_args(p) -> None:
   p.add_argument("--as-hcq", action="store_true", help="print .hcq queue statements instead of packets (images only)")
   p.add_argument("--engine", choices=("pm4", "sdma", "compute", "copy", "nv"),
                  help="packet format of raw input (`compile --hex` lines name their own; nv: NV pushbuffer methods)")
-  p.add_argument("--target", choices=ARCHS + NV_ARCHS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
+  p.add_argument("--target", choices=TARGETS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
 
 def run(a) -> int:
   try: b = read_bytes(a.file)   # (a missing file, a directory or a device like /dev/zero, whose read never ends)

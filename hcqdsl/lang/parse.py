@@ -6,7 +6,7 @@ from typing import Any, Optional
 import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
-from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
+from ..ir import (timeline_of, epoch_of, Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  KEYWORDS, resolve_var_args)
 from ..diagnostics import Diagnostic, Related, did_you_mean
@@ -161,10 +161,10 @@ class _Build(Transformer):
 
   # ---- statements
   def sigref(self, c):
-    name = c[0].value if len(c) == 1 else f"{c[0].value}.timeline"
+    name = c[0].value if len(c) == 1 else timeline_of(c[0].value)
     return _Val(Ref(name), _span(c, self.file))
   def varref(self, c):
-    name = c[0].value if len(c) == 1 else f"{c[0].value}.epoch"
+    name = c[0].value if len(c) == 1 else epoch_of(c[0].value)
     return _Val(Ref(name), _span(c, self.file))
   def expr_const(self, c): return _Val(Expr(None, self._int(c[0])), _span(c, self.file))
   def expr_var(self, c): return _Val(Expr(c[0].v, 0), _span(c, self.file))
@@ -175,7 +175,7 @@ class _Build(Transformer):
     return _Val(Expr(Ref(c[0].value), n if c[1].type == "PLUS" else -n), _span(c, self.file))
   def arg_epoch(self, c):
     n = self._int(c[4]) if len(c) > 4 else 0
-    return _Val(Expr(Ref(f"{c[0].value}.epoch"), -n if len(c) > 4 and c[3].type == "MINUS" else n), _span(c, self.file))
+    return _Val(Expr(Ref(epoch_of(c[0].value)), -n if len(c) > 4 and c[3].type == "MINUS" else n), _span(c, self.file))
   def wait(self, c): return Wait(c[1].v, c[3].v, span=_span(c, self.file))
   def signal(self, c): return SignalWrite(c[1].v, c[3].v, span=_span(c, self.file))
   def dim3(self, c):

@@ -8,7 +8,7 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
+                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES, epoch_wait, timeline_of, epoch_of,
                   NV_ARCHS, vendor_of)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
@@ -57,13 +57,9 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
   data = dict(img.data)
   params = k.get("params") or []
   for i, a in enumerate(kr.meta["args"]):
-    if a is not None:
-      yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4])
-      continue
+    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4]); continue
     off = params[i][2]
-    if (p := mem.get(ka + off)) is not None:
-      yield Expr(Ref(p.var) if p.var else None, p.add)
-      continue
+    if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
     yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
 
@@ -82,8 +78,7 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
     name = _signal_at(img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
     e = expr(off, v)
-    if name == f"{q.device}.timeline" and e == Expr(Ref(f"{q.device}.epoch"), -1): return Epoch()
-    return Wait(Ref(name), e)
+    return Epoch() if (w := Wait(Ref(name), e)) == epoch_wait(q.device) else w
   def poll(addr: int, off: int, v: int, mask: int):
     """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
     if (name := _signal_at(img, addr)) is not None:
@@ -191,16 +186,12 @@ def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
   next one; trailing comments stay strings (placed before `}` by queue_decl)."""
   out, pending = [], []
   for g, label in groups:
-    if isinstance(g, str):
-      pending.append(g)
-      continue
+    if isinstance(g, str): pending.append(g); continue
     try: stmts = lift_group(img, q, g, q.engine)
     except _CANNOT as e:
-      pending.append(_raw_comment(g, str(e), label))
-      continue
+      pending.append(_raw_comment(g, str(e), label)); continue
     for s in stmts:
-      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None))
-      pending = []
+      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
   return out + pending
 
 def _raw_comment(g: list, why: str, label) -> str:
@@ -297,10 +288,10 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(_init_data(b) for b in rewrites[a])))
     else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data[a]) if a in data else None))
   for n, a in img.signals.items():
-    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
+    if n in {timeline_of(d) for d in devs}: continue
     init = struct.unpack("<Q", data[a])[0] & U32_MAX if len(data.get(a, b"")) == 8 else 0
     decls.append(Signal(n, dev_ref(region_of(a)), init))
-  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
+  implicit = lambda v: v in {epoch_of(d) for d in devs} or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
   decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
   where = lambda name: name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)
   seen, code = set(), {k: where(name) for k, (name, _) in _code_files(img).items()}

@@ -9,8 +9,10 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, NV_ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX)
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, NV_ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
+                 timeline_of, epoch_of, epoch_wait)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
+from ..amd.layout import kernarg_layout
 from ..amd.pm4 import FUNC_EQ
 from ..amd.disasm import decoder, read_raw
 from . import nv_capture
@@ -159,8 +161,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
     if (o := next((x for x in devices if x["index"] == dev["index"]), None)) is not None:
       d.fail("index", f"{dev['index']} is already device `{o['name']}`'s index")
-    devices.append(dev)
-    by_name[dev["name"]] = dev
+    devices.append(dev); by_name[dev["name"]] = dev
   queues, qnames = [], set()
   qs = top.get("queues", "list", required=True)
   if not qs: top.fail("queues", "no queues")
@@ -278,15 +279,11 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   for g in top.get("graph_calls", "list", default=[]):
     inputs = []
     for row in g.get("inputs", "list", required=True):
-      if row.obj is None:
-        inputs.append(None)
-        continue
+      if row.obj is None: inputs.append(None); continue
       if not isinstance(row.obj, list): row.fail("", f"expected a list of [addr, size] per device, got {json.dumps(row.obj)}")
       bufs = []
       for j, x in enumerate(row.obj):
-        if x is None:
-          bufs.append(None)
-          continue
+        if x is None: bufs.append(None); continue
         pair = _V(file, {"addr": x[0], "size": x[1]} if isinstance(x, list) and len(x) == 2 else x, f"{row.path}[{j}]")
         if not isinstance(pair.obj, dict): pair.fail("", f"expected [addr, size], got {json.dumps(x)}")
         bufs.append((pair.get("addr", "int", required=True), pair.get("size", "int", required=True)))
@@ -342,20 +339,15 @@ def _group(pk: list, engine: str) -> list:
         j = i + 1
         while name(j) == "SET_SH_REG": j += 1
         if name(j) == "DISPATCH_DIRECT": take = j - i + 1 + (name(j + 1) == "EVENT_WRITE")
-      elif p.name in ("NOP", "TYPE2_NOP"):
-        i += 1
-        continue
+      elif p.name in ("NOP", "TYPE2_NOP"): i += 1; continue
     else:
-      if p.name == "NOP":
-        i += 1
-        continue
+      if p.name == "NOP": i += 1; continue
       if p.name == "COPY_LINEAR":
         while name(i + take) == "COPY_LINEAR":
           a, b = pk[i + take - 1].fields, pk[i + take].fields
           if b["src_addr"] != a["src_addr"] + a["count"] + 1 or b["dst_addr"] != a["dst_addr"] + a["count"] + 1: break
           take += 1
-    out.append(pk[i:i + take])
-    i += take
+    out.append(pk[i:i + take]); i += take
   return out
 
 def _signal_addrs(p) -> list:
@@ -409,13 +401,10 @@ def _follow(dw: list, engine: str, target: str, mem: _Mem, depth: int = 0) -> tu
   out = []
   for p in pk:
     ib = (p.fields.get("ib_base"), p.fields.get("ib_size")) if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw else None
-    if ib is None or None in ib or depth > 2:
-      out.append(p)
-      continue
+    if ib is None or None in ib or depth > 2: out.append(p); continue
     b = mem.read(ib[0], 4 * ib[1])
     if b is None:
-      out.append(attrs.evolve(p, note=f"indirect buffer at {ib[0]:#x} ({ib[1]} dwords) is not in the manifest's memory"))
-      continue
+      out.append(attrs.evolve(p, note=f"indirect buffer at {ib[0]:#x} ({ib[1]} dwords) is not in the manifest's memory")); continue
     sub = _follow(list(struct.unpack(f"<{len(b) // 4}I", b)), engine, target, mem, depth + 1)
     out += [attrs.evolve(x, offset=p.offset) for x in sub]
   return out
@@ -465,9 +454,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   def fresh(name: Optional[str], fallback: str) -> str:
     """A manifest's name if it is free (names are global in .hcq, keywords are no names), else one from the address."""
     for n in (name, fallback):
-      if n and n not in used and n not in KEYWORDS:
-        used.add(n)
-        return n
+      if n and n not in used and n not in KEYWORDS: used.add(n); return n
     i = 2
     while f"{fallback}_{i}" in used: i += 1
     used.add(n := f"{fallback}_{i}")
@@ -477,7 +464,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if a in signals: continue
     info = m.signals.get(a, {})
     # a device's timeline becomes `D.timeline` (so its epoch waits read as `epoch`) when its value needs no init
-    tl = f"{info['device']}.timeline" if info.get("timeline") and not triage and not info.get("value") else None
+    tl = timeline_of(info['device']) if info.get("timeline") and not triage and not info.get("value") else None
     signals[a] = tl if tl and tl not in signals.values() else fresh(info.get("name"), _hexname("s", a))
   # buffers: the manifest's, the copies' ranges, and kernel arguments
   ranges = [(b["addr"], b["addr"] + b["size"], b) for b in m.buffers] + [(a, a + n, None) for a, n in copies if n]
@@ -501,8 +488,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   merged: list = []
   for lo, hi, b in sorted(ranges, key=lambda r: (r[0], -r[1])):
     if merged and lo < merged[-1][1]:
-      merged[-1][1] = max(merged[-1][1], hi)
-      merged[-1][2] = merged[-1][2] or b
+      merged[-1][1] = max(merged[-1][1], hi); merged[-1][2] = merged[-1][2] or b
     else: merged.append([lo, hi, b])
   buffers = {}
   for lo, hi, b in merged: buffers[fresh((b or {}).get("name"), _hexname("b", lo))] = (lo, hi - lo, (b or {}).get("device"))
@@ -567,9 +553,8 @@ def _epochs(s, device: Optional[str]):
   D.epoch - 1` is `epoch` (every var is k in launch k, so this is the same program)."""
   if not isinstance(s, (Wait, SignalWrite)) or not s.signal.name.endswith(".timeline") or s.value.var != Ref(LAUNCH_VAR): return s
   d = s.signal.name[:-len(".timeline")]
-  e = Expr(Ref(f"{d}.epoch"), s.value.offset)
-  if isinstance(s, Wait) and d == device and e.offset == -1: return Epoch(comments=s.comments, comment=s.comment)
-  return attrs.evolve(s, value=e)
+  s = attrs.evolve(s, value=Expr(Ref(epoch_of(d)), s.value.offset))
+  return Epoch(comments=s.comments, comment=s.comment) if d == device and s == epoch_wait(d) else s
 
 def _mark_stuck(decls: list, values: dict) -> list:
   """The stop mark of a queue whose next statement is an unsatisfied wait says what it needs, what the signal holds
@@ -578,13 +563,10 @@ def _mark_stuck(decls: list, values: dict) -> list:
   out = []
   for d in decls:
     if not isinstance(d, Queue) or not d.body or not isinstance(d.body[0], Wait) or d.body[0].value.var is not None:
-      out.append(d)
-      continue
+      out.append(d); continue
     w = d.body[0]
     sig, need, now = w.signal.name, w.value.offset, values.get(w.signal.name, 0)
-    if now >= need:
-      out.append(d)
-      continue
+    if now >= need: out.append(d); continue
     writers = [f"{q.name} `signal {sig} = {s.value}`{' ' + s.comment[2:] if s.comment else ''}" for q in queues for s in q.body
                if isinstance(s, SignalWrite) and s.signal.name == sig and s.value.var is None and s.value.offset >= need]
     why = f"# stuck: waits for {sig} >= {need}, which holds {now}; " + \
@@ -614,8 +596,7 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
     if any(shape(ev[i]) != shape(ev[i % P]) for i in range(n)): continue
     subs = [e["queue"] for e in ev[:P] if e["op"] == "submit"]
     if len(subs) != len(set(subs)): continue
-    period = P
-    break
+    period = P; break
   qmap = {q.name: q for q in m.queues}
   out = {"launches": 1, "dwords": {}, "patches": {}, "offsets": {}, "host": [], "uses_var": False}
   if period is None:
@@ -623,8 +604,7 @@ def _launches(m: Manifest, notes: list) -> Optional[dict]:
                  "stream is submitted at its first submission (later work may look submitted earlier than it was)")
     for e in ev:
       if e["op"] != "submit":
-        out["host"].append({**e, "var": False})
-        continue
+        out["host"].append({**e, "var": False}); continue
       if e["queue"] in out["dwords"]: continue
       q = qmap[e["queue"]]
       out["dwords"][q.name], out["offsets"][q.name] = list(q.dwords), list(range(len(q.dwords)))
@@ -736,8 +716,7 @@ class _Vars:
     if key not in self.lists:
       name, i = hint, 2
       while name in self.used or name in KEYWORDS: name, i = f"{hint}_{i}", i + 1
-      self.used.add(name)
-      self.lists[key] = name
+      self.used.add(name); self.lists[key] = name
     return (self.lists[key], 0)
 
 def _graph_inputs(m: Manifest, ev: list, start: int, P: int, K: int) -> dict:
@@ -875,9 +854,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       return
     if len(set(addrs)) == 1:
       al = alloc_of(addrs[0])
-      if al is None:
-        static.setdefault(addrs[0], {"size": max(size, 1), "device": None, "step": step})
-        return
+      if al is None: static.setdefault(addrs[0], {"size": max(size, 1), "device": None, "step": step}); return
       static.setdefault(al[0], {"size": al[1], "device": al[2], "step": step})
     else:
       al = alloc_of(addrs[0])
@@ -923,8 +900,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     sig = k.get("signature") or []
     bufs = [x for x in sig if x.get("name") is None]
     scal = [x for x in sig if x.get("name") is not None]
-    need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
-    for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
+    offs, need = kernarg_layout([8] * len(bufs) + [x.get("bytes") or 4 for x in scal])  # tinygrad's (TinyELF.iter_sig)
     blocks = [snap(ka, need, step + j * P, step + j * P + 1) for j, ka in enumerate(kas)]
     if any(b is None for b in blocks):
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
@@ -934,12 +910,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     for i, t in enumerate(ptrs):
       use(t, bufs[i].get("bytes") or 1, step)
       accesses.append((step, at, t, bufs[i].get("mode") != "out"))
-    vals, off = [], 8 * len(bufs)
-    for x in scal:
-      sz = x.get("bytes") or 4
-      off += -off % sz
-      vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
-      off += sz
+    vals = [[int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)] for off in offs[len(bufs):]]
     if kargs_read:   # the block itself: one allocation's bytes (HCQGraph's, patched per launch), or new memory per launch
       use(tuple(kas), need, step)
       accesses.append((step, at, tuple(kas), True))
@@ -974,8 +945,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   def fresh(base: str) -> str:
     name, i = base, 2
     while name in used or name in KEYWORDS: name, i = f"{base}_{i}", i + 1
-    used.add(name)
-    return name
+    used.add(name); return name
   bufname: dict = {}
   kalloc = {al[0] for (ka, _) in kinfo if (al := alloc_of(ka)) is not None} if kargs_read else set()
   for a in sorted(static): bufname[("s", a)] = fresh(_hexname("kargs" if a in kalloc else "b", a))   # kargs_: kernel arguments
@@ -1012,11 +982,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
             and p.name != "TIMESTAMP_GET_GLOBAL" for a in _signal_addrs(p)} | {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
   for a in dict.fromkeys(sig_addrs):
     info = m.signals.get(a, {})
-    if a in stamped and a not in synced and not info.get("timeline"):
-      signals[a] = fresh(_hexname("ts", a + 8))
-      continue
-    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and f"{info['device']}.timeline" not in signals.values():
-      signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
+    if a in stamped and a not in synced and not info.get("timeline"): signals[a] = fresh(_hexname("ts", a + 8)); continue
+    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and timeline_of(info['device']) not in signals.values():
+      signals[a] = timeline_of(info['device'])  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
     else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
   # ---- kernels: one declaration per (tinygrad name, code), with its code object
   # a kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that buffer at
@@ -1066,13 +1034,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     regions_of.setdefault(sname, []).append(regions[-1])
   kparams = {}
   for kd in kdecl.values():
-    off, ps = 0, []
-    for p in kd.params:
-      sz = 4 if p.scalar else 8
-      off += -off % sz
-      ps.append([p.mode, p.name, off])
-      off += sz
-    kparams[kd.name] = ps
+    offs, _ = kernarg_layout(kd.params)
+    kparams[kd.name] = [[p.mode, p.name, o] for p, o in zip(kd.params, offs)]
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
   for (ka, sname), (prog, ptrs, vals, scal, nbytes, *_) in kinfo.items():
     ps = kparams[kname_of[prog]]
@@ -1162,14 +1125,9 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       nm = next((x["name"] for x in subs if x["step"] == i), None)
       if nm is None: continue  # a later submission of a ring already submitted in this launch
       for kb, kd in kwrites.get(nm, ()):   # the host fills the kernel arguments, then submits
-        host.append(HostWrite(kb, kd))
-        host_steps.append([i])
-      if host and isinstance(host[-1], Submit):
-        host[-1] = Submit(host[-1].queues + (Ref(nm),))
-        host_steps[-1].append(i)
-      else:
-        host.append(Submit((Ref(nm),)))
-        host_steps.append([i])
+        host.append(HostWrite(kb, kd)); host_steps.append([i])
+      if host and isinstance(host[-1], Submit): host[-1] = Submit(host[-1].queues + (Ref(nm),)); host_steps[-1].append(i)
+      else: host.append(Submit((Ref(nm),))); host_steps.append([i])
       continue
     if e["op"] == "write":   # the host's refill of host memory: each launch's bytes, at this point of the host block
       al = alloc_of(e["addr"])
@@ -1184,8 +1142,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
       continue
     fit = vars_.fit([ev[i + k * P]["value"] for k in range(K)], "h")
     ex = Expr(Ref(fit[0]), fit[1]) if fit else Expr(None, e["value"] & U32_MAX)
-    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None))
-    host_steps.append([i])
+    host.append(_epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(signals[e["addr"]]), ex), None)); host_steps.append([i])
   decls += [Var(n, tuple(v)) for v, n in vars_.lists.items()]
   if vars_.uses_launch: decls.append(Var(LAUNCH_VAR))
   decls += list(kdecl.values())
@@ -1266,9 +1223,7 @@ def _assemble(steps: list, addr: int, size: int, t: int, final: Optional[list] =
     left = []
     for m0, m1 in missing:
       s0, s1 = max(m0, lo), min(m1, up)
-      if s0 >= s1:
-        left.append((m0, m1))
-        continue
+      if s0 >= s1: left.append((m0, m1)); continue
       out[s0:s1] = b[s0 + addr - a:s1 + addr - a]
       left += [r for r in ((m0, s0), (s1, m1)) if r[0] < r[1]]
     missing = left

@@ -5,7 +5,7 @@ exec, then its releases, then the QMD it launches. `timestamp s` and `signal s =
 NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apart, else it lifts as the signal.
 Whole images (hcqdsl/lift/image.py) and captures of tinygrad's NV runtime (hcqdsl/lift/nv_capture.py) lift NV queues here."""
 from __future__ import annotations
-from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS, epoch_wait
 from ..amd.image import Image, QueueImage
 from . import pushbuf
 from .qmd import QMD
@@ -114,8 +114,7 @@ class _Lifter:
       v, patch = x["sem_payload"] & U32_MAX, self.patches.get(at + 3)
       if op == _ACQ_GEQ:
         name, e = self.signal(x["sem_addr"]), self.expr(patch, v)
-        if name == f"{self.q.device}.timeline" and e == Expr(Ref(f"{self.q.device}.epoch"), -1): return [Epoch()]
-        return [Wait(Ref(name), e)]
+        return [Epoch() if (w := Wait(Ref(name), e)) == epoch_wait(self.q.device) else w]
       if op == _RELEASE and x.get("sem_execute.release_timestamp") == "EN":
         name = self.signal(x["sem_addr"])
         return [Timestamp(Ref(name)) if text.startswith("timestamp") and v == 0 else SignalWrite(Ref(name), self.expr(patch, v))]

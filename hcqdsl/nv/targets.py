@@ -18,8 +18,8 @@ BOARDS = {
   "sm_90": (nv.NV2080_CTRL_GR_INFO_SM_VERSION_9_0, nv.HOPPER_COMPUTE_A),
   "sm_120": (nv.NV2080_CTRL_GR_INFO_SM_VERSION_10_4, nv.BLACKWELL_COMPUTE_B),
 }
-ARCHS = tuple(BOARDS)
-assert ARCHS == NV_ARCHS
+ARCHS = NV_ARCHS   # the language's (ir.NV_ARCHS); this table says what each is
+assert tuple(BOARDS) == ARCHS
 QMD_PREFIX = {3: "NVC6C0_QMDV03_00", 5: "NVCEC0_QMDV05_00"}   # the QMD layout of each version, as QMD.__init__ picks it
 
 class Target:

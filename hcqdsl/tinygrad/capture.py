@@ -64,11 +64,8 @@ class _Allocations:
   def __init__(self): self.starts, self.items = [], []
   def add(self, addr: int, size: int, info: dict):
     i = bisect.bisect_left(self.starts, addr)
-    if i < len(self.starts) and self.starts[i] == addr:
-      self.items[i] = (addr, size, info)
-      return
-    self.starts.insert(i, addr)
-    self.items.insert(i, (addr, size, info))
+    if i < len(self.starts) and self.starts[i] == addr: self.items[i] = (addr, size, info); return
+    self.starts.insert(i, addr); self.items.insert(i, (addr, size, info))
   def remove(self, addr: int):
     i = bisect.bisect_left(self.starts, addr)
     if i < len(self.starts) and self.starts[i] == addr: del self.starts[i], self.items[i]
@@ -302,8 +299,7 @@ class Capture:
       if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw and depth < 3 and f.get("ib_base") is not None:
         b = self._read(f["ib_base"], 4 * f["ib_size"])
         if b is not None and len(b) == 4 * f["ib_size"]:
-          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1)
-          continue
+          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1); continue
       out += list(p.dwords)
     return out
 
@@ -347,9 +343,7 @@ class Capture:
       if (h := self._hcq2_program(prog)) is not None: self.kernels[prog] = h
       else:
         for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
-          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog:
-            self._register_program(obj)
-            break
+          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
       k = self.kernels.get(prog)
       if k is None and "extra.hcq2.ops_amd2" not in sys.modules: self._unknown.add(prog)
     sig = k["signature"] if k else []
@@ -358,8 +352,7 @@ class Capture:
     blk = self._read(ka, size)
     if blk is None: return
     self._use(ka)
-    self.memory.append((ka, blk, step))
-    self.last[(ka, len(blk))] = blk
+    self.memory.append((ka, blk, step)); self.last[(ka, len(blk))] = blk
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
       if (a := self._use(ptr)) is not None and self.contents:
@@ -375,9 +368,7 @@ class Capture:
     try: addr = int(prg.prog_addr)
     except (AttributeError, TypeError, ValueError): return
     if addr in self.kernels: return
-    if type(prg).__name__ == "AMDProgram":
-      self._register_program(prg)
-      return
+    if type(prg).__name__ == "AMDProgram": self._register_program(prg); return
     sig = [{"name": None} for _ in getattr(args_state, "bufs", ())] + [{"name": f"v{i}", "dtype": "int", "itemsize": 4, "bytes": 4}
                                                                       for i, _ in enumerate(getattr(args_state, "vals", ()))]
     self.kernels[addr] = {"name": str(getattr(prg, "name", f"k_{addr:x}")), "lib": b"", "signature": sig, "kernargs": 0, "_prg": prg}
@@ -391,15 +382,11 @@ class Capture:
     inputs = []
     for u in input_uops:
       try: b = u.buffer
-      except Exception:
-        inputs.append(None)
-        continue
+      except Exception: inputs.append(None); continue
       row = []
       for x in getattr(b, "bufs", None) or [b]:
         try: addr, n = int(x._buf.va_addr), int(x.nbytes)
-        except Exception:
-          row.append(None)
-          continue
+        except Exception: row.append(None); continue
         row.append((addr, n))
         if self._use(addr) is not None and self.contents: self._remember(addr, n, step)
       inputs.append(row)
@@ -534,8 +521,7 @@ class Capture:
       else:
         for m in VENDOR_RECORDERS: importlib.import_module(f"{__package__}.{m}").install(self)
     except Exception:
-      self._restore()
-      raise
+      self._restore(); raise
     return self
 
   def _programs_modes(self) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses, types
 from typing import Optional
 import attrs
-from ..ir import Program, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
+from ..ir import Program, Data, Host, Submit, Ref, Expr, KEYWORDS, epoch_wait
 from .env import EmitError, tinygrad
 from .data import buffer_bytes, to_data
 from .schedule import MAX_VALUES, schedule
@@ -256,9 +256,8 @@ def _host_waits(prog: Program) -> Program:
   for st in (host.body if host is not None else ()):
     if isinstance(st, Submit): break
     lead.append(st)
-  waits = tuple(Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1),
-                     comment="# the previous launch is done: its kernel arguments may be patched") for d in prog.devices
-                if Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1)) not in lead)
+  waits = tuple(epoch_wait(d.name, comment="# the previous launch is done: its kernel arguments may be patched") for d in prog.devices
+                if epoch_wait(d.name) not in lead)
   if host is None: new = Host(waits + (Submit(()),))
   else: new = attrs.evolve(host, body=waits + tuple(host.body))
   decls = [d for d in prog.decls if not isinstance(d, Host)]

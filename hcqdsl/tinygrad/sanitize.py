@@ -55,8 +55,7 @@ def hang_of(e: Optional[BaseException]) -> Optional[BaseException]:
   seen = set()
   while e is not None and id(e) not in seen:
     if isinstance(e, RuntimeError) and _HANG.search(str(e)): return e
-    seen.add(id(e))
-    e = e.__cause__ or e.__context__
+    seen.add(id(e)); e = e.__cause__ or e.__context__
   return None
 
 def is_hang(e: BaseException) -> bool: return hang_of(e) is not None
@@ -138,8 +137,7 @@ class Sanitizer:
     self.capture.__enter__()
     try: self._install()
     except Exception:
-      self.capture.__exit__(None, None, None)
-      raise
+      self.capture.__exit__(None, None, None); raise
     return self
 
   def __exit__(self, *exc):
@@ -184,8 +182,7 @@ class Sanitizer:
     run_linear.__wrapped__ = orig
     for mod in (realize, jit, tensor):
       if getattr(mod, "run_linear", None) is orig:
-        self._saved.append((mod, orig))
-        mod.run_linear = run_linear
+        self._saved.append((mod, orig)); mod.run_linear = run_linear
 
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
@@ -198,8 +195,7 @@ class Sanitizer:
     self._next = 2 * n   # checks at doubling counts: their total cost is at most about twice the last one's
     try: self.run_check()
     except Exception as e:  # hcqdsl's own failure: reported as hcqdsl's when the block ends, never as the user's line
-      self.failure = e
-      return
+      self.failure = e; return
     if self.findings:
       self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
       if self.raise_on_error: raise SanitizerError(self.report())
@@ -272,8 +268,7 @@ class Sanitizer:
     for d in diags:
       hdp = d.code == "visibility" and (d.extra or {}).get("cause") == "hdp"
       if d.severity != "error" and not hdp:
-        warnings.append(d)
-        continue
+        warnings.append(d); continue
       qname = (d.extra or {}).get("queue")
       rel = (d.related or ())[:1]
       first = command(d.span, note="reads what the host wrote, with no memory barrier (HDP flush) after it" if hdp else "")
