@@ -9,7 +9,7 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, NV_ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, TARGETS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
                  timeline_of, epoch_of, epoch_wait)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
 from ..amd.layout import kernarg_layout
@@ -155,7 +155,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   devices, by_name = [], {}
   for d in top.get("devices", "list", default=[]):
     arch = d.get("arch", "str", required=True)
-    if arch not in ARCHS + NV_ARCHS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(ARCHS + NV_ARCHS)})")
+    if arch not in TARGETS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(TARGETS)})")
     dev = {"name": _name(d, "name", None) or d.fail("name", "missing"), "index": d.get("index", "int", required=True), "arch": arch}
     if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
@@ -167,7 +167,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   if not qs: top.fail("queues", "no queues")
   for i, q in enumerate(qs):
     target = q.get("target", "str", required=True)
-    if target not in ARCHS + NV_ARCHS: q.fail("target", f"unknown target `{target}` (one of {', '.join(ARCHS + NV_ARCHS)})")
+    if target not in TARGETS: q.fail("target", f"unknown target `{target}` (one of {', '.join(TARGETS)})")
     eng = q.get("engine", "str", required=True)
     if eng not in _ENGINES: q.fail("engine", f"expected compute (pm4) or copy (sdma), got `{eng}`")
     dev = _name(q, "device", None) or q.fail("device", "missing")
