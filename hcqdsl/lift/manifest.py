@@ -9,7 +9,7 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, TARGETS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, TARGETS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
                  timeline_of, epoch_of, epoch_wait)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
 from ..amd.layout import kernarg_layout
