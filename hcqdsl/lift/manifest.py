@@ -9,12 +9,13 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, TARGETS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
                  timeline_of, epoch_of, epoch_wait)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
 from ..amd.layout import kernarg_layout
 from ..amd.pm4 import FUNC_EQ
 from ..amd.disasm import decoder, read_raw
+from . import nv_capture
 from .image import (lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, trimmed_data,
                     Unliftable)
 
@@ -154,7 +155,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   devices, by_name = [], {}
   for d in top.get("devices", "list", default=[]):
     arch = d.get("arch", "str", required=True)
-    if arch not in ARCHS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(ARCHS)})")
+    if arch not in TARGETS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(TARGETS)})")
     dev = {"name": _name(d, "name", None) or d.fail("name", "missing"), "index": d.get("index", "int", required=True), "arch": arch}
     if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
@@ -166,7 +167,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   if not qs: top.fail("queues", "no queues")
   for i, q in enumerate(qs):
     target = q.get("target", "str", required=True)
-    if target not in ARCHS: q.fail("target", f"unknown target `{target}` (one of {', '.join(ARCHS)})")
+    if target not in TARGETS: q.fail("target", f"unknown target `{target}` (one of {', '.join(TARGETS)})")
     eng = q.get("engine", "str", required=True)
     if eng not in _ENGINES: q.fail("engine", f"expected compute (pm4) or copy (sdma), got `{eng}`")
     dev = _name(q, "device", None) or q.fail("device", "missing")
@@ -417,7 +418,9 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   Otherwise: every queue's whole stream, launches=1."""
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
-  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace, whole)
+  if m.version >= 2 and m.host and not triage:
+    if nv_capture.is_nv_capture(m): return nv_capture.lift_nv_capture(m, code_dir, program_dir, trace, whole)   # tinygrad's NV runtime
+    return _lift_capture(m, code_dir, program_dir, trace, whole)
   notes: list = []
   # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
