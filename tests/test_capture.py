@@ -185,9 +185,9 @@ def test_capture_without_amd_device(tmp_path):
     r = subprocess.run([sys.executable, "-m", "hcqdsl", cmd, *(["-o", str(tmp_path / "m.json")] if cmd == "capture" else []), str(script)],
                        capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
-    assert r.stderr.splitlines()[-1] == (f"hcqdsl: error: {script}: no AMD queue was submitted to: run the script on tinygrad's AMD "
-                                         "runtime — an AMD GPU, or tinygrad's mock GPU with DEV=MOCKKFD+AMD and a tinygrad checkout "
-                                         "on PYTHONPATH (docs/lift.md)")
+    assert r.stderr.splitlines()[-1] == (f"hcqdsl: error: {script}: no AMD or NV queue was submitted to: run the script on tinygrad's "
+                                         "AMD or NV runtime — an AMD or NVIDIA GPU, or tinygrad's mock GPUs (DEV=MOCKKFD+AMD, DEV=MOCK+NV) "
+                                         "with a tinygrad checkout on PYTHONPATH (docs/lift.md, docs/nv.md)")
 
 def test_capture_internal_error_is_not_the_script_line(tmp_path, monkeypatch):
   from hcqdsl.cli.capture import run_script

@@ -177,6 +177,7 @@ def private_uses(trees: dict) -> dict:
 PRIVATE_USES = {
   "hcqdsl/runtime/isa/gfx11.py:_fields": "not ours: tinygrad's instruction classes' field list",
   "hcqdsl/runtime/isa/native.py:_name": "not ours: ctypes.CDLL's library name",
+  "hcqdsl/tinygrad/capture_nv.py:_q": "not ours: tinygrad's HWQueue command dwords (what NVCommandQueue._submit_to_gpfifo submits)",
 }
 
 def test_no_module_uses_another_modules_private_attributes():

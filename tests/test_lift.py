@@ -286,7 +286,7 @@ BAD = [
   ({"format": "hcqdsl-manifest", "version": 1, "queues": {}}, "m.json: queues: expected a list, got dict"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [3]}, "m.json: queues[0]: expected an object, got int"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx9", "engine": "compute", "dwords": []}]},
-   "m.json: queues[0].target: unknown target `gfx9` (one of gfx942, gfx1100, gfx1201)"),
+   "m.json: queues[0].target: unknown target `gfx9` (one of gfx942, gfx1100, gfx1201, sm_86, sm_89, sm_90, sm_120)"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": 3, "dwords": []}]},
    "m.json: queues[0].engine: expected a non-empty string, got 3"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "dma", "dwords": []}]},

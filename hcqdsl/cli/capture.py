@@ -5,8 +5,8 @@ from ..tinygrad.capture import Capture
 from ..tinygrad.script import run_script
 from .util import add_script_args, script_of, check_output
 
-NO_DEVICE = ("no AMD queue was submitted to: run the script on tinygrad's AMD runtime — an AMD GPU, or tinygrad's mock "
-             "GPU with DEV=MOCKKFD+AMD and a tinygrad checkout on PYTHONPATH (docs/lift.md)")
+NO_DEVICE = ("no AMD or NV queue was submitted to: run the script on tinygrad's AMD or NV runtime — an AMD or NVIDIA GPU, "
+             "or tinygrad's mock GPUs (DEV=MOCKKFD+AMD, DEV=MOCK+NV) with a tinygrad checkout on PYTHONPATH (docs/lift.md, docs/nv.md)")
 
 def add_args(p) -> None:
   add_script_args(p, [(("-o", "--output"), dict(metavar="FILE", help="the manifest (default: SCRIPT.capture.json); give it before SCRIPT"))])

@@ -9,15 +9,16 @@ import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
                   Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
-                  epoch_wait, timeline_of, epoch_of)
+                  epoch_wait, timeline_of, epoch_of, NV_ARCHS, vendor_of)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_CLOCK
+from ..nv import lift as nv_lift
 from .packets import field_at, DATA_BYTES
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
-           "lifted_program", "trimmed_data", "Unliftable"]
+           "lifted_program", "trimmed_data", "Unliftable", "attach_comments"]
 
 class Unliftable(Exception):
   """A group of packets that is no .hcq statement (the message says why; the lifters keep the group as a comment)."""
@@ -180,7 +181,9 @@ def _statement_groups(q: QueueImage) -> list:
   return [[p for p in pk if s[0] <= p.offset < s[0] + s[1]] for s in q.stmts]
 
 def lift_queue(img: Image, q: QueueImage) -> list:
-  """The queue's statements, recovered from its packets. A group that is no statement lifts to a comment string."""
+  """The queue's statements, recovered from its packets (an NV queue's from its methods and QMDs: hcqdsl.nv.lift). A
+  group that is no statement lifts to a comment string."""
+  if q.arch in NV_ARCHS: return nv_lift.lift_queue(img, q)
   out: list = []
   for g in _statement_groups(q):
     try: out += lift_group(img, q, g, q.engine)
@@ -196,6 +199,17 @@ def as_hcq(img: Image) -> str:
     out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in lift_queue(img, q)]
     out.append("}")
   return "\n".join(out) + "\n"
+
+def attach_comments(items: list) -> list:
+  """Lifted statements and comment strings: each run of comments attached to the statement after it (trailing ones
+  stay strings, placed before `}` by queue_decl)."""
+  out, pending = [], []
+  for s in items:
+    if isinstance(s, str): pending.append(s)
+    else:
+      out.append(attrs.evolve(s, comments=tuple(pending) + s.comments))
+      pending = []
+  return out + pending
 
 def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
   """Statements of (packets, label) groups, with the comments that stand for what is no statement attached to the
@@ -297,7 +311,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   def region_of(a):
     return next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
   data = dict(img.data)
-  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
+  decls: list = [Device(d["name"], vendor_of(d["arch"]), d["index"], d["arch"]) for d in img.devices]
   devs = {d["name"] for d in img.devices}
   def dev_ref(r):
     return Ref(r.device) if r is not None and r.device is not None else None
@@ -329,8 +343,9 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   key = 0
   for q in img.queues:
     key = next((s[2] for s in q.stmts if s[2]), key)
-    groups = [(g, None) for g in _statement_groups(q)]
-    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, lift_statements(img, q, groups))))
+    if q.arch in NV_ARCHS: items = attach_comments(nv_lift.lift_queue(img, q))   # methods and QMDs (hcqdsl.nv.lift)
+    else: items = lift_statements(img, q, [(g, None) for g in _statement_groups(q)])
+    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, items)))
   if img.host:
     body: list = []
     for h in img.host:

@@ -1,6 +1,6 @@
 """`hcqdsl lift`: command buffers back to a whole, checkable .hcq program — from an image (`.hcqimg`: names, vars, host
 steps and kernels from its metadata, lift/image.py) or from a manifest (JSON, lift/schema.py; docs/lift.md): a raw
-dump (lift/raw.py) or a capture of tinygrad (lift/captured.py). Packets are decoded by hcqdsl.amd and turned into
+dump (lift/raw.py) or a capture of tinygrad (lift/captured.py; NV: lift/nv_capture.py). Packets are decoded by hcqdsl.amd and turned into
 statements by the image lifter's `lift_group`; what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
 import os, pathlib
@@ -13,6 +13,7 @@ from .schema import (Manifest, MQueue, ManifestError, load_manifest, too_deep, M
                      LAUNCH_VAR)
 from .raw import lift_raw
 from .captured import lift_capture, LIFT_RTOL, LIFT_ATOL
+from . import nv_capture
 
 __all__ = ["lift_manifest", "load_manifest", "lift_file", "Manifest", "MQueue", "ManifestError", "too_deep", "MANIFEST_KIND",
            "MANIFEST_VERSION", "READABLE_VERSIONS", "LAUNCH_VAR", "LIFT_RTOL", "LIFT_ATOL"]
@@ -24,7 +25,9 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   to do at the dump (signals start at the snapshot; what ran already is listed as comments; check with launches=1).
   Otherwise: every queue's whole stream, launches=1."""
   triage = any(q.read_ptr is not None for q in m.queues)
-  if m.version >= 2 and m.host and not triage: return lift_capture(m, code_dir, program_dir, trace, whole)
+  if m.version >= 2 and m.host and not triage:
+    if nv_capture.is_nv_capture(m): return nv_capture.lift_nv_capture(m, code_dir, program_dir, trace, whole)   # tinygrad's NV runtime
+    return lift_capture(m, code_dir, program_dir, trace, whole)
   return lift_raw(m)
 
 def lift_file(path, program_file: Optional[str] = None, code_dir=None, whole: bool = False, trace: Optional[dict] = None) -> Program:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json, pathlib, re
 from typing import NoReturn, Optional
 import attrs
-from ..ir import ARCHS, KEYWORDS, U32_MAX, DEVICE_INDEX_MAX
+from ..ir import TARGETS, KEYWORDS, U32_MAX, DEVICE_INDEX_MAX
 from ..amd.disasm import read_raw
 
 __all__ = ["Manifest", "MQueue", "ManifestError", "Field", "MANIFEST", "load_manifest", "encode", "describe", "too_deep",
@@ -70,7 +70,7 @@ MANIFEST = F("", "object", "the manifest", fields=(
     F("path", "str", "which of tinygrad's paths submitted: `hcq` (HWQueue objects, default), `hcq2` (the submitter program)"))),
   F("devices", "list", "the GPUs; a device a queue names that is not listed is declared with the queue's target and the next index", fields=(
     F("name", "name", "its name in the program", True), F("index", "int", "the `AMD:N` number", True),
-    F("arch", "str", f"one of {', '.join(ARCHS)}", True), F("tinygrad", "str", "tinygrad's name of it (`AMD:1`)", since=2))),
+    F("arch", "str", f"one of {', '.join(TARGETS)}", True), F("tinygrad", "str", "tinygrad's name of it (`AMD:1`)", since=2))),
   F("queues", "list", "the rings", True, fields=(
     F("name", "name", "default `<engine><i>_<device>`"), F("device", "name", "the device's name", True),
     F("target", "str", "the device's arch", True), F("engine", "str", "`compute` (PM4; also `pm4`) or `copy` (SDMA; also `sdma`)", True),
@@ -281,7 +281,7 @@ def _devices(top: _V) -> tuple:
   by_name: dict = {}   # name -> the device's entry
   for d in D.read(top, []):
     arch = D["arch"].read(d)
-    if arch not in ARCHS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(ARCHS)})")
+    if arch not in TARGETS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(TARGETS)})")
     dev = {"name": D["name"].read(d), "index": D["index"].read(d), "arch": arch}
     if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
@@ -297,7 +297,7 @@ def _queues(top: _V, base: pathlib.Path, devices: list, by_name: dict) -> list:
   if not qs: top.fail("queues", "no queues")
   for i, q in enumerate(qs):
     target = Q["target"].read(q)
-    if target not in ARCHS: q.fail("target", f"unknown target `{target}` (one of {', '.join(ARCHS)})")
+    if target not in TARGETS: q.fail("target", f"unknown target `{target}` (one of {', '.join(TARGETS)})")
     eng = Q["engine"].read(q)
     if eng not in _ENGINES: q.fail("engine", f"expected compute (pm4) or copy (sdma), got `{eng}`")
     dev = Q["device"].read(q)

@@ -3,7 +3,7 @@ is in the QMDs: an exec launched by the QMD before it (DEPENDENT_QMD0) and a `si
 semaphore have no methods of their own (the image's source map gives them empty groups), so a QMD stands for its
 exec, then its releases, then the QMD it launches. `timestamp s` and `signal s = 0` are the same bytes on NV (tinygrad's
 NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apart, else it lifts as the signal.
-Whole-image lifting (hcqdsl/lift/image.py) takes AMD queues; this is what it would call for NV ones."""
+Whole images (hcqdsl/lift/image.py) and captures of tinygrad's NV runtime (hcqdsl/lift/nv_capture.py) lift NV queues here."""
 from __future__ import annotations
 from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS, epoch_wait
 from ..amd.image import Image, QueueImage
@@ -11,12 +11,15 @@ from . import pushbuf
 from .qmd import QMD
 from .targets import get_target
 
-__all__ = ["lift_queue", "as_hcq", "Unliftable"]
+__all__ = ["lift_queue", "as_hcq", "Unliftable", "SETUP_METHODS"]
 
 class Unliftable(Exception):
   """A group of methods that is no .hcq statement (the lifter keeps it as a comment saying why)."""
 
 _ACQ_GEQ, _RELEASE, _ACQ_AND, _ACQ_NOR = "ACQ_CIRC_GEQ", "RELEASE", "ACQ_AND", "ACQ_NOR"
+# methods that set up a channel (tinygrad's NVCommandQueue.setup: the class bound to a subchannel, the shader memory
+# windows and local memory; PM_TRIGGER, the profiler's): channel state, no statement (a capture's first submissions)
+SETUP_METHODS = ("SET_OBJECT", "SET_SHADER_LOCAL_MEMORY", "SET_SHADER_SHARED_MEMORY", "PM_TRIGGER")
 
 class _Lifter:
   def __init__(self, img: Image, q: QueueImage):
@@ -150,6 +153,10 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   L, out = _Lifter(img, q), []
   pk = pushbuf.decoder(q.arch).decode(q.dwords)
   for g, text in _groups(q, pk):
+    if g and all(x.raw and x.dwords == (0,) for x in g): continue   # zero dwords: padding (a bound queue's whole page is submitted)
+    if g and not g[0].raw and (g[0].name.startswith(SETUP_METHODS) or g[0].name == "METHOD_0x0"):   # (method 0: SET_OBJECT in every class)
+      out.append(f"# @{g[0].offset}: {g[0].name}: channel setup (NVCommandQueue.setup), no statement")
+      continue
     try: out += L.group(g, text)
     except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
       out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")

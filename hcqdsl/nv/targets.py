@@ -39,6 +39,8 @@ class Target:
     # NVProgram.__init__: constant buffer 0's driver part (the kernel arguments follow it) is at least 224 dwords on
     # Blackwell (its driver parameters reach dword 223) and 12 before
     self.cbuf0_min = 224 if self.blackwell else 12
+    # where the kernel arguments start in constant bank 0 (Volta+ cubins' PARAM_CBANK: c[0][0x160]; after the driver part)
+    self.args_offset = 4 * self.cbuf0_min if self.blackwell else 0x160
 
   def __repr__(self): return f"Target({self.name})"
 

@@ -9,7 +9,7 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, json, pathlib, re, sys, traceback, types
+import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 import attrs
 from ..ir import U32_MAX, POLL_SIZE
@@ -20,6 +20,10 @@ from ..amd.layout import TIMESTAMP_OFFSET
 from ..lift.packets import DATA_BYTES
 
 __all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
+
+# the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
+# capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
+VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
@@ -116,6 +120,7 @@ class Capture:
     self.program_finders: list = []   # fn(prog addr) -> kernel record or None: a runtime's programs without objects (hcq2)
     self.graph_calls: list = []  # per HCQGraph call: {"step", "graph", "inputs": [[(addr, nbytes) per device] per input]}
     self._graphs: dict = {}      # id(HCQGraph) -> (index, the graph: kept so its id is not reused)
+    self.arch_of = lambda dev: str(dev.arch)   # a device's arch as the manifest names it (a vendor's recorder may map it)
 
   # ---- what tinygrad objects tell us
   def register_device(self, dev) -> str:
@@ -126,7 +131,7 @@ class Capture:
       if not isinstance(index, int):
         _, _, idx = name.partition(":")
         index = int(idx) if idx.isdigit() else 0
-      self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": str(dev.arch), "tinygrad": name, "_dev": dev}
+      self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": self.arch_of(dev), "tinygrad": name, "_dev": dev}
       mb = getattr(dev, "queue_event_mailbox_ptr", None)
       if isinstance(mb, int) and not (hasattr(dev, "is_am") and dev.is_am()):
         self.devices[id(dev)]["mailbox"] = mb
@@ -165,9 +170,11 @@ class Capture:
     outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
     if not outs and not ins: return
     self._modes[id(rt)] = (outs, ins)
+    addr: Optional[int]
     try: addr = int(rt.prog_addr)
-    except (AttributeError, TypeError, ValueError): return
-    if addr in self.kernels: self._set_modes(addr, outs, ins)
+    except (AttributeError, TypeError, ValueError):   # (a program with no prog_addr, NV's: by the object recorded)
+      addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
+    if addr is not None and addr in self.kernels: self._set_modes(addr, outs, ins)
 
   def read(self, addr: int, n: int) -> Optional[bytes]:
     a = self.allocs.find(addr)
@@ -183,7 +190,7 @@ class Capture:
     b = self.read(addr, 8)
     return int.from_bytes(b, "little") if b and len(b) == 8 else None
 
-  def _remember(self, addr: int, n: int, step: int) -> None:
+  def remember(self, addr: int, n: int, step: int) -> None:
     """Record `n` bytes at `addr` as read before host step `step` runs, unless they are what was recorded last."""
     b = self.read(addr, n)
     if b is None: return
@@ -191,7 +198,8 @@ class Capture:
     self.last[(addr, n)] = b
     self.memory.append((addr, b, step))
 
-  def _use(self, addr: int) -> Optional[tuple]:
+  def use(self, addr: int) -> Optional[tuple]:
+    """The allocation holding `addr` (start, size, info), marked used: the manifest lists it (None: no allocation)."""
     a = self.allocs.find(addr)
     if a is None: return None
     owner = a[2]["owner"]
@@ -233,11 +241,11 @@ class Capture:
       f, n = p.fields, p.name
       addr = None
       if n == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == FUNC_EQ:   # poll_bit: a buffer's word
-        if self._use(f["addr"]) is not None and self.contents: self._remember(f["addr"], POLL_SIZE, step)
+        if self.use(f["addr"]) is not None and self.contents: self.remember(f["addr"], POLL_SIZE, step)
       elif n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
       elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel"):
-        self._use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
-      elif n == "WRITE_UNTILED": self._use(f["dst_addr"])
+        self.use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
+      elif n == "WRITE_UNTILED": self.use(f["dst_addr"])
       elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES: addr = f["addr"]
       elif n == "RELEASE_MEM" and f.get("data_sel") == DATA_SEL_CLOCK: addr = f["addr"] - TIMESTAMP_OFFSET   # a timestamp's signal
       elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]
@@ -246,7 +254,7 @@ class Capture:
       elif n == "COPY_LINEAR":
         size = f["count"] + 1
         for a in (f["src_addr"], f["dst_addr"]):
-          if self._use(a) is not None and self.contents: self._remember(a, size, step)
+          if self.use(a) is not None and self.contents: self.remember(a, size, step)
       elif n == "SET_SH_REG": regs[f["reg"]] = f["values"]
       elif n == "DISPATCH_DIRECT":
         pgm, user = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0")
@@ -273,16 +281,16 @@ class Capture:
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
     blk = self.read(ka, size)
     if blk is None: return
-    self._use(ka)
+    self.use(ka)
     self.memory.append((ka, blk, step))
     self.last[(ka, len(blk))] = blk
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
-      if (a := self._use(ptr)) is not None and self.contents:
+      if (a := self.use(ptr)) is not None and self.contents:
         # a small allocation whole (the JIT's planner packs several buffers into one: the bytes beside the argument
         # are the initial state of the others), a big one from the pointer over the argument's bytes
-        if a[1] <= (1 << 16): self._remember(a[0], a[1], step)
-        else: self._remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
+        if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
+        else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
@@ -317,18 +325,18 @@ class Capture:
           row.append(None)
           continue
         row.append((addr, n))
-        if self._use(addr) is not None and self.contents: self._remember(addr, n, step)
+        if self.use(addr) is not None and self.contents: self.remember(addr, n, step)
       inputs.append(row)
     self.graph_calls.append({"step": step, "graph": gid, "inputs": inputs})
 
-  # ---- the recorder interface: what a runtime's hooks call (classic HCQ's below, capture_hcq2.py's); vendor-neutral
-  # but for `submit`, which reads AMD packets
+  # ---- the recorder interface: what a runtime's hooks call (classic HCQ's below, capture_hcq2.py's, a vendor's in
+  # VENDOR_RECORDERS); vendor-neutral but for `submit`, which reads AMD packets (a vendor's recorder calls `submitted`)
   def ring(self, key, dev, engine: str, idx: int) -> Ring:
     """The ring of queue object `key` (one per hardware queue), registered at its first use: device `dev`'s compute
     ring or its copy ring `idx`; recording resumes from the write pointer it had when the capture started."""
     if id(key) not in self.rings:
       dname = self.register_device(dev)
-      self.rings[id(key)] = Ring(f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", dname, str(dev.arch), engine,
+      self.rings[id(key)] = Ring(f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", dname, self.arch_of(dev), engine,
                                  self._puts.get(id(key), 0), key)
     return self.rings[id(key)]
 
@@ -345,12 +353,31 @@ class Capture:
     if ring.engine == "copy" and self.path_kind == "hcq":
       for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
         self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
-    step = len(self.host)
-    sigs = self._scan(dw, ring.engine, ring.target, step)
+    self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, len(self.host)))
+
+  def submitted(self, ring: Ring, dw: list, signals: dict) -> None:
+    """A submission of `dw` to `ring`, what it refers to already recorded (`use`, `remember`, `register_signal`), with
+    the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods)."""
     ent = {"op": "submit", "queue": ring.name, "start": len(ring.dwords), "length": len(dw)}
-    if sigs: ent["signals"] = sigs
+    if signals: ent["signals"] = signals
     ring.dwords += dw
     self._step(ent)
+
+  def steps(self) -> int:
+    """The host steps recorded so far (the next one's index)."""
+    return len(self.host)
+
+  def add_allocation(self, buf, vram: Optional[bool] = None) -> None:
+    """Record an allocation (again), `vram` overriding what its flags say (an NV buffer's metadata has none)."""
+    self._register_alloc(buf)
+    try: a = self.allocs.find(int(buf.va_addr))
+    except (TypeError, ValueError, AttributeError): return
+    if a is not None and vram is not None: a[2]["vram"] = vram
+
+  def add_kernel(self, addr: int, name: str, lib: bytes, signature: list, prg=None) -> None:
+    """A program at `addr` (its entry point): tinygrad's name, code object and signature (`sig_entry`'s)."""
+    self.kernels[addr] = {"name": name, "lib": lib, "signature": signature, "kernargs": 0, "_prg": prg}
+    if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
 
   def register_signal(self, addr: int, owner=None, timeline: bool = False) -> None:
     """A signal at `addr` (its value read now), of device `owner` (None: host memory); `timeline`: the device's."""
@@ -437,7 +464,8 @@ class Capture:
     self.host_wait(addr, value)
 
   # ---- installing
-  def _wrap(self, cls, name: str, before=None, after=None):
+  def wrap(self, cls, name: str, before=None, after=None) -> None:
+    """cls.name calls `before` and `after` around tinygrad's own (same arguments) until the capture ends."""
     orig = cls.__dict__[name]
     def wrapped(obj, *args, **kw):
       if before is not None: before(obj, *args, **kw)
@@ -473,15 +501,15 @@ class Capture:
           try: self._puts[id(obj)] = int(obj.put_value) if isinstance(obj.put_value, int) else int(obj.put_value._buf.cpu_view().view(fmt='Q')[0])
           except Exception: pass
       self._programs_modes()
-      self._wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
+      self.wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
       hcq2 = "extra.hcq2.ops_amd2" in sys.modules  # HCQ2=1: ops_amd's names are ops_amd2's (no HWQueue, no AMDProgram)
       if not hcq2:
-        self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
-        self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
-        self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
+        self.wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
+        self.wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
+        self.wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
         from tinygrad.runtime.graph.hcq import HCQGraph
-        self._wrap(HCQGraph, "__call__", before=self._on_graph_call)
-      self._wrap(HCQSignal, "wait", before=self._on_host_wait)
+        self.wrap(HCQGraph, "__call__", before=self._on_graph_call)
+      self.wrap(HCQSignal, "wait", before=self._on_host_wait)
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
       def fset(sig, v, _set=prop.fset):
@@ -490,6 +518,8 @@ class Capture:
       setattr(HCQSignal, "value", property(prop.fget, fset, prop.fdel, prop.__doc__))
       self._saved.append((HCQSignal, "value", prop))
       if hcq2: self._install_hcq2()
+      else:
+        for m in VENDOR_RECORDERS: importlib.import_module(f"{__package__}.{m}").install(self)
     except Exception:
       self._restore()
       raise
