@@ -319,7 +319,7 @@ def test_sanitize_on_the_mock(pytester):
   assert {f["code"] for f in by["test_dropped_dependency"]["findings"]} == {"race"}
   assert rep["summary"]["submissions"] == sum(t["submissions"] for t in rep["tests"])
 
-# -- tinygrad's own multi-GPU and JIT tests under --hcq-sanitize, on both of its paths (about an hour each on 2 cores)
+# -- tinygrad's own multi-GPU and JIT tests under --hcq-sanitize, on both of its paths (classic: 18 min on 2 cores)
 
 TINYGRAD_TESTS = ("test/backend/test_multitensor.py", "test/backend/test_jit.py", "test/unit/test_jit.py", "test/unit/test_multitensor.py")
 # tinygrad's tests that fail on their own on the mock: the peer checkout has no extra/lr_scheduler.py, examples/hlb_cifar10.py
