@@ -53,7 +53,9 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
         elif op[0] == WRITE:
           s, val = op[1], u.value(op, k + 1)
           if val < value[s]: hist[s] = ([val], [(i, idx, k + 1)])
-          else: hist[s][0].append(val); hist[s][1].append((i, idx, k + 1))
+          else:
+            hist[s][0].append(val)
+            hist[s][1].append((i, idx, k + 1))
           value[s] = val
         elif op[0] == SUBMIT:
           for q in op[1]: submitted[q].add(k + 1)

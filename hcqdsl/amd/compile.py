@@ -184,7 +184,8 @@ class Lowering:
     a, _ = self.plan.slice(sl)
     if sl.buffer.name in self.plan.rebound and sl.launch is None:
       e = Expr(Ref(f"{sl.buffer.name}.addr"), a - self.plan.buffers[sl.buffer.name][0])
-      self.value(e, at, patches, "lo"); self.value(e, at + step, patches, "hi")
+      self.value(e, at, patches, "lo")
+      self.value(e, at + step, patches, "hi")
     return a
 
   def pack_args(self, k, s, mem: bytearray, at: int, ka: int) -> None:
@@ -285,7 +286,7 @@ class Lowering:
     return ka, kasz
 
   STATEMENTS = {Wait: wait, Epoch: epoch, SignalWrite: signal, Barrier: barrier, Timestamp: timestamp, Copy: copy, Write: write, Poll: poll,
-                Exec: exec}
+                Exec: exec}  # noqa: A003  (one method per statement kind, named as the statement)
 
   # ---- host steps and expects
 

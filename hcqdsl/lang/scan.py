@@ -233,7 +233,9 @@ class Scanner:
     while pos <= n:
       if self.block is None and (m := _HEADER.match(src, pos)) is not None:
         r = self.read_block(src, pos, ln, m)
-        if r is not None: pos, ln = r; continue
+        if r is not None:
+          pos, ln = r
+          continue
       nl = src.find("\n", pos)
       if nl < 0: nl = n
       last = self._line(src[pos:nl], ln, src, pos)
@@ -265,16 +267,21 @@ class Scanner:
     if ";" in body: return self._pieces(raw, ln, src, lpos)
     try:
       if block is not None:
-        if body == "}": self._close(ln, end, comment); return ln
+        if body == "}":
+          self._close(ln, end, comment)
+          return ln
         if pending:
-          block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment)); self.pending = []
+          block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment))
+          self.pending = []
         else: block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), (), comment))
         return ln
       if kw == "queue" or kw[:4] == "host":
         self._open(kw, body, Span(f, ln, col, ln, end), comment, True)
         return ln
       node = self._decl(kw, body, Span(f, ln, col, ln, end))
-      if pending or comment is not None: node = attrs.evolve(node, comments=tuple(pending), comment=comment); self.pending = []
+      if pending or comment is not None:
+        node = attrs.evolve(node, comments=tuple(pending), comment=comment)
+        self.pending = []
       self.decls.append(node)
       return ln
     except _GiveUp:
@@ -301,10 +308,16 @@ class Scanner:
         elif (r := src.rfind("\n", p, q) + 1) > p and "#" not in (seg := src[p:r]) and ";" not in seg:
           nodes = self.read_columns(seg, st[0])                # whole lines, one statement at most on each
           if nodes is not None:
-            if st[4] and nodes: nodes[0] = attrs.evolve(nodes[0], comments=st[4]); st[4] = ()
-            out += nodes; st[0] += seg.count("\n"); p = r
+            if st[4] and nodes:
+              nodes[0] = attrs.evolve(nodes[0], comments=st[4])
+              st[4] = ()
+            out += nodes
+            st[0] += seg.count("\n")
+            p = r
         self._rows(src, p, q, out, st)
-        if st[6]: self._later(out, st[6]); st[6] = []
+        if st[6]:
+          self._later(out, st[6])
+          st[6] = []
         if q == end: break
         p = q
     except (_GiveUp, ValueError): return None
@@ -317,7 +330,8 @@ class Scanner:
       node = Queue(name, engine, dev, tuple(out), span=span, comments=tuple(self.pending), comment=hcomment,
                    end_comments=pend, end_comment=ec)
     else: node = Host(tuple(out), span=span, comments=tuple(self.pending), comment=hcomment, end_comments=pend, end_comment=ec)
-    self.decls.append(node); self.pending = []
+    self.decls.append(node)
+    self.pending = []
     return a.end(), ln + 1
 
   def _rows(self, src, p, q, out, st):
@@ -353,21 +367,28 @@ class Scanner:
               if xd is None: xd = self._dims(dt)
             else: xd = _NO_DIMS
             xa = args_of.get(at)
-            if xa is None: later.append([len(out), at, x, xd, span, pend, c, body]); node = None
+            if xa is None:
+              later.append([len(out), at, x, xd, span, pend, c, body])
+              node = None
             else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
         elif kw == "copy" and sep == "<-":
           span = span_(f, ln, col, ln, stop)
           x, y = slices.get(a), slices.get(b)
-          if x is None or y is None: later.append([len(out), None, a, b, span, pend, c, body]); node = None
+          if x is None or y is None:
+            later.append([len(out), None, a, b, span, pend, c, body])
+            node = None
           else: node = _copy(x, y, span, pend, c)
         else: node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
-        append(node); pend = (); seen = True
+        append(node)
+        pend = ()
+        seen = True
       elif other:
         col = c0 + len(lead)
         kw = other.partition(" ")[0]
         if "\t" in kw: kw = kw.partition("\t")[0]
         append(stmt(kw, other, Span(f, ln, col, ln, col + len(other)), pend, cm.rstrip() if cm else None))
-        pend = (); seen = True
+        pend = ()
+        seen = True
       elif cm:   # a comment after the last `;` of a line, or on a line of its own
         if seen:                                       # `a;  # c`: the last statement's
           if out[-1] is None: later[-1][6] = cm.rstrip()
@@ -375,7 +396,10 @@ class Scanner:
         elif first: hcomment = cm.rstrip()             # `{  # c`: the header's
         elif c0 == 1: pend += (cm.rstrip(),)           # an own-line comment: the next statement's
         # else `  ;  # c`: nothing ends on its line, the grammar drops it
-      if term == "\n": ln += 1; c0 = 1; seen = first = False
+      if term == "\n":
+        ln += 1
+        c0 = 1
+        seen = first = False
       elif term: c0 += len(lead) + len(body) + len(other) + len(tw) + 1
       else: break
     st[:] = ln, c0, seen, first, pend, hcomment, later
@@ -474,7 +498,8 @@ class Scanner:
     kind's fields cut by `str.partition` over the group and looked up in the caches, its nodes built by one `map` of
     their constructor. A row that is not its kind's usual text, or whose fields are not cached, is read by `read_statement`.
     Returns the nodes; None (a `read_statement` gave up) to read `seg` row by row."""
-    lines = seg.split("\n"); lines.pop()
+    lines = seg.split("\n")
+    lines.pop()
     n, f = len(lines), self.file
     lead, w, rows_of, cols, stops = _columns(seg, lines)
     groups = collections.defaultdict(list)
@@ -484,12 +509,21 @@ class Scanner:
 
     def read(i):
       """Row `i` by `read_statement`; its head and fields go to the caches, so the rows like it are found there."""
-      if i in done: out[i] = done[i]; return
+      if i in done:
+        out[i] = done[i]
+        return
       body = rows_of[i][w:]
-      node = out[i] = done[i] = self.read_statement(body.partition(" ")[0].partition("\t")[0], body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
-      if type(node) is Wait: h, sep, _ = body.partition(" >= "); x = node.signal
-      elif type(node) is SignalWrite: h, sep, _ = body.partition(" = "); x = node.signal
-      elif type(node) is Exec: h, sep, _ = body.partition("("); x = node.kernel
+      word = body.partition(" ")[0].partition("\t")[0]
+      node = out[i] = done[i] = self.read_statement(word, body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
+      if type(node) is Wait:
+        h, sep, _ = body.partition(" >= ")
+        x = node.signal
+      elif type(node) is SignalWrite:
+        h, sep, _ = body.partition(" = ")
+        x = node.signal
+      elif type(node) is Exec:
+        h, sep, _ = body.partition("(")
+        x = node.kernel
       else: return
       if sep and len(heads) < _CACHE: heads[lead + h] = x   # (with the lead when the rows are whole lines)
 
@@ -503,7 +537,9 @@ class Scanner:
     try:
       for key, rows in groups.items():
         kind = _KIND.get(key)
-        if kind is None: slow += rows; continue
+        if kind is None:
+          slow += rows
+          continue
         at = (repeat(f), map(operator.add, rows, repeat(ln)), map(cols.__getitem__, rows), map(stops.__getitem__, rows))
         if (got := self._column_nodes(kind, list(map(rows_of.__getitem__, rows)), at, rows, lead, w, learn)) is None: return None
         nodes, bad = got
@@ -570,7 +606,9 @@ class Scanner:
                    end_comments=tuple(self.pending), end_comment=comment)
     else: node = Host(tuple(stmts), span=span, comments=hcomments, comment=hcomment, end_comments=tuple(self.pending),
                       end_comment=comment)
-    self.decls.append(node); self.pending = []; self.block = None
+    self.decls.append(node)
+    self.pending = []
+    self.block = None
 
   # ---- a line that is not one whole declaration or statement
   def _semicolons(self, raw, ln) -> int:
@@ -611,7 +649,8 @@ class Scanner:
       hp = raw.find("#")
       pos = 0
       for i, t in enumerate(_SEPS.split(raw if hp < 0 else raw[:hp])):
-        toks.append(((i & 1) + 1, t, pos)); pos += len(t)
+        toks.append(((i & 1) + 1, t, pos))
+        pos += len(t)
       if hp >= 0: toks.append((3, raw[hp:], hp))
       text, line_start = raw, 0
     else:
@@ -637,7 +676,8 @@ class Scanner:
         g, t, s = toks[i]
         if s + len(t) <= cls: break
         if (g == 2 and t == ";") or (g == 1 and not t.strip(" \t")): continue
-        target = i; break
+        target = i
+        break
       if target < 0 and not text[cls:s].strip(" \t"): self.pending.append(comment)
     f, cur_ln, cur_ls = self.file, ln, line_start
     need_sep = False       # after `}`: the next declaration needs a `;` or a new line first
@@ -652,10 +692,14 @@ class Scanner:
         elif piece == "{":
           if header is None: raise _GiveUp
           kw, body, span = header
-          self._open(kw, body, span, c, False); header = None; block = self.block
+          self._open(kw, body, span, c, False)
+          header = None
+          block = self.block
         else:
           if block is None or header is not None or need_sep: raise _GiveUp
-          self._close(cur_ln, s - cur_ls + 2, c); need_sep = True; block = None
+          self._close(cur_ln, s - cur_ls + 2, c)
+          need_sep = True
+          block = None
         continue
       body = piece.strip(" \t")
       if not body: continue
@@ -663,7 +707,8 @@ class Scanner:
       start = s + piece.find(body[0])
       sl, sc = cur_ln, start - cur_ls + 1
       if "\n" in piece:
-        cur_ln += piece.count("\n"); cur_ls = text.rfind("\n", s, s + len(piece)) + 1
+        cur_ln += piece.count("\n")
+        cur_ls = text.rfind("\n", s, s + len(piece)) + 1
       span = Span(f, sl, sc, cur_ln, start + len(body) - cur_ls + 1)
       kw = body.partition(" ")[0]
       if "\t" in kw: kw = kw.partition("\t")[0]
@@ -676,7 +721,8 @@ class Scanner:
       else:
         node = self._decl(kw, body, span)
         if pending or c is not None: node = attrs.evolve(node, comments=tuple(pending), comment=c)
-        self.decls.append(node); self.pending = []
+        self.decls.append(node)
+        self.pending = []
     if header is not None: raise _GiveUp
     return cur_ln
 

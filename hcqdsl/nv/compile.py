@@ -156,7 +156,8 @@ class Lowering(AMDLowering):
       base = self.plan.buffers[sl.buffer.name][0]
       for j, off in enumerate(range(0, n, enc.max_copy_size)):   # each piece holds its addresses: high dword, then low
         e, d = Expr(Ref(f"{sl.buffer.name}.addr"), self.plan.slice(sl)[0] - base + off), self.start + j * enc.COPY_DWORDS + at
-        self.value(e, d + 1, self.patches, "lo"); self.value(e, d, self.patches, "hi")
+        self.value(e, d + 1, self.patches, "lo")
+        self.value(e, d, self.patches, "hi")
 
   def nv_exec(self, s, sp):
     """NVComputeQueue.exec: the kernel arguments after constant bank 0's driver part, the program's QMD at the next

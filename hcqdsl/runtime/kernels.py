@@ -66,9 +66,12 @@ def _arg(args: tuple, i: int, default=None):
   return default
 
 def _fill(views, dt, args):
-  _need(views, 1); _as(views[0], dt)[:] = _arg(args, 0)
+  _need(views, 1)
+  _as(views[0], dt)[:] = _arg(args, 0)
 def _iota(views, dt, args):
-  _need(views, 1); d = _as(views[0], dt); d[:] = np.arange(len(d)) + _arg(args, 0, 0)
+  _need(views, 1)
+  d = _as(views[0], dt)
+  d[:] = np.arange(len(d)) + _arg(args, 0, 0)
 def _binop(f):
   def run(views, dt, args):
     _need(views, 3)
@@ -78,13 +81,21 @@ def _binop(f):
   return run
 def _scale(views, dt, args):
   k = _arg(args, 0)
-  if len(views) == 1: x = _as(views[0], dt); x[:] = x * k
+  if len(views) == 1:
+    x = _as(views[0], dt)
+    x[:] = x * k
   else:
-    _need(views, 2); y, x = _as(views[0], dt), _as(views[1], dt); n = min(len(x), len(y)); y[:n] = x[:n] * k
+    _need(views, 2)
+    y, x = _as(views[0], dt), _as(views[1], dt)
+    n = min(len(x), len(y))
+    y[:n] = x[:n] * k
 def _copy(views, dt, args):
-  _need(views, 2); n = min(len(views[0]), len(views[1])); views[0][:n] = views[1][:n]
+  _need(views, 2)
+  n = min(len(views[0]), len(views[1]))
+  views[0][:n] = views[1][:n]
 def _sum(views, dt, args):
-  _need(views, 2); d = _as(views[0], dt)
+  _need(views, 2)
+  d = _as(views[0], dt)
   if len(d): d[0] = _as(views[1], dt).sum(dtype=dt)
 def _spin(views, dt, args): pass
 def _need(views, n):
@@ -127,7 +138,8 @@ class Worker:
       try:
         import faulthandler
         faulthandler.disable()   # the parent reports the crash; no Python traceback dump from the child
-        os.close(req_w); os.close(resp_r)
+        os.close(req_w)
+        os.close(resp_r)
         if install is not None: install(resp_w)
         def read(n: int) -> bytes:
           b = b""
@@ -141,12 +153,14 @@ class Worker:
           kinds, vals = read(n), struct.unpack(f"<{n}Q", read(8 * n))
           fn, dims = self.funcs[fid]
           if has_dims:
-            d = struct.unpack("<6I", read(24)); dims[0][:], dims[1][:] = d[:3], d[3:]
+            d = struct.unpack("<6I", read(24))
+            dims[0][:], dims[1][:] = d[:3], d[3:]
           fn(*[ctypes.c_void_p(v) if k else v for k, v in zip(kinds, vals)])
           os.write(resp_w, b"\1")
       except EOFError: pass
       finally: os._exit(0)
-    os.close(req_r); os.close(resp_w)
+    os.close(req_r)
+    os.close(resp_w)
     self.pid, self.req, self.resp, self.seen = pid, req_w, resp_r, (len(self.funcs), MAPPINGS[0])
 
   def call(self, fid: int, args: list, dims=None) -> None:
@@ -165,7 +179,8 @@ class Worker:
     if not ready: os.kill(self.pid, signal.SIGKILL)
     _, status = os.waitpid(self.pid, 0)
     self.pid = None
-    os.close(self.req); os.close(self.resp)
+    os.close(self.req)
+    os.close(self.resp)
     if not ready: raise KernelError(f"did not return within {self.timeout_s:g} s (`--kernel-timeout`): killed")
     if len(fault) == 9: raise KernelFault(signal.Signals(fault[0]).name, int.from_bytes(fault[1:], "little"))
     sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
@@ -173,7 +188,8 @@ class Worker:
 
   def close(self):
     if self.pid is None: return
-    os.close(self.req); os.close(self.resp)   # the child reads EOF and exits
+    os.close(self.req)
+    os.close(self.resp)  # the child reads EOF and exits
     os.waitpid(self.pid, 0)
     self.pid = None
 

@@ -112,7 +112,8 @@ class _VectorPlan:
     for m in sorted(mems):
       if ("tl", m) in clock: continue  # already ordered after m's previous launch (itself, or through a wait)
       q.body.append(epoch_wait(m, comment=f"# the previous launch is done with {m}'s memory"))
-      clock[("tl", m)] = 0; cross = True
+      clock[("tl", m)] = 0
+      cross = True
     if cross: q.body.append(Barrier(comment="# see memory written on another device"))
     q.cmd_pos.append(len(q.body))
     q.body.append(_cmd_stmt(c))
@@ -202,11 +203,16 @@ def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
         b = bodies.setdefault(key, [])
         if ins.op is Ops.CALL:
           c = s.by_call[ci][j]
-          b.append(_cmd_stmt(c)); continue
-        if ins.arg == "barrier": b.append(Barrier(comment="# tinygrad: first use of this queue in the batch")); continue
+          b.append(_cmd_stmt(c))
+          continue
+        if ins.arg == "barrier":
+          b.append(Barrier(comment="# tinygrad: first use of this queue in the batch"))
+          continue
         p, val = lane_of(ins.src[0], j), ins.src[1]
         if ins.arg == "wait":
-          if p.tag == "timeline_signal": b.append(Epoch(comment="# tinygrad: wait timeline >= timeline_value - 1")); continue
+          if p.tag == "timeline_signal":
+            b.append(Epoch(comment="# tinygrad: wait timeline >= timeline_value - 1"))
+            continue
           if p.tag == "sentinel_signal": continue  # tinygrad's always-satisfied placeholder for a lane without deps
           assert p.tag == "signal" and val.op is Ops.CONST, (p.tag, val)
           b.append(Wait(Ref(sig(hd(p.device), slot_q.get(p.arg.slot) or _slot_queue(p.arg.slot, out))), Expr(None, int(val.arg)),
@@ -219,7 +225,8 @@ def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
             b.append(SignalWrite(Ref(sig(hd(d), qn)), Expr(None, int(val.arg))))
         else: raise EmitError(f"unknown tinygrad queue instruction {ins.arg}")
   host.append(Submit((), comment="# tinygrad's queue submits, then the finalizers (on each device's compute queue)"))
-  queues = [Queue(q.name, q.engine, q.device, tuple(bodies.get(k, ()))) for k, q in sorted(qs.items(), key=lambda kv: (int(kv[0][0][1:]), kv[0][1] != "compute"))]
+  order = sorted(qs.items(), key=lambda kv: (int(kv[0][0][1:]), kv[0][1] != "compute"))
+  queues = [Queue(q.name, q.engine, q.device, tuple(bodies.get(k, ()))) for k, q in order]
   return list(sig_decls.values()), queues, Host(tuple(host))
 
 def _slot_queue(slot: int, out) -> str:

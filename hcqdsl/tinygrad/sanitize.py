@@ -55,7 +55,8 @@ def hang_of(e: Optional[BaseException]) -> Optional[BaseException]:
   seen = set()
   while e is not None and id(e) not in seen:
     if isinstance(e, RuntimeError) and _HANG.search(str(e)): return e
-    seen.add(id(e)); e = e.__cause__ or e.__context__
+    seen.add(id(e))
+    e = e.__cause__ or e.__context__
   return None
 
 def is_hang(e: BaseException) -> bool: return hang_of(e) is not None
@@ -137,7 +138,8 @@ class Sanitizer:
     self.capture.__enter__()
     try: self._install()
     except Exception:
-      self.capture.__exit__(None, None, None); raise
+      self.capture.__exit__(None, None, None)
+      raise
     return self
 
   def __exit__(self, *exc):
@@ -182,7 +184,8 @@ class Sanitizer:
     run_linear.__wrapped__ = orig
     for mod in (realize, jit, tensor):
       if getattr(mod, "run_linear", None) is orig:
-        self._saved.append((mod, orig)); mod.run_linear = run_linear
+        self._saved.append((mod, orig))
+        mod.run_linear = run_linear
 
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
@@ -195,7 +198,8 @@ class Sanitizer:
     self._next = 2 * n   # checks at doubling counts: their total cost is at most about twice the last one's
     try: self.run_check()
     except Exception as e:  # hcqdsl's own failure: reported as hcqdsl's when the block ends, never as the user's line
-      self.failure = e; return
+      self.failure = e
+      return
     if self.findings:
       self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
       if self.raise_on_error: raise SanitizerError(self.report())
@@ -239,10 +243,12 @@ class Sanitizer:
           step = next((s for r, s in zip(st.queues, steps) if r.name == queue_hint), step)
         if isinstance(st, HostWrite) and st.dst.buffer.name.startswith("kargs_"):   # (lift --whole's kernel-argument blocks)
           stmt = f"write {stmt[6:].split(' = ')[0]}"
-          what = f"the host's `{stmt}`: its write of the kernel arguments of a dispatch (tinygrad's fill_kernargs, or HCQGraph's update of an input's address or a var)"
+          what = (f"the host's `{stmt}`: its write of the kernel arguments of a dispatch (tinygrad's fill_kernargs, or HCQGraph's update "
+                  "of an input's address or a var)")
         elif isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
           stmt = f"write {stmt[6:].split(' = ')[0]}"
-          n = st.dst.end - st.dst.start if st.dst.end is not None and st.dst.start is not None else st.launch_inits[0].nbytes if st.launch_inits else 0
+          ranged = st.dst.end is not None and st.dst.start is not None
+          n = st.dst.end - st.dst.start if ranged else st.launch_inits[0].nbytes if st.launch_inits else 0
           what = f"the host's `{stmt}` (its copy of {n} bytes into host memory)"
         elif isinstance(st, Wait): what = f"the host's `{stmt}` (tinygrad waiting for the GPU: a synchronize, `.numpy()`, `.item()`)"
         else: what = f"the host's `{stmt}`"
@@ -268,7 +274,8 @@ class Sanitizer:
     for d in diags:
       hdp = d.code == "visibility" and (d.extra or {}).get("cause") == "hdp"
       if d.severity != "error" and not hdp:
-        warnings.append(d); continue
+        warnings.append(d)
+        continue
       qname = (d.extra or {}).get("queue")
       rel = (d.related or ())[:1]
       first = command(d.span, note="reads what the host wrote, with no memory barrier (HDP flush) after it" if hdp else "")
@@ -320,7 +327,8 @@ class Sanitizer:
     """The last line: the verdict, the counts, and what was left unchecked."""
     n, e, w = self.capture.submissions(), len(self.findings), len(self.warnings)
     verdict = "failed" if self.findings or self.hang else "ok"
-    out = (f"{verdict}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} in {n} submission{'s' * (n != 1)} of tinygrad's {self.vendors()} runtime"
+    out = (f"{verdict}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} in {n} submission{'s' * (n != 1)} "
+           f"of tinygrad's {self.vendors()} runtime"
            f" ({self.checks} check{'s' * (self.checks != 1)})")
     if self.incomplete: out += f"; NOT CHECKED: {'; '.join(self.incomplete)}"
     return out

@@ -137,7 +137,8 @@ def _chunk(enum_name: str, index: int):
   m.update({op.name: {"why": w} for op, w in why.items()})
   m["library"] = lib._name if lib is not None else ""
   tmp = meta.with_suffix(f".{os.getpid()}.tmp")
-  tmp.write_text(json.dumps(m)); os.replace(tmp, meta)
+  tmp.write_text(json.dumps(m))
+  os.replace(tmp, meta)
   return lib, fns, why
 
 @functools.lru_cache(maxsize=None)
@@ -171,7 +172,8 @@ class _Row:
   def __setitem__(self, k, v): self.c[COL[k] if isinstance(k, str) else k] = int(v)
 
 def _unsupported(msg: str) -> tuple:
-  r = _Row(); r["KIND"] = KINDS["UNSUPPORTED"]
+  r = _Row()
+  r["KIND"] = KINDS["UNSUPPORTED"]
   return r.c, msg
 
 def _fn(row: _Row, op, base: int = 0):
@@ -322,7 +324,9 @@ def _memory_row(ins: Snap, row: _Row):
     row["KIND"] = KINDS["SCRATCH"]
     return
   # DS
-  if name == "DS_NOP": row["KIND"] = KINDS["NOP"]; return
+  if name == "DS_NOP":
+    row["KIND"] = KINDS["NOP"]
+    return
   two = "2ADDR" in name
   stride = (256 if "STRIDE64" in name else 4) * (2 if name.endswith("B64") and two else 1)
   n, signed = access_width(name.replace("_2ADDR_STRIDE64", "").replace("_2ADDR", ""))
@@ -414,14 +418,17 @@ class NativeProgram:
       while p not in self.at:
         try: ins, size, text = self.k.fetch(mem, p)
         except DeviceFault as e:
-          row, msg = _unsupported(str(e)); size, ins = 4, None
+          row, msg = _unsupported(str(e))
+          size, ins = 4, None
         else:
           key = (ins.raw, self.denorm)   # rows are content-addressed too: a kernel run again decodes nothing
           got = _ROWS.get(key)
           if got is None: got = _ROWS[key] = build_row(ins, size, self.denorm)
           row, msg = got
         self.at[p] = len(self.rows)
-        self.rows.append(row); self.msgs.append(msg); self.pcs.append(p)
+        self.rows.append(row)
+        self.msgs.append(msg)
+        self.pcs.append(p)
         if ins is None or msg is not None: break
         name = ins.name
         if name in ("S_ENDPGM", "S_CODE_END") or name.startswith(("S_SETPC", "S_SWAPPC", "S_RFE")): break
@@ -470,17 +477,23 @@ def _run(kernel, launch, P: np.ndarray, prog: NativeProgram, waves: np.ndarray, 
     P[PAR["PROG"]], P[PAR["INDEX"]] = prog.prog.ctypes.data, prog.index.ctypes.data
     P[PAR["BASE"]], P[PAR["INDEX_LEN"]] = prog.base, len(prog.index)
     rc = run(P.ctypes.data)
-    if P[PAR["STORES"]]: mem.writes += 1; P[PAR["STORES"]] = 0
+    if P[PAR["STORES"]]:
+      mem.writes += 1
+      P[PAR["STORES"]] = 0
     if rc == 0: return int(P[PAR["COUNT"]])
     pc = int(P[PAR["FAULT_PC"]]) & ((1 << 64) - 1)
-    if rc == 2: prog.decode_at(mem, pc); continue
+    if rc == 2:
+      prog.decode_at(mem, pc)
+      continue
     wave = int(P[PAR["FAULT_WAVE"]])
     w_id = int(waves[wave][W_ID])
     where = kernel.where_at(w_id, wg_of(), pc, launch)
     code, a, b = int(P[PAR["FAULT"]]), int(P[PAR["FAULT_A"]]), int(P[PAR["FAULT_B"]])
     if code == FAULTS["UNSUPPORTED"]: msg = prog.msgs[a] or "unsupported instruction"
     elif code == FAULTS["MEM"]:
-      try: mem.find(a & ((1 << 64) - 1), b); msg = f"access of {b} bytes at {a:#x}"   # (find raises)
+      try:  # (find raises)
+        mem.find(a & ((1 << 64) - 1), b)
+        msg = f"access of {b} bytes at {a:#x}"
       except DeviceFault as e: msg = str(e)
     elif code == FAULTS["LDS"]: msg = f"LDS access of {b} bytes at {a:#x} outside the workgroup's {launch.lds_size} bytes"
     elif code == FAULTS["MAX"]: msg = f"more than {kernel.max_instructions()} instructions in one dispatch"

@@ -141,7 +141,8 @@ def _two_over_pi_words() -> list:
     total, term, k, x2 = 0, (1 << prec) // x, 1, x * x
     while term:
       total += term // k if (k // 2) % 2 == 0 else -(term // k)
-      term //= x2; k += 2
+      term //= x2
+      k += 2
     return total
   pi = 16 * atan_inv(5) - 4 * atan_inv(239)   # pi * 2**prec
   n = (2 << (prec + 1201)) // pi               # floor(2/pi * 2**1201)
@@ -172,7 +173,7 @@ class CFunction:
 
 class V:
   __slots__ = ("code", "kind", "width", "hex")
-  def __init__(self, code, kind: str, width: int = 64, hex: bool = False):
+  def __init__(self, code, kind: str, width: int = 64, hex: bool = False):  # noqa: A002  (the literal was written in hex)
     self.code, self.kind, self.width, self.hex = code, kind, width, hex   # hex: an integer constant written in hex
   def __repr__(self): return f"V({self.code!r}, {self.kind}, {self.width})"
 
@@ -414,7 +415,8 @@ def _call_math(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bo
     return V(f"({x} - {f}({x}))" if k != "f16" else f"hr({x} - floorf({x}))", k)
   if name == "ldexp":
     k = ak if ak in FLOATS else "f64"
-    return V(f"ldexp{_f(k)}({conv(a, k)}, (int){conv(args[1], 'i')})" if k != "f16" else f"hrd(ldexp({conv(a, 'f64')}, (int){conv(args[1], 'i')}))", k)
+    e = conv(args[1], 'i')
+    return V(f"ldexp{_f(k)}({conv(a, k)}, (int){e})" if k != "f16" else f"hrd(ldexp({conv(a, 'f64')}, (int){e}))", k)
   if name == "trig_preop_result": return V(f"trig_preop({conv(a, 'i')})", "f64")
   if name == "countbits": return V(f"(uint64_t)__builtin_popcountll({conv(a, 'u')})", "u", 32)
   if name == "reverse_bits": return V(f"brev({conv(a, 'u')}, {a.width})", "u", a.width)
@@ -473,7 +475,9 @@ class _Expr:
   def peek(self, k: int = 0): return self.t[self.i + k][1] if self.i + k < len(self.t) else None
   def peek_kind(self, k: int = 0): return self.t[self.i + k][0] if self.i + k < len(self.t) else None
   def next(self):
-    tok = self.t[self.i]; self.i += 1; return tok
+    tok = self.t[self.i]
+    self.i += 1
+    return tok
   def expect(self, v):
     if self.peek() != v: raise Unsupported(f"expected {v!r}, got {self.peek()!r}")
     self.i += 1
@@ -482,7 +486,10 @@ class _Expr:
     if level == 0:
       c = self.expr(1)
       if self.peek() == "?":
-        self.next(); a = self.expr(0); self.expect(":"); b = self.expr(0)
+        self.next()
+        a = self.expr(0)
+        self.expect(":")
+        b = self.expr(0)
         k = join(a.kind, b.kind)
         k = {"c": "i", "cf": "f64", "b": "u" if "b" not in (a.kind, b.kind) or a.kind != b.kind else "b"}.get(k, k)
         if a.kind == "c" and b.kind == "c": k = "i"
@@ -498,15 +505,22 @@ class _Expr:
   def unary(self) -> V:
     v = self.peek()
     if v == "-":
-      self.next(); a = self.unary()
+      self.next()
+      a = self.unary()
       if a.kind == "c": return V(-a.code, "c")
       if a.kind == "cf": return V(-a.code, "cf")
       k = "i" if a.kind in ("u", "r", "b") else a.kind
       return V(f"(-{conv(a, k)})", k, a.width)
-    if v == "+": self.next(); return self.unary()
-    if v == "!": self.next(); a = self.unary(); return V(f"(!{truth(a)})", "b", 1)
+    if v == "+":
+      self.next()
+      return self.unary()
+    if v == "!":
+      self.next()
+      a = self.unary()
+      return V(f"(!{truth(a)})", "b", 1)
     if v == "~":
-      self.next(); a = self.unary()
+      self.next()
+      a = self.unary()
       if a.kind == "c": return V(~a.code, "c")
       k = a.kind if a.kind in ("i", "w") else "u"
       return V(f"(~{conv(a, k)})", k, a.width)
@@ -523,7 +537,9 @@ class _Expr:
   def primary(self) -> V:
     kind, v = self.next()
     if v == "(":
-      e = self.expr(0); self.expect(")"); return e
+      e = self.expr(0)
+      self.expect(")")
+      return e
     if v == "{": return self.concat()
     if kind == "cast": return self.cast(v)
     if kind == "sized":
@@ -543,19 +559,24 @@ class _Expr:
   def concat(self) -> V:
     """`{ hi, lo }` (its `{` read): bit concatenation, widths from the parts."""
     parts = [self.expr(0)]
-    while self.peek() == ",": self.next(); parts.append(self.expr(0))
+    while self.peek() == ",":
+      self.next()
+      parts.append(self.expr(0))
     self.expect("}")
     code, shift = [], 0
     for p in reversed(parts):
       if p.kind in ("c", "cf") and p.width >= 64: raise Unsupported("a constant of unknown width in a concatenation")
-      code.append(f"((unsigned __int128)({conv(p, 'u') if p.kind != 'w' else p.code} & {(1 << p.width) - 1 if p.width < 64 else MASK64}ULL) << {shift})")
+      mask = (1 << p.width) - 1 if p.width < 64 else MASK64
+      code.append(f"((unsigned __int128)({conv(p, 'u') if p.kind != 'w' else p.code} & {mask}ULL) << {shift})")
       shift += p.width
     if shift > 64: return V(f"((__int128)({' | '.join(code)}))", "w", shift)
     return V(f"((uint64_t)({' | '.join(code)}))", "u", shift)
 
   def cast(self, v: str) -> V:
     """`N'T(e)` (its `N'T(` read): e as N bits of type T (F a float, I a signed integer, else unsigned)."""
-    n, t = v.split("'"); e = self.expr(0); self.expect(")")
+    n, t = v.split("'")
+    e = self.expr(0)
+    self.expect(")")
     n = int(n)
     if t == "F":
       k = {16: "f16", 32: "f32", 64: "f64"}[n]
@@ -574,25 +595,40 @@ class _Expr:
   def name(self, v: str) -> V:
     """A name in an expression: a call, a constant, a register, a lane's VGPR, a parameter, an array cell, a local."""
     fn = self.fn
-    if v in fn.lambdas and self.peek() == "(": self.next(); return self.call_lambda(v, self.args())
-    if v in FUNCS and self.peek() == "(": self.next(); return call(v, self.args(), fn.rtz)
-    if v[:2] in ("v_", "s_") and self.peek() == "(": self.next(); return self.call_op(v, self.args())
+    if v in fn.lambdas and self.peek() == "(":
+      self.next()
+      return self.call_lambda(v, self.args())
+    if v in FUNCS and self.peek() == "(":
+      self.next()
+      return call(v, self.args(), fn.rtz)
+    if v[:2] in ("v_", "s_") and self.peek() == "(":
+      self.next()
+      return self.call_op(v, self.args())
     if v in FLOAT_CONSTS:
       f32, f64 = FLOAT_CONSTS[v]
       if self.peek() == "." and self.peek(1) in ("f32", "f64", "f16"):
-        self.next(); acc = self.next()[1]
+        self.next()
+        acc = self.next()[1]
         if acc == "f16": raise Unsupported(f"{v}.f16")
         bits = f32 if acc == "f32" else f64
         if bits is None: raise Unsupported(f"{v}.{acc}")
         return V(f"b2f({bits}u)", "f32") if acc == "f32" else V(f"b2d({bits}ULL)", "f64")
       return V(f"b2f({f32}u)", "f32") if f32 is not None else V(f"b2d({f64}ULL)", "f64")
-    if v == "EXEC_LO": fn.reads.add("EXEC"); return V("(EXEC & 4294967295ULL)", "u", 32)
+    if v == "EXEC_LO":
+      fn.reads.add("EXEC")
+      return V("(EXEC & 4294967295ULL)", "u", 32)
     if v == "VGPR" and self.peek() == "[":
-      self.next(); lane = self.expr(0); self.expect("]"); self.expect("["); reg = self.expr(0); self.expect("]")
+      self.next()
+      lane = self.expr(0)
+      self.expect("]")
+      self.expect("[")
+      reg = self.expr(0)
+      self.expect("]")
       fn.vgpr = True
       return V(f"((uint64_t)r->vgpr[(({conv(reg, 'u')}) & 255) * 32 + (({conv(lane, 'u')}) & 31)])", "r")
     if v == "WAVE_MODE":
-      self.expect("."); f = self.next()[1]
+      self.expect(".")
+      f = self.next()[1]
       if f != "IEEE": raise Unsupported(f"WAVE_MODE.{f}")
       return V("r->ieee", "b", 1)
     if v in fn.params: return fn.params[v]
@@ -600,12 +636,16 @@ class _Expr:
     if v == "laneId": return V("(uint64_t)laneId", "u", 32)
     if v in fn.arrays:
       (ak, aw), length = fn.arrays[v]
-      self.expect("["); i = self.expr(0); self.expect("]")
+      self.expect("[")
+      i = self.expr(0)
+      self.expect("]")
       idx = conv(i, "i")
       cell = f"L_{v}[({idx}) & {length - 1}]" if length & (length - 1) == 0 else f"L_{v}[(uint64_t)({idx}) % {length}]"
       if self.peek() in (".", "["): return V(cell, "r")   # typed or sliced: its bits
       return V(conv(V(cell, "r"), ak), ak, aw)
-    if v in REG_INDEX: fn.reads.add(v); return V(v, "r")
+    if v in REG_INDEX:
+      fn.reads.add(v)
+      return V(v, "r")
     if v in fn.locals:
       k = fn.locals[v]
       if self.peek() in (".", "["): return V(f"L_{v}", "r")   # typed or sliced: its bits
@@ -615,18 +655,22 @@ class _Expr:
   def postfix(self, e: V) -> V:
     while True:
       if self.peek() == "." and self.peek_kind(1) == "id" and self.peek(1) in ACCESSORS:
-        self.next(); acc = self.next()[1]
+        self.next()
+        acc = self.next()[1]
         e = as_acc(e, acc)
       elif self.peek() == "[":
         self.next()
         if self.peek() == "laneId" and self.peek(1) == "]":
-          self.next(); self.next()
+          self.next()
+          self.next()
           e = V(f"(({conv(e, 'u') if e.kind != 'r' else e.code} >> laneId) & 1ULL)", "u", 1)
           continue
         hi = self.expr(0)
         src = e.code if e.kind == "r" else conv(e, "u") if e.kind != "w" else e.code
         if self.peek() == ":":
-          self.next(); lo = self.expr(0); self.expect("]")
+          self.next()
+          lo = self.expr(0)
+          self.expect("]")
           if hi.kind != "c" or lo.kind != "c":   # variable bounds (a loop's bytes): hi >= lo
             if e.kind == "w": raise Unsupported("a variable bit slice of a wide value")
             l, h = conv(lo, "u"), conv(hi, "u")
@@ -635,7 +679,9 @@ class _Expr:
           h, l = hi.code, lo.code
           if e.kind == "w":
             e = V(f"((uint64_t)((unsigned __int128)({src}) >> {l}) & {(1 << (h - l + 1)) - 1 if h - l < 63 else MASK64}ULL)", "u", h - l + 1)
-          elif h >= l: e = V(f"(({src} >> {l}) & {(1 << (h - l + 1)) - 1 if h - l < 63 else MASK64}ULL)" if (h, l) != (63, 0) else src, "u", h - l + 1)
+          elif h >= l:
+            mask = (1 << (h - l + 1)) - 1 if h - l < 63 else MASK64
+            e = V(f"(({src} >> {l}) & {mask}ULL)" if (h, l) != (63, 0) else src, "u", h - l + 1)
           else: e = V(f"brev(({src} >> {h}) & {(1 << (l - h + 1)) - 1 if l - h < 63 else MASK64}ULL, {l - h + 1})", "u", l - h + 1)
         else:
           self.expect("]")
@@ -694,14 +740,16 @@ class _Expr:
         bits = bits_of(a, a.kind) if a.kind in FLOATS else (f"(uint64_t)f2b({conv(a, 'f32')})" if a.kind == "cf" else
                                                             a.code if a.kind == "r" else conv(a, "u"))
         t = self.fn.tmp()
-        decl.append(f"uint64_t {t} = {bits};"); bind.append(f"uint64_t {r} = {t};")
+        decl.append(f"uint64_t {t} = {bits};")
+        bind.append(f"uint64_t {r} = {t};")
       elif r == "D0": bind.append("uint64_t D0 = 0;")
       else: self.fn.reads.add(r)   # a register of the enclosing function (IEEE mode, laneId are in scope)
     decl += bind
     locs = " ".join(body_lines)
     k = fmt[0]
     n = int(fmt[1:]) if fmt[1:].isdigit() else 32
-    res = view("D0", {"F": f"f{n}", "I": f"i{n}", "U": f"u{n}", "B": f"u{n}"}[k] if f"{'f' if k == 'F' else 'i' if k == 'I' else 'u'}{n}" in ACCESSORS else "u32")
+    acc = f"{'f' if k == 'F' else 'i' if k == 'I' else 'u'}{n}"
+    res = view("D0", {"F": f"f{n}", "I": f"i{n}", "U": f"u{n}", "B": f"u{n}"}[k] if acc in ACCESSORS else "u32")
     return V(f"({{ {' '.join(decl)} {locs} {res.code}; }})", res.kind, res.width)
 
 def _translate_body(pcode: str, fn: _Fn, inline: bool = False) -> list:
@@ -728,7 +776,9 @@ class _Block:
     while i < len(stmts):
       s = stmts[i]
       head = s[0][1] if s[0][0] == "id" else None
-      if head == "if": i = self.if_chain(stmts, i); continue
+      if head == "if":
+        i = self.if_chain(stmts, i)
+        continue
       if head in ("then", "elsif", "else", "endif"): raise Unsupported(f"stray `{head}`")
       if head == "declare":
         if len(s) == 4 and s[2][1] == ":" and s[3][0] == "type":
@@ -742,25 +792,35 @@ class _Block:
             fn.reads.update(("S0", "S1", "S2"))
             fn.emit("L_S[0] = S0; L_S[1] = S1; L_S[2] = S2;")
         else: raise Unsupported("`declare` form")
-        i += 1; continue
-      if head == "for": i = self.loop(stmts, i); continue
+        i += 1
+        continue
+      if head == "for":
+        i = self.loop(stmts, i)
+        continue
       if head == "break":
         if not self.loops: raise Unsupported("`break` outside a loop")
-        fn.emit("break;"); i += 1; continue
+        fn.emit("break;")
+        i += 1
+        continue
       if head == "return" and fn.ret is not None:
         res, kind, end = fn.ret
         e = _Expr(s[1:], fn).expr(0)
         if kind[0] is None: kind[0] = e.kind if e.kind not in ("c", "cf", "b") else ("u" if e.kind != "cf" else "f64")
         if e.width < 64 and kind[1] >= 64: kind[1] = e.width
         k = kind[0]
-        fn.emit(f"{res} = {bits_of(e, k) if k in FLOATS else e.code if e.kind == 'r' else conv(e, 'u') if e.kind != 'w' else f'(uint64_t)({e.code})'}; goto {end};")
-        i += 1; continue
+        val = bits_of(e, k) if k in FLOATS else e.code if e.kind == 'r' else conv(e, 'u') if e.kind != 'w' else f'(uint64_t)({e.code})'
+        fn.emit(f"{res} = {val}; goto {end};")
+        i += 1
+        continue
       if head in ("case", "while", "endfor", "return"): raise Unsupported(f"`{head}`")
       if head == "ROUND_MODE" or (len(s) == 3 and s[2][1] == "ROUND_MODE"):   # only v_cvt_pk_rtz_f16_f32 sets it
         if s[-1][1] == "ROUND_TOWARD_ZERO": fn.rtz = True
         elif head == "ROUND_MODE": fn.rtz = False
-        i += 1; continue
-      if len(s) >= 2 and s[1][1] == "<=" and head and head.islower(): i += 1; continue   # s_waitcnt's `x <= y`
+        i += 1
+        continue
+      if len(s) >= 2 and s[1][1] == "<=" and head and head.islower():  # s_waitcnt's `x <= y`
+        i += 1
+        continue
       self.statement(s)
       i += 1
 
@@ -774,9 +834,14 @@ class _Block:
       if h == "if" and depth == 0 and j == i or (h in ("elsif", "else", "endif") and depth == 0):
         if cur is not None: branches.append((cur[0], cur[1], j))
         if h == "endif": break
-        if h == "else": cur = (None, j + 1); j += 1; continue
+        if h == "else":
+          cur = (None, j + 1)
+          j += 1
+          continue
         if j + 2 >= len(stmts) or stmts[j + 2][0][1] != "then": raise Unsupported("`if` without `then`")
-        cur = (stmts[j + 1], j + 3); j += 3; continue
+        cur = (stmts[j + 1], j + 3)
+        j += 3
+        continue
       if h == "if": depth += 1
       elif h == "endif": depth -= 1
       j += 1
@@ -784,7 +849,9 @@ class _Block:
     for cond, lo, hi in branches:
       c = "1" if cond is None else truth(_Expr(cond, fn).expr(0))
       if c == "0": continue
-      if c == "1" and not opened: self.block(stmts[lo:hi]); break
+      if c == "1" and not opened:
+        self.block(stmts[lo:hi])
+        break
       fn.emit(("} else " if opened else "") + (f"if ({c}) {{" if c != "1" else "{"))
       fn.depth += 1
       self.block(stmts[lo:hi])
@@ -813,9 +880,11 @@ class _Block:
     saved = fn.params.get(var)
     fn.params[var] = V(t, "i", 32)
     fn.emit(f"for (int64_t {t} = {conv(lo, 'i')}; {t} <= {conv(hi, 'i')}; {t}++) {{")
-    fn.depth += 1; self.loops += 1
+    fn.depth += 1
+    self.loops += 1
     self.block(stmts[i + 1:j - 1])
-    fn.depth -= 1; self.loops -= 1
+    fn.depth -= 1
+    self.loops -= 1
     fn.emit("}")
     if saved is None: fn.params.pop(var)
     else: fn.params[var] = saved
@@ -824,24 +893,33 @@ class _Block:
   def statement(self, toks: list):
     fn = self.fn
     if len(toks) > 3 and toks[1][1] == "=" and toks[2][1] == "lambda":   # NAME = lambda(a, b) (expr)
-      p = _Expr(toks, fn); p.i = 3; p.expect("(")
+      p = _Expr(toks, fn)
+      p.i = 3
+      p.expect("(")
       params = []
       while p.peek() != ")":
         params.append(p.next()[1])
         if p.peek() == ",": p.next()
-      p.next(); p.expect("(")
+      p.next()
+      p.expect("(")
       depth, j = 1, p.i
       while depth:
-        v = toks[j][1]; depth += (v == "(" or toks[j][0] == "cast") - (v == ")"); j += 1
+        v = toks[j][1]
+        depth += (v == "(" or toks[j][0] == "cast") - (v == ")")
+        j += 1
       fn.lambdas[toks[0][1]] = (params, toks[p.i:j - 1])
       return
     if toks[0][1] == "{":   # { D1.u1, D0.u64 } = 65'B(...)
       parts, i = [], 1
       while toks[i][1] != "}":
-        if toks[i][1] == ",": i += 1; continue
-        parts.append((toks[i][1], toks[i + 2][1])); i += 3
+        if toks[i][1] == ",":
+          i += 1
+          continue
+        parts.append((toks[i][1], toks[i + 2][1]))
+        i += 3
       if toks[i + 1][1] != "=": raise Unsupported("concatenated target without `=`")
-      p = _Expr(toks, fn); p.i = i + 2
+      p = _Expr(toks, fn)
+      p.i = i + 2
       e = p.expr(0)
       t = fn.tmp()
       fn.emit(f"unsigned __int128 {t} = (unsigned __int128)({conv(e, 'w') if e.kind != 'w' else e.code});")
@@ -855,25 +933,42 @@ class _Block:
     name = p.next()[1]
     acc = lane = sl = idx = None
     if name == "VGPR" and p.peek() == "[":   # VGPR[lane][reg] = value (v_writelane)
-      p.next(); ln = p.expr(0); p.expect("]"); p.expect("["); reg = p.expr(0); p.expect("]"); p.expect("=")
+      p.next()
+      ln = p.expr(0)
+      p.expect("]")
+      p.expect("[")
+      reg = p.expr(0)
+      p.expect("]")
+      p.expect("=")
       e = p.expr(0)
       fn.vgpr = True
       fn.emit(f"r->vgpr[(({conv(reg, 'u')}) & 255) * 32 + (({conv(ln, 'u')}) & 31)] = (uint32_t)({conv(e, 'u') if e.kind != 'r' else e.code});")
       return
     if name in fn.arrays:
-      p.expect("["); idx = p.expr(0); p.expect("]")
+      p.expect("[")
+      idx = p.expr(0)
+      p.expect("]")
     while p.peek() in (".", "["):
-      if p.peek() == ".": p.next(); acc = p.next()[1]
+      if p.peek() == ".":
+        p.next()
+        acc = p.next()[1]
       else:
         p.next()
-        if p.peek() == "laneId" and p.peek(1) == "]": p.next(); p.next(); lane = True
+        if p.peek() == "laneId" and p.peek(1) == "]":
+          p.next()
+          p.next()
+          lane = True
         else:
           hi = p.expr(0)
           if p.peek() == ":":
-            p.next(); lo = p.expr(0); p.expect("]")
+            p.next()
+            lo = p.expr(0)
+            p.expect("]")
             if hi.kind != "c" or lo.kind != "c": raise Unsupported("a bit slice with variable bounds")
             sl = (hi.code, lo.code)
-          else: p.expect("]"); sl = hi   # one bit, possibly at a variable position
+          else:  # one bit, possibly at a variable position
+            p.expect("]")
+            sl = hi
     op = p.next()[1]
     if op not in ("=", "+=", "-=", "|=", "&="): raise Unsupported(f"statement `{name} {op}`")
     e = p.expr(0)
@@ -897,7 +992,8 @@ class _Block:
     fn = self.fn
     if name in REG_INDEX:
       if name not in WRITABLE: raise Unsupported(f"write to {name}")
-      fn.writes.add(name); fn.reads.add(name)
+      fn.writes.add(name)
+      fn.reads.add(name)
       c = name
       if name == "D0":
         w = (sl[0] + 1) if isinstance(sl, tuple) else 64 if sl is not None or lane else ACCESSORS[acc][1] if acc else 0
@@ -931,8 +1027,11 @@ class _Block:
       fn.emit(f"{c} = ({c} & ~shl(1ULL, {pos})) | shl(({conv(e, 'u') if e.kind != 'b' else f'(uint64_t){e.code}'}) & 1ULL, {pos});")
       return
     if name == "SCC" and acc is None:
-      fn.emit(f"SCC = {f'({e.code} & 1ULL)' if e.kind == 'u' else f'(uint64_t)({truth(e)})'};"); return
-    if name == "PC" and acc is None: fn.emit(f"PC = (uint64_t){conv(e, 'i')};"); return
+      fn.emit(f"SCC = {f'({e.code} & 1ULL)' if e.kind == 'u' else f'(uint64_t)({truth(e)})'};")
+      return
+    if name == "PC" and acc is None:
+      fn.emit(f"PC = (uint64_t){conv(e, 'i')};")
+      return
     if name not in REG_INDEX and acc is None:   # a value-typed local
       k = fn.locals[name]
       if k == "r": fn.emit(f"{c} = {bits_of(e, e.kind) if e.kind in FLOATS else conv(e, 'u') if e.kind != 'w' else f'(uint64_t)({e.code})'};")
