@@ -34,6 +34,7 @@ from bisect import bisect_left
 from heapq import heappush, heappop
 from operator import itemgetter
 from array import array
+import attrs
 import numpy as np
 from ..ir import U32_MAX
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, BARRIER, NOP, POLL, R, W, INT64_SAFE, POLL_READ, STORE
@@ -47,7 +48,20 @@ MAX_CLOCK_BYTES = 4 << 30
 class ClockLimit(Exception):
   """The program's clock rows would take more than MAX_CLOCK_BYTES (check reports it as a `bounds` error)."""
 
-_NO_VIS = ([],) * 13
+@attrs.frozen
+class VisColumns:
+  """The `visibility` findings, one per statement (its first launch, first access, first writer), as columns of ints:
+  the read (sequence, op index, index of the access in the op, position), the write it may not see (the same four),
+  the kind (0: the host's write with no HDP flush after it; 1: a stale L2 line an earlier access left), and for kind 1
+  that access (the same four; -1 for kind 0)."""
+  seq: list[int]; op: list[int]; sub: list[int]; pos: list[int]
+  wseq: list[int]; wop: list[int]; wsub: list[int]; wpos: list[int]
+  kind: list[int]
+  aseq: list[int]; aop: list[int]; asub: list[int]; apos: list[int]
+  def __len__(self) -> int: return len(self.seq)
+  def rows(self) -> list[tuple[int, ...]]: return list(zip(*attrs.astuple(self, recurse=False)))
+
+_NO_VIS = VisColumns(*([],) * 13)
 SCAN_CAP = 4096   # unordered accesses looked at per access and sequence (only a racy program gets near it)
 RACE_CAP = 16     # racing statements reported per statement and buffer
 
@@ -63,7 +77,7 @@ class Trace:
     access may have left, A None for kind 0). Built on first use from `vis_found`: per finding (seq, op index, access
     index in the op, pos, writer seq, its op index, its access index, its pos, kind, A's seq, op index, access index,
     pos), columns of ints (what VisibilityAnalysis reads)."""
-    ops, (ii, idx, m, p, jj, jdx, jm, q, kind, kk, kdx, km, kp) = self.vis_found
+    ops, (ii, idx, m, p, jj, jdx, jm, q, kind, kk, kdx, km, kp) = self.ops, attrs.astuple(self.vis_found, recurse=False)
     acc = lambda i, x, n: ops[i][x][1][n] if i >= 0 else None
     return {(i, x): (i, pp, acc(i, x, n), j, qq, acc(j, y, o), kd, k if k >= 0 else None, kq if k >= 0 else None, acc(k, z, r))
             for i, x, n, pp, j, y, o, qq, kd, k, z, r, kq in zip(ii, idx, m, p, jj, jdx, jm, q, kind, kk, kdx, km, kp)}
@@ -71,7 +85,7 @@ class Trace:
 def happens_before(u: Unrolled) -> Trace:
   x = _execute(u)
   races, vis = _accesses(u, x)
-  return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis_found=([s.ops for s in u.seqs], vis),
+  return Trace(done=x.done, values=x.values, blocked=x.blocked, races=races, vis_found=vis, ops=[s.ops for s in u.seqs],
                violations=x.violations, wstats=x.wstats, vc=x.vc)
 
 class _Execution:
@@ -699,7 +713,7 @@ def _visibility(u, A, ww, wkey, wrec, rows, pos, seq, reads, rinst, xrow, Cf, cl
   cols = (A.seq[ra], A.idx[ra], A.sub[ra], pos[a[first]], j[first], A.idx[ry], A.sub[ry], pos[wrec[t[first]]], kind[first],
           np.where(none, -1, A.seq[rzr]), np.where(none, -1, A.idx[rzr]), np.where(none, -1, A.sub[rzr]),
           np.where(none, -1, pos[np.maximum(rz, 0)]))
-  return tuple(x.tolist() for x in cols)
+  return VisColumns(*(x.tolist() for x in cols))
 
 def _ranges(starts, counts):
   """The concatenation of arange(s, s + c) for each (s, c)."""

@@ -1,21 +1,53 @@
-"""One small class per diagnostic code: each has a `name` and one `run` method turning what the happens-before pass
-(hb.Trace) or the explorer (explore.Exploration) found into Diagnostics. Findings are deduplicated by statement:
-each distinct problem is reported once, at the first launch where it shows."""
+"""The passes: one small class per diagnostic code, each with a `code` and one method, `run(u, found)`, turning the
+`Findings` of the happens-before pass (hb.Trace) or of the explorer (explore.Exploration) into Diagnostics. `PASSES`
+lists them once, in the order the pipeline runs them. Findings are deduplicated by statement: each distinct problem is
+reported once, at the first launch where it shows."""
 from __future__ import annotations
-from typing import Optional
+from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
+if TYPE_CHECKING: from .hb import VisColumns
 
-__all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
+__all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags",
            "word_name"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
 assert WAIT < WRITE < min(ACCESS, NOP, BARRIER, SUBMIT)  # `kind <= WRITE` picks the waits and writes
+
+@attrs.frozen
+class Findings:
+  """What the passes report on, from one source: the happens-before pass inside the exact fragment (`hb.Trace`), the
+  explorer outside it, or, when exploring exceeded its budget, the one execution the pass made. A source that decides
+  nothing of a kind leaves it empty (the explorer: no `redundant-wait` or `visibility`, which need the fragment)."""
+  # stuck states, (steps done per sequence, signal and polled-word values): the pass's one, or the explorer's
+  deadlocks: Sequence[tuple[Sequence[int], Sequence[int]]] = ()
+  # (statement, statement, buffer) -> (launch rank, (seq, pos, access), (seq, pos, access)): racing accesses
+  races: Mapping[tuple, tuple] = attrs.field(factory=dict)
+  # ((seq, pos), (seq, pos)): unordered writes of one signal
+  signal_races: Sequence[tuple[tuple[int, int], tuple[int, int]]] = ()
+  # (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)
+  nonmono: Sequence[tuple] = ()
+  # (seq, op index) -> (instances run, instances redundant): the wait statements with a redundant instance
+  wstats: Mapping[tuple[int, int], tuple[int, int]] = attrs.field(factory=dict)
+  # the visibility findings, one per statement (hb.VisColumns)
+  vis: Optional["VisColumns"] = None
+  # why the verdict came from exploring (the program is outside the exact fragment): a note every dynamic pass's
+  # diagnostics carry; `incomplete`: the exploration ran out of states, so they come from one execution
+  note: Optional[str] = None
+  incomplete: bool = False
+
+class Pass:
+  """One diagnostic code: `run` reports it on an unrolled program and what was found about it."""
+  code: ClassVar[str]
+  # its findings come from the execution or the exploration (they carry the note of a verdict the exploration gave);
+  # the others read the program alone
+  dynamic: ClassVar[bool] = False
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]: raise NotImplementedError
 
 def _who(u: Unrolled, i: int) -> str: return "the host" if i == 0 else u.seqs[i].name
 def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
@@ -50,10 +82,10 @@ def _sortkey(u: Unrolled, i: int, pos: int):
   sp = u.span(i, pos)
   return (_launch(u, i, pos), sp.line if sp else 0, sp.column if sp else 0, i)
 
-class OverflowAnalysis:
+class OverflowAnalysis(Pass):
   """`var + n` / `var - n` evaluating outside 0..2**32-1 in a checked launch (literals are the static check's)."""
-  name = "overflow"
-  def run(self, u: Unrolled) -> list[Diagnostic]:
+  code = "overflow"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     # every `var + n` of every launch at once; the statements are walked only when one of them overflows
     cols = u.sync_columns()
     polls = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] == POLL and op[2] is not None} if u.polls else ()
@@ -292,12 +324,13 @@ def _waits_for(x: dict) -> str:
   """The condition of a deadlock's blocked wait (or poll: its extra has the mask) from its extra fields."""
   return f"{x['signal']} & {x['mask']:#x} == {x['needed']:#x}" if "mask" in x else f"{x['signal']} >= {x['needed']}"
 
-class DeadlockAnalysis:
-  name = "deadlock"
-  def run(self, u: Unrolled, states) -> list[Diagnostic]:
-    """`states`: the stuck states (done, values) — the one the happens-before pass ends in, or the explorer's."""
+class DeadlockAnalysis(Pass):
+  code = "deadlock"
+  dynamic = True
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over the stuck states (done, values): the one the happens-before pass ends in, or the explorer's."""
     best: dict = {}
-    for done, values in states:
+    for done, values in found.deadlocks:
       for key, k, d, grp, root in _deadlocks(u, done, values):
         if key not in best or k < best[key][0]: best[key] = (k, d, grp, root)
     # one report per cause: a cycle once (at its first member in source order), a wait no write can satisfy once;
@@ -335,8 +368,10 @@ def _where(u: Unrolled, i: int, p: int) -> str:
   if i == 0 and isinstance(st, Queue): return f"when it submits {st.name} (implicitly, before its first statement)"
   return f"at {u.line(i, p)}"
 
-class RaceAnalysis:
-  name = "race"
+class RaceAnalysis(Pass):
+  code = "race"
+  dynamic = True
+  LIMIT = 1000   # racing pairs listed (then one line counting the rest)
   def _next_write(self, u: Unrolled, j: int, q: int) -> Optional[int]:
     """Position of sequence j's first signal write after position q (per-sequence table: racy programs are big)."""
     if j not in self.nxt:
@@ -352,11 +387,11 @@ class RaceAnalysis:
     if nxt[idx] is not None: return k * L + nxt[idx] + 1
     return (k + 1) * L + first + 1 if first is not None and k + 1 < u.launches else None
 
-  def run(self, u: Unrolled, races: dict, limit: int = 1000) -> list[Diagnostic]:
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     self.nxt: dict = {}
-    out = []
-    found = sorted(races.values(), key=lambda r: (r[0], r[1][0], r[1][1], r[2][0], r[2][1]))
-    for _, x, y in found[:limit]:
+    out, limit = [], self.LIMIT
+    races = sorted(found.races.values(), key=lambda r: (r[0], r[1][0], r[1][1], r[2][0], r[2][1]))
+    for _, x, y in races[:limit]:
       first, second = sorted((x, y), key=lambda a: _sortkey(u, a[0], a[1]))
       (j, q, aj), (i, p, ai) = first, second
       b = u.buffers[ai[0]].name
@@ -385,9 +420,9 @@ class RaceAnalysis:
                                    "line": _stmt_line(u, i, p), "mode": _RW[ai[3]],
                                    "other": {"launch": kj, "queue": _who(u, j), "range": [aj[1], aj[2]],
                                              "line": _stmt_line(u, j, q), "mode": _RW[aj[3]]}}))
-    if len(found) > limit:  # a racy program of thousands of statements: the first ones say what is wrong
-      out.append(Diagnostic("race", f"{len(found) - limit} more racing pairs of statements are not listed", None,
-                            extra={"more": len(found) - limit}))
+    if len(races) > limit:  # a racy program of thousands of statements: the first ones say what is wrong
+      out.append(Diagnostic("race", f"{len(races) - limit} more racing pairs of statements are not listed", None,
+                            extra={"more": len(races) - limit}))
     return out
 
 def _host_reset(u: Unrolled, w: tuple, users, sig: str) -> Optional[Edit]:
@@ -404,12 +439,13 @@ def _host_reset(u: Unrolled, w: tuple, users, sig: str) -> Optional[Edit]:
           f"{sig} while the previous launch may still use it, and must wait for that launch first")
   return Edit(block, idx, waits, text)
 
-class SignalRaceAnalysis:
-  name = "signal-race"
-  def run(self, u: Unrolled, pairs) -> list[Diagnostic]:
-    """`pairs`: ((seq, pos), (seq, pos)) of writes to one signal from different sequences that are not ordered."""
+class SignalRaceAnalysis(Pass):
+  code = "signal-race"
+  dynamic = True
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over `found.signal_races`: ((seq, pos), (seq, pos)) of unordered writes to one signal from two sequences."""
     out, seen = [], set()
-    for a, b in pairs:
+    for a, b in found.signal_races:
       a, b = sorted((a, b), key=lambda x: _sortkey(u, *x))
       key = (_key(u, *a), _key(u, *b))
       if key in seen: continue
@@ -423,26 +459,27 @@ class SignalRaceAnalysis:
                             extra={"launch": _launch(u, *b), "queue": _who(u, b[0]), "signal": s}, fix=fix))
     return out
 
-class NonMonotonicAnalysis:
+class NonMonotonicAnalysis(Pass):
   """One report per lowering write statement (its first launch), naming the unordered uses of the signal."""
-  name = "non-monotonic"
-  def run(self, u: Unrolled, items) -> list[Diagnostic]:
-    """`items`: (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)."""
+  code = "non-monotonic"
+  dynamic = True
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over `found.nonmono`: (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)."""
     by: dict = {}
-    for w, o, cur, new in sorted(items, key=lambda x: (_launch(u, *x[0]), _sortkey(u, *x[1]))):
+    for w, o, cur, new in sorted(found.nonmono, key=lambda x: (_launch(u, *x[0]), _sortkey(u, *x[1]))):
       by.setdefault(_key(u, *w), []).append((w, o, cur, new))
     out = []
-    for found in by.values():
-      w, o, cur, new = found[0]
+    for uses in by.values():
+      w, o, cur, new = uses[0]
       s = _sig(u, _op(u, *w)[1])
       use = lambda o: "wait on" if _op(u, *o)[0] == WAIT else "write"
       frm = f" from {cur} to {new}" if cur is not None else ""
       related, seen = [], set()
-      for _, o2, _, _ in found:
+      for _, o2, _, _ in uses:
         if _key(u, *o2) in seen: continue
         seen.add(_key(u, *o2))
         related.append(Related(f"{_who(u, o2[0])} may {use(o2)} {s} here (launch {_launch(u, *o2)})", u.span(*o2)))
-      fix = _host_reset(u, w, [o2[0] for _, o2, _, _ in found], s)
+      fix = _host_reset(u, w, [o2[0] for _, o2, _, _ in uses], s)
       out.append(Diagnostic("non-monotonic", f"{_who(u, w[0])} lowers {s}{frm} at {u.line(*w)} (launch {_launch(u, *w)}) "
                             f"while {_who(u, o[0])} may {use(o)} it at {u.line(*o)} (launch {_launch(u, *o)}): the lowering "
                             f"write is not ordered against every other use of {s}", u.span(*w), related=tuple(related),
@@ -467,31 +504,32 @@ def _previous_launch(st) -> bool:
   return (sig.endswith(".timeline") and isinstance(v, Expr) and v.var is not None and v.var.name == f"{sig[:-9]}.epoch"
           and v.offset == -1)
 
-class RedundantWaitAnalysis:
+class RedundantWaitAnalysis(Pass):
   """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
   launch. `epoch` is exempt: it also orders the queue after work outside the program (tinygrad waits its timeline
   for the same reason even when the host already did). In a one-launch check so is a wait for the previous launch on
   another device (`wait D.timeline >= D.epoch - 1`): it holds trivially in launch 1 and orders the launches after it."""
-  name = "redundant-wait"
-  def run(self, u: Unrolled, wstats: dict) -> list[Diagnostic]:
+  code = "redundant-wait"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     stmts = [s.stmts for s in u.seqs]
-    found = [(i, st) for (i, idx), (n, red) in wstats.items() if n == red and n
+    waits = [(i, st) for (i, idx), (n, red) in found.wstats.items() if n == red and n
              and (st := stmts[i][idx]) is not None and type(st) is not Epoch and not (u.launches == 1 and _previous_launch(st))]
     who = [_who(u, i) for i in range(len(u.seqs))]
     def build(x):  # the text of the few shown: a program can draw tens of thousands
       i, st = x
       return (f"this wait never orders anything: in every checked launch {st.signal.name} >= {st.value} already holds "
               f"by happens-before when {who[i]} gets here", (), {"queue": who[i]})
-    return _RedundantWait.many([st.span for _, st in found], build, found)
+    return _RedundantWait.many([st.span for _, st in waits], build, waits)
 
-class VisibilityAnalysis:
+class VisibilityAnalysis(Pass):
   """A compute read that the packets let see stale data (docs/check.md, "Cache semantics of the packets"): the host's
   write to the reading device's memory with no `barrier` (the HDP flush) between them, or, on gfx942, an earlier access
   of the device's compute queues to the bytes with no L2 invalidation (`barrier`, `timestamp`) between it and the read
   of what another device, a copy queue or the host wrote since."""
-  name = "visibility"
-  def run(self, u: Unrolled, found) -> list[Diagnostic]:
-    """`found`: the happens-before pass's findings as columns (`Trace.vis_found`)."""
+  code = "visibility"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over `found.vis`: the happens-before pass's findings as columns (`hb.VisColumns`)."""
+    if found.vis is None or not len(found.vis): return []
     # a program can draw a warning for every other read: each one's span is looked up here (the report sorts by it),
     # its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
@@ -528,15 +566,15 @@ class VisibilityAnalysis:
                f"without invalidating it; a `barrier` after the wait invalidates it)")
         related.append(Related(f"{who[k]} {_RW[ak[3]]} {b}[{ak[1]}:{ak[2]}] here (launch {kk}), leaving it in {d}'s L2", spk))
       return (msg, tuple(related), {"launch": ki, "queue": who[i], "buffer": b, "cause": ("hdp", "l2")[kind]})
-    ii, idx = found[0], found[1]
-    spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(ii, idx)]
-    return _Visibility.many(spans, build, list(zip(*found)))
+    v = found.vis
+    spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(v.seq, v.op)]
+    return _Visibility.many(spans, build, v.rows())
 
-class UnusedSignalAnalysis:
+class UnusedSignalAnalysis(Pass):
   """A signal written but waited on by nobody. `D.timeline` is exempt: it is the device's completion signal, waited on
   outside the program (tinygrad's synchronize and the next launch's host wait)."""
-  name = "unused-signal"
-  def run(self, u: Unrolled) -> list[Diagnostic]:
+  code = "unused-signal"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     # usually every signal is waited on somewhere early (a queue's first waits, a finalizer): stop looking then
     exempt = {n for n, sig in enumerate(u.signals) if sig.name.endswith(".timeline")}
     waited: set = set()
@@ -557,12 +595,12 @@ class UnusedSignalAnalysis:
                             severity="warning", related=(Related(f"{name} is declared here", u.signals[sid].span),)))
     return out
 
-class StaleInputAnalysis:
+class StaleInputAnalysis(Pass):
   """A command that, in launch k, reads `x@j` with j < k: launch j's memory of a rebound buffer, i.e. an input of an
   earlier launch (tinygrad's HCQGraph replaces each input's address at every call; a command it missed keeps reading
   the memory of the call it was captured at). One report per access of a statement, at its first such launch."""
-  name = "stale-input"
-  def run(self, u: Unrolled) -> list[Diagnostic]:
+  code = "stale-input"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     out = []
     for i, pins in u.pinned.items():
       seq = u.seqs[i]
@@ -582,3 +620,17 @@ class StaleInputAnalysis:
                                      f"means its own input",),
                               extra={"launch": k, "queue": seq.name, "buffer": b.name, "input_launch": j + 1}))
     return out
+
+class IncompleteAnalysis(Pass):
+  """The note that exploring a program outside the exact fragment ran out of states (`--max-states`): the dynamic
+  passes' diagnostics then come from one execution, and problems may be missing."""
+  code = "incomplete"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    if not found.incomplete: return []
+    return [Diagnostic("incomplete", found.note, u.host_span or (u.program.queues[0].span if u.program.queues else None),
+                       severity="note")]
+
+# every pass, once, in the order they run (diagnostics at one place keep this order: the report's sort is stable)
+PASSES: tuple[Pass, ...] = (OverflowAnalysis(), DeadlockAnalysis(), RaceAnalysis(), SignalRaceAnalysis(), NonMonotonicAnalysis(),
+                            IncompleteAnalysis(), RedundantWaitAnalysis(), VisibilityAnalysis(), UnusedSignalAnalysis(),
+                            StaleInputAnalysis())
