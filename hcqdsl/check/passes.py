@@ -9,7 +9,7 @@ from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
-if TYPE_CHECKING: from .hb import VisColumns
+if TYPE_CHECKING: from .accesses import VisColumns
 
 __all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags",
@@ -34,7 +34,7 @@ class Findings:
   nonmono: Sequence[tuple] = ()
   # (seq, op index) -> (instances run, instances redundant): the wait statements with a redundant instance
   wstats: Mapping[tuple[int, int], tuple[int, int]] = attrs.field(factory=dict)
-  # the visibility findings, one per statement (hb.VisColumns)
+  # the visibility findings, one per statement (accesses.VisColumns)
   vis: Optional["VisColumns"] = None
   # why the verdict came from exploring (the program is outside the exact fragment): a note every dynamic pass's
   # diagnostics carry; `incomplete`: the exploration ran out of states, so they come from one execution
@@ -528,7 +528,7 @@ class VisibilityAnalysis(Pass):
   of what another device, a copy queue or the host wrote since."""
   code = "visibility"
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
-    """Over `found.vis`: the happens-before pass's findings as columns (`hb.VisColumns`)."""
+    """Over `found.vis`: the happens-before pass's findings as columns (`accesses.VisColumns`)."""
     if found.vis is None or not len(found.vis): return []
     # a program can draw a warning for every other read: each one's span is looked up here (the report sorts by it),
     # its text only when it is shown, from per-sequence and per-buffer text built once
