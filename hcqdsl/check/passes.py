@@ -189,25 +189,104 @@ def _components(succ: dict) -> dict:
         for w in members: comp[w] = c
   return comp
 
-def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
-  """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
-  writer left) that is the cause, `root` whether this wait is that cause's report (else it only waits on it)."""
-  S = len(u.seqs)
+@attrs.define
+class _Stuck:
+  """A state where nothing can run, as a wait-for graph: each blocked sequence, and the steps of the others it waits
+  for (a write or store that would let it go on; a gate waits for the host's submit)."""
+  u: Unrolled
+  done: Sequence[int]      # steps each sequence ran
+  values: Sequence[int]    # each signal's value, then each polled word's
+  # blocked seq -> ("wait", signal, value needed, pos) | ("poll", value slot, (value, mask), pos) | ("gate", launch, host pos)
+  state: dict[int, tuple]
+  edges: dict[int, list[tuple[int, int]]]   # blocked seq -> [(other seq, position of the step it waits for)]
+  comp: dict[int, frozenset[int]]   # each blocked sequence's strongly connected component (_components)
+  written: set[int]        # the signals some statement writes
+  stored: set[int]         # the polled words (cells) some statement stores into
+  cycles: dict[int, Optional[list[int]]] = attrs.field(factory=dict)   # the shortest cycle through it (memo)
+
+  @classmethod
+  def of(cls, u: Unrolled, done, values) -> _Stuck:
+    lens = [len(s.ops) for s in u.seqs]
+    state = {}
+    for i in range(len(u.seqs)):
+      if done[i] >= u.total(i): continue
+      k, idx = divmod(done[i], lens[i])
+      g = u.gate_pos(i, k + 1) if i and idx == 0 else 0
+      if done[0] < g: state[i] = ("gate", k + 1, g)
+      else:
+        op = u.seqs[i].ops[idx]
+        if op[0] == POLL:   # the slots after the signals are the polled words
+          state[i] = ("poll", len(u.signals) + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), done[i] + 1)
+        else: state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
+    future = _future(u, state, done, values)
+    edges: dict[int, list[tuple[int, int]]] = {}
+    for i, st in state.items():
+      if st[0] == "gate": edges[i] = [(0, st[2])]; continue
+      edges[i] = []
+      ok = (lambda v, need=st[2]: v & need[1] == need[0]) if st[0] == "poll" else (lambda v, need=st[2]: v >= need)
+      for j in state:
+        w = next((p for p, v in future.get((j, st[1]), ()) if ok(v)), None)
+        if w is not None: edges[i].append((j, w))
+    # a cause is named by its strongly connected component of the wait-for graph, not by the shortest cycle through
+    # the wait it was reached from: the host waiting on itself and on a queue it has not submitted is one cause
+    # whichever blocked wait leads to it (shortest cycles differ by start: {host} from the host, {q1, host} from q1)
+    return cls(u, done, values, state, edges, _components({i: [j for j, _ in edges.get(i, ()) if j in state] for i in state}),
+               {op[1] for s in u.seqs for op in s.ops if op[0] == WRITE},
+               {c for s in u.seqs for op in s.ops if op[0] == ACCESS and len(op) > 2 for c, *_ in op[2]})
+
+  def cycle(self, i: int) -> Optional[list[int]]:
+    """The shortest path i -> ... -> i over the wait-for edges (BFS), as the list of sequences from i."""
+    if i in self.cycles: return self.cycles[i]
+    prev, frontier, last = {}, [i], None
+    while frontier and last is None:
+      nxt = []
+      for a in frontier:
+        for b, _ in self.edges.get(a, ()):
+          if b == i: last = a; break
+          if b not in prev and b in self.state: prev[b] = a; nxt.append(b)
+        if last is not None: break
+      frontier = nxt
+    path = None
+    if last is not None:
+      path = [last]
+      while path[-1] != i: path.append(prev[path[-1]])
+      path = path[::-1]
+    self.cycles[i] = path
+    return path
+
+  def key(self, h: int) -> tuple[int, int]:
+    st = self.state[h]
+    return _key(self.u, h, st[3] if st[0] != "gate" else self.done[h] + 1)
+
+  def group(self, i: int) -> tuple[frozenset, int]:
+    """The cause i's wait ends in: its own cycle, its own missing write, or (following the wait-for edges) another's;
+    and the sequence where it was found."""
+    seen, frontier = {i}, [i]
+    while frontier:
+      a = frontier.pop(0)
+      if self.cycle(a): return frozenset(self.key(h) for h in self.comp[a]), a
+      if self.state[a][0] != "gate" and not self.edges[a]: return frozenset([_key(self.u, a, self.state[a][3])]), a
+      for b, _ in self.edges.get(a, ()):
+        if b not in seen and b in self.state: seen.add(b); frontier.append(b)
+    return frozenset([_key(self.u, i, self.state[i][3])]), i
+
+  def cond(self, st: tuple) -> str:
+    """What a blocked wait or poll waits for."""
+    return f"{word_name(self.u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(self.u, st[1])} >= {st[2]}"
+
+  def writers(self, i: int, what: str) -> str:
+    """The sequences that would write what blocked sequence i waits for, each blocked itself."""
+    u = self.u
+    return "; " + ", ".join(f"{_who(u, j)} would write {what} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
+                            f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in self.edges[i])
+
+def _future(u: Unrolled, state: dict[int, tuple], done, values) -> dict[tuple[int, int], list[tuple[int, int]]]:
+  """(seq, signal or polled slot) -> [(pos, value)]: the writes (stores) the blocked sequences have not run yet, of
+  what some blocked sequence waits for."""
   lens = [len(s.ops) for s in u.seqs]
-  state = {}  # blocked seq -> ("wait", signal, need, pos) | ("gate", launch, host pos)
-  for i in range(S):
-    if done[i] >= u.total(i): continue
-    k, idx = divmod(done[i], lens[i])
-    g = u.gate_pos(i, k + 1) if i and idx == 0 else 0
-    if done[0] < g: state[i] = ("gate", k + 1, g)
-    else:
-      op = u.seqs[i].ops[idx]
-      if op[0] == POLL:   # ("poll", value slot, (value, mask), pos): the slots after the signals are the polled words
-        state[i] = ("poll", len(u.signals) + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), done[i] + 1)
-      else: state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
   wanted = {st[1] for st in state.values() if st[0] == "wait"}
   polled = {st[1] for st in state.values() if st[0] == "poll"}
-  future: dict = {}  # (seq, signal or polled slot) -> [(pos, value)] writes (stores) not yet run
+  future: dict[tuple[int, int], list[tuple[int, int]]] = {}
   for j in state:
     ops = u.seqs[j].ops
     for p in range(done[j], u.total(j)):
@@ -217,107 +296,67 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
         for c, pin, keep, bits in op[2]:
           x = len(u.signals) + u.slot(c, pin, p // lens[j] + 1)
           if x in polled: future.setdefault((j, x), []).append((p + 1, values[x] & keep | bits[p // lens[j]]))
-  writes_any = {op[1] for s in u.seqs for op in s.ops if op[0] == WRITE}
-  stored_any = {c for s in u.seqs for op in s.ops if op[0] == ACCESS and len(op) > 2 for c, *_ in op[2]}
-  edges: dict = {}  # blocked seq -> [(other seq, position of the step it waits for)]
-  for i, st in state.items():
-    if st[0] == "gate": edges[i] = [(0, st[2])]; continue
-    edges[i] = []
-    ok = (lambda v, need=st[2]: v & need[1] == need[0]) if st[0] == "poll" else (lambda v, need=st[2]: v >= need)
-    for j in state:
-      w = next((p for p, v in future.get((j, st[1]), ()) if ok(v)), None)
-      if w is not None: edges[i].append((j, w))
+  return future
 
-  def cycle(i):  # shortest path i -> ... -> i over the wait-for edges (BFS), as the list of sequences from i
-    prev, frontier, last = {}, [i], None
-    while frontier and last is None:
-      nxt = []
-      for a in frontier:
-        for b, _ in edges.get(a, ()):
-          if b == i: last = a; break
-          if b not in prev and b in state: prev[b] = a; nxt.append(b)
-        if last is not None: break
-      frontier = nxt
-    if last is None: return None
-    path = [last]
-    while path[-1] != i: path.append(prev[path[-1]])
-    return path[::-1]
+def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
+  """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
+  writer left) that is the cause, `root` whether this wait is that cause's report (else it only waits on it)."""
+  g = _Stuck.of(u, done, values)
+  report = {"wait": _wait_deadlock, "poll": _poll_deadlock}
+  return [d for i, st in g.state.items() if st[0] != "gate" and (d := report[st[0]](g, i)) is not None]
 
-  # a cause is named by its strongly connected component of the wait-for graph, not by the shortest cycle through the
-  # wait it was reached from: the host waiting on itself and on a queue it has not submitted is one cause whichever
-  # blocked wait leads to it (shortest cycles differ by start: {host} from the host, {q1, host} from q1)
-  comp = _components({i: [j for j, _ in edges.get(i, ()) if j in state] for i in state})
-  stmt_key = lambda h: _key(u, h, state[h][3] if state[h][0] != "gate" else done[h] + 1)
-  cycles = {}
-  def group(i):
-    """The cause i's wait ends in: its own cycle, its own missing write, or (following the wait-for edges) another's."""
-    seen, frontier = {i}, [i]
-    while frontier:
-      a = frontier.pop(0)
-      c = cycles[a] = cycles[a] if a in cycles else cycle(a)
-      if c: return frozenset(stmt_key(h) for h in comp[a]), a
-      if state[a][0] != "gate" and not edges[a]: return frozenset([_key(u, a, state[a][3])]), a
-      for b, _ in edges.get(a, ()):
-        if b not in seen and b in state: seen.add(b); frontier.append(b)
-    return frozenset([_key(u, i, state[i][3])]), i
+def _poll_deadlock(g: _Stuck, i: int) -> Optional[tuple]:
+  u, (_, s, need, pos) = g.u, g.state[i]
+  op, k = _op(u, i, pos), _launch(u, i, pos)
+  if op[2] is None and op[3] & ~op[4]: return None   # a literal outside the mask: the static check's `deadlock`
+  name = word_name(u, s)
+  msg = f"{_who(u, i)} polls forever for {g.cond(g.state[i])} (launch {k}); {name} is stuck at {g.values[s]:#x}"
+  if _cell_id(u, s) not in g.stored: msg += f", and no `write` stores into {name}"
+  elif not g.edges[i]: msg += ", and no store left in the checked launches makes it so"
+  else: msg += g.writers(i, name)
+  grp, cause = g.group(i)
+  return (_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), extra={"launch": k, "queue": _who(u, i),
+          "signal": name, "needed": need[0], "mask": need[1], "value": g.values[s]}), grp, cause == i)
 
-  def cond(st) -> str:   # what a blocked wait or poll waits for
-    return f"{word_name(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
-  out = []
-  for i, st in state.items():
-    if st[0] == "gate": continue
-    _, s, need, pos = st
-    k = _launch(u, i, pos)
-    ws = edges[i]
-    if st[0] == "poll":
-      op = _op(u, i, pos)
-      if op[2] is None and op[3] & ~op[4]: continue   # a literal outside the mask: the static check's `deadlock`
-      name = word_name(u, s)
-      msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
-      if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
-      elif not ws: msg += ", and no store left in the checked launches makes it so"
-      else:
-        msg += "; " + ", ".join(f"{_who(u, j)} would write {name} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
-                                f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
-      grp, cause = group(i)
-      out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), extra={"launch": k, "queue": _who(u, i),
-                 "signal": name, "needed": need[0], "mask": need[1], "value": values[s]}), grp, cause == i))
-      continue
-    msg = f"{_who(u, i)} waits forever for {_sig(u, s)} >= {need} (launch {k}); {_sig(u, s)} is stuck at {values[s]}"
-    if s not in writes_any: msg += f", and nothing writes {_sig(u, s)}"
-    elif not ws: msg += f", and no write left in the checked launches brings it to {need}"
+def _wait_deadlock(g: _Stuck, i: int) -> tuple:
+  u, (_, s, need, pos) = g.u, g.state[i]
+  k, sig = _launch(u, i, pos), _sig(u, s)
+  msg = f"{_who(u, i)} waits forever for {sig} >= {need} (launch {k}); {sig} is stuck at {g.values[s]}"
+  written = s in g.written
+  if not written: msg += f", and nothing writes {sig}"
+  elif not g.edges[i]: msg += f", and no write left in the checked launches brings it to {need}"
+  else: msg += g.writers(i, sig)
+  related, notes = [], []
+  if not written and sig.endswith(".timeline"):
+    d = sig[:-len(".timeline")]
+    notes.append(f"`epoch` waits for the previous launch's `signal {d}.timeline = {d}.epoch`: end the launch with "
+                 f"a finalizer that waits for the device's work and writes it")
+  grp, cause = g.group(i)
+  cyc, edit = g.cycles.get(i), None
+  if cyc:
+    names = [_who(u, h) for h in cyc]
+    notes.append("cycle of waits: " + " -> ".join(names + names[:1]))
+    related += _hops(g, cyc)
+    fix, edit = _fix(u, cyc, g.state, g.edges, g.values)
+    if fix: notes.append(fix)
+  return (_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
+          extra={"launch": k, "queue": _who(u, i), "signal": sig, "needed": need, "value": g.values[s]}, fix=edit),
+          grp, cause == i or bool(cyc))
+
+def _hops(g: _Stuck, cyc: list[int]) -> list[Related]:
+  """A cycle's hops: each sequence, what it waits for, and where the next one writes it (or submits it)."""
+  u, out = g.u, []
+  for n, h in enumerate(cyc):
+    nx = cyc[(n + 1) % len(cyc)]
+    hs = g.state[h]
+    if hs[0] == "gate":
+      when = (f"runs its submit at {u.line(0, hs[2])}" if u.stmt(0, hs[2]) is not None else
+              f"starts launch {hs[1]} (queues no `submit` names are submitted before its first statement)")
+      out.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host {when}", u.span(h, g.done[h] + 1)))
     else:
-      msg += "; " + ", ".join(f"{_who(u, j)} would write {_sig(u, s)} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
-                              f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
-    related, notes = [], []
-    if s not in writes_any and _sig(u, s).endswith(".timeline"):
-      d = _sig(u, s)[:-len(".timeline")]
-      notes.append(f"`epoch` waits for the previous launch's `signal {d}.timeline = {d}.epoch`: end the launch with "
-                   f"a finalizer that waits for the device's work and writes it")
-    grp, cause = group(i)
-    cyc = cycles.get(i)
-    if cyc:
-      names = [_who(u, h) for h in cyc]
-      notes.append("cycle of waits: " + " -> ".join(names + names[:1]))
-      for n, h in enumerate(cyc):
-        nx = cyc[(n + 1) % len(cyc)]
-        hs = state[h]
-        if hs[0] == "gate":
-          when = (f"runs its submit at {u.line(0, hs[2])}" if u.stmt(0, hs[2]) is not None else
-                  f"starts launch {hs[1]} (queues no `submit` names are submitted before its first statement)")
-          related.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host {when}",
-                                 u.span(h, done[h] + 1)))
-        else:
-          w = next(p for j, p in edges[h] if j == nx)
-          related.append(Related(f"{_who(u, h)} {'polls' if hs[0] == 'poll' else 'waits'} for {cond(hs)} (launch {_launch(u, h, hs[3])}), "
-                                 f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
-    edit = None
-    if cyc:
-      fix, edit = _fix(u, cyc, state, edges, values)
-      if fix: notes.append(fix)
-    out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
-               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]}, fix=edit),
-                grp, cause == i or bool(cyc)))
+      w = next(p for j, p in g.edges[h] if j == nx)
+      out.append(Related(f"{_who(u, h)} {'polls' if hs[0] == 'poll' else 'waits'} for {g.cond(hs)} (launch {_launch(u, h, hs[3])}), "
+                         f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
   return out
 
 def _waits_for(x: dict) -> str:
