@@ -9,13 +9,12 @@ program goes back to Python, to enumerate its racing pairs (capped per statement
 search: each read's last write ordered before it (docs/check.md, "Cache semantics of the packets").
 """
 from __future__ import annotations
-from typing import TYPE_CHECKING, Callable, Optional
+from typing import Optional, Sequence
 import attrs
 import numpy as np
 from .unroll import Unrolled, AccessTable, BARRIER, NOP, POLL, R, W, POLL_READ, STORE
 from .caches import SIGNAL_INVALIDATES_L2, STALE_READS, device_arch
 from .clocks import Clocks
-if TYPE_CHECKING: from .hb import Execution
 
 __all__ = ["VisColumns", "accesses", "SCAN_CAP", "RACE_CAP"]
 
@@ -74,15 +73,17 @@ class Index:
 @attrs.frozen
 class Pairs:
   """Each (access, range r2 overlapping it, other sequence j accessing r2), against an Index."""
-  a: np.ndarray      # the access (an instance)
-  j: np.ndarray      # the other sequence
-  base: np.ndarray   # (r2 * S + j) * big: where j's accesses of r2 start in the index's keys
-  t: np.ndarray      # the index of j's first access of r2 not ordered before the access (may be past j's accesses)
+  access: np.ndarray   # the access (an instance)
+  other: np.ndarray    # the other sequence j
+  base: np.ndarray     # (r2 * S + j) * big: where j's accesses of r2 start in the index's keys
+  first: np.ndarray    # the index (into the index's keys) of j's first access of r2 not ordered before the access
+                       # (may be past j's accesses of r2)
 
-def accesses(u: Unrolled, x: Execution) -> tuple[dict, VisColumns]:
-  """(races, visibility findings) from every executed access, given the execution's clocks."""
+def accesses(u: Unrolled, done: Sequence[int], polled: Sequence[int], clocks: Clocks) -> tuple[dict, VisColumns]:
+  """(races, visibility findings) from every access an execution ran (`done`: steps per sequence; `polled`: the
+  sequences blocked at a poll, whose read is about to run), given its clocks."""
   if not len(u.access_table().seq): return {}, NO_VIS
-  acc = _instances(u, x)
+  acc = _instances(u, done, polled, clocks)
   if acc is None: return {}, NO_VIS
   writes, reads = acc.mode != R, acc.mode != W
   widx, ridx = _index(acc, writes), _index(acc, reads)
@@ -100,19 +101,19 @@ def accesses(u: Unrolled, x: Execution) -> tuple[dict, VisColumns]:
     searches = ((ww, widx), (_pairs(acc, np.flatnonzero(writes), ridx), ridx))
   found = _Races(u, acc)
   for pr, idx in searches:
-    ok = pr.t < len(idx.key)
-    ok[ok] = idx.key[pr.t[ok]] < pr.base[ok] + acc.clocks.big
-    racy = acc.entry(idx.rec[pr.t[ok]], acc.seq[pr.a[ok]]) < acc.pos[pr.a[ok]]   # and not ordered after it either
+    ok = pr.first < len(idx.key)
+    ok[ok] = idx.key[pr.first[ok]] < pr.base[ok] + acc.clocks.big
+    racy = acc.entry(idx.rec[pr.first[ok]], acc.seq[pr.access[ok]]) < acc.pos[pr.access[ok]]   # and not ordered after it either
     if racy.any(): found.report(np.flatnonzero(ok)[racy], pr, idx)
   # a poll's read is the command processor's, not a kernel's through the near caches: no visibility either way
   return found.races, _visibility(u, acc, ww, widx, reads & ~polls)
 
-def _instances(u: Unrolled, x: Execution) -> Optional[Instances]:
+def _instances(u: Unrolled, done: Sequence[int], polled: Sequence[int], clocks: Clocks) -> Optional[Instances]:
   """Every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
   other memory in each launch), and the clock row holding at it. None when nothing ran."""
   A, N, S = u.access_table(), u.launches, len(u.seqs)
-  done = np.asarray(x.done, dtype=np.int64)
-  done[list(x.polled)] += 1   # a poll left blocked is about to run: its read takes part
+  done = np.asarray(done, dtype=np.int64)
+  done[list(polled)] += 1   # a poll left blocked is about to run: its read takes part
   done = done[A.seq]
   pinned = bool(u.pinned)
   ninst = max(N, int(A.pin.max(initial=-1)) + 1)
@@ -127,7 +128,6 @@ def _instances(u: Unrolled, x: Execution) -> Optional[Instances]:
   rows, pos, rinst = np.concatenate(rows), np.concatenate(pos), np.concatenate(rinst)
   if not len(rows): return None
   seq = A.seq[rows]
-  clocks = Clocks.of(x.clock, x.held, int(max(len(s.ops) for s in u.seqs) * N + 2))
   nb_ptr, nb = A.neighbours(ninst)
   return Instances(A, rows, seq, pos, A.mode[rows], rinst, clocks.row(seq, pos), clocks, nb_ptr, nb, ninst)
 
@@ -176,12 +176,12 @@ class _Races:
     unordered (clocks grow, so the rest are ordered after)."""
     acc, big = self.acc, self.acc.clocks.big
     seq, pos, C = acc.seq, acc.pos, acc.clocks.C
-    for n in sorted(hit.tolist(), key=lambda n: (int(pos[pr.a[n]]), int(seq[pr.a[n]]))):
-      x, jj = int(pr.a[n]), int(pr.j[n])
+    for n in sorted(hit.tolist(), key=lambda n: (int(pos[pr.access[n]]), int(seq[pr.access[n]]))):
+      x, jj = int(pr.access[n]), int(pr.other[n])
       i, p = int(seq[x]), int(pos[x])
       ai = self._access(int(acc.rows[x]))
       me = (i, (p - 1) % self.lens[i], ai[0])
-      tt, seg, c = int(pr.t[n]), int(idx.key[pr.t[n]]) // big, 0
+      tt, seg, c = int(pr.first[n]), int(idx.key[pr.first[n]]) // big, 0
       while tt < len(idx.key) and int(idx.key[tt]) // big == seg and c < SCAN_CAP and self.partners.get(me, 0) < RACE_CAP:
         y = int(idx.rec[tt])
         if C[acc.xrow[y], i] >= p: break
@@ -221,14 +221,14 @@ def _ranges(starts, counts) -> np.ndarray:
 @attrs.frozen
 class _Reads:
   """The compute reads that may see stale data, with the write they are ordered after (one row per candidate)."""
-  a: np.ndarray      # the read (an instance)
-  j: np.ndarray      # the writer's sequence
-  t: np.ndarray      # the write's index in the writes' Index
-  i: np.ndarray      # the reader's sequence
-  p: np.ndarray      # the read's position
-  wrow: np.ndarray   # the write (an instance)
-  q: np.ndarray      # the write's position
-  dev: np.ndarray    # the reader's device (an id)
+  read: np.ndarray     # the read (an instance)
+  writer: np.ndarray   # the writer's sequence
+  key: np.ndarray      # the write's index in the writes' Index
+  reader: np.ndarray   # the reader's sequence
+  pos: np.ndarray      # the read's position
+  write: np.ndarray    # the write (an instance)
+  wpos: np.ndarray     # the write's position
+  dev: np.ndarray      # the reader's device (an id)
 
 @attrs.frozen
 class _Devices:
@@ -251,7 +251,7 @@ def _visibility(u: Unrolled, acc: Instances, ww: Pairs, widx: Index, reads: np.n
   devs = _devices(u)
   c = _candidates(u, acc, ww, widx, reads, devs)
   if c is None: return NO_VIS
-  kind, arow = np.full(len(c.a), -1, dtype=np.int64), np.full(len(c.a), -1, dtype=np.int64)
+  kind, arow = np.full(len(c.read), -1, dtype=np.int64), np.full(len(c.read), -1, dtype=np.int64)
   _hdp(u, acc, c, devs, kind)
   _stale_l2(u, acc, c, devs, (kind, arow))
   return _per_statement(acc, c, widx, kind, arow)
@@ -268,7 +268,7 @@ def _candidates(u: Unrolled, acc: Instances, ww: Pairs, widx: Index, reads: np.n
   """Per compute read and writer j: j's last write of an overlapping range ordered before the read (the write before
   the first unordered one, in the same (range, sequence) run of keys), when j does not write through the reading
   device's L2. None when there is none."""
-  a, j, t = ww.a, ww.j, ww.t - 1
+  a, j, t = ww.access, ww.other, ww.first - 1
   i = acc.seq[a]
   compute, sdev = devs.compute, devs.sdev
   stale = {d.name: STALE_READS[device_arch(d)] for d in u.program.devices}   # NV devices read nothing stale (caches.py)
@@ -289,7 +289,7 @@ def _positions(u: Unrolled, m: int, *kinds: int) -> np.ndarray:
 
 def _latest(acc: Instances, c: _Reads, m: int, steps: np.ndarray, sel: np.ndarray) -> np.ndarray:
   """Per read of `sel`: sequence m's last step of `steps` ordered before it (0: none)."""
-  bound = np.where(c.i[sel] == m, c.p[sel] - 1, acc.entry(c.a[sel], m))
+  bound = np.where(c.reader[sel] == m, c.pos[sel] - 1, acc.entry(c.read[sel], m))
   if not len(steps): return np.zeros(len(sel), dtype=np.int64)
   x = np.searchsorted(steps, bound, side="right") - 1
   return np.where(x >= 0, steps[np.maximum(x, 0)], 0)
@@ -297,14 +297,14 @@ def _latest(acc: Instances, c: _Reads, m: int, steps: np.ndarray, sel: np.ndarra
 def _hdp(u: Unrolled, acc: Instances, c: _Reads, devs: _Devices, kind: np.ndarray) -> None:
   """The host's writes to the reading device's memory want a `barrier` (the HDP flush) of one of its compute queues
   between them and the read: kind 0 where none is."""
-  hdp = np.flatnonzero((c.j == 0) & (devs.bdev[acc.table.buf[acc.rows[c.a]]] == c.dev))
+  hdp = np.flatnonzero((c.writer == 0) & (devs.bdev[acc.table.buf[acc.rows[c.read]]] == c.dev))
   if not len(hdp): return
   flushed = np.zeros(len(hdp), dtype=bool)
   for d, ms in devs.on.items():
     for m in ms:
       e = _latest(acc, c, m, _positions(u, m, BARRIER), hdp)
       has = (e > 0) & (c.dev[hdp] == d)
-      flushed[has] |= acc.clocks.entry(m, e[has], 0) >= c.q[hdp[has]]
+      flushed[has] |= acc.clocks.entry(m, e[has], 0) >= c.wpos[hdp[has]]
   kind[hdp[~flushed]] = 0
 
 def _stale_l2(u: Unrolled, acc: Instances, c: _Reads, devs: _Devices, out: tuple[np.ndarray, np.ndarray]) -> None:
@@ -319,9 +319,9 @@ def _stale_l2(u: Unrolled, acc: Instances, c: _Reads, devs: _Devices, out: tuple
   inv = {m: np.sort(_positions(u, m, BARRIER, NOP)) for d in l2 for m in devs.on[d]}
   for d, k in ((d, k) for d in l2 for k in devs.on[d]):
     sel = np.flatnonzero((c.dev == d) & (kind < 0))
-    cc, r2 = acc.overlapping(sel, c.a[sel])   # cc: indices into c
+    cc, r2 = acc.overlapping(sel, c.read[sel])   # cc: indices into c
     kb = (r2 * S + k) * big
-    x = np.searchsorted(aidx.key, kb + acc.entry(c.wrow[cc], k), side="right") - 1
+    x = np.searchsorted(aidx.key, kb + acc.entry(c.write[cc], k), side="right") - 1
     hit = x >= 0
     hit[hit] = aidx.key[x[hit]] >= kb[hit]
     cc, x = cc[hit], x[hit]
@@ -343,7 +343,7 @@ def _per_statement(acc: Instances, c: _Reads, widx: Index, kind: np.ndarray, aro
   """One warning per statement: its first launch, first access, first writer, that writer's latest write."""
   A, rows, pos, big = acc.table, acc.rows, acc.pos, acc.clocks.big
   hit = kind >= 0
-  a, j, t, kind, arow = c.a[hit], c.j[hit], c.t[hit], kind[hit], arow[hit]
+  a, j, t, kind, arow = c.read[hit], c.writer[hit], c.key[hit], kind[hit], arow[hit]
   stmt = acc.seq[a] * big + A.idx[rows[a]]
   order = np.lexsort((-widx.key[t], j, A.sub[rows[a]], pos[a], stmt))
   first = order[np.r_[True, stmt[order][1:] != stmt[order][:-1]]] if len(order) else order

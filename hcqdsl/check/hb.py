@@ -82,7 +82,7 @@ class Trace:
 
 def happens_before(u: Unrolled) -> Trace:
   x = execute_direct(u) or execute_loop(u)
-  races, vis = accesses(u, x)
+  races, vis = accesses(u, x.done, x.polled, Clocks.of(x.clock, x.held, _big(u)))
   return Trace(x.done, x.values, x.blocked, x.violations, x.wstats, x.vc, races, vis, [s.ops for s in u.seqs])
 
 def _big(u: Unrolled) -> int:
