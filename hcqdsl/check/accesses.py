@@ -111,7 +111,7 @@ def accesses(u: Unrolled, done: Sequence[int], polled: Sequence[int], clocks: Cl
 def _instances(u: Unrolled, done: Sequence[int], polled: Sequence[int], clocks: Clocks) -> Optional[Instances]:
   """Every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
   other memory in each launch), and the clock row holding at it. None when nothing ran."""
-  A, N, S = u.access_table(), u.launches, len(u.seqs)
+  A, N = u.access_table(), u.launches
   done = np.asarray(done, dtype=np.int64)
   done[list(polled)] += 1   # a poll left blocked is about to run: its read takes part
   done = done[A.seq]
@@ -190,7 +190,7 @@ class _Races:
 
   def _add(self, x: tuple, y: tuple) -> None:
     """One racing pair of accesses (seq, pos, access), kept at its statements' smallest launches."""
-    (j, q, aj), (i, p, ai), lens = x, y, self.lens
+    (j, q, aj), (i, p, _), lens = x, y, self.lens
     kj, ki = (q - 1) // lens[j] + 1, (p - 1) // lens[i] + 1
     a, b = (j, (q - 1) % lens[j]), (i, (p - 1) % lens[i])
     key = (min(a, b), max(a, b), aj[0])

@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import attrs
 import numpy as np
 from ..ir import U32_MAX
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, POLL, INT64_SAFE
+from .unroll import Unrolled, WAIT, WRITE, POLL, INT64_SAFE
 from .clocks import ClockRows, Clocks, ClockLimit, MAX_CLOCK_BYTES
 from .accesses import accesses, VisColumns
 
