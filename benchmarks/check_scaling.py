@@ -168,7 +168,7 @@ def phases(path: str) -> dict:
 
 def passes(path: str) -> dict:
   """One in-process run of `hcqdsl check PATH` split finer than `phases`: the static checks, unroll, the
-  happens-before pass, each warning pass, and the report's sort, capped text and summary line (CPU s, GC off)."""
+  happens-before pass, each pass of `PASSES`, and the report's sort, capped text and summary line (CPU s, GC off)."""
   import gc
   from hcqdsl.lang.parse import parse_syntax
   from hcqdsl.check.static import check_static
@@ -188,9 +188,8 @@ def passes(path: str) -> dict:
     d = timed("static", check_static, prog)
     u = timed("unroll", unroll, prog, 2)
     t = timed("hb", happens_before, u)
-    found = A.Findings(wstats=t.wstats, vis=t.vis_found)
-    for p in (A.OverflowAnalysis(), A.RedundantWaitAnalysis(), A.VisibilityAnalysis(), A.UnusedSignalAnalysis()):
-      d += timed(p.code, p.run, u, found)
+    found = A.Findings(deadlocks=[(t.done, t.values)] if t.blocked else [], races=t.races, wstats=t.wstats, vis=t.vis_found)
+    for p in A.PASSES: d += timed(p.code, p.run, u, found)   # (the program is inside the exact fragment)
     d = timed("sort", _sorted, d)
     timed("text", render_text, d, {path: text}, 20)
     timed("summary", summary, d, 2, len(prog.queues))
