@@ -107,7 +107,6 @@ class _Guess:
   pos: np.ndarray
   sig: np.ndarray
   val: np.ndarray
-  key: np.ndarray         # sig * KS + the write's `_Sync.key`: sorted
   init: np.ndarray        # the initial value's entry
   lowering: np.ndarray    # a write below the value before it
   seg: np.ndarray         # its segment: an initial value or a lowering write, and the writes after it up to the next
@@ -148,11 +147,18 @@ def execute_direct(u: Unrolled) -> Optional[Execution]:
   S, big, lens = len(u.seqs), _big(u), [len(s.ops) for s in u.seqs]
   KS = u.launches * S * big   # the guessed order's keys within one signal
   if (inst := _instances(u, big, KS)) is None: return None
-  g = _guess(u, inst[1], KS)
-  w = _satisfy(g, inst[0], KS)
+  # (each step's inputs are dropped as soon as they are used: a big program's time is largely its page faults, and
+  # freed arrays are memory the next ones reuse)
+  waits, writes = inst
+  del inst
+  g, key = _guess(u, writes, KS)
+  del writes
+  w = _satisfy(g, key, waits, KS)
+  del waits, key
   ev = _events(u, w, big)
   ran_ev, done, levels = _run(ev, lens, u.launches)
   rows, starts, cur = _rows(ev, ran_ev, levels, big)
+  del levels
   C = rows.build(S)
   ran = _guess_held(g, w, Clocks.of(C, rows.held, big), np.asarray(done, dtype=I64))
   if ran is None: return None
@@ -185,8 +191,9 @@ def _instances(u: Unrolled, big: int, KS: int) -> Optional[tuple[_Sync, _Sync]]:
   cat = lambda xs: _Sync(*(np.concatenate(c) for c in zip(*xs))) if xs else _Sync(*(np.zeros(0, dtype=I64) for _ in range(5)))
   return cat(inst[WAIT]), cat(inst[WRITE])
 
-def _guess(u: Unrolled, w: _Sync, KS: int) -> _Guess:
-  """The writes, and each signal's initial value, in the guessed order; split into segments at lowering writes."""
+def _guess(u: Unrolled, w: _Sync, KS: int) -> tuple[_Guess, np.ndarray]:
+  """The writes, and each signal's initial value, in the guessed order, split into segments at lowering writes; and
+  their keys in that order (sig * KS + `_Sync.key`: sorted)."""
   nsig = len(u.signals)
   ws = np.concatenate([w.sig, np.arange(nsig, dtype=I64)])
   wq, wp = np.concatenate([w.seq, np.full(nsig, -1, dtype=I64)]), np.concatenate([w.pos, np.zeros(nsig, dtype=I64)])
@@ -196,12 +203,12 @@ def _guess(u: Unrolled, w: _Sync, KS: int) -> _Guess:
   wq, wp, ws, wv, full = wq[order], wp[order], ws[order], wv[order], full[order]
   init = wq < 0
   lowering = np.r_[False, wv[1:] < wv[:-1]] & ~init
-  return _Guess(wq, wp, ws, wv, full, init, lowering, np.cumsum(init | lowering) - 1, np.flatnonzero(init | lowering))
+  return _Guess(wq, wp, ws, wv, init, lowering, np.cumsum(init | lowering) - 1, np.flatnonzero(init | lowering)), full
 
-def _satisfy(g: _Guess, a: _Sync, KS: int) -> _Waits:
-  """Each wait's segment (that of the write just before it in the guessed order), and the write satisfying it: the
-  first of its segment reaching its value (values never fall within a segment)."""
-  ag = g.seg[np.searchsorted(g.key, a.sig * KS + a.key, side="right") - 1]
+def _satisfy(g: _Guess, key: np.ndarray, a: _Sync, KS: int) -> _Waits:
+  """Each wait's segment (that of the write just before it in the guessed order: `key`, the writes' keys), and the
+  write satisfying it: the first of its segment reaching its value (values never fall within a segment)."""
+  ag = g.seg[np.searchsorted(key, a.sig * KS + a.key, side="right") - 1]
   segkey = (g.seg << 32) | g.val
   t = np.searchsorted(segkey, (ag << 32) | a.val, side="left")
   ok = t < len(segkey)
@@ -349,6 +356,10 @@ def execute_loop(u: Unrolled) -> Execution:
 
 class _Loop:
   """The state of `execute_loop`: per signal, per polled word and per sequence, and the clock rows recorded so far."""
+  # (slots: every op reads a few of these, and a slot is faster to get at than an entry of the instance's dict)
+  __slots__ = ("u", "N", "S", "envs", "lens", "big", "sync", "nsig", "value", "hv", "hw", "lw_s", "lw_p", "last_reset",
+               "last_wait", "waiters", "sub", "gate_blocked", "launch", "at", "cur", "started", "ready", "checks", "prev",
+               "src", "raise_", "held", "lvl", "starts", "cv", "stores", "pollers", "polls_run", "poll_joins")
   def __init__(self, u: Unrolled):
     seqs, N, S = u.seqs, u.launches, len(u.seqs)
     self.u, self.N, self.S, self.envs = u, N, S, u.envs
@@ -386,27 +397,70 @@ class _Loop:
     self.poll_joins: list[int] = []    # the rows joining a store (not a wait's: the redundant-wait statistics)
 
   def run(self) -> None:
-    """Every sequence runs until it blocks; a write (store, submit) wakes the sequences it lets go on."""
-    step = (self._wait, self._write, self._store, None, None, self._submit, self._poll)   # by op kind
-    sync, lens, N, sub, ready = self.sync, self.lens, self.N, self.sub, self.ready
+    """Every sequence runs until it blocks; a write (store, submit) wakes the sequences it lets go on. Waits and writes,
+    nearly every sync op, run here (this loop is the hot path of the programs it takes: no call per op), the others
+    through the table `step`."""
+    step = (None, None, self._store, None, None, self._submit, self._poll)   # by op kind
+    sync, lens, N, sub, ready, envs, big = self.sync, self.lens, self.N, self.sub, self.ready, self.envs, self.big
+    value, hv, hw, last_reset, last_wait, checks = self.value, self.hv, self.hw, self.last_reset, self.last_wait, self.checks
+    lw_s, lw_p, waiters, prev, src, raise_, held, lvl = (self.lw_s, self.lw_p, self.waiters, self.prev, self.src, self.raise_,
+                                                         self.held, self.lvl)
     while ready:
       i = ready.pop()
       k = self.launch[i]
       if k >= N: continue
       (sidx, so), L, v, c = sync[i], lens[i], self.cur[i], self.at[i]
       hsub = sub[i][k][0] if i and sub[i][k] is not None else 0   # the host position this launch's submit joined
-      n = len(so)
+      n, ib = len(so), i * big
       while k < N:   # one launch of this sequence per round, from sync op c until it blocks
         if c == 0 and i and self.started[i] <= k:   # (a queue blocked at its first op has its start row already)
-          if (s := self._start(i, k, v)) is None: break
-          v, hsub = s
-        base = k * L + 1
+          if (st := self._start(i, k, v)) is None: break
+          v, hsub = st
+        base, envk = k * L + 1, envs[k]
         for c in range(c, n):
           op = so[c]
-          if (r := step[op[0]](i, op, k, base + sidx[c], v, hsub)) < 0: break
-          v = r
+          kind = op[0]
+          if kind == WAIT:
+            _, s, var, val = op
+            need = val if var is None else envk[var] + val
+            if i or need <= U32_MAX: need &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
+            if value[s] < need:
+              heappush(waiters[s], (need, i))
+              break
+            pos = base + sidx[c]
+            # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
+            # anything): else the wait could also run, or sit blocked, while it lowers the signal. The submit orders
+            # the host up to hsub
+            r = last_reset[s]
+            if r is not None and r[0] != i and (r[0] or r[1] > hsub): checks.append((v, r[0], r[1], ("non-monotonic", r, (i, pos), s)))
+            wj, wp, hr = hw[s][bisect_left(hv[s], need)]
+            if wj >= 0 and wj != i:   # a join (`_join`, inline)
+              prev.append(v); src.append(hr); raise_.append(wj * big + wp); held.append(ib + pos + 1)
+              x, y = lvl[v], lvl[hr]
+              lvl.append((x if x > y else y) + 1)
+              v = len(lvl) - 1
+            last_wait[s][i] = pos
+          elif kind == WRITE:
+            _, s, var, val = op
+            val = (val if var is None else envk[var] + val) & U32_MAX
+            pos, j, jp = base + sidx[c], lw_s[s], lw_p[s]
+            # writes of a signal are totally ordered; a lowering one after every other use of the signal
+            if j >= 0 and j != i and (j or jp > hsub): checks.append((v, j, jp, ("signal-race", (j, jp), (i, pos), s)))
+            if val < value[s]:
+              for j, wp in last_wait[s].items():
+                if j != i: checks.append((v, j, wp, ("non-monotonic", (i, pos), (j, wp), s)))
+              hv[s], hw[s] = [val], [(i, pos, v)]
+              last_reset[s] = (i, pos)
+            else:
+              hv[s].append(val); hw[s].append((i, pos, v))
+            value[s], lw_s[s], lw_p[s] = val, i, pos
+            wq = waiters[s]
+            while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
+          elif (r := step[kind](i, op, k, base + sidx[c], v, hsub)) < 0: break
+          else: v = r
         else:
-          k += 1; c = 0
+          k += 1
+          c = 0
           continue
         break
       self.launch[i], self.at[i], self.cur[i] = k, c, v
@@ -429,43 +483,8 @@ class _Loop:
     self.starts.append(v); self.started[i] = k + 1
     return v, hsub
 
-  # each step of a sync op: sequence i's op at position pos of launch k (0-based), its current row v and the host
-  # position its launch's submit joined; returns its row after the op, or -1 when it blocks there
-
-  def _wait(self, i: int, op: tuple, k: int, pos: int, v: int, hsub: int) -> int:
-    _, s, var, val = op
-    need = val if var is None else self.envs[k][var] + val
-    if i or need <= U32_MAX: need &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
-    if self.value[s] < need:
-      heappush(self.waiters[s], (need, i))
-      return -1
-    # the latest lowering write must already be ordered before this wait (by the clock before the wait joins
-    # anything): else the wait could also run, or sit blocked, while it lowers the signal. The submit orders the
-    # host up to hsub
-    r = self.last_reset[s]
-    if r is not None and r[0] != i and (r[0] or r[1] > hsub): self.checks.append((v, r[0], r[1], ("non-monotonic", r, (i, pos), s)))
-    wj, wp, hr = self.hw[s][bisect_left(self.hv[s], need)]
-    if wj >= 0 and wj != i: v = self._join(v, hr, wj * self.big + wp, i * self.big + pos + 1)
-    self.last_wait[s][i] = pos
-    return v
-
-  def _write(self, i: int, op: tuple, k: int, pos: int, v: int, hsub: int) -> int:
-    _, s, var, val = op
-    val = (val if var is None else self.envs[k][var] + val) & U32_MAX
-    j, jp = self.lw_s[s], self.lw_p[s]
-    if j >= 0 and j != i and (j or jp > hsub): self.checks.append((v, j, jp, ("signal-race", (j, jp), (i, pos), s)))
-    if val < self.value[s]:
-      for j, wp in self.last_wait[s].items():
-        if j != i: self.checks.append((v, j, wp, ("non-monotonic", (i, pos), (j, wp), s)))
-      self.hv[s], self.hw[s] = [val], [(i, pos, v)]
-      self.last_reset[s] = (i, pos)
-    else:
-      self.hv[s].append(val); self.hw[s].append((i, pos, v))
-    self.value[s] = val
-    self.lw_s[s] = i; self.lw_p[s] = pos
-    wq = self.waiters[s]
-    while wq and wq[0][0] <= val: self.ready.append(heappop(wq)[1])
-    return v
+  # each step of the other sync ops: sequence i's op at position pos of launch k (0-based), its current row v and the
+  # host position its launch's submit joined; returns its row after the op, or -1 when it blocks there
 
   def _poll(self, i: int, op: tuple, k: int, pos: int, v: int, hsub: int) -> int:
     _, cell, var, val, mask, pin, _a = op
