@@ -16,7 +16,9 @@ def program(n: int) -> str:
 def best(prog, **kw) -> float:
   out = []
   for _ in range(3):
-    t0 = time.perf_counter(); r = run(prog, **kw); out.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    r = run(prog, **kw)
+    out.append(time.perf_counter() - t0)
     assert r.ok, r.summary()
   return min(out)
 

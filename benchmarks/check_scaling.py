@@ -43,7 +43,7 @@ def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0, read:
   def sp():
     line[0] += 1
     return Span("bench.hcq", line[0], 3, line[0], 20)
-  qname = lambda i: f"{'c' if i % 2 == 0 else 'x'}{i // 2}"
+  def qname(i): return f"{'c' if i % 2 == 0 else 'x'}{i // 2}"
   steps = max(1, n // NQ // 3)
   decls = [Device(f"gpu{d}", "AMD", d, "gfx1100", span=sp()) for d in range(ndev)]
   decls += [Buffer(f"buf_{qname(i)}", Ref(f"gpu{i // 2}"), steps * SLICE, span=sp()) for i in range(NQ)]
@@ -51,7 +51,7 @@ def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0, read:
   decls += [Signal(f"sig_{qname(i)}", Ref(f"gpu{i // 2}"), span=sp()) for i in range(NQ)]
   decls += [Kernel("produce", (Param("out", "dst"),), span=sp()),
             Kernel("step", (Param("out", "dst"), Param("in", "src")), span=sp())]
-  rng = lambda i, t: Slice(Ref(f"buf_{qname(i)}"), t * SLICE, (t + 1) * SLICE, True)
+  def rng(i, t): return Slice(Ref(f"buf_{qname(i)}"), t * SLICE, (t + 1) * SLICE, True)
   for i in range(NQ):
     body = [Epoch(span=sp())]
     waited = {}
@@ -68,7 +68,7 @@ def make(n: int, seed: int = 0, ndev: int = NDEV, no_barrier: float = 0.0, read:
       if i % 2 == 0:
         body.append(Exec(Ref("step"), (rng(i, t), src), span=sp()) if src else Exec(Ref("produce"), (rng(i, t),), span=sp()))
       else:
-        body.append(Copy(rng(i, t), src if src else rng(i, t - 1) if t else Slice(Ref("weights")), span=sp()))
+        body.append(Copy(rng(i, t), src or (rng(i, t - 1) if t else Slice(Ref("weights"))), span=sp()))
       body.append(SignalWrite(Ref(f"sig_{qname(i)}"), Expr(None, t + 1), span=sp()))
     if i % 2 == 0:  # the device's finalizer
       body += [Wait(Ref(f"sig_{qname(j)}"), Expr(None, steps), span=sp()) for j in range(NQ) if j != i]
@@ -132,7 +132,7 @@ def spin_table(cases=None):
     why = ("out of memory" if r["memlim"] else "incomplete") if not r["timeout"] and r["deadlock"] is None else ""
     st = r["states"] if r["states"] is not None else "-"
     verdict = f"check: {'deadlock' if dl else 'no deadlock'}, SPIN: " + (
-      "timeout" if r["timeout"] else why if why else "deadlock" if r["deadlock"] else "no deadlock")
+      "timeout" if r["timeout"] else why or ("deadlock" if r["deadlock"] else "no deadlock"))
     print(f"{m:>11} {2 * ndev:>6} {ours:>9.3f} {spin_s:>16} {r['t_pan']:>7.1f} {st:>10} {ratio:>8}  {verdict}")
 
 def _timed(p) -> float:
@@ -153,15 +153,21 @@ def phases(path: str) -> dict:
   from hcqdsl.check import _sorted
   from hcqdsl.check.pipeline import analyze as dyn
   from hcqdsl.diagnostics import render_text, summary
-  gc.collect(); gc.disable()
+  gc.collect()
+  gc.disable()
   clock = time.process_time   # CPU time of this process: less inflated than wall time on a shared box
   try:
     t = [clock()]
-    text = open(path).read(); t.append(clock())
-    prog, _ = parse_syntax(text, path); t.append(clock())
-    st = check_static(prog); t.append(clock())
-    d = _sorted(st + dyn(prog, launches=2)); t.append(clock())
-    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues)); t.append(clock())
+    text = open(path).read()
+    t.append(clock())
+    prog, _ = parse_syntax(text, path)
+    t.append(clock())
+    st = check_static(prog)
+    t.append(clock())
+    d = _sorted(st + dyn(prog, launches=2))
+    t.append(clock())
+    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues))
+    t.append(clock())
   finally: gc.enable()
   del prog, d, out
   return dict(zip(("read", "parse", "static", "analysis", "report"), (b - a for a, b in zip(t, t[1:]))))
@@ -178,10 +184,13 @@ def passes(path: str) -> dict:
   from hcqdsl.check import passes as A
   from hcqdsl.diagnostics import render_text, summary
   text = open(path).read()
-  gc.collect(); gc.disable()
+  gc.collect()
+  gc.disable()
   out, clock = {}, time.process_time
   def timed(name, f, *args):
-    t0 = clock(); r = f(*args); out[name] = clock() - t0
+    t0 = clock()
+    r = f(*args)
+    out[name] = clock() - t0
     return r
   try:
     prog, _ = parse_syntax(text, path)
@@ -247,7 +256,8 @@ def cli_main(sizes, vs=None):
     for name in trees:
       print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {name:>10} {best[name, n]:>7.2f} {cpu[name, n]:>7.2f}  {last[name, n]}")
     if vs is not None:
-      print(f"{'':>11} {'':>6} {'ratio':>10} {best[vs, n] / best['this tree', n]:>6.2f}x {cpu[vs, n] / cpu['this tree', n]:>6.2f}x  ({vs} / this tree)")
+      print(f"{'':>11} {'':>6} {'ratio':>10} {best[vs, n] / best['this tree', n]:>6.2f}x {cpu[vs, n] / cpu['this tree', n]:>6.2f}x  ({vs} / this "
+            f"tree)")
   b = {n: best["this tree", n] for n in sizes}
   c = {n: cpu["this tree", n] for n in sizes}
   if 100_000 in b and 1_000_000 in b:

@@ -95,7 +95,8 @@ def main():
   if a.decode: return decode(a.decode[0], a.decode[1], a.decode[2] if len(a.decode) > 2 else 64)
   from tinygrad import Tensor
   ex = ROOT / "examples" / "tinygrad"
-  print("| workload | cmds | tinygrad realize ms | emit ms | overhead | plan+format ms (hcqdsl / tinygrad) | emit's own work / tinygrad's, same run |")
+  print("| workload | cmds | tinygrad realize ms | emit ms | overhead | plan+format ms (hcqdsl / tinygrad) | "
+        "emit's own work / tinygrad's, same run |")
   print("| --- | --- | --- | --- | --- | --- | --- |")
   table = []
   for name, spec in WORKLOADS:
@@ -104,18 +105,24 @@ def main():
     tg, em, pl, own, tgin = [], [], {"hcqdsl": [], "tinygrad": []}, [], []
     for _ in range(a.repeat):
       ts = call_script(fn)
-      t0 = time.perf_counter(); Tensor.realize(*ts); tg.append(time.perf_counter() - t0)
+      t0 = time.perf_counter()
+      Tensor.realize(*ts)
+      tg.append(time.perf_counter() - t0)
       ts = call_script(fn)
       t0 = time.perf_counter()
       tim: dict = {}
       s = schedule(*ts, timings=tim)
       progs = {}
       for p in ("hcqdsl", "tinygrad"):
-        t1 = time.perf_counter(); progs[p] = program(s, p); format_program(progs[p]); pl[p].append(time.perf_counter() - t1)
+        t1 = time.perf_counter()
+        progs[p] = program(s, p)
+        format_program(progs[p])
+        pl[p].append(time.perf_counter() - t1)
       # `hcqdsl emit` (default planner) = schedule + run + collect + the hcqdsl planner + format
       em.append(time.perf_counter() - t0 - pl["tinygrad"][-1])
-      own.append(tim["total"] - tim["tinygrad"] + pl["hcqdsl"][-1]); tgin.append(tim["tinygrad"])
-    m = lambda x: min(x) * 1e3  # best of N: the machine is shared, noise only ever adds
+      own.append(tim["total"] - tim["tinygrad"] + pl["hcqdsl"][-1])
+      tgin.append(tim["tinygrad"])
+    def m(x): return min(x) * 1e3  # best of N: the machine is shared, noise only ever adds
     print(f"| {name} | {len(s.cmds)} | {m(tg):.1f} | {m(em):.1f} | {100 * (m(em) - m(tg)) / m(tg):+.0f}% | "
           f"{m(pl['hcqdsl']):.1f} / {m(pl['tinygrad']):.1f} | {100 * min(own) / min(tgin):.0f}% |")
     table.append((name, stats(progs["hcqdsl"]), stats(progs["tinygrad"])))

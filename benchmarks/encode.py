@@ -62,7 +62,9 @@ def run_tinygrad(work, dev):
 def best(fn, reps):
   ts = []
   for _ in range(reps):
-    st = time.perf_counter(); r = fn(); ts.append(time.perf_counter() - st)
+    st = time.perf_counter()
+    r = fn()
+    ts.append(time.perf_counter() - st)
   return min(ts), r
 
 def main():

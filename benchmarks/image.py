@@ -13,7 +13,9 @@ from submit import program  # noqa: E402
 def best(fn, reps: int) -> float:
   out = float("inf")
   for _ in range(reps):
-    t = time.perf_counter(); fn(); out = min(out, time.perf_counter() - t)
+    t = time.perf_counter()
+    fn()
+    out = min(out, time.perf_counter() - t)
   return out
 
 def main():

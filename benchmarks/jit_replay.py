@@ -36,7 +36,8 @@ def main():
   vecs = [sub.env_vector(k) for k in range(1, a.launches + 1)]
   tvals = [{symname[v]: x for v, x in e.items()} for e in envs]
   for k in (0, 1, 2):  # identical dwords first
-    sub.patch(qs, vecs[k]); tq._apply_var_vals(tvals[k])
+    sub.patch(qs, vecs[k])
+    tq._apply_var_vals(tvals[k])
     assert list(qs.tmpl) == [x & 0xFFFFFFFF for x in tq._q]
   best = {}
   for name, fn in (("hcqdsl", lambda k: sub.patch(qs, vecs[k])), ("tinygrad", lambda k: tq._apply_var_vals(tvals[k]))):

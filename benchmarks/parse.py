@@ -50,11 +50,12 @@ def render(blocks, layout: str = "line", devices: int = 8, queues: int = 16) -> 
   rng = random.Random(1)
   data = layout in ("data", "all")
   decls = [f"device g{d} = AMD:{d} gfx1100" for d in range(devices)]
-  decls += [f"buffer b{i} on g{i % devices} size 1M" + (f" = u32 [{', '.join(str(rng.randrange(1 << 32)) for _ in range(2048))}]" if data and i < 8 else "")
-            for i in range(32)]
+  def init(i): return f" = u32 [{', '.join(str(rng.randrange(1 << 32)) for _ in range(2048))}]" if data and i < 8 else ""
+  decls += [f"buffer b{i} on g{i % devices} size 1M" + init(i) for i in range(32)]
   decls += [f"signal s{i} on g{i % devices}" for i in range(queues)]
   decls += ["var kick"]
-  decls += [f"kernel k3(out c, in a, in b) = builtin add<f32> c {_C} amd \"k3.co\"" if layout in ("strings", "all") else "kernel k3(out c, in a, in b)",
+  k3 = f"kernel k3(out c, in a, in b) = builtin add<f32> c {_C} amd \"k3.co\""
+  decls += [k3 if layout in ("strings", "all") else "kernel k3(out c, in a, in b)",
             "kernel k1(inout a)"]
   if data: decls += [f"expect b{i}[0:64] ~= f32 [{', '.join(repr(rng.uniform(-1, 1)) for _ in range(16))}]" for i in range(8)]
   if layout in ("line", "data", "strings"):
@@ -78,7 +79,7 @@ def render(blocks, layout: str = "line", devices: int = 8, queues: int = 16) -> 
       lines.append("  # done\n}  # closes")
     return "\n".join(lines) + "\n# end\n"
   if layout == "compact":
-    pack = lambda s: s.replace(" >= ", ">=").replace(" = ", "=").replace(" + ", "+").replace(", ", ",").replace(" <- ", "<-")
+    def pack(s): return s.replace(" >= ", ">=").replace(" = ", "=").replace(" + ", "+").replace(", ", ",").replace(" <- ", "<-")
     return "\n".join(map(pack, decls)) + "\n" + "\n".join(f"{h}{{\n" + "".join(f"\t{pack(s)}\n" for s in body) + "}" for h, body in blocks) + "\n"
   if layout == "all":
     lines = ["; ".join(decls[i:i + 2]) + "  # two" for i in range(0, len(decls), 2)]
@@ -96,7 +97,9 @@ LAYOUTS = {"line": "one a line", "semicolon": "`;` two a line", "block": "block 
 def seconds(fn, text: str, repeat: int) -> float:
   best = float("inf")
   for _ in range(repeat):
-    t = time.process_time(); fn(text); best = min(best, time.process_time() - t)
+    t = time.process_time()
+    fn(text)
+    best = min(best, time.process_time() - t)
   return best
 
 def fast(text: str):
@@ -156,7 +159,8 @@ def scanner_at(rev: str):
   """`hcqdsl.lang.scan.scan` as of git revision `rev`, loaded beside this tree's (same package, same IR)."""
   root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
   src = subprocess.run(["git", "show", f"{rev}:hcqdsl/lang/scan.py"], cwd=root, capture_output=True, text=True, check=True).stdout
-  mod = types.ModuleType(f"hcqdsl.lang._scan_{rev}"); mod.__package__ = "hcqdsl.lang"
+  mod = types.ModuleType(f"hcqdsl.lang._scan_{rev}")
+  mod.__package__ = "hcqdsl.lang"
   exec(compile(src, f"{rev}:hcqdsl/lang/scan.py", "exec"), mod.__dict__)
   return mod.scan
 
@@ -168,8 +172,11 @@ def check_program(n: int, rev):
   best = {k: float("inf") for k, _ in runs}
   for _ in range(2 if n > 100000 else 5):   # interleaved: the shared box's load drifts between them alike
     for k, fn in runs:
-      t = time.process_time(); prog = fn(text, "bench.hcq"); best[k] = min(best[k], time.process_time() - t)
-      assert prog is not None; del prog
+      t = time.process_time()
+      prog = fn(text, "bench.hcq")
+      best[k] = min(best[k], time.process_time() - t)
+      assert prog is not None
+      del prog
   print(f"\nscan of check_scaling --cli's {n:,}-statement program ({len(text) / 1e6:.0f} MB), CPU s, best of runs:")
   for k, _ in runs: print(f"  {k:<10} {best[k]:.2f} s ({n / best[k]:,.0f} stmt/s)")
   if rev: print(f"  {rev} / this tree: {best[rev] / best['this tree']:.2f}x")

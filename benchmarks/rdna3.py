@@ -11,7 +11,8 @@ there), and every workload under tests/amd_code.
   python benchmarks/rdna3.py [--repeat 3] [--no-tinygrad] [--only NAME,...]"""
 import argparse, os, pathlib, subprocess, sys, time
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT)); sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
 from hcqdsl.runtime import run  # noqa: E402
 from hcqdsl.runtime.isa.rdna3 import STATS  # noqa: E402
 from hcqdsl.host_cc import cache_dir  # noqa: E402

@@ -30,7 +30,8 @@ def main():
   a = ap.parse_args()
   if (why := unavailable()): sys.exit(f"benchmarks/sanitize.py: {why}")
   rows = []
-  print(f"{'workload':10s} {'path':7s} {'subs':>5s} {'plain s':>8s} {'sanitize s':>10s} {'x':>5s} {'plain MiB':>9s} {'sanitize MiB':>12s} {'x':>5s}  verdict")
+  print(f"{'workload':10s} {'path':7s} {'subs':>5s} {'plain s':>8s} {'sanitize s':>10s} {'x':>5s} {'plain MiB':>9s} {'sanitize MiB':>12s} {'x':>5s} "
+        f" verdict")
   for path in a.paths.split(","):
     for w in a.workloads.split(","):
       e = env(hcq2=path == "hcq2", **WORKLOADS_ENV[w])

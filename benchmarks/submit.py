@@ -42,14 +42,16 @@ def sites_program(changed: int, n: int, arch: str) -> str:
   return _text(arch, c + ["exec f(a)"], ["wait s1 >= 3", "copy b <- a", "signal s0 = 7"])
 
 def _text(arch, c, x):
-  body = lambda xs: "\n".join("  " + s for s in xs)
+  def body(xs): return "\n".join("  " + s for s in xs)
   return (f"device g = AMD:0 {arch}\nbuffer a on g size 4K\nbuffer b on g size 4K\nsignal s0 on g\nsignal s1 on g\nvar k\n"
           f"kernel f(inout a)\nqueue c compute on g {{\n{body(c)}\n}}\nqueue x copy on g {{\n{body(x)}\n}}\n")
 
 def best(fn, rounds):
   out = float("inf")
   for _ in range(rounds):
-    t = time.process_time(); fn(); out = min(out, time.process_time() - t)
+    t = time.process_time()
+    fn()
+    out = min(out, time.process_time() - t)
   return out
 
 class Setup:
@@ -99,7 +101,8 @@ class Setup:
 
   def run_ours(self):
     for k in self.span("ours"):
-      self.ours(k); self.engines_done(k)   # the second call is < 1 us; timed with ours, it only favours tinygrad
+      self.ours(k)
+      self.engines_done(k)  # the second call is < 1 us; timed with ours, it only favours tinygrad
 
   def run_ring(self):
     sub = self.ring_sub
@@ -141,7 +144,8 @@ def floor_cost(s: Setup, rounds: int) -> float:
     ind = qs.ind
     offs = np.concatenate([g[4] for g in ind.groups]) if ind.groups else np.zeros(0, np.intp)
     ring = np.zeros(64, np.uint32)
-    plans.append((ind.views[0][0].copy(), offs, memoryview(ring).cast('B').cast('I'), memoryview(ind.ring_cmds[0].copy()).cast('B').cast('I'), np.zeros(1, np.uint64)))
+    plans.append((ind.views[0][0].copy(), offs, memoryview(ring).cast('B').cast('I'), memoryview(ind.ring_cmds[0].copy()).cast('B').cast('I'),
+                  np.zeros(1, np.uint64)))
   def go():
     for k in range(1, s.launches + 1):
       for arr, offs, ring, pkt, bell in plans:
@@ -157,7 +161,7 @@ def main():
   ap.add_argument("--rounds", type=int, default=5)
   ap.add_argument("--target", default="gfx1100")
   a = ap.parse_args()
-  us = lambda t, s: t / s.launches * 1e6
+  def us(t, s): return t / s.launches * 1e6
 
   print(f"changed patch sites per launch (2,000 waits on the compute queue), {a.target}, us/launch:")
   print(f"{'changed':>8} {'hcqdsl':>9} {'tinygrad bound':>15} {'ratio':>7} {'floor':>7} {'hcqdsl/floor':>13}")
@@ -170,9 +174,12 @@ def main():
 
   s = Setup(program(a.commands, a.target), a.target, a.launches)
   for k in range(1, 2 * COPIES + 2):   # the bytes, launch by launch, as every copy is used for the first time and again
-    s.ours(k); s.engines_done(k)
+    s.ours(k)
+    s.engines_done(k)
     for qs in (s.bound, s.unbound):
-      for qi, tq, dev, _ in qs: tq._apply_var_vals(s.env[k]); tq._submit(dev)
+      for qi, tq, dev, _ in qs:
+        tq._apply_var_vals(s.env[k])
+        tq._submit(dev)
     s.check_bytes(k, unbound=True)
   s2 = Setup(program(a.commands, a.target), a.target, a.launches)
   ours = best(s2.run_ours, a.rounds)

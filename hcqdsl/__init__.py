@@ -17,12 +17,13 @@ __version__ = "0.1.0"   # the one place (pyproject.toml reads it; `--version` an
 from .ir import *  # noqa: F401,F403  (the IR classes are part of the API)
 from .ir import __all__ as _ir_all
 from .diagnostics import Diagnostic, Related, HcqError, render_text, render_json, render_sarif
-from .lang.format import format_program as format
+from .lang.format import format_program as format  # noqa: A004  (the API's name, `hcqdsl.format(prog)`)
 from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
 _LAZY = {"compile_program": "amd.compile", "Image": "amd.image", "disasm_image": "amd.disasm", "as_hcq": "lift.image",
-         "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph", "emit_jit": "tinygrad.emit",
+         "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph",
+         "emit_jit": "tinygrad.emit",
          "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
          "lift_file": "lift.manifest", "Capture": "tinygrad.capture",
          "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}
@@ -38,4 +39,4 @@ def __getattr__(name: str):
   raise AttributeError(f"module 'hcqdsl' has no attribute {name!r}")
 
 __all__ = list(_ir_all) + ["Diagnostic", "Related", "HcqError", "render_text", "render_json", "render_sarif",
-                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text", "emit", "capture"] + list(_LAZY)
+                           "parse", "parse_file", "format", "parse_with_diagnostics", "check", "check_text"] + list(_MODULES) + list(_LAZY)

@@ -4,11 +4,12 @@ import json
 from collections import Counter, deque
 from operator import attrgetter
 from itertools import repeat
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors", "head_lines",
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+           "head_lines",
            "split_lines", "printable", "summary", "did_you_mean",
            "Rule", "RULES", "explain", "DOCS_URI"]
 
@@ -194,9 +195,9 @@ class Diagnostic:
 
   def __str__(self) -> str: return render_text([self]).rstrip("\n")
 
-  def to_json(self) -> dict:
+  def to_json(self) -> dict[str, Any]:
     s = self.span
-    out = {"code": self.code, "severity": self.severity, "file": s.file if s else None, "line": s.line if s else None,
+    out: dict[str, Any] = {"code": self.code, "severity": self.severity, "file": s.file if s else None, "line": s.line if s else None,
            "column": s.column if s else None, "end_line": s.end_line if s else None,
            "end_column": s.end_column if s else None, "message": self.message,
            "related": [{"message": r.message, **({"file": r.span.file, "line": r.span.line, "column": r.span.column}
@@ -234,7 +235,7 @@ class LazyDiagnostic(Diagnostic):
                         self.cause)
 
   @classmethod
-  def many(cls, spans: list, build, args: list) -> list:
+  def many(cls, spans: list[Span], build, args: list) -> list[LazyDiagnostic]:
     """One diagnostic per (span, args) pair, made in C loops (no Python call per diagnostic)."""
     out = list(map(_new, repeat(cls, len(spans))))
     deque(map(_set_span, out, spans), 0)
@@ -244,7 +245,7 @@ class LazyDiagnostic(Diagnostic):
   def _fields(self) -> tuple: return (self.code, self.message, self.span, self.severity, self.related, self.notes)
   def __eq__(self, other):
     if not isinstance(other, Diagnostic): return NotImplemented
-    return self._fields() == LazyDiagnostic._fields(other)
+    return self._fields() == LazyDiagnostic._fields(other)  # type: ignore[arg-type]  # any Diagnostic has the fields
   def __ne__(self, other):
     eq = self.__eq__(other)
     return eq if eq is NotImplemented else not eq
@@ -252,11 +253,11 @@ class LazyDiagnostic(Diagnostic):
   def __repr__(self): return "Diagnostic" + Diagnostic.__repr__(self)[len(type(self).__qualname__):]
 
 _new = object.__new__
-_set_span, _set_args = Diagnostic.__dict__["span"].__set__, LazyDiagnostic._args.__set__
+_set_span, _set_args = Diagnostic.__dict__["span"].__set__, LazyDiagnostic.__dict__["_args"].__set__   # the slots' setters
 
 class HcqError(Exception):
   """Raised by API entry points (parse, compile, ...) when the input has errors; carries the diagnostics."""
-  def __init__(self, diagnostics: Sequence[Diagnostic], sources: Optional[dict] = None):
+  def __init__(self, diagnostics: Sequence[Diagnostic], sources: Optional[dict[str, str]] = None):
     self.diagnostics = list(diagnostics)
     self.sources = sources or {}
     super().__init__(render_text(self.diagnostics, self.sources))
@@ -271,7 +272,7 @@ def did_you_mean(name: str, names) -> str:
   close = difflib.get_close_matches(name, list(names), n=1, cutoff=0.6)
   return f" (did you mean `{close[0]}`?)" if close else ""
 
-def printable(line: str) -> tuple[str, Optional[list]]:
+def printable(line: str) -> tuple[str, Optional[list[int]]]:
   """`line` as shown in an excerpt: a tab is one space, other unprintable characters are escaped (`\\x0c`, `\\u2028`).
   Returns the shown text and, when it differs in length, the shown column of every character (and of the end)."""
   if line.isprintable(): return line, None
@@ -279,11 +280,12 @@ def printable(line: str) -> tuple[str, Optional[list]]:
   for c in line:
     cols.append(w)
     r = c if c.isprintable() else " " if c == "\t" else repr(c)[1:-1]
-    parts.append(r); w += len(r)
+    parts.append(r)
+    w += len(r)
   cols.append(w)
   return "".join(parts), cols
 
-def _excerpt(span: Span, lines: Optional[list]) -> list[str]:
+def _excerpt(span: Span, lines: Optional[list[str]]) -> list[str]:
   if lines is None or not 1 <= span.line <= len(lines): return []
   raw = lines[span.line - 1]
   start = min(max(span.column - 1, 0), len(raw))
@@ -308,7 +310,7 @@ def head_lines(text: str, n: int) -> list[str]:
 
 def _plural(n: int, word: str, words: str = "") -> str: return f"{n:,} {word if n == 1 else words or word + 's'}"
 
-def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max_per_code: int = 0) -> str:
+def render_text(diags: Sequence[Diagnostic], sources: Optional[dict[str, str]] = None, max_per_code: int = 0) -> str:
   """`file:line:col: severity[code]: message`, the source line with a caret under the span, then the related
   locations and notes indented under it. Each source is split into lines once, however many diagnostics it has.
   With `max_per_code` > 0 only the first that many warnings (and notes) of each code are printed in full, then one
@@ -343,7 +345,7 @@ def render_text(diags: Sequence[Diagnostic], sources: Optional[dict] = None, max
     out.append(f"... and {n:,} more {code} {sev if n == 1 else sev + 's'} (--max-diagnostics 0 shows all)")
   return "\n".join(out) + ("\n" if out else "")
 
-def _capped(diags: Sequence[Diagnostic], cap: int) -> tuple[list, dict]:
+def _capped(diags: Sequence[Diagnostic], cap: int) -> tuple[list[Diagnostic], dict[tuple[str, str], int]]:
   """The diagnostics printed in full (every error, the first `cap` others of each (code, severity)) and, per
   (code, severity) in the order their first unprinted one comes, how many are not printed. Found with C-level scans
   (`list.index`): only the printed ones are looked at one by one."""
@@ -398,7 +400,7 @@ def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None
   level = {"error": "error", "warning": "warning", "note": "note"}
   results = []
   for d in diags:
-    r = {"ruleId": d.code, "level": level.get(d.severity, "error"), "message": {"text": d.message},
+    r: dict[str, Any] = {"ruleId": d.code, "level": level.get(d.severity, "error"), "message": {"text": d.message},
          "locations": [loc(d.span)] if d.span else []}
     rel = [loc(x.span, x.message) for x in d.related if x.span]
     if rel: r["relatedLocations"] = [dict(x, id=i) for i, x in enumerate(rel)]

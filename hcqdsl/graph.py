@@ -10,7 +10,7 @@ sides of a race and from each blocked wait's would-be writers; warnings are oran
 from __future__ import annotations
 import bisect
 from typing import Optional
-from .ir import Program
+from .ir import Program, Epoch, epoch_wait
 from .lang.format import format_stmt
 from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS, POLL
 
@@ -82,17 +82,38 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
 
 def _q(s: str) -> str: return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
+def _nid(i, idx) -> str: return f"n{i}_{idx}"
+
 def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int = 1, var_values: Optional[dict] = None) -> str:
   """DOT text for `program`; `diagnostics` (from `check`) are highlighted; signal edges over `launches` launches."""
-  diagnostics = diagnostics or []
   edges, submits, blocked, u = signal_edges(program, launches, var_values)
   seqs = u.seqs
-  nid = lambda i, idx: f"n{i}_{idx}"
-  # statement spans -> nodes, to place diagnostics
-  at: dict = {}
+  color, extra = _highlights(seqs, diagnostics or [])
+  out = [f"digraph {_q(program.file)} {{",
+         "  graph [rankdir=TB, compound=true, fontname=\"Helvetica\", labelloc=t, nodesep=0.3, ranksep=0.35, "
+         f"label={_q(program.file + (f' ({launches} launches)' if launches > 1 else ''))}];",
+         "  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Courier\", fontsize=11];",
+         "  edge [fontname=\"Helvetica\", fontsize=9];"]
+  # without a `host` block the host only submits every queue: leave it out of the picture
+  show_host = program.host is not None
+  if show_host: out += _lane(u, 0, "host", "  ", color, blocked)
+  for dev in program.devices:
+    out.append(f"  subgraph {_q('cluster_dev_' + dev.name)} {{")
+    out.append(f"    label={_q(f'{dev.name} ({dev.vendor}:{dev.index}' + (f' {dev.arch})' if dev.arch else ')'))}; "
+               f"style=\"filled,rounded\"; fillcolor=\"#f3f6fb\"; color=gray60;")
+    for i in range(1, len(seqs)):
+      if seqs[i].device == dev.name: out += _lane(u, i, f"{seqs[i].name} ({seqs[i].queue.engine})", "    ", color, blocked)
+    out.append("  }")
+  out += _arrows(u, edges, submits, blocked, show_host) + extra
+  out.append("}")
+  return "\n".join(out) + "\n"
+
+def _highlights(seqs, diagnostics: list) -> tuple[dict, list]:
+  """(node -> color of the errors and warnings at it, the dashed lines between a race's two sides)."""
+  at: dict = {}   # statement spans -> nodes, to place diagnostics
   for i, s in enumerate(seqs):
     for idx, st in enumerate(s.stmts):
-      if st is not None and st.span is not None: at.setdefault(st.span.line, []).append((st.span.column, st.span.end_column, nid(i, idx)))
+      if st is not None and st.span is not None: at.setdefault(st.span.line, []).append((st.span.column, st.span.end_column, _nid(i, idx)))
   def node_of(span):
     if span is None: return None
     cands = at.get(span.line, [])
@@ -112,56 +133,47 @@ def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int =
     if d.code in ("race", "signal-race", "non-monotonic") and n is not None and rel and rel[0] not in (None, n):
       extra.append(f"  {n} -> {rel[0]} [color={_q(c)}, fontcolor={_q(c)}, style=dashed, dir=both, constraint=false, "
                    f"penwidth=2, label={_q(d.code + (' on ' + str(d.extra['buffer']) if d.extra.get('buffer') else ''))}];")
+  return color, extra
 
-  out = [f"digraph {_q(program.file)} {{",
-         "  graph [rankdir=TB, compound=true, fontname=\"Helvetica\", labelloc=t, nodesep=0.3, ranksep=0.35, "
-         f"label={_q(program.file + (f' ({launches} launches)' if launches > 1 else ''))}];",
-         "  node [shape=box, style=\"rounded,filled\", fillcolor=white, fontname=\"Courier\", fontsize=11];",
-         "  edge [fontname=\"Helvetica\", fontsize=9];"]
-  def lane(i, title, ind):
-    s = seqs[i]
-    lines = [f"{ind}subgraph cluster_s{i} {{", f"{ind}  label={_q(title)}; style=\"rounded\"; color=gray50;"]
-    for idx, st in enumerate(s.stmts):
-      op = s.ops[idx]
-      if i == 0 and op[0] == ACCESS:  # the host's writes: a rewritten buffer, patched kernel arguments
-        text, line = "host writes " + ", ".join(u.buffers[a[0]].name for a in op[1]), ""
-      elif st is None: text, line = "submit (implicit)", ""
-      else: text, line = format_stmt(st), f"{st.span.line}: " if st.span is not None and st.span.line > 0 else ""
-      c = color.get(nid(i, idx))
-      style = f", color={_q(c)}, fontcolor={_q(c)}, penwidth=2" if c else ""
-      if c and i in blocked and blocked[i][0] == idx: style += ", fillcolor=\"#fde0e0\""
-      lines.append(f"{ind}  {nid(i, idx)} [label={_q(line + text)}{style}];")
-    if not s.stmts: lines.append(f"{ind}  {nid(i, 'empty')} [label=\"(empty)\", style=dashed];")
-    for idx in range(1, len(s.stmts)):
-      lines.append(f"{ind}  {nid(i, idx - 1)} -> {nid(i, idx)} [color=gray40, weight=10];")
-    lines.append(f"{ind}}}")
-    return lines
-  # without a `host` block the host only submits every queue: leave it out of the picture
-  show_host = program.host is not None
-  if show_host: out += lane(0, "host", "  ")
-  for dev in program.devices:
-    out.append(f"  subgraph {_q('cluster_dev_' + dev.name)} {{")
-    out.append(f"    label={_q(f'{dev.name} ({dev.vendor}:{dev.index}' + (f' {dev.arch})' if dev.arch else ')'))}; "
-               f"style=\"filled,rounded\"; fillcolor=\"#f3f6fb\"; color=gray60;")
-    for i in range(1, len(seqs)):
-      if seqs[i].device == dev.name: out += lane(i, f"{seqs[i].name} ({seqs[i].queue.engine})", "    ")
-    out.append("  }")
+def _lane(u, i: int, title: str, ind: str, color: dict, blocked: dict) -> list:
+  """Sequence i as a cluster: a node per statement, program order down the lane."""
+  s = u.seqs[i]
+  lines = [f"{ind}subgraph cluster_s{i} {{", f"{ind}  label={_q(title)}; style=\"rounded\"; color=gray50;"]
+  for idx, st in enumerate(s.stmts):
+    op = s.ops[idx]
+    if i == 0 and op[0] == ACCESS:  # the host's writes: a rewritten buffer, patched kernel arguments
+      text, line = "host writes " + ", ".join(u.buffers[a[0]].name for a in op[1]), ""
+    elif st is None: text, line = "submit (implicit)", ""
+    else: text, line = format_stmt(st), f"{st.span.line}: " if st.span is not None and st.span.line > 0 else ""
+    c = color.get(_nid(i, idx))
+    style = f", color={_q(c)}, fontcolor={_q(c)}, penwidth=2" if c else ""
+    if c and i in blocked and blocked[i][0] == idx: style += ", fillcolor=\"#fde0e0\""
+    lines.append(f"{ind}  {_nid(i, idx)} [label={_q(line + text)}{style}];")
+  if not s.stmts: lines.append(f"{ind}  {_nid(i, 'empty')} [label=\"(empty)\", style=dashed];")
+  for idx in range(1, len(s.stmts)):
+    lines.append(f"{ind}  {_nid(i, idx - 1)} -> {_nid(i, idx)} [color=gray40, weight=10];")
+  lines.append(f"{ind}}}")
+  return lines
+
+def _arrows(u, edges: dict, submits: dict, blocked: dict, show_host: bool) -> list:
+  """The edges between lanes: host submits, signal writes to the waits they satisfy, a blocked wait's would-be writers."""
+  seqs, out = u.seqs, []
   # host submits -> the first statement of each queue they hand over
   for (idx, q), stuck in sorted(submits.items()):
     if not seqs[q].stmts or not (show_host or stuck): continue
     st = f"color={_q(RED)}, style=dashed, penwidth=2, label=\"never submitted\", fontcolor={_q(RED)}" if stuck else "color=gray60, style=dotted"
-    out.append(f"  {nid(0, idx)} -> {nid(q, 0)} [{st}];")
+    out.append(f"  {_nid(0, idx)} -> {_nid(q, 0)} [{st}];")
   # signal write -> the wait it satisfies
   for (wi, widx, ri, ridx), ls in sorted(edges.items()):
     wait = seqs[ri].stmts[ridx]
+    if type(wait) is Epoch: wait = epoch_wait(seqs[ri].device)
     cond = f"{wait.signal.name} >= {wait.value}" if hasattr(wait, "signal") else format_stmt(wait)
-    if type(wait).__name__ == "Epoch": cond = f"{seqs[ri].device}.timeline >= {seqs[ri].device}.epoch - 1"
     same = all(a == b for a, b in ls)
     if not same:
       shift = sorted({b - a for a, b in ls})
       cond += " (next launch)" if shift == [1] else f" (launch +{', +'.join(map(str, shift))})"
     style = "" if same else ", style=dashed, constraint=false"
-    out.append(f"  {nid(wi, widx)} -> {nid(ri, ridx)} [color=\"#1f77b4\", fontcolor=\"#1f77b4\", penwidth=1.5, "
+    out.append(f"  {_nid(wi, widx)} -> {_nid(ri, ridx)} [color=\"#1f77b4\", fontcolor=\"#1f77b4\", penwidth=1.5, "
                f"label={_q(cond)}{style}];")
   # a blocked wait <- the statements that would write the value it needs, but are themselves stuck
   for i, (idx, launch, need) in sorted(blocked.items()):
@@ -170,9 +182,7 @@ def to_dot(program: Program, diagnostics: Optional[list] = None, launches: int =
       if j == i: continue
       for widx, op in enumerate(s.ops):
         if op[0] == WRITE and op[1] == sig and u.value(op, launch) >= need:
-          out.append(f"  {nid(j, widx)} -> {nid(i, idx)} [color={_q(RED)}, fontcolor={_q(RED)}, style=dashed, penwidth=2, "
+          out.append(f"  {_nid(j, widx)} -> {_nid(i, idx)} [color={_q(RED)}, fontcolor={_q(RED)}, style=dashed, penwidth=2, "
                      f"constraint=false, label={_q(f'needs {u.signals[sig].name} >= {need} (launch {launch}): never')}];")
           break
-  out += extra
-  out.append("}")
-  return "\n".join(out) + "\n"
+  return out

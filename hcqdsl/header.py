@@ -3,6 +3,7 @@ use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`,
 `unlifted=N` (`lift` of a capture: N captured steps are in no statement — `check` says so on its summary line)."""
 from __future__ import annotations
 import re
+from typing import Any
 from .ir import ARCHS, MAX_LAUNCHES
 
 __all__ = ["HeaderError", "read_header", "header_lines", "header_launches"]
@@ -47,7 +48,7 @@ def header_lines(text: str):
     if m: yield text.count("\n", 0, start) + 1, m.group(1)
     p = text.find("hcq:", end)
 
-def read_header(text: str) -> dict:
+def read_header(text: str) -> dict[str, Any]:
   """{"launches": 3, "seeds": 20, "target": ..., "run": bool} for the options given; raises HeaderError."""
   opts: dict = {}
   for line, body in header_lines(text):

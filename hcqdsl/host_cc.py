@@ -12,9 +12,11 @@ standard library."""
 from __future__ import annotations
 import os, re, shutil, subprocess, sys, tempfile
 
-__all__ = ["gcc_compatible", "use_for_tinygrad", "wrapper", "find_cc", "cache_dir", "NoCompilerError"]
+__all__ = ["gcc_compatible", "use_for_tinygrad", "wrapper", "find_cc", "cache_dir", "digest", "build_so", "NoCompilerError",
+           "CompileError"]
 
 class NoCompilerError(RuntimeError): pass
+class CompileError(RuntimeError): pass   # the compiler's stderr
 
 _GCC = ("gcc", "cc")  # compilers that take gcc's command line (the wrapper's)
 
@@ -51,6 +53,30 @@ def cache_dir(given: str | None = None) -> str:
   os.makedirs(d, exist_ok=True)
   return d
 
+def digest(*parts: str) -> str:
+  """The cache key of a compiled artifact: a hash over what it is built from (compiler, flags, source, ...)."""
+  import hashlib
+  return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:24]
+
+def build_so(source: str, flags: list, fallback: list | None = None, prefix: str = "", cache: str | None = None,
+             libs: tuple = ()) -> str:
+  """The path of a shared library of C `source` built by the host compiler (find_cc) with `flags`, else `fallback`
+  (for a compiler that rejects them), linked with `libs`: cached in cache_dir(cache) as PREFIX + digest(compiler,
+  flags, source) + `.so`, built once per machine and shared by concurrent processes. Raises NoCompilerError, or
+  CompileError with the compiler's messages."""
+  cc = find_cc()
+  if cc is None: raise NoCompilerError("tried $CC, clang, cc, gcc")
+  so = os.path.join(cache_dir(cache), f"{prefix}{digest(cc, ' '.join(flags), source)}.so")
+  if not os.path.exists(so):
+    src, tmp = so[:-3] + ".c", f"{so[:-3]}.{os.getpid()}.tmp"
+    with open(src, "w") as f: f.write(source)
+    for fl in (flags, fallback) if fallback is not None else (flags,):
+      r = subprocess.run([cc, *fl, "-o", tmp, src, *libs], capture_output=True, text=True)
+      if r.returncode == 0: break
+    if r.returncode != 0: raise CompileError(r.stderr.strip())
+    os.replace(tmp, so)  # atomic: concurrent runs share the cache
+  return so
+
 def use_for_tinygrad() -> str | None:
   """Make tinygrad's CPU device compile with gcc when there is no clang: sets `CC` (before tinygrad first compiles) to a
   wrapper around this module and returns its path; None when `CC` is already set or clang is on PATH."""
@@ -79,7 +105,8 @@ def _compile(argv: list) -> int:
   """Run gcc for a clang-style `-c -x c [flags] - -o -` line: source from stdin, object to stdout."""
   gcc = os.environ.get("HCQDSL_GCC") or find_cc(_GCC, use_env=False)
   if gcc is None:
-    sys.stderr.write("hcqdsl tinygrad-cc: no gcc on PATH\n"); return 127
+    sys.stderr.write("hcqdsl tinygrad-cc: no gcc on PATH\n")
+    return 127
   args = [a for a in argv if not a.startswith("--target=")]
   with tempfile.TemporaryDirectory(prefix="hcqdsl-cc-") as tmp:
     out = os.path.join(tmp, "out.o")

@@ -4,13 +4,15 @@ Source positions (`Span`) and comments are carried on every node but excluded fr
 that mean the same thing compare equal whatever their layout.
 """
 from __future__ import annotations
-from typing import Iterator, Optional
+from typing import Iterator, Optional, Sequence
 import functools, re
 import attrs
 
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "timeline_of", "epoch_of", "implicit", "epoch_wait", "finalizer", "declare_implicit",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "TARGETS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS",
+           "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
@@ -43,6 +45,7 @@ ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
 # NVIDIA's (docs/nv.md): the SM versions tinygrad 0.14's NVDevice drives (Ampere GA10x, Ada, Blackwell GB20x) and Hopper
 NV_ARCHS = ("sm_86", "sm_89", "sm_90", "sm_120")
 VENDORS = {"AMD": ARCHS, "NV": NV_ARCHS}           # `device g = VENDOR:i ARCH`: the archs of each vendor
+TARGETS = ARCHS + NV_ARCHS                        # every arch a device or `--target` may name
 DEFAULT_ARCHS = {"AMD": "gfx1100", "NV": "sm_89"}   # a device declared without an arch (and no --target of its vendor)
 def vendor_of(arch: str) -> str: return "NV" if arch in NV_ARCHS else "AMD"
 # dtype -> (numpy type code, size in bytes)
@@ -55,8 +58,6 @@ KEYWORDS = frozenset("device buffer signal var kernel queue host expect on size 
 
 _ORIGIN = re.compile(r"(?:^#|\s)from (\S+:\d+(?:: .*)?)$")
 
-def _meta(): return attrs.field(default=None, eq=False, repr=False, kw_only=True)
-def _comments(): return attrs.field(default=(), eq=False, repr=False, kw_only=True)
 
 def split_lines(text: str) -> list[str]:
   """The source's lines as the language counts them: split at `\\n`, `\\r\\n` and a lone `\\r` only (never
@@ -94,7 +95,7 @@ class Expr:
   """`offset`, or `var + offset` when `var` is set (a `var` or `D.epoch`)."""
   var: Optional[Ref]
   offset: int = 0
-  def eval(self, env: dict) -> int: return self.offset if self.var is None else env[self.var.name] + self.offset
+  def eval(self, env: dict[str, int]) -> int: return self.offset if self.var is None else env[self.var.name] + self.offset
   def __str__(self):
     if self.var is None: return str(self.offset)
     return self.var.name if self.offset == 0 else f"{self.var.name} {'+' if self.offset > 0 else '-'} {abs(self.offset)}"
@@ -116,9 +117,9 @@ class Data:
   data file (`f32 from "m.safetensors" ["w"]`) has `source` = (file as written, tensor name) and its values are a
   read-only numpy array mapped from the file."""
   dtype: str
-  values: tuple
-  span: Optional[Span] = _meta()
-  source: Optional[tuple] = _meta()
+  values: Sequence   # a tuple; a data file's: a numpy array
+  span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+  source: Optional[tuple[str, str]] = attrs.field(default=None, eq=False, repr=False, kw_only=True)   # (file, tensor name)
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
@@ -151,14 +152,14 @@ class Impl:
   c_source: Optional[str] = None
   amd_code: Optional[str] = None
   code: Optional[str] = None   # `amd "k.co" code B`: the buffer the code was uploaded to; each exec reads it
-  span: Optional[Span] = _meta()
+  span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 @attrs.frozen
 class Node:
   """A declaration or statement: where it was written and the comments around it (neither part of equality)."""
-  span: Optional[Span] = _meta()
-  comments: tuple = _comments()        # own-line comments just before it
-  comment: Optional[str] = _meta()     # the comment ending its line
+  span: Optional[Span] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
+  comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)        # own-line comments just before it
+  comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)     # the comment ending its line
   @property
   def origin(self) -> Optional[str]:
     """Provenance: the user's source line a statement came from, `FILE:LINE: CODE`, written at the end of its trailing
@@ -263,13 +264,25 @@ class Timestamp(Node):
 
 @attrs.frozen
 class Epoch(Node):
-  """`wait D.timeline >= D.epoch - 1` for the queue's device D."""
+  """`wait D.timeline >= D.epoch - 1` for the queue's device D (epoch_wait)."""
+
+# every device D implicitly declares the signal `D.timeline` (on D, starting at 0) and the var `D.epoch` (the launch
+# number): the names are these two functions, the declarations `implicit`, the `epoch` statement's meaning `epoch_wait`
+def timeline_of(dev: str) -> str: return f"{dev}.timeline"
+def epoch_of(dev: str) -> str: return f"{dev}.epoch"
+def implicit(d: Device) -> tuple[Signal, Var]: return Signal(timeline_of(d.name), Ref(d.name), 0, span=d.span), Var(epoch_of(d.name), span=d.span)
+def epoch_wait(dev: str, **meta) -> Wait:
+  """What `epoch` on a queue of `dev` means: wait until the previous launch is done with the device."""
+  return Wait(Ref(timeline_of(dev)), Expr(Ref(epoch_of(dev)), -1), **meta)
+def finalizer(dev: str, **meta) -> SignalWrite:
+  """`signal D.timeline = D.epoch`: this launch is done with the device (what the next launch's `epoch` waits for)."""
+  return SignalWrite(Ref(timeline_of(dev)), Expr(Ref(epoch_of(dev))), **meta)
 
 @attrs.frozen
 class Submit(Node):
   queues: tuple  # of Ref; empty: every queue not yet submitted in this launch
 
-def resolve(x, env: dict) -> int:
+def resolve(x, env: dict[str, int]) -> int:
   """A launch dimension or scalar argument in a launch: ints are constants, Exprs read `env`."""
   return x if isinstance(x, int) else x.eval(env)
 
@@ -283,14 +296,14 @@ class Queue(Node):
   engine: str  # compute | copy
   device: Ref
   body: tuple  # of statements
-  end_comments: tuple = _comments()       # own-line comments before `}`
-  end_comment: Optional[str] = _meta()    # after `}`
+  end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)       # own-line comments before `}`
+  end_comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)    # after `}`
 
 @attrs.frozen
 class Host(Node):
   body: tuple
-  end_comments: tuple = _comments()
-  end_comment: Optional[str] = _meta()
+  end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)
+  end_comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
 @attrs.frozen
 class Expect(Node):
@@ -307,7 +320,7 @@ class Program:
   """Declarations in source order. Lookups by kind are derived, never stored twice."""
   decls: tuple
   file: str = attrs.field(default="<input>", eq=False)
-  end_comments: tuple = _comments()  # comments after the last declaration
+  end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)  # comments after the last declaration
   source: Optional[str] = attrs.field(default=None, eq=False, repr=False)  # the text it was parsed from
 
   def locate(self, name: str, within: Optional[Span], nth: int = 1) -> Optional[Span]:
@@ -338,18 +351,17 @@ class Program:
   @property
   def signals(self) -> list[Signal]:
     """Declared signals followed by every device's implicit `D.timeline`."""
-    return list(self.of(Signal)) + [Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span)
-                                     for d in self.of(Device)]
+    return list(self.of(Signal)) + [implicit(d)[0] for d in self.of(Device)]
   @property
   def vars(self) -> list[str]:
     """Declared vars followed by every device's implicit `D.epoch`."""
-    return [v.name for v in self.of(Var)] + [f"{d.name}.epoch" for d in self.of(Device)]
+    return [v.name for v in self.of(Var)] + [epoch_of(d.name) for d in self.of(Device)]
   @property
-  def var_lists(self) -> dict:
+  def var_lists(self) -> dict[str, tuple]:
     """var name -> its listed per-launch values (only vars declared with a list)."""
     return {v.name: v.values for v in self.of(Var) if v.values is not None}
   @property
-  def listed_launches(self) -> Optional[tuple]:
+  def listed_launches(self) -> Optional[tuple[int, str]]:
     """(launches, the name that limits them): the fewest values any var list or per-launch buffer gives; None: no lists."""
     lists = [(len(v), n) for n, v in self.var_lists.items()] + \
             [(len(b.launch_inits), b.name) for b in self.of(Buffer) if b.per_launch is not None] + \
@@ -363,15 +375,18 @@ class Program:
   def host(self) -> Optional[Host]: return next(self.of(Host), None)
   @property
   def expects(self) -> list[Expect]: return list(self.of(Expect))
-  def lookup(self) -> dict:
+  def lookup(self) -> dict[str, Node]:
     """name -> declaration (devices, buffers, signals incl. timelines, vars incl. epochs, kernels, queues)."""
     names: dict = {}
     for d in self.decls:
       if isinstance(d, (Device, Buffer, Signal, Var, Kernel, Queue)): names.setdefault(d.name, d)
-    for d in self.of(Device):
-      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
-      names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
-    return names
+    return declare_implicit(names, self.of(Device))
+
+def declare_implicit(names: dict, devices) -> dict:
+  """`names` with each device's implicit timeline and epoch, where no declaration took the name."""
+  for d in devices:
+    for x in implicit(d): names.setdefault(x.name, x)
+  return names
 
 def resolve_var_args(prog: Program) -> Program:
   """`exec k(a, pos)`: both parse paths read a bare name as a buffer; it is the value of a var when it names one (names

@@ -22,6 +22,7 @@ submissions, checks, findings (Finding.to_json), warnings (a count), incomplete,
 """
 from __future__ import annotations
 import collections, fnmatch, json, os, re, traceback
+from typing import Any
 import pytest
 from .ir import Span
 from .header import read_header, HeaderError
@@ -67,7 +68,9 @@ def compare(markers: list, diags: list, filename: str) -> tuple[list, list]:
   want = collections.Counter((m.line, m.severity, m.code) for m in markers)
   unexpected = []
   for d in diags:
-    if d.code == "incomplete": unexpected.append(d); continue   # a verdict cut short matches no marker
+    if d.code == "incomplete":  # a verdict cut short matches no marker
+      unexpected.append(d)
+      continue
     if d.severity not in ("error", "warning"): continue
     key = (d.span.line if d.span else 0, d.severity, d.code)
     if want[key] > 0: want[key] -= 1
@@ -118,20 +121,27 @@ def _display(path, config) -> str:
   except ValueError: return str(path)
 
 class HcqFile(pytest.File):
+  text: str
+  filename: str
+  options: dict[str, Any]
   def collect(self):
     self.text = self.path.read_bytes().decode("utf-8", errors="replace")
     self.filename = _display(self.path, self.config)
     try: self.options = read_header(self.text)
     except HeaderError as e: raise self.CollectError(f"{self.filename}: bad `# hcq:` header: {e}")
-    item = HcqCheckItem.from_parent(self, name="check")
-    item.add_marker("hcq_check")
-    yield item
+    check = HcqCheckItem.from_parent(self, name="check")
+    check.add_marker("hcq_check")
+    yield check
     if re.search(r"^\s*expect\b", self.text, re.M) and self.options.get("run", True) and self.config.getini("hcq_run"):
       item = HcqRunItem.from_parent(self, name="run")
       item.add_marker("hcq_run")
       yield item
 
 class _Item(pytest.Item):
+  @property
+  def file(self) -> HcqFile:
+    assert isinstance(self.parent, HcqFile)
+    return self.parent
   def repr_failure(self, excinfo, style=None):
     if isinstance(excinfo.value, HcqFailure): return str(excinfo.value)
     return super().repr_failure(excinfo, style)
@@ -139,7 +149,7 @@ class _Item(pytest.Item):
 class HcqCheckItem(_Item):
   def runtest(self):
     from .check import check_text
-    f = self.parent
+    f = self.file
     launches = f.options.get("launches", 2)
     diags = check_text(f.text, f.filename, launches)
     missing, unexpected = compare(parse_markers(f.text), diags, f.filename)
@@ -150,7 +160,7 @@ class HcqCheckItem(_Item):
     if unexpected: out += [f"-- unexpected: {len(unexpected)} reported, not marked", render_text(unexpected, src).rstrip("\n")]
     raise HcqFailure("\n".join(out))
 
-  def reportinfo(self): return self.path, 0, f"hcq check: {self.parent.filename}"
+  def reportinfo(self): return self.path, 0, f"hcq check: {self.file.filename}"
 
 class HcqRunItem(_Item):
   def runtest(self):
@@ -159,7 +169,7 @@ class HcqRunItem(_Item):
     except ImportError as e:
       pytest.skip(f"expects not verified: hcqdsl.runtime is not importable ({e})")
     from .diagnostics import HcqError
-    f = self.parent
+    f = self.file
     launches, seeds = f.options.get("launches", 1), f.options.get("seeds")
     seed_list = list(range(seeds)) if seeds else [None]
     kw = dict(launches=launches, filename=f.filename, target=f.options.get("target", "gfx1100"))
@@ -182,7 +192,7 @@ class HcqRunItem(_Item):
     out += [str(x) for x in races]
     raise HcqFailure("\n".join(out))
 
-  def reportinfo(self): return self.path, 0, f"hcq run: {self.parent.filename}"
+  def reportinfo(self): return self.path, 0, f"hcq run: {self.file.filename}"
 
 def _expects(text: str, filename: str) -> list:
   from .check import parse_with_diagnostics
@@ -284,7 +294,7 @@ class SanitizePlugin:
 
 def _runner_dirs() -> tuple:
   import _pytest, pluggy
-  return tuple(os.path.dirname(os.path.abspath(m.__file__)) + os.sep for m in (pytest, _pytest, pluggy))
+  return tuple(os.path.dirname(os.path.abspath(str(m.__file__))) + os.sep for m in (pytest, _pytest, pluggy))
 
 def _trim_stacks(s) -> None:
   """Drop pytest's and pluggy's frames from the findings' stacks (the sanitizer keeps every frame outside tinygrad,

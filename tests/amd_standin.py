@@ -67,7 +67,8 @@ class Arena:
     return HCQBuffer(a, size, view=MMIOInterface(a, size))
   def free(self, buf, size, spec=None): pass  # bump allocation: nothing is reused
   def reset(self):
-    ctypes.memset(self.base, 0, self.size); self.top = 0
+    ctypes.memset(self.base, 0, self.size)
+    self.top = 0
 
 class _ReadPtr:
   def __init__(self, ring): self.ring = ring

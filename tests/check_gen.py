@@ -27,7 +27,7 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
   out = [f"device gpu{d} = AMD:{d}" for d in range(ndev)]
   per = ["", "", " rebound = u8 [1], u8 [2], u8 [3]", " rewritten = u8 [1], u8 [2], u8 [3]"] if symbolic else [""]
   if polls:   # data that sets a polled word; with `symbolic`, also per-launch memory and contents that set it or not
-    word = lambda w: "u32 [" + ", ".join(["0"] * 15 + [w]) + "]"
+    def word(w): return "u32 [" + ", ".join(["0"] * 15 + [w]) + "]"
     per = ["", "", " = " + word("1")]
     if symbolic: per += [" rebound = " + ", ".join(map(word, "101")), " rewritten = " + ", ".join(map(word, "011"))]
   out += [f"buffer b{n} on gpu{draw(st.integers(0, ndev - 1))} size 64{draw(st.sampled_from(per))}" for n in range(nbuf)]
@@ -57,7 +57,8 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
         b = f"b{draw(st.integers(0, nbuf - 1))}"
         if copyq:
           b2 = f"b{draw(st.integers(0, nbuf - 1))}"
-          s1 = draw(st.sampled_from(["[0:32]", "[32:64]"])); s2 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
+          s1 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
+          s2 = draw(st.sampled_from(["[0:32]", "[32:64]"]))
           body.append(f"copy {b}{s1} <- {b2}{s2}")
         elif symbolic and draw(st.integers(0, 3)) == 0: body.append(f"exec sc({b}{draw(st.sampled_from(SLICES))}, kick)")
         else: body.append(f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}({b}{draw(st.sampled_from(SLICES))})")

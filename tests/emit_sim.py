@@ -66,7 +66,8 @@ def run(prog: Program, seed: int = 0, launches: int = 1) -> dict:
     if isinstance(st[0], (Wait, Epoch)):
       s, env = st
       if isinstance(s, Epoch):
-        d = qdev[name]; return sig[f"{d}.timeline"] >= env[f"{d}.epoch"] - 1
+        d = qdev[name]
+        return sig[f"{d}.timeline"] >= env[f"{d}.epoch"] - 1
       return sig[s.signal.name] >= val(s.value, env)
     return True
   while True:

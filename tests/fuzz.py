@@ -25,7 +25,9 @@ def _mutate_text(rng: random.Random, text: str) -> str:
     if op == 0: text = text[:i] + rng.choice(JUNK) + text[i:]
     elif op == 1: text = text[:i] + text[i + rng.randint(1, 20):]
     elif op == 2:
-      j = rng.randrange(len(text) + 1); a, b = min(i, j), max(i, j); text = text[:i] + text[a:b][:200] + text[i:]
+      j = rng.randrange(len(text) + 1)
+      a, b = min(i, j), max(i, j)
+      text = text[:i] + text[a:b][:200] + text[i:]
     else: text = text.replace("\n", rng.choice(["\r", "\r\n", "\n"]))
   return text
 
@@ -84,9 +86,12 @@ def _mutate_meta(rng: random.Random, m):
     owner, key, grand, parent, at, node = node, k, parent, at, _at(at, k), node[k]
   if owner is None: return (new := rng.choice(_VALUES)), [("", None, None, m, new)]
   r = rng.random()
-  if r < 0.15 and isinstance(owner, dict): del owner[key]; new = _GONE
+  if r < 0.15 and isinstance(owner, dict):
+    del owner[key]
+    new = _GONE
   elif r < 0.3 and isinstance(owner, list):
-    old = list(owner); del owner[key]
+    old = list(owner)
+    del owner[key]
     return m, [(parent, grand, None, old, owner)]
   elif r < 0.5 and type(node) is int: new = owner[key] = node + rng.choice([-1, 1, 4, -4, 1 << 20, -(1 << 40)])
   else: new = owner[key] = rng.choice(_VALUES)
@@ -139,8 +144,12 @@ def _reads_image(img, rng: random.Random):
   from hcqdsl.amd.disasm import disasm_image
   from hcqdsl.lift.image import as_hcq, lift_image
   from hcqdsl.lang.format import format_program
-  disasm_image(img); as_hcq(img); format_program(lift_image(img))
-  for a in [r.addr for r in img.regions] + [rng.randrange(1 << 48) for _ in range(4)]: img.name_at(a); img.name_at(a + 8)
+  disasm_image(img)
+  as_hcq(img)
+  format_program(lift_image(img))
+  for a in [r.addr for r in img.regions] + [rng.randrange(1 << 48) for _ in range(4)]:
+    img.name_at(a)
+    img.name_at(a + 8)
   for q in img.queues:
     for off in range(-1, len(q.dwords) + 2, max(1, len(q.dwords) // 8)): q.span_at(off)
 
@@ -157,7 +166,8 @@ def expected_byte_error(old: bytes, new: bytes):
   old_meta, old_data = split_image(old)
   data = new[16 + n + (-(16 + n) % 8):]
   changes = _changes(old_meta, meta)
-  past_end = lambda msg: re.fullmatch(rf"corrupt image metadata: \S+ is \[\d+, \d+\], past the end of the {len(data)}-byte data part", msg) is not None
+  def past_end(msg):
+    return re.fullmatch(rf"corrupt image metadata: \S+ is \[\d+, \d+\], past the end of the {len(data)}-byte data part", msg) is not None
   if changes: return lambda msg: expected_meta_error(msg, changes) or (len(data) < len(old_data) and past_end(msg))
   if len(data) < len(old_data.rstrip(b"\0")): return past_end   # cut into the data pieces: a reference past the end
   return None if len(data) >= len(old_data) else past_end        # only the padding (or zeros) cut: it may read
@@ -177,7 +187,7 @@ def fuzz_images(n: int, seed: int = 0):
       meta, data = split_image(b)
       meta, changes = _mutate_meta(rng, meta)
       b = join_image(meta, data)
-      want = lambda msg, changes=changes: expected_meta_error(msg, changes)
+      def want(msg, changes=changes): return expected_meta_error(msg, changes)
     else:                    # bytes anywhere
       b = bytearray(b)
       for _ in range(rng.randint(1, 8)): b[rng.randrange(len(b))] = rng.randrange(256)
@@ -187,9 +197,12 @@ def fuzz_images(n: int, seed: int = 0):
     except ImageError as e:
       if want is None or (want != str(e) if isinstance(want, str) else not want(str(e))): fails.append(("wrong error", b[:200], str(e)))
       continue
-    except Exception as e: fails.append(_fail("from_bytes", b[:200], e)); continue
+    except Exception as e:
+      fails.append(_fail("from_bytes", b[:200], e))
+      continue
     if isinstance(want, str) or (changes is not None and not accepted_change_ok(changes)):
-      fails.append(("accepted", b[:200], f"read, but expected {want if isinstance(want, str) else changes}")); continue
+      fails.append(("accepted", b[:200], f"read, but expected {want if isinstance(want, str) else changes}"))
+      continue
     try:
       if Image.from_bytes(img.to_bytes()) != img: fails.append(("rewrite", b[:200], "written and read again, the image differs"))
       _reads_image(img, rng)
@@ -288,9 +301,13 @@ def fuzz_manifests(n: int, seed: int = 0):
     except ValueError as e:
       if not str(e).startswith("m.json"): fails.append(("wrong error", json.dumps(m)[:300], str(e)))
       continue
-    except Exception as e: fails.append(_fail("manifest", json.dumps(m)[:300], e)); continue
+    except Exception as e:
+      fails.append(_fail("manifest", json.dumps(m)[:300], e))
+      continue
     try: _, diags = parse_with_diagnostics(text, "lifted.hcq")
-    except Exception as e: fails.append(_fail("lifted text", text[:300], e)); continue
+    except Exception as e:
+      fails.append(_fail("lifted text", text[:300], e))
+      continue
     bad = [str(d) for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
     if bad: fails.append(("lifted program has errors", json.dumps(m)[:300], bad[0]))
   return n, fails
@@ -362,10 +379,12 @@ def fuzz_witnesses(n: int = 0, seed: int = 0):
       try: validate_witness(m, prog, "w.json")
       except ValueError as e:
         where = str(e).split(": ")[1] if str(e).startswith("w.json: ") else None
-        near = lambda a, b: a == b or a.startswith((b + ".", b + "["))   # the field, an object holding it, or a key inside it
+        def near(a, b): return a == b or a.startswith((b + ".", b + "["))   # the field, an object holding it, or a key inside it
         if where is None or not (near(at, where) or near(where, at)): fails.append(("wrong error", at, str(e)))
         continue
-      except Exception as e: fails.append(_fail("witness " + at, json.dumps(m)[:300], e)); continue
+      except Exception as e:
+        fails.append(_fail("witness " + at, json.dumps(m)[:300], e))
+        continue
       fails.append(("accepted", at, json.dumps(m)[:300]))
   return count, fails
 

@@ -68,7 +68,8 @@ def happens_before(u: Unrolled) -> Trace:
           q = pl[n]
           for a2 in oj[(q - 1) % Lj][1]:
             if a2[0] == b and (a2[1], a2[2]) == k2 and (a2[3] != R) == wr: race(j, q, a2, i, pos, acc)
-          n -= 1; c += 1
+          n -= 1
+          c += 1
 
   while ready:
     i = ready.pop()
@@ -88,7 +89,8 @@ def happens_before(u: Unrolled) -> Trace:
           break
         hp, hclk = s_
         if hp > v[0]:
-          v = vc[i] = list(map(max, v, hclk)); v[0] = hp
+          v = vc[i] = list(map(max, v, hclk))
+          v[0] = hp
       envk, base = envs[k], k * L
       for idx in range(idx0, L):
         op = ops[idx]
@@ -97,7 +99,8 @@ def happens_before(u: Unrolled) -> Trace:
         hist[i][pos] = v
         if kind == ACCESS:
           for n_, acc in enumerate(op[1] if idle_i is None or k + 1 not in idle_i.get(idx, ()) else ()):
-            b, lo, hi, m = acc[:4]; key = (lo, hi)
+            b, lo, hi, m = acc[:4]
+            key = (lo, hi)
             km = pin_i.get((idx, n_), k) if pin_i else k   # `x@j`: launch j's memory
             # users[b]: [sorted distinct ranges, range -> [seq, its write positions, its read positions, seq, ...] (one
             # flat list: most ranges have one or two sequences), longest range, all ranges pairwise disjoint]
@@ -161,7 +164,8 @@ def happens_before(u: Unrolled) -> Trace:
           wr_i[idx] += 1
           if wj < 0 or wj == i or hp_[s][x] <= v[wj]: wd_i[idx] += 1
           else:
-            v = vc[i] = list(map(max, v, hc[s][x])); v[wj] = hp_[s][x]
+            v = vc[i] = list(map(max, v, hc[s][x]))
+            v[wj] = hp_[s][x]
           last_wait[s][i] = pos
         elif kind == WRITE:
           s = op[1]
@@ -174,9 +178,13 @@ def happens_before(u: Unrolled) -> Trace:
             hv[s], hs[s], hp_[s], hc[s] = [val], [i], [pos], [v]
             last_reset[s] = (i, pos)
           else:
-            hv[s].append(val); hs[s].append(i); hp_[s].append(pos); hc[s].append(v)
+            hv[s].append(val)
+            hs[s].append(i)
+            hp_[s].append(pos)
+            hc[s].append(v)
           value[s] = val
-          lw_s[s] = i; lw_p[s] = pos
+          lw_s[s] = i
+          lw_p[s] = pos
           wq = waiters[s]
           while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
         elif kind == SUBMIT:
@@ -186,7 +194,8 @@ def happens_before(u: Unrolled) -> Trace:
               gate_blocked[q] = False
               ready.append(q)
       else:
-        k += 1; idx0 = 0
+        k += 1
+        idx0 = 0
         continue
       p = base + idx   # blocked at a wait
       break
@@ -196,7 +205,9 @@ def happens_before(u: Unrolled) -> Trace:
   blocked = {}
   for i in range(S):
     if done[i] >= totals[i]: continue
-    if gate_blocked[i]: blocked[i] = "gate"; continue
+    if gate_blocked[i]:
+      blocked[i] = "gate"
+      continue
     blocked[i] = "wait"
     s = seqs[i].ops[done[i] % lens[i]][1]
     r = last_reset[s]

@@ -26,11 +26,15 @@ def layouts(draw, prog) -> tuple[str, set]:
   used: set = set()
   spaced = draw(st.booleans())
   def fmt(text):
-    if spaced and draw(st.booleans()): used.add("spacing"); return respace(text, draw)
+    if spaced and draw(st.booleans()):
+      used.add("spacing")
+      return respace(text, draw)
     return text
   out: list = []
   def own_line(comments):
-    if comments and draw(st.booleans()): used.add("comments"); out.append("\n" + "\n".join(comments) + "\n")
+    if comments and draw(st.booleans()):
+      used.add("comments")
+      out.append("\n" + "\n".join(comments) + "\n")
   def trail(node_comment, sep_choices):
     """A separator after a node; a comment at the node's line end forces a new line after it."""
     if node_comment and draw(st.booleans()):

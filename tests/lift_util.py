@@ -22,18 +22,22 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
     bare = any(h["op"] == "submit" and not h["queues"] for h in img.host)
     done: set = set()
     if not bare or not img.host:
-      for qn in [q.name for q in img.queues if q.name not in named]: submit(qn, k); done.add(qn)
+      for qn in [q.name for q in img.queues if q.name not in named]:
+        submit(qn, k)
+        done.add(qn)
     for h in img.host:
       if h["op"] == "submit":
         for qn in (h["queues"] or [q.name for q in img.queues]):
-          if qn not in done: submit(qn, k); done.add(qn)
+          if qn not in done:
+            submit(qn, k)
+            done.add(qn)
       elif h["op"] == "write": continue   # the host's store into memory: no ring dword, not in a version-1 manifest
       else:
         v = (env[h["var"]] if h["var"] else 0) + h["add"]
         if h["op"] == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's waits compare 64 bits
         host.append({"op": h["op"], "addr": hex(h["addr"]), "value": v})
   devname = {d["name"]: d["name"] for d in img.devices}
-  region_dev = lambda a: next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
+  def region_dev(a): return next((r.device for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
   m = {"format": "hcqdsl-manifest", "version": 1,
        "devices": [{"name": d["name"], "index": d["index"], "arch": d["arch"]} for d in img.devices],
        "queues": [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine,

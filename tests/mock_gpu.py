@@ -34,6 +34,10 @@ def env(hcq2: bool = False, **extra) -> dict:
   e.update(extra)
   return e
 
+# tinygrad's mock NV GPU (test/mockgpu/nv: GPFIFOs, semaphores, copies and QMD launches; no kernel runs there, its PTX
+# emulator library is absent, so numbers from kernels are zeros): `env(**NV)`, `hcqdsl(..., **NV)`, `capture(..., **NV)`
+NV = {"DEV": "MOCK+NV"}
+
 def hcqdsl(*args, hcq2: bool = False, timeout: int = 600, **extra) -> subprocess.CompletedProcess:
   """`python -m hcqdsl ARGS` with tinygrad on the mock GPU."""
   return subprocess.run([sys.executable, "-m", "hcqdsl", *map(str, args)], capture_output=True, text=True, timeout=timeout,

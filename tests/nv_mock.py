@@ -25,12 +25,17 @@ def load_nvgpu():
   saved = {n: sys.modules.get(n) for n in names}
   try:
     for n in names[:2]:
-      m = types.ModuleType(n); m.__path__ = [str(repo / n.replace(".", "/"))]; sys.modules[n] = m
+      m = types.ModuleType(n)
+      m.__path__ = [str(repo / n.replace(".", "/"))]
+      sys.modules[n] = m
     for n in names[2:]:
       spec = importlib.util.spec_from_file_location(n, repo / (n.replace(".", "/") + ".py"))
-      m = importlib.util.module_from_spec(spec); sys.modules[n] = m; spec.loader.exec_module(m)
+      m = importlib.util.module_from_spec(spec)
+      sys.modules[n] = m
+      spec.loader.exec_module(m)
     spec = importlib.util.spec_from_file_location("tinygrad_mock_nvgpu", repo / "test" / "mockgpu" / "nv" / "nvgpu.py")
-    nvgpu = importlib.util.module_from_spec(spec); spec.loader.exec_module(nvgpu)
+    nvgpu = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nvgpu)
     return nvgpu
   finally:
     for n, m in saved.items():
@@ -83,7 +88,7 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
       pbs[q.name] = base + entries * 8 + 0x1000
       tops[q.device] = base + size
     put = {q: 0 for q in fifos}
-    state = lambda: tuple((f.ctrl.GPGet, f.ctrl.GPPut, f.buf_ptr) for f in fifos.values())
+    def state(): return tuple((f.ctrl.GPGet, f.ctrl.GPPut, f.buf_ptr) for f in fifos.values())
     def pump():
       while True:
         before = state()
@@ -103,7 +108,7 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
       pump()
     named = {n for st in img.host if st["op"] == "submit" for n in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
-    size_at = {a: n for a, n in img.buffers.values()}
+    size_at = dict(img.buffers.values())
     hung = False
     for k in range(1, launches + 1):
       env, done = img.env(k), set()
@@ -113,7 +118,8 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
           if not done:
             for kk, a, b in img.rewrites:
               if kk == k: ctypes.memmove(a, b.ljust(size_at[a], b"\0"), size_at[a])
-          done.add(n); submit(img.queue(n), k, env)
+          done.add(n)
+          submit(img.queue(n), k, env)
       sub([] if bare else [q.name for q in img.queues if q.name not in named])
       for st in img.host:
         if st["op"] == "submit": sub(st["queues"] or [q.name for q in img.queues])
@@ -122,13 +128,19 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
           ctypes.memmove(st["addr"], b, len(b))
         else:
           v = (env[st["var"]] if st["var"] is not None else 0) + st["add"]
-          if st["op"] == "signal": ctypes.c_uint64.from_address(st["addr"]).value = v & 0xFFFFFFFF; pump(); continue
+          if st["op"] == "signal":
+            ctypes.c_uint64.from_address(st["addr"]).value = v & 0xFFFFFFFF
+            pump()
+            continue
           pump()
-          if ctypes.c_uint64.from_address(st["addr"]).value < v: hung = True; break
+          if ctypes.c_uint64.from_address(st["addr"]).value < v:
+            hung = True
+            break
       if hung: break
     pump()
     hung = hung or any(f.ctrl.GPGet != f.ctrl.GPPut or f.buf is not None for f in fifos.values())
-    last = lambda n, a: a if not img.var_values.get(f"{n}.addr") else img.var_values[f"{n}.addr"][min(launches, len(img.var_values[f"{n}.addr"])) - 1]
+    def last(n, a):
+      return a if not img.var_values.get(f"{n}.addr") else img.var_values[f"{n}.addr"][min(launches, len(img.var_values[f"{n}.addr"])) - 1]
     return MockResult({n: ctypes.c_uint32.from_address(a).value for n, a in img.signals.items()},
                       {n: ctypes.string_at(last(n, a), sz) for n, (a, sz) in img.buffers.items()}, hung)
   finally: mem.close()

@@ -72,7 +72,7 @@ def compare_one(text: str, launches: int, stats: Stats) -> None:
   else: stats.explored += 1
   if "  poll " in text:
     lines = text.split("\n")
-    stmt = lambda n: lines[n - 1].lstrip() if n is not None else ""
+    def stmt(n): return lines[n - 1].lstrip() if n is not None else ""
     stats.polls["poll"] += 1
     stats.polls["exact"] += stats.exact - exact_before   # decided by happens-before alone
     stats.polls["deadlock"] += any(stmt(n).startswith("poll ") for n in got["deadlock"])

@@ -194,17 +194,22 @@ def encodings(op, r: random.Random, n: int) -> list:
       for f, (fmt, bits, ot) in ops.items():
         fields[f] = r.getrandbits(16) if f == "simm16" else _operand_values(r, f, fmt, bits, ot, dst)
       if "simm16" not in fields: fields["simm16"] = r.getrandbits(16)
-      if "sdst" not in fields and "SDST" not in ops: fields.setdefault("sdst", _operand_values(r, "sdst", None, 32, type(list(ops.values())[0][2]).OPR_SDST, dst) if ops else None)
+      if "sdst" not in fields and "SDST" not in ops:
+        fields.setdefault("sdst", _operand_values(r, "sdst", None, 32, type(list(ops.values())[0][2]).OPR_SDST, dst) if ops else None)
     else:
       for f, spec in ops.items():
         if spec is None:
           from tinygrad.renderer.amd.dsl import NULL
-          fields[f] = NULL; continue
+          fields[f] = NULL
+          continue
         fmt, bits, ot = spec
-        if f in ("simm16", "simm32"): fields[f] = r.getrandbits(16 if f == "simm16" else 32); continue
+        if f in ("simm16", "simm32"):
+          fields[f] = r.getrandbits(16 if f == "simm16" else 32)
+          continue
         if "WMMA" in op.name: ot = type(ot).OPR_VGPR   # (WMMA takes VGPR matrices only)
         fields[f] = _operand_values(r, f, fmt, bits, ot, dst)
-      if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(f is not None and _fmt(f[0]) in FLOAT_FMTS for k, f in ops.items() if k.startswith("src")):
+      if cls_name in ("VOP3", "VOP3_SDST", "VOP3SD") and any(f is not None and _fmt(f[0]) in FLOAT_FMTS
+                                                             for k, f in ops.items() if k.startswith("src")):
         nsrc = sum(1 for k in ops if k.startswith("src"))
         if cls_name != "VOP3SD" and r.random() < 0.5: fields["abs"] = r.getrandbits(nsrc)
         if r.random() < 0.5: fields["neg"] = r.getrandbits(nsrc)
@@ -269,12 +274,15 @@ def run_ours(code: bytes, seed: int, float_mode: int):
   from hcqdsl.runtime.isa.rdna3 import AmdKernel, Launch, Wave
   st = state(seed)
   mem = Memory()
-  mem.add(CODE_ADDR, 64, "code"); mem.write(CODE_ADDR, code.ljust(64, b"\0"))
+  mem.add(CODE_ADDR, 64, "code")
+  mem.write(CODE_ADDR, code.ljust(64, b"\0"))
   k = AmdKernel("case")
   k.step_limit = 0   # the fault after the first instruction: the state after exactly one
   launch = Launch(k, mem, CODE_ADDR, True, float_mode, 0)
   w = Wave(CODE_ADDR, 0)
-  w.s[:] = np.array(st["s"], np.uint64); w.v[:] = st["v"]; w.scc = st["scc"]
+  w.s[:] = np.array(st["s"], np.uint64)
+  w.v[:] = st["v"]
+  w.scc = st["scc"]
   try: k.run_workgroup(launch, [w], (0, 0, 0), 0)
   except DeviceFault as e:
     if "more than 0 instructions in one dispatch" not in str(e): return str(e).split("`: ", 1)[-1]
@@ -288,7 +296,8 @@ def _canon(d: np.ndarray, fmt: str, regs: list) -> None:
     if r >= len(d): continue
     x = d[r]
     if fmt in ("F32",):
-      nan = ((x & 0x7F800000) == 0x7F800000) & ((x & 0x7FFFFF) != 0); x[nan] = 0x7FC00000
+      nan = ((x & 0x7F800000) == 0x7F800000) & ((x & 0x7FFFFF) != 0)
+      x[nan] = 0x7FC00000
     elif fmt in ("BF16",):   # (WMMA's bf16 results sit in the low halves)
       h = x & 0xFFFF
       nan = ((h & 0x7F80) == 0x7F80) & ((h & 0x7F) != 0)
@@ -336,7 +345,9 @@ def digest(code: bytes, res) -> str:
   if isinstance(res, str): return "fault"
   s, v, scc, pc = res
   h = hashlib.sha256()
-  h.update(s.astype("<u4").tobytes()); h.update(v.astype("<u4").tobytes()); h.update(struct.pack("<qQ", scc, pc & 0xFFFFFFFFFFFFFFFF))
+  h.update(s.astype("<u4").tobytes())
+  h.update(v.astype("<u4").tobytes())
+  h.update(struct.pack("<qQ", scc, pc & 0xFFFFFFFFFFFFFFFF))
   return h.hexdigest()[:16]
 
 def _ulp_diff(a: np.ndarray, b: np.ndarray, fmt: str) -> np.ndarray:
@@ -413,7 +424,8 @@ def tinygrad_worker():
              "pc": -1 if npc == emu.ENDPGM_PC else npc - pc}
     except Exception as e:
       out = {"error": f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"}
-    sys.stdout.write(json.dumps(out) + "\n"); sys.stdout.flush()
+    sys.stdout.write(json.dumps(out) + "\n")
+    sys.stdout.flush()
 
 def run_tinygrad(cases: list) -> list:
   """tinygrad's emulator's states for [(code bytes, seed, float mode)] (None: the peer is not there). A case that
@@ -427,17 +439,24 @@ def run_tinygrad(cases: list) -> list:
   proc, out = start(), []
   for code, seed, fm in cases:
     try:
-      proc.stdin.write(json.dumps([code.hex(), seed, fm]) + "\n"); proc.stdin.flush()
+      proc.stdin.write(json.dumps([code.hex(), seed, fm]) + "\n")
+      proc.stdin.flush()
       line = proc.stdout.readline()
     except BrokenPipeError: line = ""
     if not line:
-      out.append("tinygrad: crashed"); proc.kill(); proc = start(); continue
+      out.append("tinygrad: crashed")
+      proc.kill()
+      proc = start()
+      continue
     d = json.loads(line)
-    if "error" in d: out.append("tinygrad: " + d["error"]); continue
+    if "error" in d:
+      out.append("tinygrad: " + d["error"])
+      continue
     s = np.frombuffer(bytes.fromhex(d["s"]), np.uint32).astype(np.uint64)
     v = np.frombuffer(bytes.fromhex(d["v"]), np.uint32).astype(np.uint64).reshape(256, 32)
     out.append((s, v, d["scc"], d["pc"]))
-  proc.stdin.close(); proc.wait()
+  proc.stdin.close()
+  proc.wait()
   return out
 
 def _is_memory(code: bytes) -> bool:
@@ -483,8 +502,12 @@ def summarize(c: dict) -> dict:
     b = bytes.fromhex(code)
     e = per.setdefault(name, {"agree": 0, "differ": [], "differ_flush": [], "unsupported": 0, "tg_unsupported": 0, "cases": 0})
     e["cases"] += 1
-    if isinstance(ours, str) and "unsupported" in ours: e["unsupported"] += 1; continue
-    if isinstance(tg, str): e["tg_unsupported"] += 1; continue
+    if isinstance(ours, str) and "unsupported" in ours:
+      e["unsupported"] += 1
+      continue
+    if isinstance(tg, str):
+      e["tg_unsupported"] += 1
+      continue
     ok, what = agree(b, ours, tg)
     if ok: e["agree"] += 1
     else: e["differ" if fm == 0xF0 else "differ_flush"].append((code, seed, fm, what))
@@ -510,9 +533,12 @@ def record(path: pathlib.Path = CASES, per_op: int = 3):
 
 def _digest_without(code: bytes, res, rows: list) -> str:
   s, v, scc, pc = normalized(code, res)
-  v = v.copy(); v[rows] = 0
+  v = v.copy()
+  v[rows] = 0
   h = hashlib.sha256()
-  h.update(s.astype("<u4").tobytes()); h.update(v.astype("<u4").tobytes()); h.update(struct.pack("<qQ", scc, pc & 0xFFFFFFFFFFFFFFFF))
+  h.update(s.astype("<u4").tobytes())
+  h.update(v.astype("<u4").tobytes())
+  h.update(struct.pack("<qQ", scc, pc & 0xFFFFFFFFFFFFFFFF))
   return h.hexdigest()[:16]
 
 def check_recorded(code: bytes, fm_res, exp) -> bool:
@@ -538,9 +564,13 @@ if __name__ == "__main__":
   ap.add_argument("--record", action="store_true")
   ap.add_argument("--per-op", type=int, default=6)
   a = ap.parse_args()
-  if a.tinygrad_worker: tinygrad_worker(); sys.exit(0)
+  if a.tinygrad_worker:
+    tinygrad_worker()
+    sys.exit(0)
   sys.path.insert(0, str(ROOT))
-  if a.record: print(len(record(per_op=a.per_op)), "cases recorded in", CASES); sys.exit(0)
+  if a.record:
+    print(len(record(per_op=a.per_op)), "cases recorded in", CASES)
+    sys.exit(0)
   if a.campaign:
     c = campaign(a.per_op)
     per = summarize(c)

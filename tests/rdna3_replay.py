@@ -52,7 +52,9 @@ def worker(inp: str, outp: str):
   runs, start = [], None   # contiguous page runs
   for i, p in enumerate(pages):
     if start is None: start = p
-    if i + 1 == len(pages) or pages[i + 1] != p + 0x1000: runs.append((start, p + 0x1000)); start = None
+    if i + 1 == len(pages) or pages[i + 1] != p + 0x1000:
+      runs.append((start, p + 0x1000))
+      start = None
   for lo, hi in runs:
     got = libc.mmap(lo, hi - lo, PROT, FLAGS, -1, 0)
     if got != lo: raise OSError(f"cannot map {lo:#x}..{hi:#x} at its own address (errno {ctypes.get_errno()})")
@@ -96,7 +98,8 @@ def replay(ds: list, timeout: float = 3600) -> dict:
 def ulps(a: np.ndarray, b: np.ndarray) -> np.ndarray:
   """Distance in f32 units in the last place (NaN to NaN: 0) of two equal-length byte strings read as f32."""
   x, y = a.view("<i4").astype(np.int64), b.view("<i4").astype(np.int64)
-  x = np.where(x < 0, -(x & 0x7FFFFFFF), x); y = np.where(y < 0, -(y & 0x7FFFFFFF), y)
+  x = np.where(x < 0, -(x & 0x7FFFFFFF), x)
+  y = np.where(y < 0, -(y & 0x7FFFFFFF), y)
   d = np.abs(x - y)
   fa, fb = a.view("<f4"), b.view("<f4")
   return np.where(np.isnan(fa) & np.isnan(fb), 0, d)

@@ -51,7 +51,8 @@ def _steps(program: Program, launches: int):
   for st in host:
     if isinstance(st, Submit):
       qs = [q.name for q in queues if q.name not in named and (not st.queues or q.name in {r.name for r in st.queues})]
-      named |= set(qs); subs.append(tuple(qs))
+      named |= set(qs)
+      subs.append(tuple(qs))
     else: subs.append(None)
   implicit = tuple(q.name for q in queues if q.name not in named)
   hsteps = []
@@ -95,7 +96,7 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
   for _, per in seqs: flat.append([(k + 1, s) for k, steps in enumerate(per) for s in steps])
   # the host (sequence 0) compares a signal's 64-bit memory, whose high half nothing sets: its waits for 2**32 or
   # more never pass; the queues' packets see 32 bits
-  host_wait = lambda i, s: i == 0 and s[0] == "wait"
+  def host_wait(i, s): return i == 0 and s[0] == "wait"
   overflow = {}
   for i, f in enumerate(flat):
     for k, s in f:
@@ -174,7 +175,8 @@ def verdicts(program: Program, launches: int, max_states: int = 200_000) -> dict
       nxt = (nd, nv)
       if nxt not in seen:
         if len(seen) >= max_states: raise TooBig(f"more than {max_states} states")
-        seen.add(nxt); stack.append(nxt)
+        seen.add(nxt)
+        stack.append(nxt)
   out["states"] = len(seen)
   return out
 
@@ -188,7 +190,7 @@ def from_diagnostics(diags) -> dict:
   launch, {(line, launch) of each use named})}."""
   out = {"deadlock": {}, "race": {}, "signal-race": {}, "non-monotonic": {}, "overflow": {}, "incomplete": 0,
          "deadlock@": {}, "race@": {}, "signal-race@": {}, "non-monotonic@": {}}
-  launch_of = lambda msg: int(re.search(r"\(launch (\d+)\)", msg).group(1))
+  def launch_of(msg): return int(re.search(r"\(launch (\d+)\)", msg).group(1))
   for d in diags:
     if d.code == "deadlock":   # one report per cause; the other blocked waits are its related locations
       out["deadlock"][d.span.line] = d.extra["launch"]

@@ -16,8 +16,7 @@ def exprs(vars_):
   return st.one_of(const, st.builds(Expr, st.sampled_from(vars_).map(Ref), st.integers(-9, 9)))
 
 def slices(bufs):
-  def mk(name, a, b, ranged):
-    return Slice(Ref(name), a if ranged else None, b if ranged else None, ranged)
+  def mk(name, a, b, ranged): return Slice(Ref(name), a if ranged else None, b if ranged else None, ranged)
   return st.builds(mk, st.sampled_from(bufs), st.none() | st.integers(0, 1 << 20), st.none() | st.integers(0, 1 << 20), st.booleans())
 
 def data():
@@ -32,7 +31,7 @@ def programs(draw):
   devs, rest = pool[:ndev], pool[ndev:]
   bufs, sigs, vars_, kern = rest[0:2], rest[2:4], rest[4:5], rest[5]
   qnames = rest[6:8]
-  cm = lambda: dict(comments=draw(comments), comment=draw(st.none() | comment))
+  def cm(): return dict(comments=draw(comments), comment=draw(st.none() | comment))
   decls = [Device(d, "AMD", i, draw(st.none() | st.sampled_from(["gfx942", "gfx1100", "gfx1201"])), **cm()) for i, d in enumerate(devs)]
   def buffer(b):
     dev, size = draw(st.none() | st.sampled_from(devs).map(Ref)), draw(st.integers(1, 1 << 30))

@@ -18,15 +18,18 @@ from test_amd_encode import PROGRAM
 
 u32s = st.lists(st.integers(0, U32_MAX), max_size=64)
 # dwords that look like packets (valid headers followed by junk) reach deeper than uniform noise
-pm4_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.builds(lambda op, n: (3 << 30) | (n << 16) | (op << 8),
-                                                                  st.sampled_from([0x10, 0x15, 0x3C, 0x46, 0x49, 0x58, 0x76, 0x79, 0x3F, 0x37, 0x40, 0x23, 0xEE]),
+PM4_OPS = [0x10, 0x15, 0x3C, 0x46, 0x49, 0x58, 0x76, 0x79, 0x3F, 0x37, 0x40, 0x23, 0xEE]
+pm4_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.builds(lambda op, n: (3 << 30) | (n << 16) | (op << 8), st.sampled_from(PM4_OPS),
                                                                   st.integers(0, 12))), max_size=64)
-sdma_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.integers(0, 17), st.builds(lambda op, sub: op | sub << 8, st.integers(0, 17), st.integers(0, 3))), max_size=64)
+sdma_like = st.lists(st.one_of(st.integers(0, U32_MAX), st.integers(0, 17),
+                               st.builds(lambda op, sub: op | sub << 8, st.integers(0, 17), st.integers(0, 3))), max_size=64)
 
 def _walk_ok(pk, n):
   assert sum(p.length for p in pk) == n and all(p.length >= 1 for p in pk)
   off = 0
-  for p in pk: assert p.offset == off; off += p.length
+  for p in pk:
+    assert p.offset == off
+    off += p.length
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.one_of(u32s, pm4_like), st.sampled_from(ARCHS))
@@ -74,7 +77,7 @@ def _norm(img, stmts, dev):
   for s in stmts:
     if isinstance(s, Wait) and s.signal.name == f"{dev}.timeline" and s.value == Expr(Ref(f"{dev}.epoch"), -1): s = Epoch()
     if isinstance(s, Copy):
-      r = lambda sl: (sl.buffer.name, *sl.bounds(img.buffers[sl.buffer.name][1]))
+      def r(sl): return (sl.buffer.name, *sl.bounds(img.buffers[sl.buffer.name][1]))
       s = ("copy", r(s.dst), r(s.src))
     if isinstance(s, Exec): s = ("exec", s.kernel.name, s.args, s.grid or (1, 1, 1), s.block or (1, 1, 1))
     out.append(s)
@@ -123,7 +126,9 @@ def test_span_map():
 # ---- CLI entry points
 
 def _args(adder, argv):
-  ap = argparse.ArgumentParser(); adder(ap); return ap.parse_args(argv)
+  ap = argparse.ArgumentParser()
+  adder(ap)
+  return ap.parse_args(argv)
 
 def test_cli(tmp_path, capsys):
   src = tmp_path / "p.hcq"
@@ -175,7 +180,7 @@ def test_packet_length_rule_is_the_decoders(dw, arch):
                           ("sdma", sdma_mod.decoder(arch), sdma_mod.decoder(arch).packet_length)):
     length = emu.codec(kind, arch).length
     for p in dec.decode(dw):
-      get = lambda k: dw[p.offset + k] if p.offset + k < len(dw) else 0
+      def get(k): return dw[p.offset + k] if p.offset + k < len(dw) else 0
       if p.offset + rule(dw[p.offset], get) <= len(dw) and p.name not in ("TYPE2_NOP",) and not p.name.startswith("UNKNOWN"):
         assert p.length == rule(dw[p.offset], get) == length(dw[p.offset], get), (kind, p)
 
@@ -186,5 +191,6 @@ def test_no_retyped_packet_literals():
   root = pathlib.Path(__file__).parent.parent / "hcqdsl"
   files = [*root.joinpath("amd").glob("*.py"), *(root / f for f in ("runtime/emulator.py", "runtime/submit.py"))]
   src = {f: f.read_text() for f in files}
-  bad = [(f.name, m.group()) for f, t in src.items() for m in re.finditer(r"0x3FFF\b|0xFFFFF\b|0x400\b|0x1FF\b|<< 15\b|0x4000\b|0xBF[89AB][0-9A-F]0000\b|0x10000 \+|0xC000\b", t)]
+  magic = r"0x3FFF\b|0xFFFFF\b|0x400\b|0x1FF\b|<< 15\b|0x4000\b|0xBF[89AB][0-9A-F]0000\b|0x10000 \+|0xC000\b"
+  bad = [(f.name, m.group()) for f, t in src.items() for m in re.finditer(magic, t)]
   assert bad == []

@@ -23,21 +23,26 @@ def test_compute_ops(arch):
     for v in VALUES:
       for op in ("wait", "signal"):
         q, out = compute_queue(d), []
-        getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
+        getattr(q, op)(signal(a), v)
+        getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
       for b64 in (False, True):   # HWQueue.write: RELEASE_MEM of 32-bit low or 64-bit data
         q, out = compute_queue(d), []
-        q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
+        q.write(buf(a), v, b64=b64)
+        e.write(out, a, v, b64)
         assert out == q._q, ("write", hex(a), v, b64)
       for mask in (0x01000000, 1, U32_MAX):   # HWQueue.poll_bit: WAIT_REG_MEM `==` under the mask
         q, out = compute_queue(d), []
-        q.poll_bit(buf(a), v & mask, mask=mask); e.poll(out, a, v & mask, mask)
+        q.poll_bit(buf(a), v & mask, mask=mask)
+        e.poll(out, a, v & mask, mask)
         assert out == q._q, ("poll", hex(a), v, hex(mask))
     q, out = compute_queue(d), []
-    q.timestamp(signal(a)); e.timestamp(out, a + 8)
+    q.timestamp(signal(a))
+    e.timestamp(out, a + 8)
     assert out == q._q
   q, out = compute_queue(d), []
-  q.memory_barrier(); e.barrier(out)
+  q.memory_barrier()
+  e.barrier(out)
   assert out == q._q
 
 @pytest.mark.parametrize("wave32", [True, False])
@@ -60,21 +65,26 @@ def test_copy_ops(arch):
     for v in VALUES:
       for op in ("wait", "signal"):
         q, out = copy_queue(d), []
-        getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
+        getattr(q, op)(signal(a), v)
+        getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
       for b64 in (False, True):   # HWQueue.write: SDMA WRITE of one or two dwords
         q, out = copy_queue(d), []
-        q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
+        q.write(buf(a), v, b64=b64)
+        e.write(out, a, v, b64)
         assert out == q._q, ("write", hex(a), v, b64)
     q, out = copy_queue(d), []
-    q.timestamp(signal(a)); e.timestamp(out, a + 8)
+    q.timestamp(signal(a))
+    e.timestamp(out, a + 8)
     assert out == q._q
   m = d.max_copy_size
   for size in (1, 4, 256, m - 1, m, m + 1, 3 * m + 17):
     q, out = copy_queue(d), []
-    q.copy(buf(0x1_0000_0000), buf(0x2_0000_1000), size); e.copy(out, 0x1_0000_0000, 0x2_0000_1000, size)
+    q.copy(buf(0x1_0000_0000), buf(0x2_0000_1000), size)
+    e.copy(out, 0x1_0000_0000, 0x2_0000_1000, size)
     assert out == q._q, size
-  out = []; e.barrier(out)
+  out = []
+  e.barrier(out)
   assert out == []
 
 def test_max_copy_size():
@@ -151,7 +161,8 @@ def _replay(img, p, qname):
       tq.poll_bit(buf(a + s.src.bounds(size)[0]), val(s.value), mask=s.mask)
     elif isinstance(s, Copy):
       (da, ds), (sa, ss) = img.buffers[s.dst.buffer.name], img.buffers[s.src.buffer.name]
-      lo_d, hi_d = s.dst.bounds(ds); lo_s, _ = s.src.bounds(ss)
+      lo_d, hi_d = s.dst.bounds(ds)
+      lo_s, _ = s.src.bounds(ss)
       tq.copy(buf(da + lo_d), buf(sa + lo_s), hi_d - lo_d)
     elif isinstance(s, Exec):
       k = next(k for k in img.kernels if k["name"] == s.kernel.name and k["device"] == q.device.name)
@@ -200,7 +211,8 @@ def test_patch_positions_hold_values():
 def test_epoch_lowering():
   img = compile_program(parse("device g = AMD:0\nqueue q compute on g {\n  epoch\n}\n", "e.hcq"))
   q = img.queue("q")
-  out = []; pm4.encoder("gfx1100").wait(out, img.signals["g.timeline"], 0)
+  out = []
+  pm4.encoder("gfx1100").wait(out, img.signals["g.timeline"], 0)
   assert q.dwords == out and [(p.offset, p.var, p.add) for p in q.patches] == [(4, "g.epoch", -1)]
   assert img.patched(q, img.env(3))[4] == 2
 
@@ -344,7 +356,9 @@ def test_exec_private_segment_and_dispatch_ptr(arch, priv, dptr, monkeypatch):
   real = hsa.hsa_kernel_dispatch_packet_t
   class DP(real):
     @classmethod
-    def from_address(cls, addr): assert addr == ka.addr + 24; return real.from_buffer(backing)
+    def from_address(cls, addr):
+      assert addr == ka.addr + 24
+      return real.from_buffer(backing)
   monkeypatch.setattr(hsa, "hsa_kernel_dispatch_packet_t", DP)
   view = MMIOInterface(addr=ctypes.addressof(backing), nbytes=64)
   kbuf = types.SimpleNamespace(va_addr=ka.addr, offset=lambda n: types.SimpleNamespace(va_addr=ka.addr + n, cpu_view=lambda: view))

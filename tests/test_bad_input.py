@@ -1,19 +1,12 @@
 """Issue 31, items 2-4: bad input never gives a traceback, an internal error (exit 3), a hang or lost data; each error
 names the file, line and column where there is one. One test per cause, with the exact message."""
-import contextlib, io, json, os, random, struct, time
+import json, os, random, struct, time
 import pytest
+from conftest import cli
 import hcqdsl
-from hcqdsl.cli import main
 
 HUGE = 2**63
 
-def cli(*argv) -> tuple:
-  """(exit code, stdout, stderr) of `hcqdsl ARGV` run in this process."""
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try: rc = main([str(a) for a in argv])
-    except SystemExit as e: rc = e.code
-  return rc, out.getvalue(), err.getvalue()
 
 SIMPLE = """device gpu = AMD:0 gfx1100
 signal s on gpu
@@ -191,11 +184,18 @@ def _apply(a: list, diff: list) -> list:
   while k < len(diff):
     h = diff[k].split()
     start = int(h[1][1:].split(",")[0]) - (0 if "," not in h[1] or h[1].split(",")[1] != "0" else -1)
-    out += a[i:start - 1]; i = start - 1; k += 1
+    out += a[i:start - 1]
+    i = start - 1
+    k += 1
     while k < len(diff) and not diff[k].startswith("@@"):
-      line = diff[k]; k += 1
-      if line.startswith("\\"): out[-1] = out[-1].rstrip("\n"); continue
-      if line[0] in " -": assert a[i] == line[1:] or a[i] + "\n" == line[1:], (i, a[i], line); i += 1
+      line = diff[k]
+      k += 1
+      if line.startswith("\\"):
+        out[-1] = out[-1].rstrip("\n")
+        continue
+      if line[0] in " -":
+        assert a[i] == line[1:] or a[i] + "\n" == line[1:], (i, a[i], line)
+        i += 1
       if line[0] in " +": out.append(line[1:])
   return out + a[i:]
 

@@ -42,7 +42,9 @@ def hcqgraph(arena: Arena, launches: int = 3, archs=("gfx1100", "gfx942"), drop_
   copy1.copy(y, x, 0x10000).signal(copied, 1)
   comp1 = AMDComputeQueue(d1).wait(d1.timeline_signal, tlv[d1]).wait(kick, kickoff).wait(copied, 1).memory_barrier() \
     .exec(p1, a1, (4, 1, 1), (64, 1, 1)).signal(d1.timeline_signal, tlv[d1] + 1)
-  if bind: comp0.bind(d0); comp1.bind(d1)
+  if bind:
+    comp0.bind(d0)
+    comp1.bind(d1)
   last = {d0: 0, d1: 0}
   for k in range(1, launches + 1):
     for d in (d0, d1):  # the "GPU" finished the previous launch: its timeline write lands in memory, not via the host
@@ -138,7 +140,8 @@ def test_capture_cli(tmp_path):
   # a failing script: its own error, no traceback, and what was captured so far is still written
   bad = tmp_path / "bad.py"
   bad.write_text("import sys\nraise ValueError(f'no GPU here {sys.argv[1:]}')\n")
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(tmp_path / "b.json"), str(bad), "--", "-x", "y"], capture_output=True, text=True)
+  r = subprocess.run([sys.executable, "-m", "hcqdsl", "capture", "-o", str(tmp_path / "b.json"), str(bad), "--", "-x", "y"], capture_output=True,
+                     text=True)
   assert r.returncode == 1
   assert r.stderr.splitlines()[0] == f"hcqdsl: error: {bad}:2: ValueError: no GPU here ['-x', 'y']"
   assert json.loads((tmp_path / "b.json").read_text())["queues"] == []
@@ -182,9 +185,9 @@ def test_capture_without_amd_device(tmp_path):
     r = subprocess.run([sys.executable, "-m", "hcqdsl", cmd, *(["-o", str(tmp_path / "m.json")] if cmd == "capture" else []), str(script)],
                        capture_output=True, text=True)
     assert r.returncode == 2, r.stderr
-    assert r.stderr.splitlines()[-1] == (f"hcqdsl: error: {script}: no AMD queue was submitted to: run the script on tinygrad's AMD "
-                                         "runtime — an AMD GPU, or tinygrad's mock GPU with DEV=MOCKKFD+AMD and a tinygrad checkout "
-                                         "on PYTHONPATH (docs/lift.md)")
+    assert r.stderr.splitlines()[-1] == (f"hcqdsl: error: {script}: no AMD or NV queue was submitted to: run the script on tinygrad's "
+                                         "AMD or NV runtime — an AMD or NVIDIA GPU, or tinygrad's mock GPUs (DEV=MOCKKFD+AMD, DEV=MOCK+NV) "
+                                         "with a tinygrad checkout on PYTHONPATH (docs/lift.md, docs/nv.md)")
 
 def test_capture_internal_error_is_not_the_script_line(tmp_path, monkeypatch):
   from hcqdsl.cli.capture import run_script

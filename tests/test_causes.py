@@ -1,8 +1,8 @@
 """Root causes first (check/causes.py): consequences grouped under the cause whose checked fix removes them, fix notes
 at the line where the edit goes, and no statement with an error and a warning that contradicts it."""
-import contextlib, io, json, pathlib
+import json, pathlib
+from conftest import cli
 import hcqdsl
-from hcqdsl.cli import main
 from hcqdsl.check import check_text, parse
 from hcqdsl.check.causes import apply_edit
 
@@ -12,14 +12,11 @@ RESETS = (PROGRAMS / "hcqgraph_resets.hcq").read_text()
 NO_WAIT = "".join(l for l in RESETS.splitlines(True) if "wait gpu0.timeline >= gpu0.epoch - 1" not in l
                   and "wait gpu1.timeline >= gpu1.epoch - 1" not in l)
 
-def cli(*argv) -> tuple:
-  out = io.StringIO()
-  with contextlib.redirect_stdout(out): rc = main(list(argv))
-  return rc, out.getvalue()
 
 def test_the_first_thing_printed_is_the_cause_and_its_fix(tmp_path):
-  f = tmp_path / "g.hcq"; f.write_text(NO_WAIT)
-  rc, out = cli("check", str(f))
+  f = tmp_path / "g.hcq"
+  f.write_text(NO_WAIT)
+  rc, out, _ = cli("check", str(f))
   lines = out.split("\n")
   assert rc == 1 and lines[0].startswith(f"{f}:52:3: error[non-monotonic]: the host lowers sig_c0 from 1 to 0 at line 52")
   assert lines[3] == "  root cause: the host resets sig_c0 and sig_x1 without waiting for the previous launch, which may still use them"
@@ -37,7 +34,8 @@ def test_the_fix_as_written_makes_the_program_check_clean():
   assert hcqdsl.check(apply_edit(parse(NO_WAIT, "g.hcq"), root.fix)) == []
 
 def test_json_and_sarif_keep_every_diagnostic_linked_by_cause(tmp_path):
-  f = tmp_path / "g.hcq"; f.write_text(NO_WAIT)
+  f = tmp_path / "g.hcq"
+  f.write_text(NO_WAIT)
   ds = json.loads(cli("check", str(f), "--format", "json")[1])["diagnostics"]
   root = next(d for d in ds if "root_cause" in d)
   assert len(ds) == 7 and root["cause_of"] == 6 and "cause" not in root

@@ -38,7 +38,8 @@ CASES = [
   # race
   ("no_epoch", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n wait s0 >= kick\n exec use(a)\n}\n",
    {"race"}),
-  ("no_epoch_one_launch", "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n wait s0 >= kick\n exec use(a)\n}\n",
+  ("no_epoch_one_launch",
+   "queue c0 compute on gpu0 {\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n wait s0 >= kick\n exec use(a)\n}\n",
    set(), 1),
   ("epoch_finalizer", "queue c0 compute on gpu0 {\n epoch\n exec fill(a)\n signal s0 = kick\n}\nqueue c1 compute on gpu0 {\n epoch\n"
    " wait s0 >= kick\n exec use(a)\n signal gpu0.timeline = gpu0.epoch\n}\n", set()),
@@ -119,7 +120,7 @@ def test_deadlock_cycle_message():
   text = ("device gpu0 = AMD:0\nsignal s0 on gpu0\nsignal s1 on gpu0\n"
           "queue c0 compute on gpu0 {\n  wait s1 >= 1\n  signal s0 = 1\n}\n"
           "queue c1 compute on gpu0 {\n  wait s0 >= 1\n  signal s1 = 1\n}\n")
-  out = render_text([d for d in check_text(text, "dl.hcq")], {})
+  out = render_text(list(check_text(text, "dl.hcq")), {})
   assert out == (  # once per cycle, at its first member, with an edit that breaks it
     "dl.hcq:5:3: error[deadlock]: c0 waits forever for s1 >= 1 (launch 1); s1 is stuck at 0; c1 would write s1 at line 10 "
     "(launch 1) but is itself blocked\n"

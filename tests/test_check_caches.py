@@ -42,7 +42,7 @@ def test_signal_writes_l2_back_everywhere(arch):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_only_barrier_flushes_the_hdp(arch):
   t = get_target(arch)
-  flush = lambda s: any(p.name == "WAIT_REG_MEM" and p.dwords[2] == t.hdp_flush_req for p in packets(arch, s))
+  def flush(s): return any(p.name == "WAIT_REG_MEM" and p.dwords[2] == t.hdp_flush_req for p in packets(arch, s))
   assert {s for s in ("signal", "barrier", "timestamp", "wait", "exec") if flush(s)} == set(HDP_FLUSHING)
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -50,7 +50,8 @@ def test_exec_invalidates_the_near_caches_not_l2(arch):
   h, acq = get_target(arch).pm4, packets(arch, "exec")[0]
   assert acq.name == "ACQUIRE_MEM" and not l2_invalidated(arch, acq)
   if arch == "gfx942":
-    bits = {"vector L1": h.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1), "scalar cache": h.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1)}
+    bits = {"vector L1": h.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_TCL1_ACTION_ENA(1),
+            "scalar cache": h.PACKET3_ACQUIRE_MEM_CP_COHER_CNTL_SH_KCACHE_ACTION_ENA(1)}
     assert {k for k, b in bits.items() if acq.fields["coher_cntl"] & b} == set(EXEC_INVALIDATES[arch])
   else:
     bits = {n: getattr(h, f"PACKET3_ACQUIRE_MEM_GCR_CNTL_{n}_INV")(1) for n in ("GLV", "GL1", "GLK", "GLM", "GLI")}

@@ -70,7 +70,9 @@ def test_hb_matches_sequential_pass_on_pipelines():
   def each(text, launches):
     got = compare(text, launches)
     seen["total"] += 1
-    seen["races"] += got["races"]; seen["vis"] += got["vis"]; seen["outside"] += not got["exact"]
+    seen["races"] += got["races"]
+    seen["vis"] += got["vis"]
+    seen["outside"] += not got["exact"]
     seen["direct"] = seen.get("direct", 0) + got["direct"]
   each()
   assert seen["total"] == 200 and seen["races"] >= 40 and seen["vis"] >= 10 and seen["direct"] >= 150, seen
@@ -100,7 +102,8 @@ def test_hb_matches_definition_on_round_trips():
   @given(round_trips())
   def each(text):
     got = compare(text, 1)
-    seen["total"] += 1; seen["vis"] += got["vis"]
+    seen["total"] += 1
+    seen["vis"] += got["vis"]
     if "gfx942" not in text.splitlines()[0]: assert not got["vis"], text   # a `signal` invalidates L2 there
   each()
   assert seen["total"] == 120 and 5 <= seen["vis"] <= 90, seen
@@ -112,7 +115,9 @@ def test_hb_matches_sequential_pass():
   def each(data, launches, symbolic):
     got = compare(data.draw(programs(max_queues=5, max_body=8, symbolic=symbolic)), launches)
     seen["total"] += 1
-    seen["races"] += got["races"]; seen["vis"] += got["vis"]; seen["outside"] += not got["exact"]
+    seen["races"] += got["races"]
+    seen["vis"] += got["vis"]
+    seen["outside"] += not got["exact"]
     seen["direct"] = seen.get("direct", 0) + got["direct"]
   each()
   # every example compared; racy and outside-the-fragment programs among them (visibility: the pipelines above)

@@ -2,7 +2,8 @@
 check errors from compile/run, and a description for every argument."""
 import argparse, json, pathlib
 import pytest
-from hcqdsl.cli import main, build_parser, COMMANDS
+from conftest import cli
+from hcqdsl.cli import build_parser, COMMANDS
 from hcqdsl.diagnostics import Diagnostic, render_text, split_lines, printable
 import hcqdsl.diagnostics as diagnostics_mod
 from hcqdsl.ir import Span
@@ -10,10 +11,6 @@ from hcqdsl.ir import Span
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PROGRAMS = ROOT / "programs"
 
-def run(capsys, *argv):
-  rc = main([str(x) for x in argv])
-  out = capsys.readouterr()
-  return rc, out.out, out.err
 
 # ---- check's text report: capped per code, a summary line counting everything
 
@@ -25,18 +22,18 @@ def vis_program(n: int) -> str:
   return "\n".join(out) + "\n"
 
 def test_clean_check_prints_a_summary(capsys):
-  rc, out, err = run(capsys, "check", PROGRAMS / "tutorial_fixed.hcq", "--launches", "3")
+  rc, out, err = cli("check", PROGRAMS / "tutorial_fixed.hcq", "--launches", "3")
   assert (rc, out, err) == (0, "ok: 0 errors, 0 warnings over 3 launches, 2 queues\n", "")
 
 def test_failed_check_summary(capsys):
-  rc, out, _ = run(capsys, "check", PROGRAMS / "deadlock_cycle.hcq")
+  rc, out, _ = cli("check", PROGRAMS / "deadlock_cycle.hcq")
   assert rc == 1 and out.splitlines()[-1] == "failed: 1 error, 0 warnings over 2 launches, 2 queues"
 
 def test_check_summary_says_what_a_lift_left_out(tmp_path, capsys):
   """A lifted capture whose header says steps were left out (`# hcq: unlifted=N`): `ok` is not the whole story."""
   f = tmp_path / "lifted.hcq"
   f.write_text("# hcq: launches=2 unlifted=35\n" + (PROGRAMS / "tutorial_fixed.hcq").read_text())
-  rc, out, _ = run(capsys, "check", f)
+  rc, out, _ = cli("check", f)
   last = out.splitlines()[-1]
   assert rc == 0 and last.startswith("ok: 0 errors, 0 warnings over ") and last.endswith(
     "queues; NOT CHECKED: 35 captured steps the lift left out (its `# note:` lines; `hcqdsl lift --whole` lifts every step)"), last
@@ -44,25 +41,25 @@ def test_check_summary_says_what_a_lift_left_out(tmp_path, capsys):
 def test_syntax_error_summary_counts_no_queues(tmp_path, capsys):
   f = tmp_path / "bad.hcq"
   f.write_text("device g = AMD:0\nqueue q compute on g {\n  barrier\n")
-  rc, out, _ = run(capsys, "check", f)
+  rc, out, _ = cli("check", f)
   assert rc == 1 and out.splitlines()[-1] == "failed: 1 error, 0 warnings"
 
 def test_text_caps_warnings_per_code(tmp_path, capsys):
   f = tmp_path / "vis.hcq"
   f.write_text(vis_program(30))
-  rc, out, _ = run(capsys, "check", f, "--max-diagnostics", "4", "--launches", "1")
+  rc, out, _ = cli("check", f, "--max-diagnostics", "4", "--launches", "1")
   lines = out.splitlines()
   assert rc == 0 and sum(": warning[visibility]: " in x for x in lines) == 4
   assert lines[-2:] == ["... and 26 more visibility warnings (--max-diagnostics 0 shows all)",
                         "ok: 0 errors, 30 warnings over 1 launch, 1 queue"]
-  rc, out, _ = run(capsys, "check", f, "--max-diagnostics", "0", "--launches", "1")
+  rc, out, _ = cli("check", f, "--max-diagnostics", "0", "--launches", "1")
   assert sum(": warning[visibility]: " in x for x in out.splitlines()) == 30 and "more visibility" not in out
-  rc, out, _ = run(capsys, "check", f, "--launches", "1")  # default: 20 of each code
+  rc, out, _ = cli("check", f, "--launches", "1")  # default: 20 of each code
   assert sum(": warning[visibility]: " in x for x in out.splitlines()) == 20
   assert "... and 10 more visibility warnings (--max-diagnostics 0 shows all)" in out
-  rc, out, _ = run(capsys, "check", f, "--format", "json", "--max-diagnostics", "1", "--launches", "1")  # JSON and SARIF stay complete
+  rc, out, _ = cli("check", f, "--format", "json", "--max-diagnostics", "1", "--launches", "1")  # JSON and SARIF stay complete
   assert len(json.loads(out)["diagnostics"]) == 30
-  rc, out, _ = run(capsys, "check", f, "--format", "sarif", "--max-diagnostics", "1", "--launches", "1")
+  rc, out, _ = cli("check", f, "--format", "sarif", "--max-diagnostics", "1", "--launches", "1")
   assert len(json.loads(out)["runs"][0]["results"]) == 30
 
 def test_errors_are_never_capped():
@@ -124,20 +121,20 @@ def test_excerpt_quotes_the_named_line_with_escapes():
 def test_unknown_var_is_the_same_error_everywhere(cmd, capsys, tmp_path):
   f = PROGRAMS / "tutorial_fixed.hcq"
   extra = ["--hex"] if cmd == "compile" else []
-  rc, out, err = run(capsys, cmd, f, "--var", "kik=1", *extra)
+  rc, out, err = cli(cmd, f, "--var", "kik=1", *extra)
   assert rc == 2 and out == ""
   assert err == f"hcqdsl: error[name]: --var: `kik` is not a var of {f} (did you mean `kick`?) (vars: kick, gpu0.epoch)\n"
 
 @pytest.mark.parametrize("cmd", ["check", "graph", "run", "compile"])
 @pytest.mark.parametrize("value", ["9223372036854775808", "4294967296", "-1"])
 def test_var_outside_32_bits_is_an_overflow_error(cmd, value, capsys):
-  rc, out, err = run(capsys, cmd, PROGRAMS / "tutorial_fixed.hcq", "--var", f"kick={value}")
+  rc, out, err = cli(cmd, PROGRAMS / "tutorial_fixed.hcq", "--var", f"kick={value}")
   assert rc == 2 and out == ""
   assert err == f"hcqdsl: error[overflow]: --var kick={value}: {value} is outside 32 bits (values are 0 .. 4294967295)\n"
 
 def test_var_pins_compile_hex(capsys):
-  rc, a, _ = run(capsys, "compile", PROGRAMS / "tutorial_fixed.hcq", "--hex")
-  rc2, b, _ = run(capsys, "compile", PROGRAMS / "tutorial_fixed.hcq", "--hex", "--var", "kick=4294967295")
+  rc, a, _ = cli("compile", PROGRAMS / "tutorial_fixed.hcq", "--hex")
+  rc2, b, _ = cli("compile", PROGRAMS / "tutorial_fixed.hcq", "--hex", "--var", "kick=4294967295")
   assert rc == rc2 == 0 and a != b and "ffffffff" in b
 
 # ---- compile and run say when the program has check errors
@@ -145,21 +142,21 @@ def test_var_pins_compile_hex(capsys):
 def test_compile_and_run_report_check_errors(capsys, tmp_path):
   f = PROGRAMS / "tutorial_deadlock.hcq"
   line = (f"hcqdsl: warning: {f} has 1 check error (deadlock); run `hcqdsl check {f}` (--no-check silences this)\n")
-  rc, _, err = run(capsys, "compile", f, "-o", tmp_path / "d.hcqimg")
+  rc, _, err = cli("compile", f, "-o", tmp_path / "d.hcqimg")
   assert rc == 0 and err.startswith(line)
-  rc, _, err = run(capsys, "compile", f, "-o", tmp_path / "d.hcqimg", "--no-check")
+  rc, _, err = cli("compile", f, "-o", tmp_path / "d.hcqimg", "--no-check")
   assert rc == 0 and "check error" not in err
-  rc, out, err = run(capsys, "run", f)
+  rc, out, err = cli("run", f)
   assert rc == 1 and err == line
-  rc, out, err = run(capsys, "run", f, "--no-check")
+  rc, out, err = cli("run", f, "--no-check")
   assert rc == 1 and err == ""
-  rc, _, err = run(capsys, "compile", PROGRAMS / "tutorial_fixed.hcq", "-o", tmp_path / "f.hcqimg")
+  rc, _, err = cli("compile", PROGRAMS / "tutorial_fixed.hcq", "-o", tmp_path / "f.hcqimg")
   assert rc == 0 and "check error" not in err
 
 # ---- readable parse output; hung queues shown blocked
 
 def test_parse_prints_an_indented_tree(capsys):
-  rc, out, _ = run(capsys, "parse", PROGRAMS / "deadlock_cycle.hcq")
+  rc, out, _ = cli("parse", PROGRAMS / "deadlock_cycle.hcq")
   assert rc == 0 and out.splitlines()[:6] == [
     f"Program {PROGRAMS / 'deadlock_cycle.hcq'}: 5 declarations",
     "  Device name='gpu0' vendor='AMD' index=0 arch='gfx1100'  @2:1",
@@ -167,11 +164,11 @@ def test_parse_prints_an_indented_tree(capsys):
     "  Signal name='ready1' device=gpu0 init=0  @5:1",
     "  Queue name='c0' engine='compute' device=gpu0  @7:1",
     "    Wait signal=ready1 value=1  @8:3"]
-  rc, out, _ = run(capsys, "parse", PROGRAMS / "deadlock_cycle.hcq", "--json")
+  rc, out, _ = cli("parse", PROGRAMS / "deadlock_cycle.hcq", "--json")
   assert rc == 0 and json.loads(out)["kind"] == "Program" and out.count("\n") > 10
 
 def test_run_shows_hung_queues_blocked_at_their_wait(capsys):
-  rc, out, _ = run(capsys, "run", PROGRAMS / "tutorial_deadlock.hcq", "--no-check")
+  rc, out, _ = cli("run", PROGRAMS / "tutorial_deadlock.hcq", "--no-check")
   assert rc == 1
   assert "  c0 (compute on gpu0): 0 packets, blocked since 1.0 us at line 16: `wait copied >= kick` (launch 1)  []" in out
   assert "done at" not in out

@@ -67,7 +67,8 @@ def test_not_a_safetensors_file(tmp_path):
 
 def test_tinygrad_reads_what_move_out_writes(tmp_path):
   from tinygrad.nn.state import safe_load
-  p = parse("device g = AMD:0\nbuffer a on g size 8K = f32 [" + ", ".join(map(str, range(2048))) + "]\nbuffer s on g size 8 = f32 [1.5, 2.5]\n", "m.hcq")
+  p = parse("device g = AMD:0\nbuffer a on g size 8K = f32 [" + ", ".join(map(str, range(2048))) + "]\nbuffer s on g size 8 = f32 [1.5, 2.5]\n",
+            "m.hcq")
   moved = move_out(p, str(tmp_path / "m.safetensors"), "m.safetensors", 16)
   assert moved.buffers[0].init.source == ("m.safetensors", "a") and moved.buffers[1].init.source is None
   assert safe_load(str(tmp_path / "m.safetensors"))["a"].numpy().tolist() == list(map(float, range(2048)))

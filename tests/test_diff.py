@@ -45,7 +45,8 @@ def test_declarations_queues_and_values():
 def test_inserted_command_is_aligned(capsys, tmp_path):
   a = "device g = AMD:0\nbuffer x on g size 64\nkernel f(out a)\nqueue q compute on g {\n  exec f(x)\n  exec f(x)\n}\n"
   b = a.replace("  exec f(x)\n  exec f(x)\n", "  exec f(x)\n  barrier\n  exec f(x)\n")
-  (tmp_path / "a.hcq").write_text(a); (tmp_path / "b.hcq").write_text(b)
+  (tmp_path / "a.hcq").write_text(a)
+  (tmp_path / "b.hcq").write_text(b)
   rc, out, _ = run(capsys, "diff", tmp_path / "a.hcq", tmp_path / "b.hcq", "--launches", "1", "--json")
   assert rc == 1 and json.loads(out)["differences"] == [
     {"what": "command", "name": "q", "a": None, "b": "barrier", "launch": 1, "a_line": None, "b_line": 6}]
@@ -71,7 +72,8 @@ def test_match_pairs_names_by_use(capsys, tmp_path):
        "queue copy0 copy on gpu0 {\n  wait u >= launch\n  copy b_9000[0:32] <- in_7f00@1[0:32]\n  signal t = launch\n}\n"
        "queue comp compute on gpu1 {\n  wait t >= launch\n  exec add1(b_a000, b_9000[0:32]) block (2, 1, 1)\n}\n"
        "queue down copy on gpu1 {\n  copy b_host <- b_a000\n}\nvar launch\n")
-  (tmp_path / "a.hcq").write_text(a); (tmp_path / "b.hcq").write_text(b)
+  (tmp_path / "a.hcq").write_text(a)
+  (tmp_path / "b.hcq").write_text(b)
   got = diff_programs(parse(a, "a.hcq"), parse(b, "b.hcq"), 3, match=True)
   assert got == [Change("command", "g0 copy", "copy mid[0:32] <- in0@2[0:32]", "copy mid[0:32] <- in0@1[0:32]", 2, 9, 17),
                  Change("command", "g0 copy", "copy mid[0:32] <- in0@3[0:32]", "copy mid[0:32] <- in0@1[0:32]", 3, 9, 17)]

@@ -33,7 +33,8 @@ def test_a_queue_wait_compares_32_bits():
   _, d = hcqdsl.parse_with_diagnostics(HEAD + "queue c compute on gpu {\n  wait tl >= 0x1_0000_0000\n}\n", "q.hcq")
   assert [x.message for x in d] == ["4294967296 (0x100000000) is outside 32 bits (signal values are 0 .. 4294967295)"]
   _, d = hcqdsl.parse_with_diagnostics(HEAD + "host {\n  wait tl >= 0x1_0000_0000_0000_0000\n}\n", "q.hcq")
-  assert [x.message for x in d] == ["18446744073709551616 (0x10000000000000000) is outside 64 bits (the host's waits compare 0 .. 18446744073709551615)"]
+  assert [x.message for x in d] == ["18446744073709551616 (0x10000000000000000) is outside 64 bits (the host's waits compare 0 .. "
+                                    "18446744073709551615)"]
   _, d = hcqdsl.parse_with_diagnostics(HEAD + "host {\n  signal tl = 0x1_0000_0000\n}\n", "q.hcq")   # the host's writes stay 32-bit
   assert [x.code for x in d] == ["overflow"]
 

@@ -29,8 +29,10 @@ def test_static_errors():
   assert errors(PROG.replace("write stage[0:8] = f32 [9.0, 10.0]", "write stage[0:4] = f32 [9.0, 10.0]")) == [
     f"h.hcq:{SECOND}:{col}: error[bounds]: 2 f32 values are 8 bytes, more than the 4 bytes of `stage[0:4]`" for col in (22, 39, 57)]
   assert errors(PROG.replace("  copy x <- stage\n", "  copy x <- stage\n  write stage = u32 [1], u32 [2]\n")) == [
-    f"h.hcq:{line(PROG, 'copy x <- stage') + 1}:3: error[syntax]: `write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value"]
-  assert errors(PROG.replace("write stage = f32 [1.0, 2.0, 3.0, 4.0], f32 [5.0, 6.0, 7.0, 8.0], f32 [13.0, 14.0, 15.0, 16.0]", "write stage[0:4] = 7")) == [
+    f"h.hcq:{line(PROG, 'copy x <- stage') + 1}:3: error[syntax]: `write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` "
+    f"stores one value"]
+  assert errors(PROG.replace("write stage = f32 [1.0, 2.0, 3.0, 4.0], f32 [5.0, 6.0, 7.0, 8.0], f32 [13.0, 14.0, 15.0, 16.0]",
+                             "write stage[0:4] = 7")) == [
     f"h.hcq:{FIRST}:3: error[syntax]: `write` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)"]
   assert errors(PROG.replace("write stage[0:8]", "write nope[0:8]")) == [f"h.hcq:{SECOND}:9: error[name]: unknown buffer `nope`"]
   d = hcqdsl.check(hcqdsl.parse(PROG, "h.hcq"), 4)
@@ -42,7 +44,8 @@ def test_check_orders_the_refill():
   racy_text = "\n".join(ln for i, ln in enumerate(PROG.split("\n"), 1) if i != GUARD)
   racy, copy = hcqdsl.parse(racy_text, "r.hcq"), line(PROG, "copy x <- stage")
   d = next(d for d in hcqdsl.check(racy, 2) if d.code == "race" and f"at line {SECOND - 1} " in d.message)
-  assert d.code == "race" and d.message.startswith(f"the host writes stage[0:8] at line {SECOND - 1} (launch 1) and cx reads stage[0:16] at line {copy}")
+  assert d.code == "race" and d.message.startswith(f"the host writes stage[0:8] at line {SECOND - 1} (launch 1) and cx reads stage[0:16] at line "
+                                                   f"{copy}")
   assert f"add `wait xin >= launch` in the host before line {SECOND - 1} (cx signals it at line {copy + 1}, after its access)" in str(d), str(d)
 
 def test_run_and_lift_image():
@@ -55,7 +58,7 @@ def test_run_and_lift_image():
   back = lift_image(img)
   assert [s for s in back.host.body if isinstance(s, HostWrite)][1] == \
     HostWrite(Slice(Ref("stage"), 0, 8, True), (Data("f32", (9.0, 10.0)), Data("f32", (11.0, 12.0)), Data("f32", (17.0, 18.0))))
-  drop_lines = lambda host: [{k: v for k, v in h.items() if k != "line"} for h in host]
+  def drop_lines(host): return [{k: v for k, v in h.items() if k != "line"} for h in host]
   assert hcqdsl.run(back, launches=3).ok and drop_lines(compile_program(back).host) == drop_lines(img.host)
 
 POLLED = """device g = AMD:0 gfx1100

@@ -4,9 +4,10 @@ objects), the programs `hcqdsl emit` makes of examples/tinygrad (schedules and T
 two-device programs; each family asserts how many it compared (generated programs: tests/test_lift.py's
 image_round_trip is this round_trip). The CLI pipeline end to end, the one schema against docs/amd.md."""
 from __future__ import annotations
-import glob, os, pathlib, subprocess, sys, tempfile
+import glob, os, pathlib, tempfile
 from typing import Optional
 import pytest
+from conftest import cli
 from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.lang.format import format_program
@@ -55,10 +56,14 @@ def round_trip(prog, target: str = "gfx1100", where: Optional[pathlib.Path] = No
 def test_files_round_trip(path, tmp_path):
   name = pathlib.Path(path).stem
   try: prog = parse(pathlib.Path(path).read_text(), path)
-  except HcqError: assert name in NOT_LOWERED; return
+  except HcqError:
+    assert name in NOT_LOWERED
+    return
   for t in TARGETS:
     try: round_trip(prog, t, tmp_path / t)
-    except HcqError: assert name in NOT_LOWERED; return
+    except HcqError:
+      assert name in NOT_LOWERED
+      return
   assert name not in NOT_LOWERED
 
 def test_files_compared():
@@ -70,7 +75,8 @@ def test_tinygrad_shaped_programs_round_trip(tmp_path):
   from test_amd_encode import PROGRAM
   n = 0
   for a0, a1 in (("gfx1100", "gfx942"), ("gfx1201", "gfx1201"), ("gfx942", "gfx1100")):
-    round_trip(parse(PROGRAM.format(a0=a0, a1=a1), "p.hcq"), "gfx1100", tmp_path / f"{a0}-{a1}"); n += 1
+    round_trip(parse(PROGRAM.format(a0=a0, a1=a1), "p.hcq"), "gfx1100", tmp_path / f"{a0}-{a1}")
+    n += 1
   assert n == 3
 
 def _emitted():
@@ -109,15 +115,15 @@ def test_cli_reads_what_it_writes(tmp_path, capsys):
   assert main(["compile", str(ROOT / "programs" / "jit_decode.hcq"), "-o", str(img)]) == 0
   assert main(["disasm", str(img)]) == 0 and main(["lift", str(img)]) == 0
   out = capsys.readouterr().out
-  assert "DISPATCH_DIRECT" in out and "buffer x on g0 size 4 rebound = u32 [10], u32 [20]" in out and "exec put(cache, x, pos) grid (pos + 1, 1, 1)" in out
+  assert "DISPATCH_DIRECT" in out and "buffer x on g0 size 4 rebound = u32 [10], u32 [20]" in out
+  assert "exec put(cache, x, pos) grid (pos + 1, 1, 1)" in out
   (tmp_path / "e.hcq").write_text("")
   assert main(["compile", str(tmp_path / "e.hcq"), "-o", str(tmp_path / "e.hcqimg")]) == 0
   assert main(["lift", str(tmp_path / "e.hcqimg")]) == 0
   assert capsys.readouterr().out == f"# lifted from {tmp_path / 'e.hcq'} (gfx1100) by hcqdsl lift\n"
 
 def _hcqdsl(*args, cwd):
-  r = subprocess.run([sys.executable, "-m", "hcqdsl", *args], cwd=cwd, capture_output=True, text=True,
-                     env={**os.environ, "PYTHONPATH": str(ROOT)})
+  r = cli(*args, cwd=cwd)
   assert r.returncode == 0, r.stderr
   return r.stdout
 
@@ -125,7 +131,9 @@ def test_lift_writes_code_objects_next_to_its_output(tmp_path):
   """A lifted program with real code objects compiles from any directory: lift writes them next to its output
   (printing: beside the image) and names them relative to the program."""
   src = ROOT / "tests" / "amd_code" / "conv" / "conv.hcq"
-  (tmp_path / "a").mkdir(); (tmp_path / "b").mkdir(); (tmp_path / "c").mkdir()
+  (tmp_path / "a").mkdir()
+  (tmp_path / "b").mkdir()
+  (tmp_path / "c").mkdir()
   _hcqdsl("compile", str(src), "-o", "conv.hcqimg", cwd=tmp_path / "a")
   _hcqdsl("lift", "../a/conv.hcqimg", "-o", "../b/lifted.hcq", cwd=tmp_path / "c")
   assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["lifted.hcq", "r_4_6_6_2_3_3.co"]

@@ -24,7 +24,8 @@ _progs: dict = {}
 def module(name: str):
   script = WORKLOADS[name][0]
   spec = importlib.util.spec_from_file_location(f"_jit_{name}", EX / script)
-  mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
   return mod
 
 def emitted(name: str, seed: int = 0, planner: str = "hcqdsl"):
@@ -266,7 +267,8 @@ def test_data_file(tmp_path):
   for b in full.buffers:
     if b.init is not None and len(b.init.values) > 16:
       np.testing.assert_array_equal(st[b.name].numpy(), np.asarray(b.init.values))
-  moved = tmp_path / "elsewhere"; moved.mkdir()
+  moved = tmp_path / "elsewhere"
+  moved.mkdir()
   for f in ("d.hcq", "d.safetensors"): (moved / f).write_bytes((tmp_path / f).read_bytes())
   for cmd in ("check", "run"):
     r = subprocess.run([sys.executable, "-m", "hcqdsl", cmd, "elsewhere/d.hcq"], capture_output=True, text=True, cwd=tmp_path)
@@ -280,7 +282,8 @@ def test_gpt2_style_decode():
   with the token read back between calls. check and run with the file's own launch count; the last token is
   tinygrad's TinyJit's."""
   spec = importlib.util.spec_from_file_location("_gpt2_decode", EX / "gpt2_decode.py")
-  mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
   want = mod.reference(0)
   text = format_program(emit_jit(*mod.main(0)))
   prog = parse(text, "g.hcq")
@@ -308,7 +311,8 @@ def test_provenance_is_quoted_by_check():
 
 def _example(name):
   spec = importlib.util.spec_from_file_location(f"_ex_{name}", EX / f"{name}.py")
-  mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+  mod = importlib.util.module_from_spec(spec)
+  spec.loader.exec_module(mod)
   return mod
 
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])

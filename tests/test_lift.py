@@ -1,8 +1,9 @@
 """hcqdsl lift: images and dump manifests back to .hcq; the round-trip property; hang triage; bad input."""
 from __future__ import annotations
-import glob, json, pathlib, subprocess, sys
+import glob, json, pathlib
 import pytest
 from hypothesis import given, settings, HealthCheck
+from conftest import cli
 import hcqdsl
 from hcqdsl.ir import Queue, Host
 from hcqdsl.amd.compile import compile_program
@@ -67,7 +68,8 @@ def test_image_round_trip_generated():
   @settings(max_examples=60, deadline=None, database=None, suppress_health_check=list(HealthCheck))
   @given(check_gen.programs())
   def one(text):
-    image_round_trip(parse(text, "gen.hcq")); seen.append(1)
+    image_round_trip(parse(text, "gen.hcq"))
+    seen.append(1)
   one()
   assert len(seen) >= 60
 
@@ -80,7 +82,8 @@ def test_image_round_trip_generated_with_polls():
   def one(text):
     p = parse(text, "gen.hcq")
     image_round_trip(p)
-    seen["programs"] += 1; seen["polls"] += sum(type(s).__name__ == "Poll" for q in p.queues for s in q.body)
+    seen["programs"] += 1
+    seen["polls"] += sum(type(s).__name__ == "Poll" for q in p.queues for s in q.body)
   one()
   assert seen["programs"] == 60 and seen["polls"] >= 30, seen
 
@@ -93,10 +96,15 @@ def test_image_round_trip_generated_any_layout():
   @given(strategies.programs())
   def one(p):
     p, diags = parse_with_diagnostics(format_program(p), "g.hcq")
-    if p is None or any(d.severity == "error" for d in diags): seen["invalid"] += 1; return
+    if p is None or any(d.severity == "error" for d in diags):
+      seen["invalid"] += 1
+      return
     try: compile_program(p)
-    except hcqdsl.HcqError: seen["invalid"] += 1; return  # `amd "k.co"` kernels whose file does not exist
-    image_round_trip(p); seen["compared"] += 1
+    except hcqdsl.HcqError:  # `amd "k.co"` kernels whose file does not exist
+      seen["invalid"] += 1
+      return
+    image_round_trip(p)
+    seen["compared"] += 1
   one()
   assert seen["compared"] >= 40, seen
 
@@ -108,7 +116,7 @@ def test_image_lift_inits_of_buffers_smaller_than_a_word():
   lifted = format_program(lift_image(compile_program(parse(text, "t.hcq"))))
   assert ("buffer e on host size 1 rebound = u8 [1], u8 [2]\n" in lifted and "buffer f on g size 6 = u8 [1, 2, 3, 4, 5]\n" in lifted
           and "buffer r on host size 3 rewritten = u8 [1], u8 [2, 3]\n" in lifted), lifted
-  codes = lambda t, f: sorted(d.code for d in hcqdsl.check(parse(t, f)))
+  def codes(t, f): return sorted(d.code for d in hcqdsl.check(parse(t, f)))
   # the rewrite races, as written; the kernel reads what the host wrote with no barrier (the HDP flush) after it
   assert codes(lifted, "l.hcq") == codes(text, "t.hcq") == ["race", "race", "visibility"]
 
@@ -144,14 +152,13 @@ def test_manifest_round_trip(path):
   for q, lq in zip(img.queues, lifted.queues):
     at = {s[0]: i for i, s in enumerate(q.stmts) if s[1]}
     for i, s in enumerate(lq.body): back[("stmt", q.name, i)] = ("stmt", q.name, at[int(s.comment.split("@")[1])])
-  def norm(cs):
-    return sorted((back.get(k, k), c) for k, c, _ in cs if not k or k[0] == "stmt")
+  def norm(cs): return sorted((back.get(k, k), c) for k, c, _ in cs if not k or k[0] == "stmt")
   want, got = norm(codes(prog)), norm(codes(lifted))
   if pathlib.Path(path).stem in RANGED_EXEC: assert set(want) <= set(got)
   elif pathlib.Path(path).stem in LAUNCH_MEMORY: assert set(got) < set(want) and {c for _, c in set(want) - set(got)} == {"stale-input"}
   else: assert want == got
   if any(q.mem_patches for q in img.queues) or img.rewrites or any(h["op"] == "write" for h in img.host):
-    return   # (the host's `write` of bytes is CPU work, no ring dword: a raw dump has neither it nor a race at it)  # the host's writes to kernargs/buffers are no ring dwords
+    return   # the host's writes to kernargs/buffers are CPU work, no ring dword: a raw dump has neither them nor a race at them
   assert [d.code for d in hcqdsl.check(prog, 2) if d.span and d.span.line in {s.span.line for s in (prog.host.body if prog.host else ())}] == \
          [d.code for d in hcqdsl.check(lifted, 2) if d.span and d.span.line in {s.span.line for s in (lifted.host.body if lifted.host else ())}]
 
@@ -255,7 +262,8 @@ def test_truncated_and_unknown_packets_are_comments():
   img = compile_program(parse(HANG, "h.hcq"))
   dw = list(img.queues[0].dwords)
   m = {"format": "hcqdsl-manifest", "version": 1,
-       "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": dw[:7] + [0xC0001700, 5] + dw[7:18]}]}  # 0x17: an opcode no header names
+       "queues": [{"device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": dw[:7] + [0xC0001700,
+                                                                                                   5] + dw[7:18]}]}  # 0x17: an opcode no header names
   q = lift_manifest(load_manifest(m)).queues[0]
   assert [hcqdsl.lang.format.format_stmt(s) for s in q.body] == ["wait s_100000000000 >= 1", "signal s_100000000010 = 26"]
   assert q.body[1].comments == ("# @7: UNKNOWN_0x17: cannot lift (unknown PM4 opcode 0x17): c0001700 00000005",)
@@ -278,7 +286,7 @@ BAD = [
   ({"format": "hcqdsl-manifest", "version": 1, "queues": {}}, "m.json: queues: expected a list, got dict"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [3]}, "m.json: queues[0]: expected an object, got int"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx9", "engine": "compute", "dwords": []}]},
-   "m.json: queues[0].target: unknown target `gfx9` (one of gfx942, gfx1100, gfx1201)"),
+   "m.json: queues[0].target: unknown target `gfx9` (one of gfx942, gfx1100, gfx1201, sm_86, sm_89, sm_90, sm_120)"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": 3, "dwords": []}]},
    "m.json: queues[0].engine: expected a non-empty string, got 3"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "dma", "dwords": []}]},
@@ -291,7 +299,8 @@ BAD = [
    "m.json: queues[0].dwords: expected hex dwords: 1:1: `zz` is not a hex dword"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0], "read_ptr": 5}]},
    "m.json: queues[0].read_ptr: 5 is past the 1 dwords given (give write_ptr for a ring)"),
-  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0, 0], "start": 0, "write_ptr": 9}]},
+  ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g", "target": "gfx942", "engine": "copy", "dwords": [0, 0], "start": 0,
+                                                           "write_ptr": 9}]},
    "m.json: queues[0].write_ptr: 9 dwords between start/read_ptr and write_ptr, but the ring holds 2"),
   ({"format": "hcqdsl-manifest", "version": 1, "queues": [{"device": "g-1", "target": "gfx942", "engine": "copy", "dwords": []}]},
    "m.json: queues[0].device: `g-1` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)"),
@@ -320,26 +329,25 @@ def test_bad_manifest(m, msg):
   with pytest.raises(ManifestError) as e: load_manifest(m, "m.json")
   assert str(e.value) == msg
 
-def _cli(*args):
-  return subprocess.run([sys.executable, "-m", "hcqdsl", *map(str, args)], capture_output=True, text=True)
 
 def test_cli_errors(tmp_path):
   bad = tmp_path / "bad.json"
   bad.write_text('{"format": "hcqdsl-manifest",\n "version": 1,,}')
-  r = _cli("lift", bad)
-  assert (r.returncode, r.stdout, r.stderr) == (1, "", f"hcqdsl: error: {bad}:2:15: invalid JSON: Expecting property name enclosed in double quotes\n")
+  r = cli("lift", bad)
+  assert (r.returncode, r.stdout, r.stderr) == (
+    1, "", f"hcqdsl: error: {bad}:2:15: invalid JSON: Expecting property name enclosed in double quotes\n")
   bad.write_text(json.dumps(BAD[10][0]))
-  r = _cli("lift", bad)
+  r = cli("lift", bad)
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {bad}: {BAD[10][1][len('m.json: '):]}\n")
   (tmp_path / "raw.hex").write_text("c0053c00 00000015\n")
-  r = _cli("lift", tmp_path / "raw.hex")
+  r = cli("lift", tmp_path / "raw.hex")
   assert (r.returncode, r.stderr) == (1, f"hcqdsl: error: {tmp_path / 'raw.hex'}: neither an image (.hcqimg) nor a manifest (JSON); "
                                          "raw dwords need a manifest (docs/lift.md)\n")
-  r = _cli("lift", tmp_path / "none.json")
+  r = cli("lift", tmp_path / "none.json")
   assert (r.returncode, r.stderr) == (2, f"hcqdsl: error: {tmp_path / 'none.json'}: no such file\n")   # as every command
   img = compile_program(parse(HANG, "h.hcq")).to_bytes()
   (tmp_path / "t.hcqimg").write_bytes(img[:40])
-  r = _cli("lift", tmp_path / "t.hcqimg")
+  r = cli("lift", tmp_path / "t.hcqimg")
   assert r.returncode == 1 and r.stderr.startswith(f"hcqdsl: error: {tmp_path / 't.hcqimg'}: ") and "Traceback" not in r.stderr
 
 def test_cli_lift_then_check(tmp_path):
@@ -347,15 +355,17 @@ def test_cli_lift_then_check(tmp_path):
   dump = tmp_path / "q1.bin"  # a dword file next to the manifest, little-endian binary
   img = compile_program(parse(HANG, "h.hcq"))
   dump.write_bytes(b"".join(x.to_bytes(4, "little") for x in img.queues[1].dwords))
-  m = hang_manifest(); m["queues"][1].pop("dwords"); m["queues"][1]["file"] = "q1.bin"
+  m = hang_manifest()
+  m["queues"][1].pop("dwords")
+  m["queues"][1]["file"] = "q1.bin"
   (tmp_path / "m.json").write_text(json.dumps(m))
-  r = _cli("lift", tmp_path / "m.json", "-o", tmp_path / "m.hcq")
+  r = cli("lift", tmp_path / "m.json", "-o", tmp_path / "m.hcq")
   assert (r.returncode, r.stderr) == (0, f"wrote {tmp_path / 'm.hcq'}: 2 queues\n")
   assert (tmp_path / "m.hcq").read_text() == TRIAGE.replace("<manifest>", str(tmp_path / "m.json"))
-  r = _cli("check", tmp_path / "m.hcq")  # launches=1 from the header
+  r = cli("check", tmp_path / "m.hcq")  # launches=1 from the header
   assert r.returncode == 1 and r.stdout.endswith("failed: 1 error, 0 warnings over 1 launch, 2 queues\n")
-  r = _cli("compile", ROOT / "programs" / "spec_example.hcq", "-o", tmp_path / "s.hcqimg")
-  r = _cli("lift", tmp_path / "s.hcqimg")
+  r = cli("compile", ROOT / "programs" / "spec_example.hcq", "-o", tmp_path / "s.hcqimg")
+  r = cli("lift", tmp_path / "s.hcqimg")
   assert r.returncode == 0 and r.stdout.startswith("# lifted from ") and "queue x1 copy on gpu1 {\n  epoch\n" in r.stdout
 
 def test_names_from_the_manifest_stay_valid():
@@ -378,7 +388,8 @@ def test_corrupt_image_metadata_is_an_error(tmp_path):
   b = compile_program(parse(HANG, "h.hcq")).to_bytes()
   (tmp_path / "bad.hcqimg").write_bytes(edit_metadata(b, lambda m: m["queues"][0].update(arch="gfx9")))
   with pytest.raises(ManifestError) as e: lift_file(tmp_path / "bad.hcqimg")
-  assert str(e.value) == f"{tmp_path / 'bad.hcqimg'}: corrupt image metadata: queues[0].arch is 'gfx9', not one of gfx1100, gfx1201, gfx942, sm_120, sm_86, sm_89, sm_90"
+  assert str(e.value) == (f"{tmp_path / 'bad.hcqimg'}: corrupt image metadata: queues[0].arch is 'gfx9', "
+                          "not one of gfx1100, gfx1201, gfx942, sm_120, sm_86, sm_89, sm_90")
   (tmp_path / "bad2.hcqimg").write_bytes(edit_metadata(b, lambda m: m.update(host=[{"op": "submit"}])))
   with pytest.raises(ManifestError) as e: lift_file(tmp_path / "bad2.hcqimg")
   assert str(e.value) == f"{tmp_path / 'bad2.hcqimg'}: corrupt image metadata: host[0] has no `line`"

@@ -40,7 +40,8 @@ def test_too_many_devices():
 def test_builtin_argument_outside_its_dtype(impl, msg):
   assert errors(f"kernel k(out x) = builtin {impl}\n") == [("bounds", 2, msg)]
 
-@pytest.mark.parametrize("impl", ["fill<u8>(255)", "fill<i8>(-128)", "fill<f16>(inf)", "fill<f32>(nan)", "spin(5)", "fill<u64>(18446744073709551615)"])
+@pytest.mark.parametrize("impl", ["fill<u8>(255)", "fill<i8>(-128)", "fill<f16>(inf)", "fill<f32>(nan)", "spin(5)",
+                                  "fill<u64>(18446744073709551615)"])
 def test_builtin_argument_inside_its_dtype(impl):
   assert errors(f"kernel k(out x) = builtin {impl}\n") == []
 

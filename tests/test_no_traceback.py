@@ -1,9 +1,8 @@
 """No traceback on any input: sizes, offsets and values at every power of two up to 2**64 (and one below each) fed
 into every command that reads a program, in process; each must end with an exit code of 0, 1 or 2 and print no
 traceback or internal error."""
-import contextlib, io
 import pytest
-from hcqdsl.cli import main
+from conftest import cli
 
 # one slot each: a buffer size, a byte offset, a byte range end, a signal's initial value, a wait and a signal value,
 # a var value, a launch dimension, a scalar kernel argument
@@ -35,12 +34,9 @@ def program(slot: str, v: int) -> str:
   if slot == "lo": kw["lo16"], kw["hi"] = v + 16, max(v + 16, 64)
   return BASE.format(**kw)
 
-def cli(*argv) -> tuple:
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try: rc = main(list(argv))
-    except SystemExit as e: rc = e.code
-  return rc, out.getvalue() + err.getvalue()
+def cli_text(*argv) -> tuple:
+  rc, out, err = cli(*argv)
+  return rc, out + err
 
 @pytest.mark.parametrize("slot", SLOTS)
 def test_powers_of_two_into_every_command(slot, tmp_path):
@@ -50,12 +46,12 @@ def test_powers_of_two_into_every_command(slot, tmp_path):
     cmds = [("parse", str(f)), ("fmt", "--check", str(f)), ("check", str(f)), ("graph", str(f), "-o", str(tmp_path / "g.dot")),
             ("check", str(f), "--var", f"kick={v}")]
     # the emulator and disasm where compile took the program (the others report what compile does)
-    rc, text = cli("compile", str(f), "-o", str(tmp_path / "p.hcqimg"))
+    rc, text = cli_text("compile", str(f), "-o", str(tmp_path / "p.hcqimg"))
     assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, ("compile", v, text[-2000:])
     if rc == 0:
       cmds += [("disasm", str(tmp_path / "p.hcqimg")), ("run", str(f), "--kernel-timeout", "5")]
     for argv in cmds:
-      rc, text = cli(*argv)
+      rc, text = cli_text(*argv)
       assert rc in (0, 1, 2) and "Traceback" not in text and "internal error" not in text, (argv, v, text[-2000:])
       seen[rc] += 1
   # every slot is taken somewhere and refused somewhere (an overflow, a bounds error, a usage error)
@@ -80,7 +76,7 @@ def test_scripts_into_emit_capture_and_sanitize(name, tmp_path, monkeypatch):
   rcs = {}
   for spec in ("s.py", "s.py:main"):
     for cmd in ("emit", "capture", "sanitize"):
-      rc, text = cli(cmd, *(["-o", "m.json"] if cmd == "capture" else []), spec)
+      rc, text = cli_text(cmd, *(["-o", "m.json"] if cmd == "capture" else []), spec)
       assert rc in (0, 1, 2, 130) and "Traceback" not in text and "internal error" not in text, (cmd, spec, text[-2000:])
       rcs[cmd, spec] = rc
   for spec in ("s.py", "s.py:main"):   # a script that fails fails alike in all three (exit 1, 2 or 130)
@@ -93,7 +89,7 @@ def test_witness_mutants_into_run_replay(tmp_path):
   for path, w in witness_files():
     for at, m in witness_mutants(w):
       (tmp_path / "w.json").write_text(__import__("json").dumps(m))
-      rc, text = cli("run", path, "--replay", str(tmp_path / "w.json"), "--no-check")
+      rc, text = cli_text("run", path, "--replay", str(tmp_path / "w.json"), "--no-check")
       assert rc == 2 and text.startswith(f"hcqdsl: error: {tmp_path / 'w.json'}: ") and "Traceback" not in text, (at, text[-2000:])
       n += 1
   assert n == 491
@@ -109,8 +105,8 @@ def test_manifest_mutants_into_lift(tmp_path):
     try: m, _ = _mutate_meta(rng, m)
     finally: fuzz._VALUES = values
     (tmp_path / "m.json").write_text(json.dumps(m))
-    rc, text = cli("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
+    rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
     assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, text[-2000:]
     if rc == 0:
-      rc, text = cli("check", str(tmp_path / "m.hcq"), "--launches", "1")
+      rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
       assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]

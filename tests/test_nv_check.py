@@ -39,7 +39,7 @@ def test_profiling_timestamps_clean_on_nv():
   assert check_text(nv(text), "p.hcq") == check_text(text, "p.hcq") == []
 
 def test_device_kinds_and_archs():
-  bad = lambda t: [d.message for d in check_text(t + "queue q compute on g {\n  barrier\n}\n", "t.hcq")]
+  def bad(t): return [d.message for d in check_text(t + "queue q compute on g {\n  barrier\n}\n", "t.hcq")]
   assert bad("device g = NV:0 sm_120\n") == []
   assert bad("device g = NV:0\n") == []
   assert bad("device g = NV:0 gfx1100\n") == ["unknown NV architecture `gfx1100` (one of sm_86, sm_89, sm_90, sm_120)"]

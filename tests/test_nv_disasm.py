@@ -10,7 +10,7 @@ from hcqdsl.ir import Queue, Timestamp
 from hcqdsl.amd.image import Image
 from hcqdsl.nv.compile import compile_program
 from hcqdsl.nv import disasm, pushbuf
-from hcqdsl.nv.lift import lift_queue, as_hcq
+from hcqdsl.nv.lift import lift_queue
 from hcqdsl.cli import main
 from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, SYMBOLIC, to_nv
 
@@ -38,7 +38,7 @@ def round_trip(p) -> int:
   assert "RAW" not in listing and "METHOD_0x" not in listing and listing.count("\nqueue ") + listing.startswith("queue ") == len(img.queues)
   for q in back.queues:
     assert not [x for x in pushbuf.decoder(q.arch).decode(q.dwords) if x.raw], q.name
-    assert listing.count(f"QMD v") >= sum(1 for r in img.regions if r.kind == "kernargs")
+    assert listing.count("QMD v") >= sum(1 for r in img.regions if r.kind == "kernargs")
   again = compile_program(relift(p, back))
   assert layout(again) == layout(img)
   # without the source map: the QMDs still say which statements they carry (a timestamp lifts as `signal s = 0`, the

@@ -29,22 +29,27 @@ def test_compute_methods():
     for v in VALUES:
       for op in ("wait", "signal"):
         q, out = compute_queue(), []
-        getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
+        getattr(q, op)(signal(a), v)
+        getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
       for b64 in (False, True):
         q, out = compute_queue(), []
-        q.write(buf(a), v, b64=b64); e.write(out, a, v, b64)
+        q.write(buf(a), v, b64=b64)
+        e.write(out, a, v, b64)
         assert out == q._q, ("write", hex(a), v, b64)
     for mask in (1, 0x01000000, 0x80000000):   # poll_bit: bits clear (ACQ_NOR of ~mask) or set (ACQ_AND of the value)
       for v in (0, mask):
         q, out = compute_queue(), []
-        q.poll_bit(buf(a), v, mask=mask); e.poll(out, a, v, mask)
+        q.poll_bit(buf(a), v, mask=mask)
+        e.poll(out, a, v, mask)
         assert out == q._q, ("poll", hex(a), v, hex(mask))
     q, out = compute_queue(), []
-    q.timestamp(signal(a)); e.signal(out, a, 0)   # NVCommandQueue.timestamp: a signal of 0
+    q.timestamp(signal(a))
+    e.signal(out, a, 0)  # NVCommandQueue.timestamp: a signal of 0
     assert out == q._q
   q, out = compute_queue(), []
-  q.memory_barrier(); e.barrier(out)
+  q.memory_barrier()
+  e.barrier(out)
   assert out == q._q
 
 def test_copy_methods():
@@ -53,18 +58,23 @@ def test_copy_methods():
     for v in VALUES:
       for op in ("wait", "signal"):
         q, out = copy_queue(), []
-        getattr(q, op)(signal(a), v); getattr(e, op)(out, a, v)
+        getattr(q, op)(signal(a), v)
+        getattr(e, op)(out, a, v)
         assert out == q._q, (op, hex(a), v)
   for size in (1, 4, 256, (1 << 31) - 1, 1 << 31, (1 << 31) + 1, 3 * (1 << 31) + 17):
     q, out = copy_queue(), []
-    q.copy(buf(0x1_0000_0000), buf(0x2_0000_1000), size); e.copy(out, 0x1_0000_0000, 0x2_0000_1000, size)
+    q.copy(buf(0x1_0000_0000), buf(0x2_0000_1000), size)
+    e.copy(out, 0x1_0000_0000, 0x2_0000_1000, size)
     assert out == q._q, size
     assert len(out) == e.copy_packets(size) * e.COPY_DWORDS
 
 def test_decoder_names_methods():
   out = []
   e = pushbuf.encoder("compute")
-  e.wait(out, 0x80_0000_0010, 5); e.signal(out, 0x80_0000_0010, 6); e.barrier(out); e.launch(out, 0x80_0000_4200)
+  e.wait(out, 0x80_0000_0010, 5)
+  e.signal(out, 0x80_0000_0010, 6)
+  e.barrier(out)
+  e.launch(out, 0x80_0000_4200)
   pk = pushbuf.decode(out)
   assert [p.name for p in pk] == ["SEM_ADDR_LO..SEM_EXECUTE", "SEM_ADDR_LO..SEM_EXECUTE", "NON_STALL_INTERRUPT",
                                   "INVALIDATE_SHADER_CACHES_NO_WFI", "SEND_PCAS_A", "SEND_SIGNALING_PCAS2_B"]
@@ -122,7 +132,9 @@ def _replay(img, p, qname, devs, progs):
     elif isinstance(s, SignalWrite): tq.signal(signal(img.signals[s.signal.name]), val(s.value))
     elif isinstance(s, Timestamp): tq.timestamp(signal(img.signals[s.signal.name]))
     elif isinstance(s, Barrier): tq.memory_barrier()
-    elif isinstance(s, Write): tq.write(buf(addr(s.dst)), val(s.value), b64=s.dst.bounds(img.buffers[s.dst.buffer.name][1])[1] - s.dst.bounds(img.buffers[s.dst.buffer.name][1])[0] == 8)
+    elif isinstance(s, Write):
+      lo, hi = s.dst.bounds(img.buffers[s.dst.buffer.name][1])
+      tq.write(buf(addr(s.dst)), val(s.value), b64=hi - lo == 8)
     elif isinstance(s, Poll): tq.poll_bit(buf(addr(s.src)), val(s.value), mask=s.mask)
     elif isinstance(s, Copy):
       lo, hi = s.dst.bounds(img.buffers[s.dst.buffer.name][1])
@@ -145,7 +157,7 @@ def _programs(img, p):
   progs = {}
   for k in img.kernels:
     kd = next(x for x in p.kernels if x.name == k["name"])
-    from hcqdsl.amd.compile import kernarg_layout
+    from hcqdsl.amd.layout import kernarg_layout
     lib = cubin.synthetic(get_target(devs[k["device"]].arch), k["name"], kernarg_layout(kd.params)[1])
     progs[k["name"], k["device"]] = program(devs[k["device"]], lib, k["name"], k["code_addr"])
     assert devs[k["device"]].allocator.copied[k["code_addr"]] == dict(img.data)[k["code_addr"]]
@@ -184,7 +196,8 @@ def matches_tinygrad(img, p, launches=range(1, 9)) -> int:
       for r in regions:
         theirs_b = bytearray(mem.read(r.addr, r.size))
         for h in hi_only:
-          if r.addr <= h < r.addr + r.size and struct.unpack_from("<I", theirs_b, h - r.addr)[0] == U32_MAX: struct.pack_into("<I", theirs_b, h - r.addr, 0)
+          if r.addr <= h < r.addr + r.size and struct.unpack_from("<I", theirs_b, h - r.addr)[0] == U32_MAX: struct.pack_into("<I", theirs_b,
+                                                                                                                              h - r.addr, 0)
         assert bytes(theirs_b) == bytes(ours[r.addr]), (qi.name, launch, r.name)
     assert qi.dwords == img.patched(qi, img.env(1))
     # what SEND_PCAS_A and the dependent pointers name is a QMD: 256-byte aligned (the pointers drop 8 bits)
@@ -197,8 +210,8 @@ PROGRAMS = sorted(glob.glob(str(ROOT / "programs" / "*.hcq")))
 # no write, NV's poll_bit tests one bit
 NOT_LOWERED = {"bounds_copy_lengths", "bounds_range_outside", "name_buffer_as_signal", "name_copy_on_compute", "name_submit_twice",
                "name_unknown_signal", "overflow_literal", "syntax_exec_in_host", "syntax_submit_in_queue"}
-NV_REFUSED = {"deadlock_poll_undone": "`write` on an NV copy queue", "queue_write": "`write` on an NV copy queue",
-              "rdma_poll": "`write` on an NV copy queue"}
+NV_REFUSED = {"deadlock_poll_undone": "`write` on NV copy queue", "queue_write": "`write` on NV copy queue",
+              "rdma_poll": "`write` on NV copy queue"}
 CONFIGS = (("sm_89",), ("sm_120",), ("sm_86", "sm_90"))
 compared: dict = {}
 
@@ -207,7 +220,9 @@ compared: dict = {}
 def test_program_matches_tinygrad(path, archs):
   name = pathlib.Path(path).stem
   try: p = to_nv(parse(pathlib.Path(path).read_text(), path), archs)
-  except HcqError: assert name in NOT_LOWERED; return
+  except HcqError:
+    assert name in NOT_LOWERED
+    return
   try: img = compile_program(p)
   except HcqError as e:
     assert name in NOT_LOWERED or NV_REFUSED.get(name, "?") in str(e.diagnostics[0].message), (name, e.diagnostics[0].message)
@@ -319,7 +334,8 @@ def test_readme_tour_on_nv():
   import re
   from hcqdsl.check import check_text
   readme = (ROOT / "README.md").read_text()
-  prog = re.search(r"## A short tour\n\n```\n(.*?)```", readme, re.S).group(1).replace("AMD:0 gfx1100", "NV:0 sm_89").replace("AMD:1 gfx1100", "NV:1 sm_89")
+  prog = re.search(r"## A short tour\n\n```\n(.*?)```", readme, re.S).group(1).replace("AMD:0 gfx1100", "NV:0 sm_89").replace("AMD:1 gfx1100",
+                                                                                                                              "NV:1 sm_89")
   assert "NV:1 sm_89" in prog and check_text(prog, "tour.hcq") == []
   p = parse(prog, "tour.hcq")
   assert matches_tinygrad(compile_program(p), p) == 4

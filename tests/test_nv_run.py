@@ -6,7 +6,6 @@ from __future__ import annotations
 import pathlib
 import pytest
 from hcqdsl import parse
-from hcqdsl.diagnostics import HcqError
 from hcqdsl.runtime import run
 from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, to_nv
 from test_run_programs import markers, header

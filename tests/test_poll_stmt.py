@@ -83,11 +83,14 @@ def test_check_orders_after_the_satisfying_write():
   for launches in (1, 2, 3): assert _diags(phased, launches) == [], launches
   # without the poll nothing orders rd after wr: a race
   assert _diags(PROG.replace("  poll poll[60:64] & 0x01000000 == 0x01000000\n", "")) == [
-    "p.hcq:13:3: error[race]: c reads data[0:256] at line 13 (launch 1) and nic writes data[0:256] at line 9 (launch 1) with no happens-before order between them"]
+    "p.hcq:13:3: error[race]: c reads data[0:256] at line 13 (launch 1) and nic writes data[0:256] at line 9 (launch 1) with no happens-before "
+    "order between them"]
   # the poll reads its word: a kernel writing it unordered races with it
   assert _diags(PROG.replace("exec wr(data)", "exec wr(poll)")) == [
-    "p.hcq:13:3: error[race]: c reads poll[60:64] at line 13 (launch 1) and nic writes poll[0:64] at line 9 (launch 1) with no happens-before order between them",
-    "p.hcq:19:3: error[race]: w writes poll[0:4] at line 19 (launch 1) and nic writes poll[0:64] at line 9 (launch 1) with no happens-before order between them"]
+    "p.hcq:13:3: error[race]: c reads poll[60:64] at line 13 (launch 1) and nic writes poll[0:64] at line 9 (launch 1) with no happens-before order "
+    "between them",
+    "p.hcq:19:3: error[race]: w writes poll[0:4] at line 19 (launch 1) and nic writes poll[0:64] at line 9 (launch 1) with no happens-before order "
+    "between them"]
 
 def test_check_deadlocks():
   # nothing stores a value that passes it: the poll's own deadlock, the host behind it
@@ -121,7 +124,8 @@ def test_run():
   [b] = [b for b in r.hang.blocked if b.queue == "c"]
   assert str(b).splitlines() == ["c (gpu) [ring offset 0x0 WAIT_REG_MEM]: polls poll+0x3c & 0x1000000 == 0x1000000, value now 0x2000000",
                                  "      at line 13: `poll poll[60:64] & 16777216 == 16777216` (launch 1)",
-                                 "      could be released by nic's `write poll[60:64] = 33554432` at line 10 (nic did not store a value that passes it)"]
+                                 "      could be released by nic's `write poll[60:64] = 33554432` at line 10 (nic did not store a value that passes "
+                                 "it)"]
 
 def rdma_like(arena: Arena, bit: int = 1 << 24):
   """ops_rdma's shape on one device: the copy queue lands the data and then writes the completion word (as a NIC
@@ -247,6 +251,9 @@ def test_check_polls_at_size():
                         .replace("write cq9[60:64] = 0x01000000", "write cq9[60:64] = 0x02000000")
   assert happens_before(unroll(hcqdsl.parse(text, "big.hcq"), 16)).exact
   assert _diags(text, 16) == [
-    "p.hcq:127:3: error[race]: comp7 writes cq7[60:64] at line 127 (launch 1) and nic7 writes cq7[60:64] at line 123 (launch 1) with no happens-before order between them",
-    "p.hcq:128:3: error[race]: comp7 reads dst7[0:64] at line 128 (launch 1) and nic7 writes dst7[0:64] at line 122 (launch 1) with no happens-before order between them",
-    "p.hcq:158:3: error[deadlock]: comp9 polls forever for cq9[60:64] & 0x1000000 == 0x1000000 (launch 1); cq9[60:64] is stuck at 0x2000000, and no store left in the checked launches makes it so"]
+    "p.hcq:127:3: error[race]: comp7 writes cq7[60:64] at line 127 (launch 1) and nic7 writes cq7[60:64] at line 123 (launch 1) with no "
+    "happens-before order between them",
+    "p.hcq:128:3: error[race]: comp7 reads dst7[0:64] at line 128 (launch 1) and nic7 writes dst7[0:64] at line 122 (launch 1) with no "
+    "happens-before order between them",
+    "p.hcq:158:3: error[deadlock]: comp9 polls forever for cq9[60:64] & 0x1000000 == 0x1000000 (launch 1); cq9[60:64] is stuck at 0x2000000, and no "
+    "store left in the checked launches makes it so"]

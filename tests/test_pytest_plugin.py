@@ -9,6 +9,10 @@ from hcqdsl.header import read_header as parse_options, HeaderError as HcqSpecEr
 import hcqdsl.runtime, hcqdsl.check.pipeline, hcqdsl.amd.compile  # noqa: F401
 # imported here so that pytester's in-process runs keep them: numpy cannot be loaded twice, and the parser and
 # checker would be imported (and lark's tables built) again in every run
+import tinygrad.uop.ops, tinygrad.runtime.support.hcq2, tinygrad.runtime.ops_amd, tinygrad.runtime.ops_nv  # noqa: F401
+# and tinygrad's modules that declare a ContextVar: tinygrad registers each name once per process, so a module an
+# in-process run imported and pytester then dropped cannot be imported again (a later test's CPU device: "no usable
+# devices")
 
 pytest_plugins = ["pytester"]
 
@@ -173,7 +177,9 @@ class FakeSanitizer:
       self.failure = self.crash
     return False
   def submit(self, n=1, finding=None, warnings=0):
-    self.n += n; self.checks += 1; self.warnings += [None] * warnings
+    self.n += n
+    self.checks += 1
+    self.warnings += [None] * warnings
     if finding: self.findings.append(FakeFinding(*finding))
   def report(self):
     return "\n".join([f.format() for f in self.findings] + [f"failed: {len(self.findings)} errors in {self.n} submissions"])
@@ -297,7 +303,8 @@ def test_sanitize_on_the_mock(pytester):
   r = _pytest_on_mock(pytester.path, "--hcq-sanitize", "--hcq-sanitize-json", out, "test_tg.py")
   assert r.returncode == pytest.ExitCode.TESTS_FAILED, r.stdout + r.stderr
   text = r.stdout
-  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*", "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
+  lines(types.SimpleNamespace(stdout=r.lines), ["*_ test_dropped_dependency _*",
+                                                "hcqdsl sanitize: race: copy0_gpu0* reads b_* and comp_gpu0* writes b_*",
             "  the first command: copy (b_*) on AMD (queue copy0_gpu0*)",
             f"    enqueued at {WORKLOADS / 'multi_device.py'}:20 in <module>: out = step(Tensor(xn).realize()).numpy()",
             "    stack (most recent call last):", "      *test_tg.py:* in test_dropped_dependency: def test_dropped_dependency(): run(\"dep\")",
@@ -322,26 +329,27 @@ OWN_FAILURES = {"unit/test_multitensor.py::TestMultiTensor::test_lr_scheduler_On
                 "unit/test_multitensor.py::TestBatchNorm::test_unsynced_backprop_standalone_bn",
                 "unit/test_multitensor.py::TestBatchNorm::test_unsynced_backprop_sync_weights"}
 # What --hcq-sanitize reports on them today (docs/sanitize.md, "tinygrad's own tests"): every finding and every failure
-# of hcqdsl must be one of these kinds; a new kind fails the test (a regression of the lift or check, or a new bug).
+# of hcqdsl must be one of these kinds, each a real tinygrad bug; a new kind fails the test (a regression of the lift or
+# check, or a new bug to write up under docs/findings/).
 KINDS = {
-  # false positive: two launches of one kernel at different kernel-argument addresses are lifted as one program
-  # launched twice, whose host-written kernel arguments the next launch overwrites (repro: two realizes of
-  # Tensor.ones(256).contiguous())
-  "kernargs": ("race", r"the host writes the kernel arguments of `exec \w+` \(comp_gpu\d+(_\d+)? line \d+\) at line \d+ "
-                       r"\(launch 2\) and comp_gpu\d+(_\d+)? reads the kernel arguments of `exec \w+`"),
-  # true positive: tinygrad 0.14's missed input replacement (docs/findings/stale-jit-copy.md); the test's all-ones
-  # inputs hide it, its body with a new value per call returns call 2's sum from call 3 on
+  # tinygrad 0.14's missed input replacement (docs/findings/stale-jit-copy.md): the test's all-ones inputs hide it, its
+  # body with a new value per call returns call 2's sum from call 3 on
   "stale-input": ("stale-input", r"is rebound, so launch 2's input is new memory .* \(an input replacement missed\)"),
+  # hcq2 orders a copy into another device's memory after its source device's work only
+  # (docs/findings/hcq2-cross-device-reuse.md): the copy and the destination device's kernel, in either order
+  "cross-device": ("race", r"^(copy\d+_gpu(?P<a>\d+)\S* (writes|reads) b_\w+\[\d+:\d+\] at line \d+ \(launch \d+\) and "
+                           r"comp_gpu(?!(?P=a)[_ ])\d+|comp_gpu(?P<b>\d+)\S* (writes|reads) b_\w+\[\d+:\d+\] at line \d+ "
+                           r"\(launch \d+\) and copy\d+_gpu(?!(?P=b)[_ ])\d+)"),
 }
-KNOWN = {False: {"kernargs", "stale-input"}, True: set()}
+KNOWN = {False: {"stale-input"}, True: {"cross-device"}}
 
 def _kind(code: str, message: str):
   return next((k for k, (c, pat) in KINDS.items() if c == code and re.search(pat, message)), None)
 
 @pytest.mark.slow
 @needs_mock
-@pytest.mark.skipif(not os.environ.get("HCQDSL_TINYGRAD_TESTS"), reason="tinygrad's own tests under --hcq-sanitize take about an "
-                    "hour per path on 2 cores (beyond CI's budget): set HCQDSL_TINYGRAD_TESTS=1 to run them")
+@pytest.mark.skipif(not os.environ.get("HCQDSL_TINYGRAD_TESTS"), reason="tinygrad's own tests under --hcq-sanitize take 20 to 60 "
+                    "minutes per path on 2 cores (beyond CI's budget): set HCQDSL_TINYGRAD_TESTS=1 to run them")
 @pytest.mark.parametrize("hcq2", [False, True], ids=["classic", "hcq2"])
 def test_tinygrad_tests_under_sanitize(tmp_path, hcq2):
   out = tmp_path / "sanitize.json"

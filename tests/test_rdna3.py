@@ -41,7 +41,10 @@ def test_example_machine_code(name):
   compared = 0
   for b, data in amd.memory.items():
     x, y = np.frombuffer(data, np.uint8), np.frombuffer(c.memory[b], np.uint8)
-    if len(x) % 4: assert (x == y).all(), b; compared += 1; continue
+    if len(x) % 4:
+      assert (x == y).all(), b
+      compared += 1
+      continue
     fx, fy = x.view("<f4"), y.view("<f4")
     assert np.allclose(fx, fy, rtol=1e-5, atol=1e-6, equal_nan=True), b
     compared += 1
@@ -79,8 +82,11 @@ def execute(insts, sgpr=None, vgpr=None, lanes=32, float_mode=0xF0, ieee=True, l
   """Run `insts` + s_endpgm as `waves` waves of one workgroup; returns (waves, memory)."""
   mem = Memory()
   code = b"".join(i.to_bytes() for i in insts) + SOPP(SOPPOp.S_ENDPGM).to_bytes()
-  mem.add(CODE_ADDR, len(code) + 16, "code"); mem.write(CODE_ADDR, code)
-  if data: mem.add(DATA_ADDR, len(data), "data"); mem.write(DATA_ADDR, data)
+  mem.add(CODE_ADDR, len(code) + 16, "code")
+  mem.write(CODE_ADDR, code)
+  if data:
+    mem.add(DATA_ADDR, len(data), "data")
+    mem.write(DATA_ADDR, data)
   k = AmdKernel("t")
   launch = Launch(k, mem, CODE_ADDR, ieee, float_mode, lds)
   ws = []
@@ -264,7 +270,8 @@ def test_bad_launch_is_a_fault(tmp_path):
   f = CODE / "matmul_sum" / "matmul_sum.hcq"
   src = f.read_text().replace("block (8, 1, 1)", "block (2048, 1, 1)", 1)
   assert src != f.read_text()
-  g = tmp_path / "matmul_sum"; shutil.copytree(CODE / "matmul_sum", g)
+  g = tmp_path / "matmul_sum"
+  shutil.copytree(CODE / "matmul_sum", g)
   (g / "matmul_sum.hcq").write_text(src)
   r = run(src, filename=str(g / "matmul_sum.hcq"))
   assert r.fault is not None and "workgroup of [2048, 1, 1] threads (1..1024)" in str(r.fault)
@@ -355,7 +362,8 @@ def test_endless_kernel_is_a_fault(monkeypatch):
 def test_no_compiler_is_a_fault(monkeypatch, tmp_path):
   """The executor compiles its loop with the host compiler: without one, a dispatch is a fault that says so."""
   from hcqdsl.runtime.isa import native
-  monkeypatch.setenv("PATH", str(tmp_path)); monkeypatch.delenv("CC", raising=False)
+  monkeypatch.setenv("PATH", str(tmp_path))
+  monkeypatch.delenv("CC", raising=False)
   monkeypatch.setenv("HCQDSL_CACHE", str(tmp_path / "cache"))
   native._runtime.cache_clear()
   try:

@@ -63,7 +63,9 @@ def _opcodes(d: dict) -> set:
 
 def _digest(changes: list) -> str:
   h = hashlib.sha256()
-  for base, lo, data in changes: h.update(f"{base}:{lo}:".encode()); h.update(data)
+  for base, lo, data in changes:
+    h.update(f"{base}:{lo}:".encode())
+    h.update(data)
   return h.hexdigest()[:16]
 
 def _record_file(name: str) -> pathlib.Path: return CODE / name / "tinygrad_replay.json.gz"
@@ -92,11 +94,15 @@ def _check(name: str, ds: list, rows: list) -> tuple:
     assert d["kernel"] == row["kernel"], (name, i, row["kernel"])
     if row["error"] is not None:
       assert "Failed to compile" in row["error"], (name, i, row["error"])
-      cannot += 1; continue
+      cannot += 1
+      continue
     ours = _changed(d, d["after"])
-    if _digest(ours) == row["digest"]: exact += 1; continue
+    if _digest(ours) == row["digest"]:
+      exact += 1
+      continue
     assert "bytes" in row, f"{name} dispatch {i} ({d['kernel']}): differs from tinygrad's emulator"
-    assert any(op.startswith(TRANSCENDENTAL) for op in _opcodes(d)), f"{name} dispatch {i} ({d['kernel']}) differs without a transcendental instruction"
+    assert any(op.startswith(TRANSCENDENTAL) for op in _opcodes(d)), \
+      f"{name} dispatch {i} ({d['kernel']}) differs without a transcendental instruction"
     theirs = {(b, lo): bytes.fromhex(h) for b, lo, h in row["bytes"]}
     mine = {(b, lo): data for b, lo, data in ours}
     assert set(theirs) == set(mine), f"{name} dispatch {i} ({d['kernel']}): changed other bytes than tinygrad's emulator"

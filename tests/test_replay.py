@@ -1,8 +1,8 @@
 """Witness replay: `check --witness` writes the interleaving of each race and deadlock, `run --replay` runs exactly that
 order on the emulator and shows what each access saw and left (or the hang); also `hcqdsl.witnesses` / `hcqdsl.replay`."""
-import contextlib, io, json, pathlib
+import json, pathlib
+from conftest import cli
 import hcqdsl
-from hcqdsl.cli import main
 
 PROGRAMS = pathlib.Path(__file__).parent.parent / "programs"
 # the README's pipeline, shortened, with x1's `wait done0 >= kick` deleted: its copy may read `a` before fill writes it
@@ -26,10 +26,6 @@ host {
 ZEROS = "00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 00 ..."
 SEVENS = "07 00 00 00 07 00 00 00 07 00 00 00 07 00 00 00 ..."
 
-def cli(*argv) -> tuple:
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main(list(argv))
-  return rc, out.getvalue(), err.getvalue()
 
 def test_check_writes_the_witness_and_run_replays_the_race(tmp_path):
   f, w = tmp_path / "r.hcq", tmp_path / "w.json"

@@ -1,20 +1,13 @@
 """Issue 25's smaller items, each with the exact message a user now gets."""
-import contextlib, io
 import pytest
+from conftest import cli
 import hcqdsl
-from hcqdsl.cli import main
 from hcqdsl.check import check_text
 from hcqdsl.diagnostics import Diagnostic
 from hcqdsl.ir import Span
 
 HEAD = "device gpu0 = AMD:0 gfx1100\nsignal s on gpu0\nbuffer a on gpu0 size 4K\n"
 
-def cli(*argv) -> tuple:
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-    try: rc = main(list(argv))
-    except SystemExit as e: rc = e.code
-  return rc, out.getvalue(), err.getvalue()
 
 def first(text: str) -> str:
   d = check_text(text, "t.hcq")[0]
@@ -54,7 +47,8 @@ def test_unknown_device_caret_is_on_the_name():
   assert str(d) == ("t.hcq:4:21: error[name]: unknown device `gpu00` (did you mean `gpu0`?)")
 
 def test_no_analysis_summary_when_the_program_has_name_or_syntax_errors(tmp_path):
-  f = tmp_path / "k.hcq"; f.write_text(HEAD + "buffer wait on gpu0 size 4K\nqueue c0 compute on gpu0 {\n  signal s = 1\n}\n")
+  f = tmp_path / "k.hcq"
+  f.write_text(HEAD + "buffer wait on gpu0 size 4K\nqueue c0 compute on gpu0 {\n  signal s = 1\n}\n")
   rc, out, _ = cli("check", str(f))
   assert rc == 1 and out.endswith("failed: 1 error, 0 warnings\n") and "`wait` is a keyword" in out
 
@@ -80,7 +74,8 @@ def test_fmt_keeps_hex_literals(tmp_path):
           "kernel k(out a) = c \"int x = 0x10;\"\n\nqueue q compute on g {\n  wait s >= 0x42\n  signal s = g.epoch - 0x2\n"
           "  exec k(a[0x10:0x20])\n  exec k(a[16:4096])\n}\n")
   assert hcqdsl.format(hcqdsl.parse(text)) == text.replace("a[16:4096]", "a[16:4K]")
-  f = tmp_path / "h.hcq"; f.write_text(text)
+  f = tmp_path / "h.hcq"
+  f.write_text(text)
   assert cli("fmt", "--check", str(f))[0] == 1 and cli("fmt", str(f))[0] == 0 and cli("fmt", "--check", str(f))[0] == 0
 
 def test_check_api_refuses_an_unknown_var():

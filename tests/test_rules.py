@@ -1,18 +1,14 @@
 """What people know from rustc, ruff and SARIF viewers: `check --explain CODE` (each example really draws its code and
 its fixed form does not), per-line `# hcq: ignore[CODE]` with unused ones reported, SARIF rules with full
 descriptions and a helpUri whose anchor is a heading of the doc it names."""
-import contextlib, io, json, pathlib, re
+import json, pathlib, re
 import pytest
+from conftest import cli
 from hcqdsl.check import check_text
-from hcqdsl.cli import main
 from hcqdsl.diagnostics import CODES, RULES, DOCS_URI, render_sarif
 
 DOCS = pathlib.Path(__file__).parent.parent / "docs"
 
-def cli(*argv) -> tuple:
-  out, err = io.StringIO(), io.StringIO()
-  with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err): rc = main(list(argv))
-  return rc, out.getvalue(), err.getvalue()
 
 def codes(text: str) -> set: return {d.code for d in check_text(text, "x.hcq")}
 

@@ -123,14 +123,16 @@ def test_failed_expect_and_approx():
   assert run(fl).ok
 
 def test_spin_costs_time_and_kernel_fault():
-  slow = run(CHAIN.replace("kernel fill(out a) = builtin iota<u32>(5)", "kernel fill(out a) = builtin iota<u32>(5)\nkernel wait_a_bit(in a) = builtin spin(500)")
+  slow = run(CHAIN.replace("kernel fill(out a) = builtin iota<u32>(5)",
+                           "kernel fill(out a) = builtin iota<u32>(5)\nkernel wait_a_bit(in a) = builtin spin(500)")
                   .replace("  exec fill(a)\n", "  exec fill(a)\n  exec wait_a_bit(a)\n"))
   assert slow.ok and slow.time_us > 500
   broken = run(CHAIN.replace("builtin iota<u32>(5)", "builtin add<u32>"))
   assert broken.fault is not None and "takes 3 parameters" in str(broken.fault) and broken.fault.line == 10
 
 def test_trace_has_tracks_spans_and_flows(tmp_path):
-  f = tmp_path / "p.hcq"; f.write_text(CHAIN)
+  f = tmp_path / "p.hcq"
+  f.write_text(CHAIN)
   out = tmp_path / "t.json"
   assert main(["run", str(f), "--launches", "2", "--trace", str(out)]) == 0
   ev = json.loads(out.read_text())["traceEvents"]
@@ -141,15 +143,19 @@ def test_trace_has_tracks_spans_and_flows(tmp_path):
   assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) > 0
 
 def test_cli_exit_codes(tmp_path, capsys):
-  ok = tmp_path / "ok.hcq"; ok.write_text(CHAIN)
+  ok = tmp_path / "ok.hcq"
+  ok.write_text(CHAIN)
   assert main(["run", str(ok), "--launches", "2"]) == 0
   assert "ok" in capsys.readouterr().out
-  bad = tmp_path / "bad.hcq"; bad.write_text(CHAIN.replace("[5, 6, 7, 8]", "[1]"))
+  bad = tmp_path / "bad.hcq"
+  bad.write_text(CHAIN.replace("[5, 6, 7, 8]", "[1]"))
   assert main(["run", str(bad)]) == 1
-  dead = tmp_path / "dead.hcq"; dead.write_text(CHAIN.replace("wait s >= kick", "wait s >= kick + 1"))
+  dead = tmp_path / "dead.hcq"
+  dead.write_text(CHAIN.replace("wait s >= kick", "wait s >= kick + 1"))
   assert main(["run", str(dead), "--seed", "3"]) == 1
   assert "hang" in capsys.readouterr().out
-  syn = tmp_path / "syn.hcq"; syn.write_text("device gpu0 = AMD:0\nqueue q compute on gpu0 { wait nope >= 1 }\n")
+  syn = tmp_path / "syn.hcq"
+  syn.write_text("device gpu0 = AMD:0\nqueue q compute on gpu0 { wait nope >= 1 }\n")
   assert main(["run", str(syn)]) == 1
   assert "syn.hcq:2:" in capsys.readouterr().out
   assert main(["run", str(tmp_path / "missing.hcq")]) == 2

@@ -34,7 +34,7 @@ def test_stale_copy_is_reported_naming_both_launches():
   assert not [x for x in check(prog, launches=1) if x.severity == "error"]   # one launch reads its own input
 
 def test_pinned_memory_conflicts_with_that_launch_only():
-  body = lambda w: HDR + f"queue q0 compute on g0 {{\n  exec rd(x)\n}}\nqueue q1 compute on g0 {{\n  exec wr({w})\n}}\n"
+  def body(w): return HDR + f"queue q0 compute on g0 {{\n  exec rd(x)\n}}\nqueue q1 compute on g0 {{\n  exec wr({w})\n}}\n"
   def races(w, launches):
     return sorted({(d.extra["launch"], d.extra["other"]["launch"]) for d in check(parse(body(w), "t.hcq"), launches)
                    if d.code == "race" and d.extra["buffer"] == "x"})

@@ -11,7 +11,9 @@ from hcqdsl.runtime.submit import COPIES
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 def _runnable(path) -> bool:
-  try: hcqdsl.parse(path.read_text(), str(path)); return True
+  try:
+    hcqdsl.parse(path.read_text(), str(path))
+    return True
   except hcqdsl.HcqError: return False   # the programs that show name and syntax errors do not run
 
 PROGRAMS = [p for p in sorted((ROOT / "programs").glob("*.hcq")) if _runnable(p)]
@@ -99,7 +101,8 @@ def test_patched_dwords_are_the_changed_sites():
 
 def test_cli_runs_indirect(tmp_path):
   import subprocess, sys
-  f = tmp_path / "o.hcq"; f.write_text(OVERLAP)
+  f = tmp_path / "o.hcq"
+  f.write_text(OVERLAP)
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "run", str(f), "--launches", "9", "--indirect"], capture_output=True, text=True)
   assert r.returncode == 0, r.stdout + r.stderr
   assert "seen=9" in r.stdout and "INDIRECT_BUFFER 9" in r.stdout and "INDIRECT 9" in r.stdout, r.stdout

@@ -70,7 +70,8 @@ def test_launches_past_the_lists():
                                "7:1: bounds: var `pos` lists 4 values, fewer than the 5 launches asked for"]
 
 def test_pinned_var_wins_over_its_list(tmp_path):
-  f = tmp_path / "d.hcq"; f.write_text(DECODE.replace("expect res == i32 [100]", "expect res == i32 [30]"))
+  f = tmp_path / "d.hcq"
+  f.write_text(DECODE.replace("expect res == i32 [100]", "expect res == i32 [30]"))
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "run", "--launches", "3", "--var", "pos=0", str(f)], capture_output=True, text=True)
   assert r.returncode == 0 and r.stdout.rstrip().endswith("ok"), r.stdout
 

@@ -1,6 +1,7 @@
-import pathlib, subprocess, sys
+import pathlib
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
+from conftest import cli
 import hcqdsl
 from hcqdsl import parse, format, HcqError
 from hcqdsl.lang.parse import parse_syntax
@@ -83,7 +84,8 @@ def test_data_and_expect():
   assert p.expects[0].approx and p.expects[0].target.end == 8
 
 def test_comments_survive_formatting():
-  text = "# top\ndevice g = AMD:0  # the gpu\n\nsignal s on g\n\nqueue q compute on g {  # hdr\n  # lead\n  wait s >= 1  # E: deadlock\n  # tail\n}  # end\n\n# eof\n"
+  text = ("# top\ndevice g = AMD:0  # the gpu\n\nsignal s on g\n\nqueue q compute on g {  # hdr\n  # lead\n  wait s >= 1  # E: deadlock\n"
+          "  # tail\n}  # end\n\n# eof\n")
   assert format(parse(text)) == text
 
 # ---- diagnostics, tested exactly
@@ -172,39 +174,42 @@ def test_mutated_programs_never_raise(prog, data):
 
 # ---- the CLI
 
-def run_cli(*args, cwd=None):
-  return subprocess.run([sys.executable, "-m", "hcqdsl", *args], capture_output=True, text=True, cwd=cwd)
 
 def test_cli_exit_codes(tmp_path):
-  good = tmp_path / "g.hcq"; good.write_text("device g = AMD:0\n")
-  bad = tmp_path / "b.hcq"; bad.write_text("device g = AMD:0\nvar g\n")
-  assert run_cli("parse", str(good)).returncode == 0
-  r = run_cli("check", str(bad))
+  good = tmp_path / "g.hcq"
+  good.write_text("device g = AMD:0\n")
+  bad = tmp_path / "b.hcq"
+  bad.write_text("device g = AMD:0\nvar g\n")
+  assert cli("parse", str(good)).returncode == 0
+  r = cli("check", str(bad))
   assert r.returncode == 1 and "b.hcq:2:1: error[name]: `g` is already declared as a device at line 1" in r.stdout
-  r = run_cli("check", str(tmp_path / "missing.hcq"))
+  r = cli("check", str(tmp_path / "missing.hcq"))
   assert r.returncode == 2 and "no such file" in r.stderr and "Traceback" not in r.stderr
-  assert run_cli("check", "--bogus", str(good)).returncode == 2
+  assert cli("check", "--bogus", str(good)).returncode == 2
 
 def test_cli_fmt(tmp_path):
-  f = tmp_path / "a.hcq"; f.write_text("device   g = AMD:0   # gpu\n")
-  r = run_cli("fmt", "--check", str(f))
+  f = tmp_path / "a.hcq"
+  f.write_text("device   g = AMD:0   # gpu\n")
+  r = cli("fmt", "--check", str(f))
   assert r.returncode == 1 and "would reformat" in r.stderr
-  r = run_cli("fmt", "--diff", str(f))
+  r = cli("fmt", "--diff", str(f))
   assert r.returncode == 0 and "+device g = AMD:0  # gpu" in r.stdout and f.read_text() == "device   g = AMD:0   # gpu\n"
-  assert run_cli("fmt", str(f)).returncode == 0 and f.read_text() == "device g = AMD:0  # gpu\n"
-  assert run_cli("fmt", "--check", str(f)).returncode == 0
+  assert cli("fmt", str(f)).returncode == 0 and f.read_text() == "device g = AMD:0  # gpu\n"
+  assert cli("fmt", "--check", str(f)).returncode == 0
 
 def test_cli_parse_json(tmp_path):
   import json
-  f = tmp_path / "a.hcq"; f.write_text("device g = AMD:0\nsignal s on g = 3\n")
-  out = json.loads(run_cli("parse", "--json", str(f)).stdout)
+  f = tmp_path / "a.hcq"
+  f.write_text("device g = AMD:0\nsignal s on g = 3\n")
+  out = json.loads(cli("parse", "--json", str(f)).stdout)
   assert out["decls"][1] == {"kind": "Signal", "name": "s", "device": {"kind": "Ref", "name": "g"}, "init": 3,
                              "span": {"line": 2, "column": 1, "end_line": 2, "end_column": 18}}
 
 def test_cli_json_diagnostics(tmp_path):
   import json
-  f = tmp_path / "a.hcq"; f.write_text("device g = AMD:0\nqueue q compute on g {\n  wait nope >= 1\n}\n")
-  d = json.loads(run_cli("check", "--format", "json", str(f)).stdout)["diagnostics"][0]
+  f = tmp_path / "a.hcq"
+  f.write_text("device g = AMD:0\nqueue q compute on g {\n  wait nope >= 1\n}\n")
+  d = json.loads(cli("check", "--format", "json", str(f)).stdout)["diagnostics"][0]
   assert {k: d[k] for k in ("code", "severity", "file", "line", "column", "message")} == \
     {"code": "name", "severity": "error", "file": str(f), "line": 3, "column": 8, "message": "unknown signal `nope`"}
 

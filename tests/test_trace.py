@@ -18,13 +18,18 @@ def validate(trace: dict) -> dict:
   ev, count = trace["traceEvents"], defaultdict(int)
   named_p, named_t, used, slices, flows = set(), set(), set(), defaultdict(list), defaultdict(list)
   for e in ev:
-    ph = e["ph"]; count[ph] += 1
+    ph = e["ph"]
+    count[ph] += 1
     assert ph in PHASES, e
     assert type(e["pid"]) is int and type(e.get("tid", 0)) is int and isinstance(e["name"], str), e
     if ph == "M":
       assert e["name"] in METADATA and isinstance(e["args"], dict), e
-      if e["name"] == "process_name": assert isinstance(e["args"]["name"], str); named_p.add(e["pid"])
-      if e["name"] == "thread_name": assert isinstance(e["args"]["name"], str); named_t.add((e["pid"], e["tid"]))
+      if e["name"] == "process_name":
+        assert isinstance(e["args"]["name"], str)
+        named_p.add(e["pid"])
+      if e["name"] == "thread_name":
+        assert isinstance(e["args"]["name"], str)
+        named_t.add((e["pid"], e["tid"]))
       continue
     assert isinstance(e["ts"], (int, float)) and e["ts"] >= 0, e
     if ph == "X":

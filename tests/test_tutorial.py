@@ -49,7 +49,8 @@ def test_tutorial_block(n, scratch, env):
   needs_dot = []
   for cmd, want in BLOCKS[n]:
     if GRAPHVIZ_OUT.search(cmd) and shutil.which("dot") is None:
-      needs_dot.append(cmd); continue
+      needs_dot.append(cmd)
+      continue
     r = subprocess.run(["bash", "-c", cmd], cwd=scratch, env=env, capture_output=True, text=True, timeout=300)
     got = (r.stdout + r.stderr).rstrip("\n")
     got_lines = got.split("\n") if got else []

@@ -82,7 +82,7 @@ def test_hcq2_cross_device_copy_unordered_unpatched():
   assert outcomes == {t: "FAIL" for t in HCQ2_TESTS}, out
   miss = "copy AMD:1 <- AMD (on AMD's COPY:0 queue) touches AMD:1's memory without waiting for AMD:1's timeline"
   assert re.findall(r"\bbatch \d+: (.*)$", out, re.M) == [miss, miss], out   # x's batch and y's
-  row = lambda start: ", ".join(f"{float(v)}" for v in range(start, start + 8))
+  def row(start): return ", ".join(f"{float(v)}" for v in range(start, start + 8))
   assert f"call 2: x's shard on AMD:1: [{row(2108)}, {row(2024)}], want [{row(2016)}, {row(2024)}]" in out, out
   assert "call 2: t * 2 + 1 = 7.0, want 5 (t's next value read)" in out, out
 
@@ -124,7 +124,8 @@ def test_patches_apply_to_installed_tinygrad():
   assert lines[1] == "['tinygrad.runtime.graph.hcq.HCQGraph.__init__', 'tinygrad.runtime.graph.hcq.HCQGraph._resolve_deps']"
   assert lines[2] == str(sorted(["tinygrad/engine/jit.py", "tinygrad/runtime/graph/hcq.py", "tinygrad/runtime/graph/cuda.py",
                                  "tinygrad/runtime/graph/metal.py"]))
-  assert lines[3] == str(["tinygrad.engine.jit._input_view", "tinygrad.engine.jit.GraphRunner.__init__", "tinygrad.engine.jit.GraphRunner.input_buffer",
+  assert lines[3] == str(["tinygrad.engine.jit._input_view", "tinygrad.engine.jit.GraphRunner.__init__",
+                          "tinygrad.engine.jit.GraphRunner.input_buffer",
                           "tinygrad.engine.jit.GraphRunner.input_buf", "tinygrad.runtime.graph.hcq.HCQGraph.__init__",
                           "tinygrad.runtime.graph.hcq.HCQGraph.__call__"])
 

@@ -31,7 +31,8 @@ def test_parse_format_scan():
 
 def test_static_errors():
   _, d = hcqdsl.parse_with_diagnostics(PROG.replace("write[0:4]", "write[0:6]"), "w.hcq")
-  assert [str(x).splitlines()[0] for x in d] == ["w.hcq:6:3: error[bounds]: `write` stores 4 or 8 bytes (a 32- or 64-bit value), not the 6 bytes of `write[0:6]`"]
+  assert [str(x).splitlines()[0] for x in d] == ["w.hcq:6:3: error[bounds]: `write` stores 4 or 8 bytes (a 32- or 64-bit value), not the 6 bytes of "
+                                                 "`write[0:6]`"]
   _, d = hcqdsl.parse_with_diagnostics(PROG.replace("  wait done >= k\n", "  wait done >= k\n}\nhost {\n  write write[0:4] = 1\n"), "w.hcq")
   assert any(x.message.startswith("`write` is not allowed in a host block") for x in d), d
 
@@ -89,7 +90,8 @@ def test_kernel_code_buffer():
   assert [d for d in hcqdsl.check(p, 1) if d.severity == "error"] == []
   q = hcqdsl.parse(CODE.replace("  wait up >= 1\n", ""), "k.hcq")
   [d] = [d for d in hcqdsl.check(q, 1) if d.code == "race"]
-  assert d.message == "c reads code[0:4096] at line 12 (launch 1) and x writes code[0:576] at line 8 (launch 1) with no happens-before order between them"
+  assert d.message == ("c reads code[0:4096] at line 12 (launch 1) and x writes code[0:576] at line 8 (launch 1) "
+                       "with no happens-before order between them")
   assert verdicts(q, 1)["race"] == {(frozenset({8, 12}), "code"): 1}
   _, diags = hcqdsl.parse_with_diagnostics(CODE.replace("code code", "code cdoe"), "k.hcq")
   assert [str(x).splitlines()[0] for x in diags] == ["k.hcq:6:35: error[name]: unknown buffer `cdoe` (did you mean `code`?)"]

@@ -14,7 +14,8 @@ class Attention:
     self.c_attn, self.c_proj, self.heads, self.head_dim = _w(rng, dim, 3 * dim), _w(rng, dim, dim), heads, dim // heads
   def __call__(self, x: Tensor, start_pos) -> Tensor:
     xqkv = x @ self.c_attn
-    xq, xk, xv = [xqkv[:, :, i * self.heads * self.head_dim:(i + 1) * self.heads * self.head_dim].reshape(1, 1, self.heads, self.head_dim) for i in range(3)]
+    hd = self.heads * self.head_dim
+    xq, xk, xv = [xqkv[:, :, i * hd:(i + 1) * hd].reshape(1, 1, self.heads, self.head_dim) for i in range(3)]
     if not hasattr(self, "cache_kv"):   # created by the first call, as gpt2.py does
       self.cache_kv = Tensor.zeros(2, 1, MAX_CTX, self.heads, self.head_dim).contiguous().realize()
     self.cache_kv[:, :, start_pos:start_pos + 1, :, :].assign(Tensor.stack(xk, xv)).realize()

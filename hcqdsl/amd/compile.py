@@ -7,16 +7,17 @@ import pathlib, struct
 from typing import Optional
 import numpy as np
 from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
-                 ARCHS, NO_SPAN, U32_MAX, POLL_SIZE, resolve)
+                 ARCHS, NO_SPAN, U32_MAX, resolve, epoch_wait)
 from ..diagnostics import Diagnostic, HcqError
 from ..lang.format import format_stmt
+from ..check.static import check_static
 from . import pm4, sdma
 from .targets import get_target
 from . import codeobj
-from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET
+from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET, kernarg_layout
 from .image import Image, QueueImage, Patch, Region
 
-__all__ = ["compile_program", "kernarg_layout", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring"]
+__all__ = ["compile_program", "require_static", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring", "impl_record", "arg_record"]
 
 ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
 SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private memory
@@ -24,19 +25,14 @@ SCRATCH_SIZE = 1 << 20  # per device, only when a real code object needs private
 def _err(code: str, msg: str, span) -> HcqError: return HcqError([Diagnostic(code, msg, span)])
 
 def compile_program(program: Program, target: str = "gfx1100") -> Image:
-  """Lower `program` for AMD. Each device uses its declared arch, else `target`. Raises HcqError (code `name` or
-  `bounds`) on a program that cannot be lowered; run `check` first for the full set of diagnostics."""
+  """Lower `program` for AMD. Each device uses its declared arch, else `target`. Raises HcqError with the static
+  checks' errors (check/static.py: the language's rules live there only, so the lowering assumes a program that
+  passes them), or with what only lowering finds (a code object that does not load, an entry point off 256 bytes)."""
   return Lowering(program, target).image()
 
-def kernarg_layout(params) -> tuple:
-  """(byte offset of each parameter in the kernel arguments, their size): buffers are 8-byte pointers, scalars 4-byte
-  values, each aligned to its size (tinygrad's layout: its kernels take buffers first, then their variables)."""
-  offs, top = [], 0
-  for p in params:
-    n = 4 if p.scalar else 8
-    top += -top % n
-    offs.append(top); top += n
-  return offs, top
+def require_static(program: Program) -> None:
+  """The static checks' errors as an HcqError: every lowering starts here."""
+  if errors := [d for d in check_static(program) if d.severity == "error"]: raise HcqError(errors)
 
 def _contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
 
@@ -61,7 +57,6 @@ class MemoryPlan:
 
   def region(self, name: str, kind: str, dev: Optional[str], size: int, align: Optional[int] = None, **meta) -> int:
     """A new region of `size` bytes in `dev`'s memory, aligned to `align` (default: its kind's ALIGN)."""
-    if dev not in self.tops: raise _err("name", f"unknown device `{dev}`", None)
     a = self.tops[dev] + -self.tops[dev] % (align or ALIGN[kind])
     self.tops[dev] = a + max(size, 1)
     self.regions.append(Region(name, kind, dev, a, size, meta))
@@ -92,20 +87,14 @@ class MemoryPlan:
         self.data.append((a, self.rewrites[-len(b.launch_inits)][2]))
       elif b.init is not None: self.data.append((a, _contents(b.init)))
 
-  def signal(self, ref: Ref, span=None) -> int:
-    if ref.name not in self.signals: raise _err("name", f"`{ref.name}` is not a signal", span)
-    return self.signals[ref.name]
+  def signal(self, ref: Ref) -> int: return self.signals[ref.name]
 
-  def slice(self, sl: Slice, span=None) -> tuple:
-    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer (launch k's for `x@k`)."""
-    if sl.buffer.name not in self.buffers: raise _err("name", f"`{sl.buffer.name}` is not a buffer", span)
+  def slice(self, sl: Slice) -> tuple:
+    """(address, size) of a slice's bytes; launch 1's memory for a rebound buffer (launch k's for `x@k`: the region x
+    has in launch k, a fixed address)."""
     a, size = self.buffers[sl.buffer.name]
-    if sl.launch is not None:   # `x@k`: the region x has in launch k, a fixed address
-      if sl.buffer.name not in self.rebound or not 1 <= sl.launch <= len(self.rebound[sl.buffer.name]):
-        raise _err("name", f"`{sl.buffer.name}@{sl.launch}`: no such launch of a rebound buffer", span)
-      a = self.rebound[sl.buffer.name][sl.launch - 1]
+    if sl.launch is not None: a = self.rebound[sl.buffer.name][sl.launch - 1]
     lo, hi = sl.bounds(size)
-    if not 0 <= lo <= hi <= size: raise _err("bounds", f"byte range [{lo}:{hi}) outside `{sl.buffer.name}` ({size} bytes)", span)
     return a + lo, hi - lo
 
   def scratch_for(self, dev: str) -> int:
@@ -122,9 +111,7 @@ class CodeLoader:
 
   def load(self, kname: str, dev: str, span) -> tuple:
     if (kname, dev) in self.loaded: return self.loaded[kname, dev]
-    k = self.names.get(kname)
-    if k is None or type(k).__name__ != "Kernel": raise _err("name", f"`{kname}` is not a kernel", span)
-    t, elf = get_target(self.arch[dev]), None
+    k, t, elf = self.names[kname], get_target(self.arch[dev]), None
     if k.impl is not None and k.impl.amd_code:
       path = self.base_dir / k.impl.amd_code
       try: co = codeobj.from_elf(t, elf := path.read_bytes())
@@ -137,30 +124,41 @@ class CodeLoader:
     self.kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a + co.kd_offset,
                          "prog_addr": a + co.entry_offset, "synthetic": co.synthetic, "kernarg_size": co.kernarg_size,
                          "params": [[p.mode, p.name, o] for p, o in zip(k.params, offs)],
-                         "impl": _impl_record(k.impl),
+                         "impl": impl_record(k.impl),
                          **({"code_object": elf} if elf is not None else {})})   # the ELF, for `lift` to write out
     self.loaded[kname, dev] = (co, a)
     return self.loaded[kname, dev]
 
-def _impl_record(i) -> Optional[dict]:
+def arg_record(s) -> list:
+  """An exec's arguments as its kernargs region records them: [buffer, start, end, ranged, launch] per slice, None per value."""
+  return [[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args]
+
+def impl_record(i) -> Optional[dict]:
   if i is None: return None
   return {"builtin": i.builtin, "dtype": i.dtype, "args": list(i.args), "c_source": i.c_source, "amd_code": i.amd_code}
 
 class Lowering:
   """One program's lowering for AMD: the memory plan, then each queue's statements through STATEMENTS (statement type
   -> method appending its packets to the queue's command buffer and recording the dwords a launch patches), then the
-  host steps (HOST_STEPS) and expects, with resolved addresses."""
+  host steps (HOST_STEPS) and expects, with resolved addresses. The program has passed the static checks
+  (require_static): names resolve, ranges fit, statements sit on the right engine."""
+  targets = ARCHS   # the archs this lowering takes
+
   def __init__(self, program: Program, target: str = "gfx1100"):
-    if target not in ARCHS: raise ValueError(f"unknown target {target!r} (known: {', '.join(ARCHS)})")
+    if target not in self.targets: raise ValueError(f"unknown target {target!r} (known: {', '.join(self.targets)})")
+    require_static(program)
     self.program, self.target = program, target
     self.names = program.lookup()
-    self.arch = {d.name: d.arch or target for d in program.devices}
-    self.plan = MemoryPlan(program)
+    self.arch = {d.name: self.device_arch(d) for d in program.devices}
+    self.plan = MemoryPlan(program, self.bases())
     file = program.file
     self.code = CodeLoader(self.plan, self.names, self.arch,
                            pathlib.Path(file).parent if file and not file.startswith("<") else pathlib.Path("."))
     self.vars = list(program.vars) + [f"{b}.addr" for b in self.plan.rebound]
     self.env1 = {**{v: 1 for v in self.vars}, **{v: vals[0] for v, vals in self.plan.var_values.items()}}
+
+  def device_arch(self, d) -> str: return d.arch or self.target
+  def bases(self) -> Optional[dict]: return None   # MemoryPlan's default: docs/amd.md's windows
 
   def image(self) -> Image:
     p, plan = self.program, self.plan
@@ -172,95 +170,92 @@ class Lowering:
 
   # ---- values: launch 1's, with a patch wherever a var is used
 
-  def value(self, e, at: int, patches: list, span=None, encoding: str = "u32") -> int:
+  def value(self, e, at: int, patches: list, encoding: str = "u32") -> int:
     """The launch-1 value of `e` (an int or Expr); a patch of dword `at` when it depends on a var."""
     if type(e) is int: return e & U32_MAX
     if e.var is None: return e.offset & U32_MAX
-    if e.var.name not in self.env1: raise _err("name", f"`{e.var.name}` is not a var", span)
     p = Patch(at, e.var.name, e.offset, encoding)
     patches.append(p)
     return p.value(self.env1)
 
-  def address(self, sl: Slice, at: int, patches: list, span=None, step: int = 1) -> int:
+  def address(self, sl: Slice, at: int, patches: list, step: int = 1) -> int:
     """The address of a slice's first byte; lo/hi patches at `at`, `at + step` (dwords of a command buffer: 1, bytes
     of memory: 4) when its buffer is rebound."""
-    a, _ = self.plan.slice(sl, span)
+    a, _ = self.plan.slice(sl)
     if sl.buffer.name in self.plan.rebound and sl.launch is None:
       e = Expr(Ref(f"{sl.buffer.name}.addr"), a - self.plan.buffers[sl.buffer.name][0])
-      self.value(e, at, patches, span, "lo"); self.value(e, at + step, patches, span, "hi")
+      self.value(e, at, patches, "lo"); self.value(e, at + step, patches, "hi")
     return a
+
+  def pack_args(self, k, s, mem: bytearray, at: int, ka: int) -> None:
+    """The exec's arguments into `mem` from byte `at` (kernarg_layout's offsets), the block being at address `ka`:
+    scalar values and buffer pointers, with memory patches where they change per launch."""
+    offs, _ = kernarg_layout(k.params)
+    for p, a, o in zip(k.params, s.args, offs):
+      if p.scalar: struct.pack_into("<I", mem, at + o, self.value(a, ka + at + o, self.mem_patches))
+      else: struct.pack_into("<Q", mem, at + o, self.address(a, ka + at + o, self.mem_patches, 4))
 
   # ---- queues
 
   def queue(self, q) -> QueueImage:
-    dev = q.device.name
-    if dev not in self.arch: raise _err("name", f"queue `{q.name}`: unknown device `{dev}`", q.span)
-    t = self.arch[dev]
-    self.q, self.dev, self.t = q, dev, t
-    self.enc = pm4.encoder(t) if q.engine == "compute" else sdma.encoder(t)
-    self.out, self.patches, self.mem_patches = [], [], []
-    stmts = []
+    self.q, self.dev, self.t = q, q.device.name, self.arch[q.device.name]
+    self.enc = pm4.encoder(self.t) if q.engine == "compute" else sdma.encoder(self.t)
+    return self.lower_queue(self.STATEMENTS)
+
+  def lower_queue(self, table: dict) -> QueueImage:
+    """The queue's statements through `table` (statement type -> method) into its command buffer, each statement's
+    dword range and source position recorded."""
+    q = self.q
+    self.out, self.patches, self.mem_patches, stmts = [], [], [], []
     for self.index, s in enumerate(q.body):
       self.start = len(self.out)
-      lower = self.STATEMENTS.get(type(s))
-      if lower is None: raise _err("syntax", f"`{type(s).__name__}` is not a queue statement", getattr(s, "span", None))
-      lower(self, s, s.span)
+      table[type(s)](self, s, s.span)
       sp = s.span or NO_SPAN
       stmts.append((self.start, len(self.out) - self.start, sp.line, sp.column, sp.end_line, sp.end_column, format_stmt(s)))
-    ca = self.plan.region(f"{q.name}.cmdbuf", "cmdbuf", dev, 4 * len(self.out), queue=q.name)
-    return QueueImage(q.name, q.engine, dev, t, ca, self.out, self.patches, stmts, self.mem_patches)
+    self.finish_queue()
+    ca = self.plan.region(f"{q.name}.cmdbuf", "cmdbuf", self.dev, 4 * len(self.out), queue=q.name)
+    return QueueImage(q.name, q.engine, self.dev, self.t, ca, self.out, self.patches, stmts, self.mem_patches)
+
+  def finish_queue(self) -> None: pass
 
   def wait(self, s, sp):
-    a = self.plan.signal(s.signal, sp)
-    self.enc.wait(self.out, a, self.value(s.value, self.start + self.enc.WAIT_VALUE_AT, self.patches, sp))
+    self.enc.wait(self.out, self.plan.signal(s.signal), self.value(s.value, self.start + self.enc.WAIT_VALUE_AT, self.patches))
 
-  def epoch(self, s, sp):
-    """`wait D.timeline >= D.epoch - 1` on the queue's device."""
-    self.wait(Wait(Ref(f"{self.dev}.timeline"), Expr(Ref(f"{self.dev}.epoch"), -1)), sp)
+  def epoch(self, s, sp): self.wait(epoch_wait(self.dev), sp)
 
   def signal(self, s, sp):
-    a = self.plan.signal(s.signal, sp)
-    self.enc.signal(self.out, a, self.value(s.value, self.start + self.enc.SIGNAL_VALUE_AT, self.patches, sp))
+    self.enc.signal(self.out, self.plan.signal(s.signal), self.value(s.value, self.start + self.enc.SIGNAL_VALUE_AT, self.patches))
 
   def barrier(self, s, sp): self.enc.barrier(self.out)
 
   def write(self, s, sp):
     """A 32- or 64-bit store (the slice's length, 4 or 8 bytes); a value over a var is patched per launch."""
-    _, n = self.plan.slice(s.dst, sp)
-    if n not in (4, 8): raise _err("bounds", f"`write` stores 4 or 8 bytes, not {n}", sp)
-    a = self.address(s.dst, self.start + self.enc.WRITE_ADDR_AT, self.patches, sp)   # a rebound buffer's: patched per launch
-    self.enc.write(self.out, a, self.value(s.value, self.start + self.enc.WRITE_VALUE_AT, self.patches, sp), n == 8)
+    a = self.address(s.dst, self.start + self.enc.WRITE_ADDR_AT, self.patches)   # a rebound buffer's: patched per launch
+    self.enc.write(self.out, a, self.value(s.value, self.start + self.enc.WRITE_VALUE_AT, self.patches), self.plan.slice(s.dst)[1] == 8)
 
   def poll(self, s, sp):
     """WAIT_REG_MEM `==` under the mask on one word of a buffer; a value over a var (or a rebound buffer's address) is
     patched per launch."""
-    if self.q.engine != "compute": raise _err("name", "`poll` on a copy queue (tinygrad's AMDCopyQueue has no poll_bit)", sp)
-    _, n = self.plan.slice(s.src, sp)
-    if n != POLL_SIZE: raise _err("bounds", f"`poll` reads 4 bytes, not {n}", sp)
-    a = self.address(s.src, self.start + self.enc.POLL_ADDR_AT, self.patches, sp)
-    self.enc.poll(self.out, a, self.value(s.value, self.start + self.enc.POLL_VALUE_AT, self.patches, sp), s.mask)
+    a = self.address(s.src, self.start + self.enc.POLL_ADDR_AT, self.patches)
+    self.enc.poll(self.out, a, self.value(s.value, self.start + self.enc.POLL_VALUE_AT, self.patches), s.mask)
 
-  def timestamp(self, s, sp): self.enc.timestamp(self.out, self.plan.signal(s.signal, sp) + TIMESTAMP_OFFSET)
+  def timestamp(self, s, sp): self.enc.timestamp(self.out, self.plan.signal(s.signal) + TIMESTAMP_OFFSET)
 
   def copy(self, s, sp):
-    if self.q.engine != "copy": raise _err("name", "`copy` on a compute queue", s.span)
-    (da, dn), (sa, sn) = self.plan.slice(s.dst, sp), self.plan.slice(s.src, sp)
-    if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
+    (da, n), (sa, _) = self.plan.slice(s.dst), self.plan.slice(s.src)
     enc = self.enc
-    enc.copy(self.out, da, sa, dn)
+    enc.copy(self.out, da, sa, n)
     for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
       if sl.buffer.name not in self.plan.rebound or sl.launch is not None: continue
       lo = sl.bounds(self.plan.buffers[sl.buffer.name][1])[0]
-      for j, off in enumerate(range(0, dn, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
-        self.address(Slice(sl.buffer, lo + off, None, True), self.start + j * enc.COPY_DWORDS + at, self.patches, sp)
+      for j, off in enumerate(range(0, n, enc.max_copy_size)):  # each COPY_LINEAR piece holds its own addresses
+        self.address(Slice(sl.buffer, lo + off, None, True), self.start + j * enc.COPY_DWORDS + at, self.patches)
 
   def exec(self, s, sp):
-    if self.q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
     plan, dev = self.plan, self.dev
     co, ca = self.code.load(s.kernel.name, dev, sp)
     k = self.names[s.kernel.name]
-    if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
-    ka, kasz = self.kernargs(s, k, co, sp)
+    ka, kasz = self.kernargs(s, k, co)
     gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
     grid, block = tuple(resolve(x, self.env1) & U32_MAX for x in gdims), tuple(resolve(x, self.env1) & U32_MAX for x in bdims)
     if co.dispatch_ptr and any(type(x) is Expr for x in gdims + bdims):
@@ -277,23 +272,15 @@ class Lowering:
                   plan.scratch_for(dev) if co.private_segment_size or co.private_segment_sgpr else 0, tuple(user), grid,
                   block, co.wave32)
     for dims, back in ((bdims, self.enc.EXEC_BLOCK_FROM_END), (gdims, self.enc.EXEC_GRID_FROM_END)):
-      for j, x in enumerate(dims): self.value(x, len(self.out) - back + j, self.patches, sp)
+      for j, x in enumerate(dims): self.value(x, len(self.out) - back + j, self.patches)
 
-  def kernargs(self, s, k, co, sp) -> tuple:
-    """The exec's kernel-argument region (address, size without the dispatch packet): buffer pointers and scalar
-    values at kernarg_layout's offsets, memory patches where they change per launch."""
-    offs, size = kernarg_layout(k.params)
-    kasz = max(size, co.kernarg_size)
+  def kernargs(self, s, k, co) -> tuple:
+    """The exec's kernel-argument region (address, size without the dispatch packet): the arguments (pack_args)."""
+    kasz = max(kernarg_layout(k.params)[1], co.kernarg_size)
     ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
-                          kernel=k.name, args=[[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args])
+                          kernel=k.name, args=arg_record(s))
     kargs = bytearray(kasz)
-    for p, a, o in zip(k.params, s.args, offs):
-      if p.scalar:
-        if type(a) is not Expr: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a value", sp)
-        struct.pack_into("<I", kargs, o, self.value(a, ka + o, self.mem_patches, sp))
-      else:
-        if type(a) is not Slice: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a buffer", sp)
-        struct.pack_into("<Q", kargs, o, self.address(a, ka + o, self.mem_patches, sp, 4))
+    self.pack_args(k, s, kargs, 0, ka)
     self.plan.data.append((ka, bytes(kargs)))
     return ka, kasz
 
@@ -312,18 +299,18 @@ class Lowering:
 
   def host_signal(self, s, sp) -> dict:
     v = s.value
-    return {"op": "wait" if type(s) is Wait else "signal", "signal": s.signal.name, "addr": self.plan.signal(s.signal, sp),
+    return {"op": "wait" if type(s) is Wait else "signal", "signal": s.signal.name, "addr": self.plan.signal(s.signal),
             "var": v.var.name if v.var else None, "add": v.offset, "line": sp.line}
 
   def host_write(self, s, sp) -> dict:
-    a, n = self.plan.slice(s.dst, sp)
+    a, n = self.plan.slice(s.dst)
     return {"op": "write", "buffer": s.dst.buffer.name, "addr": a, "size": n, "dtype": s.launch_inits[0].dtype if s.launch_inits else "u8",
             "data": [_contents(d) for d in s.launch_inits], "line": sp.line}
 
   HOST_STEPS = {Submit: host_submit, Wait: host_signal, SignalWrite: host_signal, HostWrite: host_write}
 
   def expect(self, e) -> dict:
-    a, n = self.plan.slice(e.target, e.span)
+    a, n = self.plan.slice(e.target)
     vals = e.data.values.tolist() if hasattr(e.data.values, "tolist") else e.data.values   # data from a file: numpy
     return {"buffer": e.target.buffer.name, "addr": a, "size": n, "dtype": e.data.dtype,
             "values": [v if v == v and v not in (float("inf"), float("-inf")) else repr(v) for v in vals],

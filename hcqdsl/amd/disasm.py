@@ -5,7 +5,7 @@ statements is hcqdsl/lift/image.py."""
 from __future__ import annotations
 import re, struct
 from typing import Optional
-from ..ir import U32_MAX, ARCHS, NV_ARCHS
+from ..ir import U32_MAX, TARGETS
 from .image import Image, QueueImage
 from . import pm4, sdma
 
@@ -99,10 +99,12 @@ def _read_hex(text: str) -> list:
     m = _HEX_QUEUE.fullmatch(head.strip()) if colon else None
     at = 0
     if m:
-      if m[3] is not None and m[3] not in ARCHS + NV_ARCHS:   # (an NV queue's words are read here too: docs/nv.md)
-        raise RawError(f"unknown arch `{m[3]}` (one of {', '.join(ARCHS + NV_ARCHS)})", n, len(head) - len(head.lstrip()) + m.start(3) + 1)
-      out.append((m[1], m[2], m[3], [])); at = len(head) + 1
-    elif colon: raise RawError(f"`{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`", n, len(head) - len(head.lstrip()) + 1)
+      if m[3] is not None and m[3] not in TARGETS:   # (an NV queue's words are read here too: docs/nv.md)
+        raise RawError(f"unknown arch `{m[3]}` (one of {', '.join(TARGETS)})", n, len(head) - len(head.lstrip()) + m.start(3) + 1)
+      out.append((m[1], m[2], m[3], []))
+      at = len(head) + 1
+    elif colon: raise RawError(f"`{head.strip()}:` is not a `queue NAME ENGINE ARCH:` prefix of `compile --hex`", n,
+                               len(head) - len(head.lstrip()) + 1)
     if not out: out.append((None, None, None, []))
     dw = out[-1][3]
     for w in _WORD.finditer(line, at):

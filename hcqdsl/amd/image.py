@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect, json, operator, pathlib, struct
 from typing import Optional
 import attrs
-from ..ir import Expr, Ref, U32_MAX, ARCHS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
+from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
 __all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
@@ -145,7 +145,8 @@ class _Pass:
   def __init__(self, reading: bool, data):
     self.reading, self.data = reading, data
     self.names: dict = {}
-    self.ndw, self.row = 0, []
+    self.ndw = 0
+    self.row: list = []
   def bad(self, msg: str):
     raise ImageError(f"{'corrupt image metadata' if self.reading else 'cannot write image metadata'}: {msg}")
   def fail(self, at: str, what: str, v):
@@ -177,7 +178,7 @@ class Str:
   """A string: one of `among`, or a name of `ref` (defined earlier in the metadata), or defining a name of `defines`."""
   def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None):
     self.among, self.ref, self.defines = among, ref, defines
-    if defines is not None: self.fast = None
+    if defines is not None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: _Pass):
     if type(v) is not str or (self.among is not None and v not in self.among) or \
        (self.ref is not None and v not in c.names.get(self.ref, ())): return _BAD
@@ -214,7 +215,7 @@ class Num:
 class Opt:
   def __init__(self, t):
     self.t = t
-    if getattr(t, "fast", None) is None: self.fast = None
+    if getattr(t, "fast", None) is None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: _Pass): return None if v is None else self.t.fast(v, c)
   def conv(self, v, c: _Pass, at: str): return None if v is None else self.t.conv(v, c, at)
   def doc(self) -> str: return f"null or {self.t.doc()}"   # inside a Row
@@ -222,7 +223,7 @@ class Opt:
 class List:
   def __init__(self, t):
     self.t = t
-    if getattr(t, "fast", None) is None: self.fast = None
+    if getattr(t, "fast", None) is None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: _Pass):
     if type(v) is not list: return _BAD
     fast = self.t.fast
@@ -243,7 +244,7 @@ class Row:
   def __init__(self, make, *items, names: tuple = ()):
     self.make, self.items, self.names, self.n = make, items, names, len(items)
     self.fields = operator.attrgetter(*(f.name for f in attrs.fields(make))) if attrs.has(make) else None
-    if any(getattr(t, "fast", None) is None for t in items): self.fast = None
+    if any(getattr(t, "fast", None) is None for t in items): self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
     self.fasts = tuple(t.fast for t in items) if self.fast is not None else ()
   def _items(self, v, c: _Pass):
     """The row's items as a list or tuple (writing: the in-memory value's), or _BAD."""
@@ -256,7 +257,9 @@ class Row:
     if items is _BAD or len(items) != self.n: return _BAD
     outer, c.row = c.row, items
     for f, x in zip(self.fasts, items):
-      if f(x, c) is _BAD: c.row = outer; return _BAD
+      if f(x, c) is _BAD:
+        c.row = outer
+        return _BAD
     c.row = outer
     if not c.reading: return items
     return self.make(*items) if self.fields is not None else self.make(items)
@@ -321,7 +324,8 @@ class Blob:
     if not c.reading:
       if type(v) not in (bytes, bytearray): c.fail(at, "bytes", v)
       off = len(c.data)
-      c.data += v; c.data += bytes(-len(c.data) % 8)
+      c.data += v
+      c.data += bytes(-len(c.data) % 8)
       return [off, len(v)]
     if type(v) is not list or len(v) != 2 or type(v[0]) is not int or type(v[1]) is not int:
       c.fail(at, "[offset, length] of the data part", v)
@@ -354,7 +358,8 @@ ADD = Int(-(1 << 64), 1 << 64, "int -2**64..2**64")   # a var's value, or the co
 VAR = Opt(Str(ref="vars"))
 PATCH = Row(Patch, Int(0, lambda c: c.ndw - 1, "index into dwords"), VAR, ADD, Str(ENCODINGS), names=("offset", "var", "add", "encoding"))
 MEM_PATCH = Row(Patch, ADDR, VAR, ADD, Str(ENCODINGS), names=("address", "var", "add", "encoding"))
-STMT = Row(tuple, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"), LINE, LINE, LINE, LINE, Str(),
+STMT = Row(tuple, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"), LINE, LINE, LINE,
+           LINE, Str(),
            names=("offset", "length", "line", "column", "end_line", "end_column", "text"))
 KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "kd_addr": ADDR, "prog_addr": ADDR,
               "synthetic": Bool(), "kernarg_size": U32,
@@ -371,8 +376,8 @@ HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, 
 # The metadata, in the order it is converted: names are defined before they are used (devices, vars, signals,
 # buffers, then queues for the host steps).
 IMAGE = Rec(Image,
-  target=Str(ARCHS + NV_ARCHS), file=Str(),
-  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(ARCHS + NV_ARCHS)})),
+  target=Str(TARGETS), file=Str(),
+  devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(TARGETS)})),
   vars=List(Str(defines="vars")),
   signals=Map(Str(defines="signals"), ADDR),
   buffers=Map(Str(defines="buffers"), Row(tuple, ADDR, SIZE, names=("address", "size"))),
@@ -384,7 +389,7 @@ IMAGE = Rec(Image,
   kernels=List(KERNEL),
   var_values=Map(Str(ref="vars"), List(ADD)),
   queues=List(Rec(QueueImage, name=Str(defines="queues"), engine=Str(("compute", "copy")), device=Str(ref="devices"),
-                  arch=Str(ARCHS + NV_ARCHS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
+                  arch=Str(TARGETS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
   data=List(Row(tuple, ADDR, Blob(), names=("address", "bytes"))),
   host=List(HOST_STEP),
   expects=List(Obj({"buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE, "dtype": Str(tuple(DTYPES)),

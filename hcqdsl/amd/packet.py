@@ -34,6 +34,7 @@ def join64(fields: dict) -> dict:
 
 class Walker:
   """Decodes a dword stream packet by packet; subclasses provide `decode_one(dw, i) -> Packet` (never raising)."""
+  def decode_one(self, dw: list[int], i: int) -> Packet: raise NotImplementedError
   def decode(self, dw, start: int = 0, end: int | None = None) -> list[Packet]:
     dw = [int(x) & U32_MAX for x in dw]
     end, out, i = len(dw) if end is None else end, [], start

@@ -2,6 +2,7 @@
 and a decoder that walks dwords into named packets. Constants come from tinygrad's pm4_nv / pm4_soc15 headers."""
 from __future__ import annotations
 import functools
+from typing import Any
 from tinygrad.runtime.autogen.am import pm4_nv
 from .targets import Target, get_target, unmasked
 from ..ir import U32_MAX
@@ -55,14 +56,14 @@ class PM4:
     if gfx9:
       ev = p.EVENT_TYPE(p.CACHE_FLUSH_AND_INV_TS_EVENT) | p.EVENT_INDEX(p.event_index__mec_release_mem__end_of_pipe)
       flush = p.EOP_TC_WB_ACTION_EN | p.EOP_TC_NC_ACTION_EN
-      memsel = lambda ds, isel: p.DATA_SEL(ds) | p.INT_SEL(isel)
+      def memsel(ds, isel): return p.DATA_SEL(ds) | p.INT_SEL(isel)
     else:
       ev = p.PACKET3_RELEASE_MEM_EVENT_TYPE(p.CACHE_FLUSH_AND_INV_TS_EVENT) | \
            p.PACKET3_RELEASE_MEM_EVENT_INDEX(p.event_index__mec_release_mem__end_of_pipe)
       flush = p.PACKET3_RELEASE_MEM_GCR_GLV_INV | p.PACKET3_RELEASE_MEM_GCR_GL1_INV | p.PACKET3_RELEASE_MEM_GCR_GL2_INV | \
               p.PACKET3_RELEASE_MEM_GCR_GLM_WB | p.PACKET3_RELEASE_MEM_GCR_GLM_INV | p.PACKET3_RELEASE_MEM_GCR_GL2_WB | \
               p.PACKET3_RELEASE_MEM_GCR_SEQ
-      memsel = lambda ds, isel: p.PACKET3_RELEASE_MEM_DATA_SEL(ds) | p.PACKET3_RELEASE_MEM_INT_SEL(isel) | p.PACKET3_RELEASE_MEM_DST_SEL(0)
+      def memsel(ds, isel): return p.PACKET3_RELEASE_MEM_DATA_SEL(ds) | p.PACKET3_RELEASE_MEM_INT_SEL(isel) | p.PACKET3_RELEASE_MEM_DST_SEL(0)
     self.RM_EV, self.RM_EV_FLUSH = ev, ev | flush
     self.RM_SEL_32 = memsel(p.data_sel__mec_release_mem__send_32_bit_low, p.int_sel__mec_release_mem__none)
     self.RM_SEL_64 = memsel(p.data_sel__mec_release_mem__send_64_bit_data, p.int_sel__mec_release_mem__none)
@@ -89,7 +90,7 @@ class PM4:
     self.TS_TAIL = (0, 0, 0) + self.ACQ_ALL
 
     # exec: SET_SH_REG register offsets and the fixed tail
-    sh = lambda reg: reg.addr[0] - p.PACKET3_SET_SH_REG_START
+    def sh(reg): return reg.addr[0] - p.PACKET3_SET_SH_REG_START
     self.SH = functools.partial(P3, p.PACKET3_SET_SH_REG)
     self.R_PGM_LO, self.R_RSRC1, self.R_RSRC3 = sh(gc.regCOMPUTE_PGM_LO), sh(gc.regCOMPUTE_PGM_RSRC1), sh(gc.regCOMPUTE_PGM_RSRC3)
     self.R_TMPRING, self.R_SCRATCH = sh(gc.regCOMPUTE_TMPRING_SIZE), sh(gc.regCOMPUTE_DISPATCH_SCRATCH_BASE_LO)
@@ -206,7 +207,7 @@ class Decoder(Walker):
       if k.startswith("PACKET3_") and "__" not in k and isinstance(v, int) and v < 0x100 and not k.endswith(("_START", "_END")):
         self.ops.setdefault(v, k[len("PACKET3_"):])
     flags = _flags(p, "EOP_") if t.gen == 9 else _flags(p, "PACKET3_RELEASE_MEM_GCR_")
-    spec = dict(_SPECS)
+    spec: dict[str, Any] = dict(_SPECS)
     spec["RELEASE_MEM"] = [[x if x[1] != "_FLAGS" else ("cache_action", "_RM_FLAGS") for x in spec["RELEASE_MEM"][0]]] + spec["RELEASE_MEM"][1:]
     p_ = _FlagMod(p, {"_RM_FLAGS": flags})
     self.specs = {name: tuple(_dword(p_, d) for d in dws) for name, dws in spec.items()}

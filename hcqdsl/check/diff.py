@@ -17,7 +17,7 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Callable, Optional
 import attrs
-from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS
+from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS, epoch_wait
 from .unroll import unroll
 
 __all__ = ["Change", "diff_programs", "render_changes"]
@@ -68,7 +68,7 @@ _COMMANDS: dict[type, Callable[..., str]] = {
   Poll: lambda st, at, dev: f"poll {at.slice(st.src)}{'' if st.mask == U32_MAX else f' & {st.mask}'} == {at.value(st.value)}",
   Wait: lambda st, at, dev: f"wait {st.signal.name} >= {at.value(st.value)}",
   SignalWrite: lambda st, at, dev: f"signal {st.signal.name} = {at.value(st.value)}",
-  Epoch: lambda st, at, dev: f"wait {dev}.timeline >= {at.env[f'{dev}.epoch'] - 1}",
+  Epoch: lambda st, at, dev: _command(epoch_wait(dev), at, dev),
   Barrier: lambda st, at, dev: "barrier",
   Timestamp: lambda st, at, dev: f"timestamp {st.signal.name}",
 }

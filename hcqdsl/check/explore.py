@@ -232,7 +232,7 @@ class _Search:
     pins = u.pinned
     def memory(i, p, n, k):   # the launch whose memory access n of sequence i's step p touches
       pin = pins.get(i)
-      return k if pin is None else pin.get(((p - 1) % len(u.seqs[i].ops), n), k - 1) + 1
+      return k if pin is None else pin.get((u.where(i, p)[1], n), k - 1) + 1
     for i, ci, j, cj in sorted(self.pairs):
       for p, xi, ti in segs[i][ci]:
         for q, xj, tj in segs[j][cj]:

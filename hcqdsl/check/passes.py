@@ -5,7 +5,7 @@ reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
-from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX
+from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
@@ -51,9 +51,9 @@ class Pass:
 
 def _who(u: Unrolled, i: int) -> str: return "the host" if i == 0 else u.seqs[i].name
 def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
-def _launch(u: Unrolled, i: int, pos: int) -> int: return (pos - 1) // len(u.seqs[i].ops) + 1
-def _op(u: Unrolled, i: int, pos: int): return u.seqs[i].ops[(pos - 1) % len(u.seqs[i].ops)]
-def _key(u: Unrolled, i: int, pos: int): return (i, (pos - 1) % len(u.seqs[i].ops))
+def _launch(u: Unrolled, i: int, pos: int) -> int: return u.where(i, pos)[0]
+def _op(u: Unrolled, i: int, pos: int): return u.seqs[i].ops[u.where(i, pos)[1]]
+def _key(u: Unrolled, i: int, pos: int): return (i, u.where(i, pos)[1])
 def _expr_of(op, shift: int = 0) -> Expr:
   return Expr(None if op[2] is None else Ref(op[2]), op[3] - (shift if op[2] is not None else 0))
 def _expr(op, shift: int = 0) -> str: return str(_expr_of(op, shift))
@@ -473,8 +473,8 @@ def _host_reset(u: Unrolled, w: tuple, users, sig: str) -> Optional[Edit]:
   devs = sorted({u.seqs[j].device for j in users if j} & {n[:-len(".timeline")] for n in written if n.endswith(".timeline")})
   if not devs: return None
   block, idx, where = _at(u, 0, w[1])
-  waits = tuple(Wait(Ref(f"{d}.timeline"), Expr(Ref(f"{d}.epoch"), -1), span=_new_span(u, 0, w[1])) for d in devs)
-  text = (f"add {' and '.join(f'`wait {d}.timeline >= {d}.epoch - 1`' for d in devs)} to the host {where}: it resets "
+  waits = tuple(epoch_wait(d, span=_new_span(u, 0, w[1])) for d in devs)
+  text = (f"add {' and '.join(f'`wait {x.signal} >= {x.value}`' for x in waits)} to the host {where}: it resets "
           f"{sig} while the previous launch may still use it, and must wait for that launch first")
   return Edit(block, idx, waits, text)
 
@@ -539,9 +539,7 @@ class _Visibility(LazyDiagnostic):
 
 def _previous_launch(st) -> bool:
   """Is `st` `wait D.timeline >= D.epoch - 1` (the previous launch is done with device D)?"""
-  sig, v = st.signal.name, st.value
-  return (sig.endswith(".timeline") and isinstance(v, Expr) and v.var is not None and v.var.name == f"{sig[:-9]}.epoch"
-          and v.offset == -1)
+  return st.signal.name.endswith(".timeline") and st == epoch_wait(st.signal.name[:-len(".timeline")])
 
 class RedundantWaitAnalysis(Pass):
   """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
@@ -574,16 +572,15 @@ class VisibilityAnalysis(Pass):
     who = [_who(u, i) for i in range(len(u.seqs))]
     dev = [s.device for s in u.seqs]
     arch = {d.name: device_arch(d) for d in u.program.devices}
-    lens = [len(s.ops) for s in u.seqs]
     stmts = [s.stmts for s in u.seqs]
     ops = [s.ops for s in u.seqs]
     bufs = [f"{b.name}" for b in u.buffers]
     where = [f" (on {b.device.name if b.device else 'host'})" for b in u.buffers]
     host = u.host_span
     def at(i, pos):
-      st = stmts[i][(pos - 1) % lens[i]]
-      sp = st.span if st is not None else host
-      return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", (pos - 1) // lens[i] + 1
+      k, idx = u.where(i, pos)
+      sp = st.span if (st := stmts[i][idx]) is not None else host
+      return sp, f"line {sp.line}" if sp is not None and sp.line > 0 else "the implicit submit", k
     def build(x):
       i, idx, m, p, j, jdx, jm, q, kind, k, kdx, km, kp = x
       a, aj = ops[i][idx][1][m], ops[j][jdx][1][jm]

@@ -2,7 +2,7 @@
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines, declare_implicit,
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
@@ -79,10 +79,7 @@ class StaticCheck:
         self._err("name", f"`{d.name}` is already declared as {_what(first)} at line {first.span.line}", d.span)
         continue
       names[d.name] = d
-    for d in prog.of(Device):
-      names.setdefault(f"{d.name}.timeline", Signal(f"{d.name}.timeline", Ref(d.name), 0, span=d.span))
-      names.setdefault(f"{d.name}.epoch", Var(f"{d.name}.epoch", span=d.span))
-    return names
+    return declare_implicit(names, prog.of(Device))
 
   def _need(self, ref: Ref, kind, what: str, at):
     """The declaration `ref` names, if it is a `kind`; else an error at the name inside span `at`."""

@@ -10,7 +10,7 @@ from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice, Timestamp,
-                  Expr, U32_MAX, DTYPES)
+                  Expr, U32_MAX, DTYPES, epoch_wait)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
            "INT64_SAFE", "PLAIN", "POLL_READ", "STORE"]
@@ -139,7 +139,7 @@ class Unrolled:
     return 0 if s.gate < 0 else (launch - 1) * len(self.seqs[0].ops) + s.gate + 1
 
   def stmt(self, i: int, pos: int):
-    return self.seqs[i].stmts[(pos - 1) % len(self.seqs[i].ops)]
+    return self.seqs[i].stmts[self.where(i, pos)[1]]
 
   def span(self, i: int, pos: int) -> Optional[Span]:
     st = self.stmt(i, pos)
@@ -388,8 +388,8 @@ class _Lowering:
         op = (ACCESS, tuple(accs))
         app(self.patch(st, q, op, ms is not None) if patched and st.kernel.name not in explicit else op)
       elif t is Epoch:
-        d = q.device.name
-        app((WAIT, sig_id[f"{d}.timeline"], f"{d}.epoch", -1))
+        w = epoch_wait(q.device.name)
+        app((WAIT, sig_id[w.signal.name], w.value.var.name, w.value.offset))
       elif t is Barrier: app(_BARRIER)
       elif t is Timestamp and q is not None and q.device.name in self.nv: app((WRITE, sig_id[st.signal.name], None, 0))
       else: app(_NOP)

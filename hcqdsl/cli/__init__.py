@@ -39,9 +39,9 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
     p.set_defaults(run=mod.run)
   return ap
 
-def main(argv: Optional[list] = None) -> int:
+def main(argv: Optional[list[str]] = None) -> int:
   from_shell = argv is None
-  argv = sys.argv[1:] if from_shell else list(argv)
+  argv = sys.argv[1:] if argv is None else list(argv)
   ap = build_parser(next((x for x in argv if not x.startswith("-")), None))
   a = ap.parse_args(argv)
   try: rc = a.run(a)
@@ -59,7 +59,9 @@ def main(argv: Optional[list] = None) -> int:
   if from_shell and a.command == "check":
     # like mypy's hard_exit: freeing a million-statement program object by object takes a second; the process ends
     # here anyway (check writes no files; its output is flushed)
-    try: sys.stdout.flush(); sys.stderr.flush()
+    try:
+      sys.stdout.flush()
+      sys.stderr.flush()
     except BrokenPipeError: pass
     os._exit(rc)
   return rc

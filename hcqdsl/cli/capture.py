@@ -5,8 +5,8 @@ from ..tinygrad.capture import Capture
 from ..tinygrad.script import run_script
 from .util import add_script_args, script_of, check_output
 
-NO_DEVICE = ("no AMD queue was submitted to: run the script on tinygrad's AMD runtime — an AMD GPU, or tinygrad's mock "
-             "GPU with DEV=MOCKKFD+AMD and a tinygrad checkout on PYTHONPATH (docs/lift.md)")
+NO_DEVICE = ("no AMD or NV queue was submitted to: run the script on tinygrad's AMD or NV runtime — an AMD or NVIDIA GPU, "
+             "or tinygrad's mock GPUs (DEV=MOCKKFD+AMD, DEV=MOCK+NV) with a tinygrad checkout on PYTHONPATH (docs/lift.md, docs/nv.md)")
 
 def add_args(p) -> None:
   add_script_args(p, [(("-o", "--output"), dict(metavar="FILE", help="the manifest (default: SCRIPT.capture.json); give it before SCRIPT"))])
@@ -21,10 +21,12 @@ def run(a) -> int:
   if err: sys.stderr.write(err + "\n")
   try: cap.save(out)
   except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n")
+    return 2
   subs = cap.submissions()
   if subs == 0 and rc == 0:
-    sys.stderr.write(f"hcqdsl: error: {path}: {NO_DEVICE}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {path}: {NO_DEVICE}\n")
+    return 2
   sys.stderr.write(f"wrote {out}: {subs} submission{'s' * (subs != 1)} on {len(cap.rings)} queue{'s' * (len(cap.rings) != 1)}, "
                    f"{len(cap.host) - subs} host step{'s' * (len(cap.host) - subs != 1)}\n")
   return rc

@@ -1,6 +1,7 @@
 """`hcqdsl check FILES`: deadlocks, races and signal-ordering errors, as text, JSON or SARIF."""
 from __future__ import annotations
 import gc, sys
+from typing import Optional
 from operator import attrgetter
 from ..header import read_header
 from ..diagnostics import render_text, render_json, render_sarif, has_errors, summary, Diagnostic
@@ -38,7 +39,8 @@ def _check(a) -> int:
     from ..diagnostics import RULES, explain, did_you_mean
     if a.explain not in RULES:
       raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, RULES)} (codes: {', '.join(RULES)})")
-    sys.stdout.write(explain(a.explain)); return 0
+    sys.stdout.write(explain(a.explain))
+    return 0
   if not a.files: raise UsageError("check takes one or more .hcq programs (or --explain CODE)")
   var_values = parse_vars(a.var)
   launches_arg(a.launches)
@@ -47,7 +49,9 @@ def _check(a) -> int:
   if a.witness and len(a.files) != 1: raise UsageError("--witness takes one program (a witness file is for one program)")
   if a.witness: check_output(a.witness, "--witness", a.files[0])
   diags: list[Diagnostic] = []
-  sources, queues, launches = {}, 0, set()
+  sources: dict[str, str] = {}
+  queues: Optional[int] = 0   # None: some program was not analysed (the summary names no queue count)
+  launches: set[int] = set()
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
   for path in a.files:
     sources[path] = text = read_source(path)
@@ -57,7 +61,7 @@ def _check(a) -> int:
     a.kept.append((prog, d))
     # the summary's "over N launches, Q queues" only when the analyses ran (no syntax or name errors stopped them)
     ran = prog is not None and not any(x.code in ("syntax", "name") and x.severity == "error" for x in d)
-    queues = queues + len(prog.queues) if ran and queues is not None else None
+    queues = queues + len(prog.queues) if ran and prog is not None and queues is not None else None
   if a.witness:
     import json
     from ..check.witness import witnesses

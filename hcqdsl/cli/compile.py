@@ -2,7 +2,7 @@
 and QMDs for NV devices' (docs/nv.md)."""
 from __future__ import annotations
 import pathlib, sys
-from ..ir import ARCHS, NV_ARCHS
+from ..ir import TARGETS, NV_ARCHS
 from ..diagnostics import HcqError
 from ..amd.compile import compile_program as compile_amd
 from ..nv.compile import compile_program as compile_nv
@@ -11,7 +11,7 @@ from ..nv.compile import compile_program as compile_nv
 def add_args(p) -> None:
   from .util import add_var_arg, add_no_check_arg
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("--target", default="gfx1100", choices=ARCHS + NV_ARCHS,
+  p.add_argument("--target", default="gfx1100", choices=TARGETS,
                  help="arch of devices that do not declare one (default gfx1100; an NV device takes an NV target, else sm_89)")
   p.add_argument("-o", "--output", metavar="FILE", help="write the image here (default: FILE with suffix .hcqimg)")
   p.add_argument("--hex", action="store_true", help="print each queue's dwords (patched for launch 1) as `queue NAME ENGINE ARCH: dwords` lines, "
@@ -31,7 +31,8 @@ def run(a) -> int:
     check_vars(var_values, prog, a.file)
     img = (compile_nv if a.target in NV_ARCHS or any(d.vendor == "NV" for d in prog.devices) else compile_amd)(prog, a.target)
   except HcqError as e:
-    sys.stderr.write(render_text(e.diagnostics, {a.file: text})); return 1
+    sys.stderr.write(render_text(e.diagnostics, {a.file: text}))
+    return 1
   if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file), var_values)
   if a.hex:
     for q in img.queues:
@@ -40,7 +41,8 @@ def run(a) -> int:
   out = a.output or str(pathlib.Path(a.file).with_suffix(".hcqimg"))
   try: img.save(out)
   except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n")
+    return 2
   sys.stderr.write(f"wrote {out}: {len(img.queues)} queue{'s' * (len(img.queues) != 1)}, "
                    f"{sum(len(q.dwords) for q in img.queues)} dwords, {sum(len(q.patches) for q in img.queues)} patches\n")
   return 0

@@ -16,8 +16,9 @@ def run(a) -> int:
   from ..check import parse_with_diagnostics
   from ..check.diff import diff_programs, render_changes
   from ..diagnostics import render_text
+  from ..ir import Program
   launches_arg(a.launches)
-  progs = []
+  progs: list[Program] = []
   for path in (a.a, a.b):
     text = read_source(path)
     prog, diags = parse_with_diagnostics(text, path)
@@ -31,7 +32,7 @@ def run(a) -> int:
     if short := check_launches(prog, n):
       print(render_text(short, {path: read_source(path)}), end="")
       raise UsageError(f"{path} lists values for fewer than the {n} launches compared: give --launches at most what it lists")
-  changes = diff_programs(*progs, launches=n, match=a.match)
+  changes = diff_programs(progs[0], progs[1], launches=n, match=a.match)
   if a.json: print('{"differences": [' + ",\n ".join(json.dumps(attrs.asdict(c)) for c in changes) + "]}")
   else: print(render_changes(changes, a.a, a.b), end="")
   return 1 if changes else 0

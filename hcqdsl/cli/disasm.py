@@ -1,7 +1,7 @@
 """`hcqdsl disasm FILE`: packets of an image, `compile --hex` output or raw dwords."""
 from __future__ import annotations
 import sys
-from ..ir import ARCHS, NV_ARCHS
+from ..ir import TARGETS, NV_ARCHS
 from ..amd.image import Image, MAGIC
 from ..amd.disasm import disasm_image, disasm_dwords, read_raw, RawError
 from ..lift.image import as_hcq, lift_queue
@@ -14,35 +14,43 @@ def add_args(p) -> None:
   p.add_argument("--as-hcq", action="store_true", help="print .hcq queue statements instead of packets (images only)")
   p.add_argument("--engine", choices=("pm4", "sdma", "compute", "copy", "nv"),
                  help="packet format of raw input (`compile --hex` lines name their own; nv: NV pushbuffer methods)")
-  p.add_argument("--target", choices=ARCHS + NV_ARCHS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
+  p.add_argument("--target", choices=TARGETS, help="arch of raw input (default: the one a `compile --hex` line names, else gfx1100)")
 
 def run(a) -> int:
   try: b = read_bytes(a.file)   # (a missing file, a directory or a device like /dev/zero, whose read never ends)
   except UsageError as e:
-    sys.stderr.write(f"hcqdsl: error: {e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {e}\n")
+    return 2
   if b[:8] == MAGIC:
     try: img = Image.from_bytes(b)
     except ValueError as e:   # an unusable input file: one line, exit 2
-      sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n"); return 2
+      sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n")
+      return 2
     nv = any(q.arch in NV_ARCHS for q in img.queues)
-    sys.stdout.write((nv_lift.as_hcq(img, lift_queue) if nv else as_hcq(img)) if a.as_hcq else nv_disasm.disasm_image(img) if nv else disasm_image(img))
+    if a.as_hcq: sys.stdout.write(nv_lift.as_hcq(img, lift_queue) if nv else as_hcq(img))
+    else: sys.stdout.write(nv_disasm.disasm_image(img) if nv else disasm_image(img))
     return 0
   if a.as_hcq:
-    sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n"); return 2
+    sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n")
+    return 2
   try: queues = read_raw(b)
   except RawError as e:   # an unusable input file: one line (at the word's line and column), exit 2
-    sys.stderr.write(f"hcqdsl: error: {a.file}:{'' if e.line is not None else ' '}{e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {a.file}:{'' if e.line is not None else ' '}{e}\n")
+    return 2
   engine = {"pm4": "compute", "sdma": "copy"}.get(a.engine, a.engine)
   if engine == "nv" and (a.target or "sm_89") not in NV_ARCHS:
-    sys.stderr.write(f"hcqdsl: error: --engine nv takes an NV --target ({', '.join(NV_ARCHS)}), not {a.target}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: --engine nv takes an NV --target ({', '.join(NV_ARCHS)}), not {a.target}\n")
+    return 2
   if engine is None and any(q[1] is None for q in queues):
     sys.stderr.write(f"hcqdsl: error: {a.file} is not an image nor `compile --hex` output; give --engine pm4|sdma "
-                     f"(and --target) for raw dwords\n"); return 2
+                     f"(and --target) for raw dwords\n")
+    return 2
   for name, eng, arch, dw in queues:
     eng, arch = engine or eng, a.target or arch or ("sm_89" if engine == "nv" else "gfx1100")
     if arch in NV_ARCHS:
       if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, nv): {len(dw)} dwords\n")
-      sys.stdout.write(nv_disasm.disasm_dwords(dw, arch)); continue
+      sys.stdout.write(nv_disasm.disasm_dwords(dw, arch))
+      continue
     if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, {'pm4' if eng == 'compute' else 'sdma'}): {len(dw)} dwords\n")
     sys.stdout.write(disasm_dwords(dw, eng, arch))
   return 0

@@ -37,7 +37,7 @@ def run(a) -> int:
     try: tensors = call_script(fn, a.devices)
     except BaseException as e: raise script_error(e, a.script) from None
     if is_jit_spec(tensors):  # FN() returned (jit_fn, calls): TinyJit's semantics, one launch per call from call 2
-      try: prog, s = replay(*tensors, planner=a.planner, max_values=a.max_values, title=a.script)
+      try: prog, s = replay(tensors[0], tensors[1], planner=a.planner, max_values=a.max_values, title=a.script)
       except EmitError: raise
       except BaseException as e: raise script_error(e, a.script, "tinygrad could not capture or run the JIT calls") from None
     else:
@@ -49,7 +49,8 @@ def run(a) -> int:
       raise EmitError(f"the schedule uses {len(s.devices)} devices, more than --devices {a.devices}")
     if a.amd_code: prog = attach_amd_code(prog, s, out.parent if out else pathlib.Path("."))
   except ScriptFailed as e:   # the script ran and failed: its own line, exit 1 (as capture and sanitize say it)
-    sys.stderr.write(f"hcqdsl: error: {e}\n"); return e.rc
+    sys.stderr.write(f"hcqdsl: error: {e}\n")
+    return e.rc
   except EmitError as e: raise UsageError(str(e))
   try:
     if out is not None and a.inline_max is not None:   # big contents and expects go to OUT.safetensors

@@ -28,12 +28,13 @@ def run(a) -> int:
   # a program with syntax or name errors has no meaning to draw; bounds and overflow errors are drawn in red
   diags = diags if prog is None or any(d.code == "syntax" for d in diags) else diags + check(prog, a.launches, var_values)
   bad = [d for d in diags if d.code in ("syntax", "name") and d.severity == "error"]
-  if not bad:   # a var list or per-launch buffer shorter than the launches: no launch-k value to draw
+  if not bad and prog is not None:   # a var list or per-launch buffer shorter than the launches: no launch-k value to draw
     from ..check.static import check_launches
     bad = check_launches(prog, a.launches, var_values)
   if bad:
     sys.stderr.write(render_text(bad, {a.file: text}))
     return 1
+  assert prog is not None   # (no program: a syntax error, reported above)
   dot = to_dot(prog, diags, a.launches, var_values)
   if not a.output:
     sys.stdout.write(dot)

@@ -21,15 +21,19 @@ def run(a) -> int:
   trace: dict = {}
   try: prog = lift_file(a.file, a.output, whole=a.whole, trace=trace)
   except ValueError as e:
-    sys.stderr.write(f"hcqdsl: error: {e}\n"); return 1
+    sys.stderr.write(f"hcqdsl: error: {e}\n")
+    return 1
   text = format_program(prog)
   left = trace.get("left_out") or []
   if left: sys.stderr.write(f"hcqdsl: {'error' if a.strict else 'warning'}: not lifted, so no check sees it: {'; '.join(left)}"
                             f"{'' if a.whole else ' (`--whole` lifts every step)'}\n")
   rc = 1 if left and a.strict else 0
-  if not a.output: sys.stdout.write(text); return rc
+  if not a.output:
+    sys.stdout.write(text)
+    return rc
   try: pathlib.Path(a.output).write_text(text)
   except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.output}: {e.strerror or e}\n"); return 2
+    sys.stderr.write(f"hcqdsl: error: {a.output}: {e.strerror or e}\n")
+    return 2
   sys.stderr.write(f"wrote {a.output}: {len(prog.queues)} queue{'s' * (len(prog.queues) != 1)}\n")
   return rc

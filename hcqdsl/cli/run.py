@@ -3,7 +3,8 @@ with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
 from ..ir import ARCHS
-from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg, add_no_check_arg,
+from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg,
+                   add_no_check_arg,
                    warn_check_errors)
 
 def add_args(p) -> None:
@@ -60,13 +61,15 @@ def run(a) -> int:
     from ..diagnostics import has_errors
     prog, diags = parse_with_diagnostics(text, a.file)
     if prog is None or has_errors(diags):
-      sys.stdout.write(render_text(diags, {a.file: text})); return 1
+      sys.stdout.write(render_text(diags, {a.file: text}))
+      return 1
     check_vars(var_values, prog, a.file)
     if a.replay: return _replay(a, prog, kw)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
   except HcqError as e:   # the run did not start (a memory plan too big, ...): that error alone, no advice about check
-    sys.stdout.write(render_text(e.diagnostics, {a.file: text})); return 1
+    sys.stdout.write(render_text(e.diagnostics, {a.file: text}))
+    return 1
   sys.stdout.flush()
   if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file, a.launches), var_values)
   res = results[0]
@@ -81,7 +84,7 @@ def run(a) -> int:
     print(f"{a.file}: {len(results)} schedules, {len(results) - len(bad)} ok, {len(bad)} failed; "
           f"{res.time_us:.1f} us emulated in seed 0 (each schedule takes its own time)")
     races = compare(results)
-    for r in races: print(str(r))
+    for race in races: print(str(race))
     if races or bad: rc = 1
   return 1 if rc or not res.ok else 0
 

@@ -10,10 +10,13 @@ from .util import add_script_args, script_of, UsageError
 def add_args(p) -> None:
   p.add_argument("--explain", metavar="CODE", help="what a finding's code means in tinygrad's generated commands, and whose it is")
   add_script_args(p, [(("--format",), dict(choices=("text", "json"), default="text", help="the report: text (default) or one JSON object")),
-                      (("--strict",), dict(action="store_true", help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
+                      (("--strict",), dict(action="store_true",
+                                           help="exit 1 when anything captured was not checked (default: a warning on the summary line)")),
                       (("--every-call",), dict(action="store_true", help="check after every tinygrad call that submits (default: when the "
                                                                          "submissions have doubled since the last check, and at the end)")),
-                      (("--keep",), dict(metavar="DIR", help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to DIR/capture.json")),
+                      (("--keep",), dict(metavar="DIR",
+                                         help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to "
+                                              "DIR/capture.json")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
@@ -22,7 +25,8 @@ def run(a) -> int:
   if a.explain is not None:   # (the script is then ignored)
     from ..diagnostics import CODES, did_you_mean
     if a.explain not in CODES: raise UsageError(f"--explain: `{a.explain}` is no diagnostic code{did_you_mean(a.explain, CODES)}")
-    sys.stdout.write(f"{a.explain}: {advice(a.explain)}\n"); return 0
+    sys.stdout.write(f"{a.explain}: {advice(a.explain)}\n")
+    return 0
   if a.script is None: raise UsageError("sanitize takes SCRIPT.py[:FN] (or --explain CODE)")
   script, fn, args = script_of(a)
   t0 = time.perf_counter()
@@ -31,19 +35,24 @@ def run(a) -> int:
   s = Sanitizer(every_call=a.every_call, progress=progress, keep=a.keep)
   rc, err = run_script(script, fn, args, s)
   if rc == 3 and s.failure is None:   # hcqdsl's own failure while recording: nothing trustworthy to report
-    sys.stderr.write(err + "\n"); return 3
+    sys.stderr.write(err + "\n")
+    return 3
   if s.failure is not None:
     sys.stderr.write(f"hcqdsl: internal error (not in {script}): {type(s.failure).__name__}: {s.failure}\n")
     if err: sys.stderr.write(err + "\n")
     return 3
   if not s.checked and s.hang is None:
-    if err: sys.stderr.write(err + "\n"); return rc
-    sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n"); return 2
+    if err:
+      sys.stderr.write(err + "\n")
+      return rc
+    sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
+    return 2
   sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
   if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)
-    sys.stdout.flush(); sys.stderr.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
     os._exit(1)
   if s.findings or s.hang is not None or rc: return 1
   return 1 if a.strict and s.incomplete else 0

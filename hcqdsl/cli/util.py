@@ -6,7 +6,8 @@ from ..ir import U32_MAX, MAX_LAUNCHES
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches", "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
+__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches",
+           "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
 class UsageError(Exception):
@@ -55,9 +56,9 @@ def precheck_launches(text: str, path: str, launches: int = 1) -> int:
   least 2 (a race between consecutive launches needs two)."""
   return launches_of(text, path, None, max(launches, 2))
 
-def parse_vars(items) -> dict:
+def parse_vars(items) -> dict[str, int]:
   """`--var name=value` items -> {name: value}; a value outside 0 .. 2**32-1 is an `overflow` error (never wrapped)."""
-  out = {}
+  out: dict[str, int] = {}
   for it in items or ():
     name, eq, val = it.partition("=")
     try:
@@ -71,7 +72,7 @@ def parse_vars(items) -> dict:
     out[name.strip()] = v
   return out
 
-def check_vars(var_values: dict, program, file: str) -> None:
+def check_vars(var_values: dict[str, int], program, file: str) -> None:
   """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""
   from ..check import unknown_var
   if (why := unknown_var(attrs.evolve(program, file=file), var_values)) is not None: raise UsageError(f"--var: {why}", "name")
@@ -103,7 +104,7 @@ def add_script_args(p, first=()) -> None:
   for args, kw in first: p.add_argument(*args, **kw)
   p.add_argument("args", nargs=argparse.REMAINDER, help="everything after SCRIPT goes to the script (sys.argv[1:])")
 
-def script_of(a) -> tuple:
+def script_of(a) -> tuple[pathlib.Path, str, list[str]]:
   """(script path, function name or '', the script's argv[1:]) from add_script_args' arguments; a missing file is a usage error."""
   from ..tinygrad.script import split_script
   path, fn = split_script(a.script)

@@ -29,13 +29,15 @@ def _short(v) -> str:
   """A field value on one line: names and expressions as written, data lists abbreviated."""
   from ..ir import Ref, Expr, Slice, Data
   if v is None or isinstance(v, (Ref, Expr)): return str(v) if v is not None else "-"
-  if isinstance(v, Slice): return v.buffer.name if not v.ranged else f"{v.buffer.name}[{'' if v.start is None else v.start}:{'' if v.end is None else v.end}]"
+  if isinstance(v, Slice):
+    return v.buffer.name if not v.ranged else f"{v.buffer.name}[{'' if v.start is None else v.start}:{'' if v.end is None else v.end}]"
   if isinstance(v, Data):
     vals = ", ".join(map(str, v.values[:8])) + (f", ... ({len(v.values)} values)" if len(v.values) > 8 else "")
     return f"{v.dtype} [{vals}]"
   if isinstance(v, (tuple, list)) and not any(attrs.has(type(x)) and not isinstance(x, (Ref, Expr, Slice, Data)) for x in v):
     return "(" + ", ".join(_short(x) for x in v) + ")"
-  if attrs.has(type(v)): return f"{type(v).__name__}(" + ", ".join(f"{f.name}={_short(getattr(v, f.name))}" for f in attrs.fields(type(v)) if f.name not in _SKIP) + ")"
+  if attrs.has(type(v)):
+    return f"{type(v).__name__}(" + ", ".join(f"{f.name}={_short(getattr(v, f.name))}" for f in attrs.fields(type(v)) if f.name not in _SKIP) + ")"
   if isinstance(v, (tuple, list)): return "(" + ", ".join(_short(x) for x in v) + ")"
   return repr(v) if isinstance(v, str) else str(v)
 

@@ -2,11 +2,11 @@
 both give the same Program). `hcqdsl.parse` adds the static checks (hcqdsl/check)."""
 from __future__ import annotations
 import bisect, pathlib
-from typing import Optional
+from typing import Any, Optional
 import attrs
 from lark import Lark, Transformer, Token, Tree
 from lark.exceptions import UnexpectedInput, UnexpectedCharacters, UnexpectedEOF, VisitError
-from ..ir import (Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
+from ..ir import (timeline_of, epoch_of, Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, U32_MAX,
                  KEYWORDS, resolve_var_args)
 from ..diagnostics import Diagnostic, Related, did_you_mean
@@ -15,7 +15,9 @@ from .lexical import (TERMINALS, int_text, unquote, comments, LINE_END, CONTROL,
 
 __all__ = ["parse_syntax", "lark_parser"]
 
-def _tok_span(t: Token, file: str) -> Span: return Span(file, t.line, t.column, t.end_line, t.end_column)
+def _tok_span(t: Token, file: str) -> Span: return Span(file, t.line or 0, t.column or 0, t.end_line or 0, t.end_column or 0)  # (lexed tokens: set)
+
+def _pos(d: Diagnostic) -> tuple[int, int]: return (d.span.line, d.span.column) if d.span else (0, 0)
 
 def _span(items, file: str) -> Span:
   first, last = items[0], items[-1]
@@ -30,7 +32,9 @@ class _Build(Transformer):
   collected, not raised. One instance per parse: parsing is reentrant."""
   def __init__(self, file: str):
     super().__init__()
-    self.file, self.diags, self.lbraces = file, [], {}
+    self.file = file
+    self.diags: list[Diagnostic] = []
+    self.lbraces: dict = {}
 
   def _err(self, code, msg, span): self.diags.append(Diagnostic(code, msg, span))
 
@@ -82,7 +86,7 @@ class _Build(Transformer):
           if k in fields or (k in ("dtype", "args") and "builtin" in fields and i.builtin is None):
             self._err("syntax", "a kernel has at most one implementation of each kind (builtin, c, amd)", i.span)
           fields[k] = v
-      impl = Impl(**fields, span=impls[0].span.to(impls[-1].span))
+      impl = Impl(**fields, span=_span(impls, self.file))
     return Kernel(c[1].value, params, impl, span=_span(c, self.file))
   def impl_builtin(self, c):
     dtype = next((c[i + 1].value for i, x in enumerate(c) if isinstance(x, Token) and x.type == "LT"), None)
@@ -110,7 +114,8 @@ class _Build(Transformer):
     for v in vals:
       if dtype[0] == "f": out.append(float(v.v))
       elif v.is_float:
-        self._err("syntax", f"`{dtype}` values are integers", v.span); out.append(0)
+        self._err("syntax", f"`{dtype}` values are integers", v.span)
+        out.append(0)
       else:
         bits = DTYPES[dtype][1] * 8
         lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if dtype[0] == "i" else (0, (1 << bits) - 1)
@@ -156,10 +161,10 @@ class _Build(Transformer):
 
   # ---- statements
   def sigref(self, c):
-    name = c[0].value if len(c) == 1 else f"{c[0].value}.timeline"
+    name = c[0].value if len(c) == 1 else timeline_of(c[0].value)
     return _Val(Ref(name), _span(c, self.file))
   def varref(self, c):
-    name = c[0].value if len(c) == 1 else f"{c[0].value}.epoch"
+    name = c[0].value if len(c) == 1 else epoch_of(c[0].value)
     return _Val(Ref(name), _span(c, self.file))
   def expr_const(self, c): return _Val(Expr(None, self._int(c[0])), _span(c, self.file))
   def expr_var(self, c): return _Val(Expr(c[0].v, 0), _span(c, self.file))
@@ -170,7 +175,7 @@ class _Build(Transformer):
     return _Val(Expr(Ref(c[0].value), n if c[1].type == "PLUS" else -n), _span(c, self.file))
   def arg_epoch(self, c):
     n = self._int(c[4]) if len(c) > 4 else 0
-    return _Val(Expr(Ref(f"{c[0].value}.epoch"), -n if len(c) > 4 and c[3].type == "MINUS" else n), _span(c, self.file))
+    return _Val(Expr(Ref(epoch_of(c[0].value)), -n if len(c) > 4 and c[3].type == "MINUS" else n), _span(c, self.file))
   def wait(self, c): return Wait(c[1].v, c[3].v, span=_span(c, self.file))
   def signal(self, c): return SignalWrite(c[1].v, c[3].v, span=_span(c, self.file))
   def dim3(self, c):
@@ -211,7 +216,7 @@ class _Build(Transformer):
 @attrs.frozen
 class _Val:
   """A parsed value with the position it was written at, for the statement that holds it."""
-  v: object
+  v: Any   # an int or float, Expr, Ref, Slice or dims
   span: Span
   is_float: bool = False
 
@@ -233,7 +238,8 @@ _ROLE = {"wait": "the signal name", "signal": "the signal name", "timestamp": "t
          "on": "the device name", "submit": "the queue name", "expect": "the buffer name", "in": "the parameter name",
          "out": "the parameter name", "inout": "the parameter name", "builtin": "the built-in kernel name"}
 
-_RULE_ROLE = {"param_scalar": "the parameter", "arg_op": "the argument", "arg_epoch": "the argument","place": "the device name", "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
+_RULE_ROLE = {"param_scalar": "the parameter", "arg_op": "the argument", "arg_epoch": "the argument","place": "the device name",
+              "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
               "expr_var": "the value", "expr_add": "the value", "expr_sub": "the value", "param": "the parameter",
               "impl_builtin": "the implementation", "impl_c": "the implementation", "impl_amd": "the implementation",
               "data": "the values", "dim3": "the dimensions", "value": "the value"}
@@ -283,21 +289,23 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
   try: acc = ip.accepts() if ip is not None else set()
   except Exception: acc = set()  # accepts() replays the parser; the plain expected set is the fallback
   sep = bool(stack) and isinstance(stack[-1], Token) and stack[-1].type in ("_NL", "SEMI")
-  exp = set(acc or getattr(e, "expected", None) or ())
-  if after == "the argument": exp -= {"PLUS", "MINUS", "LSQB", "DOT", "AT"}  # `a + 1`, `a[0:4]`, `x@1`: details of an argument
-  exp = _expected(exp, sep)
+  want = set(acc or getattr(e, "expected", None) or ())
+  if after == "the argument": want -= {"PLUS", "MINUS", "LSQB", "DOT", "AT"}  # `a + 1`, `a[0:4]`, `x@1`: details of an argument
+  exp = _expected(want, sep)
   lbrace = next((t for t in reversed(stack) if isinstance(t, Token) and t.type == "LBRACE"), None)
   if lbrace is not None and (tok is None or tok.type == "$END" or tok.type in _DECL_ONLY):
     # a block left open: point at its `{` (where the fix goes is somewhere after it), not at what came next
-    eof = tok is None or tok.type == "$END"
-    where = "the end of the file" if eof else f"`{tok.value}` at line {tok.line}"
-    return Diagnostic("syntax", f"this `{{` is never closed: a `}}` is missing before {where}", _tok_span(lbrace, file),
-                      related=() if eof else (Related(f"`{tok.value}` starts the next declaration here", _tok_span(tok, file)),))
+    related: tuple[Related, ...] = ()
+    if tok is None or tok.type == "$END": where = "the end of the file"
+    else: where, related = f"`{tok.value}` at line {tok.line}", (Related(f"`{tok.value}` starts the next declaration here", _tok_span(tok, file)),)
+    return Diagnostic("syntax", f"this `{{` is never closed: a `}}` is missing before {where}", _tok_span(lbrace, file), related=related)
   if tok is None or tok.type == "$END":
-    line, col = (stack[-1].end_line, stack[-1].end_column) if stack and isinstance(stack[-1], Token) else (e.line, e.column)
+    line, col = (stack[-1].end_line or 0, stack[-1].end_column or 0) if stack and isinstance(stack[-1], Token) else (e.line, e.column)
     return Diagnostic("syntax", f"expected {exp} before the end of the file", Span(file, max(line, 1), max(col, 1), max(line, 1), max(col, 1) + 1))
   span = _tok_span(tok, file)
-  if tok.type == "_NL": found = "end of line"; span = Span(file, tok.line, tok.column, tok.line, tok.column + 1)
+  if tok.type == "_NL":
+    found = "end of line"
+    span = Span(file, tok.line, tok.column, tok.line, tok.column + 1)
   else: found = f"`{tok.value}`"
   if tok.type not in ("_NL", "NAME", "NUMBER", "FLOAT", "STRING") and tok.value.isidentifier() and "NAME" in (getattr(e, "expected", None) or ()):
     return Diagnostic("syntax", f"`{tok.value}` is a keyword and cannot be used as a name", span)
@@ -307,7 +315,8 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
 
 # the words of the terminals that are keywords, for "did you mean `wait`?"
 _KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
-                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",), "POLL": ("poll",), "CODE": ("code",),
+                  "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",),
+                  "POLL": ("poll",), "CODE": ("code",),
                   "TOL": ("rtol", "atol")}
 
 def _keywords(terms) -> list:
@@ -335,7 +344,8 @@ class _Comment:
 def _comments(text: str) -> list:
   out, line, at = [], 1, 0   # the line of offset `at`
   for pos, value in comments(text):
-    line += text.count("\n", at, pos); at = pos
+    line += text.count("\n", at, pos)
+    at = pos
     out.append(_Comment(line, pos - text.rfind("\n", 0, pos), value))
   return out
 
@@ -350,8 +360,8 @@ def _control_chars(text: str, file: str) -> list[Diagnostic]:
 
 def parse_syntax(text: str, file: str = "<input>") -> tuple[Optional[Program], list[Diagnostic]]:
   """Both parse paths (the scan.py fast path, the lark grammar) see `\n` line ends only: `\r\n` and a lone `\r` are
-  turned into `\n` first (columns do not move), a leading byte order mark (U+FEFF) into a blank; any other control character is a `syntax` error at its position. A
-  file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
+  turned into `\n` first (columns do not move), a leading byte order mark (U+FEFF) into a blank; any other control character is a
+  `syntax` error at its position. A file that is not text at all (lexical.is_binary) is one `syntax` error at 1:1."""
   if is_binary(text):
     return None, [Diagnostic("syntax", "not a text file: a program is text, and this has NUL bytes or is mostly control "
                              "characters (a compiled image? `hcqdsl disasm` and `hcqdsl lift` read those)", Span(file, 1, 1, 1, 2))]
@@ -365,7 +375,7 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
   if has_control(text):
     bad = _control_chars(text, file)
     _, more = _parse_normalized(CONTROL.sub(" ", text), file)   # the other syntax errors too, positions unchanged
-    return None, sorted(bad + [d for d in more if d.code == "syntax"], key=lambda d: (d.span.line, d.span.column))
+    return None, sorted(bad + [d for d in more if d.code == "syntax"], key=_pos)
   from .scan import scan
   prog = scan(text, file, clean=True)   # (_has_control said so)
   if prog is not None: return prog, []
@@ -378,12 +388,15 @@ def _parse_normalized(text: str, file: str) -> tuple[Optional[Program], list[Dia
       items, b, found = _parse_once(work, file)
     except UnexpectedInput as e:
       d = _syntax_diag(e, file)
-      pos = (d.span.line, d.span.column)
+      pos = _pos(d)
       if pos <= last_pos and diags: break
-      diags.append(d); last_pos = pos
-      ln = d.span.line
+      diags.append(d)
+      last_pos = pos
+      ln = pos[0]
       if not 1 <= ln <= len(lines) or any(ch in lines[ln - 1] for ch in "{}\"") or isinstance(e, UnexpectedEOF): break
-      wl = work.split("\n"); wl[ln - 1] = ""; work = "\n".join(wl)
+      wl = work.split("\n")
+      wl[ln - 1] = ""
+      work = "\n".join(wl)
       continue
     except VisitError as e:  # a bug of ours, but still never a traceback on user input
       diags.append(Diagnostic("syntax", f"could not read the program: {e.orig_exc}", Span(file, 1, 1, 1, 2)))
@@ -420,7 +433,9 @@ def _attach_comments(prog: Program, comments: list, lines: list, lbraces: dict) 
     text = c.value.rstrip()
     if lines[c.line - 1][:c.column - 1].strip() == "":
       k = bisect.bisect_left(keys, (c.line, c.column))
-      if k == len(anchors): edits.setdefault((), {}).setdefault("end_comments", []).append(text); continue
+      if k == len(anchors):
+        edits.setdefault((), {}).setdefault("end_comments", []).append(text)
+        continue
       _, path, role = anchors[k]
       edits.setdefault(path, {}).setdefault(role, []).append(text)
     else:

@@ -174,6 +174,29 @@ def scan(text: str, file: str, clean: bool = False) -> Optional[Program]:
   finally:
     if enabled: gc.enable()
 
+def _columns(seg: str, lines: list) -> tuple:
+  """(lead, w, rows, cols, stops) of read_columns' lines: with every line the same blanks then a statement (`fmt`'s
+  layout) the rows are the lines, their statements at column w + 1 after `lead`; else each row is its line stripped
+  (lead "", w 0), with its first and past-the-end columns."""
+  n, blanks, add = len(lines), repeat(" \t"), operator.add
+  w = len(lines[0]) - len(lines[0].lstrip(" \t"))
+  lead = lines[0][:w]
+  if (not seg.startswith((lead + " ", lead + "\t", lead + "\n")) and seg.count("\n" + lead) >= n - 1 and " \n" not in seg
+      and "\t\n" not in seg and "\n" + lead + " " not in seg and "\n" + lead + "\t" not in seg and "\n" + lead + "\n" not in seg):
+    return lead, w, lines, [w + 1] * n, list(map(add, map(len, lines), repeat(1)))
+  rows = list(map(str.lstrip, lines, blanks))
+  if " \n" in seg or "\t\n" in seg:                # blanks end some line: not in its statement's span
+    cols = list(map(add, map(operator.sub, map(len, lines), map(len, rows)), repeat(1)))
+    rows = list(map(str.rstrip, rows, blanks))
+    return "", 0, rows, cols, list(map(add, cols, map(len, rows)))
+  stops = list(map(add, map(len, lines), repeat(1)))
+  return "", 0, rows, list(map(operator.sub, stops, map(len, rows))), stops
+
+def _firsts(texts, found):
+  """The first row of each distinct text in `texts` not `found` (found[i] None)."""
+  miss = list(itertools.compress(range(len(found)), map(operator.not_, found)))
+  return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
+
 class Scanner:
   """One file's fast parse: `read_block` (a block's rows by one regex), `read_columns` (a clean chunk a column at a
   time), `read_statement` (one statement's text); each returns None to hand its text to the next slower path."""
@@ -265,81 +288,29 @@ class Scanner:
     end = _REGION.match(src, start).end()
     if end >= len(src) or src[end] != "}": return None
     f, out = self.file, []
-    append = out.append
-    sigs, names, exprs, slices, args_of, dims_of = self.sigs, self.names, self.exprs, self.slices, self.args, self.dims
-    stmt, span_ = self.read_statement, _span
     hl, hcol = ln, h.start(1) - pos + 1
+    # the row loop's state: line, the row's column, a statement on this line, the header's line, the comments before
+    # the next statement, the header's comment, the rows waiting for `_later`
+    st = [ln, start - pos + 1, False, True, (), None, []]
     try:
       if h.group(2) is not None: name, engine, dev = self._name(h.group(2)), h.group(3), self._ref(h.group(4))
-      hcomment, pend, later = None, (), []
-      c0, seen, first = start - pos + 1, False, True    # the row's column; a statement on this line; the header's line
       p = start
       while True:
         q = end if end - p <= CHUNK else (src.rfind("\n", p, p + CHUNK) + 1 or end)
-        if first: q = src.find("\n", p, q) + 1 or q         # the header's line alone: the row loop reads it
+        if st[3]: q = src.find("\n", p, q) + 1 or q         # the header's line alone: the row loop reads it
         elif (r := src.rfind("\n", p, q) + 1) > p and "#" not in (seg := src[p:r]) and ";" not in seg:
-          nodes = self.read_columns(seg, ln)                   # whole lines, one statement at most on each
+          nodes = self.read_columns(seg, st[0])                # whole lines, one statement at most on each
           if nodes is not None:
-            if pend and nodes: nodes[0] = attrs.evolve(nodes[0], comments=pend); pend = ()
-            out += nodes; ln += seg.count("\n"); p = r
-        for lead, body, kw, a, sep, b, other, tw, cm, term in _ROW.findall(src, p, q):
-          if body:
-            col = c0 + len(lead)
-            stop = col + len(body)
-            c = cm.rstrip() if cm else None
-            # the common statements from their cached fields; anything else, or a field not seen yet: `read_statement`
-            if kw == "wait":
-              x, e = sigs.get(a), exprs.get(b)
-              if x is None or e is None or sep != ">=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
-              else: node = _wait(f, ln, col, stop, x, e, pend, c)
-            elif kw == "signal":
-              x, e = sigs.get(a), exprs.get(b)
-              if x is None or e is None or sep != "=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
-              else: node = _signal(f, ln, col, stop, x, e, pend, c)
-            elif kw == "barrier" and not a: node = _barrier(f, ln, col, stop, pend, c)
-            elif kw == "epoch" and not a: node = _epoch(f, ln, col, stop, pend, c)
-            elif kw == "exec":
-              span = span_(f, ln, col, ln, stop)
-              x = names.get(a)
-              at, _, dt = b.partition(")")
-              if x is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
-              else:
-                if dt:
-                  xd = dims_of.get(dt)
-                  if xd is None: xd = self._dims(dt)
-                else: xd = _NO_DIMS
-                xa = args_of.get(at)
-                if xa is None: later.append([len(out), at, x, xd, span, pend, c, body]); node = None
-                else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
-            elif kw == "copy" and sep == "<-":
-              span = span_(f, ln, col, ln, stop)
-              x, y = slices.get(a), slices.get(b)
-              if x is None or y is None: later.append([len(out), None, a, b, span, pend, c, body]); node = None
-              else: node = _copy(x, y, span, pend, c)
-            else: node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
-            append(node); pend = (); seen = True
-          elif other:
-            col = c0 + len(lead)
-            kw = other.partition(" ")[0]
-            if "\t" in kw: kw = kw.partition("\t")[0]
-            append(stmt(kw, other, Span(f, ln, col, ln, col + len(other)), pend, cm.rstrip() if cm else None))
-            pend = (); seen = True
-          elif cm:   # a comment after the last `;` of a line, or on a line of its own
-            if seen:                                       # `a;  # c`: the last statement's
-              if out[-1] is None: later[-1][6] = cm.rstrip()
-              else: out[-1] = attrs.evolve(out[-1], comment=cm.rstrip())
-            elif first: hcomment = cm.rstrip()             # `{  # c`: the header's
-            elif c0 == 1: pend += (cm.rstrip(),)           # an own-line comment: the next statement's
-            # else `  ;  # c`: nothing ends on its line, the grammar drops it
-          if term == "\n": ln += 1; c0 = 1; seen = first = False
-          elif term: c0 += len(lead) + len(body) + len(other) + len(tw) + 1
-          else: break
-        if later: self._later(out, later); later = []
+            if st[4] and nodes: nodes[0] = attrs.evolve(nodes[0], comments=st[4]); st[4] = ()
+            out += nodes; st[0] += seg.count("\n"); p = r
+        self._rows(src, p, q, out, st)
+        if st[6]: self._later(out, st[6]); st[6] = []
         if q == end: break
         p = q
     except (_GiveUp, ValueError): return None
     a = _AFTER.match(src, end + 1)
     if a is None: return None
+    ln, pend, hcomment = st[0], st[4], st[5]
     span = Span(f, hl, hcol, ln, end - src.rfind("\n", 0, end) + 1)
     ec = a.group(1).rstrip() if a.group(1) else None
     if h.group(2) is not None:
@@ -348,6 +319,66 @@ class Scanner:
     else: node = Host(tuple(out), span=span, comments=tuple(self.pending), comment=hcomment, end_comments=pend, end_comment=ec)
     self.decls.append(node); self.pending = []
     return a.end(), ln + 1
+
+  def _rows(self, src, p, q, out, st):
+    """read_block's rows of src[p:q] into `out` (None where `_later` will put a copy or exec), `st` its state."""
+    f, append = self.file, out.append
+    sigs, names, exprs, slices, args_of, dims_of = self.sigs, self.names, self.exprs, self.slices, self.args, self.dims
+    stmt, span_ = self.read_statement, _span
+    ln, c0, seen, first, pend, hcomment, later = st
+    for lead, body, kw, a, sep, b, other, tw, cm, term in _ROW.findall(src, p, q):
+      if body:
+        col = c0 + len(lead)
+        stop = col + len(body)
+        c = cm.rstrip() if cm else None
+        # the common statements from their cached fields; anything else, or a field not seen yet: `read_statement`
+        if kw == "wait":
+          x, e = sigs.get(a), exprs.get(b)
+          if x is None or e is None or sep != ">=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
+          else: node = _wait(f, ln, col, stop, x, e, pend, c)
+        elif kw == "signal":
+          x, e = sigs.get(a), exprs.get(b)
+          if x is None or e is None or sep != "=": node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
+          else: node = _signal(f, ln, col, stop, x, e, pend, c)
+        elif kw == "barrier" and not a: node = _barrier(f, ln, col, stop, pend, c)
+        elif kw == "epoch" and not a: node = _epoch(f, ln, col, stop, pend, c)
+        elif kw == "exec":
+          span = span_(f, ln, col, ln, stop)
+          x = names.get(a)
+          at, _, dt = b.partition(")")
+          if x is None or sep != "(" or "(" in at: node = stmt(kw, body, span, pend, c)
+          else:
+            if dt:
+              xd = dims_of.get(dt)
+              if xd is None: xd = self._dims(dt)
+            else: xd = _NO_DIMS
+            xa = args_of.get(at)
+            if xa is None: later.append([len(out), at, x, xd, span, pend, c, body]); node = None
+            else: node = _exec_node(x, xa, xd[0], xd[1], span, pend, c)
+        elif kw == "copy" and sep == "<-":
+          span = span_(f, ln, col, ln, stop)
+          x, y = slices.get(a), slices.get(b)
+          if x is None or y is None: later.append([len(out), None, a, b, span, pend, c, body]); node = None
+          else: node = _copy(x, y, span, pend, c)
+        else: node = stmt(kw, body, span_(f, ln, col, ln, stop), pend, c)
+        append(node); pend = (); seen = True
+      elif other:
+        col = c0 + len(lead)
+        kw = other.partition(" ")[0]
+        if "\t" in kw: kw = kw.partition("\t")[0]
+        append(stmt(kw, other, Span(f, ln, col, ln, col + len(other)), pend, cm.rstrip() if cm else None))
+        pend = (); seen = True
+      elif cm:   # a comment after the last `;` of a line, or on a line of its own
+        if seen:                                       # `a;  # c`: the last statement's
+          if out[-1] is None: later[-1][6] = cm.rstrip()
+          else: out[-1] = attrs.evolve(out[-1], comment=cm.rstrip())
+        elif first: hcomment = cm.rstrip()             # `{  # c`: the header's
+        elif c0 == 1: pend += (cm.rstrip(),)           # an own-line comment: the next statement's
+        # else `  ;  # c`: nothing ends on its line, the grammar drops it
+      if term == "\n": ln += 1; c0 = 1; seen = first = False
+      elif term: c0 += len(lead) + len(body) + len(other) + len(tw) + 1
+      else: break
+    st[:] = ln, c0, seen, first, pend, hcomment, later
 
   def _later(self, out, later):
     """The copies and execs of a chunk whose slices or argument lists were new: their slices cut by one regex over
@@ -444,25 +475,11 @@ class Scanner:
     their constructor. A row that is not its kind's usual text, or whose fields are not cached, is read by `read_statement`.
     Returns the nodes; None (a `read_statement` gave up) to read `seg` row by row."""
     lines = seg.split("\n"); lines.pop()
-    n, f, blanks, add = len(lines), self.file, repeat(" \t"), operator.add
-    w = len(lines[0]) - len(lines[0].lstrip(" \t"))
-    lead = lines[0][:w]
-    if (not seg.startswith((lead + " ", lead + "\t", lead + "\n")) and seg.count("\n" + lead) >= n - 1 and " \n" not in seg
-        and "\t\n" not in seg and "\n" + lead + " " not in seg and "\n" + lead + "\t" not in seg and "\n" + lead + "\n" not in seg):
-      # every line the same blanks then a statement (`fmt`'s layout): the rows are the lines, their statements at w
-      rows_of, cols, stops = lines, [w + 1] * n, list(map(add, map(len, lines), repeat(1)))
-    else:
-      lead, w, rows_of = "", 0, list(map(str.lstrip, lines, blanks))
-      if " \n" in seg or "\t\n" in seg:                # blanks end some line: not in its statement's span
-        cols = list(map(add, map(operator.sub, map(len, lines), map(len, rows_of)), repeat(1)))
-        rows_of = list(map(str.rstrip, rows_of, blanks))
-        stops = list(map(add, cols, map(len, rows_of)))
-      else:
-        stops = list(map(add, map(len, lines), repeat(1)))
-        cols = list(map(operator.sub, stops, map(len, rows_of)))
+    n, f = len(lines), self.file
+    lead, w, rows_of, cols, stops = _columns(seg, lines)
     groups = collections.defaultdict(list)
     any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))
-    heads, exprs, out, slow, none, count = self.heads, self.exprs, [None] * n, [], repeat(None), itertools.count
+    heads, out, slow = self.heads, [None] * n, []
     done: dict = {}          # the rows `read_statement` read
 
     def read(i):
@@ -476,11 +493,6 @@ class Scanner:
       else: return
       if sep and len(heads) < _CACHE: heads[lead + h] = x   # (with the lead when the rows are whole lines)
 
-    def firsts(texts, found):
-      """The first row of each distinct text in `texts` not `found` (found[i] None)."""
-      miss = list(itertools.compress(range(len(found)), map(operator.not_, found)))
-      return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
-
     def learn(first, rows) -> bool:
       """The rows `first` (indices into `rows`) read by `read_statement`, so the rows like them are found in the caches; False
       when they are most of `rows` (mostly new texts, or odd spacing: the row loop reads them as cheaply)."""
@@ -492,49 +504,55 @@ class Scanner:
       for key, rows in groups.items():
         kind = _KIND.get(key)
         if kind is None: slow += rows; continue
-        bs = list(map(rows_of.__getitem__, rows))
         at = (repeat(f), map(operator.add, rows, repeat(ln)), map(cols.__getitem__, rows), map(stops.__getitem__, rows))
-        if kind == "wait" or kind == "signal":
-          hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
-          xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
-          if not (all(xs) and all(es)):     # a new head or value: one row of each read, then all found
-            if not learn({*firsts(hs, xs), *firsts(vs, es)}, rows): return None
-            xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
-          bad = not (all(xs) and all(es)) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
-          nodes = map(_wait if kind == "wait" else _signal, *at, xs, es, repeat(()), none)
-        elif kind == "exec":       # `exec k(args) dims`
-          hs, s1, rest = zip(*map(str.partition, bs, repeat("(")))
-          ats, s2, dts = zip(*map(str.partition, rest, repeat(")")))
-          ks = list(map(heads.get, hs))
-          if not all(ks):
-            if not learn(firsts(hs, ks), rows): return None
-            ks = list(map(heads.get, hs))
-          bad = not (all(ks) and all(s1) and all(s2)) and [
-            i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
-          xas = self._arglists(ats)
-          if any(dts):
-            dims_of = self.dims
-            for t in set(dts).difference(dims_of): self._dims(t)
-            grids, blocks = zip(*map(dims_of.__getitem__, dts))
-          else: grids = blocks = none
-          nodes = map(_exec_at, *at, ks, xas, grids, blocks, repeat(()), none)
-        elif kind == "copy":       # `copy dst <- src`
-          hs, s1, ys = zip(*map(str.partition, bs, repeat(" <- ")))
-          xs = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
-          got = self._slices(xs + list(ys))
-          xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat(lead + "copy ")))
-          nodes = map(_copy_at, *at, xs, ys, repeat(()), none)
-          bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
-            i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
-        else:                      # a barrier or an epoch: the keyword alone
-          nodes = map(_barrier if kind == "barrier" else _epoch, *at, repeat(()), none)
-          bad = bs.count(lead + kind) != len(bs) and [i for i, b in enumerate(bs) if b != lead + kind]
+        if (got := self._column_nodes(kind, list(map(rows_of.__getitem__, rows)), at, rows, lead, w, learn)) is None: return None
+        nodes, bad = got
         any(map(out.__setitem__, rows, nodes))
         if bad: slow += map(rows.__getitem__, bad)
       for i in slow:
         if rows_of[i]: read(i)   # (else a blank line)
     except (_GiveUp, ValueError): return None
     return list(filter(None, out)) if "" in groups else out
+
+  def _column_nodes(self, kind, bs, at, rows, lead, w, learn):
+    """(the nodes of one kind's rows `bs`, at the spans `at`; the indices of those that are not its usual text or whose
+    fields are not cached), or None to read the whole segment row by row (`learn` refused)."""
+    heads, exprs, none, count = self.heads, self.exprs, repeat(None), itertools.count
+    if kind == "wait" or kind == "signal":
+      hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
+      xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
+      if not (all(xs) and all(es)):     # a new head or value: one row of each read, then all found
+        if not learn({*_firsts(hs, xs), *_firsts(vs, es)}, rows): return None
+        xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
+      bad = not (all(xs) and all(es)) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
+      return map(_wait if kind == "wait" else _signal, *at, xs, es, repeat(()), none), bad
+    if kind == "exec":         # `exec k(args) dims`
+      hs, s1, rest = zip(*map(str.partition, bs, repeat("(")))
+      ats, s2, dts = zip(*map(str.partition, rest, repeat(")")))
+      ks = list(map(heads.get, hs))
+      if not all(ks):
+        if not learn(_firsts(hs, ks), rows): return None
+        ks = list(map(heads.get, hs))
+      bad = not (all(ks) and all(s1) and all(s2)) and [
+        i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
+      xas = self._arglists(ats)
+      if any(dts):
+        dims_of = self.dims
+        for t in set(dts).difference(dims_of): self._dims(t)
+        grids, blocks = zip(*map(dims_of.__getitem__, dts))
+      else: grids = blocks = none
+      return map(_exec_at, *at, ks, xas, grids, blocks, repeat(()), none), bad
+    if kind == "copy":         # `copy dst <- src`
+      hs, s1, ys = zip(*map(str.partition, bs, repeat(" <- ")))
+      xs = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
+      got = self._slices(xs + list(ys))
+      xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat(lead + "copy ")))
+      bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
+        i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
+      return map(_copy_at, *at, xs, ys, repeat(()), none), bad
+    # a barrier or an epoch: the keyword alone
+    bad = bs.count(lead + kind) != len(bs) and [i for i, b in enumerate(bs) if b != lead + kind]
+    return map(_barrier if kind == "barrier" else _epoch, *at, repeat(()), none), bad
 
   # ---- blocks
   def _open(self, kw, body, span, comment, brace):

@@ -6,6 +6,7 @@ end]}} (offsets into the bytes after the header), then the bytes. Reading maps t
 weight file costs no memory until a buffer's bytes are copied into the emulated device."""
 from __future__ import annotations
 import json, os, struct
+from typing import Any
 from ..ir import DTYPES
 
 __all__ = ["SidecarError", "read_tensor", "write_tensors", "move_out", "ST_DTYPE", "INLINE_MAX"]
@@ -43,7 +44,8 @@ def read_tensor(path: str, name: str, dtype: str):
   t = header.get(name)
   if not isinstance(t, dict) or name == "__metadata__":
     known = [k for k in header if k != "__metadata__"]
-    raise SidecarError(f"`{path}` has no tensor `{name}`" + (f" (it has {len(known)}: {', '.join(known[:4])}{', ...' * (len(known) > 4)})" if known else ""))
+    has = f" (it has {len(known)}: {', '.join(known[:4])}{', ...' * (len(known) > 4)})" if known else ""
+    raise SidecarError(f"`{path}` has no tensor `{name}`" + has)
   if t.get("dtype") != ST_DTYPE[dtype]:
     raise SidecarError(f"tensor `{name}` in `{path}` is {t.get('dtype')}, not {ST_DTYPE[dtype]} ({dtype})")
   try: lo, hi = (int(x) for x in t["data_offsets"])
@@ -54,7 +56,7 @@ def read_tensor(path: str, name: str, dtype: str):
   if hi == lo: return np.zeros(0, np.dtype(DTYPES[dtype][0]))
   return np.memmap(path, dtype=np.dtype(DTYPES[dtype][0]).newbyteorder("<"), mode="r", offset=base + lo, shape=((hi - lo) // size,))
 
-def write_tensors(path: str, tensors: dict) -> None:
+def write_tensors(path: str, tensors: dict[str, tuple[str, Any]]) -> None:
   """Write {name: (.hcq dtype, numpy array or bytes)} as a safetensors file (1-d tensors, in the given order)."""
   import numpy as np
   header, blobs, off = {}, [], 0
@@ -62,12 +64,14 @@ def write_tensors(path: str, tensors: dict) -> None:
     b = values if isinstance(values, (bytes, bytearray, memoryview)) else \
       np.ascontiguousarray(values, dtype=np.dtype(DTYPES[dtype][0]).newbyteorder("<")).tobytes()
     header[name] = {"dtype": ST_DTYPE[dtype], "shape": [len(b) // DTYPES[dtype][1]], "data_offsets": [off, off + len(b)]}
-    blobs.append(b); off += len(b)
+    blobs.append(b)
+    off += len(b)
   text = json.dumps(header, separators=(",", ":")).encode()
   text += b" " * (-len(text) % 8)   # the data starts 8-byte aligned, as safetensors writers do
   tmp = f"{path}.{os.getpid()}.tmp"
   with open(tmp, "wb") as f:
-    f.write(struct.pack("<Q", len(text))); f.write(text)
+    f.write(struct.pack("<Q", len(text)))
+    f.write(text)
     for b in blobs: f.write(b)
   os.replace(tmp, path)
 

@@ -8,14 +8,16 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES)
+                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES, epoch_wait, timeline_of, epoch_of,
+                  NV_ARCHS, vendor_of)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.pm4 import FUNC_GE, FUNC_EQ
+from ..nv import lift as nv_lift
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
-           "lifted_program", "trimmed_data", "Unliftable"]
+           "lifted_program", "trimmed_data", "Unliftable", "attach_comments"]
 
 class Unliftable(Exception):
   """A group of packets that is no .hcq statement (the message says why; the lifters keep the group as a comment)."""
@@ -76,8 +78,7 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
     name = _signal_at(img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
     e = expr(off, v)
-    if name == f"{q.device}.timeline" and e == Expr(Ref(f"{q.device}.epoch"), -1): return Epoch()
-    return Wait(Ref(name), e)
+    return Epoch() if (w := Wait(Ref(name), e)) == epoch_wait(q.device) else w
   def poll(addr: int, off: int, v: int, mask: int):
     """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
     if (name := _signal_at(img, addr)) is not None:
@@ -150,7 +151,9 @@ def _statement_groups(q: QueueImage) -> list:
   return [[p for p in pk if s[0] <= p.offset < s[0] + s[1]] for s in q.stmts]
 
 def lift_queue(img: Image, q: QueueImage) -> list:
-  """The queue's statements, recovered from its packets. A group that is no statement lifts to a comment string."""
+  """The queue's statements, recovered from its packets (an NV queue's from its methods and QMDs: hcqdsl.nv.lift). A
+  group that is no statement lifts to a comment string."""
+  if q.arch in NV_ARCHS: return nv_lift.lift_queue(img, q)
   out: list = []
   for g in _statement_groups(q):
     try: out += lift_group(img, q, g, q.engine)
@@ -166,6 +169,17 @@ def as_hcq(img: Image) -> str:
     out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in lift_queue(img, q)]
     out.append("}")
   return "\n".join(out) + "\n"
+
+def attach_comments(items: list) -> list:
+  """Lifted statements and comment strings: each run of comments attached to the statement after it (trailing ones
+  stay strings, placed before `}` by queue_decl)."""
+  out, pending = [], []
+  for s in items:
+    if isinstance(s, str): pending.append(s)
+    else:
+      out.append(attrs.evolve(s, comments=tuple(pending) + s.comments))
+      pending = []
+  return out + pending
 
 def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
   """Statements of (packets, label) groups, with the comments that stand for what is no statement attached to the
@@ -261,7 +275,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   a real code object names its file (code_objects' names; in `code_dir`, relative to the program, when given)."""
   region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
   data = dict(img.data)
-  decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in img.devices]
+  decls: list = [Device(d["name"], vendor_of(d["arch"]), d["index"], d["arch"]) for d in img.devices]
   devs = {d["name"] for d in img.devices}
   dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
   rewrites: dict = {}
@@ -274,10 +288,10 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
       decls.append(Buffer(n, dev_ref(region_of(a)), size, None, "rewritten", tuple(_init_data(b) for b in rewrites[a])))
     else: decls.append(Buffer(n, dev_ref(region_of(a)), size, _init_data(data[a]) if a in data else None))
   for n, a in img.signals.items():
-    if n.endswith(".timeline") and n[:-len(".timeline")] in devs: continue
+    if n in {timeline_of(d) for d in devs}: continue
     init = struct.unpack("<Q", data[a])[0] & U32_MAX if len(data.get(a, b"")) == 8 else 0
     decls.append(Signal(n, dev_ref(region_of(a)), init))
-  implicit = lambda v: (v.endswith(".epoch") and v[:-len(".epoch")] in devs) or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
+  implicit = lambda v: v in {epoch_of(d) for d in devs} or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
   decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
   where = lambda name: name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)
   seen, code = set(), {k: where(name) for k, (name, _) in _code_files(img).items()}
@@ -289,8 +303,9 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   blocks, key = [], 0
   for q in img.queues:
     key = next((s[2] for s in q.stmts if s[2]), key)
-    groups = [(g, None) for g in _statement_groups(q)]
-    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, lift_statements(img, q, groups))))
+    if q.arch in NV_ARCHS: items = attach_comments(nv_lift.lift_queue(img, q))   # methods and QMDs (hcqdsl.nv.lift)
+    else: items = lift_statements(img, q, [(g, None) for g in _statement_groups(q)])
+    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, items)))
   if img.host:
     body = []
     for h in img.host:

@@ -9,10 +9,13 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, ARCHS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX)
+                 Epoch, Submit, HostWrite, Ref, Expr, Slice, Data, TARGETS, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, DEVICE_INDEX_MAX,
+                 timeline_of, epoch_of, epoch_wait)
 from ..amd.image import Image, QueueImage, Patch, Region, MAGIC
+from ..amd.layout import kernarg_layout
 from ..amd.pm4 import FUNC_EQ
 from ..amd.disasm import decoder, read_raw
+from . import nv_capture
 from .image import (lift_image, write_code_objects, lift_group, lift_statements, queue_decl, lifted_program, trimmed_data,
                     Unliftable)
 
@@ -152,7 +155,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   devices, by_name = [], {}
   for d in top.get("devices", "list", default=[]):
     arch = d.get("arch", "str", required=True)
-    if arch not in ARCHS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(ARCHS)})")
+    if arch not in TARGETS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(TARGETS)})")
     dev = {"name": _name(d, "name", None) or d.fail("name", "missing"), "index": d.get("index", "int", required=True), "arch": arch}
     if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
     if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
@@ -164,7 +167,7 @@ def load_manifest(source, file: Optional[str] = None) -> Manifest:
   if not qs: top.fail("queues", "no queues")
   for i, q in enumerate(qs):
     target = q.get("target", "str", required=True)
-    if target not in ARCHS: q.fail("target", f"unknown target `{target}` (one of {', '.join(ARCHS)})")
+    if target not in TARGETS: q.fail("target", f"unknown target `{target}` (one of {', '.join(TARGETS)})")
     eng = q.get("engine", "str", required=True)
     if eng not in _ENGINES: q.fail("engine", f"expected compute (pm4) or copy (sdma), got `{eng}`")
     dev = _name(q, "device", None) or q.fail("device", "missing")
@@ -415,7 +418,9 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   Otherwise: every queue's whole stream, launches=1."""
   mem = _Mem(m.memory)
   triage = any(q.read_ptr is not None for q in m.queues)
-  if m.version >= 2 and m.host and not triage: return _lift_capture(m, code_dir, program_dir, trace, whole)
+  if m.version >= 2 and m.host and not triage:
+    if nv_capture.is_nv_capture(m): return nv_capture.lift_nv_capture(m, code_dir, program_dir, trace, whole)   # tinygrad's NV runtime
+    return _lift_capture(m, code_dir, program_dir, trace, whole)
   notes: list = []
   # per queue: (dwords to lift, patches [(offset, add)], dwords already run (triage) or None, ring index of each dword)
   plan = _launches(m, notes) if (m.host is not None and not triage) else None
@@ -459,7 +464,7 @@ def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     if a in signals: continue
     info = m.signals.get(a, {})
     # a device's timeline becomes `D.timeline` (so its epoch waits read as `epoch`) when its value needs no init
-    tl = f"{info['device']}.timeline" if info.get("timeline") and not triage and not info.get("value") else None
+    tl = timeline_of(info['device']) if info.get("timeline") and not triage and not info.get("value") else None
     signals[a] = tl if tl and tl not in signals.values() else fresh(info.get("name"), _hexname("s", a))
   # buffers: the manifest's, the copies' ranges, and kernel arguments
   ranges = [(b["addr"], b["addr"] + b["size"], b) for b in m.buffers] + [(a, a + n, None) for a, n in copies if n]
@@ -548,9 +553,8 @@ def _epochs(s, device: Optional[str]):
   D.epoch - 1` is `epoch` (every var is k in launch k, so this is the same program)."""
   if not isinstance(s, (Wait, SignalWrite)) or not s.signal.name.endswith(".timeline") or s.value.var != Ref(LAUNCH_VAR): return s
   d = s.signal.name[:-len(".timeline")]
-  e = Expr(Ref(f"{d}.epoch"), s.value.offset)
-  if isinstance(s, Wait) and d == device and e.offset == -1: return Epoch(comments=s.comments, comment=s.comment)
-  return attrs.evolve(s, value=e)
+  s = attrs.evolve(s, value=Expr(Ref(epoch_of(d)), s.value.offset))
+  return Epoch(comments=s.comments, comment=s.comment) if d == device and s == epoch_wait(d) else s
 
 def _mark_stuck(decls: list, values: dict) -> list:
   """The stop mark of a queue whose next statement is an unsatisfied wait says what it needs, what the signal holds
@@ -896,8 +900,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     sig = k.get("signature") or []
     bufs = [x for x in sig if x.get("name") is None]
     scal = [x for x in sig if x.get("name") is not None]
-    need = 8 * len(bufs)  # tinygrad's layout (TinyELF.iter_sig): 8-byte pointers, then each scalar at its alignment
-    for x in scal: need += -need % (x.get("bytes") or 4) + (x.get("bytes") or 4)
+    offs, need = kernarg_layout([8] * len(bufs) + [x.get("bytes") or 4 for x in scal])  # tinygrad's (TinyELF.iter_sig)
     blocks = [snap(ka, need, step + j * P, step + j * P + 1) for j, ka in enumerate(kas)]
     if any(b is None for b in blocks):
       notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
@@ -907,12 +910,7 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     for i, t in enumerate(ptrs):
       use(t, bufs[i].get("bytes") or 1, step)
       accesses.append((step, at, t, bufs[i].get("mode") != "out"))
-    vals, off = [], 8 * len(bufs)
-    for x in scal:
-      sz = x.get("bytes") or 4
-      off += -off % sz
-      vals.append([int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)])
-      off += sz
+    vals = [[int.from_bytes(blocks[j][off:off + 4], "little") for j in range(K)] for off in offs[len(bufs):]]
     if kargs_read:   # the block itself: one allocation's bytes (HCQGraph's, patched per launch), or new memory per launch
       use(tuple(kas), need, step)
       accesses.append((step, at, tuple(kas), True))
@@ -985,8 +983,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
   for a in dict.fromkeys(sig_addrs):
     info = m.signals.get(a, {})
     if a in stamped and a not in synced and not info.get("timeline"): signals[a] = fresh(_hexname("ts", a + 8)); continue
-    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and f"{info['device']}.timeline" not in signals.values():
-      signals[a] = f"{info['device']}.timeline"  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
+    if info.get("timeline") and info.get("device") and sig_value(a) == 0 and timeline_of(info['device']) not in signals.values():
+      signals[a] = timeline_of(info['device'])  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
     else: signals[a] = fresh(f"tl_{info['device']}" if info.get("timeline") and info.get("device") else _hexname("s", a))
   # ---- kernels: one declaration per (tinygrad name, code), with its code object
   # a kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that buffer at
@@ -1036,12 +1034,8 @@ def _lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[
     regions_of.setdefault(sname, []).append(regions[-1])
   kparams = {}
   for kd in kdecl.values():
-    off, ps = 0, []
-    for p in kd.params:
-      sz = 4 if p.scalar else 8
-      off += -off % sz
-      ps.append([p.mode, p.name, off]); off += sz
-    kparams[kd.name] = ps
+    offs, _ = kernarg_layout(kd.params)
+    kparams[kd.name] = [[p.mode, p.name, o] for p, o in zip(kd.params, offs)]
   ikernels = [{"name": kname_of[prog], "prog_addr": prog, "params": kparams[kname_of[prog]]} for prog in dict.fromkeys(p for p, *_ in kinfo.values())]
   for (ka, sname), (prog, ptrs, vals, scal, nbytes, *_) in kinfo.items():
     ps = kparams[kname_of[prog]]

@@ -6,14 +6,12 @@ release semaphore of its QMD rather than methods, and an exec following one is l
 (DEPENDENT_QMD0) rather than by methods; values those carry are patched in memory (the queue's memory patches), as
 tinygrad's `_apply_var_vals` patches them. docs/nv.md says what each statement becomes."""
 from __future__ import annotations
-import pathlib, struct
-from typing import Optional
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, Slice, ARCHS, NV_ARCHS,
-                  DEFAULT_ARCHS, NO_SPAN, U32_MAX, POLL_SIZE, vendor_of, resolve)
-from ..lang.format import format_stmt
-from ..amd.compile import Lowering as AMDLowering, MemoryPlan, CodeLoader, kernarg_layout
+import functools, struct
+from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, TARGETS,
+                  DEFAULT_ARCHS, U32_MAX, vendor_of, resolve, epoch_wait)
+from ..amd.compile import Lowering as AMDLowering, MemoryPlan, impl_record, arg_record
 from ..diagnostics import Diagnostic, HcqError
-from ..amd.layout import HOST_BASE, DEVICE_BASE
+from ..amd.layout import HOST_BASE, DEVICE_BASE, kernarg_layout
 from ..amd.image import Image, QueueImage
 from . import pushbuf, cubin
 from .targets import get_target
@@ -27,13 +25,11 @@ QMD_ALIGN = 1 << 8   # SEND_PCAS_A and DEPENDENT_QMD0_POINTER hold a QMD's addre
 def compile_program(program: Program, target: str = "gfx1100") -> Image:
   """Lower `program`: its AMD devices' queues to PM4/SDMA (hcqdsl/amd), its NV devices' to pushbuffers. Each device
   uses its declared arch, else `target` when it is one of the device's vendor, else the vendor's default. Raises
-  HcqError (code `name` or `bounds`) on a program that cannot be lowered."""
+  HcqError with the static checks' errors (they hold NV's refusals too: check/static.py), or with what only lowering
+  finds (an AMD code object for an NV device, an address past an NV queue's 40 bits)."""
   return Lowering(program, target).image()
 
 def _err(code: str, msg: str, span) -> HcqError: return HcqError([Diagnostic(code, msg, span)])
-
-def _impl(i) -> Optional[dict]:
-  return None if i is None else {"builtin": i.builtin, "dtype": i.dtype, "args": list(i.args), "c_source": i.c_source, "amd_code": i.amd_code}
 
 def device_arch(d, target: str) -> str:
   return d.arch or (target if vendor_of(target) == d.vendor else DEFAULT_ARCHS.get(d.vendor, target))
@@ -50,8 +46,7 @@ class NVCodeLoader:
 
   def load(self, kname: str, dev: str, span) -> tuple:
     if (kname, dev) in self.loaded: return self.loaded[kname, dev]
-    k = self.names.get(kname)
-    if k is None or type(k).__name__ != "Kernel": raise _err("name", f"`{kname}` is not a kernel", span)
+    k = self.names[kname]
     if k.impl is not None and k.impl.amd_code:
       raise _err("name", f"kernel `{kname}` is an AMD code object (`amd \"{k.impl.amd_code}\"`): device `{dev}` is NV", span or k.span)
     t = get_target(self.arch[dev])
@@ -64,46 +59,36 @@ class NVCodeLoader:
     base = 4 * len(cubin.cbuf0_prefix(t, code))
     self.kernels.append({"name": kname, "device": dev, "code_addr": a, "kd_addr": a, "prog_addr": a + code.prog_offset,
                          "synthetic": True, "kernarg_size": code.cbuf0_bytes,
-                         "params": [[p.mode, p.name, base + o] for p, o in zip(k.params, offs)], "impl": _impl(k.impl)})
+                         "params": [[p.mode, p.name, base + o] for p, o in zip(k.params, offs)], "impl": impl_record(k.impl)})
     self.loaded[kname, dev] = (code, a, tmpl)
     return self.loaded[kname, dev]
 
 class Lowering(AMDLowering):
   """AMDLowering for AMD devices' queues; NV devices' queues through NV_STATEMENTS (the pushbuffer methods), with the
   QMD state NVComputeQueue keeps: `active`, the QMD of the last exec while no other method followed it."""
+  targets = TARGETS   # the archs this lowering takes
+
   def __init__(self, program: Program, target: str = "gfx1100"):
-    if target not in ARCHS + NV_ARCHS: raise ValueError(f"unknown target {target!r} (known: {', '.join(ARCHS + NV_ARCHS)})")
-    self.program, self.target = program, target
-    self.names = program.lookup()
-    self.arch = {d.name: device_arch(d, target) for d in program.devices}
-    self.nv = {d.name for d in program.devices if vendor_of(self.arch[d.name]) == "NV"}
-    bases = {None: HOST_BASE, **{d.name: window(i) if d.name in self.nv else DEVICE_BASE * (i + 1) for i, d in enumerate(program.devices)}}
-    self.plan = MemoryPlan(program, bases)
-    file = program.file
-    self.code = CodeLoader(self.plan, self.names, self.arch,
-                           pathlib.Path(file).parent if file and not file.startswith("<") else pathlib.Path("."))
+    super().__init__(program, target)
     self.nvcode = NVCodeLoader(self.plan, self.names, self.arch, self.code.kernels)
-    self.vars = list(program.vars) + [f"{b}.addr" for b in self.plan.rebound]
-    self.env1 = {**{v: 1 for v in self.vars}, **{v: vals[0] for v, vals in self.plan.var_values.items()}}
+
+  def device_arch(self, d) -> str: return device_arch(d, self.target)
+
+  @functools.cached_property
+  def nv(self) -> set: return {d for d, a in self.arch.items() if vendor_of(a) == "NV"}
+
+  def bases(self) -> dict:
+    return {None: HOST_BASE, **{d.name: window(i) if d.name in self.nv else DEVICE_BASE * (i + 1) for i, d in enumerate(self.program.devices)}}
 
   def queue(self, q) -> QueueImage:
-    dev = q.device.name
-    if dev not in self.nv: return super().queue(q)
-    self.q, self.dev, self.t = q, dev, self.arch[dev]
-    self.enc = pushbuf.encoder(q.engine)
-    self.out, self.patches, self.mem_patches, self.active, self.qmds = [], [], [], None, []
-    stmts = []
-    for self.index, s in enumerate(q.body):
-      self.start = len(self.out)
-      lower = self.NV_STATEMENTS.get(type(s))
-      if lower is None: raise _err("syntax", f"`{type(s).__name__}` is not a queue statement", getattr(s, "span", None))
-      lower(self, s, s.span)
-      sp = s.span or NO_SPAN
-      stmts.append((self.start, len(self.out) - self.start, sp.line, sp.column, sp.end_line, sp.end_column, format_stmt(s)))
+    if q.device.name not in self.nv: return super().queue(q)
+    self.q, self.dev, self.t = q, q.device.name, self.arch[q.device.name]
+    self.enc, self.active, self.qmds = pushbuf.encoder(q.engine), None, []
+    return self.lower_queue(self.NV_STATEMENTS)
+
+  def finish_queue(self) -> None:
     for i, (a, b) in enumerate(self.plan.data):   # the QMDs are final: later signals and execs wrote into them
       if type(b) is bytearray: self.plan.data[i] = (a, bytes(b))
-    ca = self.plan.region(f"{q.name}.cmdbuf", "cmdbuf", dev, 4 * len(self.out), queue=q.name)
-    return QueueImage(q.name, q.engine, dev, self.t, ca, self.out, self.patches, stmts, self.mem_patches)
 
   # ---- NV statements
 
@@ -115,15 +100,15 @@ class Lowering(AMDLowering):
 
   def nv_wait(self, s, sp):
     self.active = None
-    self.semaphore(self.plan.signal(s.signal, sp), f"signal `{s.signal.name}`", sp)
+    self.semaphore(self.plan.signal(s.signal), f"signal `{s.signal.name}`", sp)
     self.wait(s, sp)
 
-  def nv_epoch(self, s, sp): self.nv_wait(Wait(Ref(f"{self.dev}.timeline"), Expr(Ref(f"{self.dev}.epoch"), -1)), sp)
+  def nv_epoch(self, s, sp): self.nv_wait(epoch_wait(self.dev), sp)
 
   def nv_signal(self, s, sp):
     """NVComputeQueue.signal: into a free release semaphore of the active QMD (its enable, address and payload; the
     payload patched in memory), else SEM_EXECUTE methods. NVCopyQueue.signal: SET_SEMAPHORE and LAUNCH_DMA."""
-    a = self.semaphore(self.plan.signal(s.signal, sp), f"signal `{s.signal.name}`", sp)
+    a = self.semaphore(self.plan.signal(s.signal), f"signal `{s.signal.name}`", sp)
     v = s.value
     if self.active is not None:
       qmd, qa = self.active
@@ -134,9 +119,9 @@ class Lowering(AMDLowering):
         ao, po = qmd.offset(af), qmd.offset(pf)
         struct.pack_into("<I", qmd.data, ao, a & U32_MAX)
         struct.pack_into("<I", qmd.data, ao + 4, (struct.unpack_from("<I", qmd.data, ao + 4)[0] & ~0xF) | (a >> 32))   # tinygrad's mask=0xf
-        struct.pack_into("<II", qmd.data, po, self.value(v, qa + po, self.mem_patches, sp), 0)
+        struct.pack_into("<II", qmd.data, po, self.value(v, qa + po, self.mem_patches), 0)
         return
-    self.enc.signal(self.out, a, self.value(v, self.start + self.enc.SIGNAL_VALUE_AT, self.patches, sp))
+    self.enc.signal(self.out, a, self.value(v, self.start + self.enc.SIGNAL_VALUE_AT, self.patches))
     self.active = None
 
   def nv_timestamp(self, s, sp):
@@ -149,69 +134,52 @@ class Lowering(AMDLowering):
     self.active = None
 
   def nv_write(self, s, sp):
-    if self.q.engine != "compute": raise _err("name", "`write` on an NV copy queue (tinygrad's NVCopyQueue has no write)", sp)
+    """NVComputeQueue's write (the static checks refuse it on an NV copy queue)."""
     self.active = None
-    self.semaphore(self.plan.slice(s.dst, sp)[0], f"`write` to `{s.dst.buffer.name}`", sp)
+    self.semaphore(self.plan.slice(s.dst)[0], f"`write` to `{s.dst.buffer.name}`", sp)
     self.write(s, sp)
 
   def nv_poll(self, s, sp):
     """NVComputeQueue.poll_bit: ACQ_AND (any bit of the value set) or ACQ_NOR of ~mask (any bit of the mask clear) —
-    `(word & mask) == value` only for a one-bit mask and the value 0 or the mask, so those are the polls it takes."""
-    if self.q.engine != "compute": raise _err("name", "`poll` on an NV copy queue (tinygrad's NVCopyQueue has no poll_bit)", sp)
-    if s.mask == 0 or s.mask & (s.mask - 1) or s.value.var is not None or s.value.offset not in (0, s.mask):
-      raise _err("name", f"`poll` on NV tests one bit: NV's poll_bit (SEM_EXECUTE ACQ_AND / ACQ_NOR) passes when any bit of the "
-                 f"mask is set / clear, so the mask must be one bit and the value 0 or the mask, not `& {s.mask:#x} == {s.value}`", sp)
+    `(word & mask) == value` only for a one-bit mask and the value 0 or the mask, the polls the static checks let
+    through to an NV queue."""
     self.active = None
-    self.semaphore(self.plan.slice(s.src, sp)[0], f"`poll` of `{s.src.buffer.name}`", sp)
+    self.semaphore(self.plan.slice(s.src)[0], f"`poll` of `{s.src.buffer.name}`", sp)
     self.poll(s, sp)
 
   def nv_copy(self, s, sp):
-    if self.q.engine != "copy": raise _err("name", "`copy` on a compute queue", s.span)
-    (da, dn), (sa, sn) = self.plan.slice(s.dst, sp), self.plan.slice(s.src, sp)
-    if dn != sn: raise _err("bounds", f"copy of {sn} bytes into {dn} bytes", s.span)
+    (da, n), (sa, _) = self.plan.slice(s.dst), self.plan.slice(s.src)
     enc = self.enc
-    enc.copy(self.out, da, sa, dn)
+    enc.copy(self.out, da, sa, n)
     for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
       if sl.buffer.name not in self.plan.rebound or sl.launch is not None: continue
-      lo, base = sl.bounds(self.plan.buffers[sl.buffer.name][1])[0], self.plan.buffers[sl.buffer.name][0]
-      for j, off in enumerate(range(0, dn, enc.max_copy_size)):   # each piece holds its addresses: high dword, then low
-        e, d = Expr(Ref(f"{sl.buffer.name}.addr"), self.plan.slice(sl, sp)[0] - base + off), self.start + j * enc.COPY_DWORDS + at
-        self.value(e, d + 1, self.patches, sp, "lo"); self.value(e, d, self.patches, sp, "hi")
+      base = self.plan.buffers[sl.buffer.name][0]
+      for j, off in enumerate(range(0, n, enc.max_copy_size)):   # each piece holds its addresses: high dword, then low
+        e, d = Expr(Ref(f"{sl.buffer.name}.addr"), self.plan.slice(sl)[0] - base + off), self.start + j * enc.COPY_DWORDS + at
+        self.value(e, d + 1, self.patches, "lo"); self.value(e, d, self.patches, "hi")
 
   def nv_exec(self, s, sp):
     """NVComputeQueue.exec: the kernel arguments after constant bank 0's driver part, the program's QMD at the next
     256 bytes with the grid, the block and constant bank 0's address, launched by SEND_PCAS_A or by the active QMD."""
-    if self.q.engine != "compute": raise _err("name", "`exec` on a copy queue", s.span)
     code, ca, tmpl = self.nvcode.load(s.kernel.name, self.dev, sp)
     k, t = self.names[s.kernel.name], get_target(self.t)
-    if len(s.args) != len(k.params): raise _err("name", f"`{k.name}` takes {len(k.params)} arguments, got {len(s.args)}", s.span)
     prefix = cubin.cbuf0_prefix(t, code)
-    offs, _ = kernarg_layout(k.params)
-    base, qo = 4 * len(prefix), code.qmd_offset
+    qo = code.qmd_offset
     ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=k.name,
-                          args=[[sl.buffer.name, sl.start, sl.end, sl.ranged, sl.launch] if type(sl) is Slice else None for sl in s.args])
+                          args=arg_record(s))
     if (ka + qo) >> ADDR_BITS: raise _err("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
     mem = bytearray(qo + t.qmd_size)
     struct.pack_into(f"<{len(prefix)}I", mem, 0, *prefix)
-    for p, a, o in zip(k.params, s.args, offs):
-      if p.scalar:
-        if type(a) is not Expr: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a value", sp)
-        struct.pack_into("<I", mem, base + o, self.value(a, ka + base + o, self.mem_patches, sp))
-      else:
-        if type(a) is not Slice: raise _err("name", f"parameter `{p.name}` of `{k.name}` takes a buffer", sp)
-        struct.pack_into("<Q", mem, base + o, self.address(a, ka + base + o, self.mem_patches, sp, 4))
+    self.pack_args(k, s, mem, 4 * len(prefix), ka)
     mem[qo:] = tmpl
     qmd = QMD.of(t, memoryview(mem)[qo:])
     gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
-    if any(type(x) is Expr for x in bdims):
-      raise _err("name", "a block over a var on an NV queue: the QMD holds the block in 16- and 8-bit fields (CTA_THREAD_DIMENSION0..2), "
-                 "which the patch table cannot patch yet", sp)
     block = tuple(resolve(x, self.env1) for x in bdims)
     if block[0] > 0xFFFF or block[1] > 0xFFFF or block[2] > 0xFF:
       raise _err("bounds", f"block {block} does not fit the QMD's CTA_THREAD_DIMENSION0..2 (16, 16 and 8 bits)", sp)
     go, bo = qmd.offset(qmd.grid_field()), qmd.offset("cta_thread_dimension0")
     for j, x in enumerate(gdims):
-      struct.pack_into("<I", qmd.data, go + 4 * j, self.value(x, ka + qo + go + 4 * j, self.mem_patches, sp))
+      struct.pack_into("<I", qmd.data, go + 4 * j, self.value(x, ka + qo + go + 4 * j, self.mem_patches))
     struct.pack_into("<HH", qmd.data, bo, block[0], block[1])
     struct.pack_into("<B", qmd.data, qmd.offset("cta_thread_dimension2"), block[2])
     qmd.set_constant_buf_addr(0, ka)

@@ -5,6 +5,7 @@ cubin (docs/nv.md): the same sections around one `EXIT`, so real hardware runs i
 NVProgram loads it."""
 from __future__ import annotations
 import ctypes, re, struct
+from typing import Optional
 import attrs
 from tinygrad.runtime.autogen import libc, nv_570 as nv
 from .targets import Target
@@ -63,7 +64,8 @@ def synthetic(t: Target, name: str, kernarg_size: int) -> bytes:
   body, offs = bytearray(), []
   for _, _, _, align, data in secs:
     body += bytes(-(64 + len(body)) % align)
-    offs.append(64 + len(body)); body += data
+    offs.append(64 + len(body))
+    body += data
   body += bytes(-(64 + len(body)) % 8)
   eh = libc.Elf64_Ehdr()
   eh.e_ident[:8] = list(libc.ELFMAG.encode() + bytes([libc.ELFCLASS64, libc.ELFDATA2LSB, libc.EV_CURRENT, 0]))
@@ -93,7 +95,8 @@ def load(blob: bytes, name: str, synthetic: bool = False) -> NVCode:
   except Exception as e: raise ValueError(f"not a CUDA ELF (cubin) ({e})") from None
   if relocs: raise ValueError(f"{len(relocs)} relocations: code needing its load address is not supported")
   regs, shmem, lcmem, cbuf0 = 0, 0x400, 0x240, 0
-  prog_off, prog_sz, banks = None, len(image), {0: (None, 0x160)}
+  prog_off, prog_sz = None, len(image)
+  banks: dict[int, tuple[Optional[int], int]] = {0: (None, 0x160)}
   for sh in sections:
     if sh.name == f".nv.shared.{name}": shmem = round_up(0x400 + sh.header.sh_size, 128)
     if sh.name == f".text.{name}": prog_off, prog_sz = sh.header.sh_addr, sh.header.sh_size
@@ -109,7 +112,7 @@ def load(blob: bytes, name: str, synthetic: bool = False) -> NVCode:
 def cbuf0_prefix(t: Target, code: NVCode) -> list:
   """NVProgram's cbuf_0: the driver part of constant bank 0 the kernel arguments follow (CLikeArgsState's prefix)."""
   c = [0] * max(code.cbuf0_size // 4, t.cbuf0_min)
-  lohi = lambda x: [x & 0xFFFFFFFF, x >> 32]
+  def lohi(x): return [x & 0xFFFFFFFF, x >> 32]
   if t.blackwell: c[188:192], c[223] = [*lohi(SHARED_MEM_WINDOW), *lohi(LOCAL_MEM_WINDOW)], LOCAL_MEM_TOP
   else: c[6:12] = [*lohi(SHARED_MEM_WINDOW), *lohi(LOCAL_MEM_WINDOW), *lohi(LOCAL_MEM_TOP)]
   return c

@@ -33,8 +33,8 @@ def qmds(img: Image, q: QueueImage) -> list:
 
 def disasm_qmd(img: Optional[Image], qa: int, qmd: QMD, patched: dict) -> list[str]:
   """One QMD: where it is, then its launch fields; `patched` maps addresses to the expressions the host writes there."""
-  name = lambda a: f" ({n})" if img is not None and (n := img.name_at(a)) else ""
-  mark = lambda f: f"   ; patched per launch = {patched[qa + qmd.offset(f)].expr()}" if qa + qmd.offset(f) in patched else ""
+  def name(a): return f" ({n})" if img is not None and (n := img.name_at(a)) else ""
+  def mark(f): return f"   ; patched per launch = {patched[qa + qmd.offset(f)].expr()}" if qa + qmd.offset(f) in patched else ""
   out = [f"  QMD v{qmd.version} at {qa:#x}{name(qa)}:"]
   prog, cb = qmd.address("program"), qmd.address("cbuf0")
   out.append(f"          {'program':<34} {prog:#x}{name(prog)}")
@@ -45,7 +45,8 @@ def disasm_qmd(img: Optional[Image], qa: int, qmd: QMD, patched: dict) -> list[s
     m = f"   ; patched per launch = {patched[qa + go + 4 * j].expr()}" if qa + go + 4 * j in patched else ""
     out.append(f"          {'grid ' + 'xyz'[j]:<34} {d}{m}")
   bo = qmd.offset("cta_thread_dimension0")
-  block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"), qmd.data[qmd.offset("cta_thread_dimension2")])
+  block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"),
+           qmd.data[qmd.offset("cta_thread_dimension2")])
   out.append(f"          {'block':<34} {block[0]} {block[1]} {block[2]}")
   out.append(f"          {'constant bank 0':<34} {cb:#x}{name(cb)}, {qmd.read('constant_buffer_size_shifted4_0')} bytes")
   for i in range(2):

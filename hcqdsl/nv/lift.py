@@ -3,21 +3,23 @@ is in the QMDs: an exec launched by the QMD before it (DEPENDENT_QMD0) and a `si
 semaphore have no methods of their own (the image's source map gives them empty groups), so a QMD stands for its
 exec, then its releases, then the QMD it launches. `timestamp s` and `signal s = 0` are the same bytes on NV (tinygrad's
 NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apart, else it lifts as the signal.
-Whole-image lifting (hcqdsl/lift/image.py) takes AMD queues; this is what it would call for NV ones."""
+Whole images (hcqdsl/lift/image.py) and captures of tinygrad's NV runtime (hcqdsl/lift/nv_capture.py) lift NV queues here."""
 from __future__ import annotations
-from typing import Optional
-from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS, epoch_wait
 from ..amd.image import Image, QueueImage
 from . import pushbuf
 from .qmd import QMD
 from .targets import get_target
 
-__all__ = ["lift_queue", "as_hcq", "Unliftable"]
+__all__ = ["lift_queue", "as_hcq", "Unliftable", "SETUP_METHODS"]
 
 class Unliftable(Exception):
   """A group of methods that is no .hcq statement (the lifter keeps it as a comment saying why)."""
 
 _ACQ_GEQ, _RELEASE, _ACQ_AND, _ACQ_NOR = "ACQ_CIRC_GEQ", "RELEASE", "ACQ_AND", "ACQ_NOR"
+# methods that set up a channel (tinygrad's NVCommandQueue.setup: the class bound to a subchannel, the shader memory
+# windows and local memory; PM_TRIGGER, the profiler's): channel state, no statement (a capture's first submissions)
+SETUP_METHODS = ("SET_OBJECT", "SET_SHADER_LOCAL_MEMORY", "SET_SHADER_SHARED_MEMORY", "PM_TRIGGER")
 
 class _Lifter:
   def __init__(self, img: Image, q: QueueImage):
@@ -52,7 +54,8 @@ class _Lifter:
 
   def qmd(self, qa: int) -> QMD:
     r = next((r for r in self.img.regions if r.kind == "kernargs" and r.addr <= qa < r.addr + r.size), None)
-    if r is None or qa + self.t.qmd_size > r.addr + len(self.data.get(r.addr, b"")): raise Unliftable(f"QMD at {qa:#x} is in no kernel-argument region")
+    if r is None or qa + self.t.qmd_size > r.addr + len(self.data.get(r.addr, b"")):
+      raise Unliftable(f"QMD at {qa:#x} is in no kernel-argument region")
     mem = self.data[r.addr]
     return QMD.of(self.t, bytearray(mem[qa - r.addr:qa - r.addr + self.t.qmd_size]))
 
@@ -63,16 +66,19 @@ class _Lifter:
     k = next((k for k in self.img.kernels if k["prog_addr"] == prog), None)
     kr = next((r for r in self.img.regions if r.kind == "kernargs" and r.addr == ka), None)
     if k is None or kr is None: raise Unliftable(f"QMD at {qa:#x} launches unknown program {prog:#x}")
-    args = []
+    args: list = []   # slices and scalar exprs, in parameter order
     for i, a in enumerate(kr.meta.get("args") or ()):
-      if a is not None: args.append(Slice(Ref(a[0]), a[1], a[2], a[3], a[4])); continue
+      if a is not None:
+        args.append(Slice(Ref(a[0]), a[1], a[2], a[3], a[4]))
+        continue
       off = k["params"][i][2]
       raw = int.from_bytes(self.data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
       args.append(self.expr(self.mem.get(ka + off), raw))
     go = qmd.offset(qmd.grid_field())
     grid = tuple(self.dim(qa + go + 4 * j, int.from_bytes(qmd.data[go + 4 * j:go + 4 * j + 4], "little")) for j in range(3))
     bo = qmd.offset("cta_thread_dimension0")
-    block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"), qmd.data[qmd.offset("cta_thread_dimension2")])
+    block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"),
+             qmd.data[qmd.offset("cta_thread_dimension2")])
     self.chain = []
     for i in range(2):
       en, af, pf = qmd.release_fields(i)
@@ -108,8 +114,7 @@ class _Lifter:
       v, patch = x["sem_payload"] & U32_MAX, self.patches.get(at + 3)
       if op == _ACQ_GEQ:
         name, e = self.signal(x["sem_addr"]), self.expr(patch, v)
-        if name == f"{self.q.device}.timeline" and e == Expr(Ref(f"{self.q.device}.epoch"), -1): return [Epoch()]
-        return [Wait(Ref(name), e)]
+        return [Epoch() if (w := Wait(Ref(name), e)) == epoch_wait(self.q.device) else w]
       if op == _RELEASE and x.get("sem_execute.release_timestamp") == "EN":
         name = self.signal(x["sem_addr"])
         return [Timestamp(Ref(name)) if text.startswith("timestamp") and v == 0 else SignalWrite(Ref(name), self.expr(patch, v))]
@@ -121,7 +126,8 @@ class _Lifter:
     if names[0] == "SEND_PCAS_A": return [self.launch(f[0]["qmd_addr"])]
     if names[0] == "SET_SEMAPHORE_A..SET_SEMAPHORE_PAYLOAD":
       v, name = f[0]["set_semaphore_payload"], self.signal(f[0]["semaphore_addr"])
-      return [Timestamp(Ref(name)) if text.startswith("timestamp") and v == 0 else SignalWrite(Ref(name), self.expr(self.patches.get(pk[0].offset + 3), v))]
+      if text.startswith("timestamp") and v == 0: return [Timestamp(Ref(name))]
+      return [SignalWrite(Ref(name), self.expr(self.patches.get(pk[0].offset + 3), v))]
     if names[0] == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER":
       pieces = [p for p in pk if p.name == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER"]
       size = sum(p.fields["line_length_in"] for p in pk if p.name == "LINE_LENGTH_IN")
@@ -147,14 +153,21 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   L, out = _Lifter(img, q), []
   pk = pushbuf.decoder(q.arch).decode(q.dwords)
   for g, text in _groups(q, pk):
+    if g and all(x.raw and x.dwords == (0,) for x in g): continue   # zero dwords: padding (a bound queue's whole page is submitted)
+    if g and not g[0].raw and (g[0].name.startswith(SETUP_METHODS) or g[0].name == "METHOD_0x0"):   # (method 0: SET_OBJECT in every class)
+      out.append(f"# @{g[0].offset}: {g[0].name}: channel setup (NVCommandQueue.setup), no statement")
+      continue
     try: out += L.group(g, text)
     except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
-      out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})"); L.chain = []
+      out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")
+      L.chain = []
       continue
     if not q.stmts:
       while L.chain:
         try: out.append(L.next_in_chain(""))
-        except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e: out.append(f"# cannot lift ({e})"); L.chain = []
+        except (Unliftable, KeyError, IndexError, TypeError, ValueError) as e:
+          out.append(f"# cannot lift ({e})")
+          L.chain = []
   return out
 
 def as_hcq(img: Image, lift_amd=None) -> str:

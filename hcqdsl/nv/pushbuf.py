@@ -39,7 +39,8 @@ def header(subc: int, method: int, count: int) -> int:
 _SEM = header(0, nv.NVC56F_SEM_ADDR_LO, 5)   # SEM_ADDR_LO, SEM_ADDR_HI, SEM_PAYLOAD_LO, SEM_PAYLOAD_HI, SEM_EXECUTE
 SEM_WAIT = flags("NVC56F_SEM_EXECUTE", operation="acq_circ_geq", payload_size="64bit")
 SEM_SIGNAL = flags("NVC56F_SEM_EXECUTE", operation="release", release_wfi="en", payload_size="64bit", release_timestamp="en")
-SEM_WRITE = {b64: flags("NVC56F_SEM_EXECUTE", operation="release", release_wfi="en", payload_size="64bit" if b64 else "32bit") for b64 in (False, True)}
+SEM_WRITE = {b64: flags("NVC56F_SEM_EXECUTE", operation="release", release_wfi="en", payload_size="64bit" if b64 else "32bit")
+             for b64 in (False, True)}
 SEM_POLL = {op: flags("NVC56F_SEM_EXECUTE", operation=op, payload_size="32bit") for op in ("acq_and", "acq_nor")}
 
 class Host:
@@ -93,7 +94,8 @@ class Copy(Host):
   OFFSETS, LENGTH = header(4, nv.NVC6B5_OFFSET_IN_UPPER, 4), header(4, nv.NVC6B5_LINE_LENGTH_IN, 1)
   LAUNCH = header(4, nv.NVC6B5_LAUNCH_DMA, 1)
   COPY_FLAGS = flags("NVC6B5_LAUNCH_DMA", data_transfer_type="non_pipelined", src_memory_layout="pitch", dst_memory_layout="pitch")
-  SEMA, SEM_FLAGS = header(4, nv.NVC6B5_SET_SEMAPHORE_A, 3), flags("NVC6B5_LAUNCH_DMA", flush_enable="true", semaphore_type="release_four_word_semaphore")
+  SEMA = header(4, nv.NVC6B5_SET_SEMAPHORE_A, 3)
+  SEM_FLAGS = flags("NVC6B5_LAUNCH_DMA", flush_enable="true", semaphore_type="release_four_word_semaphore")
 
   def signal(self, out: list, addr: int, value: int):
     """SET_SEMAPHORE_A/B/PAYLOAD, then LAUNCH_DMA releasing a four-word semaphore (payload, timestamp) after a flush

@@ -61,7 +61,8 @@ class QMD:
   def set_constant_buf_addr(self, i: int, addr: int) -> "QMD":
     """QMD.set_constant_buf_addr: version 3 stores the address, version 5 the address >> 6."""
     if self.version < 4: return self.write(**{f"constant_buffer_addr_upper_{i}": addr >> 32, f"constant_buffer_addr_lower_{i}": addr & 0xFFFFFFFF})
-    return self.write(**{f"constant_buffer_addr_upper_shifted6_{i}": (addr >> 6) >> 32, f"constant_buffer_addr_lower_shifted6_{i}": (addr >> 6) & 0xFFFFFFFF})
+    return self.write(**{f"constant_buffer_addr_upper_shifted6_{i}": (addr >> 6) >> 32,
+                         f"constant_buffer_addr_lower_shifted6_{i}": (addr >> 6) & 0xFFFFFFFF})
   def address(self, what: str) -> int:
     """One of ADDR_FIELDS' addresses, as the hardware reads it."""
     lo, hi, sh = ADDR_FIELDS[self.version][what]

@@ -18,8 +18,8 @@ BOARDS = {
   "sm_90": (nv.NV2080_CTRL_GR_INFO_SM_VERSION_9_0, nv.HOPPER_COMPUTE_A),
   "sm_120": (nv.NV2080_CTRL_GR_INFO_SM_VERSION_10_4, nv.BLACKWELL_COMPUTE_B),
 }
-ARCHS = tuple(BOARDS)
-assert ARCHS == NV_ARCHS
+ARCHS = NV_ARCHS   # the language's (ir.NV_ARCHS); this table says what each is
+assert tuple(BOARDS) == ARCHS
 QMD_PREFIX = {3: "NVC6C0_QMDV03_00", 5: "NVCEC0_QMDV05_00"}   # the QMD layout of each version, as QMD.__init__ picks it
 
 class Target:
@@ -39,6 +39,8 @@ class Target:
     # NVProgram.__init__: constant buffer 0's driver part (the kernel arguments follow it) is at least 224 dwords on
     # Blackwell (its driver parameters reach dword 223) and 12 before
     self.cbuf0_min = 224 if self.blackwell else 12
+    # where the kernel arguments start in constant bank 0 (Volta+ cubins' PARAM_CBANK: c[0][0x160]; after the driver part)
+    self.args_offset = 4 * self.cbuf0_min if self.blackwell else 0x160
 
   def __repr__(self): return f"Target({self.name})"
 

@@ -43,7 +43,8 @@ class Device:
   def write(self, addr: int, data) -> None: self.map(addr, len(data))[:] = np.frombuffer(bytes(data), np.uint8)
   def read(self, addr: int, size: int) -> bytes: return self.map(addr, size).tobytes()
   def write_dwords(self, addr: int, idx: np.ndarray, values: np.ndarray) -> None: raise NotImplementedError
-  def create_queue(self, name: str, engine: str, device: str, arch: str, ring_size: int) -> Ring: raise NotImplementedError
+  def create_queue(self, name: str, engine: str, device: str, arch: str, ring_size: int, addr: Optional[int] = None) -> Ring:
+    raise NotImplementedError
   def doorbell(self, ring: Ring, wptr: int) -> None: raise NotImplementedError
   def read_ptr(self, ring: Ring) -> int: raise NotImplementedError
   def signal_write(self, addr: int, value: int) -> None:
@@ -80,7 +81,7 @@ def _zeros(n: int) -> np.ndarray:
   m = mmap.mmap(-1, body + 2 * guard, flags=mmap.MAP_SHARED | mmap.MAP_ANONYMOUS | _NORESERVE)
   MAPPINGS[0] += 1
   whole = np.frombuffer(m, np.uint8)
-  if guard:
+  if guard and _PROTECT is not None:
     base = whole.ctypes.data
     if not (_PROTECT(base, guard) and _PROTECT(base + guard + body, guard)): guard = 0   # (then no guards, as before)
   start = guard + body - n if guard else 0   # end-aligned: the first byte past the end is on the guard page
@@ -96,8 +97,8 @@ class MemRegion:
     # memoryviews of the same bytes for the emulator's per-packet accesses: indexing one reads or writes a Python
     # int and slice assignment is a memmove, several times cheaper than numpy scalar access (the native format
     # "I" is little-endian u32 only on a little-endian host; elsewhere the numpy view does the same job, slower)
-    self.m8 = memoryview(self.u8)
-    self.m32 = memoryview(self.u8).cast("I") if sys.byteorder == "little" else self.u32
+    self.m8 = self.u8.data
+    self.m32 = self.u8.data.cast("I") if sys.byteorder == "little" else self.u32
 
 class Memory:
   """Sparse address space: non-overlapping regions found by bisection, the last hit cached. Every write bumps
@@ -114,12 +115,13 @@ class Memory:
     if (i and self.regions[i - 1].end > base) or (i < len(self.starts) and self.starts[i] < base + size):
       raise DeviceFault(f"region {name} at {base:#x} overlaps another")
     r = MemRegion(base, size, name, device)
-    self.starts.insert(i, base); self.regions.insert(i, r)
+    self.starts.insert(i, base)
+    self.regions.insert(i, r)
     return r
 
   def find(self, addr: int, n: int = 1) -> MemRegion:
-    r = self.last
-    if r is not None and r.base <= addr and addr + n <= r.end: return r
+    last = self.last
+    if last is not None and last.base <= addr and addr + n <= last.end: return last
     i = bisect.bisect_right(self.starts, addr) - 1
     if i < 0 or addr >= (r := self.regions[i]).end:
       raise DeviceFault(f"access to unmapped address {addr:#x}")
@@ -166,7 +168,8 @@ class Memory:
     self.writes += 1
 
   def w64(self, addr: int, v: int) -> None:
-    self.w32(addr, v & U32_MAX); self.w32(addr + 4, (v >> 32) & U32_MAX)
+    self.w32(addr, v & U32_MAX)
+    self.w32(addr + 4, (v >> 32) & U32_MAX)
 
   def write(self, addr: int, data) -> None:
     b = np.frombuffer(bytes(data), np.uint8) if not isinstance(data, np.ndarray) else data.view(np.uint8).reshape(-1)

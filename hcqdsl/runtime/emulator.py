@@ -12,7 +12,7 @@ emulator never lets a Python exception out of an engine."""
 from __future__ import annotations
 import bisect, operator, random
 from collections import Counter, deque
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 import attrs
 import numpy as np
 from ..ir import SCALARS, U32_MAX
@@ -127,7 +127,7 @@ class HostWait(Block):
 class RingSpace(Block):
   ring: Ring
   need: int          # bytes
-  emu: "Emulator"
+  emu: Device
   def free(self) -> int: return self.ring.size - (self.ring.wptr - self.emu.read_ptr(self.ring)) * self.ring.unit
   def ready(self, mem): return self.free() >= self.need
 
@@ -200,7 +200,9 @@ def _set_reg(e, a):
   if off == e.R_UD: e.ud_count = len(vals)
   return True
 
-def _dispatch(e, a): e.dispatch(a); return True
+def _dispatch(e, a):
+  e.dispatch(a)
+  return True
 
 def _ib(e, a):
   base, size, valid, chain = a
@@ -313,6 +315,8 @@ class _Codec:
     self.kind, self.arch, self.m = kind, arch, m
     self.fast = not m.tracing  # traced runs use the generic handlers, which record trace events and flows
     self.unit = 1 if kind == "sdma" else 4  # bytes per write-pointer unit: PM4 and NV count dwords, SDMA bytes
+    self.dec: pm4.Decoder | sdma.Decoder | pushbuf.Decoder
+    self.table: Any   # name -> prepare function: a dict, or NV's one-for-all _Ops (.get)
     if kind == "nv":   # an NV queue's pushbuffer methods (runtime/nv_engine.py)
       self.dec, self.length, self.table = pushbuf.decoder(arch), _Length(pushbuf.packet_length, pushbuf.packet_length), nv_engine.OPS
       self.R_PGM_LO = self.R_UD = -1
@@ -322,8 +326,8 @@ class _Codec:
       self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
       self.R_NUM_THREAD = enc.START_X[1] + 3   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
     else:
-      self.dec, self.table = sdma.decoder(arch), SDMA_OPS
-      self.length = _Length(self.dec.packet_length, lambda h, d=self.dec: d.header_length(h) or -1)
+      self.dec = dec = sdma.decoder(arch)
+      self.table, self.length = SDMA_OPS, _Length(dec.packet_length, lambda h: dec.header_length(h) or -1)
       self.R_PGM_LO = self.R_UD = -1
     self.cache: dict = {}
     self.names: list = []   # op index -> packet name
@@ -343,6 +347,7 @@ class _Codec:
       p = self.dec.decode_one(dws, 0)
       prep = self.table.get(p.name)
       cost = 0.0
+      a: Any   # the handler's operands: a fault's message, or what prepare computed
       if p.raw: h, a = _fault, p.note
       elif prep is None: h, a = _fault, f"{p.name} is not supported by the emulator"
       else:
@@ -376,7 +381,7 @@ class Engine:
     self.rptr = 0
     self.starts: deque = deque()  # (write pointer before a doorbell, host time of the doorbell)
     self.ib: list = []           # PM4 indirect buffers being executed: [base, size dwords, position dwords]
-    self.push = None
+    self.push: Optional[tuple[int, int, bool]] = None   # (base, size, chain) of a pending INDIRECT_BUFFER chain
     self.regs: dict = {}
     self.ud_count = 0
     self.clock = 0.0
@@ -385,8 +390,9 @@ class Engine:
     self.counts: list = []       # op index -> times executed (by_name sums them per name)
     self.first: list = []        # op indices in order of first execution (by_name lists names in that order)
     self.blocked_at = -1         # mem.writes when the current wait last failed
-    self.wait_info = None        # (addr, ref, mask, func, value) of the failing wait (valid while blocked)
-    self.cur = None              # (packet, ring offset, ib) of the packet being executed
+    self.wait_info: Optional[tuple] = None   # (addr, ref, mask, func, value) of the failing wait (valid while blocked)
+    self.cur: Optional[Any] = None           # (packet, ring offset, ib) of the packet being executed
+    self.cur_pos: tuple[Optional[int], Optional[tuple[int, int]]] = (None, None)   # (ring byte offset, (ib base, dword))
     self.index = 0
 
   def busy(self) -> bool: return bool(self.ib) or self.rptr != self.ring.wptr
@@ -431,7 +437,9 @@ class Engine:
       elif b > a:
         x, y = a % self.ndw, b % self.ndw
         if x < y: self.pcache[x:y] = [None] * (y - x)
-        else: self.pcache[x:] = [None] * (self.ndw - x); self.pcache[:y] = [None] * y
+        else:
+          self.pcache[x:] = [None] * (self.ndw - x)
+          self.pcache[:y] = [None] * y
     pub, self.published = self.published, []
     for a, b in pub:
       if 0 < b - a < self.ndw: self.predecode(a, b)
@@ -542,7 +550,8 @@ class Engine:
     pc, nd, unit, wptr, counts, first = self.pcache, self.ndw, self.unit, self.ring.wptr, self.counts, self.first
     nxt = self.starts[0][0] if self.starts else INF  # the next submission must wait for its doorbell: step()
     rptr = self.rptr
-    ran, st, op = 0, None, None
+    ran, st = 0, None
+    op: Any = None
     try:
       while ran < budget and rptr < nxt:
         op = pc[(rptr * unit >> 2) % nd]
@@ -626,7 +635,8 @@ class Engine:
     real machine code (None on NV)."""
     mem, m = self.mem, self.m
     fn, params = k
-    views, nbytes = [], 0
+    views: list = []   # scalars (int) and memoryviews, in parameter order
+    nbytes = 0
     for i, (mode, off) in enumerate(params):
       if mode in SCALARS:  # a value in the kernel arguments, as the patched kernargs hold it
         v = mem.r32(ka + off)
@@ -659,7 +669,8 @@ class Engine:
 class HostActor:
   name, device, index = "host", None, 0
   def __init__(self, m: "Emulator", gen):
-    self.m, self.gen, self.clock, self.pending, self.done, self.blocked_at, self.steps = m, gen, 0.0, None, False, -1, 0
+    self.m, self.gen, self.clock, self.done, self.blocked_at, self.steps = m, gen, 0.0, False, -1, 0
+    self.pending: Optional[Block] = None   # the host step waiting on a signal
     self.blocked_since = 0.0
   def busy(self) -> bool: return not self.done
   def step(self) -> int:
@@ -708,9 +719,11 @@ class MemoryMap:
     ranges = {}
     for r in img.regions:
       if r.kind != "kernargs": continue
-      out = []
+      out: list[Optional[tuple[int, int]]] = []
       for arg in r.meta.get("args", []):
-        if arg is None: out.append(None); continue   # a scalar
+        if arg is None:  # a scalar
+          out.append(None)
+          continue
         b, lo, hi, _, launch = arg   # launch: `x@k`, the memory of a rebound buffer's launch k
         a, n = img.buffers[b]
         if launch is not None: a = img.var_values[f"{b}.addr"][launch - 1]
@@ -733,10 +746,12 @@ class Emulator(Device):
     self.buffers = mm.buffers                # sorted (addr, end, name) for kernel argument ranges
     self.kernarg_ranges = mm.kernarg_ranges  # kernarg address -> [(lo, hi) or None] per parameter
     self.namer: Callable = mm.name_at
-    self.locator = None   # the submitter while `run` runs: (ring, dword) -> (launch, stmt) for faults and hangs
+    self.locator: Optional[Any] = None   # the submitter while `run` runs: (ring, dword) -> (launch, stmt) for faults and hangs
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
-    self.tracing, self.events, self.flows = trace, [], []
+    self.tracing = trace
+    self.events: list[tuple] = []
+    self.flows: list[tuple] = []
     self.signal_log: list = []       # (time, signal address, value) of every signal write (traced runs)
     self.last_write: dict = {}       # signal address -> emulated time of its last write (a float: no allocation)
     self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
@@ -745,7 +760,7 @@ class Emulator(Device):
     self._codecs: dict = {}
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
-    self.gate = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
+    self.gate: Optional[Any] = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
 
   def codec(self, kind: str, arch: str) -> _Codec:
     if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
@@ -767,7 +782,8 @@ class Emulator(Device):
     ring = Ring(name, engine, device, arch, addr, ring_size)
     e = Engine(self, ring)
     e.index = len(self.engines) + 1
-    self.engines.append(e); self.by_ring[id(ring)] = e
+    self.engines.append(e)
+    self.by_ring[id(ring)] = e
     return ring
   def doorbell(self, ring, wptr):
     h, e = self.host_actor, self.by_ring[id(ring)]
@@ -833,7 +849,7 @@ class Emulator(Device):
     `locate_ib(ring, base, pos)` -> (launch, stmt)) names the statement of a fault or a hang."""
     self.locator = locator
     H = self.host_actor = HostActor(self, host)
-    actors = [H, *self.engines]
+    actors: list[Any] = [H, *self.engines]   # HostActor and Engines: busy, blocked_at, clock, index
     n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
     mem = self.mem
     while True:
@@ -842,7 +858,8 @@ class Emulator(Device):
       if gate is not None and cands: cands = gate.admit(self, cands)   # (one packet at a time, below)
       if not cands:
         if H.done and not any(e.busy() for e in self.engines): return
-        self.hang = self.hang_report(); return
+        self.hang = self.hang_report()
+        return
       if gate is not None:
         a = min(cands, key=lambda x: (x.clock, (x.index - rr) % n))
         budget, limit = 1, None
@@ -857,14 +874,16 @@ class Emulator(Device):
         budget = MAX_BATCH
       rr = a.index + 1
       if a is H:
-        st = a.step(); steps += 1
+        st = a.step()
+        steps += 1
       else:
         p0 = a.packets
         st = a.run_batch(budget, limit)
         steps += a.packets - p0 + 1
       if st == FAULT: return
       if steps > self.max_steps:
-        self.fault = Fault("machine", None, None, None, f"step limit ({self.max_steps} steps) reached"); return
+        self.fault = Fault("machine", None, None, None, f"step limit ({self.max_steps} steps) reached")
+        return
 
   def hang_report(self) -> Hang:
     out = []

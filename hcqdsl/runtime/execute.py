@@ -3,11 +3,14 @@
 from __future__ import annotations
 import os
 from collections.abc import Mapping
-from typing import Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 import attrs
 import numpy as np
 from ..ir import Program, DTYPES
 from ..diagnostics import HcqError
+if TYPE_CHECKING:
+  from .emulator import Hang, Fault
+  from .kernels import KernelFn   # (the emulator loads numpy tables: imported when run runs)
 
 __all__ = ["run", "run_schedules", "compare", "as_program", "RunResult", "QueueStats", "ExpectResult", "Race",
            "BufferMemory", "physical_memory"]
@@ -32,7 +35,7 @@ class ExpectResult:
 class BufferMemory(Mapping):
   """buffer name -> final bytes, read from the emulator's memory when asked (a huge, barely touched buffer is never
   copied unless someone looks at it)."""
-  def __init__(self, read, buffers: dict): self._read, self._buffers = read, buffers
+  def __init__(self, read, buffers: dict[str, tuple[int, int]]): self._read, self._buffers = read, buffers
   def __getitem__(self, name: str) -> bytes:
     a, n = self._buffers[name]
     return self._read(a, n)
@@ -45,13 +48,13 @@ class RunResult:
   launches: int
   seed: Optional[int]
   memory: Mapping       # buffer name -> final bytes (BufferMemory)
-  signals: dict         # signal name -> final 32-bit value
-  queues: dict          # queue name -> QueueStats
+  signals: dict[str, int]           # signal name -> final 32-bit value
+  queues: dict[str, QueueStats]     # by queue name
   time_us: float
   host_steps: int = 0
-  hang: Optional[object] = None    # emulator.Hang
-  fault: Optional[object] = None   # emulator.Fault
-  expects: list = attrs.field(factory=list)
+  hang: Optional[Hang] = None
+  fault: Optional[Fault] = None
+  expects: list[ExpectResult] = attrs.field(factory=list)
   trace: Optional[dict] = None
   @property
   def ok(self) -> bool: return self.hang is None and self.fault is None and all(e.ok for e in self.expects)
@@ -182,7 +185,9 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   _check_mappings(prog, img, indirect)
   emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
-  if gate is not None: gate.bind(img, emu); emu.gate = gate
+  if gate is not None:
+    gate.bind(img, emu)
+    emu.gate = gate
   if kernels not in ("auto", "amd", "c"): raise ValueError(f"kernels must be 'auto', 'amd' or 'c', not {kernels!r}")
   kdecl = {k.name: k for k in prog.kernels}
   arch_of = {d["name"]: d["arch"] for d in img.devices}
@@ -194,7 +199,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         arch = arch_of.get(k["device"], target)
         if not k["synthetic"] and (kernels == "amd" or (kernels == "auto" and arch.startswith("gfx11"))):
           from .isa.rdna3 import AmdKernel
-          fn = AmdKernel(k["name"], arch)
+          fn: Union[AmdKernel, KernelFn] = AmdKernel(k["name"], arch)
         else: fn = make_kernel(kdecl[k["name"]], worker=worker)
         emu.add_kernel(k["prog_addr"], k["name"], fn, [(m, o) for m, _, o in k["params"]])
     except KernelError as e: emu.fault = Fault("kernels", None, None, None, str(e))
@@ -206,10 +211,10 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
     return a if not vals else a - vals[0] + vals[min(launches, len(vals)) - 1]
   mem = BufferMemory(emu.read, {name: (last(name, a), n) for name, (a, n) in img.buffers.items()})
   sigs = {name: emu.mem.r32(a) for name, a in img.signals.items()}
-  queues = {}
-  for e in emu.engines:
-    qs = sub.queues[e.name]
-    queues[e.name] = QueueStats(e.name, qs.qi.engine, e.device, e.packets, dict(e.by_name), e.clock, qs.patched)
+  queues: dict[str, QueueStats] = {}
+  for eng in emu.engines:
+    qs = sub.queues[eng.name]
+    queues[eng.name] = QueueStats(eng.name, qs.qi.engine, eng.device, eng.packets, dict(eng.by_name), eng.clock, qs.patched)
   if emu.hang is not None: _name_releasers(prog, emu.hang)
   res = RunResult(img.file if isinstance(program, Program) else filename, launches, seed, mem, sigs, queues, emu.time_us,
                   emu.host_actor.steps if emu.host_actor else 0, emu.hang, emu.fault)
@@ -227,11 +232,14 @@ def _name_releasers(prog: Program, hang) -> None:
   at = {b.queue: b.line for b in hang.blocked if b.line}
   seqs = [(q.name, q.body) for q in prog.queues] + ([("host", prog.host.body)] if prog.host else [])
   for b in hang.blocked:
-    if b.reason == "wait" and b.func == "==" and b.mask is not None: _name_storers(prog, b, seqs, at); continue
+    if b.reason == "wait" and b.func == "==" and b.mask is not None:
+      _name_storers(prog, b, seqs, at)
+      continue
     if b.reason != "wait" or not b.signal: continue
     writers = [(name, st) for name, body in seqs for st in body if isinstance(st, SignalWrite) and st.signal.name == b.signal]
     if not writers:
-      b.release = f"nothing in the program writes `{b.signal}`: no queue can release this wait"; continue
+      b.release = f"nothing in the program writes `{b.signal}`: no queue can release this wait"
+      continue
     b.release = _released_by(writers, at, lambda st: f"signal {b.signal} = {st.value}", f"did not bring it to {b.needed}")
 
 def _released_by(writers: list, at: dict, said, missed: str) -> str:
@@ -256,22 +264,23 @@ def _name_storers(prog: Program, b, seqs: list, at: dict) -> None:
   writers = [(name, st) for name, body in seqs for st in body if isinstance(st, Write) and st.dst.buffer.name == p.src.buffer.name
              and (lambda r: r[0] < hi and lo < r[1])(st.dst.bounds(size.get(st.dst.buffer.name, 0)))]
   if not writers:
-    b.release = f"no `write` in the program stores into `{b.signal or hex(b.addr or 0)}`: nothing can release this poll"; return
+    b.release = f"no `write` in the program stores into `{b.signal or hex(b.addr or 0)}`: nothing can release this poll"
+    return
   def said(st):
     a, z = st.dst.bounds(size[st.dst.buffer.name])
     return f"write {st.dst.buffer.name}[{a}:{z}] = {st.value}"
   b.release = _released_by(writers, at, said, "did not store a value that passes it")
 
-def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple:
+def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple[list[RunResult], list[Race]]:
   """Run once per seed; returns (results, races): races lists each buffer whose final bytes differ between the
   schedules that completed."""
   prog = as_program(program, kw.get("filename", "<input>"))
   results = [run(prog, seed=s, **kw) for s in seeds]
   return results, compare(results)
 
-def compare(results: list, max_offsets: int = 8) -> list:
+def compare(results: list[RunResult], max_offsets: int = 8) -> list[Race]:
   done = [r for r in results if r.hang is None and r.fault is None]
-  races = []
+  races: list[Race] = []
   if len(done) < 2: return races
   for name in done[0].memory:
     arrs = [np.frombuffer(r.memory[name], np.uint8) for r in done]

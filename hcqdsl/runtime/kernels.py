@@ -14,11 +14,11 @@ Built-ins (dtype default f32; `n` = elements of the shortest argument involved):
 Anything else (wrong parameter count, unknown name) is a KernelError, reported as a device fault at dispatch.
 """
 from __future__ import annotations
-import ctypes, hashlib, os, pathlib, select, signal, struct, subprocess
+import ctypes, os, select, signal, struct
 from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
-from ..host_cc import find_cc, cache_dir as cache_dir_of
+from ..host_cc import build_so, NoCompilerError, CompileError
 
 __all__ = ["KernelError", "KernelFault", "KernelFn", "make_kernel", "compile_c", "BUILTINS", "Worker"]
 
@@ -232,23 +232,12 @@ _CTYPE = {"i32": ctypes.c_int32, "u32": ctypes.c_uint32}  # scalar parameter typ
 def compile_c(source: str, name: str, nparams: int, cache_dir: Optional[str] = None, argtypes: Optional[list] = None):
   """Compile `source` to a shared library with tinygrad's CPU flags (cached by hash of compiler + flags + source) and
   return its function `name`, typed as taking `nparams` pointers (or `argtypes`)."""
-  cc = find_cc()
-  if cc is None: raise KernelError("no C compiler found (tried $CC, clang, cc, gcc)")
-  key = hashlib.sha256(f"{cc}\0{' '.join(FLAGS)}\0{source}".encode()).hexdigest()[:24]
-  if key not in _loaded:
-    so = pathlib.Path(cache_dir_of(cache_dir)) / f"{key}.so"
-    if not so.exists():
-      src = so.with_suffix(".c")
-      src.write_text(source)
-      tmp = so.with_suffix(f".{os.getpid()}.tmp")
-      for flags in (FLAGS, BASE_FLAGS):
-        r = subprocess.run([cc, *flags, "-o", str(tmp), str(src)], capture_output=True, text=True)
-        if r.returncode == 0: break
-      if r.returncode != 0: raise KernelError(f"C kernel `{name}` does not compile:\n{r.stderr.strip()}")
-      os.replace(tmp, so)  # atomic: concurrent runs share the cache
-    _loaded[key] = ctypes.CDLL(str(so))
-  try: fn = getattr(_loaded[key], name)
+  try: so = build_so(source, FLAGS, BASE_FLAGS, cache=cache_dir)
+  except NoCompilerError as e: raise KernelError(f"no C compiler found ({e})") from None
+  except CompileError as e: raise KernelError(f"C kernel `{name}` does not compile:\n{e}") from None
+  if so not in _loaded: _loaded[so] = ctypes.CDLL(so)
+  try: fn = getattr(_loaded[so], name)
   except AttributeError: raise KernelError(f"C kernel source defines no function `{name}`") from None
   fn.argtypes, fn.restype = argtypes or [ctypes.c_void_p] * nparams, None
-  fn.lib = _loaded[key]
+  fn.lib = _loaded[so]
   return fn

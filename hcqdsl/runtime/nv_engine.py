@@ -17,13 +17,14 @@ __all__ = ["OPS", "COST", "launch_qmd", "MAX_CHAIN", "CLOCK_MHZ"]
 CLOCK_MHZ = 1000   # the GPU timer a release writes at +8 counts nanoseconds (PTIMER)
 MAX_CHAIN = 1 << 16  # dependent QMDs one launch may run (a cycle of dependents is a fault, not a hang of the emulator)
 COST = {"semaphore": 0.5, "launch": 4.0, "dma": 1.0, "state": 0.05}
-_K = lambda subc, m: (subc << 16) | m
-SEM_LO, SEM_HI, PAY_LO, PAY_HI = (_K(0, m) for m in (nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO, nv.NVC56F_SEM_PAYLOAD_HI))
+def _K(subc, m): return (subc << 16) | m
+SEM_LO, SEM_HI, PAY_LO, PAY_HI = (_K(0, m) for m in (nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO,
+                                                     nv.NVC56F_SEM_PAYLOAD_HI))
 PCAS_A = _K(1, nv.NVC6C0_SEND_PCAS_A)
 IN_HI, IN_LO, OUT_HI, OUT_LO, LEN = (_K(4, m) for m in (nv.NVC6B5_OFFSET_IN_UPPER, nv.NVC6B5_OFFSET_IN_LOWER, nv.NVC6B5_OFFSET_OUT_UPPER,
                                                        nv.NVC6B5_OFFSET_OUT_LOWER, nv.NVC6B5_LINE_LENGTH_IN))
 SEMA_A, SEMA_B, SEMA_PAY = (_K(4, m) for m in (nv.NVC6B5_SET_SEMAPHORE_A, nv.NVC6B5_SET_SEMAPHORE_B, nv.NVC6B5_SET_SEMAPHORE_PAYLOAD))
-_bits = lambda v, f: (v >> f[1]) & ((1 << (f[0] - f[1] + 1)) - 1)
+def _bits(v, f): return (v >> f[1]) & ((1 << (f[0] - f[1] + 1)) - 1)
 _SEM_OP, _SEM_SIZE, _SEM_TS = nv.NVC56F_SEM_EXECUTE_OPERATION, nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE, nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP
 _DMA_XFER, _DMA_SEM, _DMA_MULTI = nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE, nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE
 FUNC_GE, FUNC_EQ = 5, 3   # how a hang report shows a blocked acquire (WAIT_REG_MEM's codes, emulator.FUNC_TEXT)
@@ -44,11 +45,13 @@ def _semaphore(e, v: int) -> bool:
   pay, size64 = r.get(PAY_LO, 0) | r.get(PAY_HI, 0) << 32, bool(_bits(v, _SEM_SIZE))
   op = _bits(v, _SEM_OP)
   if op == nv.NVC56F_SEM_EXECUTE_OPERATION_RELEASE:
-    _release(e, addr, pay, size64, bool(_bits(v, _SEM_TS))); return True
+    _release(e, addr, pay, size64, bool(_bits(v, _SEM_TS)))
+    return True
   if op in (nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND, nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_NOR):
     cur, p = mem.r32(addr), pay & U32_MAX
     ok = (cur & p) != 0 if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND else (~(cur | p) & U32_MAX) != 0
-    return _acquired(e, ok, addr, p if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND else 0, p if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND else ~p & U32_MAX, FUNC_EQ, cur)
+    acq_and = op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND
+    return _acquired(e, ok, addr, p if acq_and else 0, p if acq_and else ~p & U32_MAX, FUNC_EQ, cur)
   bits = 64 if size64 else 32
   full = (1 << bits) - 1
   cur, p = (mem.r32(addr) | mem.r32(addr + 4) << 32) if size64 else mem.r32(addr), pay & full
@@ -85,7 +88,8 @@ def launch_qmd(e, qa: int) -> None:
     if k is None: raise DeviceFault(f"QMD at {qa:#x}: no known kernel at program address {prog:#x}")
     go, bo = qmd.offset(qmd.grid_field()), qmd.offset("cta_thread_dimension0")
     grid = tuple(int.from_bytes(qmd.data[go + 4 * j:go + 4 * j + 4], "little") for j in range(3))
-    block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"), qmd.data[qmd.offset("cta_thread_dimension2")])
+    block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"),
+             qmd.data[qmd.offset("cta_thread_dimension2")])
     e.call_kernel(k, ka, grid, block, None)
     for i in range(2):
       en, af, pf = qmd.release_fields(i)
@@ -94,7 +98,8 @@ def launch_qmd(e, qa: int) -> None:
       pay = qmd.read(pf) | (qmd.read(pf.replace("lower", "upper")) << 32 if wide else 0)
       _release(e, qmd.address(f"release{i}"), pay, bool(wide), True)
     if not qmd.read("dependent_qmd0_enable"): return
-    if qmd.read("dependent_qmd0_action") != 1: raise DeviceFault(f"QMD at {qa:#x}: dependent QMD action {qmd.read('dependent_qmd0_action')} is not supported")
+    if qmd.read("dependent_qmd0_action") != 1: raise DeviceFault(f"QMD at {qa:#x}: dependent QMD action {qmd.read('dependent_qmd0_action')} is not "
+                                                                 f"supported")
     qa = qmd.address("dependent")
   raise DeviceFault(f"more than {MAX_CHAIN} QMDs launched by dependent pointers (a cycle?)")
 
@@ -113,7 +118,8 @@ def _dma(e, v: int) -> bool:
       e.cost += n / COPY_BYTES_PER_US
   sem = _bits(v, _DMA_SEM)
   if sem:
-    if sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_CONDITIONAL_INTR_SEMAPHORE: raise DeviceFault("LAUNCH_DMA conditional-interrupt semaphore is not supported")
+    if sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_CONDITIONAL_INTR_SEMAPHORE: raise DeviceFault("LAUNCH_DMA conditional-interrupt semaphore "
+                                                                                                        "is not supported")
     addr = (r.get(SEMA_A, 0) & 0x1FFFF) << 32 | r.get(SEMA_B, 0)
     _release(e, addr, r.get(SEMA_PAY, 0), False, sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE)
   return True

@@ -63,7 +63,9 @@ class _Gate:
       elif p.state == "running" and here != (p.launch, p.line): p.state, p.after, p.ended = "done", self._bytes(p), self.events
     if self.released or self.first.state == "done" or self.then.state != "pending": return cands
     free = [a for a in cands if not (a.name == self.then.queue and self._at(a) == (self.then.launch, self.then.line))]
-    if not free: self.released = self.infeasible = True; return cands   # the order cannot happen here
+    if not free:  # the order cannot happen here
+      self.released = self.infeasible = True
+      return cands
     return free
 
   def finish(self) -> None:
@@ -82,7 +84,8 @@ class _Gate:
       if actor.name != p.queue or (launch, line) != (p.launch, p.line) or p.state == "done": continue
       if p.state == "pending": p.started = self.events
       if actor.name == "host":   # a host statement is one step
-        p.before = p.before or self._bytes(p); p.state, p.after, p.ended = "done", self._bytes(p), self.events
+        p.before = p.before or self._bytes(p)
+        p.state, p.after, p.ended = "done", self._bytes(p), self.events
       else: p.state = "running"
 
 @attrs.define
@@ -125,8 +128,7 @@ def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
   def fail(at: str, want: str, v) -> None:
     got = json.dumps(v) if v is not _MISSING else "nothing (missing)"
     raise ValueError(f"{path}: {at}: expected {want}, got {got[:80] + ' ...' if len(got) > 80 else got}")
-  def get(o: dict, at: str, key: str):
-    return o.get(key, _MISSING)
+  def get(o: dict, at: str, key: str): return o.get(key, _MISSING)
   def obj(v, at: str) -> dict:
     if type(v) is not dict: fail(at, "an object", v)
     return v
@@ -146,7 +148,9 @@ def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
   for q in prog.queues: stmts[q.name] = {s.span.line for s in q.body if s.span is not None}
   stmts["host"] = {s.span.line for s in prog.host.body if s.span is not None} if prog.host is not None else set()
   nlines = (prog.source or "").count("\n") + 1
-  text(w, "", "format", ("hcqdsl-witness",)); num(w, "", "version", 1, 1); text(w, "", "file")
+  text(w, "", "format", ("hcqdsl-witness",))
+  num(w, "", "version", 1, 1)
+  text(w, "", "file")
   n = num(w, "", "launches", 1, MAX_LAUNCHES)
   vv = obj(get(w, "", "var_values"), "var_values")
   for k, v in vv.items():
@@ -171,7 +175,9 @@ def validate_witness(w: dict, prog: Program, path: str = "<witness>") -> None:
     code = text(x, at, "code", ("race", "deadlock"))
     a = get(x, at, "at")
     if a is not None:
-      a = obj(a, f"{at}.at"); num(a, f"{at}.at", "line", 1, nlines); num(a, f"{at}.at", "column", 1, (1 << 31) - 1)
+      a = obj(a, f"{at}.at")
+      num(a, f"{at}.at", "line", 1, nlines)
+      num(a, f"{at}.at", "column", 1, (1 << 31) - 1)
     text(x, at, "message")
     if code == "race":
       b = text(x, at, "buffer", tuple(buffers))
@@ -219,13 +225,14 @@ def _race(prog: Program, w: dict, kw: dict) -> Replay:
     out[order] = (run(prog, gate=gate, **kw), gate)
     gate.finish()
   res, g = out["witness"]
-  name = lambda p: f"{p.queue}'s {p.text} (line {p.line}, launch {p.launch})"
+  def name(p): return f"{p.queue}'s {p.text} (line {p.line}, launch {p.launch})"
   head = f"race at line {w['at']['line'] if w.get('at') else '?'}: {name(g.first)} before {name(g.then)}"
   if g.infeasible or not g.in_order:
     why = ("the emulator cannot run that order (the held queue was the only one left)" if g.infeasible else
            "the run ended before both statements ran" + (f" ({'hang' if res.hang else 'fault'})" if not res.ok else "")
            if g.first.state != "done" or g.then.state != "done" else
-           f"{g.then.queue} ran its statement first ({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
+           f"{g.then.queue} ran its statement first "
+           f"({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
     return Replay("race", False, [f"{head}: not reproduced: {why}"], res)
   rng = f"{w['buffer']}[{lo}:{hi}]"
   def did(p: _Party) -> str:

@@ -63,14 +63,15 @@ class QueueState:
     self.mvar = np.array([var_index[p.var] if p.var is not None else len(var_index) for p in mp], dtype=np.intp)
     self.madd = np.array([_i64(p.add) for p in mp], dtype=np.int64)
     self.mshift = np.array([32 if p.encoding == "hi" else 0 for p in mp], dtype=np.int64)
-    self.mprev = None     # nothing written yet: the first submit writes every memory patch
+    self.mprev: Optional[np.ndarray] = None     # nothing written yet: the first submit writes every memory patch
     self.ndw = len(self.tmpl)
     self.ndw_ring = ring.size // 4
-    self.bounds = _packet_starts(qi) if not self.pm4 else None
+    self.bounds = _packet_starts(qi) if not self.pm4 else []   # SDMA: packet starts, where a submission may wrap
     self.seg_starts: list = []   # absolute ring dword of each submission's first command dword
     self.segs: list = []         # (abs start dword, dwords, launch, template offset)
     self.patched: list = []      # dwords rewritten per launch
     self.submitted = 0           # launches submitted
+    self.ind: Optional[Indirect] = None   # indirect mode's resident copies
 
 def _packet_starts(qi: QueueImage) -> list:
   from ..amd import sdma
@@ -88,16 +89,17 @@ class Indirect:
     self.fence = addr
     self.addrs = [addr + 256 + j * stride for j in range(COPIES)]
     dev.allocate(addr, 256 + COPIES * stride, f"{qi.name}.commands", qi.device)
-    self.fence_now = memoryview(dev.map(addr, 4).view("<u4")).cast("B").cast("I")
-    base = np.zeros(self.n, dtype=np.uint32); base[:qs.ndw] = qi.dwords
+    self.fence_now = dev.map(addr, 4).view("<u4").data.cast("B").cast("I")
+    base = np.zeros(self.n, dtype=np.uint32)
+    base[:qs.ndw] = qi.dwords
     for p in qi.patches:
       if p.var is None: base[p.offset] = p.add & U32_MAX        # constant patches hold for every launch
     self.views = []
     for a in self.addrs:
       dev.write(a, base.tobytes())
       v = dev.map(a, 4 * self.n).view("<u4")
-      self.views.append((v, memoryview(v).cast("B").cast("I")))
-    self.held = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
+      self.views.append((v, v.data.cast("B").cast("I")))
+    self.held: list[Optional[list]] = [None] * COPIES    # the var values each copy's patch sites hold (None: the template's)
     self.launch = [0] * COPIES     # the launch each copy was last submitted for
     # per (var, add): the sites, as a Python list when few (dword stores), else a numpy index (one scalar scatter)
     sites: dict = {}
@@ -108,22 +110,21 @@ class Indirect:
     t = get_target(qi.arch)
     if qs.pm4:
       p = t.pm4
-      ib = lambda a: [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
-      from ..amd import pm4 as enc
+      def ib(a): return [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
     else:
       d = t.sdma
-      ib = lambda a: [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
-      from ..amd import sdma as enc
-    fence: list = []
-    enc.encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
+      def ib(a): return [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
+    from ..amd import pm4, sdma
+    fence: list[int] = []
+    (pm4 if qs.pm4 else sdma).encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
     self.value_at = len(ib(0)) + fence.index(0x5EED_F00D)   # the fence's value dword; the dword after it is 0
     # per copy: its INDIRECT_BUFFER packet and the fence, the value filled in per launch
     # 8 zero dwords (SDMA NOPs) ahead of each, for the padding that ends an SDMA INDIRECT on an 8-dword boundary
     self.ring_cmds = [np.array([0] * 8 + ib(a) + fence, dtype=np.uint32) for a in self.addrs]
-    self.ring_mvs = [memoryview(c).cast("B").cast("I") for c in self.ring_cmds]
+    self.ring_mvs = [c.data.cast("B").cast("I") for c in self.ring_cmds]
     self.value_at += 8
     self.unit, self.ring_bytes = qs.ring.unit, qs.ring.size
-    self.ring_mv = memoryview(qs.ring_u32).cast("B").cast("I")
+    self.ring_mv = qs.ring_u32.data.cast("B").cast("I")
     self.ib_packet = ib
 
   def patch(self, j: int, vals: list) -> int:
@@ -228,7 +229,9 @@ class Submitter:
     if split is None:
       end = pos + qs.ndw
       if end <= nd: ring[pos:end] = t
-      else: ring[pos:] = t[:nd - pos]; ring[:end - nd] = t[nd - pos:]
+      else:
+        ring[pos:] = t[:nd - pos]
+        ring[:end - nd] = t[nd - pos:]
       self._seg(qs, abs_dw, 0, qs.ndw, launch)
     else:
       ring[pos:pos + split] = t[:split]
@@ -236,15 +239,19 @@ class Submitter:
       p, left = pos + split, pad
       while left:
         k = min(left, self.sdma_nop_max)
-        ring[p] = self.sdma_nop(k); ring[p + 1:p + k] = 0
-        p += k; left -= k
+        ring[p] = self.sdma_nop(k)
+        ring[p + 1:p + k] = 0
+        p += k
+        left -= k
       ring[:qs.ndw - split] = t[split:]
       self._seg(qs, abs_dw + split + pad, split, qs.ndw - split, launch)
     total = qs.ndw + pad
     self.dev.doorbell(r, r.wptr + 4 * total // r.unit)
 
   def _seg(self, qs, abs_dw, off, n, launch):
-    if n: qs.seg_starts.append(abs_dw); qs.segs.append((abs_dw, n, launch, off))
+    if n:
+      qs.seg_starts.append(abs_dw)
+      qs.segs.append((abs_dw, n, launch, off))
 
   def locate(self, ring: Ring, abs_dw: int):
     """(launch, statement tuple of the image's source map) of the command at absolute ring dword `abs_dw`."""
@@ -259,8 +266,8 @@ class Submitter:
   def locate_ib(self, ring: Ring, base: int, pos: int):
     """(launch, statement) of the command at dword `pos` of the indirect buffer at `base` (indirect mode)."""
     qs = self.by_ring.get(id(ring))
-    ind = getattr(qs, "ind", None)
-    if ind is None or base not in ind.addrs: return None, None
+    ind = qs.ind if qs is not None else None
+    if qs is None or ind is None or base not in ind.addrs: return None, None
     return ind.launch[ind.addrs.index(base)], qs.qi.span_at(pos)
 
   # ---- indirect mode
@@ -268,28 +275,34 @@ class Submitter:
     """The dwords this launch puts on the ring (a memoryview): the INDIRECT_BUFFER to its copy and the fence (SDMA: NOPs
     first so that the INDIRECT ends on an 8-dword boundary, as tinygrad pads it)."""
     ind = qs.ind
+    assert ind is not None
     cmds = ind.ring_mvs[launch % COPIES]
     cmds[ind.value_at] = launch & U32_MAX
     return cmds[8:] if qs.pm4 else cmds[8 - (8 - ((qs.ring.wptr >> 2) + 6) % 8) % 8:]
 
   def put_ib(self, qs: QueueState, launch: int, cmds) -> None:
     r, ind, nd = qs.ring, qs.ind, qs.ndw_ring
+    assert ind is not None
     wptr = r.wptr
     pos = (wptr * ind.unit >> 2) % nd
     n = len(cmds)
     if pos + n <= nd: ind.ring_mv[pos:pos + n] = cmds
     elif qs.pm4:  # the CP reads the ring modulo its size
-      ind.ring_mv[pos:] = cmds[:nd - pos]; ind.ring_mv[:n - (nd - pos)] = cmds[nd - pos:]
+      ind.ring_mv[pos:] = cmds[:nd - pos]
+      ind.ring_mv[:n - (nd - pos)] = cmds[nd - pos:]
     else:         # SDMA packets do not straddle the ring end: a NOP to the end, then this launch from the start
       room = nd - pos
-      qs.ring_u32[pos] = self.sdma_nop(room); qs.ring_u32[pos + 1:] = 0
+      qs.ring_u32[pos] = self.sdma_nop(room)
+      qs.ring_u32[pos + 1:] = 0
       self.dev.doorbell(r, wptr + 4 * room // ind.unit)
-      self.put_ib(qs, launch, self.ib_ring(qs, launch)); return
+      self.put_ib(qs, launch, self.ib_ring(qs, launch))
+      return
     self.dev.doorbell(r, wptr + 4 * n // ind.unit)
 
   def submit_indirect(self, qs: QueueState, launch: int, vals: list, vec: np.ndarray):
     """Patch this launch's copy and put its INDIRECT_BUFFER on the ring; a Block when the copy or the ring is busy."""
     ind = qs.ind
+    assert ind is not None
     j = launch % COPIES
     prev = ind.launch[j]
     if prev and ind.fence_now[0] < prev: return CopyFree(qs.ring, ind.fence, prev)
@@ -323,7 +336,7 @@ class Submitter:
     named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
     rewrites: dict = {}   # an image lists a rewrite's bytes; the host writes them and zeros to the buffer's end
-    size_at = {a: n for a, n in img.buffers.values()}
+    size_at = dict(img.buffers.values())
     for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b.ljust(size_at[a], b"\0")))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)

@@ -10,26 +10,31 @@
 - a counter track (`C`) per signal, on its device's process, with the value after every write;
 - instant markers (`i`): a global one where each launch starts, one on the host's track per submit."""
 from __future__ import annotations
+from typing import Any
 
 __all__ = ["chrome_trace"]
 
 _EPS = 1e-4   # how far inside a slice a flow point sits (slices are at least 0.001 µs long)
 
-def _spans(events) -> tuple[list, dict]:
+def _spans(events) -> tuple[list[dict], dict]:
   """The raw events merged into slices (consecutive packets of one statement instance on one queue), and raw index ->
   slice."""
-  spans, index = [], {}
+  spans: list[dict] = []
+  index: dict = {}
   for i, (q, dev, launch, key, text, t0, t1, pkt, line) in enumerate(events):
     tail = next((s for s in reversed(spans[-8:]) if s["q"] == q), None)
     if q != "host" and tail is not None and tail["key"] == (launch, key) and key is not None and abs(tail["t1"] - t0) < 1e-9:
-      tail["t1"] = t1; tail["pkts"].append(pkt); index[i] = tail
+      tail["t1"] = t1
+      tail["pkts"].append(pkt)
+      index[i] = tail
       continue
     s = {"q": q, "dev": dev, "key": (launch, key), "text": text, "t0": t0, "t1": max(t1, t0 + 0.001), "pkts": [pkt],
          "line": line, "launch": launch}
-    spans.append(s); index[i] = s
+    spans.append(s)
+    index[i] = s
   return spans, index
 
-def chrome_trace(emu) -> dict:
+def chrome_trace(emu) -> dict[str, Any]:
   spans, index = _spans(emu.events)
   pids: dict = {}     # device name ("host" for the host) -> pid
   tids: dict = {}     # queue name -> (pid, tid)

@@ -78,7 +78,7 @@ def attach_amd_code(prog: Program, s: Schedule, outdir: pathlib.Path, arch: str 
     return attrs.evolve(st, grid=g, block=l)
   decls = []
   for d in prog.decls:
-    if isinstance(d, Kernel) and d.name in code: d = attrs.evolve(d, impl=attrs.evolve(d.impl, amd_code=f"{d.name}.co"))
+    if isinstance(d, Kernel) and d.name in code and d.impl is not None: d = attrs.evolve(d, impl=attrs.evolve(d.impl, amd_code=f"{d.name}.co"))
     elif isinstance(d, Queue): d = attrs.evolve(d, body=tuple(dims(st) for st in d.body))
     decls.append(d)
   return attrs.evolve(prog, decls=tuple(decls))

@@ -9,7 +9,7 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, json, pathlib, re, sys, traceback, types
+import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 from ..ir import U32_MAX, POLL_SIZE
 from ..lift.manifest import MANIFEST_KIND, MANIFEST_VERSION
@@ -17,6 +17,10 @@ from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.pm4 import FUNC_EQ
 
 __all__ = ["capture", "Capture", "NoAMDDevice", "user_frames"]
+
+# the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
+# capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
+VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
@@ -99,6 +103,44 @@ class Capture:
     self._hcq2_images, self._hcq2_seen = None, 0
     self.graph_calls: list = []  # per HCQGraph call: {"step", "graph", "inputs": [[(addr, nbytes) per device] per input]}
     self._graphs: dict = {}      # id(HCQGraph) -> (index, the graph: kept so its id is not reused)
+    self.arch_of = lambda dev: str(dev.arch)   # a device's arch as the manifest names it (a vendor's recorder may map it)
+
+  # ---- the recorder interface a vendor's recorder (VENDOR_RECORDERS) uses
+  def device(self, dev) -> str: return self._device(dev)
+  def add_allocation(self, buf, vram: Optional[bool] = None) -> None:
+    """Record an allocation (again), `vram` overriding what its flags say (an NV buffer's metadata has none)."""
+    self._register_alloc(buf)
+    try: a = self.allocs.find(int(buf.va_addr))
+    except (TypeError, ValueError, AttributeError): return
+    if a is not None and vram is not None: a[2]["vram"] = vram
+  def use(self, addr: int) -> Optional[tuple]: return self._use(addr)
+  def read(self, addr: int, n: int) -> Optional[bytes]: return self._read(addr, n)
+  def remember(self, addr: int, n: int, step: int) -> None: self._remember(addr, n, step)
+  def note_signal(self, addr: int, owner=None, timeline: bool = False) -> None: self._signal(addr, owner, timeline)
+  def record_step(self, ent: dict) -> None: self._step(ent)
+  def steps(self) -> int: return len(self.host)
+  def wrap(self, cls, name: str, before=None, after=None) -> None: self._wrap(cls, name, before, after)
+  def replace(self, cls, name: str, fn) -> None:
+    """cls.name = fn while recording (fn.__wrapped__ should be the original), restored when the capture ends."""
+    self._saved.append((cls, name, cls.__dict__[name]))
+    setattr(cls, name, fn)
+  def add_kernel(self, addr: int, name: str, lib: bytes, signature: list, prg=None) -> None:
+    self.kernels[addr] = {"name": name, "lib": lib, "signature": signature, "kernargs": 0, "_prg": prg}
+    if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
+  def sig_entry(self, s) -> dict: return self._sig_entry(s)
+  def ring(self, key, dev, engine: str, idx: int) -> dict:
+    """The manifest queue of a ring (`key`: what identifies it), named as classic AMD's are (comp_gpu0, copy0_gpu0)."""
+    if id(key) not in self.rings:
+      dname = self._device(dev)
+      self.rings[id(key)] = {"name": f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", "device": dname,
+                             "target": self.arch_of(dev), "engine": engine, "dwords": [], "_put": 0, "_desc": key}
+    return self.rings[id(key)]
+  def submitted(self, ring: dict, dw: list, signals: dict) -> None:
+    """A submission of `dw` to `ring` (what it refers to already recorded), with the values of the signals it names."""
+    ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}
+    if signals: ent["signals"] = signals
+    ring["dwords"] += dw
+    self._step(ent)
 
   # ---- what tinygrad objects tell us
   def _device(self, dev) -> str:
@@ -108,7 +150,7 @@ class Capture:
       if not isinstance(index, int):
         _, _, idx = name.partition(":")
         index = int(idx) if idx.isdigit() else 0
-      self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": str(dev.arch), "tinygrad": name, "_dev": dev}
+      self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": self.arch_of(dev), "tinygrad": name, "_dev": dev}
       mb = getattr(dev, "queue_event_mailbox_ptr", None)
       if isinstance(mb, int) and not (hasattr(dev, "is_am") and dev.is_am()):
         self.devices[id(dev)]["mailbox"] = mb
@@ -148,7 +190,8 @@ class Capture:
     if not outs and not ins: return
     self._modes[id(rt)] = (outs, ins)
     try: addr = int(rt.prog_addr)
-    except (AttributeError, TypeError, ValueError): return
+    except (AttributeError, TypeError, ValueError):   # (a program with no prog_addr, NV's: by the object recorded)
+      addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
     if addr in self.kernels: self._set_modes(addr, outs, ins)
 
   def _read(self, addr: int, n: int) -> Optional[bytes]:
@@ -475,6 +518,8 @@ class Capture:
       HCQSignal.value = property(prop.fget, fset, prop.fdel, prop.__doc__)
       self._saved.append((HCQSignal, "value", prop))
       if hcq2: self._install_hcq2()
+      else:
+        for m in VENDOR_RECORDERS: importlib.import_module(f"{__package__}.{m}").install(self)
     except Exception:
       self._restore(); raise
     return self
@@ -567,7 +612,7 @@ class Capture:
       "devices": [{k: v for k, v in d.items() if not k.startswith("_") and k != "mailbox"} for d in
                   sorted(self.devices.values(), key=lambda d: d["index"])],
       "queues": [{**{k: v for k, v in r.items() if k != "dwords" and not k.startswith("_")}, "dwords": " ".join(f"{x:08x}" for x in r["dwords"])}
-                 for r in self.rings.values()],
+                 for r in self.rings.values() if r["dwords"]],   # (a ring whose doorbell rang with nothing new: no queue of this run)
       "signals": [{**s, "addr": hx(s["addr"]), "value": s["value"]} for s in self.signals.values()],
       "buffers": [{"addr": hx(a), "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": hx(a), "hex": b.hex(), "step": st} for a, b, st in self.memory],

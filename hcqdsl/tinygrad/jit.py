@@ -17,9 +17,10 @@ per-launch data:
 The host waits for the previous launch before it submits (tinygrad's HCQGraph waits for its last timeline value
 before patching kernel arguments), and the expects hold tinygrad's outputs after the last call. See docs/emit.md."""
 from __future__ import annotations
-import dataclasses
+import dataclasses, types
+from typing import Optional
 import attrs
-from ..ir import Program, Data, Host, Wait, Submit, Ref, Expr, KEYWORDS
+from ..ir import Program, Data, Host, Submit, Ref, Expr, KEYWORDS, epoch_wait
 from .env import EmitError, tinygrad
 from .data import buffer_bytes, to_data
 from .schedule import MAX_VALUES, schedule
@@ -62,7 +63,7 @@ def user_line() -> str | None:
   import linecache, os, sys, sysconfig
   import tinygrad
   skip = (os.path.dirname(tinygrad.__file__), os.path.dirname(os.path.dirname(__file__)), sysconfig.get_paths()["stdlib"])
-  f = sys._getframe(1)
+  f: Optional[types.FrameType] = sys._getframe(1)
   while f is not None and (f.f_code.co_filename.startswith(skip) or f.f_code.co_filename.startswith("<")): f = f.f_back
   if f is None: return None
   code = linecache.getline(f.f_code.co_filename, f.f_lineno).strip()
@@ -183,7 +184,11 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
   tinygrad()
   fn = getattr(jit_fn, "fxn", jit_fn)
   if not callable(fn): raise EmitError("jit_fn has no function to capture (a TinyJit loaded from a pickle cannot be replayed)")
-  scheds, inits, after, first, contents = [], [], [], None, _Contents()
+  scheds: list = []
+  inits: list = []
+  after: list[dict] = []
+  first = None   # call 1's argument signature, each later call's is checked against
+  contents = _Contents()
   for k, args in enumerate(calls, 1):
     sig = _check_call(k, args, first)
     first = first or sig
@@ -210,7 +215,6 @@ def replay(jit_fn, calls, planner: str = "hcqdsl", max_values: int = MAX_VALUES,
   if not scheds: raise EmitError("one call: TinyJit runs call 1 eagerly and captures its graph at call 2, so a replay needs "
                                  "at least 2 calls (the launches are calls 2..N)")
   s1, sN = scheds[0], scheds[-1]
-  first = {b.name: b for b in s1.buffers}
   decls = []
   for b in s1.buffers:
     same = all(s.bases[b.name] is s1.bases[b.name] for s in scheds)
@@ -239,7 +243,8 @@ def _rename_vars(s, names: dict):
   def fix_stmt(st):
     if not isinstance(st, Exec): return st
     return attrs.evolve(st, args=tuple(Expr(Ref(names.get(a.var.name, a.var.name))) if isinstance(a, Expr) and a.var else a for a in st.args))
-  s = dataclasses.replace(s, kernels=[attrs.evolve(k, params=tuple(Param(p.mode, names.get(p.name, p.name)) if p.scalar else p for p in k.params)) for k in s.kernels])
+  def fix_param(p): return Param(p.mode, names.get(p.name, p.name)) if p.scalar else p
+  s = dataclasses.replace(s, kernels=[attrs.evolve(k, params=tuple(map(fix_param, k.params))) for k in s.kernels])
   for c in s.cmds: c.stmt = fix_stmt(c.stmt)
   return s
 
@@ -251,9 +256,8 @@ def _host_waits(prog: Program) -> Program:
   for st in (host.body if host is not None else ()):
     if isinstance(st, Submit): break
     lead.append(st)
-  waits = tuple(Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1),
-                     comment="# the previous launch is done: its kernel arguments may be patched") for d in prog.devices
-                if Wait(Ref(f"{d.name}.timeline"), Expr(Ref(f"{d.name}.epoch"), -1)) not in lead)
+  waits = tuple(epoch_wait(d.name, comment="# the previous launch is done: its kernel arguments may be patched") for d in prog.devices
+                if epoch_wait(d.name) not in lead)
   if host is None: new = Host(waits + (Submit(()),))
   else: new = attrs.evolve(host, body=waits + tuple(host.body))
   decls = [d for d in prog.decls if not isinstance(d, Host)]

@@ -3,7 +3,7 @@ hcq2's own plan: `_finalize_batch`) and `hcqdsl` (minimal waits by vector clocks
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Program, Device, Signal, Var, Queue, Host, Wait, SignalWrite, Barrier, Epoch, Submit, Ref, Expr
+from ..ir import Program, Device, Signal, Var, Queue, Host, Wait, SignalWrite, Barrier, Epoch, Submit, Ref, Expr, epoch_wait, epoch_of, finalizer
 from .env import EmitError
 from .schedule import Cmd, Schedule
 
@@ -14,7 +14,7 @@ PLANNERS = ("hcqdsl", "tinygrad")
 def _cmd_stmt(c: Cmd):
   """The command with its trailing comment: tinygrad's name of the call, and where the user's code realized it."""
   return attrs.evolve(c.stmt, comment=f"# {c.label}" + (f" from {c.origin}" if c.origin else ""))
-def _epoch(dev: str): return Expr(Ref(f"{dev}.epoch"))
+def _epoch(dev: str): return Expr(Ref(epoch_of(dev)))
 
 class _Q:
   def __init__(self, name, engine, dev):
@@ -29,112 +29,124 @@ def plan_hcqdsl(s: Schedule) -> tuple[list, list, Optional[Host]]:
   submitted); a `barrier` opening each compute queue when the host writes per-launch data (kernel arguments of vars,
   rebound or rewritten contents), which reaches the device through the HDP; per device a finalizer at the end of its
   compute queue."""
-  qs: dict = {}
-  host_writes = bool(s.var_lists) or any(b.per_launch for b in s.buffers)   # per-launch kernel arguments or contents
-  def queue(dev, eng) -> _Q:
-    k = (dev, eng)
-    if k not in qs: qs[k] = _Q(f"{dev}_{eng}", eng, dev)
-    return qs[k]
-  vc: dict = {}      # queue name -> {queue name: last command index ordered before its current end}
-  snap: dict = {}    # (queue, cmd index) -> vector clock at that command
-  sig_after: dict = {}  # (queue name, cmd index) -> signal name
-  signals: list = []
-  history: dict = {}  # buffer -> [(start, end, writes, queue name, cmd index)]
-  last_mem: dict = {}   # (device, queue name) -> last cmd index touching device's memory
-  qobj: dict = {}
-  qpos: dict = {}    # queue name -> order of first use (tie-break of the greedy cover)
-  n_sig: dict = {}   # queue name -> signals placed after its commands so far
-  n_waits = 0
-  def use(q: _Q):
-    qobj[q.name] = q
-    qpos.setdefault(q.name, len(qpos))
+  p = _VectorPlan(s)
+  for c in s.cmds: p.command(c)
+  for i in range(len(s.devices)): p.finalizer(f"g{i}")
+  return p.signals, p.queues(), None
 
-  def ensure_signal(q: _Q, i: int) -> str:
+class _VectorPlan:
+  """plan_hcqdsl's state: the queues, each one's vector clock, and the signals placed after commands."""
+  def __init__(self, s: Schedule):
+    self.s = s
+    self.host_writes = bool(s.var_lists) or any(b.per_launch for b in s.buffers)   # per-launch kernel arguments or contents
+    self.qs: dict = {}       # (device, engine) -> _Q
+    self.vc: dict = {}       # queue name -> {queue name: last command index ordered before its current end}
+    self.snap: dict = {}     # (queue, cmd index) -> vector clock at that command
+    self.sig_after: dict = {}  # (queue name, cmd index) -> signal name
+    self.signals: list = []
+    self.history: dict = {}  # buffer -> [(start, end, writes, queue name, cmd index)]
+    self.last_mem: dict = {}   # (device, queue name) -> last cmd index touching device's memory
+    self.qobj: dict = {}
+    self.qpos: dict = {}     # queue name -> order of first use (tie-break of the greedy cover)
+    self.n_sig: dict = {}    # queue name -> signals placed after its commands so far
+    self.n_waits = 0
+
+  def queue(self, dev, eng) -> _Q:
+    """The (device, engine) queue, made on first use."""
+    if (dev, eng) not in self.qs: self.qs[dev, eng] = _Q(f"{dev}_{eng}", eng, dev)
+    q = self.qs[dev, eng]
+    self.qobj[q.name] = q
+    self.qpos.setdefault(q.name, len(self.qpos))
+    return q
+
+  def ensure_signal(self, q: _Q, i: int) -> str:
     k = (q.name, i)
-    if k not in sig_after:
-      name = f"{q.name}_s{n_sig.get(q.name, 0)}"
-      n_sig[q.name] = n_sig.get(q.name, 0) + 1
-      sig_after[k] = name
-      signals.append(Signal(name, Ref(q.dev), comment=f"# {q.name} is past its command {i}"))
-    return sig_after[k]
+    if k not in self.sig_after:
+      name = f"{q.name}_s{self.n_sig.get(q.name, 0)}"
+      self.n_sig[q.name] = self.n_sig.get(q.name, 0) + 1
+      self.sig_after[k] = name
+      self.signals.append(Signal(name, Ref(q.dev), comment=f"# {q.name} is past its command {i}"))
+    return self.sig_after[k]
 
-  def cover(q: _Q, need: dict) -> list:
+  def cover(self, q: _Q, need: dict) -> list:
     """Waits for q so that vc[q][P] >= need[P] for every P: greedy, each step picks the wait implying the most."""
-    out, clock = [], vc.setdefault(q.name, {})
+    out, clock, snap = [], self.vc.setdefault(q.name, {}), self.snap
     while True:
       unmet = {p: i for p, i in need.items() if clock.get(p, -1) < i}
       if not unmet: return out
       def gain(p): return sum(1 for p2, i2 in unmet.items() if max(snap[(p, unmet[p])].get(p2, -1), unmet[p] if p2 == p else -1) >= i2)
-      p = max(unmet, key=lambda p: (gain(p), -qpos[p]))
+      p = max(unmet, key=lambda p: (gain(p), -self.qpos[p]))
       i = unmet[p]
       for k, v in snap[(p, i)].items(): clock[k] = max(clock.get(k, -1), v)
       clock[p] = max(clock.get(p, -1), i)
       out.append((p, i))
 
-  def add_waits(q: _Q, waits: list, why: str):
-    nonlocal n_waits
+  def add_waits(self, q: _Q, waits: list, why: str) -> bool:
+    """q waits for each (queue, command index) of `waits`; whether one is on another device."""
     cross = False
     for p, i in waits:
-      src = qobj[p]
-      q.body.append(Wait(Ref(ensure_signal(src, i)), _epoch(src.dev), comment=f"# {why}: {p} past {_label(src, i)}"))
-      n_waits += 1
+      src = self.qobj[p]
+      q.body.append(Wait(Ref(self.ensure_signal(src, i)), _epoch(src.dev), comment=f"# {why}: {p} past {_label(src, i)}"))
+      self.n_waits += 1
       cross |= src.dev != q.dev
     return cross
 
-  def _label(q: _Q, i: int) -> str:  # the command's name, not its provenance (that belongs to the command)
-    c = q.body[q.cmd_pos[i]].comment
-    return c[2:].split(" from ")[0] if c else str(i)
-
-  for c in s.cmds:
-    q = queue(c.dev, c.engine)
-    use(q)
+  def command(self, c: Cmd) -> None:
+    """c on its queue, after the waits for the conflicting accesses of other queues and the devices' previous launch."""
+    s, q = self.s, self.queue(c.dev, c.engine)
     idx = len(q.cmd_pos)
     if idx == 0:
       q.body.append(Epoch(comment="# the previous launch is done with this device"))
-      if host_writes and q.engine == "compute":  # the host's writes reach the device through the HDP: flush it
+      if self.host_writes and q.engine == "compute":  # the host's writes reach the device through the HDP: flush it
         q.body.append(Barrier(comment="# see what the host patched (kernel arguments, inputs), as HCQGraph's memory_barrier"))
     need: dict = {}
     mems = {s.buf_dev[b] for b, *_ in c.access}  # devices whose memory this command touches
     for b, st, en, w in c.access:
-      for (st2, en2, w2, p, i) in history.get(b, ()):
+      for (st2, en2, w2, p, i) in self.history.get(b, ()):
         if p != q.name and st < en2 and st2 < en and (w or w2): need[p] = max(need.get(p, -1), i)
-    cross = add_waits(q, cover(q, need), "data")
-    clock = vc.setdefault(q.name, {})
+    cross = self.add_waits(q, self.cover(q, need), "data")
+    clock = self.vc.setdefault(q.name, {})
     clock[("tl", q.dev)] = 0  # `epoch`: ordered after the previous launch's finalizer of this device
     if s.host_waits:  # the host waited for every device's previous launch before it submitted this queue
       for d in range(len(s.devices)): clock[("tl", f"g{d}")] = 0
     for m in sorted(mems):
       if ("tl", m) in clock: continue  # already ordered after m's previous launch (itself, or through a wait)
-      q.body.append(Wait(Ref(f"{m}.timeline"), Expr(Ref(f"{m}.epoch"), -1),
-                         comment=f"# the previous launch is done with {m}'s memory"))
+      q.body.append(epoch_wait(m, comment=f"# the previous launch is done with {m}'s memory"))
       clock[("tl", m)] = 0; cross = True
     if cross: q.body.append(Barrier(comment="# see memory written on another device"))
     q.cmd_pos.append(len(q.body))
     q.body.append(_cmd_stmt(c))
     clock[q.name] = idx
-    snap[(q.name, idx)] = dict(clock)
+    self.snap[(q.name, idx)] = dict(clock)
     for b, st, en, w in c.access:
-      history.setdefault(b, []).append((st, en, w, q.name, idx))
-      last_mem[(s.buf_dev[b], q.name)] = idx
-  # finalizers
-  for d in [f"g{i}" for i in range(len(s.devices))]:
-    f = queue(d, "compute")
-    use(f)
-    need = {p: i for (m, p), i in last_mem.items() if m == d and p != f.name}
-    for q in list(qs.values()):
+      self.history.setdefault(b, []).append((st, en, w, q.name, idx))
+      self.last_mem[(s.buf_dev[b], q.name)] = idx
+
+  def finalizer(self, d: str) -> None:
+    """Device d's compute queue waits for every queue's last command on d's memory, then ends the launch."""
+    f = self.queue(d, "compute")
+    need = {p: i for (m, p), i in self.last_mem.items() if m == d and p != f.name}
+    for q in list(self.qs.values()):
       if q.dev == d and q.name != f.name and q.cmd_pos: need[q.name] = max(need.get(q.name, -1), len(q.cmd_pos) - 1)
-    add_waits(f, cover(f, need), "finalizer")
-    f.body.append(SignalWrite(Ref(f"{d}.timeline"), _epoch(d), comment="# finalizer: this launch is done with the device"))
-  queues, after_of = [], {}
-  for (qn, i), sig in sig_after.items(): after_of.setdefault(qn, {})[qobj[qn].cmd_pos[i]] = sig
-  for q in sorted(qs.values(), key=lambda q: (int(q.dev[1:]), q.engine != "compute")):
-    after = after_of.get(q.name, {})
-    body = []
-    for k, st in enumerate(q.body):
-      body.append(st)
-      if k in after: body.append(SignalWrite(Ref(after[k]), _epoch(q.dev)))
-    queues.append(Queue(q.name, q.engine, Ref(q.dev), tuple(body)))
-  return signals, queues, None
+    self.add_waits(f, self.cover(f, need), "finalizer")
+    f.body.append(finalizer(d, comment="# finalizer: this launch is done with the device"))
+
+  def queues(self) -> list:
+    """The Queues, by device then compute first, with each placed signal after its command."""
+    out, after_of = [], {}
+    for (qn, i), sig in self.sig_after.items(): after_of.setdefault(qn, {})[self.qobj[qn].cmd_pos[i]] = sig
+    for q in sorted(self.qs.values(), key=lambda q: (int(q.dev[1:]), q.engine != "compute")):
+      after = after_of.get(q.name, {})
+      body = []
+      for k, st in enumerate(q.body):
+        body.append(st)
+        if k in after: body.append(SignalWrite(Ref(after[k]), _epoch(q.dev)))
+      out.append(Queue(q.name, q.engine, Ref(q.dev), tuple(body)))
+    return out
+
+def _label(q: _Q, i: int) -> str:  # the command's name, not its provenance (that belongs to the command)
+  c = q.body[q.cmd_pos[i]].comment
+  return c[2:].split(" from ")[0] if c else str(i)
 
 def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
   """Translate tinygrad's own hcq2 plan (`_finalize_batch`) statement by statement."""
@@ -171,8 +183,7 @@ def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
     body = call.src[0]
     devs = to_tuple(call.arg.aux.device)
     if name == "hcq_fence":
-      for d in devs: host.append(Wait(Ref(f"{hd(d)}.timeline"), Expr(Ref(f"{hd(d)}.epoch"), -1),
-                                      comment="# tinygrad hcq_fence: this schedule's previous epoch is done"))
+      for d in devs: host.append(epoch_wait(hd(d), comment="# tinygrad hcq_fence: this schedule's previous epoch is done"))
       continue
     if name == "hcq_reset":
       params = [u for u in body.toposort() if u.op is Ops.PARAM and u.tag == "signal"]
@@ -202,7 +213,7 @@ def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
                         comment="# tinygrad finalizer dependency" if fin else None))
         elif ins.arg == "store":
           if p.tag == "timeline_signal":
-            b.append(SignalWrite(Ref(f"{hd(d)}.timeline"), _epoch(hd(d)), comment="# tinygrad hcq_finalizer"))
+            b.append(finalizer(hd(d), comment="# tinygrad hcq_finalizer"))
           else:
             slot_q[p.arg.slot] = qn
             b.append(SignalWrite(Ref(sig(hd(d), qn)), Expr(None, int(val.arg))))

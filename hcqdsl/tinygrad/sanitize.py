@@ -1,5 +1,5 @@
 """`hcqdsl.sanitize()` / `hcqdsl sanitize SCRIPT.py[:FN]`: run a tinygrad program under capture (docs/lift.md) with
-the user's call stack of every submission recorded, lift what tinygrad's AMD runtime submitted to the program it ran
+the user's call stack of every submission recorded, lift what tinygrad's AMD or NV runtime submitted to the program it ran
 — the run as it happened, every step in one launch, nothing folded away —, check it, and report each race and
 deadlock in tinygrad's terms — kernel names and argument shapes, the tinygrad device and queue, and the user's Python
 line (and whole stack) where each of the two commands was enqueued — the way PyTorch's CUDA sanitizer
@@ -14,7 +14,7 @@ from .capture import Capture, user_frames
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check
-from ..ir import Submit, HostWrite, Wait, KERNARGS
+from ..ir import Submit, HostWrite, Wait, KERNARGS, vendor_of
 
 __all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang", "hang_of", "advice", "ADVICE"]
 
@@ -200,6 +200,11 @@ class Sanitizer:
       self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
       if self.raise_on_error: raise SanitizerError(self.report())
 
+  def vendors(self) -> str:
+    """AMD, NV or `AMD and NV`: whose queues were submitted to (the devices' architectures)."""
+    vs = sorted({vendor_of(d["arch"]) for d in self.capture.devices.values()}) or ["AMD"]
+    return " and ".join(vs)
+
   def run_check(self) -> list:
     man = self.capture.manifest()
     m = load_manifest(man, "<sanitize>")
@@ -315,13 +320,13 @@ class Sanitizer:
     """The last line: the verdict, the counts, and what was left unchecked."""
     n, e, w = self.capture.submissions(), len(self.findings), len(self.warnings)
     verdict = "failed" if self.findings or self.hang else "ok"
-    out = (f"{verdict}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} in {n} submission{'s' * (n != 1)} of tinygrad's AMD runtime"
+    out = (f"{verdict}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} in {n} submission{'s' * (n != 1)} of tinygrad's {self.vendors()} runtime"
            f" ({self.checks} check{'s' * (self.checks != 1)})")
     if self.incomplete: out += f"; NOT CHECKED: {'; '.join(self.incomplete)}"
     return out
 
   def report(self) -> str:
-    if not self.checked and self.hang is None: return "hcqdsl sanitize: nothing checked (no AMD queue was submitted to)"
+    if not self.checked and self.hang is None: return "hcqdsl sanitize: nothing checked (no AMD or NV queue was submitted to)"
     out = [f.format() for f in self.findings]
     if self.hang is not None:
       dl = any(f.code == "deadlock" for f in self.findings)

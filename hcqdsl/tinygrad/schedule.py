@@ -7,7 +7,7 @@ schedule is run once on CPU to get the inputs' contents and tinygrad's results (
 from __future__ import annotations
 import re, time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Optional, Union
 from ..ir import Buffer, Kernel, Param, Impl, Expect, Exec, Copy, Ref, Expr, Slice
 from .env import EmitError, tinygrad
 from .data import buffer_bytes, to_data
@@ -69,7 +69,7 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   t_start, timer = time.perf_counter(), Timer()
   tinygrad()
   from tinygrad import Tensor
-  tensors = [t for t in tensors if t is not None]
+  tensors = tuple(t for t in tensors if t is not None)
   if not tensors: raise EmitError("nothing to emit: the function returned no tensors")
   if bad := [t for t in tensors if not isinstance(t, Tensor)]:
     raise EmitError(f"the function must return tensors, got {type(bad[0]).__name__} `{str(bad[0])[:40]}`")
@@ -170,7 +170,8 @@ class _Scheduler:
     self.names, n = {}, {"in": 0, "out": 0, "buf": 0}
     for bid, (_, (_, read_first)) in self.bases.items():
       kind = "out" if bid in self.out_ids else "in" if read_first else "buf"
-      self.names[bid] = f"{kind}{n[kind]}"; n[kind] += 1
+      self.names[bid] = f"{kind}{n[kind]}"
+      n[kind] += 1
 
   def buffer_decls(self, inits: dict):
     buffers, buf_dev = [], {}
@@ -212,6 +213,7 @@ class _Scheduler:
         kname = kern_by_key[key]
       per_lane = [self.lanes(u) for u in args]
       lane_cmds = []
+      stmt: Union[Exec, Copy]
       for j in range(len(edevs)):
         bufs = [lb[j] if len(lb) > 1 else lb[0] for lb in per_lane]
         acc = [(self.names[id(b.base)], b.offset, b.offset + b.nbytes, i in outs) for i, b in enumerate(bufs)]

@@ -64,6 +64,7 @@ def load_function(spec: str, default: str = "main"):
   check_script(p)
   tinygrad()  # before the script makes its first tensor
   mspec = importlib.util.spec_from_file_location(f"_hcq_emit_{p.stem}", p)
+  assert mspec is not None and mspec.loader is not None   # (a .py path always has a source loader)
   mod = importlib.util.module_from_spec(mspec)
   sys.path.insert(0, str(p.parent.resolve()))
   try: mspec.loader.exec_module(mod)
@@ -79,7 +80,7 @@ def call_script(fn, devices: Optional[int] = None) -> tuple:
   kw = {}
   if devices is not None and "devices" in inspect.signature(fn).parameters: kw["devices"] = devices
   out = fn(**kw)
-  return out if isinstance(out, (tuple, list)) else (out,)
+  return tuple(out) if isinstance(out, (tuple, list)) else (out,)
 
 OWN = str(pathlib.Path(__file__).resolve().parents[1])   # hcqdsl's own files
 PASS_THROUGH = {"wrapped", "init", "fset", "get_runtime", "run_linear", "exec_kernel", "_exec_copy", "_wait_signal", "synchronize",

@@ -9,7 +9,9 @@ import importlib.util, pathlib, sys, unittest
 
 def main(argv: list[str]) -> int:
   patches = []
-  while argv[:1] == ["--patch"]: patches.append(argv[1]); argv = argv[2:]
+  while argv[:1] == ["--patch"]:
+    patches.append(argv[1])
+    argv = argv[2:]
   if not argv: sys.exit(__doc__)
   here = pathlib.Path(__file__).resolve().parent
   sys.path.insert(0, str(here))

@@ -12,12 +12,12 @@ The decoded rows are per kernel and program counter; a PC the table has no row f
 stops the C loop, which this module decodes and resumes. Faults come back as a code and the PC; the message is built
 here exactly as the interpreter builds it (the same DeviceFault texts, from the same Memory.find)."""
 from __future__ import annotations
-import ctypes, functools, hashlib, os, pathlib, subprocess
+import ctypes, functools, os, pathlib
 from typing import Optional
 import numpy as np
 from ...ir import U32_MAX
 from ..device import DeviceFault
-from ...host_cc import find_cc, cache_dir
+from ...host_cc import find_cc, cache_dir, digest, build_so, NoCompilerError, CompileError
 from . import pcode_c
 from .pcode import Unsupported, corrected
 from .gfx11 import (Snap, pcode_table, operand_formats, dual_op, access_width, constant_operand, resolve_pcode, NOPS,
@@ -70,18 +70,9 @@ def _defines() -> str:
 # ---- compiling and caching
 
 def _compile(source: str, tag: str, flags: list = FLAGS) -> ctypes.CDLL:
-  cc = find_cc()
-  if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
-  key = hashlib.sha256(f"{cc}\0{' '.join(flags)}\0{source}".encode()).hexdigest()[:24]
-  so = pathlib.Path(cache_dir()) / f"isa-{tag}-{key}.so"
-  if not so.exists():
-    src = so.with_suffix(".c")
-    src.write_text(source)
-    tmp = so.with_suffix(f".{os.getpid()}.tmp")
-    r = subprocess.run([cc, *flags, "-o", str(tmp), str(src), "-lm"], capture_output=True, text=True)
-    if r.returncode != 0: raise Unsupported(f"the native executor's {tag} does not compile: {r.stderr.strip()[:2000]}")
-    os.replace(tmp, so)   # atomic: concurrent runs share the cache
-  return ctypes.CDLL(str(so))
+  try: return ctypes.CDLL(build_so(source, flags, prefix=f"isa-{tag}-", libs=("-lm",)))
+  except NoCompilerError as e: raise Unsupported(f"no C compiler for the native executor ({e})") from None
+  except CompileError as e: raise Unsupported(f"the native executor's {tag} does not compile: {str(e)[:2000]}") from None
 
 @functools.lru_cache(maxsize=None)
 def _runtime():
@@ -125,8 +116,8 @@ def _chunk(enum_name: str, index: int):
   if cc is None: raise Unsupported("no C compiler for the native executor (tried $CC, clang, cc, gcc)")
   here = pathlib.Path(__file__).parent
   table = pcode_table("rdna3")
-  key = hashlib.sha256("\0".join([cc, " ".join(FLAGS), (here / "pcode_c.py").read_text(), (here / "pcode.py").read_text(),
-                                   *(f"{op.name}:{table.get(op)}" for op in ops)]).encode()).hexdigest()[:24]
+  key = digest(cc, " ".join(FLAGS), (here / "pcode_c.py").read_text(), (here / "pcode.py").read_text(),
+               *(f"{op.name}:{table.get(op)}" for op in ops))
   meta = pathlib.Path(cache_dir()) / f"isa-{enum_name}-{index}-{key}.json"
   if meta.exists():
     m = json.loads(meta.read_text())

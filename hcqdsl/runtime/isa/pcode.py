@@ -75,7 +75,7 @@ def corrected(name: str, pcode: str) -> str:
   if fix is None: return pcode
   if isinstance(fix, str): return fix
   if fix[0] not in pcode: raise Unsupported(f"the correction for {name} does not apply to its pseudocode")
-  return pcode.replace(*fix)
+  return pcode.replace(fix[0], fix[1])
 
 def _strip(pc: str) -> str:   # the `//` comments
   return "\n".join(l.split("//")[0] for l in pc.split("\n"))
@@ -117,7 +117,7 @@ def _tokens(s: str) -> list:
     if s[i:].strip() == "": break
     m = TOKEN.match(s, i)
     if not m or m.end() == i: raise Unsupported(f"cannot read pseudocode at {s[i:i + 20]!r}")
-    kind = m.lastgroup
+    kind = str(m.lastgroup)
     out.append((kind, m.group(kind)))
     i = m.end()
   return out

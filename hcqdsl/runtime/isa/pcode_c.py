@@ -3,8 +3,8 @@ runs the pseudocode once per active lane, for the native executor (native.py).
 
 The pseudocode is per-lane by nature, so the C is close to it: registers are 64-bit bit containers (`uint64_t S0`),
 typed reads are views of their bits (`S0.f32` is the float in the low 32 bits), typed writes replace the bits the
-type covers (a 32-bit write keeps the upper half), and if/elsif/else, for loops and `break` are C's own. Values keep
-the numeric model of the numpy translator (pcode.py), so the two agree bit for bit: integers compute in 64 bits (the
+type covers (a 32-bit write keeps the upper half), and if/elsif/else, for loops and `break` are C's own. Values follow
+one numeric model, held to tinygrad's RDNA3 emulator opcode by opcode (tests/test_rdna3_diff.py): integers compute in 64 bits (the
 pseudocode's 32-bit results are the low bits), 65-bit expressions in `__int128`, f32 in float, f64 in double, and f16
 in float rounded to half after every operation (exact: float has more than twice half's precision). Transcendental
 functions are evaluated in double and rounded once.
@@ -78,13 +78,13 @@ static inline uint32_t f2h(float x) {
 }
 static inline float hr(float x) { return h2f(f2h(x)); }       /* a float rounded to half */
 static inline float hrd(double x) { return h2f(d2h(x)); }
-static inline double f2d(float x) {  /* keeps a signaling NaN signaling, as the numpy translator's conversion */
+static inline double f2d(float x) {  /* keeps a signaling NaN signaling: its payload moved, not quieted as a C cast may */
   uint32_t b = f2b(x);
   if ((b & 0x7f800000u) == 0x7f800000u && (b & 0x7fffffu))
     return b2d(((uint64_t)(b >> 31) << 63) | (0x7ffULL << 52) | ((uint64_t)(b & 0x7fffffu) << 29));
   return (double)x;
 }
-static inline int64_t d2i(double x) {  /* numpy's float -> int64 (x86: out of range and NaN give INT64_MIN) */
+static inline int64_t d2i(double x) {  /* float -> int64 as x86's cvttsd2si: out of range and NaN give INT64_MIN (C's cast is undefined there) */
   if (!(x > -9223372036854775808.0 && x < 9223372036854775808.0)) return INT64_MIN;
   return (int64_t)x;
 }
@@ -189,7 +189,9 @@ def _flit(x: float, kind: str) -> str:
   return f"({f.hex()}f)"
 
 def join(a: str, b: str) -> str:
-  """The kind two operands of an arithmetic operator compute in (the numpy translator's rule)."""
+  """The kind two operands of an arithmetic operator compute in: a constant or a bool takes the other side's kind, a
+  float constant makes an integer side f64, a 65-bit side makes it 65 bits, else the wider float, else signed over
+  unsigned."""
   a, b = ("u" if a == "r" else a), ("u" if b == "r" else b)
   if a == b: return a
   if a in ("c", "b"): return b if b not in ("c", "b") else "u" if "c" in (a, b) else "b"
@@ -248,7 +250,8 @@ def view(container: str, acc: str) -> V:
   return V(conv(V(container, "r"), k), k, n)
 
 def as_acc(e: V, acc: str) -> V:
-  """An accessor applied to a value (not a container): the numpy translator's `_access`."""
+  """An accessor applied to a value (not a container; `view` reads a container's bits): its bits, sign-extended or
+  converted to the accessor's type."""
   k, n = ACCESSORS[acc]
   if e.kind == "r": return view(e.code, acc)
   if k == "u": return V(f"({conv(e, 'u')} & {(1 << n) - 1}ULL)" if n < 64 else conv(e, "u"), "u", n)
@@ -315,8 +318,15 @@ def binop(op: str, a: V, b: V) -> V:
 def _f(kind: str) -> str: return "f" if kind == "f32" else ""
 
 def call(name: str, args: list, rtz: bool = False) -> V:
+  """A call of a pseudocode function (FUNCS): its C, by the group that knows the name."""
   a = args[0] if args else None
   ak = ("f64" if a.kind == "cf" else a.kind) if a is not None else None
+  for group in (_call_classify, _call_convert, _call_math):
+    if (v := group(name, args, a, ak, rtz)) is not None: return v
+  raise Unsupported(f"unknown function `{name}`")
+
+def _call_classify(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bool) -> Optional[V]:
+  """What a value is: NaN kinds, sign, exponent, mantissa, denormals."""
   if name == "isNAN": return V(f"isnan_f({conv(a, ak if ak in FLOATS else 'f64')})", "b", 1)
   if name in ("isSignalNAN", "isQuietNAN"):
     k = ak if ak in ("f32", "f64") else "f64"
@@ -330,6 +340,19 @@ def call(name: str, args: list, rtz: bool = False) -> V:
   if name == "exponent":
     k = ak if ak in FLOATS else "f32"
     return V(f"(int64_t)exp_{k}({conv(a, k)})", "i", 16)   # signed: exponent differences are compared
+  if name == "isDENORM":
+    k = "f64" if ak == "f64" else "f32"
+    return V(f"isdenorm_{k}({conv(a, k)})", "b", 1)
+  if name == "mantissa":
+    k = "f64" if ak == "f64" else "f32"
+    return V(f"mant_{k}({conv(a, k)})", k)
+  if name == "divWouldBeDenorm":
+    k = "f64" if ak == "f64" else "f32"
+    return V(f"((int64_t)exp_{k}({conv(a, k)}) - (int64_t)exp_{k}({conv(args[1], k)}) < {-1022 if k == 'f64' else -126})", "b", 1)
+  return None
+
+def _call_convert(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bool) -> Optional[V]:
+  """Conversions between widths and number formats, saturating where the pseudocode's names say so."""
   if name == "signext": return V(conv(a, "i") if a.kind != "u" else f"((int64_t){a.code})", "i")
   if name == "abs":
     if ak == "f64": return V(f"fabs({a.code})", "f64")
@@ -339,12 +362,6 @@ def call(name: str, args: list, rtz: bool = False) -> V:
   if name in ("f32_to_f64", "i32_to_f64", "u32_to_f64"): return V(conv(a, "f64") if name != "f32_to_f64" else f"((double){conv(a, 'f32')})", "f64")
   if name in ("f32_to_f16", "f16_to_f16"):
     return V(f"h2f(f2h_rtz({conv(a, 'f32')}))", "f16") if rtz and name == "f32_to_f16" else V(conv(a, "f16"), "f16")
-  if name == "isDENORM":
-    k = "f64" if ak == "f64" else "f32"
-    return V(f"isdenorm_{k}({conv(a, k)})", "b", 1)
-  if name == "mantissa":
-    k = "f64" if ak == "f64" else "f32"
-    return V(f"mant_{k}({conv(a, k)})", k)
   if name in ("v_cvt_i16_f32", "v_cvt_u16_f32"):
     lo, hi = (-32768.0, 32767.0) if name == "v_cvt_i16_f32" else (0.0, 65535.0)
     return V(f"sat_i({conv(a, 'f64')}, {lo}, {hi})", "i" if "i16" in name else "u", 16)
@@ -352,6 +369,18 @@ def call(name: str, args: list, rtz: bool = False) -> V:
   if name == "u32_to_u16": return V(f"({conv(a, 'u')} & 0xffffULL)", "u", 16)
   if name in ("f32_to_i32", "f64_to_i32"): return V(f"sat_i({conv(a, 'f64')}, -2147483648.0, 2147483647.0)", "i", 32)
   if name in ("f32_to_u32", "f64_to_u32"): return V(f"(uint64_t)sat_i({conv(a, 'f64')}, 0.0, 4294967295.0)", "u", 32)
+  if name == "signext_from_bit":
+    return V(f"sx({conv(a, 'u')}, (int){conv(args[1], 'u')} ? (int){conv(args[1], 'u')} : 64)", "i")
+  if name in ("u16_to_f16", "i16_to_f16"): return V(f"hrd((double){conv(a, 'i')})", "f16")
+  if name in ("f16_to_i16", "f16_to_u16"):
+    lo, hi = (-32768.0, 32767.0) if name == "f16_to_i16" else (0.0, 65535.0)
+    return V(f"sat_i({conv(a, 'f64')}, {lo}, {hi})", "i" if name == "f16_to_i16" else "u", 16)
+  if name in ("u8_to_u32", "u4_to_u32"): return V(f"({conv(a, 'u')} & {0xff if name == 'u8_to_u32' else 0xf}ULL)", "u", 32)
+  if name == "bf16_to_f32": return V(f"b2f((uint32_t)(({conv(a, 'u')} & 0xffff) << 16))", "f32")
+  return None
+
+def _call_math(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bool) -> Optional[V]:
+  """Rounding, the transcendental functions (in double, rounded once), fma, min/max, bit counts."""
   if name == "trunc": return V(f"trunc{_f(ak)}({a.code})" if ak != "f16" else f"truncf({a.code})", ak)
   if name == "floor": return V(f"floor{_f(ak)}({a.code})" if ak != "f16" else f"floorf({a.code})", ak)
   if name == "ceil": return V(f"ceil{_f(ak)}({a.code})" if ak != "f16" else f"ceilf({a.code})", ak)
@@ -386,21 +415,10 @@ def call(name: str, args: list, rtz: bool = False) -> V:
   if name == "ldexp":
     k = ak if ak in FLOATS else "f64"
     return V(f"ldexp{_f(k)}({conv(a, k)}, (int){conv(args[1], 'i')})" if k != "f16" else f"hrd(ldexp({conv(a, 'f64')}, (int){conv(args[1], 'i')}))", k)
-  if name == "signext_from_bit":
-    return V(f"sx({conv(a, 'u')}, (int){conv(args[1], 'u')} ? (int){conv(args[1], 'u')} : 64)", "i")
-  if name in ("u16_to_f16", "i16_to_f16"): return V(f"hrd((double){conv(a, 'i')})", "f16")
-  if name in ("f16_to_i16", "f16_to_u16"):
-    lo, hi = (-32768.0, 32767.0) if name == "f16_to_i16" else (0.0, 65535.0)
-    return V(f"sat_i({conv(a, 'f64')}, {lo}, {hi})", "i" if name == "f16_to_i16" else "u", 16)
-  if name == "divWouldBeDenorm":
-    k = "f64" if ak == "f64" else "f32"
-    return V(f"((int64_t)exp_{k}({conv(a, k)}) - (int64_t)exp_{k}({conv(args[1], k)}) < {-1022 if k == 'f64' else -126})", "b", 1)
   if name == "trig_preop_result": return V(f"trig_preop({conv(a, 'i')})", "f64")
   if name == "countbits": return V(f"(uint64_t)__builtin_popcountll({conv(a, 'u')})", "u", 32)
   if name == "reverse_bits": return V(f"brev({conv(a, 'u')}, {a.width})", "u", a.width)
-  if name in ("u8_to_u32", "u4_to_u32"): return V(f"({conv(a, 'u')} & {0xff if name == 'u8_to_u32' else 0xf}ULL)", "u", 32)
-  if name == "bf16_to_f32": return V(f"b2f((uint32_t)(({conv(a, 'u')} & 0xffff) << 16))", "f32")
-  raise Unsupported(f"unknown function `{name}`")
+  return None
 
 FUNCS = {"isNAN", "isSignalNAN", "isQuietNAN", "cvtToQuietNAN", "sign", "exponent", "signext", "abs", "i32_to_f32",
          "u32_to_f32", "f64_to_f32", "f16_to_f32", "f32_to_f64", "i32_to_f64", "u32_to_f64", "f32_to_f16", "f32_to_i32",
@@ -504,36 +522,10 @@ class _Expr:
 
   def primary(self) -> V:
     kind, v = self.next()
-    fn = self.fn
     if v == "(":
       e = self.expr(0); self.expect(")"); return e
-    if v == "{":   # { hi, lo }: bit concatenation, widths from the parts
-      parts = [self.expr(0)]
-      while self.peek() == ",": self.next(); parts.append(self.expr(0))
-      self.expect("}")
-      code, shift = [], 0
-      for p in reversed(parts):
-        if p.kind in ("c", "cf") and p.width >= 64: raise Unsupported("a constant of unknown width in a concatenation")
-        code.append(f"((unsigned __int128)({conv(p, 'u') if p.kind != 'w' else p.code} & {(1 << p.width) - 1 if p.width < 64 else MASK64}ULL) << {shift})")
-        shift += p.width
-      if shift > 64: return V(f"((__int128)({' | '.join(code)}))", "w", shift)
-      return V(f"((uint64_t)({' | '.join(code)}))", "u", shift)
-    if kind == "cast":
-      n, t = v.split("'"); e = self.expr(0); self.expect(")")
-      n = int(n)
-      if t == "F":
-        k = {16: "f16", 32: "f32", 64: "f64"}[n]
-        if e.kind == "c" and e.hex: return V(conv(V(str(e.code & MASK64) + "ULL", "r"), k), k, n)   # 32'F(0xffc00000): those bits
-        return V(conv(e, k), k, n)
-      if n > 64:
-        if e.kind == "cf": raise Unsupported("a float as a wide integer")
-        return V(conv(e, "w"), "w", n)
-      if t == "I":
-        src = conv(e, "u") if e.kind != "i" else f"(uint64_t){e.code}"
-        return V(f"sx({src}, {n})", "i", n)
-      if e.kind in FLOATS: src = f"(uint64_t){conv(e, 'i')}"   # the numpy translator's _u of a float: truncation
-      else: src = conv(e, "u") if e.kind != "w" else f"(uint64_t)({e.code})"
-      return V(f"({src} & {(1 << n) - 1 if n < 64 else MASK64}ULL)" if n < 64 else src, "u", n)
+    if v == "{": return self.concat()
+    if kind == "cast": return self.cast(v)
     if kind == "sized":
       n, val = v.split("'")
       if val.endswith("F"): return V(float(val[:-1]), "cf")
@@ -546,6 +538,42 @@ class _Expr:
       return V(int(s, 0), "c", 64, v.startswith("0x"))
     if kind == "type": raise Unsupported(f"type {v} in an expression")
     if kind != "id": raise Unsupported(f"unexpected {v!r}")
+    return self.name(v)
+
+  def concat(self) -> V:
+    """`{ hi, lo }` (its `{` read): bit concatenation, widths from the parts."""
+    parts = [self.expr(0)]
+    while self.peek() == ",": self.next(); parts.append(self.expr(0))
+    self.expect("}")
+    code, shift = [], 0
+    for p in reversed(parts):
+      if p.kind in ("c", "cf") and p.width >= 64: raise Unsupported("a constant of unknown width in a concatenation")
+      code.append(f"((unsigned __int128)({conv(p, 'u') if p.kind != 'w' else p.code} & {(1 << p.width) - 1 if p.width < 64 else MASK64}ULL) << {shift})")
+      shift += p.width
+    if shift > 64: return V(f"((__int128)({' | '.join(code)}))", "w", shift)
+    return V(f"((uint64_t)({' | '.join(code)}))", "u", shift)
+
+  def cast(self, v: str) -> V:
+    """`N'T(e)` (its `N'T(` read): e as N bits of type T (F a float, I a signed integer, else unsigned)."""
+    n, t = v.split("'"); e = self.expr(0); self.expect(")")
+    n = int(n)
+    if t == "F":
+      k = {16: "f16", 32: "f32", 64: "f64"}[n]
+      if e.kind == "c" and e.hex: return V(conv(V(str(e.code & MASK64) + "ULL", "r"), k), k, n)   # 32'F(0xffc00000): those bits
+      return V(conv(e, k), k, n)
+    if n > 64:
+      if e.kind == "cf": raise Unsupported("a float as a wide integer")
+      return V(conv(e, "w"), "w", n)
+    if t == "I":
+      src = conv(e, "u") if e.kind != "i" else f"(uint64_t){e.code}"
+      return V(f"sx({src}, {n})", "i", n)
+    if e.kind in FLOATS: src = f"(uint64_t){conv(e, 'i')}"   # a float's unsigned bits: truncated to an integer first
+    else: src = conv(e, "u") if e.kind != "w" else f"(uint64_t)({e.code})"
+    return V(f"({src} & {(1 << n) - 1 if n < 64 else MASK64}ULL)" if n < 64 else src, "u", n)
+
+  def name(self, v: str) -> V:
+    """A name in an expression: a call, a constant, a register, a lane's VGPR, a parameter, an array cell, a local."""
+    fn = self.fn
     if v in fn.lambdas and self.peek() == "(": self.next(); return self.call_lambda(v, self.args())
     if v in FUNCS and self.peek() == "(": self.next(); return call(v, self.args(), fn.rtz)
     if v[:2] in ("v_", "s_") and self.peek() == "(": self.next(); return self.call_op(v, self.args())

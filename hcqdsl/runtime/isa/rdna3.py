@@ -96,7 +96,7 @@ class AmdKernel:
     if t.gen != 11: raise DeviceFault(f"kernel `{self.name}`: the machine-code executor runs gfx11 code, not {arch}")
     gc = t.gc
     from tinygrad.runtime.autogen.am import pm4_nv
-    sh = lambda reg: reg.addr[0] - pm4_nv.PACKET3_SET_SH_REG_START
+    def sh(reg): return reg.addr[0] - pm4_nv.PACKET3_SET_SH_REG_START
     dx, dy, dz, initiator = a
     if initiator & (1 << 5): raise DeviceFault(f"kernel `{self.name}`: DISPATCH_DIRECT with use_thread_dimensions is not supported")
     if not initiator & (1 << 15): raise DeviceFault(f"kernel `{self.name}`: wave64 dispatch of a wave32 executor (CS_W32_EN clear)")
