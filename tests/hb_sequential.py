@@ -16,7 +16,14 @@ from visibility_reference import visibility
 @attrs.define
 class Trace:
   """What this pass found: the fields tests/test_check_hb.py compares with hcqdsl.check.hb.Trace's."""
-  done: list; values: list; blocked: dict; races: dict; vis: dict; violations: list; wstats: dict; vc: list
+  done: list
+  values: list
+  blocked: dict
+  races: dict
+  vis: dict
+  violations: list
+  wstats: dict
+  vc: list
 
 def happens_before(u: Unrolled) -> Trace:
   seqs, N = u.seqs, u.launches

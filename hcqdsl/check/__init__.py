@@ -94,7 +94,9 @@ def _suppress(program: Program, diags: list[Diagnostic]) -> list[Diagnostic]:
   out = []
   for d in diags:
     hit = next((n for n in by_line.get(d.span.line if d.span else -1, ()) if d.code in marks[n][2]), None)
-    if hit is None: out.append(d); continue
+    if hit is None:
+      out.append(d)
+      continue
     used.add((hit, d.code))
   from ..ir import split_lines
   lines = split_lines(program.source) if program.source else None

@@ -27,10 +27,19 @@ class VisColumns:
   the read (sequence, op index, index of the access in the op, position), the write it may not see (the same four),
   the kind (0: the host's write with no HDP flush after it; 1: a stale L2 line an earlier access left), and for kind 1
   that access (the same four; -1 for kind 0)."""
-  seq: list[int]; op: list[int]; sub: list[int]; pos: list[int]
-  wseq: list[int]; wop: list[int]; wsub: list[int]; wpos: list[int]
+  seq: list[int]
+  op: list[int]
+  sub: list[int]
+  pos: list[int]
+  wseq: list[int]
+  wop: list[int]
+  wsub: list[int]
+  wpos: list[int]
   kind: list[int]
-  aseq: list[int]; aop: list[int]; asub: list[int]; apos: list[int]
+  aseq: list[int]
+  aop: list[int]
+  asub: list[int]
+  apos: list[int]
   def __len__(self) -> int: return len(self.seq)
   def rows(self) -> list[tuple[int, ...]]: return list(zip(*attrs.astuple(self, recurse=False)))
 
@@ -57,9 +66,10 @@ class Instances:
     """Per instance of `inst` and range instance overlapping its range (its own included): the instance's tag (of
     `tags`), and that range instance."""
     ri = self.rinst[inst]
-    if self.nb is None: return tags, ri   # every buffer's ranges disjoint: a range overlaps only itself
-    cnt = self.nb_ptr[ri + 1] - self.nb_ptr[ri]
-    return np.repeat(tags, cnt), self.nb[_ranges(self.nb_ptr[ri], cnt)]
+    ptr, nb = self.nb_ptr, self.nb
+    if ptr is None or nb is None: return tags, ri   # every buffer's ranges disjoint: a range overlaps only itself
+    cnt = ptr[ri + 1] - ptr[ri]
+    return np.repeat(tags, cnt), nb[_ranges(ptr[ri], cnt)]
 
 @attrs.frozen
 class Index:
@@ -91,6 +101,7 @@ def accesses(u: Unrolled, done: Sequence[int], polled: Sequence[int], clocks: Cl
   # writes that are not stores, stores among the reads that are not polls
   role = acc.table.role[acc.rows]
   polls, stored = role == POLL_READ, role == STORE
+  searches: tuple[tuple[Pairs, Index], ...]
   if polls.any():
     ww = _pairs(acc, np.flatnonzero(~polls), widx)   # every other access against other sequences' writes
     pidx, qidx = _index(acc, writes & ~stored), _index(acc, reads & ~polls)
@@ -112,20 +123,21 @@ def _instances(u: Unrolled, done: Sequence[int], polled: Sequence[int], clocks: 
   """Every executed access instance: its table row, sequence, position, range instance (a rebound buffer's ranges are
   other memory in each launch), and the clock row holding at it. None when nothing ran."""
   A, N = u.access_table(), u.launches
-  done = np.asarray(done, dtype=np.int64)
-  done[list(polled)] += 1   # a poll left blocked is about to run: its read takes part
-  done = done[A.seq]
+  ran = np.asarray(done, dtype=np.int64)
+  ran[list(polled)] += 1   # a poll left blocked is about to run: its read takes part
+  ran = ran[A.seq]
   pinned = bool(u.pinned)
   ninst = max(N, int(A.pin.max(initial=-1)) + 1)
-  rows, pos, rinst = [], [], []
+  per: tuple[list[np.ndarray], list[np.ndarray], list[np.ndarray]] = ([], [], [])   # rows, positions, range instances per launch
   for k in range(N):
     p = A.idx + (1 + k * A.len)
-    keep = p <= done
+    keep = p <= ran
     if k in A.idle: keep &= ~A.idle[k]
     r = np.flatnonzero(keep)
-    rows.append(r); pos.append(p[r])
-    rinst.append(A.rid[r] + (A.nrange * np.where(A.pin[r] >= 0, A.pin[r], k)) * A.rebound[r] if k or pinned else A.rid[r])
-  rows, pos, rinst = np.concatenate(rows), np.concatenate(pos), np.concatenate(rinst)
+    per[0].append(r)
+    per[1].append(p[r])
+    per[2].append(A.rid[r] + (A.nrange * np.where(A.pin[r] >= 0, A.pin[r], k)) * A.rebound[r] if k or pinned else A.rid[r])
+  rows, pos, rinst = (np.concatenate(x) for x in per)
   if not len(rows): return None
   seq = A.seq[rows]
   nb_ptr, nb = A.neighbours(ninst)
@@ -151,7 +163,9 @@ def _pairs(acc: Instances, sel: np.ndarray, idx: Index) -> Pairs:
   cnt = idx.ptr[r2 + 1] - idx.ptr[r2]
   j = idx.seqs[_ranges(idx.ptr[r2], cnt)]
   if cnt.max(initial=0) > 1: a, r2 = np.repeat(a, cnt), np.repeat(r2, cnt)
-  else: keep = cnt > 0; a, r2 = a[keep], r2[keep]
+  else:
+    keep = cnt > 0
+    a, r2 = a[keep], r2[keep]
   other = j != acc.seq[a]
   a, r2, j = a[other], r2[other], j[other]
   base = (r2 * S + j) * big
@@ -186,7 +200,8 @@ class _Races:
         y = int(idx.rec[tt])
         if C[acc.xrow[y], i] >= p: break
         self._add((jj, int(pos[y]), self._access(int(acc.rows[y]))), (i, p, ai))
-        tt += 1; c += 1
+        tt += 1
+        c += 1
 
   def _add(self, x: tuple, y: tuple) -> None:
     """One racing pair of accesses (seq, pos, access), kept at its statements' smallest launches."""

@@ -87,7 +87,9 @@ def _pairs(qa: list, qb: list) -> list:
   out, rest_b = [], [q for q in qb if q.name not in {x.name for x in qa}]
   names_b = {q.name: q for q in qb}
   for q in qa:
-    if q.name in names_b: out.append((q, names_b[q.name])); continue
+    if q.name in names_b:
+      out.append((q, names_b[q.name]))
+      continue
     m = next((x for x in rest_b if (x.device.name, x.engine) == (q.device.name, q.engine)), None)
     if m is not None: rest_b.remove(m)
     out.append((q, m))
@@ -135,7 +137,8 @@ def _matched(a: Program, b: Program, launches: int) -> list[Change]:
         pairs = zip(s1.args, s2.args) if type(s1) is Exec else ((s1.dst, s2.dst), (s1.src, s2.src))
         for u, v in pairs:
           if type(u) is Slice and type(v) is Slice and v.buffer.name not in names and u.buffer.name not in taken:
-            names[v.buffer.name] = u.buffer.name; taken.add(u.buffer.name)
+            names[v.buffer.name] = u.buffer.name
+            taken.add(u.buffer.name)
   kinds_a, kinds_b = ({x.name: x.per_launch for x in p.buffers} for p in (a, b))
   for nb, na in names.items():
     if kinds_a[na] != kinds_b[nb]:
@@ -162,7 +165,7 @@ def _aligned(ca: list, cb: list, sa: list, sb: list, name: str, k: int) -> list[
   """The changes between two command lists (rendered `ca`/`cb` of statements `sa`/`sb`), as difflib aligns them."""
   out = []
   if ca == cb: return out
-  line = lambda sts, n: sts[n].span.line if sts[n].span else None
+  def line(sts, n): return sts[n].span.line if sts[n].span else None
   for op, i1, i2, j1, j2 in SequenceMatcher(None, ca, cb, autojunk=False).get_opcodes():
     if op == "equal": continue
     for n in range(max(i2 - i1, j2 - j1)):

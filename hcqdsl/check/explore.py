@@ -5,9 +5,10 @@ Accesses, `barrier` and `timestamp` never block and never change a signal, so th
 sequence's steps split into *segments*: the non-blocking steps between two consecutive *sync points* (a wait, a
 write, a submit, a poll, a store into a polled word, or the start of a launch the host must submit first). A
 skeleton state is (sync points passed per sequence, value of each signal and each polled word). The full states of
-the reference semantics (steps executed per sequence, values) reachable from it are exactly those with each sequence anywhere in its current segment, up to and including being
-about to run its next sync point: non-blocking steps are always enabled and commute with every step, and a full
-execution projected onto its sync steps is a skeleton execution. So, over the reachable skeleton states:
+the reference semantics (steps executed per sequence, values) reachable from it are exactly those with each sequence
+anywhere in its current segment, up to and including being about to run its next sync point: non-blocking steps are
+always enabled and commute with every step, and a full execution projected onto its sync steps is a skeleton execution.
+So, over the reachable skeleton states:
 
 * `deadlock`: no sync point can pass and some sequence has one left (every sequence then sits at its sync point: a
   wait or a poll whose condition does not hold, or a launch not submitted);
@@ -97,16 +98,27 @@ def _cut(u: Unrolled, i: int, after: Optional[dict[int, int]]) -> tuple[list[tup
     k, idx = divmod(p, L)
     op = s.ops[idx]
     if i and idx == 0 and s.gate >= 0 and u.gate_pos(i, k + 1):
-      sy.append((GATE, None, None, p)); sg.append(cur); cur = []
-    if op[0] in (WAIT, WRITE): sy.append((op[0], op[1], u.value(op, k + 1, i == 0), p)); sg.append(cur); cur = []
-    elif op[0] == SUBMIT: sy.append((SUBMIT, None, None, p)); sg.append(cur); cur = []
+      sy.append((GATE, None, None, p))
+      sg.append(cur)
+      cur = []
+    if op[0] in (WAIT, WRITE):
+      sy.append((op[0], op[1], u.value(op, k + 1, i == 0), p))
+      sg.append(cur)
+      cur = []
+    elif op[0] == SUBMIT:
+      sy.append((SUBMIT, None, None, p))
+      sg.append(cur)
+      cur = []
     elif op[0] == POLL:
       cur.append((p + 1, (op[6],), _POLLED))
-      sy.append((POLL, nsig + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), p)); sg.append(cur); cur = []
+      sy.append((POLL, nsig + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), p))
+      sg.append(cur)
+      cur = []
     elif op[0] == ACCESS and len(op) > 2:
       cur.append((p + 1, op[1], _STORED))
       sy.append((STORE, tuple((nsig + u.slot(c, pin, k + 1), keep, bits[k]) for c, pin, keep, bits in op[2]), None, p))
-      sg.append(cur); cur = []
+      sg.append(cur)
+      cur = []
     elif op[0] == ACCESS and op[1] and k + 1 not in idle.get(idx, ()): cur.append((p + 1, op[1], _PLAIN))  # idle: writes nothing
     if after is not None: after[p + 1] = len(sy)
   sg.append(cur)
@@ -201,7 +213,9 @@ class _Search:
     for i, (kind, s, v, p) in at:
       if kind == WAIT or kind == POLL:
         k, n = self.key(i, p + 1), self.launch(i, p + 1)
-        if k not in self.dl_best or n < self.dl_best[k]: self.dl_best[k] = n; better = True
+        if k not in self.dl_best or n < self.dl_best[k]:
+          self.dl_best[k] = n
+          better = True
     if better: self.ex.deadlocks.append((done, vals))
 
   def _next(self, cnt: tuple, vals: tuple, i: int) -> tuple[tuple, tuple]:

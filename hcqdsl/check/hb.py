@@ -31,7 +31,7 @@ from typing import Optional, Sequence
 import attrs
 import numpy as np
 from ..ir import U32_MAX
-from .unroll import Unrolled, WAIT, WRITE, POLL, INT64_SAFE
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, SUBMIT, POLL, INT64_SAFE
 from .clocks import ClockRows, Clocks, ClockLimit, MAX_CLOCK_BYTES
 from .accesses import accesses, VisColumns
 
@@ -76,7 +76,7 @@ class Trace:
     visibility finding per statement, from `vis_found` (kind 0: the host's write with no HDP flush after it; 1: a
     stale L2 line A's access may have left; A None for kind 0)."""
     ops = self.ops
-    acc = lambda i, x, n: ops[i][x][1][n] if i >= 0 else None
+    def acc(i, x, n): return ops[i][x][1][n] if i >= 0 else None
     return {(i, x): (i, pp, acc(i, x, n), j, qq, acc(j, y, o), kd, k if k >= 0 else None, kq if k >= 0 else None, acc(k, z, r))
             for i, x, n, pp, j, y, o, qq, kd, k, z, r, kq in self.vis_found.rows()}
 
@@ -188,7 +188,7 @@ def _instances(u: Unrolled, big: int, KS: int) -> Optional[tuple[_Sync, _Sync]]:
         # the host's waits compare 64 bits (a value past 32 bits never passes), the packets 32
         v = np.where(v > U32_MAX, v, v & U32_MAX) if i == 0 and kd == WAIT else v & U32_MAX
         inst[kd].append((np.full(len(a), i, dtype=I64), pos, sg, v, (k * S + i) * big + pos))
-  cat = lambda xs: _Sync(*(np.concatenate(c) for c in zip(*xs))) if xs else _Sync(*(np.zeros(0, dtype=I64) for _ in range(5)))
+  def cat(xs): return _Sync(*(np.concatenate(c) for c in zip(*xs))) if xs else _Sync(*(np.zeros(0, dtype=I64) for _ in range(5)))
   return cat(inst[WAIT]), cat(inst[WRITE])
 
 def _guess(u: Unrolled, w: _Sync, KS: int) -> tuple[_Guess, np.ndarray]:
@@ -333,7 +333,9 @@ def _blocked(g: _Guess, ran: np.ndarray, w: _Waits, ev: _Events, ran_ev: list[in
   for i, e in enumerate(ran_ev):
     f = int(ev.first[i]) - 1 + e
     if f >= int(ev.first[i + 1]) - 1: continue
-    if ev.held[f] == ev.pos[f]: blocked[i] = "gate"; continue
+    if ev.held[f] == ev.pos[f]:
+      blocked[i] = "gate"
+      continue
     blocked[i] = "wait"
     lo, hi = np.searchsorted(w.seq, [i, i + 1])   # its waits, by position
     x = lo + int(np.searchsorted(w.pos[lo:hi], ev.pos[f]))
@@ -400,7 +402,7 @@ class _Loop:
     """Every sequence runs until it blocks; a write (store, submit) wakes the sequences it lets go on. Waits and writes,
     nearly every sync op, run here (this loop is the hot path of the programs it takes: no call per op), the others
     through the table `step`."""
-    step = (None, None, self._store, None, None, self._submit, self._poll)   # by op kind
+    step = {ACCESS: self._store, SUBMIT: self._submit, POLL: self._poll}   # (an ACCESS among the sync ops stores into polled words)
     sync, lens, N, sub, ready, envs, big = self.sync, self.lens, self.N, self.sub, self.ready, self.envs, self.big
     value, hv, hw, last_reset, last_wait, checks = self.value, self.hv, self.hw, self.last_reset, self.last_wait, self.checks
     lw_s, lw_p, waiters, prev, src, raise_, held, lvl = (self.lw_s, self.lw_p, self.waiters, self.prev, self.src, self.raise_,
@@ -410,7 +412,7 @@ class _Loop:
       k = self.launch[i]
       if k >= N: continue
       (sidx, so), L, v, c = sync[i], lens[i], self.cur[i], self.at[i]
-      hsub = sub[i][k][0] if i and sub[i][k] is not None else 0   # the host position this launch's submit joined
+      hsub = s0[0] if i and (s0 := sub[i][k]) is not None else 0   # the host position this launch's submit joined
       n, ib = len(so), i * big
       while k < N:   # one launch of this sequence per round, from sync op c until it blocks
         if c == 0 and i and self.started[i] <= k:   # (a queue blocked at its first op has its start row already)
@@ -435,7 +437,10 @@ class _Loop:
             if r is not None and r[0] != i and (r[0] or r[1] > hsub): checks.append((v, r[0], r[1], ("non-monotonic", r, (i, pos), s)))
             wj, wp, hr = hw[s][bisect_left(hv[s], need)]
             if wj >= 0 and wj != i:   # a join (`_join`, inline)
-              prev.append(v); src.append(hr); raise_.append(wj * big + wp); held.append(ib + pos + 1)
+              prev.append(v)
+              src.append(hr)
+              raise_.append(wj * big + wp)
+              held.append(ib + pos + 1)
               x, y = lvl[v], lvl[hr]
               lvl.append((x if x > y else y) + 1)
               v = len(lvl) - 1
@@ -452,7 +457,8 @@ class _Loop:
               hv[s], hw[s] = [val], [(i, pos, v)]
               last_reset[s] = (i, pos)
             else:
-              hv[s].append(val); hw[s].append((i, pos, v))
+              hv[s].append(val)
+              hw[s].append((i, pos, v))
             value[s], lw_s[s], lw_p[s] = val, i, pos
             wq = waiters[s]
             while wq and wq[0][0] <= val: ready.append(heappop(wq)[1])
@@ -467,7 +473,10 @@ class _Loop:
 
   def _join(self, v: int, src: int, raised: int, held: int) -> int:
     """A new row: row v joined with row src, column and value `raised` (packed), holding from `held` (packed)."""
-    self.prev.append(v); self.src.append(src); self.raise_.append(raised); self.held.append(held)
+    self.prev.append(v)
+    self.src.append(src)
+    self.raise_.append(raised)
+    self.held.append(held)
     x, y = self.lvl[v], self.lvl[src]
     self.lvl.append((x if x > y else y) + 1)
     return len(self.lvl) - 1
@@ -480,7 +489,8 @@ class _Loop:
       return None
     hsub, hr = s
     v = self._join(v, hr, hsub, i * self.big + k * self.lens[i] + 1)
-    self.starts.append(v); self.started[i] = k + 1
+    self.starts.append(v)
+    self.started[i] = k + 1
     return v, hsub
 
   # each step of the other sync ops: sequence i's op at position pos of launch k (0-based), its current row v and the
@@ -541,8 +551,8 @@ class _Loop:
     blocked = self._blocked(done)
     self._poll_checks()
     rz = np.frombuffer(self.raise_, dtype=I64)
-    rows = ClockRows(*(np.frombuffer(x, dtype=I64) for x in (self.prev, self.src)), rz // big, rz % big,
-                     *(np.frombuffer(x, dtype=I64) for x in (self.lvl, self.held)))
+    prev, src, level, held = (np.frombuffer(x, dtype=I64) for x in (self.prev, self.src, self.lvl, self.held))
+    rows = ClockRows(prev, src, rz // big, rz % big, level, held)
     C = rows.build(S)
     violations = []
     if self.checks:
@@ -559,7 +569,9 @@ class _Loop:
     u, blocked = self.u, {}
     for i in range(self.S):
       if self.launch[i] >= self.N: continue
-      if self.gate_blocked[i]: blocked[i] = "gate"; continue
+      if self.gate_blocked[i]:
+        blocked[i] = "gate"
+        continue
       op = u.seqs[i].ops[done[i] % self.lens[i]]
       if op[0] == POLL:
         blocked[i] = "poll"

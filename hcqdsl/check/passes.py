@@ -11,7 +11,8 @@ from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 if TYPE_CHECKING: from .accesses import VisColumns
 
-__all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
+__all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis",
+           "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags",
            "word_name"]
 
@@ -109,7 +110,8 @@ class OverflowAnalysis(Pass):
             what = ("epoch" if isinstance(st, Epoch) else f"poll {u.cell_name(op[1])}" if op[0] == POLL else
                     f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}")
             out.append(Diagnostic("overflow", f"{_expr(op)} = {raw} in launch {k} ({op[2]} = {u.envs[k - 1][op[2]]}) "
-                                  f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} 0..{top} ({what} in {_who(u, s.index)})",
+                                  f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} "
+                                  f"0..{top} ({what} in {_who(u, s.index)})",
                                   st.span if st is not None else None, extra={"launch": k, "value": raw}))
             break
     return out
@@ -168,13 +170,19 @@ def _components(succ: dict) -> dict:
   for root in succ:
     if root in index: continue
     work = [(root, iter(succ[root]))]
-    index[root] = low[root] = n; n += 1; stack.append(root); on.add(root)
+    index[root] = low[root] = n
+    n += 1
+    stack.append(root)
+    on.add(root)
     while work:
       v, it = work[-1]
       w = next(it, None)
       if w is not None:
         if w not in index:
-          index[w] = low[w] = n; n += 1; stack.append(w); on.add(w)
+          index[w] = low[w] = n
+          n += 1
+          stack.append(w)
+          on.add(w)
           work.append((w, iter(succ[w])))
         elif w in on: low[v] = min(low[v], index[w])
         continue
@@ -183,7 +191,9 @@ def _components(succ: dict) -> dict:
       if low[v] == index[v]:
         members = []
         while True:
-          w = stack.pop(); on.discard(w); members.append(w)
+          w = stack.pop()
+          on.discard(w)
+          members.append(w)
           if w == v: break
         c = frozenset(members)
         for w in members: comp[w] = c
@@ -221,7 +231,9 @@ class _Stuck:
     future = _future(u, state, done, values)
     edges: dict[int, list[tuple[int, int]]] = {}
     for i, st in state.items():
-      if st[0] == "gate": edges[i] = [(0, st[2])]; continue
+      if st[0] == "gate":
+        edges[i] = [(0, st[2])]
+        continue
       edges[i] = []
       ok = (lambda v, need=st[2]: v & need[1] == need[0]) if st[0] == "poll" else (lambda v, need=st[2]: v >= need)
       for j in state:
@@ -242,8 +254,12 @@ class _Stuck:
       nxt = []
       for a in frontier:
         for b, _ in self.edges.get(a, ()):
-          if b == i: last = a; break
-          if b not in prev and b in self.state: prev[b] = a; nxt.append(b)
+          if b == i:
+            last = a
+            break
+          if b not in prev and b in self.state:
+            prev[b] = a
+            nxt.append(b)
         if last is not None: break
       frontier = nxt
     path = None
@@ -267,7 +283,9 @@ class _Stuck:
       if self.cycle(a): return frozenset(self.key(h) for h in self.comp[a]), a
       if self.state[a][0] != "gate" and not self.edges[a]: return frozenset([_key(self.u, a, self.state[a][3])]), a
       for b, _ in self.edges.get(a, ()):
-        if b not in seen and b in self.state: seen.add(b); frontier.append(b)
+        if b not in seen and b in self.state:
+          seen.add(b)
+          frontier.append(b)
     return frozenset([_key(self.u, i, self.state[i][3])]), i
 
   def cond(self, st: tuple) -> str:
@@ -382,7 +400,9 @@ class DeadlockAnalysis(Pass):
       k, d, grp, root = best[key]
       if roots.get(grp) is d: continue
       # a cause whose own members are reported elsewhere (or are queues not submitted): its first wait reports it
-      if grp not in roots: roots[grp] = d; continue
+      if grp not in roots:
+        roots[grp] = d
+        continue
       r = roots[grp]
       if any(x.span == d.span for x in r.related): continue  # a member of the cycle: already a hop of its report
       roots[grp] = attrs.evolve(r, related=r.related + (Related(f"{d.extra['queue']} also waits forever for "
@@ -511,7 +531,7 @@ class NonMonotonicAnalysis(Pass):
     for uses in by.values():
       w, o, cur, new = uses[0]
       s = _sig(u, _op(u, *w)[1])
-      use = lambda o: "wait on" if _op(u, *o)[0] == WAIT else "write"
+      def use(o): return "wait on" if _op(u, *o)[0] == WAIT else "write"
       frm = f" from {cur} to {new}" if cur is not None else ""
       related, seen = [], set()
       for _, o2, _, _ in uses:

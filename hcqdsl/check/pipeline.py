@@ -21,7 +21,7 @@ MAX_STATES = 500_000
 
 def _why(u: Unrolled, v) -> str:
   code, a, b, s = v
-  who = lambda i: "the host" if i == 0 else u.seqs[i].name
+  def who(i): return "the host" if i == 0 else u.seqs[i].name
   if code == "poll":   # a store not ordered against the poll changes whether it passes
     return (f"{who(a[0])}'s poll at {u.line(*a)} and {who(b[0])}'s store into {word_name(u, s)} at {u.line(*b)} are not "
             f"ordered: whether the poll passes depends on the interleaving")

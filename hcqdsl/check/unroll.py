@@ -9,7 +9,8 @@ from typing import Callable, Optional, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice, Timestamp,
+from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
+                  Slice, Timestamp,
                   Expr, U32_MAX, DTYPES, epoch_wait)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
@@ -107,8 +108,12 @@ class Unrolled:
           kind, sig, var, off = (np.fromiter(m, dtype=_I64, count=n) for m in (
             map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)),
             map(itemgetter(3), ops)))
-        except OverflowError: ok = False; break
-        if n and np.abs(off).max() >= INT64_SAFE: ok = False; break
+        except OverflowError:
+          ok = False
+          break
+        if n and np.abs(off).max() >= INT64_SAFE:
+          ok = False
+          break
         cols.append((at, kind, sig, var, off))
       self._sync = (E, cols) if ok else ()
     return self._sync or None
@@ -227,7 +232,9 @@ class AccessTable:
         for n, (l1, h1, r) in enumerate(rs):   # sorted by start: the ranges starting before h1 overlap it
           for l2, h2, r2 in rs[n + 1:]:
             if l2 >= h1: break
-            if l1 < h1 and l2 < h2: nbs[r].append(r2); nbs[r2].append(r)
+            if l1 < h1 and l2 < h2:
+              nbs[r].append(r2)
+              nbs[r2].append(r)
       cnt = _col(map(len, nbs))
       flat = _col(chain.from_iterable(nbs))
     counts, entries = [cnt], [flat]
@@ -341,7 +348,8 @@ class _Lowering:
     statements are told apart by exact type and nothing is called per statement that need not be)."""
     ops: list[tuple] = []
     app = ops.append
-    sig_id, binfo, kmodes, rebound, kcode, explicit, access = self.sig_id, self.binfo, self.kmodes, self.rebound, self.kcode, self.explicit, self.access
+    sig_id, binfo, kmodes, rebound = self.sig_id, self.binfo, self.kmodes, self.rebound
+    kcode, explicit, access = self.kcode, self.explicit, self.access
     def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
       if not 0 < sl.launch <= self.nlists.get(sl.buffer.name, 0): return   # no such memory: the static `bounds` error says so
       self.pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
@@ -366,7 +374,9 @@ class _Lowering:
       elif t is Poll:
         src = st.src
         bi = binfo.get(src.buffer.name)
-        if bi is None: app(_NOP); continue
+        if bi is None:
+          app(_NOP)
+          continue
         lo = 0 if src.start is None else src.start
         if src.launch is not None: pin(src, 0)
         v = st.value
@@ -404,7 +414,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   u = Unrolled(program, launches, envs, seqs, program.signals, lw.buffers, host.span if host is not None else None)
   if idle: u.idle[0] = idle
   for (b, lo), c in lw.cells.items():   # initial values: the buffer's data (a rebound buffer's: each launch's)
-    u.cells.append((b, lo)); u.cell_slot.append(len(u.cell_init))
+    u.cells.append((b, lo))
+    u.cell_slot.append(len(u.cell_init))
     bb = lw.buffers[b]
     for k in range(1, (max(launches, len(bb.launch_inits)) if bb.per_launch == "rebound" else 1) + 1):   # `x@k` past the launches too
       u.cell_init.append(int.from_bytes(_contents(bb, k)[lo:lo + 4].ljust(4, b"\0"), "little"))
@@ -436,18 +447,23 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
       for b in rewritten:
         x = buf_id[b.name]
         sv = lw.stores(x, 0, b.size, lambda k, b=b: _contents(b, k))
-        stmts.append(b); ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
+        stmts.append(b)
+        ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
     # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
     # then submits; an implicit submit is shown at the queue it submits
     for x in qs:
       for b in lw.kargs_of.get(seqs[x].name, ()):
         if lw.same.get(b): idle.setdefault(len(ops), lw.same[b])
-        stmts.append(st if st is not None else seqs[x].queue); ops.append((ACCESS, ((b, 0, 8, W),)))
+        stmts.append(st if st is not None else seqs[x].queue)
+        ops.append((ACCESS, ((b, 0, 8, W),)))
     for x in qs: seqs[x].gate = len(ops)
-    stmts.append(st); ops.append((SUBMIT, qs))
+    stmts.append(st)
+    ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
   if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
   for n, st in enumerate(body):
     if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
-    else: stmts.append(st); ops += lw.lower((st,), None)
+    else:
+      stmts.append(st)
+      ops += lw.lower((st,), None)
   return Seq(0, "host", None, None, stmts, ops), idle
