@@ -278,7 +278,7 @@ def test_manifest_kernel_that_is_no_object(here):
   assert cli("lift", "m.json") == (1, "", "hcqdsl: error: m.json: kernels[0]: expected an object, got int\n")
 
 def test_manifest_queue_file_read_is_bounded(here, monkeypatch):
-  import hcqdsl.lift.manifest as mf
+  import hcqdsl.lift.schema as mf
   monkeypatch.setattr(mf, "MAX_QUEUE_FILE", 1 << 20)
   m = _manifest()
   del m["queues"][1]["dwords"]

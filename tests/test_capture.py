@@ -191,7 +191,7 @@ def test_capture_without_amd_device(tmp_path):
 
 def test_capture_internal_error_is_not_the_script_line(tmp_path, monkeypatch):
   from hcqdsl.cli.capture import run_script
-  monkeypatch.setattr(Capture, "_register_alloc", Capture._read)  # a broken recorder: the wrong arguments inside hcqdsl
+  monkeypatch.setattr(Capture, "_register_alloc", Capture.read)  # a broken recorder: the wrong arguments inside hcqdsl
   script = tmp_path / "buf.py"
   script.write_text("from tinygrad.runtime.support.hcq import HCQBuffer\nHCQBuffer(0x1000, 16)\n")
   rc, err = run_script(script, "", [], Capture())

@@ -122,12 +122,7 @@ def functions(tree: ast.AST, prefix: str = ""):
 
 MAX_FUNCTION_LINES = 80
 # today's offenders, being split by the other branches of issue 32; this dict only shrinks
-LONG_FUNCTIONS = {
-  "hcqdsl/lift/manifest.py:load_manifest": "issue 32: lift/ rewrite (a declared manifest format, as amd/image.py's IMAGE)",
-  "hcqdsl/lift/manifest.py:lift_manifest": "issue 32: lift/ rewrite",
-  "hcqdsl/lift/manifest.py:_lift_capture": "issue 32: lift/ rewrite (458 lines: the capture lifter as one function)",
-  "hcqdsl/tinygrad/capture_hcq2.py:install": "issue 32: capture rewrite",
-}
+LONG_FUNCTIONS: dict[str, str] = {}
 
 def long_functions(files, root: pathlib.Path = ROOT) -> dict:
   out = {}
@@ -172,13 +167,6 @@ def private_uses(trees: dict) -> dict:
 
 # today's uses, with why; this dict only shrinks
 PRIVATE_USES = {
-  "hcqdsl/tinygrad/capture_hcq2.py:_saved": "issue 32: capture rewrite (hcq2 installs its wrappers through Capture's own list)",
-  "hcqdsl/tinygrad/capture_hcq2.py:_step": "issue 32: capture rewrite (records a host step through Capture)",
-  "hcqdsl/tinygrad/capture_hcq2.py:_read": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_puts": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_note_signal": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_ring": "issue 32: capture rewrite",
-  "hcqdsl/tinygrad/capture_hcq2.py:_submitted": "issue 32: capture rewrite",
   "hcqdsl/runtime/isa/gfx11.py:_fields": "not ours: tinygrad's instruction classes' field list",
   "hcqdsl/runtime/isa/native.py:_name": "not ours: ctypes.CDLL's library name",
   "hcqdsl/tinygrad/capture_nv.py:_q": "not ours: tinygrad's HWQueue command dwords (what NVCommandQueue._submit_to_gpfifo submits)",

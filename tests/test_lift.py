@@ -450,3 +450,23 @@ def test_ring_without_pointers_keeps_straddling_packets_as_comments():
     "# @27: RAW: cannot lift (truncated: RELEASE_MEM needs 7 body dwords, 4 left): c0064900 0070f514 20000000 00000010 00001000"]
   assert [hcqdsl.lang.format.format_stmt(s) for s in q.body] == \
     ["wait s_100000000000 >= 27", "signal s_100000000010 = 27", "wait s_100000000000 >= 1"]
+
+def test_docs_describe_the_manifest():
+  """docs/lift.md lists the manifest's keys as lift/schema.py's MANIFEST declares them (describe())."""
+  from hcqdsl.lift.schema import describe
+  assert describe() in (pathlib.Path(__file__).resolve().parents[1] / "docs" / "lift.md").read_text()
+
+def test_capture_writes_what_the_declaration_reads():
+  """encode (the writer) and load_manifest (the reader) meet in MANIFEST: a record written is read back."""
+  from hcqdsl.lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
+  m = encode(MANIFEST.fields, {"format": MANIFEST_KIND, "version": MANIFEST_VERSION,
+                               "devices": [{"name": "gpu0", "index": 0, "arch": "gfx1100", "_dev": 1}],
+                               "queues": [{"name": "q", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": [0xc0001000, 0]}],
+                               "signals": [{"addr": 1 << 40, "value": 5}], "memory": [{"addr": 0x1000, "hex": b"\x01\x02", "step": 0}],
+                               "host": [{"op": "submit", "queue": "q", "start": 0, "length": 2, "signals": {1 << 40: 5}},
+                                        {"op": "write", "addr": 0x1000, "hex": b"\x03", "staged": True}]})
+  assert m["devices"] == [{"name": "gpu0", "index": 0, "arch": "gfx1100"}] and m["signals"] == [{"addr": "0x10000000000", "value": 5}]
+  assert m["queues"][0]["dwords"] == "c0001000 00000000" and m["host"][0]["signals"] == {"0x10000000000": 5}
+  r = load_manifest(m)
+  assert r.queues[0].dwords == [0xc0001000, 0] and r.signals[1 << 40]["value"] == 5 and r.steps == [(0x1000, b"\x01\x02", 0), (0x1000, b"\x03", 2)]
+  assert r.host[1] == {"op": "write", "addr": 0x1000, "data": b"\x03", "size": 1, "staged": True}

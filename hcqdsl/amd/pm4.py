@@ -30,6 +30,9 @@ WAIT_FUNCTIONS = {getattr(pm4_nv, f"PACKET3_WAIT_REG_MEM__FUNCTION__{name}"): op
 FUNC_GE = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__GREATER_THAN_OR_EQUAL_REFERENCE_VALUE   # the one .hcq waits use
 FUNC_EQ = pm4_nv.PACKET3_WAIT_REG_MEM__FUNCTION__EQUAL_TO_THE_REFERENCE_VALUE   # the one .hcq polls use (poll_bit)
 EVENT_INDEX_CS_PARTIAL_FLUSH = pm4_nv.PACKET3_EVENT_WRITE__EVENT_INDEX__CS_PARTIAL_FLUSH
+# RELEASE_MEM's data_sel: what the packet stores (the 32-bit value, 64 bits, the GPU clock: `timestamp`)
+DATA_SEL_32, DATA_SEL_64, DATA_SEL_CLOCK = (pm4_nv.data_sel__mec_release_mem__send_32_bit_low, pm4_nv.data_sel__mec_release_mem__send_64_bit_data,
+                                            pm4_nv.data_sel__mec_release_mem__send_gpu_clock_counter)
 POLL_INTERVAL = 4  # WAIT_REG_MEM poll interval tinygrad uses
 
 class PM4:

@@ -1,20 +1,21 @@
 """Images back to .hcq: `lift_image` recovers the whole program an image was compiled from (names, vars, host steps,
 kernels and expects from its metadata, queue statements from its packets); `lift_queue` / `as_hcq` only the queue
 statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
-The statement lifter (`lift_group`) is shared with the lifting of raw dumps (lift/manifest.py)."""
+The statement lifter (`lift_group`) is shared with the lifts of raw dumps and captures (lift/raw.py, lift/captured.py)."""
 from __future__ import annotations
 import pathlib, struct
 from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES, epoch_wait, timeline_of, epoch_of,
-                  NV_ARCHS, vendor_of)
+                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
+                  epoch_wait, timeline_of, epoch_of, NV_ARCHS, vendor_of)
 from ..amd.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
-from ..amd.pm4 import FUNC_GE, FUNC_EQ
+from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_CLOCK
 from ..nv import lift as nv_lift
+from .packets import field_at, DATA_BYTES
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
            "lifted_program", "trimmed_data", "Unliftable", "attach_comments"]
@@ -35,7 +36,8 @@ def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Opt
   def piece(n: str, base: int, sz: int, k: Optional[int] = None) -> Slice:
     lo = addr - base
     return Slice(Ref(n), launch=k) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k)
-  inside = lambda base, sz: base <= addr and addr + size <= base + sz
+  def inside(base, sz):
+    return base <= addr and addr + size <= base + sz
   per = {n: img.var_values[f"{n}.addr"] for n in img.buffers if img.var_values.get(f"{n}.addr")}
   if patched:
     for n, (a, sz) in img.buffers.items():
@@ -57,91 +59,119 @@ def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
   data = dict(img.data)
   params = k.get("params") or []
   for i, a in enumerate(kr.meta["args"]):
-    if a is not None: yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4]); continue
+    if a is not None:
+      yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4])
+      continue
     off = params[i][2]
-    if (p := mem.get(ka + off)) is not None: yield Expr(Ref(p.var) if p.var else None, p.add); continue
+    if (p := mem.get(ka + off)) is not None:
+      yield Expr(Ref(p.var) if p.var else None, p.add)
+      continue
     raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
     yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
 
 def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
   """The statements a group of packets (one statement's, or one packet without a source map) stands for. Raises
   Unliftable when it stands for none."""
-  patches = {p.offset: p for p in q.patches}
-  def expr(off: int, v: int) -> Expr:
-    p = patches.get(off)
-    return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
-  def wait(sig_addr: int, off: int, v: int, func: int = FUNC_GE, mask: int = U32_MAX):
-    if func == FUNC_EQ and engine == "compute": return poll(sig_addr, off, v, mask)
-    if func != FUNC_GE or mask != U32_MAX:   # only tinygrad's compute queue has poll_bit
-      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit"
-                       + (", and a `poll` (`==`) runs on compute queues only (tinygrad's AMDCopyQueue has no poll_bit)" if engine != "compute" else ""))
-    name = _signal_at(img, sig_addr)
-    if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
-    e = expr(off, v)
-    return Epoch() if (w := Wait(Ref(name), e)) == epoch_wait(q.device) else w
-  def poll(addr: int, off: int, v: int, mask: int):
-    """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
-    if (name := _signal_at(img, addr)) is not None:
-      raise Unliftable(f"masked poll (mask {mask:#x}) of signal {name}: a `poll` reads a buffer's word, and a `wait` compares `>=`")
-    sl = _buffer_slice(img, addr, POLL_SIZE, off - 2 in patches)
-    if sl is None: raise Unliftable(f"poll of {addr:#x}, which is in no buffer")
-    return Poll(sl, mask, expr(off, v))
-  def sig(addr: int) -> str:
-    if (name := _signal_at(img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
-    return name
-  def write(addr: int, size: int, at: int, value_at: int, v: int):
-    """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
-    sl = _buffer_slice(img, addr, size, at in patches)
-    if sl is None: raise Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
-    return [Write(sl, expr(value_at, v))]
-  names = [p.name for p in pk]
-  f = [p.fields for p in pk]
   if any(p.note for p in pk): raise Unliftable(pk[0].note or "raw packet")
-  if engine == "compute":
+  g = _Group(img, q, engine)
+  out = g.compute(pk) if engine == "compute" else g.copy(pk)
+  if out is None: raise Unliftable("packets " + ", ".join(p.name for p in pk) + " are no .hcq statement")
+  return out
+
+class _Group:
+  """Lifts one group of packets of queue `q`; a dword the queue patches per launch is its var's expression. Where a
+  field sits in its packet is the decoders' (packets.field_at), as the patch table's offsets are."""
+  def __init__(self, img: Image, q: QueueImage, engine: str):
+    self.img, self.q, self.engine, self.patches = img, q, engine, {p.offset: p for p in q.patches}
+
+  def at(self, p, field: str) -> int:
+    """The dword offset of packet `p`'s `field` in the queue."""
+    return p.offset + field_at(self.engine, self.q.arch, p.name, field)
+
+  def expr(self, off: int, v: int) -> Expr:
+    p = self.patches.get(off)
+    return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
+
+  def compute(self, pk: list) -> Optional[list]:
+    names, f = [p.name for p in pk], [p.fields for p in pk]
     if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1:
-      return [wait(f[0]["addr"], pk[0].offset + 4, f[0]["reference"], f[0]["function"], f[0]["mask"])]
+      return [self.wait(pk[0], f[0]["addr"], "reference", f[0]["function"], f[0]["mask"])]
     if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
-    if names == ["RELEASE_MEM"] and f[0]["data_sel"] in (1, 2) and not f[0].get("cache_action") and not f[0].get("int_sel"):
-      return write(f[0]["addr"], 4 * f[0]["data_sel"], pk[0].offset + 3, pk[0].offset + 5, f[0]["data_lo"])  # no cache action: HWQueue.write
-    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 1: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 5, f[0]["data_lo"]))]
-    if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == 3:
-      return [Timestamp(Ref(sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] in DATA_BYTES and not f[0].get("cache_action") and not f[0].get("int_sel"):
+      return self.write(pk[0], f[0]["addr"], DATA_BYTES[f[0]["data_sel"]], "addr_lo", "data_lo")   # no cache action: HWQueue.write
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == DATA_SEL_32:
+      return [SignalWrite(Ref(self.sig(f[0]["addr"])), self.expr(self.at(pk[0], "data_lo"), f[0]["data_lo"]))]
+    if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == DATA_SEL_CLOCK:
+      return [Timestamp(Ref(self.sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
     # hcq2's timestamp (extra/hcq2/ops_amd2.py pm4_timestamp): the GPU clock by one RELEASE_MEM, no cache action
-    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == 3: return [Timestamp(Ref(sig(f[0]["addr"] - TIMESTAMP_OFFSET)))]
-    if "DISPATCH_DIRECT" in names:
-      regs = {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
-      pgm, user, start = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0"), regs.get("regCOMPUTE_START_X")
-      if not pgm or not user or len(user) < 2 or not start or len(start) < 6: raise Unliftable("dispatch without program/user data")
-      prog = ((pgm[1] << 32) | pgm[0]) << 8
-      k = next((k for k in img.kernels if k["prog_addr"] == prog), None)
-      ka = (user[-1] << 32) | user[-2]
-      kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
-      if k is None or kr is None: raise Unliftable(f"dispatch of unknown program {prog:#x}")
-      args = tuple(_args(img, q, k, kr, ka))
-      d = f[names.index("DISPATCH_DIRECT")]
-      di = pk[names.index("DISPATCH_DIRECT")].offset
-      sx = next(p for p in pk if p.name == "SET_SH_REG" and p.fields["reg"] == "regCOMPUTE_START_X").offset
-      def dims(vals, at):  # launch dims: patched dwords are expressions over vars
-        out = [expr(at + j, v) for j, v in enumerate(vals)]
-        return tuple(e if e.var is not None else e.offset for e in out)
-      grid, block = dims((d["dim_x"], d["dim_y"], d["dim_z"]), di + 1), dims(tuple(start[3:6]), sx + 5)
-      return [Exec(Ref(k["name"]), args, None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)]
-  else:
+    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == DATA_SEL_CLOCK: return [Timestamp(Ref(self.sig(f[0]["addr"] - TIMESTAMP_OFFSET)))]
+    if "DISPATCH_DIRECT" in names: return [self.exec(pk)]
+    return None
+
+  def copy(self, pk: list) -> Optional[list]:
+    names, f = [p.name for p in pk], [p.fields for p in pk]
     if not pk: return [Barrier()]  # the only statement with no SDMA packets
-    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1:
-      return [wait(f[0]["addr"], pk[0].offset + 3, f[0]["value"], f[0]["func"], f[0]["mask"])]
-    if names == ["FENCE"]: return [SignalWrite(Ref(sig(f[0]["addr"])), expr(pk[0].offset + 3, f[0]["data"]))]
-    if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
+    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [self.wait(pk[0], f[0]["addr"], "value", f[0]["func"], f[0]["mask"])]
+    if names == ["FENCE"]: return [SignalWrite(Ref(self.sig(f[0]["addr"])), self.expr(self.at(pk[0], "data"), f[0]["data"]))]
+    if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(self.sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
     if names == ["WRITE_UNTILED"] and f[0]["count"] in (0, 1):
-      return write(f[0]["dst_addr"], 4 * (f[0]["count"] + 1), pk[0].offset + 1, pk[0].offset + 4, f[0]["data0"])
+      return self.write(pk[0], f[0]["dst_addr"], 4 * (f[0]["count"] + 1), "dst_addr_31_0", "data0")
     if names and all(n == "COPY_LINEAR" for n in names):
-      src, dst = f[0]["src_addr"], f[0]["dst_addr"]
-      size = sum(x["count"] + 1 for x in f)
-      at = pk[0].offset
-      s, d = _buffer_slice(img, src, size, at + 3 in patches), _buffer_slice(img, dst, size, at + 5 in patches)
+      size, img = sum(x["count"] + 1 for x in f), self.img
+      s = _buffer_slice(img, f[0]["src_addr"], size, self.at(pk[0], "src_addr_31_0") in self.patches)
+      d = _buffer_slice(img, f[0]["dst_addr"], size, self.at(pk[0], "dst_addr_31_0") in self.patches)
       if s is None or d is None: raise Unliftable("copy outside every buffer")
       return [Copy(d, s)]
-  raise Unliftable("packets " + ", ".join(names) + " are no .hcq statement")
+    return None
+
+  def wait(self, p, sig_addr: int, value: str, func: int = FUNC_GE, mask: int = U32_MAX):
+    """A `wait` (`>=` on every bit), or on a compute queue tinygrad's poll_bit (`==` under a mask): a `poll`."""
+    off, v = self.at(p, value), p.fields[value]
+    if func == FUNC_EQ and self.engine == "compute": return self.poll(p, sig_addr, off, v, mask)
+    if func != FUNC_GE or mask != U32_MAX:   # only tinygrad's compute queue has poll_bit
+      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit"
+                       + (", and a `poll` (`==`) runs on compute queues only (tinygrad's AMDCopyQueue has no poll_bit)"
+                          if self.engine != "compute" else ""))
+    name = _signal_at(self.img, sig_addr)
+    if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
+    return Epoch() if (w := Wait(Ref(name), self.expr(off, v))) == epoch_wait(self.q.device) else w
+
+  def poll(self, p, addr: int, off: int, v: int, mask: int):
+    """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
+    if (name := _signal_at(self.img, addr)) is not None:
+      raise Unliftable(f"masked poll (mask {mask:#x}) of signal {name}: a `poll` reads a buffer's word, and a `wait` compares `>=`")
+    sl = _buffer_slice(self.img, addr, POLL_SIZE, self.at(p, "addr_lo") in self.patches)
+    if sl is None: raise Unliftable(f"poll of {addr:#x}, which is in no buffer")
+    return Poll(sl, mask, self.expr(off, v))
+
+  def sig(self, addr: int) -> str:
+    if (name := _signal_at(self.img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
+    return name
+
+  def write(self, p, addr: int, size: int, addr_field: str, value_field: str) -> list:
+    """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
+    sl = _buffer_slice(self.img, addr, size, self.at(p, addr_field) in self.patches)
+    if sl is None: raise Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
+    return [Write(sl, self.expr(self.at(p, value_field), p.fields[value_field]))]
+
+  def exec(self, pk: list) -> Exec:
+    """An `exec`: the program and kernel arguments from its SET_SH_REGs, the grid from DISPATCH_DIRECT, the
+    workgroup size from COMPUTE_NUM_THREAD_X..Z (the values after COMPUTE_START_X..Z)."""
+    img, regs = self.img, {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
+    pgm, user, start = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0"), regs.get("regCOMPUTE_START_X")
+    if not pgm or not user or len(user) < 2 or not start or len(start) < 6: raise Unliftable("dispatch without program/user data")
+    prog = ((pgm[1] << 32) | pgm[0]) << 8
+    k = next((k for k in img.kernels if k["prog_addr"] == prog), None)
+    ka = (user[-1] << 32) | user[-2]
+    kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
+    if k is None or kr is None: raise Unliftable(f"dispatch of unknown program {prog:#x}")
+    d = next(p for p in pk if p.name == "DISPATCH_DIRECT")
+    sx = next(p for p in pk if p.name == "SET_SH_REG" and p.fields["reg"] == "regCOMPUTE_START_X")
+    def dims(vals, at):  # launch dims: patched dwords are expressions over vars
+      return tuple(e if e.var is not None else e.offset for e in (self.expr(at + j, v) for j, v in enumerate(vals)))
+    grid = dims((d.fields["dim_x"], d.fields["dim_y"], d.fields["dim_z"]), self.at(d, "dim_x"))
+    block = dims(tuple(start[3:6]), sx.offset + sx.length - len(start) + 3)
+    return Exec(Ref(k["name"]), tuple(_args(img, self.q, k, kr, ka)), None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)
 
 def _statement_groups(q: QueueImage) -> list:
   """The packets of each statement: the image's source map groups them (a split copy stays one `copy`, the
@@ -186,12 +216,16 @@ def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
   next one; trailing comments stay strings (placed before `}` by queue_decl)."""
   out, pending = [], []
   for g, label in groups:
-    if isinstance(g, str): pending.append(g); continue
+    if isinstance(g, str):
+      pending.append(g)
+      continue
     try: stmts = lift_group(img, q, g, q.engine)
     except _CANNOT as e:
-      pending.append(_raw_comment(g, str(e), label)); continue
+      pending.append(_raw_comment(g, str(e), label))
+      continue
     for s in stmts:
-      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None)); pending = []
+      out.append(attrs.evolve(s, comments=tuple(pending), comment=f"# {label}" if label else None))
+      pending = []
   return out + pending
 
 def _raw_comment(g: list, why: str, label) -> str:
@@ -263,7 +297,8 @@ def _init_data(b: bytes) -> Data:
   return Data("u32", struct.unpack(f"<{len(b) // 4}I", b))
 
 def trimmed_data(b: bytes, size: int) -> Optional[Data]:
-  """Contents whose trailing zeros are implied (memory a capture read): without them, as u32 words unless the words would run past `size` bytes; None when all zero."""
+  """Contents whose trailing zeros are implied (memory a capture read): without them, as u32 words unless the words would
+  run past `size` bytes; None when all zero."""
   b = b.rstrip(b"\0")
   if not b: return None
   if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
@@ -273,11 +308,13 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
   same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets. A kernel with
   a real code object names its file (code_objects' names; in `code_dir`, relative to the program, when given)."""
-  region_of = lambda a: next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
+  def region_of(a):
+    return next((r for r in img.regions if r.addr <= a < r.addr + max(r.size, 1)), None)
   data = dict(img.data)
   decls: list = [Device(d["name"], vendor_of(d["arch"]), d["index"], d["arch"]) for d in img.devices]
   devs = {d["name"] for d in img.devices}
-  dev_ref = lambda r: Ref(r.device) if r is not None and r.device is not None else None
+  def dev_ref(r):
+    return Ref(r.device) if r is not None and r.device is not None else None
   rewrites: dict = {}
   for k, a, b in sorted(img.rewrites): rewrites.setdefault(a, []).append(b)
   for n, (a, size) in img.buffers.items():
@@ -291,23 +328,26 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
     if n in {timeline_of(d) for d in devs}: continue
     init = struct.unpack("<Q", data[a])[0] & U32_MAX if len(data.get(a, b"")) == 8 else 0
     decls.append(Signal(n, dev_ref(region_of(a)), init))
-  implicit = lambda v: v in {epoch_of(d) for d in devs} or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
+  def implicit(v):
+    return v in {epoch_of(d) for d in devs} or (v.endswith(".addr") and v[:-len(".addr")] in img.buffers)
   decls += [Var(v, tuple(img.var_values[v]) if v in img.var_values else None) for v in img.vars if not implicit(v)]
-  where = lambda name: name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)
+  def where(name):
+    return name if code_dir in (None, "", ".") else str(pathlib.PurePosixPath(pathlib.Path(code_dir).as_posix()) / name)
   seen, code = set(), {k: where(name) for k, (name, _) in _code_files(img).items()}
   for k in img.kernels:
     if k["name"] in seen: continue
     seen.add(k["name"])
     decls.append(Kernel(k["name"], tuple(Param(p[0], p[1]) for p in k["params"]), _impl(k["impl"], code.get(k["name"]))))
   # queues and the host block in source order (by their statements' lines), as the checker's reports depend on it
-  blocks, key = [], 0
+  blocks: list = []
+  key = 0
   for q in img.queues:
     key = next((s[2] for s in q.stmts if s[2]), key)
     if q.arch in NV_ARCHS: items = attach_comments(nv_lift.lift_queue(img, q))   # methods and QMDs (hcqdsl.nv.lift)
     else: items = lift_statements(img, q, [(g, None) for g in _statement_groups(q)])
     blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, items)))
   if img.host:
-    body = []
+    body: list = []
     for h in img.host:
       if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
       elif h["op"] == "write":

@@ -2,7 +2,7 @@
 every host step in one launch, each submission a queue (named as its GPFIFO's: `comp_gpu0`, `comp_gpu0_2`, ...), its
 methods lifted by hcqdsl.nv.lift with the QMDs and constant banks as they were when it was submitted (an exec, its
 release semaphores, the QMD it launches), signals starting at the values they held when the capture first saw them.
-Folding repeated launches (TinyJit replays as `launch + c`, rebound inputs) is the AMD lift's (lift/manifest.py); an NV
+Folding repeated launches (TinyJit replays as `launch + c`, rebound inputs) is the AMD lift's (lift/captured.py); an NV
 capture lifts whole either way, with a note. Names are from addresses: `s_<addr>` signals, `D.timeline` (or `tl_D`),
 `b_<addr>` for each allocation a command touches (commands read and write byte ranges of it), kernels by tinygrad's
 names. Kernel arguments are constant bank 0's after the driver part (Target.args_offset): 8-byte pointers, then the

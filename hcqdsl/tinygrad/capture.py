@@ -11,12 +11,15 @@ same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it 
 from __future__ import annotations
 import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
+import attrs
 from ..ir import U32_MAX, POLL_SIZE
-from ..lift.manifest import MANIFEST_KIND, MANIFEST_VERSION
+from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
-from ..amd.pm4 import FUNC_EQ
+from ..amd.pm4 import FUNC_EQ, DATA_SEL_CLOCK
+from ..amd.layout import TIMESTAMP_OFFSET
+from ..lift.packets import DATA_BYTES
 
-__all__ = ["capture", "Capture", "NoAMDDevice", "user_frames"]
+__all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
 
 # the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
 # capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
@@ -35,12 +38,12 @@ def _tinygrad_dirs() -> tuple:
   dirs = [str(pathlib.Path(tinygrad.__file__).resolve().parent)]
   try:
     import test.mockgpu as mg  # tinygrad's mock GPU (a tinygrad checkout's test/ and extra/; a namespace package: no __file__)
-    root = pathlib.Path(mg.__file__ or next(iter(mg.__path__)) + "/__init__.py").resolve().parents[2]
+    root = pathlib.Path(mg.__file__ or str(next(iter(mg.__path__))) + "/__init__.py").resolve().parents[2]
     dirs += [str(root / "test" / "mockgpu"), str(root / "extra")]
   except Exception: pass
   for name in ("_pytest", "pluggy"):
     if (mod := sys.modules.get(name)) is not None and getattr(mod, "__file__", None):
-      dirs.append(str(pathlib.Path(mod.__file__).resolve().parent))
+      dirs.append(str(pathlib.Path(str(mod.__file__)).resolve().parent))
   return tuple(dirs)
 
 @functools.lru_cache(maxsize=4096)
@@ -64,8 +67,11 @@ class _Allocations:
   def __init__(self): self.starts, self.items = [], []
   def add(self, addr: int, size: int, info: dict):
     i = bisect.bisect_left(self.starts, addr)
-    if i < len(self.starts) and self.starts[i] == addr: self.items[i] = (addr, size, info); return
-    self.starts.insert(i, addr); self.items.insert(i, (addr, size, info))
+    if i < len(self.starts) and self.starts[i] == addr:
+      self.items[i] = (addr, size, info)
+      return
+    self.starts.insert(i, addr)
+    self.items.insert(i, (addr, size, info))
   def remove(self, addr: int):
     i = bisect.bisect_left(self.starts, addr)
     if i < len(self.starts) and self.starts[i] == addr: del self.starts[i], self.items[i]
@@ -73,6 +79,17 @@ class _Allocations:
     i = bisect.bisect_right(self.starts, addr) - 1
     if i >= 0 and self.items[i][0] <= addr < self.items[i][0] + self.items[i][1]: return self.items[i]
     return None
+
+@attrs.define(eq=False)
+class Ring:
+  """One hardware queue's ring as the capture saw it: the manifest's `queues[]` entry, and where reading resumes."""
+  name: str           # the manifest's queue name: comp_gpu0, copy1_gpu0
+  device: str         # the manifest's device name (gpu0)
+  target: str         # the device's arch (gfx1100)
+  engine: str         # compute (PM4) | copy (SDMA)
+  put: int            # the write pointer (the runtime's unit) up to which the ring has been recorded
+  key: object         # the runtime's queue object (kept alive so its id is not reused)
+  dwords: list = attrs.field(factory=list)   # every dword submitted, in order (submissions index into it)
 
 class Capture:
   """Installs the recording wrappers while active (`with Capture() as cap:`); `cap.manifest()` is the manifest dict,
@@ -84,7 +101,7 @@ class Capture:
   def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None):
     self.path, self.contents, self.stacks, self.on_step = path, contents, stacks, on_step
     self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
-    self.rings: dict = {}     # id(queue desc) -> {"name", "device", "target", "engine", "dwords", "_put"}
+    self.rings: dict = {}     # id(queue object) -> Ring
     self.host: list = []
     self.signals: dict = {}   # addr -> {"addr", "value", "device"?, "timeline"?, "mailbox"?}
     self.allocs = _Allocations()
@@ -97,53 +114,17 @@ class Capture:
     self._saved: list = []
     self._in_init = 0
     self._skip = ()
-    self._puts: dict = {}
+    self._puts: dict = {}     # id(queue object) -> its write pointer when the capture started
     self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
     self._unknown: set = set()
-    self._hcq2_images, self._hcq2_seen = None, 0
+    self.program_finders: list = []   # fn(prog addr) -> kernel record or None: a runtime's programs without objects (hcq2)
     self.graph_calls: list = []  # per HCQGraph call: {"step", "graph", "inputs": [[(addr, nbytes) per device] per input]}
     self._graphs: dict = {}      # id(HCQGraph) -> (index, the graph: kept so its id is not reused)
     self.arch_of = lambda dev: str(dev.arch)   # a device's arch as the manifest names it (a vendor's recorder may map it)
 
-  # ---- the recorder interface a vendor's recorder (VENDOR_RECORDERS) uses
-  def device(self, dev) -> str: return self._device(dev)
-  def add_allocation(self, buf, vram: Optional[bool] = None) -> None:
-    """Record an allocation (again), `vram` overriding what its flags say (an NV buffer's metadata has none)."""
-    self._register_alloc(buf)
-    try: a = self.allocs.find(int(buf.va_addr))
-    except (TypeError, ValueError, AttributeError): return
-    if a is not None and vram is not None: a[2]["vram"] = vram
-  def use(self, addr: int) -> Optional[tuple]: return self._use(addr)
-  def read(self, addr: int, n: int) -> Optional[bytes]: return self._read(addr, n)
-  def remember(self, addr: int, n: int, step: int) -> None: self._remember(addr, n, step)
-  def note_signal(self, addr: int, owner=None, timeline: bool = False) -> None: self._signal(addr, owner, timeline)
-  def record_step(self, ent: dict) -> None: self._step(ent)
-  def steps(self) -> int: return len(self.host)
-  def wrap(self, cls, name: str, before=None, after=None) -> None: self._wrap(cls, name, before, after)
-  def replace(self, cls, name: str, fn) -> None:
-    """cls.name = fn while recording (fn.__wrapped__ should be the original), restored when the capture ends."""
-    self._saved.append((cls, name, cls.__dict__[name]))
-    setattr(cls, name, fn)
-  def add_kernel(self, addr: int, name: str, lib: bytes, signature: list, prg=None) -> None:
-    self.kernels[addr] = {"name": name, "lib": lib, "signature": signature, "kernargs": 0, "_prg": prg}
-    if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
-  def sig_entry(self, s) -> dict: return self._sig_entry(s)
-  def ring(self, key, dev, engine: str, idx: int) -> dict:
-    """The manifest queue of a ring (`key`: what identifies it), named as classic AMD's are (comp_gpu0, copy0_gpu0)."""
-    if id(key) not in self.rings:
-      dname = self._device(dev)
-      self.rings[id(key)] = {"name": f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", "device": dname,
-                             "target": self.arch_of(dev), "engine": engine, "dwords": [], "_put": 0, "_desc": key}
-    return self.rings[id(key)]
-  def submitted(self, ring: dict, dw: list, signals: dict) -> None:
-    """A submission of `dw` to `ring` (what it refers to already recorded), with the values of the signals it names."""
-    ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}
-    if signals: ent["signals"] = signals
-    ring["dwords"] += dw
-    self._step(ent)
-
   # ---- what tinygrad objects tell us
-  def _device(self, dev) -> str:
+  def register_device(self, dev) -> str:
+    """The manifest's name of tinygrad device `dev` (gpuN, N its index), registered at its first use."""
     if id(dev) not in self.devices:
       name = str(getattr(dev, "device", "AMD"))
       index = getattr(dev, "device_id", None)
@@ -173,7 +154,7 @@ class Capture:
     except (AttributeError, TypeError, ValueError): return
     sig = []
     for s in getattr(prg, "signature", ()) or ():
-      try: sig.append(self._sig_entry(s))
+      try: sig.append(self.sig_entry(s))
       except Exception: sig.append({"name": None})
     self.kernels[addr] = {"name": str(prg.name), "lib": bytes(getattr(prg, "lib", b"") or b""), "signature": sig,
                           "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
@@ -189,99 +170,45 @@ class Capture:
     outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
     if not outs and not ins: return
     self._modes[id(rt)] = (outs, ins)
+    addr: Optional[int]
     try: addr = int(rt.prog_addr)
     except (AttributeError, TypeError, ValueError):   # (a program with no prog_addr, NV's: by the object recorded)
       addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
-    if addr in self.kernels: self._set_modes(addr, outs, ins)
+    if addr is not None and addr in self.kernels: self._set_modes(addr, outs, ins)
 
-  def _read(self, addr: int, n: int) -> Optional[bytes]:
+  def read(self, addr: int, n: int) -> Optional[bytes]:
     a = self.allocs.find(addr)
     if a is None or not a[2]["readable"] or n <= 0: return None
     n = min(n, a[0] + a[1] - addr)
     return ctypes.string_at(addr, n)
 
   def _read_u32(self, addr: int) -> int:
-    b = self._read(addr, 4)
+    b = self.read(addr, 4)
     return int.from_bytes(b, "little") if b and len(b) == 4 else 0
 
   def _read_u64(self, addr: int) -> Optional[int]:
-    b = self._read(addr, 8)
+    b = self.read(addr, 8)
     return int.from_bytes(b, "little") if b and len(b) == 8 else None
 
-  def _remember(self, addr: int, n: int, step: int) -> None:
+  def remember(self, addr: int, n: int, step: int) -> None:
     """Record `n` bytes at `addr` as read before host step `step` runs, unless they are what was recorded last."""
-    b = self._read(addr, n)
+    b = self.read(addr, n)
     if b is None: return
     if n > (1 << 16) and self.last.get((addr, n)) == b: return  # big and unchanged: the lift reads the last one
     self.last[(addr, n)] = b
     self.memory.append((addr, b, step))
 
-  def _use(self, addr: int) -> Optional[tuple]:
+  def use(self, addr: int) -> Optional[tuple]:
+    """The allocation holding `addr` (start, size, info), marked used: the manifest lists it (None: no allocation)."""
     a = self.allocs.find(addr)
     if a is None: return None
     owner = a[2]["owner"]
-    dev = self._device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
+    dev = self.register_device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
     self.used[a[0]] = (a[1], dev)
     return a
 
-  def _signal(self, addr: int, owner=None, timeline=False) -> None:
-    if addr in self.signals: return
-    ent: dict = {"addr": addr, "value": self._read_u64(addr) or 0}
-    if owner is not None and hasattr(owner, "arch"):
-      ent["device"] = self._device(owner)
-      if timeline: ent["timeline"] = True
-    self.signals[addr] = ent
-
-  def _note_signal(self, addr: int, dev, timeline: bool = False) -> None:
-    """A signal an hcq2 host program or wait names (hcq2's timeline is the device's `signal("timeline")` buffer)."""
-    if addr in self.signals: return
-    try: timeline = timeline or addr == int(dev.signal("timeline")._buf.va_addr)
-    except Exception: pass
-    self._signal(addr, dev, timeline)
-
-  def _hcq2_program(self, prog: int) -> Optional[dict]:
-    """hcq2 has no AMDProgram objects: a program is its ELF image loaded into a buffer. Match the code at `prog`
-    against the images of ops_amd2's program cache (name, code object, arguments: tinygrad's ProgramInfo)."""
-    mod = sys.modules.get("extra.hcq2.ops_amd2")
-    if mod is None: return None
-    cache = getattr(mod, "_amd_program_cache", {})
-    if self._hcq2_images is None or self._hcq2_seen != len(cache):  # programs compiled since the last look
-      from tinygrad.runtime.support.elf import elf_loader
-      self._hcq2_images, self._hcq2_seen = [], len(cache)
-      for (lib, _), prg in list(cache.items()):
-        try:
-          image, _, relocs = elf_loader(lib)
-          for off, sym, typ, add in relocs:
-            if typ == 5: image[off:off + 8] = (sym - off + add).to_bytes(8, "little", signed=True)
-          data, info = prg.arg
-          self._hcq2_images.append((bytes(image), data, info, lib))
-        except Exception: continue
-    for image, data, info, lib in self._hcq2_images:
-      start = prog - data.entry_point_offset
-      if self._read(start, len(image)) != image: continue
-      outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
-      mode = lambda i: "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
-      # the argument shapes are the PROGRAM's (its TinyELF signature, as classic HCQ's AMDProgram has them): the PROGRAM
-      # whose code this is, before ops_amd2 swapped its source for the loaded image
-      sig = None
-      from tinygrad.uop.ops import UOpMetaClass, Ops
-      for ref in list(UOpMetaClass.ucache.values()):
-        u = ref()
-        if u is None or u.op is not Ops.PROGRAM or len(u.src) < 4 or getattr(u.src[3], "arg", None) != lib: continue
-        try: sig = [self._sig_entry(s) for s in u.to_elf().signature]
-        except Exception: sig = None
-        if sig is not None: break
-      if sig is not None:
-        for i, s in enumerate(x for x in sig if x.get("name") is None): s["mode"] = mode(i)
-      else:
-        sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
-        sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"} for i, v in enumerate(getattr(info, "vars", ()))]
-      name = getattr(info, "function_name", None) or getattr(info, "name", f"k_{prog:x}")   # tinygrad's name without its colors
-      return {"name": str(name), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
-    return None
-
   @staticmethod
-  def _sig_entry(s) -> dict:
+  def sig_entry(s) -> dict:
     """One (name, slot, dtype, shape) of tinygrad's program signature: a buffer (name None) or a scalar, with its bytes."""
     name, _, dt, shape = s
     n = 1
@@ -297,9 +224,10 @@ class Capture:
     for p in dec.decode(dw):
       f = p.fields
       if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw and depth < 3 and f.get("ib_base") is not None:
-        b = self._read(f["ib_base"], 4 * f["ib_size"])
+        b = self.read(f["ib_base"], 4 * f["ib_size"])
         if b is not None and len(b) == 4 * f["ib_size"]:
-          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1); continue
+          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1)
+          continue
       out += list(p.dwords)
     return out
 
@@ -313,53 +241,56 @@ class Capture:
       f, n = p.fields, p.name
       addr = None
       if n == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == FUNC_EQ:   # poll_bit: a buffer's word
-        if self._use(f["addr"]) is not None and self.contents: self._remember(f["addr"], POLL_SIZE, step)
+        if self.use(f["addr"]) is not None and self.contents: self.remember(f["addr"], POLL_SIZE, step)
       elif n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
-      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2) and not f.get("cache_action") and not f.get("int_sel"):
-        self._use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
-      elif n == "WRITE_UNTILED": self._use(f["dst_addr"])
-      elif n == "RELEASE_MEM" and f.get("data_sel") in (1, 2): addr = f["addr"]
-      elif n == "RELEASE_MEM" and f.get("data_sel") == 3: addr = f["addr"] - 8
+      elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel"):
+        self.use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
+      elif n == "WRITE_UNTILED": self.use(f["dst_addr"])
+      elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES: addr = f["addr"]
+      elif n == "RELEASE_MEM" and f.get("data_sel") == DATA_SEL_CLOCK: addr = f["addr"] - TIMESTAMP_OFFSET   # a timestamp's signal
       elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]
       elif n == "FENCE": addr = f["addr"]
-      elif n == "TIMESTAMP_GET_GLOBAL": addr = f["write_addr"] - 8
+      elif n == "TIMESTAMP_GET_GLOBAL": addr = f["write_addr"] - TIMESTAMP_OFFSET
       elif n == "COPY_LINEAR":
         size = f["count"] + 1
         for a in (f["src_addr"], f["dst_addr"]):
-          if self._use(a) is not None and self.contents: self._remember(a, size, step)
+          if self.use(a) is not None and self.contents: self.remember(a, size, step)
       elif n == "SET_SH_REG": regs[f["reg"]] = f["values"]
       elif n == "DISPATCH_DIRECT":
         pgm, user = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0")
         if pgm and len(pgm) >= 2 and user and len(user) >= 2: self._dispatch((((pgm[1] << 32) | pgm[0]) << 8), (user[-1] << 32) | user[-2], step)
       if addr is not None and addr not in sigs:
         if addr not in self.signals and self.allocs.find(addr) is None: continue
-        if addr not in self.signals: self._signal(addr)
+        if addr not in self.signals: self.register_signal(addr)
         if (v := self._read_u64(addr)) is not None: sigs[addr] = v
     return sigs
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
     if k is None and prog not in self._unknown:
-      if (h := self._hcq2_program(prog)) is not None: self.kernels[prog] = h
+      if (h := next((h for f in self.program_finders if (h := f(prog)) is not None), None)) is not None: self.kernels[prog] = h
       else:
         for obj in gc.get_objects():  # a program made while nothing was hooked (another thread, an odd path)
-          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog: self._register_program(obj); break
+          if type(obj).__name__ == "AMDProgram" and getattr(obj, "prog_addr", None) == prog:
+            self._register_program(obj)
+            break
       k = self.kernels.get(prog)
-      if k is None and "extra.hcq2.ops_amd2" not in sys.modules: self._unknown.add(prog)
+      if k is None and not self.program_finders: self._unknown.add(prog)   # (a finder's runtime may load it later)
     sig = k["signature"] if k else []
     nbufs = sum(1 for s in sig if s.get("name") is None)
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
-    blk = self._read(ka, size)
+    blk = self.read(ka, size)
     if blk is None: return
-    self._use(ka)
-    self.memory.append((ka, blk, step)); self.last[(ka, len(blk))] = blk
+    self.use(ka)
+    self.memory.append((ka, blk, step))
+    self.last[(ka, len(blk))] = blk
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
-      if (a := self._use(ptr)) is not None and self.contents:
+      if (a := self.use(ptr)) is not None and self.contents:
         # a small allocation whole (the JIT's planner packs several buffers into one: the bytes beside the argument
         # are the initial state of the others), a big one from the pointer over the argument's bytes
-        if a[1] <= (1 << 16): self._remember(a[0], a[1], step)
-        else: self._remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
+        if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
+        else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
@@ -368,7 +299,9 @@ class Capture:
     try: addr = int(prg.prog_addr)
     except (AttributeError, TypeError, ValueError): return
     if addr in self.kernels: return
-    if type(prg).__name__ == "AMDProgram": self._register_program(prg); return
+    if type(prg).__name__ == "AMDProgram":
+      self._register_program(prg)
+      return
     sig = [{"name": None} for _ in getattr(args_state, "bufs", ())] + [{"name": f"v{i}", "dtype": "int", "itemsize": 4, "bytes": 4}
                                                                       for i, _ in enumerate(getattr(args_state, "vals", ()))]
     self.kernels[addr] = {"name": str(getattr(prg, "name", f"k_{addr:x}")), "lib": b"", "signature": sig, "kernargs": 0, "_prg": prg}
@@ -379,18 +312,104 @@ class Capture:
     so a command that kept an earlier call's input address (an input replacement missed) is recognized as such."""
     step = len(self.host)
     gid = self._graphs.setdefault(id(graph), (len(self._graphs), graph))[0]
-    inputs = []
+    inputs: list = []
     for u in input_uops:
       try: b = u.buffer
-      except Exception: inputs.append(None); continue
-      row = []
+      except Exception:
+        inputs.append(None)
+        continue
+      row: list = []
       for x in getattr(b, "bufs", None) or [b]:
         try: addr, n = int(x._buf.va_addr), int(x.nbytes)
-        except Exception: row.append(None); continue
+        except Exception:
+          row.append(None)
+          continue
         row.append((addr, n))
-        if self._use(addr) is not None and self.contents: self._remember(addr, n, step)
+        if self.use(addr) is not None and self.contents: self.remember(addr, n, step)
       inputs.append(row)
     self.graph_calls.append({"step": step, "graph": gid, "inputs": inputs})
+
+  # ---- the recorder interface: what a runtime's hooks call (classic HCQ's below, capture_hcq2.py's, a vendor's in
+  # VENDOR_RECORDERS); vendor-neutral but for `submit`, which reads AMD packets (a vendor's recorder calls `submitted`)
+  def ring(self, key, dev, engine: str, idx: int) -> Ring:
+    """The ring of queue object `key` (one per hardware queue), registered at its first use: device `dev`'s compute
+    ring or its copy ring `idx`; recording resumes from the write pointer it had when the capture started."""
+    if id(key) not in self.rings:
+      dname = self.register_device(dev)
+      self.rings[id(key)] = Ring(f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", dname, self.arch_of(dev), engine,
+                                 self._puts.get(id(key), 0), key)
+    return self.rings[id(key)]
+
+  def ring_started_at(self, key, put: int) -> None:
+    """Queue object `key`'s write pointer when the capture started: what the ring held before is no submission of it."""
+    self._puts[id(key)] = put
+
+  def submit(self, ring: Ring, new: list, dev, path: str) -> None:
+    """A submission: `new`, the dwords between the ring's previous and new write pointer, before the GPU runs them (the
+    indirect buffers they point at are read and spliced in, the memory and signals they use recorded as of now).
+    `path`: the runtime that submitted (the manifest's producer: hcq, hcq2)."""
+    self.path_kind = self.path_kind or path
+    dw = self._expand(new, ring.engine, ring.target)
+    if ring.engine == "copy" and self.path_kind == "hcq":
+      for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
+        self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
+    self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, len(self.host)))
+
+  def submitted(self, ring: Ring, dw: list, signals: dict) -> None:
+    """A submission of `dw` to `ring`, what it refers to already recorded (`use`, `remember`, `register_signal`), with
+    the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods)."""
+    ent = {"op": "submit", "queue": ring.name, "start": len(ring.dwords), "length": len(dw)}
+    if signals: ent["signals"] = signals
+    ring.dwords += dw
+    self._step(ent)
+
+  def steps(self) -> int:
+    """The host steps recorded so far (the next one's index)."""
+    return len(self.host)
+
+  def add_allocation(self, buf, vram: Optional[bool] = None) -> None:
+    """Record an allocation (again), `vram` overriding what its flags say (an NV buffer's metadata has none)."""
+    self._register_alloc(buf)
+    try: a = self.allocs.find(int(buf.va_addr))
+    except (TypeError, ValueError, AttributeError): return
+    if a is not None and vram is not None: a[2]["vram"] = vram
+
+  def add_kernel(self, addr: int, name: str, lib: bytes, signature: list, prg=None) -> None:
+    """A program at `addr` (its entry point): tinygrad's name, code object and signature (`sig_entry`'s)."""
+    self.kernels[addr] = {"name": name, "lib": lib, "signature": signature, "kernargs": 0, "_prg": prg}
+    if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
+
+  def register_signal(self, addr: int, owner=None, timeline: bool = False) -> None:
+    """A signal at `addr` (its value read now), of device `owner` (None: host memory); `timeline`: the device's."""
+    if addr in self.signals: return
+    ent: dict = {"addr": addr, "value": self._read_u64(addr) or 0}
+    if owner is not None and hasattr(owner, "arch"):
+      ent["device"] = self.register_device(owner)
+      if timeline: ent["timeline"] = True
+    self.signals[addr] = ent
+
+  def host_signal(self, addr: int, value: int) -> None:
+    """The host's write of `value` to the signal at `addr` (marked `init` while tinygrad creates a signal)."""
+    ent = {"op": "signal", "addr": addr, "value": int(value) & U64}
+    if self._in_init: ent["init"] = True
+    self._step(ent)
+
+  def host_wait(self, addr: int, value: int) -> None:
+    """The host's wait until the signal at `addr` reaches `value`."""
+    self._step({"op": "wait", "addr": addr, "value": int(value) & U64})
+
+  def host_write(self, addr: int, data: Optional[bytes], size: Optional[int] = None, staged: bool = False) -> None:
+    """The host's store of `data` into host memory at `addr` (None: not recorded, only its `size`); `staged`: a copy-in
+    chunk of classic HCQ's staging buffers (a folded lift leaves it to `rebound` buffers)."""
+    ent = {"op": "write", "addr": addr, "hex": data if data is not None else b""}
+    if size is not None: ent["size"] = size
+    if staged: ent["staged"] = True
+    self._step(ent)
+
+  def replace(self, obj, name: str, new) -> None:
+    """Set `obj.name` to `new` until the capture ends (then the original is put back)."""
+    self._saved.append((obj, name, obj.__dict__.get(name) if isinstance(obj, type) else getattr(obj, name, None)))
+    setattr(obj, name, new)
 
   def _step(self, ent: dict) -> None:
     if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
@@ -398,39 +417,20 @@ class Capture:
     self.host.append(ent)
     if self.on_step is not None: self.on_step(self, ent)
 
-  def _ring(self, desc, dev, engine: str, idx: int):
-    if id(desc) not in self.rings:
-      dname = self._device(dev)
-      self.rings[id(desc)] = {"name": f"{'comp' if engine == 'compute' else f'copy{idx}'}_{dname}", "device": dname,
-                              "target": str(dev.arch), "engine": engine, "dwords": [], "_put": self._puts.get(id(desc), 0), "_desc": desc}
-    return self.rings[id(desc)]
-
-  def _staged(self, dw: list, ring: dict, dev) -> list:
+  def _staged(self, dw: list, ring: Ring, dev) -> list:
     """(address, bytes) of each copy out of one of the device's staging buffers (tinygrad's HCQAllocator._copyin: the
     host wrote the chunk into `allocator.b[b_next]` right before this submission, after waiting for the copy that read
     it last)."""
     bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
     spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
     out = []
-    for p in _sdma.decoder(ring["target"]).decode(dw):
+    for p in _sdma.decoder(ring.target).decode(dw):
       if p.raw or p.name != "COPY_LINEAR": continue
       src, n = p.fields["src_addr"], p.fields["count"] + 1
       if any(a <= src and src + n <= a + sz for a, sz in spans): out.append((src, n))
     return out
 
-  def _submitted(self, ring: dict, new: list, dev) -> None:
-    dw = self._expand(new, ring["engine"], ring["target"])
-    if ring["engine"] == "copy" and self.path_kind == "hcq":
-      for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
-        b = self._read(addr, n) if self.contents else None
-        self._step({"op": "write", "addr": addr, "hex": b.hex() if b is not None else "", "size": n, "staged": True})
-    step = len(self.host)
-    sigs = self._scan(dw, ring["engine"], ring["target"], step)
-    ent = {"op": "submit", "queue": ring["name"], "start": len(ring["dwords"]), "length": len(dw)}
-    if sigs: ent["signals"] = sigs
-    ring["dwords"] += dw
-    self._step(ent)
-
+  # ---- classic HCQ's hooks
   def _on_doorbell(self, desc, dev, *rest, **kw):
     if getattr(dev, "is_aql", False): return  # AQL packets are no PM4: not recorded (docs/lift.md)
     self.path_kind = self.path_kind or "hcq"
@@ -438,41 +438,41 @@ class Capture:
     else:
       idx = next((i for i, q in getattr(dev, "sdma_queues", {}).items() if q is desc), 0)
       engine = "copy"
-    ring = self._ring(desc, dev, engine, idx)
+    ring = self.ring(desc, dev, engine, idx)
     ring_dw = desc.ring
     n = len(ring_dw)
     unit = 1 if engine == "compute" else 4  # the compute write pointer counts dwords, SDMA's bytes
-    old, new = ring["_put"], int(desc.put_value)
-    ring["_put"] = new
+    old, new = ring.put, int(desc.put_value)
+    ring.put = new
     if new <= old: return
-    self._submitted(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev)
+    self.submit(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev, "hcq")
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)
     except (TypeError, ValueError, AttributeError): return
     owner = getattr(sig, "owner", None)
     if addr not in self.signals:
-      self._signal(addr, owner, bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig)
-    ent = {"op": "signal", "addr": addr, "value": int(value) & U64}
-    if self._in_init: ent["init"] = True
-    self._step(ent)
+      timeline = bool(getattr(sig, "is_timeline", False)) and owner is not None and getattr(owner, "timeline_signal", None) is sig
+      self.register_signal(addr, owner, timeline)
+    self.host_signal(addr, value)
 
   def _on_host_wait(self, sig, value=0, *rest, **kw):
     try: addr = int(sig.value_addr)
     except (TypeError, ValueError, AttributeError): return
     owner = getattr(sig, "owner", None)
-    if addr not in self.signals: self._signal(addr, owner, owner is not None and getattr(owner, "timeline_signal", None) is sig)
-    self._step({"op": "wait", "addr": addr, "value": int(value) & U64})
+    if addr not in self.signals: self.register_signal(addr, owner, owner is not None and getattr(owner, "timeline_signal", None) is sig)
+    self.host_wait(addr, value)
 
   # ---- installing
-  def _wrap(self, cls, name: str, before=None, after=None):
+  def wrap(self, cls, name: str, before=None, after=None) -> None:
+    """cls.name calls `before` and `after` around tinygrad's own (same arguments) until the capture ends."""
     orig = cls.__dict__[name]
     def wrapped(obj, *args, **kw):
       if before is not None: before(obj, *args, **kw)
       ret = orig(obj, *args, **kw)
       if after is not None: after(obj, *args, **kw)
       return ret
-    wrapped.__wrapped__ = orig
+    setattr(wrapped, "__wrapped__", orig)
     setattr(cls, name, wrapped)
     self._saved.append((cls, name, orig))
 
@@ -482,7 +482,7 @@ class Capture:
       self._in_init += 1
       try: orig(sig, *args, **kw)
       finally: self._in_init -= 1
-    init.__wrapped__ = orig
+    setattr(init, "__wrapped__", orig)
     cls.__init__ = init
     self._saved.append((cls, "__init__", orig))
 
@@ -501,27 +501,28 @@ class Capture:
           try: self._puts[id(obj)] = int(obj.put_value) if isinstance(obj.put_value, int) else int(obj.put_value._buf.cpu_view().view(fmt='Q')[0])
           except Exception: pass
       self._programs_modes()
-      self._wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
+      self.wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
       hcq2 = "extra.hcq2.ops_amd2" in sys.modules  # HCQ2=1: ops_amd's names are ops_amd2's (no HWQueue, no AMDProgram)
       if not hcq2:
-        self._wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
-        self._wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
-        self._wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
+        self.wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
+        self.wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
+        self.wrap(ops_amd.AMDComputeQueue, "exec", before=self._on_exec)
         from tinygrad.runtime.graph.hcq import HCQGraph
-        self._wrap(HCQGraph, "__call__", before=self._on_graph_call)
-      self._wrap(HCQSignal, "wait", before=self._on_host_wait)
+        self.wrap(HCQGraph, "__call__", before=self._on_graph_call)
+      self.wrap(HCQSignal, "wait", before=self._on_host_wait)
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
       def fset(sig, v, _set=prop.fset):
         self._on_host_write(sig, v)
         _set(sig, v)
-      HCQSignal.value = property(prop.fget, fset, prop.fdel, prop.__doc__)
+      setattr(HCQSignal, "value", property(prop.fget, fset, prop.fdel, prop.__doc__))
       self._saved.append((HCQSignal, "value", prop))
       if hcq2: self._install_hcq2()
       else:
         for m in VENDOR_RECORDERS: importlib.import_module(f"{__package__}.{m}").install(self)
     except Exception:
-      self._restore(); raise
+      self._restore()
+      raise
     return self
 
   def _programs_modes(self) -> None:
@@ -541,7 +542,7 @@ class Capture:
       try: self._on_runtime(device, ast, rt)
       except Exception: pass
       return rt
-    get_runtime.__wrapped__ = orig
+    setattr(get_runtime, "__wrapped__", orig)
     # the JIT's GraphRunner (engine/jit.py) and ops_cpu call it by the name they imported: wrapped there too
     for mod in [realize] + [m for n, m in list(sys.modules.items()) if n.startswith("tinygrad.") and m is not realize]:
       if getattr(mod, "get_runtime", None) is orig:
@@ -577,51 +578,41 @@ class Capture:
     return self._skip
 
   def manifest(self) -> dict:
-    hx = lambda a: hex(a)
+    """The manifest (lift/schema.py's MANIFEST writes it: addresses as "0x...", bytes and dwords as hex)."""
     for d in self.devices.values():  # the device's timeline signal (now; it may not have existed when first written)
       try: tl = int(d["_dev"].timeline_signal.value_addr)
       except (AttributeError, TypeError, ValueError): continue
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
-    final = []
-    if self.contents:
-      seen = set()
-      for a, _, _ in self.memory:
-        if (al := self.allocs.find(a)) is None or al[0] in seen or al[0] not in self.used: continue
-        seen.add(al[0])
-        if (b := self._read(al[0], al[1])) is not None: final.append({"addr": hx(al[0]), "hex": b.rstrip(b"\0").hex()})
+    return encode(MANIFEST.fields, {
+      "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
+      "devices": sorted(self.devices.values(), key=lambda d: d["index"]),
+      "queues": [r for r in self.rings.values() if r.dwords],   # (a ring whose doorbell rang with nothing new: no queue of this run)
+      "signals": list(self.signals.values()),
+      "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
+      "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),
+      "host": self.host, "graph_calls": self.graph_calls})
+
+  def _final(self) -> list:
+    """The contents of each allocation used when the capture ended (its trailing zeros dropped)."""
+    final, seen = [], set()
+    for a, _, _ in self.memory if self.contents else ():
+      if (al := self.allocs.find(a)) is None or al[0] in seen or al[0] not in self.used: continue
+      seen.add(al[0])
+      if (b := self.read(al[0], al[1])) is not None: final.append({"addr": al[0], "hex": b.rstrip(b"\0")})
+    return final
+
+  def _kernels(self) -> list:
+    """Each program by its entry point: a name per (tinygrad name, code), the signature, the code object."""
     names: dict = {}
     kernels = []
     for a, k in self.kernels.items():
-      key = (k["name"], hashlib.sha1(k["lib"]).hexdigest())
-      names.setdefault(key, _ident(k["name"]) if not any(n == _ident(k["name"]) for n in names.values())
-                       else f"{_ident(k['name'])}_{1 + sum(n.startswith(_ident(k['name'])) for n in names.values())}")
-      ent = {"prog_addr": hx(a), "name": names[key], "tinygrad_name": k["name"],
-             "params": [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
-                         **({"shape": s["shape"]} if "shape" in s else {})}
-                        for s in k["signature"]]}
-      if self.contents and k["lib"]: ent["code"] = k["lib"].hex()
-      kernels.append(ent)
-    host = []
-    for h in self.host:
-      e = {**h}
-      if "addr" in e: e["addr"] = hx(e["addr"])
-      if "signals" in e: e["signals"] = {hx(a): v for a, v in e["signals"].items()}
-      host.append(e)
-    return {
-      "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
-      "devices": [{k: v for k, v in d.items() if not k.startswith("_") and k != "mailbox"} for d in
-                  sorted(self.devices.values(), key=lambda d: d["index"])],
-      "queues": [{**{k: v for k, v in r.items() if k != "dwords" and not k.startswith("_")}, "dwords": " ".join(f"{x:08x}" for x in r["dwords"])}
-                 for r in self.rings.values() if r["dwords"]],   # (a ring whose doorbell rang with nothing new: no queue of this run)
-      "signals": [{**s, "addr": hx(s["addr"]), "value": s["value"]} for s in self.signals.values()],
-      "buffers": [{"addr": hx(a), "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
-      "memory": [{"addr": hx(a), "hex": b.hex(), "step": st} for a, b, st in self.memory],
-      "final": final,
-      "kernels": kernels,
-      "host": host,
-      "graph_calls": [{**g, "inputs": [None if r is None else [None if x is None else [hx(x[0]), x[1]] for x in r] for r in g["inputs"]]}
-                      for g in self.graph_calls],
-    }
+      key, base = (k["name"], hashlib.sha1(k["lib"]).hexdigest()), _ident(k["name"])
+      names.setdefault(key, base if not any(n == base for n in names.values()) else f"{base}_{1 + sum(n.startswith(base) for n in names.values())}")
+      params = [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
+                 **({"shape": s["shape"]} if "shape" in s else {})} for s in k["signature"]]
+      kernels.append({"prog_addr": a, "name": names[key], "tinygrad_name": k["name"], "params": params,
+                      **({"code": k["lib"]} if self.contents and k["lib"] else {})})
+    return kernels
 
   def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
 

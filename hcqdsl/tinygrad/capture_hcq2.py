@@ -11,9 +11,10 @@ CPU device's worker queue (the CPU finalizer: waits for the AMD queues that read
 CPU timeline) as the host's waits at the point the host synchronizes with the CPU device (`CPUDevice.synchronize`,
 which `Buffer.as_memoryview` runs before every such copy): the host passes that point only after those waits."""
 from __future__ import annotations
-import ctypes
+import ctypes, sys
+from typing import Optional
 
-__all__ = ["install"]
+__all__ = ["install", "Hcq2Recorder"]
 
 def _u64(buf) -> int:
   """The first 8 bytes of a tinygrad Buffer (a queue's write pointer, a signal, an epoch slot)."""
@@ -22,150 +23,224 @@ def _u64(buf) -> int:
 
 def _addr(buf) -> int: return int(buf.ensure_allocated()._buf.va_addr)
 
-def _cpu_commands(dev, cap) -> None:
-  """New commands on the CPU device's worker rings (64 words each: the program's address, its arguments): the waits
-  (`wait_prog`: address, value) are kept until the host synchronizes with the CPU device."""
-  from tinygrad.runtime import ops_cpu
-  wait_addr = dev.prgs[ops_cpu.wait_prog].addr
-  for w in list(dev.workers):
-    put, ring = _u64(w.put), w.ring.ensure_allocated()._buf
-    old = cap._cpu_puts.setdefault(id(w), put if cap._cpu_start else 0)
-    if put <= old: continue
-    cap._cpu_puts[id(w)] = put
-    words = (ctypes.c_uint64 * (ops_cpu.RING_SLOTS * ops_cpu.CMD_SIZE)).from_address(int(ring.va_addr))
-    for i in range(old, put):
-      e = (i % ops_cpu.RING_SLOTS) * ops_cpu.CMD_SIZE
-      if int(words[e]) == wait_addr: cap._cpu_waits.append((int(words[e + 1]), int(words[e + 2])))
-
-_COPY: dict = {}   # the recorder and tinygrad's exec_copy: a pattern's function may hold no closure (tinygrad rebuilds it)
-
 def _exec_copy(ctx, call, ast):
-  """tinygrad's `exec_copy`, then the host's copy into host memory (a staging refill) as a `write` step with its bytes."""
-  from tinygrad.engine import realize
-  cap = _COPY["cap"]
-  ret = _COPY["orig"](ctx, call, ast)
-  try: pairs = list(realize.unwrap_multi(call, realize.resolve_params(call, ctx.input_uops)))
-  except Exception: pairs = []
-  for bufs, _ in pairs:
-    dest = bufs[0]
-    if str(dest.device).split(":")[0] != "CPU" or not dest.is_allocated(): continue
-    addr = int(dest._buf.va_addr)
-    if (b := cap._read(addr, dest.nbytes)) is not None: cap._step({"op": "write", "addr": addr, "hex": b.hex()})
+  """tinygrad's `exec_copy`, then the host's copy into host memory (a staging refill) as a `write` step with its bytes.
+  (A pattern's function may hold no closure — tinygrad rebuilds it —, so the recorder is the class's `active`.)"""
+  rec = Hcq2Recorder.active
+  assert rec is not None and rec.orig_copy is not None, "installed while a capture runs"
+  ret = rec.orig_copy(ctx, call, ast)
+  rec.copied(ctx, call)
   return ret
 
-def install(cap) -> None:
-  from tinygrad.engine import realize
-  from tinygrad.device import Device
-  from tinygrad.runtime.support.hcq2 import HCQ2Compiled
-  from tinygrad.uop.ops import PatternMatcher
+class Hcq2Recorder:
+  """The hcq2 hooks of one capture, with what they keep between calls."""
+  active: Optional["Hcq2Recorder"] = None   # the installed one (for _exec_copy); None when no capture runs
 
-  def amd_devices():
-    out = []
-    for name in list(Device._opened_devices):
-      d = Device[name]
-      if type(d).__name__ == "AMDDevice" and isinstance(d, HCQ2Compiled): out.append(d)
-    return out
+  def __init__(self, cap):
+    self.cap = cap
+    self.polling = False      # inside poll(): the mock runs rings while poll reads them, which polls again
+    self.cpu_puts: dict = {}  # id(CPU worker) -> how many of its ring's commands were read
+    self.cpu_waits: list = [] # (addr, value) the CPU worker waits for, until the host synchronizes with the CPU device
+    self.cpu_start = True     # a worker met before the capture started: its earlier commands are not this capture's
+    self.images, self.seen = None, 0   # ops_amd2's loaded program images, and the program cache size they were made at
+    self.orig_copy = None     # tinygrad's exec_copy
 
-  def queues(dev):
-    qs = []
-    if "compute_queue" in dev.__dict__: qs.append(("compute", 0, dev.__dict__["compute_queue"]))
-    qs += [("copy", i, q) for i, q in getattr(dev, "sdma_queues", {}).items() if q is not None]
-    return qs
+  # ---- what the devices hold
+  @staticmethod
+  def amd_devices() -> list:
+    from tinygrad.device import Device
+    from tinygrad.runtime.support.hcq2 import HCQ2Compiled
+    return [d for d in (Device[n] for n in list(Device._opened_devices)) if type(d).__name__ == "AMDDevice" and isinstance(d, HCQ2Compiled)]
 
-  def cpu_devices(): return [Device[n] for n in list(Device._opened_devices) if type(Device[n]).__name__ == "CPUDevice"]
+  @staticmethod
+  def cpu_devices() -> list:
+    from tinygrad.device import Device
+    return [Device[n] for n in list(Device._opened_devices) if type(Device[n]).__name__ == "CPUDevice"]
 
-  def poll():
+  @staticmethod
+  def queues(dev) -> list:
+    """(engine, index, queue) of each AMD queue the device has opened."""
+    qs = [("compute", 0, dev.__dict__["compute_queue"])] if "compute_queue" in dev.__dict__ else []
+    return qs + [("copy", i, q) for i, q in getattr(dev, "sdma_queues", {}).items() if q is not None]
+
+  def note_signal(self, addr: int, dev, timeline: bool = False) -> None:
+    """A signal an hcq2 host program or wait names (hcq2's timeline is the device's `signal("timeline")` buffer)."""
+    if addr in self.cap.signals: return
+    try: timeline = timeline or addr == int(dev.signal("timeline")._buf.va_addr)
+    except Exception: pass
+    self.cap.register_signal(addr, dev, timeline)
+
+  def cpu_commands(self, dev) -> None:
+    """New commands on the CPU device's worker rings (64 words each: the program's address, its arguments): the waits
+    (`wait_prog`: address, value) are kept until the host synchronizes with the CPU device."""
+    from tinygrad.runtime import ops_cpu
+    wait_addr = dev.prgs[ops_cpu.wait_prog].addr
+    for w in list(dev.workers):
+      put, ring = _u64(w.put), w.ring.ensure_allocated()._buf
+      old = self.cpu_puts.setdefault(id(w), put if self.cpu_start else 0)
+      if put <= old: continue
+      self.cpu_puts[id(w)] = put
+      words = (ctypes.c_uint64 * (ops_cpu.RING_SLOTS * ops_cpu.CMD_SIZE)).from_address(int(ring.va_addr))
+      for i in range(old, put):
+        e = (i % ops_cpu.RING_SLOTS) * ops_cpu.CMD_SIZE
+        if int(words[e]) == wait_addr: self.cpu_waits.append((int(words[e + 1]), int(words[e + 2])))
+
+  def poll(self) -> None:
     """Record what each AMD ring got since the last look (the GPU has not run it yet when the mock calls this)."""
-    if cap._polling: return
-    cap._polling = True
+    if self.polling: return
+    self.polling = True
     try:
-      for dev in cpu_devices(): _cpu_commands(dev, cap)
-      for dev in amd_devices():
-        for engine, idx, q in queues(dev):
-          ring = cap._ring(q, dev, engine, idx)
+      for dev in self.cpu_devices(): self.cpu_commands(dev)
+      for dev in self.amd_devices():
+        for engine, idx, q in self.queues(dev):
+          ring = self.cap.ring(q, dev, engine, idx)
           new = _u64(q.write_ptr)
-          old = ring["_put"]
+          old = ring.put
           if new <= old: continue
-          ring["_put"] = new
+          ring.put = new
           base, n = _addr(q.ring), q.ring.nbytes // 4
           unit = 1 if engine == "compute" else 4
           words = (ctypes.c_uint32 * n).from_address(base)
-          cap.path_kind = "hcq2"
-          cap._submitted(ring, [int(words[(p // unit) % n]) for p in range(old, new, unit)], dev)
-    finally: cap._polling = False
+          self.cap.submit(ring, [int(words[(p // unit) % n]) for p in range(old, new, unit)], dev, "hcq2")
+    finally: self.polling = False
 
-  cap._polling, cap._cpu_puts, cap._cpu_waits, cap._cpu_start = False, {}, [], True
-  for dev in amd_devices():  # what the rings held before the capture started is not this capture's
-    for engine, idx, q in queues(dev): cap._puts[id(q)] = _u64(q.write_ptr)
-  for dev in cpu_devices(): _cpu_commands(dev, cap)
-  cap._cpu_waits.clear()
-  cap._cpu_start = False   # a worker started while capturing: all of its commands are this capture's
-
-  orig_exec = realize.exec_kernel
-  def exec_kernel(ctx, call, ast):
+  # ---- the hooks: each runs tinygrad's own function with the same arguments
+  def exec_kernel(self, orig, ctx, call, ast):
+    """An hcq program the host runs: a fence (the host waits for each device's timeline to reach the batch's epoch) or
+    a reset (the host zeroes the queue signals) is a host step; the rings are read before and after."""
+    from tinygrad.device import Device
     name = str(getattr(call.arg, "name", ""))
     if type(getattr(call.arg, "aux", None)).__name__ == "HCQInfo":
       # each argument's buffer per device: a batch over several devices passes one MultiBuffer (MSTACK) per signal
       lanes = [list(getattr(b, "bufs", None) or [b]) for b in (getattr(s, "buffer", None) for s in call.src[1:]) if b is not None]
-      on_amd = lambda b: hasattr(b, "device") and str(b.device).startswith("AMD")
+      def on_amd(b):
+        return hasattr(b, "device") and str(b.device).startswith("AMD")
       if name == "hcq_fence" and len(lanes) >= 2:
-        poll()
+        self.poll()
         for tl, epoch in zip(lanes[0], lanes[1]):   # per device: wait until its timeline reaches the batch's epoch
           if not on_amd(tl): continue
-          cap._note_signal(_addr(tl), Device[tl.device])
-          cap._step({"op": "wait", "addr": _addr(tl), "value": _u64(epoch)})
+          self.note_signal(_addr(tl), Device[tl.device])
+          self.cap.host_wait(_addr(tl), _u64(epoch))
       elif name == "hcq_reset":
-        poll()
+        self.poll()
         for b in (b for row in lanes for b in row if on_amd(b)):
-          cap._note_signal(_addr(b), Device[b.device])
-          cap._step({"op": "signal", "addr": _addr(b), "value": 0})
-    ret = orig_exec(ctx, call, ast)
-    poll()
+          self.note_signal(_addr(b), Device[b.device])
+          self.cap.host_signal(_addr(b), 0)
+    ret = orig(ctx, call, ast)
+    self.poll()
     return ret
-  exec_kernel.__wrapped__ = orig_exec
-  realize.exec_kernel = exec_kernel
-  cap._saved.append((realize, "exec_kernel", orig_exec))
 
-  orig_wait = HCQ2Compiled.__dict__["_wait_signal"]
-  def _wait_signal(dev, sig, value, timeout=None):
+  def wait_signal(self, orig, dev, sig, value, timeout=None):
+    """A device's `_wait_signal` (synchronize): the host waits for the signal."""
     if type(dev).__name__ == "AMDDevice":
-      poll()
+      self.poll()
       try: addr = int(sig.addr)
       except AttributeError: addr = None
       if addr is not None and value > 0:  # a wait for >= 0 always passes: tinygrad's synchronize of an idle device
-        cap._note_signal(addr, dev, timeline=True)
-        cap._step({"op": "wait", "addr": addr, "value": int(value)})
-    return orig_wait(dev, sig, value, timeout)
-  _wait_signal.__wrapped__ = orig_wait
-  HCQ2Compiled._wait_signal = _wait_signal
-  cap._saved.append((HCQ2Compiled, "_wait_signal", orig_wait))
+        self.note_signal(addr, dev, timeline=True)
+        self.cap.host_wait(addr, int(value))
+    return orig(dev, sig, value, timeout)
 
-  from tinygrad.runtime.ops_cpu import CPUDevice
-  orig_sync = CPUDevice.__dict__["synchronize"]
-  def synchronize(dev, *a, **kw):
-    ret = orig_sync(dev, *a, **kw)
-    poll()
-    # the host is past every command the CPU worker got: its waits for the AMD queues' signals hold now
-    for addr, value in cap._cpu_waits:
-      if addr in cap.signals and value > 0: cap._step({"op": "wait", "addr": addr, "value": value})
-    cap._cpu_waits.clear()
+  def cpu_synchronize(self, orig, dev, *a, **kw):
+    """The host is past every command the CPU worker got: its waits for the AMD queues' signals hold now."""
+    ret = orig(dev, *a, **kw)
+    self.poll()
+    for addr, value in self.cpu_waits:
+      if addr in self.cap.signals and value > 0: self.cap.host_wait(addr, value)
+    self.cpu_waits.clear()
     return ret
-  synchronize.__wrapped__ = orig_sync
-  CPUDevice.synchronize = synchronize
-  cap._saved.append((CPUDevice, "synchronize", orig_sync))
 
-  _COPY.update(cap=cap, orig=realize.exec_copy)
-  pm = realize.pm_exec   # run_linear dispatches through this matcher: the copy's entry is swapped in a copy of it
-  realize.pm_exec = PatternMatcher([(pat, _exec_copy if fxn is _COPY["orig"] else fxn) for pat, fxn in pm.patterns], compiled=False)
-  cap._saved.append((realize, "pm_exec", pm))
+  def copied(self, ctx, call) -> None:
+    """After tinygrad's exec_copy: a copy into a CPU buffer (a staging refill) is the host's `write` of its bytes."""
+    from tinygrad.engine import realize
+    try: pairs = list(realize.unwrap_multi(call, realize.resolve_params(call, ctx.input_uops)))
+    except Exception: pairs = []
+    for bufs, _ in pairs:
+      dest = bufs[0]
+      if str(dest.device).split(":")[0] != "CPU" or not dest.is_allocated(): continue
+      addr = int(dest._buf.va_addr)
+      if (b := self.cap.read(addr, dest.nbytes)) is not None: self.cap.host_write(addr, b)
 
-  try:  # tinygrad's mock GPU runs a ring when its doorbell (or signal memory) is written: look at the rings first
-    from test.mockgpu.amd.amddriver import AMDDriver
-    orig_emu = AMDDriver.__dict__["_emulate_execute"]
-    def _emulate_execute(drv, *a, **kw):
-      if not drv._executing: poll()
-      return orig_emu(drv, *a, **kw)
-    _emulate_execute.__wrapped__ = orig_emu
-    AMDDriver._emulate_execute = _emulate_execute
-    cap._saved.append((AMDDriver, "_emulate_execute", orig_emu))
-  except ImportError: pass
+  def emulate_execute(self, orig, drv, *a, **kw):
+    """tinygrad's mock GPU runs a ring when its doorbell (or signal memory) is written: the rings are read first."""
+    if not drv._executing: self.poll()
+    return orig(drv, *a, **kw)
+
+  def program(self, prog: int) -> Optional[dict]:
+    """hcq2 has no AMDProgram objects: a program is its ELF image loaded into a buffer. Match the code at `prog`
+    against the images of ops_amd2's program cache (name, code object, arguments: tinygrad's ProgramInfo)."""
+    mod = sys.modules.get("extra.hcq2.ops_amd2")
+    if mod is None: return None
+    cache = getattr(mod, "_amd_program_cache", {})
+    if self.images is None or self.seen != len(cache):  # programs compiled since the last look
+      from tinygrad.runtime.support.elf import elf_loader
+      self.images, self.seen = [], len(cache)
+      for (lib, _), prg in list(cache.items()):
+        try:
+          image, _, relocs = elf_loader(lib)
+          for off, sym, typ, add in relocs:
+            if typ == 5: image[off:off + 8] = (sym - off + add).to_bytes(8, "little", signed=True)
+          data, info = prg.arg
+          self.images.append((bytes(image), data, info, lib))
+        except Exception: continue
+    for image, data, info, lib in self.images:
+      start = prog - data.entry_point_offset
+      if self.cap.read(start, len(image)) != image: continue
+      outs, ins = tuple(getattr(info, "outs", ())), tuple(getattr(info, "ins", ()))
+      def mode(i):
+        return "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+      # the argument shapes are the PROGRAM's (its TinyELF signature, as classic HCQ's AMDProgram has them): the PROGRAM
+      # whose code this is, before ops_amd2 swapped its source for the loaded image
+      sig = None
+      from tinygrad.uop.ops import UOpMetaClass, Ops
+      for ref in list(UOpMetaClass.ucache.values()):
+        u = ref()
+        if u is None or u.op is not Ops.PROGRAM or len(u.src) < 4 or getattr(u.src[3], "arg", None) != lib: continue
+        try: sig = [self.cap.sig_entry(s) for s in u.to_elf().signature]
+        except Exception: sig = None
+        if sig is not None: break
+      if sig is not None:
+        for i, s in enumerate(x for x in sig if x.get("name") is None): s["mode"] = mode(i)
+      else:
+        sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
+        sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"}
+                for i, v in enumerate(getattr(info, "vars", ()))]
+      name = getattr(info, "function_name", None) or getattr(info, "name", f"k_{prog:x}")   # tinygrad's name without its colors
+      return {"name": str(name), "lib": bytes(lib), "signature": sig, "kernargs": int(data.kernargs_segment_size)}
+    return None
+
+  # ---- installing
+  def install(self) -> None:
+    from tinygrad.engine import realize
+    from tinygrad.runtime.support.hcq2 import HCQ2Compiled
+    from tinygrad.runtime.ops_cpu import CPUDevice
+    from tinygrad.uop.ops import PatternMatcher
+    cap = self.cap
+    for dev in self.amd_devices():  # what the rings held before the capture started is not this capture's
+      for _, _, q in self.queues(dev): cap.ring_started_at(q, _u64(q.write_ptr))
+    for dev in self.cpu_devices(): self.cpu_commands(dev)
+    self.cpu_waits.clear()
+    self.cpu_start = False   # a worker started while capturing: all of its commands are this capture's
+    cap.program_finders.append(self.program)
+    def hook(obj, name: str, method):
+      orig = obj.__dict__[name]
+      def wrapped(*a, **kw): return method(orig, *a, **kw)
+      setattr(wrapped, "__wrapped__", orig)
+      cap.replace(obj, name, wrapped)
+    hook(realize, "exec_kernel", self.exec_kernel)
+    hook(HCQ2Compiled, "_wait_signal", self.wait_signal)
+    hook(CPUDevice, "synchronize", self.cpu_synchronize)
+    self.orig_copy = realize.exec_copy
+    cap.replace(Hcq2Recorder, "active", self)
+    pm = realize.pm_exec   # run_linear dispatches through this matcher: the copy's entry is swapped in a copy of it
+    cap.replace(realize, "pm_exec", PatternMatcher([(pat, _exec_copy if fxn is self.orig_copy else fxn) for pat, fxn in pm.patterns], compiled=False))
+    try:
+      from test.mockgpu.amd.amddriver import AMDDriver
+      hook(AMDDriver, "_emulate_execute", self.emulate_execute)
+    except ImportError: pass
+
+def install(cap) -> "Hcq2Recorder":
+  """Record tinygrad's hcq2 path into `cap` until the capture ends."""
+  rec = Hcq2Recorder(cap)
+  rec.install()
+  return rec

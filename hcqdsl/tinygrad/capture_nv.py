@@ -66,7 +66,7 @@ class _Recorder:
 
   def signal(self, addr: int, dev, sigs: dict) -> None:
     tl = getattr(dev, "timeline_signal", None)
-    self.cap.note_signal(addr, dev, tl is not None and int(tl.value_addr) == addr)
+    self.cap.register_signal(addr, dev, tl is not None and int(tl.value_addr) == addr)
     b = self.cap.read(addr, 8)
     sigs[addr] = int.from_bytes(b, "little") if b and len(b) == 8 else 0
 
