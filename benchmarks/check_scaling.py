@@ -29,7 +29,7 @@ import random, shutil, subprocess, sys, time, tempfile, os
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from hcqdsl.ir import (Program, Device, Buffer, Signal, Kernel, Param, Queue, Host, Wait, SignalWrite, Exec, Copy,
                        Barrier, Epoch, Submit, Ref, Expr, Slice, Span)
-from hcqdsl.check.analyze import analyze
+from hcqdsl.check.pipeline import analyze
 
 NDEV, NQ, SLICE = 8, 16, 256
 REPS = int(os.environ.get("REPS", 3))   # best of 3 at every size (1M: ~6-9 s a run)
@@ -151,7 +151,7 @@ def phases(path: str) -> dict:
   from hcqdsl.lang.parse import parse_syntax
   from hcqdsl.check.static import check_static
   from hcqdsl.check import _sorted
-  from hcqdsl.check.analyze import analyze as dyn
+  from hcqdsl.check.pipeline import analyze as dyn
   from hcqdsl.diagnostics import render_text, summary
   gc.collect()
   gc.disable()
@@ -174,14 +174,14 @@ def phases(path: str) -> dict:
 
 def passes(path: str) -> dict:
   """One in-process run of `hcqdsl check PATH` split finer than `phases`: the static checks, unroll, the
-  happens-before pass, each warning pass, and the report's sort, capped text and summary line (CPU s, GC off)."""
+  happens-before pass, each pass of `PASSES`, and the report's sort, capped text and summary line (CPU s, GC off)."""
   import gc
   from hcqdsl.lang.parse import parse_syntax
   from hcqdsl.check.static import check_static
   from hcqdsl.check import _sorted
   from hcqdsl.check.unroll import unroll
   from hcqdsl.check.hb import happens_before
-  from hcqdsl.check import analyses as A
+  from hcqdsl.check import passes as A
   from hcqdsl.diagnostics import render_text, summary
   text = open(path).read()
   gc.collect()
@@ -197,10 +197,8 @@ def passes(path: str) -> dict:
     d = timed("static", check_static, prog)
     u = timed("unroll", unroll, prog, 2)
     t = timed("hb", happens_before, u)
-    d += timed("overflow", A.OverflowAnalysis().run, u)
-    d += timed("redundant-wait", A.RedundantWaitAnalysis().run, u, t.wstats)
-    d += timed("visibility", A.VisibilityAnalysis().run, u, t.vis_found[1])
-    d += timed("unused-signal", A.UnusedSignalAnalysis().run, u)
+    found = A.Findings(deadlocks=[(t.done, t.values)] if t.blocked else [], races=t.races, wstats=t.wstats, vis=t.vis_found)
+    for p in A.PASSES: d += timed(p.code, p.run, u, found)   # (the program is inside the exact fragment)
     d = timed("sort", _sorted, d)
     timed("text", render_text, d, {path: text}, 20)
     timed("summary", summary, d, 2, len(prog.queues))

@@ -9,8 +9,21 @@ from heapq import heappush, heappop
 from itertools import compress
 from hcqdsl.ir import U32_MAX as MASK
 from hcqdsl.check.unroll import Unrolled, WAIT, WRITE, ACCESS, SUBMIT, R
-from hcqdsl.check.hb import Trace, SCAN_CAP, RACE_CAP
+import attrs
+from hcqdsl.check.accesses import SCAN_CAP, RACE_CAP
 from visibility_reference import visibility
+
+@attrs.define
+class Trace:
+  """What this pass found: the fields tests/test_check_hb.py compares with hcqdsl.check.hb.Trace's."""
+  done: list
+  values: list
+  blocked: dict
+  races: dict
+  vis: dict
+  violations: list
+  wstats: dict
+  vc: list
 
 def happens_before(u: Unrolled) -> Trace:
   seqs, N = u.seqs, u.launches

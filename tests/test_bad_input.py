@@ -106,8 +106,8 @@ def test_run_takes_a_var_constant_past_63_bits(here):
 
 def test_clock_rows_past_the_limit_are_a_bounds_error(monkeypatch):
   import importlib
-  hb = importlib.import_module("hcqdsl.check.hb")
-  monkeypatch.setattr(hb, "MAX_CLOCK_BYTES", 64)
+  clocks = importlib.import_module("hcqdsl.check.clocks")   # (where the clock rows are built)
+  monkeypatch.setattr(clocks, "MAX_CLOCK_BYTES", 64)
   text = "device g = AMD:0\nsignal s on g\n" + "".join(f"queue q{i} compute on g {{\n  signal s = 1\n}}\n" for i in range(4))
   [d] = [d for d in hcqdsl.check_text(text, "q.hcq") if d.severity == "error"]
   assert (d.code, d.span.line, d.span.column, d.message) == ("bounds", 3, 1,

@@ -4,7 +4,7 @@ import os, re
 import pytest
 from hcqdsl import parse
 from hcqdsl.check import check_text
-from hcqdsl.check.analyze import analyze
+from hcqdsl.check.pipeline import analyze
 from hcqdsl.diagnostics import render_text
 
 HDR = "device gpu0 = AMD:0 gfx1100\ndevice gpu1 = AMD:1 gfx1100\nbuffer a on gpu0 size 4K\nbuffer b on gpu1 size 4K\n" \
@@ -250,7 +250,7 @@ def test_incomplete_verdict_never_exits_0(tmp_path, capsys):
 def test_analyze_restores_numpy_hugepage_setting():
   import numpy as np
   if not hasattr(getattr(np, "_core", None), "multiarray"): pytest.skip("numpy 1.x: no hugepage setting to restore")
-  from hcqdsl.check.analyze import madvise_hugepage
+  from hcqdsl.check.pipeline import madvise_hugepage
   from hcqdsl import parse
   prog = parse("device d = AMD:0\nsignal s on d\nqueue q compute on d {\n  signal s = 1\n}\n", "t.hcq")
   for before in (True, False):

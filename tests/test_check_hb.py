@@ -32,7 +32,7 @@ def same_execution(u, text) -> bool:
   if d is None: return False
   for f in ("done", "values", "blocked", "violations", "wstats", "vc"): assert getattr(d, f) == getattr(l, f), (f, text)
   od, ol = np.argsort(d.held, kind="stable"), np.argsort(l.held, kind="stable")
-  assert (d.held[od] == l.held[ol]).all() and (d.C[od] == l.C[ol]).all(), text
+  assert (d.held[od] == l.held[ol]).all() and (d.clock[od] == l.clock[ol]).all(), text
   return True
 
 SLICES = ["", "[0:32]", "[32:64]", "[0:64]", "[16:48]"]

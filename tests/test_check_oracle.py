@@ -9,7 +9,7 @@ from hcqdsl.check import check
 from hcqdsl.check.unroll import unroll
 from hcqdsl.check.hb import happens_before
 from hcqdsl.check.explore import explore
-from hcqdsl.check.analyses import deadlock_diags, DeadlockAnalysis, RaceAnalysis
+from hcqdsl.check.passes import deadlock_diags, Findings, DeadlockAnalysis, RaceAnalysis
 from check_gen import programs
 from reference import verdicts, from_diagnostics
 from oracle_campaign import CODES, agree, campaign
@@ -53,7 +53,7 @@ def test_racing_padding_program_is_exact():
 @given(st.data(), st.integers(1, 3))
 def test_analyze_total_on_bigger_programs(data, launches):
   # bigger than a tiny budget: every path (incomplete verdicts included) must still produce diagnostics
-  from hcqdsl.check.analyze import analyze
+  from hcqdsl.check.pipeline import analyze
   text = data.draw(programs(max_queues=6, max_body=8))
   ds = analyze(parse(text, "gen.hcq"), launches, max_states=200)
   assert all(d.span is not None or d.code in ("incomplete", "race") for d in ds)
@@ -74,8 +74,9 @@ def compare_hb_explorer(text: str, launches: int, max_states: int = 60_000):
     slow_dl = {key for done, vals in e.deadlocks for key, _, _ in deadlock_diags(u, done, vals)}
     assert (fast_dl, set(t.races)) == (slow_dl, set(e.races)), text
     assert not e.signal_races and not e.nonmono, text
-    fast = DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else []) + RaceAnalysis().run(u, t.races)
-    slow = DeadlockAnalysis().run(u, e.deadlocks) + RaceAnalysis().run(u, e.races)
+    fast = Findings(deadlocks=[(t.done, t.values)] if t.blocked else [], races=t.races)
+    slow = Findings(deadlocks=e.deadlocks, races=e.races)
+    fast, slow = ([d for p in (DeadlockAnalysis(), RaceAnalysis()) for d in p.run(u, f)] for f in (fast, slow))
     assert _lines(fast) == _lines(slow), text
   return t.exact
 

@@ -6,7 +6,7 @@ import hcqdsl.tinygrad.sanitize as sanitize_mod
 from mock_gpu import needs_mock, env as mock_env, WORKLOADS, tinygrad_repo
 from hcqdsl.pytest_plugin import parse_markers
 from hcqdsl.header import read_header as parse_options, HeaderError as HcqSpecError
-import hcqdsl.runtime, hcqdsl.check.analyze, hcqdsl.amd.compile  # noqa: F401
+import hcqdsl.runtime, hcqdsl.check.pipeline, hcqdsl.amd.compile  # noqa: F401
 # imported here so that pytester's in-process runs keep them: numpy cannot be loaded twice, and the parser and
 # checker would be imported (and lark's tables built) again in every run
 import tinygrad.uop.ops, tinygrad.runtime.support.hcq2, tinygrad.runtime.ops_amd, tinygrad.runtime.ops_nv  # noqa: F401

@@ -65,7 +65,7 @@ def check(program: Program, launches: int = 2, var_values: Optional[dict] = None
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
     return _sorted([d for d in diags if d.code in ("syntax", "name")])
   if short := check_launches(program, launches, var_values or ()): return _sorted(diags + short)
-  from .analyze import analyze, MAX_STATES
+  from .pipeline import analyze, MAX_STATES
   states = MAX_STATES if max_states is None else max_states
   found = _suppress(program, _consistent(_sorted(diags + analyze(program, launches=launches, var_values=var_values,
                                                                     max_states=states))))
@@ -94,7 +94,9 @@ def _suppress(program: Program, diags: list[Diagnostic]) -> list[Diagnostic]:
   out = []
   for d in diags:
     hit = next((n for n in by_line.get(d.span.line if d.span else -1, ()) if d.code in marks[n][2]), None)
-    if hit is None: out.append(d); continue
+    if hit is None:
+      out.append(d)
+      continue
     used.add((hit, d.code))
   from ..ir import split_lines
   lines = split_lines(program.source) if program.source else None

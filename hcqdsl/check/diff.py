@@ -15,7 +15,7 @@ is check's business; copies from or to host memory (a capture's input uploads an
 contents and expects, and are left out."""
 from __future__ import annotations
 from difflib import SequenceMatcher
-from typing import Optional
+from typing import Callable, Optional
 import attrs
 from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS, epoch_wait
 from .unroll import unroll
@@ -44,36 +44,52 @@ def _decls(p: Program) -> dict:
     out[(kind, d.name)] = (format_decl(d), d.span.line if d.span else None)
   return out
 
-def _slice(sl: Slice, k: int, rebound: set, sizes: dict, names: Optional[dict] = None) -> str:
-  b = sl.buffer.name
-  lo, hi = sl.bounds(sizes.get(b, 0))
-  at = sl.launch if sl.launch is not None else k if b in rebound else None
-  return f"{(names or {}).get(b, b)}{'' if at is None else f'@{at}'}[{lo}:{hi}]"
+@attrs.frozen
+class _Launch:
+  """How one program's commands read in one launch, every value of the launch resolved."""
+  k: int                  # the launch (1-based)
+  env: dict[str, int]     # its var and `D.epoch` values
+  rebound: set[str]       # the rebound buffers: a slice of one names the launch's memory (`x@k`)
+  sizes: dict[str, int]   # each buffer's size (a slice without bounds is all of it)
+  names: dict[str, str] = attrs.field(factory=dict)   # buffer names shown instead (`--match`: B's written as A's)
 
-def _value(e, env) -> str: return str(e.eval(env)) if type(e) is Expr else str(e)
+  def slice(self, sl: Slice) -> str:
+    b = sl.buffer.name
+    lo, hi = sl.bounds(self.sizes.get(b, 0))
+    at = sl.launch if sl.launch is not None else self.k if b in self.rebound else None
+    return f"{self.names.get(b, b)}{'' if at is None else f'@{at}'}[{lo}:{hi}]"
 
-def _command(st, k: int, env: dict, p: set, sizes: dict, dev: str, names: Optional[dict] = None, dims: bool = True) -> str:
-  t = type(st)
-  if t is Exec:
-    args = ", ".join(_slice(a, k, p, sizes, names) if type(a) is Slice else _value(a, env) for a in st.args)
-    dims = "".join(f" {w} ({', '.join(_value(x, env) for x in d)})" for w, d in (("grid", st.grid), ("block", st.block)) if d and dims)
-    return f"exec {st.kernel.name}({args}){dims}"
-  if t is Copy: return f"copy {_slice(st.dst, k, p, sizes, names)} <- {_slice(st.src, k, p, sizes, names)}"
-  if t is Write: return f"write {_slice(st.dst, k, p, sizes, names)} = {_value(st.value, env)}"
-  if t is Poll: return f"poll {_slice(st.src, k, p, sizes, names)}{'' if st.mask == U32_MAX else f' & {st.mask}'} == {_value(st.value, env)}"
-  if t is Wait: return f"wait {st.signal.name} >= {_value(st.value, env)}"
-  if t is SignalWrite: return f"signal {st.signal.name} = {_value(st.value, env)}"
-  if t is Epoch: return _command(epoch_wait(dev), k, env, p, sizes, dev, names, dims)
-  if t is Barrier: return "barrier"
-  if t is Timestamp: return f"timestamp {st.signal.name}"
-  return type(st).__name__.lower()
+  def value(self, e) -> str: return str(e.eval(self.env)) if type(e) is Expr else str(e)
+
+# each statement type's command text (an exec's: _command), given the launch and the queue's device
+_COMMANDS: dict[type, Callable[..., str]] = {
+  Copy: lambda st, at, dev: f"copy {at.slice(st.dst)} <- {at.slice(st.src)}",
+  Write: lambda st, at, dev: f"write {at.slice(st.dst)} = {at.value(st.value)}",
+  Poll: lambda st, at, dev: f"poll {at.slice(st.src)}{'' if st.mask == U32_MAX else f' & {st.mask}'} == {at.value(st.value)}",
+  Wait: lambda st, at, dev: f"wait {st.signal.name} >= {at.value(st.value)}",
+  SignalWrite: lambda st, at, dev: f"signal {st.signal.name} = {at.value(st.value)}",
+  Epoch: lambda st, at, dev: _command(epoch_wait(dev), at, dev),
+  Barrier: lambda st, at, dev: "barrier",
+  Timestamp: lambda st, at, dev: f"timestamp {st.signal.name}",
+}
+
+def _command(st, at: _Launch, dev: str, dims: bool = True) -> str:
+  """A statement as the command it is in launch `at` on a queue of device `dev` (`dims`: an exec's launch dimensions)."""
+  if type(st) is Exec:
+    args = ", ".join(at.slice(a) if type(a) is Slice else at.value(a) for a in st.args)
+    shown = "".join(f" {w} ({', '.join(at.value(x) for x in d)})" for w, d in (("grid", st.grid), ("block", st.block)) if d and dims)
+    return f"exec {st.kernel.name}({args}){shown}"
+  f = _COMMANDS.get(type(st))
+  return f(st, at, dev) if f is not None else type(st).__name__.lower()
 
 def _pairs(qa: list, qb: list) -> list:
   """Queues of A and B side by side: by name, then the rest by (device, engine) in declaration order."""
   out, rest_b = [], [q for q in qb if q.name not in {x.name for x in qa}]
   names_b = {q.name: q for q in qb}
   for q in qa:
-    if q.name in names_b: out.append((q, names_b[q.name])); continue
+    if q.name in names_b:
+      out.append((q, names_b[q.name]))
+      continue
     m = next((x for x in rest_b if (x.device.name, x.engine) == (q.device.name, q.engine)), None)
     if m is not None: rest_b.remove(m)
     out.append((q, m))
@@ -121,7 +137,8 @@ def _matched(a: Program, b: Program, launches: int) -> list[Change]:
         pairs = zip(s1.args, s2.args) if type(s1) is Exec else ((s1.dst, s2.dst), (s1.src, s2.src))
         for u, v in pairs:
           if type(u) is Slice and type(v) is Slice and v.buffer.name not in names and u.buffer.name not in taken:
-            names[v.buffer.name] = u.buffer.name; taken.add(u.buffer.name)
+            names[v.buffer.name] = u.buffer.name
+            taken.add(u.buffer.name)
   kinds_a, kinds_b = ({x.name: x.per_launch for x in p.buffers} for p in (a, b))
   for nb, na in names.items():
     if kinds_a[na] != kinds_b[nb]:
@@ -134,8 +151,9 @@ def _matched(a: Program, b: Program, launches: int) -> list[Change]:
     x, y = ca.get(key, []), cb.get(key, [])
     dev = (ia.get(key[0]) or ib[key[0]]).name
     for k in range(1, launches + 1):
-      tx = [_command(st, k, ua.envs[k - 1], ra, sa, dev, dims=False) for st in x]
-      ty = [_command(st, k, ub.envs[k - 1], rb, {**sb, **sb_named}, dev, names, dims=False) for st in y]
+      at_a, at_b = _Launch(k, ua.envs[k - 1], ra, sa), _Launch(k, ub.envs[k - 1], rb, {**sb, **sb_named}, names)
+      tx = [_command(st, at_a, dev, dims=False) for st in x]
+      ty = [_command(st, at_b, dev, dims=False) for st in y]
       out += _aligned(tx, ty, x, y, f"{dev} {key[1]}", k)
   return out
 
@@ -147,7 +165,7 @@ def _aligned(ca: list, cb: list, sa: list, sb: list, name: str, k: int) -> list[
   """The changes between two command lists (rendered `ca`/`cb` of statements `sa`/`sb`), as difflib aligns them."""
   out = []
   if ca == cb: return out
-  line = lambda sts, n: sts[n].span.line if sts[n].span else None
+  def line(sts, n): return sts[n].span.line if sts[n].span else None
   for op, i1, i2, j1, j2 in SequenceMatcher(None, ca, cb, autojunk=False).get_opcodes():
     if op == "equal": continue
     for n in range(max(i2 - i1, j2 - j1)):
@@ -179,8 +197,8 @@ def diff_programs(a: Program, b: Program, launches: int = 2, match: bool = False
       continue
     name = qa.name if qa.name == qb.name else f"{qa.name}/{qb.name}"
     for k in range(1, launches + 1):
-      ca = [_command(st, k, ua.envs[k - 1], ra, sa, qa.device.name) for st in qa.body]
-      cb = [_command(st, k, ub.envs[k - 1], rb, sb, qb.device.name) for st in qb.body]
+      ca = [_command(st, _Launch(k, ua.envs[k - 1], ra, sa), qa.device.name) for st in qa.body]
+      cb = [_command(st, _Launch(k, ub.envs[k - 1], rb, sb), qb.device.name) for st in qb.body]
       out += _aligned(ca, cb, list(qa.body), list(qb.body), name, k)
   return out
 

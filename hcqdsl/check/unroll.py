@@ -5,11 +5,12 @@ statement, and its step at 1-based position `pos` is op `(pos-1) % len(ops)` of 
 Sequence 0 is always the host (it holds the implicit submit of queues no `submit` names), queues follow in order.
 """
 from __future__ import annotations
-from typing import Optional
+from typing import Callable, Optional, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
 import numpy as np
-from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span, Slice, Timestamp,
+from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
+                  Slice, Timestamp,
                   Expr, U32_MAX, DTYPES, epoch_wait)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
@@ -107,8 +108,12 @@ class Unrolled:
           kind, sig, var, off = (np.fromiter(m, dtype=_I64, count=n) for m in (
             map(itemgetter(0), ops), map(itemgetter(1), ops), map(vid.get, map(itemgetter(2), ops), repeat(0)),
             map(itemgetter(3), ops)))
-        except OverflowError: ok = False; break
-        if n and np.abs(off).max() >= INT64_SAFE: ok = False; break
+        except OverflowError:
+          ok = False
+          break
+        if n and np.abs(off).max() >= INT64_SAFE:
+          ok = False
+          break
         cols.append((at, kind, sig, var, off))
       self._sync = (E, cols) if ok else ()
     return self._sync or None
@@ -227,7 +232,9 @@ class AccessTable:
         for n, (l1, h1, r) in enumerate(rs):   # sorted by start: the ranges starting before h1 overlap it
           for l2, h2, r2 in rs[n + 1:]:
             if l2 >= h1: break
-            if l1 < h1 and l2 < h2: nbs[r].append(r2); nbs[r2].append(r)
+            if l1 < h1 and l2 < h2:
+              nbs[r].append(r2)
+              nbs[r2].append(r)
       cnt = _col(map(len, nbs))
       flat = _col(chain.from_iterable(nbs))
     counts, entries = [cnt], [flat]
@@ -261,78 +268,91 @@ def _bytes_of(d) -> bytes:
   """A data list's bytes (little-endian, as the host stores them)."""
   return np.asarray(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
 
-def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
-  signals = program.signals
-  sig_id = {s.name: i for i, s in enumerate(signals)}
-  buffers = list(program.buffers)
-  rebound = {b.name for b in buffers if b.per_launch == "rebound"}
-  queues = program.queues
-  envs = _envs(program, launches, var_values)
-  buf_id = {b.name: i for i, b in enumerate(buffers)}
-  kmodes = {k.name: [None if p.scalar else _MODE[p.mode] for p in k.params] for k in program.kernels}
-  q_id = {q.name: i + 1 for i, q in enumerate(queues)}
-  # the kernel arguments the host patches at each submit (a var-valued scalar, a rebound buffer's address): memory
-  # the host writes while the previous launch's exec may still read it, unless something orders them
-  kargs_of: dict = {}  # queue name -> [buffer ids]
-  same: dict = {}      # buffer id -> launches whose patched values all equal the previous launch's: nothing written
-  binfo = {b.name: (i, b.size) for i, b in enumerate(buffers)}
-  # `amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (ties it to the upload)
-  kcode = {k.name: (binfo[k.impl.code][0], 0, binfo[k.impl.code][1], R) for k in program.kernels
-           if k.impl is not None and k.impl.code in binfo}
-  # a kernel whose last parameter is `in kernargs` reads its kernel-argument block through it (a lifted capture names
-  # that memory, and the host's writes of it are the program's own `write`s): no implicit patch for it
-  explicit = {k.name for k in program.kernels if k.params and k.params[-1].name == KERNARGS and k.params[-1].mode == "in"}
+class _Lowering:
+  """What lowering a program's statements to ops needs, built once per unroll: names as ids, each kernel's parameter
+  modes, the polled words, and what it gathers as it goes (the kernel arguments the host patches, `x@k` accesses)."""
+  def __init__(self, program: Program, launches: int, envs: list[dict]):
+    self.launches, self.envs = launches, envs
+    self.sig_id = {s.name: i for i, s in enumerate(program.signals)}
+    self.buffers = list(program.buffers)   # [Buffer]; the kernel-argument pseudo-buffers are appended
+    self.rebound = {b.name for b in self.buffers if b.per_launch == "rebound"}
+    self.binfo = {b.name: (i, b.size) for i, b in enumerate(self.buffers)}
+    self.kmodes = {k.name: [None if p.scalar else _MODE[p.mode] for p in k.params] for k in program.kernels}
+    # the kernel arguments the host patches at each submit (a var-valued scalar, a rebound buffer's address): memory
+    # the host writes while the previous launch's exec may still read it, unless something orders them
+    self.kargs_of: dict[str, list[int]] = {}   # queue name -> [buffer ids]
+    self.same: dict[int, frozenset[int]] = {}   # buffer id -> launches whose patched values all equal the previous launch's: nothing written
+    # `amd "k.co" code B`: each exec of k reads B, the buffer its code was uploaded to (ties it to the upload)
+    self.kcode = {k.name: (self.binfo[k.impl.code][0], 0, self.binfo[k.impl.code][1], R) for k in program.kernels
+                  if k.impl is not None and k.impl.code in self.binfo}
+    # a kernel whose last parameter is `in kernargs` reads its kernel-argument block through it (a lifted capture
+    # names that memory, and the host's writes of it are the program's own `write`s): no implicit patch for it
+    self.explicit = {k.name for k in program.kernels if k.params and k.params[-1].name == KERNARGS and k.params[-1].mode == "in"}
+    # the polled words: one cell per (buffer, offset) some `poll` reads
+    self.cells: dict[tuple[int, int], int] = {}
+    for q in program.queues:
+      for st in q.body:
+        if type(st) is Poll and (bi := self.binfo.get(st.src.buffer.name)) is not None:
+          self.cells.setdefault((bi[0], 0 if st.src.start is None else st.src.start), len(self.cells))
+    self.by_buf: dict[int, list[tuple[int, int]]] = {}   # buffer id -> [(offset, cell)]
+    for (b, lo), c in self.cells.items(): self.by_buf.setdefault(b, []).append((lo, c))
+    self.pins: dict[Optional[str], dict[tuple[int, int], int]] = {}   # queue name -> {(op index, access index): launch index} of `x@k`
+    self.nlists = {b.name: len(b.launch_inits) for b in self.buffers if b.per_launch == "rebound"}
+    # on NV a `timestamp s` is a release of 0 into s (tinygrad's NVCommandQueue.timestamp: signal(s, 0)), the timer at +8
+    self.nv = {d.name for d in program.devices if d.vendor == "NV"}
 
-  # the polled words: one cell per (buffer, offset) some `poll` reads
-  cells: dict = {}
-  for q in queues:
-    for st in q.body:
-      if type(st) is Poll and (bi := binfo.get(st.src.buffer.name)) is not None:
-        cells.setdefault((bi[0], 0 if st.src.start is None else st.src.start), len(cells))
-  by_buf: dict = {}   # buffer id -> [(offset, cell)]
-  for (b, lo), c in cells.items(): by_buf.setdefault(b, []).append((lo, c))
-
-  def stores(b: int, lo: int, hi: int, data) -> tuple:
+  def stores(self, b: int, lo: int, hi: int, data: Callable[[int], bytes]) -> tuple:
     """What a store of bytes [lo, hi) of buffer b does to the polled words it touches: per cell, the bits it keeps and
     the bits it stores in each launch (`data(k)`: the stored bytes in launch k)."""
     out = []
-    for c_lo, c in by_buf.get(b, ()):
+    for c_lo, c in self.by_buf.get(b, ()):
       if c_lo + 4 <= lo or hi <= c_lo: continue
       keep = sum(0xFF << 8 * n for n in range(4) if not lo <= c_lo + n < hi)
       bits = tuple(sum((d[c_lo + n - lo] if c_lo + n - lo < len(d) else 0) << 8 * n for n in range(4) if lo <= c_lo + n < hi)
-                   for d in map(data, range(1, launches + 1)))   # (zeros past the data: a value zero-extended)
+                   for d in map(data, range(1, self.launches + 1)))   # (zeros past the data: a value zero-extended)
       out.append((c, None, keep, bits))
     return tuple(out)
 
-  def access(sl, mode):
-    bi = binfo.get(sl.buffer.name)
+  def access(self, sl: Slice, mode: int) -> Optional[tuple[int, int, int, int]]:
+    bi = self.binfo.get(sl.buffer.name)
     if bi is None: return None
     return (bi[0], 0 if sl.start is None else sl.start, bi[1] if sl.end is None else sl.end, mode)
 
-  def patch(st, q, op, known: bool):
+  def patch(self, st: Exec, q: Queue, op: tuple, known: bool) -> tuple:
     """An exec whose kernel arguments the host patches: one more buffer, the host writes and the exec reads."""
+    envs = self.envs
     line = st.span.line if st.span is not None else 0
-    buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
-    kb = len(buffers) - 1
-    kargs_of.setdefault(q.name, []).append(kb)
+    self.buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
+    kb = len(self.buffers) - 1
+    self.kargs_of.setdefault(q.name, []).append(kb)
     vals = [e for e in st.args if type(e) is Expr and e.var is not None]
-    if not any(type(a) is Slice and a.buffer.name in rebound for a in st.args):  # a rebound address always changes
-      same[kb] = frozenset(k for k in range(2, launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
+    if not any(type(a) is Slice and a.buffer.name in self.rebound for a in st.args):  # a rebound address always changes
+      self.same[kb] = frozenset(k for k in range(2, self.launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
     return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
 
-  pins: dict = {}   # queue name -> {(op index, access index): launch index} of the `x@k` accesses
-  nlists = {b.name: len(b.launch_inits) for b in buffers if b.per_launch == "rebound"}
-  # on NV a `timestamp s` is a release of 0 into s (tinygrad's NVCommandQueue.timestamp: signal(s, 0)), the timer at +8
-  nv = {d.name for d in program.devices if d.vendor == "NV"}
+  def store_op(self, st, acc: tuple) -> tuple:
+    """The op of a `write` or a host write into the range of `acc`: also a store into the polled words it covers."""
+    envs = self.envs
+    if not acc or acc[0][0] not in self.by_buf: sv = None
+    elif type(st) is Write:   # the value zero-extended to the 4 or 8 bytes, in each launch
+      b, lo, hi, _ = acc[0]
+      sv = self.stores(b, lo, hi, lambda k, e=st.value, n=min(hi - lo, 8): (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
+      if sv and st.dst.launch is not None: sv = tuple((c, st.dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
+    else:                     # the host's store of each launch's bytes
+      n = min((d.nbytes for d in st.launch_inits), default=0)
+      sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, lambda k, ds=st.launch_inits: _bytes_of(ds[min(k, len(ds)) - 1])) if n else None
+    return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
-  def lower(body, q: Optional[Queue]) -> list:
+  def lower(self, body: Sequence, q: Optional[Queue]) -> list[tuple]:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
     statements are told apart by exact type and nothing is called per statement that need not be)."""
-    ops = []
+    ops: list[tuple] = []
     app = ops.append
+    sig_id, binfo, kmodes, rebound = self.sig_id, self.binfo, self.kmodes, self.rebound
+    kcode, explicit, access = self.kcode, self.explicit, self.access
     def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
-      if not 0 < sl.launch <= nlists.get(sl.buffer.name, 0): return   # no such memory: the static `bounds` error says so
-      pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
+      if not 0 < sl.launch <= self.nlists.get(sl.buffer.name, 0): return   # no such memory: the static `bounds` error says so
+      self.pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
     for st in body:
       t = type(st)
       if t is Wait or t is SignalWrite:
@@ -348,31 +368,19 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
           app((ACCESS, ((a[0], 0 if src.start is None else src.start, a[1] if src.end is None else src.end, R),
                         (b[0], 0 if dst.start is None else dst.start, b[1] if dst.end is None else dst.end, W))))
         else: app((ACCESS, tuple([x for x in (access(src, R), access(dst, W)) if x is not None])))
-      elif t is Write:   # a store into the range, like a copy's destination; and of the polled words it covers
-        dst = st.dst
-        if dst.launch is not None: pin(dst, 0)
-        acc = tuple(x for x in (access(dst, W),) if x is not None)
-        sv = None
-        if acc and acc[0][0] in by_buf:   # the value zero-extended to the 4 or 8 bytes, in each launch
-          b, lo, hi, _ = acc[0]
-          sv = stores(b, lo, hi, lambda k, e=st.value, n=min(hi - lo, 8): (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
-        if sv and dst.launch is not None: sv = tuple((c, dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
-        app((ACCESS, acc, sv) if sv else (ACCESS, acc))
-      elif t is HostWrite:   # the host's store of each launch's bytes into the range; and of the polled words they cover
-        dst = st.dst
-        acc = tuple(x for x in (access(dst, W),) if x is not None)
-        n = min((d.nbytes for d in st.launch_inits), default=0)
-        sv = stores(acc[0][0], acc[0][1], acc[0][1] + n, lambda k, ds=st.launch_inits: _bytes_of(ds[min(k, len(ds)) - 1])) \
-          if acc and n and acc[0][0] in by_buf else None
-        app((ACCESS, acc, sv) if sv else (ACCESS, acc))
+      elif t is Write or t is HostWrite:   # a store into the range, like a copy's destination; and into polled words
+        if t is Write and st.dst.launch is not None: pin(st.dst, 0)
+        app(self.store_op(st, tuple(x for x in (access(st.dst, W),) if x is not None)))
       elif t is Poll:
         src = st.src
         bi = binfo.get(src.buffer.name)
-        if bi is None: app(_NOP); continue
+        if bi is None:
+          app(_NOP)
+          continue
         lo = 0 if src.start is None else src.start
         if src.launch is not None: pin(src, 0)
         v = st.value
-        app((POLL, cells[(bi[0], lo)], None if v.var is None else v.var.name, v.offset, st.mask,
+        app((POLL, self.cells[(bi[0], lo)], None if v.var is None else v.var.name, v.offset, st.mask,
              None if src.launch is None else src.launch - 1, (bi[0], lo, lo + 4, R)))
       elif t is Exec:
         ms = kmodes.get(st.kernel.name)
@@ -388,57 +396,74 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
           elif a.var is not None: patched = True
         if st.kernel.name in kcode: accs.append(kcode[st.kernel.name])
         op = (ACCESS, tuple(accs))
-        app(patch(st, q, op, ms is not None) if patched and st.kernel.name not in explicit else op)
+        app(self.patch(st, q, op, ms is not None) if patched and st.kernel.name not in explicit else op)
       elif t is Epoch:
         w = epoch_wait(q.device.name)
         app((WAIT, sig_id[w.signal.name], w.value.var.name, w.value.offset))
       elif t is Barrier: app(_BARRIER)
-      elif t is Timestamp and q is not None and q.device.name in nv: app((WRITE, sig_id[st.signal.name], None, 0))
+      elif t is Timestamp and q is not None and q.device.name in self.nv: app((WRITE, sig_id[st.signal.name], None, 0))
       else: app(_NOP)
     return ops
 
-  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), lower(q.body, q))
-                   for i, q in enumerate(queues)]
-  # the host: resolve which submit hands over which queue (the same in every launch)
+def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
+  envs = _envs(program, launches, var_values)
+  lw = _Lowering(program, launches, envs)
+  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), lw.lower(q.body, q)) for i, q in enumerate(program.queues)]
   host = program.host
-  body = list(host.body) if host is not None else []
-  covered: dict[int, int] = {}  # queue seq -> the submit statement covering it
+  seqs[0], idle = _host(program, seqs, lw)
+  u = Unrolled(program, launches, envs, seqs, program.signals, lw.buffers, host.span if host is not None else None)
+  if idle: u.idle[0] = idle
+  for (b, lo), c in lw.cells.items():   # initial values: the buffer's data (a rebound buffer's: each launch's)
+    u.cells.append((b, lo))
+    u.cell_slot.append(len(u.cell_init))
+    bb = lw.buffers[b]
+    for k in range(1, (max(launches, len(bb.launch_inits)) if bb.per_launch == "rebound" else 1) + 1):   # `x@k` past the launches too
+      u.cell_init.append(int.from_bytes(_contents(bb, k)[lo:lo + 4].ljust(4, b"\0"), "little"))
+  u.pinned = {s.index: lw.pins[s.name] for s in seqs[1:] if s.name in lw.pins}
+  return u
+
+def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, frozenset[int]]]:
+  """The host's sequence: its statements, with each submit preceded by the host's writes it implies (a `rewritten`
+  buffer's contents before the launch's first submit, the patched kernel arguments of the queues it submits), and
+  the implicit submit of the queues no `submit` names before its first statement; and {op index: the launches in
+  which that kernel-argument write writes nothing}."""
+  queues = program.queues
+  q_id = {q.name: i + 1 for i, q in enumerate(queues)}
+  body = list(program.host.body) if program.host is not None else []
+  covered: dict[int, int] = {}  # queue seq -> the submit statement covering it (the same in every launch)
   for n, st in enumerate(body):
     if isinstance(st, Submit):
       names = [r.name for r in st.queues] if st.queues else [q.name for q in queues]
       for x in names:
         if x in q_id and q_id[x] not in covered: covered[q_id[x]] = n
   stmts: list = []
-  ops: list = []
+  ops: list[tuple] = []
   rewritten = [b for b in program.buffers if b.per_launch == "rewritten"]
-  idle: dict = {}
+  buf_id = {b.name: i for i, b in enumerate(program.buffers)}
+  idle: dict[int, frozenset[int]] = {}
   def submit(qs: tuple, st):
     if rewritten and not any(op[0] == SUBMIT for op in ops):
       # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
       for b in rewritten:
         x = buf_id[b.name]
-        sv = stores(x, 0, b.size, lambda k, b=b: _contents(b, k))
-        stmts.append(b); ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
+        sv = lw.stores(x, 0, b.size, lambda k, b=b: _contents(b, k))
+        stmts.append(b)
+        ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
     # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
     # then submits; an implicit submit is shown at the queue it submits
     for x in qs:
-      for b in kargs_of.get(seqs[x].name, ()):
-        if same.get(b): idle.setdefault(len(ops), same[b])
-        stmts.append(st if st is not None else seqs[x].queue); ops.append((ACCESS, ((b, 0, 8, W),)))
+      for b in lw.kargs_of.get(seqs[x].name, ()):
+        if lw.same.get(b): idle.setdefault(len(ops), lw.same[b])
+        stmts.append(st if st is not None else seqs[x].queue)
+        ops.append((ACCESS, ((b, 0, 8, W),)))
     for x in qs: seqs[x].gate = len(ops)
-    stmts.append(st); ops.append((SUBMIT, qs))
+    stmts.append(st)
+    ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
   if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
   for n, st in enumerate(body):
     if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
-    else: stmts.append(st); ops += lower((st,), None)
-  seqs[0] = Seq(0, "host", None, None, stmts, ops)
-  u = Unrolled(program, launches, envs, seqs, signals, buffers, host.span if host is not None else None)
-  if idle: u.idle[0] = idle
-  for (b, lo), c in cells.items():   # initial values: the buffer's data (a rebound buffer's: each launch's)
-    u.cells.append((b, lo)); u.cell_slot.append(len(u.cell_init))
-    bb = buffers[b]
-    for k in range(1, (max(launches, len(bb.launch_inits)) if bb.per_launch == "rebound" else 1) + 1):   # `x@k` past the launches too
-      u.cell_init.append(int.from_bytes(_contents(bb, k)[lo:lo + 4].ljust(4, b"\0"), "little"))
-  u.pinned = {s.index: pins[s.name] for s in seqs[1:] if s.name in pins}
-  return u
+    else:
+      stmts.append(st)
+      ops += lw.lower((st,), None)
+  return Seq(0, "host", None, None, stmts, ops), idle

@@ -20,7 +20,7 @@ def add_args(p) -> None:
                  help=f"text: print the first N warnings of each code in full, then count the rest (default {MAX_PER_CODE}; 0 shows all)")
   p.add_argument("--witness", metavar="W.json",
                  help="write, for each race and deadlock, the interleaving that exhibits it (`hcqdsl run FILE --replay W.json` runs it)")
-  from ..check.analyze import MAX_STATES
+  from ..check.pipeline import MAX_STATES
   p.add_argument("--max-states", type=int, default=MAX_STATES, metavar="N",
                  help=f"skeleton states to explore outside the happens-before fragment before the verdict is "
                       f"incomplete (exit 1; default {MAX_STATES})")

@@ -1,21 +1,54 @@
-"""One small class per diagnostic code: each has a `name` and one `run` method turning what the happens-before pass
-(hb.Trace) or the explorer (explore.Exploration) found into Diagnostics. Findings are deduplicated by statement:
-each distinct problem is reported once, at the first launch where it shows."""
+"""The passes: one small class per diagnostic code, each with a `code` and one method, `run(u, found)`, turning the
+`Findings` of the happens-before pass (hb.Trace) or of the explorer (explore.Exploration) into Diagnostics. `PASSES`
+lists them once, in the order the pipeline runs them. Findings are deduplicated by statement: each distinct problem is
+reported once, at the first launch where it shows."""
 from __future__ import annotations
-from typing import Optional
+from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
+if TYPE_CHECKING: from .accesses import VisColumns
 
-__all__ = ["OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis", "SignalRaceAnalysis", "NonMonotonicAnalysis",
+__all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis",
+           "SignalRaceAnalysis", "NonMonotonicAnalysis",
            "RedundantWaitAnalysis", "UnusedSignalAnalysis", "VisibilityAnalysis", "StaleInputAnalysis", "deadlock_diags",
            "word_name"]
 
 _RW = {R: "reads", W: "writes", RW: "reads and writes"}
 _SYNC = (WAIT, WRITE)
 assert WAIT < WRITE < min(ACCESS, NOP, BARRIER, SUBMIT)  # `kind <= WRITE` picks the waits and writes
+
+@attrs.frozen
+class Findings:
+  """What the passes report on, from one source: the happens-before pass inside the exact fragment (`hb.Trace`), the
+  explorer outside it, or, when exploring exceeded its budget, the one execution the pass made. A source that decides
+  nothing of a kind leaves it empty (the explorer: no `redundant-wait` or `visibility`, which need the fragment)."""
+  # stuck states, (steps done per sequence, signal and polled-word values): the pass's one, or the explorer's
+  deadlocks: Sequence[tuple[Sequence[int], Sequence[int]]] = ()
+  # (statement, statement, buffer) -> (launch rank, (seq, pos, access), (seq, pos, access)): racing accesses
+  races: Mapping[tuple, tuple] = attrs.field(factory=dict)
+  # ((seq, pos), (seq, pos)): unordered writes of one signal
+  signal_races: Sequence[tuple[tuple[int, int], tuple[int, int]]] = ()
+  # (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)
+  nonmono: Sequence[tuple] = ()
+  # (seq, op index) -> (instances run, instances redundant): the wait statements with a redundant instance
+  wstats: Mapping[tuple[int, int], tuple[int, int]] = attrs.field(factory=dict)
+  # the visibility findings, one per statement (accesses.VisColumns)
+  vis: Optional["VisColumns"] = None
+  # why the verdict came from exploring (the program is outside the exact fragment): a note every dynamic pass's
+  # diagnostics carry; `incomplete`: the exploration ran out of states, so they come from one execution
+  note: Optional[str] = None
+  incomplete: bool = False
+
+class Pass:
+  """One diagnostic code: `run` reports it on an unrolled program and what was found about it."""
+  code: ClassVar[str]
+  # its findings come from the execution or the exploration (they carry the note of a verdict the exploration gave);
+  # the others read the program alone
+  dynamic: ClassVar[bool] = False
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]: raise NotImplementedError
 
 def _who(u: Unrolled, i: int) -> str: return "the host" if i == 0 else u.seqs[i].name
 def _sig(u: Unrolled, s: int) -> str: return u.signals[s].name
@@ -50,10 +83,10 @@ def _sortkey(u: Unrolled, i: int, pos: int):
   sp = u.span(i, pos)
   return (_launch(u, i, pos), sp.line if sp else 0, sp.column if sp else 0, i)
 
-class OverflowAnalysis:
+class OverflowAnalysis(Pass):
   """`var + n` / `var - n` evaluating outside 0..2**32-1 in a checked launch (literals are the static check's)."""
-  name = "overflow"
-  def run(self, u: Unrolled) -> list[Diagnostic]:
+  code = "overflow"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     # every `var + n` of every launch at once; the statements are walked only when one of them overflows
     cols = u.sync_columns()
     polls = {(op[2], op[3]) for s in u.seqs for op in s.ops if op[0] == POLL and op[2] is not None} if u.polls else ()
@@ -77,7 +110,8 @@ class OverflowAnalysis:
             what = ("epoch" if isinstance(st, Epoch) else f"poll {u.cell_name(op[1])}" if op[0] == POLL else
                     f"{'wait' if op[0] == WAIT else 'signal'} {u.signals[op[1]].name}")
             out.append(Diagnostic("overflow", f"{_expr(op)} = {raw} in launch {k} ({op[2]} = {u.envs[k - 1][op[2]]}) "
-                                  f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} 0..{top} ({what} in {_who(u, s.index)})",
+                                  f"is outside the {'64-bit range of a host wait' if top == U64_MAX else '32-bit signal range'} "
+                                  f"0..{top} ({what} in {_who(u, s.index)})",
                                   st.span if st is not None else None, extra={"launch": k, "value": raw}))
             break
     return out
@@ -136,13 +170,19 @@ def _components(succ: dict) -> dict:
   for root in succ:
     if root in index: continue
     work = [(root, iter(succ[root]))]
-    index[root] = low[root] = n; n += 1; stack.append(root); on.add(root)
+    index[root] = low[root] = n
+    n += 1
+    stack.append(root)
+    on.add(root)
     while work:
       v, it = work[-1]
       w = next(it, None)
       if w is not None:
         if w not in index:
-          index[w] = low[w] = n; n += 1; stack.append(w); on.add(w)
+          index[w] = low[w] = n
+          n += 1
+          stack.append(w)
+          on.add(w)
           work.append((w, iter(succ[w])))
         elif w in on: low[v] = min(low[v], index[w])
         continue
@@ -151,31 +191,120 @@ def _components(succ: dict) -> dict:
       if low[v] == index[v]:
         members = []
         while True:
-          w = stack.pop(); on.discard(w); members.append(w)
+          w = stack.pop()
+          on.discard(w)
+          members.append(w)
           if w == v: break
         c = frozenset(members)
         for w in members: comp[w] = c
   return comp
 
-def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
-  """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
-  writer left) that is the cause, `root` whether this wait is that cause's report (else it only waits on it)."""
-  S = len(u.seqs)
+@attrs.define
+class _Stuck:
+  """A state where nothing can run, as a wait-for graph: each blocked sequence, and the steps of the others it waits
+  for (a write or store that would let it go on; a gate waits for the host's submit)."""
+  u: Unrolled
+  done: Sequence[int]      # steps each sequence ran
+  values: Sequence[int]    # each signal's value, then each polled word's
+  # blocked seq -> ("wait", signal, value needed, pos) | ("poll", value slot, (value, mask), pos) | ("gate", launch, host pos)
+  state: dict[int, tuple]
+  edges: dict[int, list[tuple[int, int]]]   # blocked seq -> [(other seq, position of the step it waits for)]
+  comp: dict[int, frozenset[int]]   # each blocked sequence's strongly connected component (_components)
+  written: set[int]        # the signals some statement writes
+  stored: set[int]         # the polled words (cells) some statement stores into
+  cycles: dict[int, Optional[list[int]]] = attrs.field(factory=dict)   # the shortest cycle through it (memo)
+
+  @classmethod
+  def of(cls, u: Unrolled, done, values) -> _Stuck:
+    lens = [len(s.ops) for s in u.seqs]
+    state = {}
+    for i in range(len(u.seqs)):
+      if done[i] >= u.total(i): continue
+      k, idx = divmod(done[i], lens[i])
+      g = u.gate_pos(i, k + 1) if i and idx == 0 else 0
+      if done[0] < g: state[i] = ("gate", k + 1, g)
+      else:
+        op = u.seqs[i].ops[idx]
+        if op[0] == POLL:   # the slots after the signals are the polled words
+          state[i] = ("poll", len(u.signals) + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), done[i] + 1)
+        else: state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
+    future = _future(u, state, done, values)
+    edges: dict[int, list[tuple[int, int]]] = {}
+    for i, st in state.items():
+      if st[0] == "gate":
+        edges[i] = [(0, st[2])]
+        continue
+      edges[i] = []
+      ok = (lambda v, need=st[2]: v & need[1] == need[0]) if st[0] == "poll" else (lambda v, need=st[2]: v >= need)
+      for j in state:
+        w = next((p for p, v in future.get((j, st[1]), ()) if ok(v)), None)
+        if w is not None: edges[i].append((j, w))
+    # a cause is named by its strongly connected component of the wait-for graph, not by the shortest cycle through
+    # the wait it was reached from: the host waiting on itself and on a queue it has not submitted is one cause
+    # whichever blocked wait leads to it (shortest cycles differ by start: {host} from the host, {q1, host} from q1)
+    return cls(u, done, values, state, edges, _components({i: [j for j, _ in edges.get(i, ()) if j in state] for i in state}),
+               {op[1] for s in u.seqs for op in s.ops if op[0] == WRITE},
+               {c for s in u.seqs for op in s.ops if op[0] == ACCESS and len(op) > 2 for c, *_ in op[2]})
+
+  def cycle(self, i: int) -> Optional[list[int]]:
+    """The shortest path i -> ... -> i over the wait-for edges (BFS), as the list of sequences from i."""
+    if i in self.cycles: return self.cycles[i]
+    prev, frontier, last = {}, [i], None
+    while frontier and last is None:
+      nxt = []
+      for a in frontier:
+        for b, _ in self.edges.get(a, ()):
+          if b == i:
+            last = a
+            break
+          if b not in prev and b in self.state:
+            prev[b] = a
+            nxt.append(b)
+        if last is not None: break
+      frontier = nxt
+    path = None
+    if last is not None:
+      path = [last]
+      while path[-1] != i: path.append(prev[path[-1]])
+      path = path[::-1]
+    self.cycles[i] = path
+    return path
+
+  def key(self, h: int) -> tuple[int, int]:
+    st = self.state[h]
+    return _key(self.u, h, st[3] if st[0] != "gate" else self.done[h] + 1)
+
+  def group(self, i: int) -> tuple[frozenset, int]:
+    """The cause i's wait ends in: its own cycle, its own missing write, or (following the wait-for edges) another's;
+    and the sequence where it was found."""
+    seen, frontier = {i}, [i]
+    while frontier:
+      a = frontier.pop(0)
+      if self.cycle(a): return frozenset(self.key(h) for h in self.comp[a]), a
+      if self.state[a][0] != "gate" and not self.edges[a]: return frozenset([_key(self.u, a, self.state[a][3])]), a
+      for b, _ in self.edges.get(a, ()):
+        if b not in seen and b in self.state:
+          seen.add(b)
+          frontier.append(b)
+    return frozenset([_key(self.u, i, self.state[i][3])]), i
+
+  def cond(self, st: tuple) -> str:
+    """What a blocked wait or poll waits for."""
+    return f"{word_name(self.u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(self.u, st[1])} >= {st[2]}"
+
+  def writers(self, i: int, what: str) -> str:
+    """The sequences that would write what blocked sequence i waits for, each blocked itself."""
+    u = self.u
+    return "; " + ", ".join(f"{_who(u, j)} would write {what} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
+                            f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in self.edges[i])
+
+def _future(u: Unrolled, state: dict[int, tuple], done, values) -> dict[tuple[int, int], list[tuple[int, int]]]:
+  """(seq, signal or polled slot) -> [(pos, value)]: the writes (stores) the blocked sequences have not run yet, of
+  what some blocked sequence waits for."""
   lens = [len(s.ops) for s in u.seqs]
-  state = {}  # blocked seq -> ("wait", signal, need, pos) | ("gate", launch, host pos)
-  for i in range(S):
-    if done[i] >= u.total(i): continue
-    k, idx = divmod(done[i], lens[i])
-    g = u.gate_pos(i, k + 1) if i and idx == 0 else 0
-    if done[0] < g: state[i] = ("gate", k + 1, g)
-    else:
-      op = u.seqs[i].ops[idx]
-      if op[0] == POLL:   # ("poll", value slot, (value, mask), pos): the slots after the signals are the polled words
-        state[i] = ("poll", len(u.signals) + u.slot(op[1], op[5], k + 1), (u.value(op, k + 1), op[4]), done[i] + 1)
-      else: state[i] = ("wait", op[1], u.value(op, k + 1, i == 0), done[i] + 1)
   wanted = {st[1] for st in state.values() if st[0] == "wait"}
   polled = {st[1] for st in state.values() if st[0] == "poll"}
-  future: dict = {}  # (seq, signal or polled slot) -> [(pos, value)] writes (stores) not yet run
+  future: dict[tuple[int, int], list[tuple[int, int]]] = {}
   for j in state:
     ops = u.seqs[j].ops
     for p in range(done[j], u.total(j)):
@@ -185,119 +314,80 @@ def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
         for c, pin, keep, bits in op[2]:
           x = len(u.signals) + u.slot(c, pin, p // lens[j] + 1)
           if x in polled: future.setdefault((j, x), []).append((p + 1, values[x] & keep | bits[p // lens[j]]))
-  writes_any = {op[1] for s in u.seqs for op in s.ops if op[0] == WRITE}
-  stored_any = {c for s in u.seqs for op in s.ops if op[0] == ACCESS and len(op) > 2 for c, *_ in op[2]}
-  edges: dict = {}  # blocked seq -> [(other seq, position of the step it waits for)]
-  for i, st in state.items():
-    if st[0] == "gate": edges[i] = [(0, st[2])]; continue
-    edges[i] = []
-    ok = (lambda v, need=st[2]: v & need[1] == need[0]) if st[0] == "poll" else (lambda v, need=st[2]: v >= need)
-    for j in state:
-      w = next((p for p, v in future.get((j, st[1]), ()) if ok(v)), None)
-      if w is not None: edges[i].append((j, w))
+  return future
 
-  def cycle(i):  # shortest path i -> ... -> i over the wait-for edges (BFS), as the list of sequences from i
-    prev, frontier, last = {}, [i], None
-    while frontier and last is None:
-      nxt = []
-      for a in frontier:
-        for b, _ in edges.get(a, ()):
-          if b == i: last = a; break
-          if b not in prev and b in state: prev[b] = a; nxt.append(b)
-        if last is not None: break
-      frontier = nxt
-    if last is None: return None
-    path = [last]
-    while path[-1] != i: path.append(prev[path[-1]])
-    return path[::-1]
+def _deadlocks(u: Unrolled, done, values) -> list[tuple]:
+  """(statement key, launch, Diagnostic, group, root) per blocked wait: `group` names the cycle (or the wait with no
+  writer left) that is the cause, `root` whether this wait is that cause's report (else it only waits on it)."""
+  g = _Stuck.of(u, done, values)
+  report = {"wait": _wait_deadlock, "poll": _poll_deadlock}
+  return [d for i, st in g.state.items() if st[0] != "gate" and (d := report[st[0]](g, i)) is not None]
 
-  # a cause is named by its strongly connected component of the wait-for graph, not by the shortest cycle through the
-  # wait it was reached from: the host waiting on itself and on a queue it has not submitted is one cause whichever
-  # blocked wait leads to it (shortest cycles differ by start: {host} from the host, {q1, host} from q1)
-  comp = _components({i: [j for j, _ in edges.get(i, ()) if j in state] for i in state})
-  stmt_key = lambda h: _key(u, h, state[h][3] if state[h][0] != "gate" else done[h] + 1)
-  cycles = {}
-  def group(i):
-    """The cause i's wait ends in: its own cycle, its own missing write, or (following the wait-for edges) another's."""
-    seen, frontier = {i}, [i]
-    while frontier:
-      a = frontier.pop(0)
-      c = cycles[a] = cycles[a] if a in cycles else cycle(a)
-      if c: return frozenset(stmt_key(h) for h in comp[a]), a
-      if state[a][0] != "gate" and not edges[a]: return frozenset([_key(u, a, state[a][3])]), a
-      for b, _ in edges.get(a, ()):
-        if b not in seen and b in state: seen.add(b); frontier.append(b)
-    return frozenset([_key(u, i, state[i][3])]), i
+def _poll_deadlock(g: _Stuck, i: int) -> Optional[tuple]:
+  u, (_, s, need, pos) = g.u, g.state[i]
+  op, k = _op(u, i, pos), _launch(u, i, pos)
+  if op[2] is None and op[3] & ~op[4]: return None   # a literal outside the mask: the static check's `deadlock`
+  name = word_name(u, s)
+  msg = f"{_who(u, i)} polls forever for {g.cond(g.state[i])} (launch {k}); {name} is stuck at {g.values[s]:#x}"
+  if _cell_id(u, s) not in g.stored: msg += f", and no `write` stores into {name}"
+  elif not g.edges[i]: msg += ", and no store left in the checked launches makes it so"
+  else: msg += g.writers(i, name)
+  grp, cause = g.group(i)
+  return (_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), extra={"launch": k, "queue": _who(u, i),
+          "signal": name, "needed": need[0], "mask": need[1], "value": g.values[s]}), grp, cause == i)
 
-  def cond(st) -> str:   # what a blocked wait or poll waits for
-    return f"{word_name(u, st[1])} & {st[2][1]:#x} == {st[2][0]:#x}" if st[0] == "poll" else f"{_sig(u, st[1])} >= {st[2]}"
-  out = []
-  for i, st in state.items():
-    if st[0] == "gate": continue
-    _, s, need, pos = st
-    k = _launch(u, i, pos)
-    ws = edges[i]
-    if st[0] == "poll":
-      op = _op(u, i, pos)
-      if op[2] is None and op[3] & ~op[4]: continue   # a literal outside the mask: the static check's `deadlock`
-      name = word_name(u, s)
-      msg = f"{_who(u, i)} polls forever for {cond(st)} (launch {k}); {name} is stuck at {values[s]:#x}"
-      if _cell_id(u, s) not in stored_any: msg += f", and no `write` stores into {name}"
-      elif not ws: msg += ", and no store left in the checked launches makes it so"
-      else:
-        msg += "; " + ", ".join(f"{_who(u, j)} would write {name} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
-                                f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
-      grp, cause = group(i)
-      out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), extra={"launch": k, "queue": _who(u, i),
-                 "signal": name, "needed": need[0], "mask": need[1], "value": values[s]}), grp, cause == i))
-      continue
-    msg = f"{_who(u, i)} waits forever for {_sig(u, s)} >= {need} (launch {k}); {_sig(u, s)} is stuck at {values[s]}"
-    if s not in writes_any: msg += f", and nothing writes {_sig(u, s)}"
-    elif not ws: msg += f", and no write left in the checked launches brings it to {need}"
+def _wait_deadlock(g: _Stuck, i: int) -> tuple:
+  u, (_, s, need, pos) = g.u, g.state[i]
+  k, sig = _launch(u, i, pos), _sig(u, s)
+  msg = f"{_who(u, i)} waits forever for {sig} >= {need} (launch {k}); {sig} is stuck at {g.values[s]}"
+  written = s in g.written
+  if not written: msg += f", and nothing writes {sig}"
+  elif not g.edges[i]: msg += f", and no write left in the checked launches brings it to {need}"
+  else: msg += g.writers(i, sig)
+  related, notes = [], []
+  if not written and sig.endswith(".timeline"):
+    d = sig[:-len(".timeline")]
+    notes.append(f"`epoch` waits for the previous launch's `signal {d}.timeline = {d}.epoch`: end the launch with "
+                 f"a finalizer that waits for the device's work and writes it")
+  grp, cause = g.group(i)
+  cyc, edit = g.cycles.get(i), None
+  if cyc:
+    names = [_who(u, h) for h in cyc]
+    notes.append("cycle of waits: " + " -> ".join(names + names[:1]))
+    related += _hops(g, cyc)
+    fix, edit = _fix(u, cyc, g.state, g.edges, g.values)
+    if fix: notes.append(fix)
+  return (_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
+          extra={"launch": k, "queue": _who(u, i), "signal": sig, "needed": need, "value": g.values[s]}, fix=edit),
+          grp, cause == i or bool(cyc))
+
+def _hops(g: _Stuck, cyc: list[int]) -> list[Related]:
+  """A cycle's hops: each sequence, what it waits for, and where the next one writes it (or submits it)."""
+  u, out = g.u, []
+  for n, h in enumerate(cyc):
+    nx = cyc[(n + 1) % len(cyc)]
+    hs = g.state[h]
+    if hs[0] == "gate":
+      when = (f"runs its submit at {u.line(0, hs[2])}" if u.stmt(0, hs[2]) is not None else
+              f"starts launch {hs[1]} (queues no `submit` names are submitted before its first statement)")
+      out.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host {when}", u.span(h, g.done[h] + 1)))
     else:
-      msg += "; " + ", ".join(f"{_who(u, j)} would write {_sig(u, s)} at {u.line(j, w)} (launch {_launch(u, j, w)}) but is "
-                              f"{'itself ' if j != i else ''}blocked{' before it' if j == i else ''}" for j, w in ws)
-    related, notes = [], []
-    if s not in writes_any and _sig(u, s).endswith(".timeline"):
-      d = _sig(u, s)[:-len(".timeline")]
-      notes.append(f"`epoch` waits for the previous launch's `signal {d}.timeline = {d}.epoch`: end the launch with "
-                   f"a finalizer that waits for the device's work and writes it")
-    grp, cause = group(i)
-    cyc = cycles.get(i)
-    if cyc:
-      names = [_who(u, h) for h in cyc]
-      notes.append("cycle of waits: " + " -> ".join(names + names[:1]))
-      for n, h in enumerate(cyc):
-        nx = cyc[(n + 1) % len(cyc)]
-        hs = state[h]
-        if hs[0] == "gate":
-          when = (f"runs its submit at {u.line(0, hs[2])}" if u.stmt(0, hs[2]) is not None else
-                  f"starts launch {hs[1]} (queues no `submit` names are submitted before its first statement)")
-          related.append(Related(f"{_who(u, h)} is not submitted for launch {hs[1]} until the host {when}",
-                                 u.span(h, done[h] + 1)))
-        else:
-          w = next(p for j, p in edges[h] if j == nx)
-          related.append(Related(f"{_who(u, h)} {'polls' if hs[0] == 'poll' else 'waits'} for {cond(hs)} (launch {_launch(u, h, hs[3])}), "
-                                 f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
-    edit = None
-    if cyc:
-      fix, edit = _fix(u, cyc, state, edges, values)
-      if fix: notes.append(fix)
-    out.append((_key(u, i, pos), k, Diagnostic("deadlock", msg, u.span(i, pos), related=tuple(related), notes=tuple(notes),
-               extra={"launch": k, "queue": _who(u, i), "signal": _sig(u, s), "needed": need, "value": values[s]}, fix=edit),
-                grp, cause == i or bool(cyc)))
+      w = next(p for j, p in g.edges[h] if j == nx)
+      out.append(Related(f"{_who(u, h)} {'polls' if hs[0] == 'poll' else 'waits'} for {g.cond(hs)} (launch {_launch(u, h, hs[3])}), "
+                         f"which {_who(u, nx)} writes only at {u.line(nx, w)}", u.span(h, hs[3])))
   return out
 
 def _waits_for(x: dict) -> str:
   """The condition of a deadlock's blocked wait (or poll: its extra has the mask) from its extra fields."""
   return f"{x['signal']} & {x['mask']:#x} == {x['needed']:#x}" if "mask" in x else f"{x['signal']} >= {x['needed']}"
 
-class DeadlockAnalysis:
-  name = "deadlock"
-  def run(self, u: Unrolled, states) -> list[Diagnostic]:
-    """`states`: the stuck states (done, values) — the one the happens-before pass ends in, or the explorer's."""
+class DeadlockAnalysis(Pass):
+  code = "deadlock"
+  dynamic = True
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over the stuck states (done, values): the one the happens-before pass ends in, or the explorer's."""
     best: dict = {}
-    for done, values in states:
+    for done, values in found.deadlocks:
       for key, k, d, grp, root in _deadlocks(u, done, values):
         if key not in best or k < best[key][0]: best[key] = (k, d, grp, root)
     # one report per cause: a cycle once (at its first member in source order), a wait no write can satisfy once;
@@ -310,7 +400,9 @@ class DeadlockAnalysis:
       k, d, grp, root = best[key]
       if roots.get(grp) is d: continue
       # a cause whose own members are reported elsewhere (or are queues not submitted): its first wait reports it
-      if grp not in roots: roots[grp] = d; continue
+      if grp not in roots:
+        roots[grp] = d
+        continue
       r = roots[grp]
       if any(x.span == d.span for x in r.related): continue  # a member of the cycle: already a hop of its report
       roots[grp] = attrs.evolve(r, related=r.related + (Related(f"{d.extra['queue']} also waits forever for "
@@ -335,8 +427,10 @@ def _where(u: Unrolled, i: int, p: int) -> str:
   if i == 0 and isinstance(st, Queue): return f"when it submits {st.name} (implicitly, before its first statement)"
   return f"at {u.line(i, p)}"
 
-class RaceAnalysis:
-  name = "race"
+class RaceAnalysis(Pass):
+  code = "race"
+  dynamic = True
+  LIMIT = 1000   # racing pairs listed (then one line counting the rest)
   def _next_write(self, u: Unrolled, j: int, q: int) -> Optional[int]:
     """Position of sequence j's first signal write after position q (per-sequence table: racy programs are big)."""
     if j not in self.nxt:
@@ -352,11 +446,11 @@ class RaceAnalysis:
     if nxt[idx] is not None: return k * L + nxt[idx] + 1
     return (k + 1) * L + first + 1 if first is not None and k + 1 < u.launches else None
 
-  def run(self, u: Unrolled, races: dict, limit: int = 1000) -> list[Diagnostic]:
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     self.nxt: dict = {}
-    out = []
-    found = sorted(races.values(), key=lambda r: (r[0], r[1][0], r[1][1], r[2][0], r[2][1]))
-    for _, x, y in found[:limit]:
+    out, limit = [], self.LIMIT
+    races = sorted(found.races.values(), key=lambda r: (r[0], r[1][0], r[1][1], r[2][0], r[2][1]))
+    for _, x, y in races[:limit]:
       first, second = sorted((x, y), key=lambda a: _sortkey(u, a[0], a[1]))
       (j, q, aj), (i, p, ai) = first, second
       b = u.buffers[ai[0]].name
@@ -385,9 +479,9 @@ class RaceAnalysis:
                                    "line": _stmt_line(u, i, p), "mode": _RW[ai[3]],
                                    "other": {"launch": kj, "queue": _who(u, j), "range": [aj[1], aj[2]],
                                              "line": _stmt_line(u, j, q), "mode": _RW[aj[3]]}}))
-    if len(found) > limit:  # a racy program of thousands of statements: the first ones say what is wrong
-      out.append(Diagnostic("race", f"{len(found) - limit} more racing pairs of statements are not listed", None,
-                            extra={"more": len(found) - limit}))
+    if len(races) > limit:  # a racy program of thousands of statements: the first ones say what is wrong
+      out.append(Diagnostic("race", f"{len(races) - limit} more racing pairs of statements are not listed", None,
+                            extra={"more": len(races) - limit}))
     return out
 
 def _host_reset(u: Unrolled, w: tuple, users, sig: str) -> Optional[Edit]:
@@ -404,12 +498,13 @@ def _host_reset(u: Unrolled, w: tuple, users, sig: str) -> Optional[Edit]:
           f"{sig} while the previous launch may still use it, and must wait for that launch first")
   return Edit(block, idx, waits, text)
 
-class SignalRaceAnalysis:
-  name = "signal-race"
-  def run(self, u: Unrolled, pairs) -> list[Diagnostic]:
-    """`pairs`: ((seq, pos), (seq, pos)) of writes to one signal from different sequences that are not ordered."""
+class SignalRaceAnalysis(Pass):
+  code = "signal-race"
+  dynamic = True
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over `found.signal_races`: ((seq, pos), (seq, pos)) of unordered writes to one signal from two sequences."""
     out, seen = [], set()
-    for a, b in pairs:
+    for a, b in found.signal_races:
       a, b = sorted((a, b), key=lambda x: _sortkey(u, *x))
       key = (_key(u, *a), _key(u, *b))
       if key in seen: continue
@@ -423,26 +518,27 @@ class SignalRaceAnalysis:
                             extra={"launch": _launch(u, *b), "queue": _who(u, b[0]), "signal": s}, fix=fix))
     return out
 
-class NonMonotonicAnalysis:
+class NonMonotonicAnalysis(Pass):
   """One report per lowering write statement (its first launch), naming the unordered uses of the signal."""
-  name = "non-monotonic"
-  def run(self, u: Unrolled, items) -> list[Diagnostic]:
-    """`items`: (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)."""
+  code = "non-monotonic"
+  dynamic = True
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over `found.nonmono`: (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)."""
     by: dict = {}
-    for w, o, cur, new in sorted(items, key=lambda x: (_launch(u, *x[0]), _sortkey(u, *x[1]))):
+    for w, o, cur, new in sorted(found.nonmono, key=lambda x: (_launch(u, *x[0]), _sortkey(u, *x[1]))):
       by.setdefault(_key(u, *w), []).append((w, o, cur, new))
     out = []
-    for found in by.values():
-      w, o, cur, new = found[0]
+    for uses in by.values():
+      w, o, cur, new = uses[0]
       s = _sig(u, _op(u, *w)[1])
-      use = lambda o: "wait on" if _op(u, *o)[0] == WAIT else "write"
+      def use(o): return "wait on" if _op(u, *o)[0] == WAIT else "write"
       frm = f" from {cur} to {new}" if cur is not None else ""
       related, seen = [], set()
-      for _, o2, _, _ in found:
+      for _, o2, _, _ in uses:
         if _key(u, *o2) in seen: continue
         seen.add(_key(u, *o2))
         related.append(Related(f"{_who(u, o2[0])} may {use(o2)} {s} here (launch {_launch(u, *o2)})", u.span(*o2)))
-      fix = _host_reset(u, w, [o2[0] for _, o2, _, _ in found], s)
+      fix = _host_reset(u, w, [o2[0] for _, o2, _, _ in uses], s)
       out.append(Diagnostic("non-monotonic", f"{_who(u, w[0])} lowers {s}{frm} at {u.line(*w)} (launch {_launch(u, *w)}) "
                             f"while {_who(u, o[0])} may {use(o)} it at {u.line(*o)} (launch {_launch(u, *o)}): the lowering "
                             f"write is not ordered against every other use of {s}", u.span(*w), related=tuple(related),
@@ -465,31 +561,32 @@ def _previous_launch(st) -> bool:
   """Is `st` `wait D.timeline >= D.epoch - 1` (the previous launch is done with device D)?"""
   return st.signal.name.endswith(".timeline") and st == epoch_wait(st.signal.name[:-len(".timeline")])
 
-class RedundantWaitAnalysis:
+class RedundantWaitAnalysis(Pass):
   """A wait whose satisfying write is already ordered before it (or that the initial value satisfies) in every checked
   launch. `epoch` is exempt: it also orders the queue after work outside the program (tinygrad waits its timeline
   for the same reason even when the host already did). In a one-launch check so is a wait for the previous launch on
   another device (`wait D.timeline >= D.epoch - 1`): it holds trivially in launch 1 and orders the launches after it."""
-  name = "redundant-wait"
-  def run(self, u: Unrolled, wstats: dict) -> list[Diagnostic]:
+  code = "redundant-wait"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     stmts = [s.stmts for s in u.seqs]
-    found = [(i, st) for (i, idx), (n, red) in wstats.items() if n == red and n
+    waits = [(i, st) for (i, idx), (n, red) in found.wstats.items() if n == red and n
              and (st := stmts[i][idx]) is not None and type(st) is not Epoch and not (u.launches == 1 and _previous_launch(st))]
     who = [_who(u, i) for i in range(len(u.seqs))]
     def build(x):  # the text of the few shown: a program can draw tens of thousands
       i, st = x
       return (f"this wait never orders anything: in every checked launch {st.signal.name} >= {st.value} already holds "
               f"by happens-before when {who[i]} gets here", (), {"queue": who[i]})
-    return _RedundantWait.many([st.span for _, st in found], build, found)
+    return _RedundantWait.many([st.span for _, st in waits], build, waits)
 
-class VisibilityAnalysis:
+class VisibilityAnalysis(Pass):
   """A compute read that the packets let see stale data (docs/check.md, "Cache semantics of the packets"): the host's
   write to the reading device's memory with no `barrier` (the HDP flush) between them, or, on gfx942, an earlier access
   of the device's compute queues to the bytes with no L2 invalidation (`barrier`, `timestamp`) between it and the read
   of what another device, a copy queue or the host wrote since."""
-  name = "visibility"
-  def run(self, u: Unrolled, found) -> list[Diagnostic]:
-    """`found`: the happens-before pass's findings as columns (`Trace.vis_found`)."""
+  code = "visibility"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    """Over `found.vis`: the happens-before pass's findings as columns (`accesses.VisColumns`)."""
+    if found.vis is None or not len(found.vis): return []
     # a program can draw a warning for every other read: each one's span is looked up here (the report sorts by it),
     # its text only when it is shown, from per-sequence and per-buffer text built once
     who = [_who(u, i) for i in range(len(u.seqs))]
@@ -525,15 +622,15 @@ class VisibilityAnalysis:
                f"without invalidating it; a `barrier` after the wait invalidates it)")
         related.append(Related(f"{who[k]} {_RW[ak[3]]} {b}[{ak[1]}:{ak[2]}] here (launch {kk}), leaving it in {d}'s L2", spk))
       return (msg, tuple(related), {"launch": ki, "queue": who[i], "buffer": b, "cause": ("hdp", "l2")[kind]})
-    ii, idx = found[0], found[1]
-    spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(ii, idx)]
-    return _Visibility.many(spans, build, list(zip(*found)))
+    v = found.vis
+    spans = [st.span if (st := stmts[i][x]) is not None else host for i, x in zip(v.seq, v.op)]
+    return _Visibility.many(spans, build, v.rows())
 
-class UnusedSignalAnalysis:
+class UnusedSignalAnalysis(Pass):
   """A signal written but waited on by nobody. `D.timeline` is exempt: it is the device's completion signal, waited on
   outside the program (tinygrad's synchronize and the next launch's host wait)."""
-  name = "unused-signal"
-  def run(self, u: Unrolled) -> list[Diagnostic]:
+  code = "unused-signal"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     # usually every signal is waited on somewhere early (a queue's first waits, a finalizer): stop looking then
     exempt = {n for n, sig in enumerate(u.signals) if sig.name.endswith(".timeline")}
     waited: set = set()
@@ -554,12 +651,12 @@ class UnusedSignalAnalysis:
                             severity="warning", related=(Related(f"{name} is declared here", u.signals[sid].span),)))
     return out
 
-class StaleInputAnalysis:
+class StaleInputAnalysis(Pass):
   """A command that, in launch k, reads `x@j` with j < k: launch j's memory of a rebound buffer, i.e. an input of an
   earlier launch (tinygrad's HCQGraph replaces each input's address at every call; a command it missed keeps reading
   the memory of the call it was captured at). One report per access of a statement, at its first such launch."""
-  name = "stale-input"
-  def run(self, u: Unrolled) -> list[Diagnostic]:
+  code = "stale-input"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     out = []
     for i, pins in u.pinned.items():
       seq = u.seqs[i]
@@ -579,3 +676,17 @@ class StaleInputAnalysis:
                                      f"means its own input",),
                               extra={"launch": k, "queue": seq.name, "buffer": b.name, "input_launch": j + 1}))
     return out
+
+class IncompleteAnalysis(Pass):
+  """The note that exploring a program outside the exact fragment ran out of states (`--max-states`): the dynamic
+  passes' diagnostics then come from one execution, and problems may be missing."""
+  code = "incomplete"
+  def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
+    if not found.incomplete: return []
+    return [Diagnostic("incomplete", found.note, u.host_span or (u.program.queues[0].span if u.program.queues else None),
+                       severity="note")]
+
+# every pass, once, in the order they run (diagnostics at one place keep this order: the report's sort is stable)
+PASSES: tuple[Pass, ...] = (OverflowAnalysis(), DeadlockAnalysis(), RaceAnalysis(), SignalRaceAnalysis(), NonMonotonicAnalysis(),
+                            IncompleteAnalysis(), RedundantWaitAnalysis(), VisibilityAnalysis(), UnusedSignalAnalysis(),
+                            StaleInputAnalysis())

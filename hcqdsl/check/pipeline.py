@@ -1,5 +1,6 @@
-"""The dynamic half of `hcqdsl check`: unroll, one happens-before pass, and exploration when the program is outside
-the fragment where happens-before is exact. See docs/check.md."""
+"""The driver of `hcqdsl check`'s dynamic half: unroll, one happens-before pass, exploration when the program is
+outside the fragment where happens-before is exact, then every pass of `passes.PASSES` over what they found. See
+docs/check.md."""
 from __future__ import annotations
 from typing import Optional
 import gc
@@ -10,8 +11,7 @@ from ..diagnostics import Diagnostic
 from .unroll import unroll, Unrolled
 from .hb import happens_before, ClockLimit
 from .explore import explore
-from .analyses import (word_name, OverflowAnalysis, DeadlockAnalysis, RaceAnalysis, SignalRaceAnalysis, NonMonotonicAnalysis,
-                       RedundantWaitAnalysis, UnusedSignalAnalysis, VisibilityAnalysis, StaleInputAnalysis)
+from .passes import word_name, Findings, PASSES, OverflowAnalysis
 
 __all__ = ["analyze", "MAX_STATES", "madvise_hugepage"]
 
@@ -21,7 +21,7 @@ MAX_STATES = 500_000
 
 def _why(u: Unrolled, v) -> str:
   code, a, b, s = v
-  who = lambda i: "the host" if i == 0 else u.seqs[i].name
+  def who(i): return "the host" if i == 0 else u.seqs[i].name
   if code == "poll":   # a store not ordered against the poll changes whether it passes
     return (f"{who(a[0])}'s poll at {u.line(*a)} and {who(b[0])}'s store into {word_name(u, s)} at {u.line(*b)} are not "
             f"ordered: whether the poll passes depends on the interleaving")
@@ -54,34 +54,30 @@ def madvise_hugepage(on: bool) -> bool:
 
 def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int) -> list[Diagnostic]:
   u = unroll(program, launches, var_values)
-  diags = OverflowAnalysis().run(u)
-  try: t = happens_before(u)
+  try: found = _findings(u, max_states)
   except ClockLimit as e:   # sizes the machine cannot hold: a `bounds` error at the first queue, nothing decided
-    return diags + [Diagnostic("bounds", str(e), program.queues[0].span if program.queues else u.host_span)]
-  if t.exact:
-    diags += DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else [])
-    diags += RaceAnalysis().run(u, t.races)
-    diags += RedundantWaitAnalysis().run(u, t.wstats)
-    diags += VisibilityAnalysis().run(u, t.vis_found[1])
-  else:
-    why = _why(u, t.violations[0])
-    e = explore(u, max_states)
-    if e.complete:
-      dyn = (DeadlockAnalysis().run(u, e.deadlocks) + RaceAnalysis().run(u, e.races)
-             + SignalRaceAnalysis().run(u, [(a, b) for _, a, b in e.signal_races.values()])
-             + NonMonotonicAnalysis().run(u, [(w, o, cur, new) for _, w, o, _s, cur, new in e.nonmono.values()]))
-      note = (f"this program is outside the fragment where happens-before is exact ({why}); "
-              f"the verdict comes from exploring all {e.states} reachable states of its synchronization skeleton")
-    else:
-      dyn = (DeadlockAnalysis().run(u, [(t.done, t.values)] if t.blocked else []) + RaceAnalysis().run(u, t.races)
-             + SignalRaceAnalysis().run(u, [(a, b) for c, a, b, _ in t.violations if c == "signal-race"])
-             + NonMonotonicAnalysis().run(u, [(a, b, None, None) for c, a, b, _ in t.violations if c == "non-monotonic"]))
-      note = (f"this program is outside the fragment where happens-before is exact ({why}), and exploring it "
-              f"exceeded the budget of {max_states} states (`--max-states`): the verdict is incomplete (problems may be missing, and these "
-              f"come from one execution)")
-      dyn.append(Diagnostic("incomplete", note, u.host_span or (program.queues[0].span if program.queues else None),
-                            severity="note"))
-    diags += [attrs.evolve(d, notes=d.notes + (note,)) if d.code != "incomplete" else d for d in dyn]
-  diags += UnusedSignalAnalysis().run(u)
-  diags += StaleInputAnalysis().run(u)
+    return OverflowAnalysis().run(u, Findings()) + [Diagnostic("bounds", str(e), program.queues[0].span if program.queues else u.host_span)]
+  diags = []
+  for p in PASSES:
+    out = p.run(u, found)
+    diags += [attrs.evolve(d, notes=d.notes + (found.note,)) for d in out] if p.dynamic and found.note else out
   return diags
+
+def _findings(u: Unrolled, max_states: int) -> Findings:
+  """What the passes report: the happens-before pass's, inside the exact fragment; else the explorer's, or, when the
+  exploration exceeds `max_states`, the one execution's (an incomplete verdict)."""
+  t = happens_before(u)
+  stuck = [(t.done, t.values)] if t.blocked else []
+  if t.exact: return Findings(deadlocks=stuck, races=t.races, wstats=t.wstats, vis=t.vis_found)
+  why = _why(u, t.violations[0])
+  e = explore(u, max_states)
+  if e.complete:
+    return Findings(deadlocks=e.deadlocks, races=e.races, signal_races=[(a, b) for _, a, b in e.signal_races.values()],
+                    nonmono=[(w, o, cur, new) for _, w, o, _s, cur, new in e.nonmono.values()],
+                    note=f"this program is outside the fragment where happens-before is exact ({why}); "
+                         f"the verdict comes from exploring all {e.states} reachable states of its synchronization skeleton")
+  return Findings(deadlocks=stuck, races=t.races, signal_races=[(a, b) for c, a, b, _ in t.violations if c == "signal-race"],
+                  nonmono=[(a, b, None, None) for c, a, b, _ in t.violations if c == "non-monotonic"], incomplete=True,
+                  note=f"this program is outside the fragment where happens-before is exact ({why}), and exploring it "
+                       f"exceeded the budget of {max_states} states (`--max-states`): the verdict is incomplete (problems may "
+                       f"be missing, and these come from one execution)")
