@@ -197,6 +197,32 @@ def _firsts(texts, found):
   miss = list(itertools.compress(range(len(found)), map(operator.not_, found)))
   return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
 
+def _tokens(raw: str, src: str, lpos: int) -> tuple:
+  """([(kind, text, offset)], the text the offsets are into, where the line starts in it): kind 1 code, 2 `;` `{` `}`,
+  3 the comment."""
+  toks = []
+  if '"' not in raw:
+    hp = raw.find("#")
+    pos = 0
+    for i, t in enumerate(_SEPS.split(raw if hp < 0 else raw[:hp])):
+      toks.append(((i & 1) + 1, t, pos))
+      pos += len(t)
+    if hp >= 0: toks.append((3, raw[hp:], hp))
+    return toks, raw, 0
+  if '"""' in raw:    # a string may run on: read from the whole text
+    text, pos = src, lpos
+  else: text, pos = raw, 0
+  line_start = pos
+  while True:
+    m = _LEX.match(text, pos)
+    if m is None: break
+    g = m.lastindex
+    if g == 5: raise _GiveUp
+    if g == 4: break
+    toks.append((g, m.group(), pos))
+    pos = m.end()
+  return toks, text, line_start
+
 class Scanner:
   """One file's fast parse: `read_block` (a block's rows by one regex), `read_columns` (a clean chunk a column at a
   time), `read_statement` (one statement's text); each returns None to hand its text to the next slower path."""
@@ -644,41 +670,9 @@ class Scanner:
   def _pieces(self, raw, ln, src, lpos) -> int:
     """Cut the line (and the lines a string carries on to) into pieces at `;`, `{` and `}` and read each piece.
     Returns the last line read."""
-    toks = []              # (kind, text, offset): 1 code, 2 `;` `{` `}`, 3 the comment
-    if '"' not in raw:
-      hp = raw.find("#")
-      pos = 0
-      for i, t in enumerate(_SEPS.split(raw if hp < 0 else raw[:hp])):
-        toks.append(((i & 1) + 1, t, pos))
-        pos += len(t)
-      if hp >= 0: toks.append((3, raw[hp:], hp))
-      text, line_start = raw, 0
-    else:
-      if '"""' in raw:    # a string may run on: read from the whole text
-        text, pos = src, lpos
-      else: text, pos = raw, 0
-      line_start = pos
-      while True:
-        m = _LEX.match(text, pos)
-        if m is None: break
-        g = m.lastindex
-        if g == 5: raise _GiveUp
-        if g == 4: break
-        toks.append((g, m.group(), pos))
-        pos = m.end()
-    # the comment goes to the last node ending on its line before it, else (a line of `;`s) nowhere
+    toks, text, line_start = _tokens(raw, src, lpos)
     comment, target = None, -1
-    if toks and toks[-1][0] == 3:
-      _, t, s = toks.pop()
-      comment = t.rstrip()
-      cls = text.rfind("\n", line_start, s) + 1 or line_start
-      for i in range(len(toks) - 1, -1, -1):
-        g, t, s = toks[i]
-        if s + len(t) <= cls: break
-        if (g == 2 and t == ";") or (g == 1 and not t.strip(" \t")): continue
-        target = i
-        break
-      if target < 0 and not text[cls:s].strip(" \t"): self.pending.append(comment)
+    if toks and toks[-1][0] == 3: comment, target = self._comment_target(toks, text, line_start)
     f, cur_ln, cur_ls = self.file, ln, line_start
     need_sep = False       # after `}`: the next declaration needs a `;` or a new line first
     header = None          # a queue or host header read, its `{` not yet
@@ -725,6 +719,21 @@ class Scanner:
         self.pending = []
     if header is not None: raise _GiveUp
     return cur_ln
+
+  def _comment_target(self, toks: list, text: str, line_start: int) -> tuple:
+    """Pop the line's comment: (its text, the index of the last node ending on its line before it, else -1: a line of
+    `;`s, whose comment goes nowhere, or a comment alone on its line, kept pending for the next node)."""
+    _, t, s = toks.pop()
+    comment, target = t.rstrip(), -1
+    cls = text.rfind("\n", line_start, s) + 1 or line_start
+    for i in range(len(toks) - 1, -1, -1):   # (`s` ends as the offset of the last node looked at, as the test below wants)
+      g, t, s = toks[i]
+      if s + len(t) <= cls: break
+      if (g == 2 and t == ";") or (g == 1 and not t.strip(" \t")): continue
+      target = i
+      break
+    if target < 0 and not text[cls:s].strip(" \t"): self.pending.append(comment)
+    return comment, target
 
   # ---- declarations
   def _decl(self, kw, body, span):

@@ -892,43 +892,8 @@ class _Block:
 
   def statement(self, toks: list):
     fn = self.fn
-    if len(toks) > 3 and toks[1][1] == "=" and toks[2][1] == "lambda":   # NAME = lambda(a, b) (expr)
-      p = _Expr(toks, fn)
-      p.i = 3
-      p.expect("(")
-      params = []
-      while p.peek() != ")":
-        params.append(p.next()[1])
-        if p.peek() == ",": p.next()
-      p.next()
-      p.expect("(")
-      depth, j = 1, p.i
-      while depth:
-        v = toks[j][1]
-        depth += (v == "(" or toks[j][0] == "cast") - (v == ")")
-        j += 1
-      fn.lambdas[toks[0][1]] = (params, toks[p.i:j - 1])
-      return
-    if toks[0][1] == "{":   # { D1.u1, D0.u64 } = 65'B(...)
-      parts, i = [], 1
-      while toks[i][1] != "}":
-        if toks[i][1] == ",":
-          i += 1
-          continue
-        parts.append((toks[i][1], toks[i + 2][1]))
-        i += 3
-      if toks[i + 1][1] != "=": raise Unsupported("concatenated target without `=`")
-      p = _Expr(toks, fn)
-      p.i = i + 2
-      e = p.expr(0)
-      t = fn.tmp()
-      fn.emit(f"unsigned __int128 {t} = (unsigned __int128)({conv(e, 'w') if e.kind != 'w' else e.code});")
-      shift = 0
-      for reg, acc in reversed(parts):
-        n = ACCESSORS[acc][1]
-        self.write(reg, None, V(f"(uint64_t)(({t} >> {shift}) & {(1 << n) - 1 if n < 64 else MASK64}ULL)", "u", n), acc)
-        shift += n
-      return
+    if len(toks) > 3 and toks[1][1] == "=" and toks[2][1] == "lambda": return self.lambda_def(toks)   # NAME = lambda(a, b) (expr)
+    if toks[0][1] == "{": return self.concat_assign(toks)   # { D1.u1, D0.u64 } = 65'B(...)
     p = _Expr(toks, fn)
     name = p.next()[1]
     acc = lane = sl = idx = None
@@ -987,6 +952,47 @@ class _Block:
       else: raise Unsupported(f"`{op}` on an unknown name `{name}`")
       e = binop(op[0], cur, e)
     self.write(name, sl, e, acc, lane)
+
+  def lambda_def(self, toks: list) -> None:
+    """`NAME = lambda(a, b) (expr)`: kept as tokens, expanded where it is called"""
+    fn = self.fn
+    p = _Expr(toks, fn)
+    p.i = 3
+    p.expect("(")
+    params = []
+    while p.peek() != ")":
+      params.append(p.next()[1])
+      if p.peek() == ",": p.next()
+    p.next()
+    p.expect("(")
+    depth, j = 1, p.i
+    while depth:
+      v = toks[j][1]
+      depth += (v == "(" or toks[j][0] == "cast") - (v == ")")
+      j += 1
+    fn.lambdas[toks[0][1]] = (params, toks[p.i:j - 1])
+
+  def concat_assign(self, toks: list) -> None:
+    """`{ D1.u1, D0.u64 } = 65'B(...)`: one wide value split over the named registers, the last the lowest bits"""
+    fn = self.fn
+    parts, i = [], 1
+    while toks[i][1] != "}":
+      if toks[i][1] == ",":
+        i += 1
+        continue
+      parts.append((toks[i][1], toks[i + 2][1]))
+      i += 3
+    if toks[i + 1][1] != "=": raise Unsupported("concatenated target without `=`")
+    p = _Expr(toks, fn)
+    p.i = i + 2
+    e = p.expr(0)
+    t = fn.tmp()
+    fn.emit(f"unsigned __int128 {t} = (unsigned __int128)({conv(e, 'w') if e.kind != 'w' else e.code});")
+    shift = 0
+    for reg, acc in reversed(parts):
+      n = ACCESSORS[acc][1]
+      self.write(reg, None, V(f"(uint64_t)(({t} >> {shift}) & {(1 << n) - 1 if n < 64 else MASK64}ULL)", "u", n), acc)
+      shift += n
 
   def write(self, name: str, sl, e: V, acc: Optional[str], lane=None):
     fn = self.fn
