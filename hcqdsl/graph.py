@@ -14,6 +14,8 @@ from .ir import Program, Epoch, epoch_wait
 from .lang.format import format_stmt
 from .check.unroll import unroll, WAIT, WRITE, SUBMIT, ACCESS, POLL
 
+Writer = Optional[tuple[int, int, int]]   # who wrote a value: (queue seq, op index, launch), None for the initial one
+
 __all__ = ["to_dot", "signal_edges"]
 
 RED, ORANGE = "#d62728", "#ff7f0e"
@@ -31,9 +33,10 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
   totals = [n * launches for n in lens]
   done = [0] * S
   value = list(u.sig_init)
-  hist = [([v], [None]) for v in value]   # per signal: values since its last lowering write, and their writers
-  submitted = [set() for _ in range(S)]   # launches each queue has been submitted for
-  words, stored = list(u.cell_init), [None] * len(u.cell_init)   # polled words: values and their last store
+  hist: list[tuple[list[int], list[Writer]]] = [([v], [None]) for v in value]   # per signal: values since its last lowering write, and their writers
+  submitted: list[set[int]] = [set() for _ in range(S)]   # launches each queue has been submitted for
+  words = list(u.cell_init)
+  stored: list[Writer] = [None] * len(u.cell_init)   # polled words: values and their last store
   edges: dict = {}
   submits: dict = {}
   progress = True

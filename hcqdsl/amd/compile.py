@@ -4,7 +4,7 @@ out memory (MemoryPlan), loads code objects (CodeLoader) and walks statements (L
 kind). The on-disk format is described in docs/amd.md."""
 from __future__ import annotations
 import pathlib, struct
-from typing import Optional
+from typing import Any, Optional
 import numpy as np
 from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Expr, Ref, Slice, DTYPES,
                  ARCHS, NO_SPAN, U32_MAX, resolve, epoch_wait)
@@ -142,7 +142,14 @@ class Lowering:
   -> method appending its packets to the queue's command buffer and recording the dwords a launch patches), then the
   host steps (HOST_STEPS) and expects, with resolved addresses. The program has passed the static checks
   (require_static): names resolve, ranges fit, statements sit on the right engine."""
-  targets = ARCHS   # the archs this lowering takes
+  targets: tuple[str, ...] = ARCHS   # the archs this lowering takes
+  # the queue being lowered: its encoder is duck-typed (pm4.PM4 for compute, sdma.SDMA for copy; nv/compile.py's
+  # lowering puts pushbuf's Compute or Copy here), the static checks letting each statement only onto an engine whose
+  # encoder has its method
+  enc: Any
+  out: list[int]            # the command buffer's dwords
+  patches: list[Patch]      # its dwords that change per launch
+  mem_patches: list[Patch]  # memory dwords (kernel arguments) that change per launch
 
   def __init__(self, program: Program, target: str = "gfx1100"):
     if target not in self.targets: raise ValueError(f"unknown target {target!r} (known: {', '.join(self.targets)})")
@@ -207,7 +214,8 @@ class Lowering:
     """The queue's statements through `table` (statement type -> method) into its command buffer, each statement's
     dword range and source position recorded."""
     q = self.q
-    self.out, self.patches, self.mem_patches, stmts = [], [], [], []
+    self.out, self.patches, self.mem_patches = [], [], []
+    stmts: list[tuple] = []
     for self.index, s in enumerate(q.body):
       self.start = len(self.out)
       table[type(s)](self, s, s.span)
@@ -260,7 +268,7 @@ class Lowering:
     gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
     grid, block = tuple(resolve(x, self.env1) & U32_MAX for x in gdims), tuple(resolve(x, self.env1) & U32_MAX for x in bdims)
     if co.dispatch_ptr and any(type(x) is Expr for x in gdims + bdims):
-      raise _err("name", f"kernel `{k.name}`: launch dimensions over vars need a code object without a dispatch packet", sp)
+      raise _err("name", f"kernel `{s.kernel.name}`: launch dimensions over vars need a code object without a dispatch packet", sp)
     user = []
     if co.private_segment_sgpr:  # scratch buffer resource, as tinygrad sets it up
       sc = plan.scratch_for(dev)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import collections, gc, itertools, math, operator, re
 from itertools import repeat
 import attrs
-from typing import Optional
+from typing import Iterable, Optional
 from ..ir import (HostWrite, Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
@@ -119,17 +119,17 @@ def fast_constructor(cls, names: str, at: bool = False):
   `__init__` builds (the IR has no validators, converters or post-init hooks), in half its time (no per-field
   `object.__setattr__` call, no keyword arguments). The subclass adds no slots, so its layout is `cls`'s. With `at`,
   a statement and its one-line span in one call: make(file, line, column, end_column, *names but span)."""
-  fields, names = attrs.fields(cls), names.split()
-  assert sorted(names) == sorted(a.name for a in fields), cls
+  fields, order = attrs.fields(cls), names.split()
+  assert sorted(order) == sorted(a.name for a in fields), cls
   assert all(a.validator is None and a.converter is None for a in fields) and not hasattr(cls, "__attrs_post_init__")
   draft = type(f"_Draft{cls.__name__}", (cls,), {"__slots__": (), "__setattr__": object.__setattr__,
                                                   "__delattr__": object.__delattr__})
   ns = {"new": object.__new__, "cls": cls, "draft": draft, "Span": Span}
   if not at:
-    exec(f"def make({', '.join(names)}):\n  o = new(draft); {'; '.join(f'o.{n} = {n}' for n in names)}; o.__class__ = cls; return o", ns)
+    exec(f"def make({', '.join(order)}):\n  o = new(draft); {'; '.join(f'o.{n} = {n}' for n in order)}; o.__class__ = cls; return o", ns)
     return ns["make"]
   ns["sdraft"] = _DraftSpan
-  rest = [n for n in names if n != "span"]
+  rest = [n for n in order if n != "span"]
   exec(f"def make(file, line, column, end_column, {', '.join(rest)}):\n"
        f"  s = new(sdraft); s.file = file; s.line = line; s.column = column; s.end_line = line; s.end_column = end_column\n"
        f"  s.__class__ = Span\n  o = new(draft); o.span = s; {'; '.join(f'o.{n} = {n}' for n in rest)}; o.__class__ = cls; return o", ns)
@@ -217,6 +217,7 @@ def _tokens(raw: str, src: str, lpos: int) -> tuple:
     m = _LEX.match(text, pos)
     if m is None: break
     g = m.lastindex
+    assert g is not None   # (every alternative of _LEX is a group)
     if g == 5: raise _GiveUp
     if g == 4: break
     toks.append((g, m.group(), pos))
@@ -234,7 +235,7 @@ class Scanner:
     self.args: dict = {}
     self.decls: list = []
     self.pending: list = []  # own-line comments waiting for the node they precede
-    self.block = None        # [kind, name, engine, device, header span, comment, comments, body] of the open block
+    self.block: Optional[list] = None   # [kind, name, engine, device, header span, comment, comments, body] of the open block
     self.dims: dict = {}
     self.ints: dict = {}
     self.bare: set = set()   # names written as a whole buffer (a var's name among them: `resolve_var_args` has work)
@@ -318,7 +319,9 @@ class Scanner:
     Returns where the next line starts (offset, line), or None to read the block line by line instead (a `{` or `"`
     in the body, a `}` followed by more than a comment); nothing is kept from a None."""
     start = h.end()
-    end = _REGION.match(src, start).end()
+    region = _REGION.match(src, start)
+    assert region is not None   # (it matches the empty string)
+    end = region.end()
     if end >= len(src) or src[end] != "}": return None
     f, out = self.file, []
     hl, hcol = ln, h.start(1) - pos + 1
@@ -352,6 +355,7 @@ class Scanner:
     ln, pend, hcomment = st[0], st[4], st[5]
     span = Span(f, hl, hcol, ln, end - src.rfind("\n", 0, end) + 1)
     ec = a.group(1).rstrip() if a.group(1) else None
+    node: Queue | Host
     if h.group(2) is not None:
       node = Queue(name, engine, dev, tuple(out), span=span, comments=tuple(self.pending), comment=hcomment,
                    end_comments=pend, end_comment=ec)
@@ -434,7 +438,8 @@ class Scanner:
     """The copies and execs of a chunk whose slices or argument lists were new: their slices cut by one regex over
     them all, then the nodes in their places in `out`. An entry: [index, argument text (None: a copy), kernel | dst,
     dims | src, span, comments, comment, body]."""
-    slices, args_of, need = self.slices, self.args, {}
+    slices, args_of = self.slices, self.args
+    need: dict[str, None] = {}   # the new slice texts, in order
     for e in later:
       if e[1] is None:
         if e[2] not in slices: need[e[2]] = None
@@ -528,8 +533,9 @@ class Scanner:
     lines.pop()
     n, f = len(lines), self.file
     lead, w, rows_of, cols, stops = _columns(seg, lines)
-    groups = collections.defaultdict(list)
-    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))
+    groups: collections.defaultdict[str, list[int]] = collections.defaultdict(list)   # a row's third letter (_KIND) -> its rows
+    # (typeshed: operator.getitem of a str and a slice is a Sequence[str], not the str it is)
+    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))  # type: ignore[arg-type]
     heads, out, slow = self.heads, [None] * n, []
     done: dict = {}          # the rows `read_statement` read
 
@@ -598,6 +604,8 @@ class Scanner:
       bad = not (all(ks) and all(s1) and all(s2)) and [
         i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
       xas = self._arglists(ats)
+      grids: Iterable
+      blocks: Iterable
       if any(dts):
         dims_of = self.dims
         for t in set(dts).difference(dims_of): self._dims(t)
@@ -605,9 +613,9 @@ class Scanner:
       else: grids = blocks = none
       return map(_exec_at, *at, ks, xas, grids, blocks, repeat(()), none), bad
     if kind == "copy":         # `copy dst <- src`
-      hs, s1, ys = zip(*map(str.partition, bs, repeat(" <- ")))
+      hs, s1, srcs = zip(*map(str.partition, bs, repeat(" <- ")))
       xs = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
-      got = self._slices(xs + list(ys))
+      got = self._slices(xs + list(srcs))
       xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat(lead + "copy ")))
       bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
         i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
@@ -625,8 +633,10 @@ class Scanner:
     self.pending = []
 
   def _close(self, ln, end, comment):
+    assert self.block is not None   # (a block is open)
     kind, name, engine, dev, hs, hcomment, hcomments, stmts = self.block
     span = Span(self.file, hs.line, hs.column, ln, end)
+    node: Queue | Host
     if kind == "queue":
       node = Queue(name, engine, dev, tuple(stmts), span=span, comments=hcomments, comment=hcomment,
                    end_comments=tuple(self.pending), end_comment=comment)
@@ -773,7 +783,9 @@ class Scanner:
     impl = None
     if m.group("impl") is not None:
       impl = self._impl(body, m.start("impl"), span)
-      span = Span(span.file, span.line, span.column, impl.span.end_line, impl.span.end_column)
+      isp = impl.span
+      assert isp is not None   # (_impl gives the Impl its span)
+      span = Span(span.file, span.line, span.column, isp.end_line, isp.end_column)
     return Kernel(self._name(m.group(1)), params, impl, span=span)
 
   def _data_lists(self, body: str, pos: int, span) -> tuple:
@@ -998,9 +1010,9 @@ class Scanner:
       # a buffer (a bare name too: `resolve_var_args` turns a var's into a value), else a value
       a = slices.get(t) or self._slice_text(t)
       args.append(self._arg_value(piece) if a is None else a)
-    args = tuple(args)
-    if len(self.args) < _CACHE: self.args[argtext] = args
-    return args
+    got = tuple(args)
+    if len(self.args) < _CACHE: self.args[argtext] = got
+    return got
 
   def _dims(self, text) -> tuple:
     """`grid (x, y, z) block (x, y, z)` (either, both, block not first): (grid, block), interned by their text."""

@@ -7,6 +7,7 @@ release semaphore of its QMD rather than methods, and an exec following one is l
 tinygrad's `_apply_var_vals` patches them. docs/nv.md says what each statement becomes."""
 from __future__ import annotations
 import functools, struct
+from typing import Optional
 from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, TARGETS,
                   DEFAULT_ARCHS, U32_MAX, vendor_of, resolve, epoch_wait)
 from ..amd.compile import Lowering as AMDLowering, MemoryPlan, impl_record, arg_record
@@ -67,6 +68,7 @@ class Lowering(AMDLowering):
   """AMDLowering for AMD devices' queues; NV devices' queues through NV_STATEMENTS (the pushbuffer methods), with the
   QMD state NVComputeQueue keeps: `active`, the QMD of the last exec while no other method followed it."""
   targets = TARGETS   # the archs this lowering takes
+  active: Optional[tuple[QMD, int]]   # the last exec's QMD and its address while no other method followed it
 
   def __init__(self, program: Program, target: str = "gfx1100"):
     super().__init__(program, target)
@@ -83,7 +85,7 @@ class Lowering(AMDLowering):
   def queue(self, q) -> QueueImage:
     if q.device.name not in self.nv: return super().queue(q)
     self.q, self.dev, self.t = q, q.device.name, self.arch[q.device.name]
-    self.enc, self.active, self.qmds = pushbuf.encoder(q.engine), None, []
+    self.enc, self.active = pushbuf.encoder(q.engine), None
     return self.lower_queue(self.NV_STATEMENTS)
 
   def finish_queue(self) -> None:
@@ -166,7 +168,7 @@ class Lowering(AMDLowering):
     k, t = self.names[s.kernel.name], get_target(self.t)
     prefix = cubin.cbuf0_prefix(t, code)
     qo = code.qmd_offset
-    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=k.name,
+    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=s.kernel.name,
                           args=arg_record(s))
     if (ka + qo) >> ADDR_BITS: raise _err("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
     mem = bytearray(qo + t.qmd_size)

@@ -120,7 +120,9 @@ class Worker:
   addresses: a call is one pipe round trip carrying the function's index and the argument pointers. A worker is
   forked on the first call and again after a crash, a timeout, or a new function or mapping it cannot see."""
   def __init__(self, timeout_s: float = 10.0):
-    self.timeout_s, self.funcs, self.pid, self.seen = timeout_s, [], None, (0, 0)
+    self.timeout_s, self.seen = timeout_s, (0, 0)
+    self.funcs: list[tuple[Callable, Optional[tuple]]] = []   # (C function, its library's (hcq_grid, hcq_block) or None)
+    self.pid: Optional[int] = None   # the worker's, while one runs
 
   def add(self, fn, dims=None) -> int:
     """Register a C function (and its library's hcq_grid/hcq_block arrays, if any); returns its index for `call`."""
@@ -176,8 +178,10 @@ class Worker:
     got = os.read(self.resp, 1) if ready else b""
     if got == b"\1": return
     fault = os.read(self.resp, 9) if got == b"\2" else b""
-    if not ready: os.kill(self.pid, signal.SIGKILL)
-    _, status = os.waitpid(self.pid, 0)
+    pid = self.pid
+    assert pid is not None   # (forked above)
+    if not ready: os.kill(pid, signal.SIGKILL)
+    _, status = os.waitpid(pid, 0)
     self.pid = None
     os.close(self.req)
     os.close(self.resp)
@@ -209,7 +213,7 @@ def make_kernel(k, cache_dir: Optional[str] = None, worker: Optional[Worker] = N
       kf = KernelFn(k.name, run_w, wants_dims=dims is not None)
       return kf
     def run_c(views):  # buffers are byte views, scalar parameters ints
-      if dims is not None: dims[0][:], dims[1][:] = kf.dims
+      if dims is not None: dims[0][:], dims[1][:] = kf.dims   # type: ignore[call-overload]  # ctypes takes any sequence; typeshed: list
       fn(*[v if type(v) is int else ctypes.c_void_p(v.ctypes.data) for v in views])
     kf = KernelFn(k.name, run_c, wants_dims=dims is not None)
     return kf

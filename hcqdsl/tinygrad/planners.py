@@ -70,7 +70,8 @@ class _VectorPlan:
 
   def cover(self, q: _Q, need: dict) -> list:
     """Waits for q so that vc[q][P] >= need[P] for every P: greedy, each step picks the wait implying the most."""
-    out, clock, snap = [], self.vc.setdefault(q.name, {}), self.snap
+    out: list[tuple[str, int]] = []
+    clock, snap = self.vc.setdefault(q.name, {}), self.snap
     while True:
       unmet = {p: i for p, i in need.items() if clock.get(p, -1) < i}
       if not unmet: return out
@@ -134,7 +135,8 @@ class _VectorPlan:
 
   def queues(self) -> list:
     """The Queues, by device then compute first, with each placed signal after its command."""
-    out, after_of = [], {}
+    out: list[Queue] = []
+    after_of: dict[str, dict[int, str]] = {}
     for (qn, i), sig in self.sig_after.items(): after_of.setdefault(qn, {})[self.qobj[qn].cmd_pos[i]] = sig
     for q in sorted(self.qs.values(), key=lambda q: (int(q.dev[1:]), q.engine != "compute")):
       after = after_of.get(q.name, {})
@@ -174,7 +176,7 @@ def plan_tinygrad(s: Schedule) -> tuple[list, list, Optional[Host]]:
     return name
   # the per-call lane commands, matched back by the call's sources
   pending: dict = {}
-  for ci, (c, _) in enumerate(batch): pending.setdefault(c.src, []).append(ci)
+  for k, (c, _) in enumerate(batch): pending.setdefault(c.src, []).append(k)
   def lane_of(u, j):
     if u.op is Ops.MSTACK: return u.src[j]
     return u

@@ -14,7 +14,7 @@ from .capture import Capture, user_frames
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check
-from ..ir import Submit, HostWrite, Wait, KERNARGS, vendor_of
+from ..ir import Program, Submit, HostWrite, Wait, KERNARGS, vendor_of
 
 __all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang", "hang_of", "advice", "ADVICE"]
 
@@ -120,7 +120,7 @@ class Sanitizer:
     self.findings: list = []
     self.warnings: list = []
     self.incomplete: list = []   # what was captured and not checked, in words
-    self.program = None
+    self.program: Optional[Program] = None
     self.text: Optional[str] = None
     self.kept: Optional[pathlib.Path] = None
     self.checked = False
@@ -181,11 +181,11 @@ class Sanitizer:
       finally: self._depth -= 1
       if self._depth == 0: self._checkpoint()
       return ret
-    run_linear.__wrapped__ = orig
+    setattr(run_linear, "__wrapped__", orig)
     for mod in (realize, jit, tensor):
       if getattr(mod, "run_linear", None) is orig:
         self._saved.append((mod, orig))
-        mod.run_linear = run_linear
+        setattr(mod, "run_linear", run_linear)   # tinygrad modules hold their own references
 
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
@@ -247,8 +247,8 @@ class Sanitizer:
                   "of an input's address or a var)")
         elif isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
           stmt = f"write {stmt[6:].split(' = ')[0]}"
-          ranged = st.dst.end is not None and st.dst.start is not None
-          n = st.dst.end - st.dst.start if ranged else st.launch_inits[0].nbytes if st.launch_inits else 0
+          start, end = st.dst.start, st.dst.end
+          n = end - start if end is not None and start is not None else st.launch_inits[0].nbytes if st.launch_inits else 0
           what = f"the host's `{stmt}` (its copy of {n} bytes into host memory)"
         elif isinstance(st, Wait): what = f"the host's `{stmt}` (tinygrad waiting for the GPU: a synchronize, `.numpy()`, `.item()`)"
         else: what = f"the host's `{stmt}`"
@@ -283,7 +283,7 @@ class Sanitizer:
       cmds = [c for c in [first] + other if c is not None]
       findings.append(Finding(d.code, d.message, cmds))
     self.findings, self.warnings, self.checked = findings, warnings, True
-    if self.keep is not None: self._keep(text, man)
+    if self.keep is not None: self._keep(self.keep, text, man)
     if self.progress is not None:
       self.progress(f"hcqdsl sanitize: {self.checked_submissions} submissions seen, {self.checks} check{'s' * (self.checks != 1)} made, "
                     f"{len(findings)} finding{'s' * (len(findings) != 1)} ({time.perf_counter() - self._t0:.1f} s)")
@@ -313,15 +313,15 @@ class Sanitizer:
                                                                f"copy ({stmt[5:]})" if stmt.startswith("copy ") else stmt, stack)]))
     return found
 
-  def _keep(self, text: str, man: dict) -> None:
+  def _keep(self, keep: pathlib.Path, text: str, man: dict) -> None:
     """DIR/sanitized.hcq (the program checked) and DIR/capture.json (the run's capture: `hcqdsl lift --whole` of it
     gives the same program, so `check` can be rerun on exactly this run)."""
     try:
-      self.keep.mkdir(parents=True, exist_ok=True)
-      (p := self.keep / "sanitized.hcq").write_text(text)
-      (self.keep / "capture.json").write_text(json.dumps(man, indent=1) + "\n")
+      keep.mkdir(parents=True, exist_ok=True)
+      (p := keep / "sanitized.hcq").write_text(text)
+      (keep / "capture.json").write_text(json.dumps(man, indent=1) + "\n")
       self.kept = p
-    except OSError as e: self.incomplete.append(f"the lifted program could not be written to {self.keep}: {e.strerror or e}")
+    except OSError as e: self.incomplete.append(f"the lifted program could not be written to {keep}: {e.strerror or e}")
 
   def summary(self) -> str:
     """The last line: the verdict, the counts, and what was left unchecked."""

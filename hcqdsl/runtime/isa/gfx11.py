@@ -3,6 +3,7 @@ the operand tables (number formats, widths), inline constants, the shipped pseud
 name. Shared by the engine (native.py) and the model around it (rdna3.py)."""
 from __future__ import annotations
 import functools
+from typing import TYPE_CHECKING, Any
 import numpy as np
 from ..device import DeviceFault
 from .pcode import corrected
@@ -96,6 +97,8 @@ class Snap:
     self.name = ins.op.name if hasattr(ins, "op") else "VOPD"
     self.raw = ins.to_bytes()   # its encoding (the native rows are cached by it)
     self.ins = ins
+  if TYPE_CHECKING:   # the instruction's own fields (`simm16`, `vdst`, `src0`, ...), set by name above
+    def __getattr__(self, name: str) -> Any: ...
 
 @functools.lru_cache(maxsize=None)
 def operand_formats(op) -> dict:

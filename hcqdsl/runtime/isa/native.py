@@ -408,7 +408,8 @@ class NativeProgram:
     self.msgs: list = []          # per row: the unsupported instruction's message, or None
     self.pcs: list = []
     self.at: dict = {}            # pc -> row
-    self.prog = self.index = None
+    self.prog: Optional[np.ndarray] = None    # the rows for the C loop (NCOL columns), once decode_at ran
+    self.index: Optional[np.ndarray] = None   # (pc - base) / 4 -> row
     self.base = self.end = 0
 
   def decode_at(self, mem, pc: int):
@@ -474,8 +475,10 @@ def _run(kernel, launch, P: np.ndarray, prog: NativeProgram, waves: np.ndarray, 
   P[PAR["ENTRY"]] = launch.entry
   while True:
     if prog.prog is None: prog.decode_at(mem, launch.entry)
-    P[PAR["PROG"]], P[PAR["INDEX"]] = prog.prog.ctypes.data, prog.index.ctypes.data
-    P[PAR["BASE"]], P[PAR["INDEX_LEN"]] = prog.base, len(prog.index)
+    rows, index = prog.prog, prog.index
+    assert rows is not None and index is not None   # (decode_at built them)
+    P[PAR["PROG"]], P[PAR["INDEX"]] = rows.ctypes.data, index.ctypes.data
+    P[PAR["BASE"]], P[PAR["INDEX_LEN"]] = prog.base, len(index)
     rc = run(P.ctypes.data)
     if P[PAR["STORES"]]:
       mem.writes += 1

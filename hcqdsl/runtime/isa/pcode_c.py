@@ -17,7 +17,7 @@ name (`v_max_i32(a, b)`) are inlined as GNU statement expressions, which gcc and
 lane) or raises `pcode.Unsupported` naming what it cannot translate."""
 from __future__ import annotations
 import math, struct
-from typing import Callable, Optional
+from typing import Callable, Optional, Union
 from .pcode import Unsupported, statements, split_statements, ACCESSORS
 
 __all__ = ["translate", "CFunction", "REG_INDEX", "NREGS", "HEADER"]
@@ -320,13 +320,14 @@ def _f(kind: str) -> str: return "f" if kind == "f32" else ""
 
 def call(name: str, args: list, rtz: bool = False) -> V:
   """A call of a pseudocode function (FUNCS): its C, by the group that knows the name."""
-  a = args[0] if args else None
-  ak = ("f64" if a.kind == "cf" else a.kind) if a is not None else None
+  if not args: raise Unsupported(f"unknown function `{name}`" if name not in FUNCS else f"`{name}` without arguments")
+  a = args[0]
+  ak = "f64" if a.kind == "cf" else a.kind
   for group in (_call_classify, _call_convert, _call_math):
     if (v := group(name, args, a, ak, rtz)) is not None: return v
   raise Unsupported(f"unknown function `{name}`")
 
-def _call_classify(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bool) -> Optional[V]:
+def _call_classify(name: str, args: list, a: V, ak: str, rtz: bool) -> Optional[V]:
   """What a value is: NaN kinds, sign, exponent, mantissa, denormals."""
   if name == "isNAN": return V(f"isnan_f({conv(a, ak if ak in FLOATS else 'f64')})", "b", 1)
   if name in ("isSignalNAN", "isQuietNAN"):
@@ -352,7 +353,7 @@ def _call_classify(name: str, args: list, a: Optional[V], ak: Optional[str], rtz
     return V(f"((int64_t)exp_{k}({conv(a, k)}) - (int64_t)exp_{k}({conv(args[1], k)}) < {-1022 if k == 'f64' else -126})", "b", 1)
   return None
 
-def _call_convert(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bool) -> Optional[V]:
+def _call_convert(name: str, args: list, a: V, ak: str, rtz: bool) -> Optional[V]:
   """Conversions between widths and number formats, saturating where the pseudocode's names say so."""
   if name == "signext": return V(conv(a, "i") if a.kind != "u" else f"((int64_t){a.code})", "i")
   if name == "abs":
@@ -380,7 +381,7 @@ def _call_convert(name: str, args: list, a: Optional[V], ak: Optional[str], rtz:
   if name == "bf16_to_f32": return V(f"b2f((uint32_t)(({conv(a, 'u')} & 0xffff) << 16))", "f32")
   return None
 
-def _call_math(name: str, args: list, a: Optional[V], ak: Optional[str], rtz: bool) -> Optional[V]:
+def _call_math(name: str, args: list, a: V, ak: str, rtz: bool) -> Optional[V]:
   """Rounding, the transcendental functions (in double, rounded once), fma, min/max, bit counts."""
   if name == "trunc": return V(f"trunc{_f(ak)}({a.code})" if ak != "f16" else f"truncf({a.code})", ak)
   if name == "floor": return V(f"floor{_f(ak)}({a.code})" if ak != "f16" else f"floorf({a.code})", ak)
@@ -445,10 +446,12 @@ class _Fn:
     self.arrays: dict = {}      # name -> (kind, length)
     self.lambdas: dict = {}
     self.params: dict = {}      # name -> V (loop variables, lambda parameters)
-    self.reads, self.writes, self.lane_bits = set(), set(), set()
+    self.reads: set[str] = set()       # the registers (REG_INDEX) read
+    self.writes: set[str] = set()      # and written
+    self.lane_bits: set[str] = set()   # written one bit per lane
     self.resolve, self.n, self.depth = resolve, 0, 1
     self.decl_order: list = []  # (name, kind) of the locals, in order of first assignment
-    self.ret = None             # inside a lambda body with statements: (result variable, [its kind], end label)
+    self.ret: Optional[tuple[str, list, str]] = None   # inside a lambda body with statements: (result variable, [its kind], end label)
     self.rtz = False            # ROUND_MODE = ROUND_TOWARD_ZERO in effect
     self.vgpr = False           # reads or writes VGPR[lane][reg] (cross-lane)
     self.d0_width = 0           # the highest bit of D0 a write reaches, + 1
@@ -574,10 +577,10 @@ class _Expr:
 
   def cast(self, v: str) -> V:
     """`N'T(e)` (its `N'T(` read): e as N bits of type T (F a float, I a signed integer, else unsigned)."""
-    n, t = v.split("'")
+    bits, t = v.split("'")
     e = self.expr(0)
     self.expect(")")
-    n = int(n)
+    n = int(bits)
     if t == "F":
       k = {16: "f16", 32: "f32", 64: "f64"}[n]
       if e.kind == "c" and e.hex: return V(conv(V(str(e.code & MASK64) + "ULL", "r"), k), k, n)   # 32'F(0xffc00000): those bits
@@ -896,7 +899,8 @@ class _Block:
     if toks[0][1] == "{": return self.concat_assign(toks)   # { D1.u1, D0.u64 } = 65'B(...)
     p = _Expr(toks, fn)
     name = p.next()[1]
-    acc = lane = sl = idx = None
+    acc = lane = idx = None
+    sl: Union[tuple[int, int], V, None] = None   # a bit slice [hi : lo], or one bit at a position
     if name == "VGPR" and p.peek() == "[":   # VGPR[lane][reg] = value (v_writelane)
       p.next()
       ln = p.expr(0)
@@ -1059,9 +1063,9 @@ def translate(pcode: str, name: str, resolve: Optional[Callable] = None) -> CFun
   try: body = _translate_body(pcode, fn)
   except Unsupported: raise
   except Exception as e: raise Unsupported(f"untranslatable pseudocode ({type(e).__name__}: {e})") from None
-  regs = sorted(fn.reads | fn.writes, key=REG_INDEX.get)
+  regs = sorted(fn.reads | fn.writes, key=REG_INDEX.__getitem__)
   load = " ".join(f"uint64_t {r} = r->r[{REG_INDEX[r]}][laneId];" for r in regs)
-  store = " ".join(f"r->r[{REG_INDEX[r]}][laneId] = {r};" for r in sorted(fn.writes, key=REG_INDEX.get))
+  store = " ".join(f"r->r[{REG_INDEX[r]}][laneId] = {r};" for r in sorted(fn.writes, key=REG_INDEX.__getitem__))
   src = (f"void {name}(Regs *r, int n, uint32_t active) {{\n"
          f"  for (int laneId = 0; laneId < n; laneId++) {{\n    if (!((active >> laneId) & 1)) continue;\n"
          f"    {load}\n" + "\n".join("  " + l for l in body) + f"\n    {store}\n  }}\n}}\n")
