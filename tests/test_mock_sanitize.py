@@ -56,13 +56,15 @@ def test_sanitize_context_manager(tmp_path):
 
 @pytest.mark.parametrize("hcq2", [False, True], ids=["classic", "hcq2"])
 def test_sanitize_blocks_in_one_process(tmp_path, hcq2):
-  """One process, several sanitized blocks (what `pytest --hcq-sanitize` does, one per test): a later block sees rings
-  an earlier one filled, whose doorbells may ring with nothing new (tinygrad's test_jit_assign on hcq2: every later
-  test failed with hcqdsl's error until a ring nothing was submitted to was left out of the capture)."""
+  """One process, several sanitized blocks (what `pytest --hcq-sanitize` does, one per test), each tinygrad's
+  test_jit_copyin: a later block sees rings an earlier one filled, whose doorbells may ring with nothing new (every test
+  after test_jit_assign failed with hcqdsl's error until a ring nothing was submitted to was left out), and hcq2's hooks
+  must record into the block's own capture (the second block's signal resets went to the first: false races)."""
   script = tmp_path / "s.py"
-  script.write_text("import hcqdsl\nfrom tinygrad import Tensor, TinyJit\nfor i in range(3):\n  @TinyJit\n  def add(a):\n"
-                    "    a += 1\n    a.realize()\n  a = Tensor.zeros(1).contiguous().realize()\n"
-                    "  with hcqdsl.sanitize() as s:\n    for _ in range(5): add(a)\n    assert a.item() == 5\n"
+  script.write_text("import hcqdsl, numpy as np\nfrom tinygrad import Tensor, TinyJit\nfor i in range(3):\n"
+                    "  with hcqdsl.sanitize() as s:\n    @TinyJit\n    def f(a): return a + Tensor([1, 2, 3])\n"
+                    "    for _ in range(5):\n      b = Tensor.randn(3)\n"
+                    "      np.testing.assert_allclose(f(b).numpy(), b.numpy() + [1, 2, 3], atol=1e-4, rtol=1e-5)\n"
                     "  print(s.ok, s.capture.submissions() > 0, s.incomplete)\n")
   import subprocess, sys
   from mock_gpu import env

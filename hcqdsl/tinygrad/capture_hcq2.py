@@ -11,7 +11,7 @@ CPU device's worker queue (the CPU finalizer: waits for the AMD queues that read
 CPU timeline) as the host's waits at the point the host synchronizes with the CPU device (`CPUDevice.synchronize`,
 which `Buffer.as_memoryview` runs before every such copy): the host passes that point only after those waits."""
 from __future__ import annotations
-import ctypes, sys
+import ctypes, sys, types
 from typing import Optional
 
 __all__ = ["install", "Hcq2Recorder"]
@@ -233,11 +233,20 @@ class Hcq2Recorder:
     self.orig_copy = realize.exec_copy
     cap.replace(Hcq2Recorder, "active", self)
     pm = realize.pm_exec   # run_linear dispatches through this matcher: the copy's entry is swapped in a copy of it
-    cap.replace(realize, "pm_exec", PatternMatcher([(pat, _exec_copy if fxn is self.orig_copy else fxn) for pat, fxn in pm.patterns], compiled=False))
+    # every entry a fresh function object: tinygrad's matcher keeps what it builds from an entry's function (with the
+    # module's globals as they were then) for that function object, so exec_hcq in a later capture's copy still called
+    # the first capture's exec_kernel hook (the second sanitized test of a process recorded its signal resets into the
+    # first, finished capture, and its check saw false races)
+    cap.replace(realize, "pm_exec", PatternMatcher([(pat, _exec_copy if fxn is self.orig_copy else _fresh(fxn)) for pat, fxn in pm.patterns],
+                                                   compiled=False))
     try:
       from test.mockgpu.amd.amddriver import AMDDriver
       hook(AMDDriver, "_emulate_execute", self.emulate_execute)
     except ImportError: pass
+
+def _fresh(fn):
+  """A new function object with `fn`'s code, globals and closure (no cache keyed by `fn` knows it)."""
+  return types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__, fn.__closure__)
 
 def install(cap) -> "Hcq2Recorder":
   """Record tinygrad's hcq2 path into `cap` until the capture ends."""
