@@ -38,9 +38,14 @@ POLL_INTERVAL = 4  # WAIT_REG_MEM poll interval tinygrad uses
 class PM4:
   """Encoders for one target. Each method appends the packet's dwords to `out` (a list of ints) — no objects, no
   per-call lookups: every constant dword is computed once here."""
-  # dword offset, from the start of the statement's packets, of the 32-bit value that a launch patches
-  WAIT_VALUE_AT, SIGNAL_VALUE_AT, WRITE_VALUE_AT, WRITE_ADDR_AT = 4, 5, 5, 3
-  POLL_VALUE_AT, POLL_ADDR_AT = 4, 2
+  # dword offset, from the start of the statement's packets, of the 32-bit value (or an address's low dword) that a
+  # launch patches: from the packets' layouts (_SPECS, set below it), as the decoder reads them
+  WAIT_VALUE_AT: int
+  SIGNAL_VALUE_AT: int
+  WRITE_VALUE_AT: int
+  WRITE_ADDR_AT: int
+  POLL_VALUE_AT: int
+  POLL_ADDR_AT: int
   # dword offsets, counted back from the end of an exec's packets, of the workgroup size (x, y, z: COMPUTE_NUM_THREAD_*)
   # and of the grid (DISPATCH_DIRECT's dim_x, y, z)
   EXEC_BLOCK_FROM_END, EXEC_GRID_FROM_END = 12, 6
@@ -182,7 +187,7 @@ _WRM = [[("function", "PACKET3_WAIT_REG_MEM__FUNCTION", "WAIT_REG_MEM_FUNCTION")
          ("operation", "PACKET3_WAIT_REG_MEM__OPERATION", "WAIT_REG_MEM_OPERATION"), ("engine", "WAIT_REG_MEM_ENGINE")],
         "addr_lo", "addr_hi", "reference", "mask", [("poll_interval", "PACKET3_WAIT_REG_MEM__POLL_INTERVAL")]]
 _EVENT = [("event_type", "PACKET3_RELEASE_MEM_EVENT_TYPE", "EVENT_TYPE"), ("event_index", "PACKET3_RELEASE_MEM_EVENT_INDEX", "EVENT_INDEX")]
-_SPECS = {
+_SPECS: dict[str, list[Any]] = {
   "WAIT_REG_MEM": _WRM,
   "RELEASE_MEM": [_EVENT + [("cache_action", "_FLAGS")],
                   [("dst_sel", "PACKET3_RELEASE_MEM_DST_SEL"), ("int_sel", "PACKET3_RELEASE_MEM_INT_SEL", "INT_SEL"),
@@ -198,6 +203,14 @@ _SPECS = {
   "WRITE_DATA": ["control", "dst_addr_lo", "dst_addr_hi"],
   "PRED_EXEC": ["control"],
 }
+def field_at(packet: str, field: str) -> int:
+  """The dword (0: the header) of `packet` that holds `field` (a name of _SPECS: `addr_lo`, `reference`, ...)."""
+  return 1 + next(i for i, d in enumerate(_SPECS[packet]) if d == field or (isinstance(d, list) and field in (f[0] for f in d)))
+
+# where each statement's patched dword sits (wait and poll: WAIT_REG_MEM; signal and write: RELEASE_MEM)
+PM4.WAIT_VALUE_AT, PM4.POLL_VALUE_AT, PM4.POLL_ADDR_AT = (field_at("WAIT_REG_MEM", f) for f in ("reference", "reference", "addr_lo"))
+PM4.SIGNAL_VALUE_AT, PM4.WRITE_VALUE_AT, PM4.WRITE_ADDR_AT = (field_at("RELEASE_MEM", f) for f in ("data_lo", "data_lo", "addr_lo"))
+
 # packets whose length is fixed (body dwords); any other length is malformed
 _FIXED = {"WAIT_REG_MEM": 6, "RELEASE_MEM": 7, "DISPATCH_DIRECT": 4}
 _REG_WRITES = ("SET_SH_REG", "SET_UCONFIG_REG")

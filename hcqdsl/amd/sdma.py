@@ -10,11 +10,24 @@ from .pm4 import FUNC_GE
 
 class SDMA:
   """Encoders for one target; each method appends dwords to `out`."""
-  WAIT_VALUE_AT, SIGNAL_VALUE_AT, WRITE_VALUE_AT, WRITE_ADDR_AT = 3, 3, 4, 1
-  COPY_DWORDS, COPY_SRC_AT, COPY_DST_AT = 7, 3, 5  # per COPY_LINEAR piece: its length, source and destination (lo, hi)
+  # the dword, from the start of the statement's packet, that a launch patches (a value, or an address's low dword), and
+  # a COPY_LINEAR piece's length: read in __init__ from the target's header layouts, as the decoder reads them
+  WAIT_VALUE_AT: int
+  SIGNAL_VALUE_AT: int
+  WRITE_VALUE_AT: int
+  WRITE_ADDR_AT: int
+  COPY_DWORDS: int
+  COPY_SRC_AT: int
+  COPY_DST_AT: int
 
   def __init__(self, t: Target):
     s, self.t = t.sdma, t
+    lay = _layouts(s)
+    def at(packet: str, field: str) -> int: return next(o for o, f, *_ in lay[packet] if f == field)
+    self.WAIT_VALUE_AT, self.SIGNAL_VALUE_AT = at("POLL_REGMEM", "value"), at("FENCE", "data")
+    self.WRITE_VALUE_AT, self.WRITE_ADDR_AT = at("WRITE_UNTILED", "data0"), at("WRITE_UNTILED", "dst_addr_31_0")
+    self.COPY_SRC_AT, self.COPY_DST_AT = at("COPY_LINEAR", "src_addr_31_0"), at("COPY_LINEAR", "dst_addr_31_0")
+    self.COPY_DWORDS = max(o for o, *_ in lay["COPY_LINEAR"]) + 1
     self.max_copy_size = t.max_copy_size
     self.POLL = s.SDMA_OP_POLL_REGMEM | s.SDMA_PKT_POLL_REGMEM_HEADER_FUNC(FUNC_GE) | s.SDMA_PKT_POLL_REGMEM_HEADER_MEM_POLL(1)
     self.POLL_DW5 = s.SDMA_PKT_POLL_REGMEM_DW5_INTERVAL(0x04) | s.SDMA_PKT_POLL_REGMEM_DW5_RETRY_COUNT(0xfff)
