@@ -6,6 +6,7 @@ from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Hos
                 MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
+from typing import Any, Optional
 import attrs
 
 __all__ = ["check_static", "StaticCheck", "check_launches"]
@@ -35,7 +36,9 @@ class StaticCheck:
   name = "static"
 
   def run(self, prog: Program) -> list[Diagnostic]:
-    self.prog, self.diags, self._lines = prog, [], None
+    self.prog = prog
+    self.diags: list[Diagnostic] = []
+    self._lines: Optional[list[str]] = None
     self.names = self._declare(prog)
     for d in prog.decls: getattr(self, f"_{type(d).__name__.lower()}")(d)
     self._address_space(prog)
@@ -191,7 +194,12 @@ class StaticCheck:
     loops over flat lists, each distinct name looked up once. False sends every statement through the full checks,
     which say what is wrong."""
     names, U = self.names, U32_MAX
-    sigs, vals, kerns, argss, dims, slices = [], [], [], [], [], []
+    sigs: list[Ref] = []
+    vals: list[Expr] = []
+    kerns: list[str] = []
+    argss: list[tuple] = []
+    dims: list[Any] = []   # the dims tuples (or None), then their ints and Exprs
+    slices: list[Slice] = []
     sig, val, kern, arg, dim, sl = sigs.append, vals.append, kerns.append, argss.append, dims.append, slices.append
     for s in body:
       t = type(s)
@@ -297,8 +305,10 @@ class StaticCheck:
 
   def _line(self, n: int) -> str:
     """Line n of the source as spans count lines (split once per run, only when an error needs it)."""
-    if self._lines is None: self._lines = split_lines(self.prog.source)
-    return self._lines[n - 1] if 0 < n <= len(self._lines) else ""
+    if (lines := self._lines) is None:
+      assert self.prog.source is not None   # (the callers' spans were found in the source)
+      lines = self._lines = split_lines(self.prog.source)
+    return lines[n - 1] if 0 < n <= len(lines) else ""
 
   def _slice(self, s: Slice, at):
     b = self._need(s.buffer, Buffer, "buffer", at)
@@ -317,7 +327,7 @@ class StaticCheck:
   def _slice_span(self, s: Slice, at):
     """`name[a:b]` inside the statement at `at` (found only when there is an error to show)."""
     span = self.prog.locate(s.buffer.name, at)
-    if not s.ranged or span is at: return span
+    if not s.ranged or span is at or span is None: return span   # (None only when `at` is)
     line = self._line(span.line)
     close = line.find("]", span.end_column - 1, at.end_column - 1)
     return span if close < 0 else attrs.evolve(span, end_column=close + 2)
