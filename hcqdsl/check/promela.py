@@ -41,13 +41,13 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
   width = max((len(vs) for vs in vals), default=1)
   typ = "byte" if width <= 255 else "short" if width <= 32767 else "int"
   Q = len(seqs) - 1
-  go = lambda q, k: (q - 1) * N + (k - 1)   # flag of queue sequence q, launch k (1-based)
+  def go(q: int, k: int) -> int: return (q - 1) * N + (k - 1)   # flag of queue sequence q, launch k (1-based)
   out = [f"/* {program.file or 'program'}: {Q} queues + host, {N} launches; signal values are ranks (see hcqdsl.check.promela) */"]
   for s in range(nsig): out.append(f"/* sig[{s}] = {u.signals[s].name} */")
   out.append(f"{typ} sig[{max(nsig, 1)}];")
   if Q: out.append(f"bool go[{Q * N}];")
   # the polled words hold their 32-bit values (as C ints: bitwise, so two's complement literals)
-  i32 = lambda v: v - (1 << 32) if v >= 1 << 31 else v
+  def i32(v: int) -> int: return v - (1 << 32) if v >= 1 << 31 else v
   if u.polls: out.append(f"int word[{len(u.cell_init)}];")
   def body(i):
     lines = []
@@ -91,7 +91,8 @@ def spin_verify(model: str, timeout: float = 60.0, depth: Optional[int] = None, 
   "t_spin", "t_gcc", "t_pan", "total"} (times in seconds)."""
   if depth is None: depth = model.count("\n") + 1000   # every step is one line: no run is deeper
   if shutil.which("spin") is None or shutil.which("gcc") is None: raise RuntimeError("spin and gcc are needed")
-  res: dict[str, Any] = {"deadlock": None, "errors": None, "states": None, "timeout": False, "complete": False, "memlim": False, "t_spin": 0.0, "t_gcc": 0.0, "t_pan": 0.0}
+  res: dict[str, Any] = {"deadlock": None, "errors": None, "states": None, "timeout": False, "complete": False, "memlim": False,
+                         "t_spin": 0.0, "t_gcc": 0.0, "t_pan": 0.0}
   start = time.perf_counter()
   with tempfile.TemporaryDirectory(prefix="hcq-spin-") as d:
     with open(os.path.join(d, "model.pml"), "w") as f: f.write(model)
