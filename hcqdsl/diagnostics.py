@@ -235,9 +235,9 @@ class LazyDiagnostic(Diagnostic):
                         self.cause)
 
   @classmethod
-  def many(cls, spans: list[Span], build, args: list) -> list[LazyDiagnostic]:
+  def many(cls, spans: Sequence[Optional[Span]], build, args: list) -> list[Diagnostic]:
     """One diagnostic per (span, args) pair, made in C loops (no Python call per diagnostic)."""
-    out = list(map(_new, repeat(cls, len(spans))))
+    out: list[Diagnostic] = list(map(_new, repeat(cls, len(spans))))
     deque(map(_set_span, out, spans), 0)
     deque(map(_set_args, out, zip(repeat(build), args)), 0)
     return out

@@ -88,7 +88,8 @@ def _suppress(program: Program, diags: list[Diagnostic]) -> list[Diagnostic]:
         codes = {x.strip() for x in m.group(1).split(",") if x.strip()}
         marks.append((node.span.line, node.span.end_line, codes, node, c))
   if not marks: return diags
-  by_line, used = {}, set()
+  by_line: dict[int, list[int]] = {}
+  used: set[tuple[int, str]] = set()
   for n, (a, b, codes, _, _) in enumerate(marks):
     for ln in range(a, b + 1): by_line.setdefault(ln, []).append(n)
   out = []
@@ -119,8 +120,9 @@ def _consistent(diags: list[Diagnostic]) -> list[Diagnostic]:
   """Without the warnings an error at the same statement contradicts (the error's span is the statement's or inside it)."""
   errs = [d for d in diags if d.severity == "error" and d.span is not None and d.code in ("deadlock", "overflow")]
   if not errs: return diags
-  at: dict = {}
-  for e in errs: at.setdefault((e.span.file, e.span.line), []).append(e)
+  at: dict[tuple[str, int], list[Diagnostic]] = {}
+  for e in errs:
+    if (s := e.span) is not None: at.setdefault((s.file, s.line), []).append(e)   # (errs have spans)
   def inside(a, b): return (b.line, b.column) <= (a.line, a.column) and (a.end_line, a.end_column) <= (b.end_line, b.end_column)
   return [d for d in diags if not (d.code in _CONTRADICTED and d.span is not None and
                                    any(e.code in _CONTRADICTED[d.code] and inside(e.span, d.span) for e in at.get((d.span.file, d.span.line), ())))]

@@ -9,7 +9,7 @@ names its root in `cause` (text prints it once under the root, JSON and SARIF ke
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Program, Queue, Host
+from ..ir import Program, Queue, Host, Wait
 from ..diagnostics import Diagnostic, Edit
 
 __all__ = ["RootCauses", "apply_edit"]
@@ -35,7 +35,7 @@ def _key(d: Diagnostic) -> tuple:
 def _merged(edits: list) -> Optional[Edit]:
   """The host-reset edits of several resets as one: every device's wait, before the first reset."""
   if not edits: return None
-  waits = {}
+  waits: dict[str, Wait] = {}
   for e in sorted(edits, key=lambda e: e.index):
     for st in e.stmts: waits.setdefault(st.signal.name, st)
   first = min(edits, key=lambda e: e.index)
@@ -65,7 +65,8 @@ class RootCauses:
       if left - keys or _key(src) in left: continue   # a new error, or not even its own: no fix
       gone = [d for d in errs if _key(d) not in left]
       found.append((len(gone), edit, src, gone))
-    out, taken = {id(d): d for d in diags}, set()
+    out = {id(d): d for d in diags}
+    taken: set[int] = set()
     for n, edit, src, gone in sorted(found, key=lambda f: -f[0]):
       gone = [d for d in gone if id(d) not in taken]
       if len(gone) < 2: continue

@@ -163,7 +163,7 @@ def _line(p: Program, name: str) -> Optional[int]:
 
 def _aligned(ca: list, cb: list, sa: list, sb: list, name: str, k: int) -> list[Change]:
   """The changes between two command lists (rendered `ca`/`cb` of statements `sa`/`sb`), as difflib aligns them."""
-  out = []
+  out: list[Change] = []
   if ca == cb: return out
   def line(sts, n): return sts[n].span.line if sts[n].span else None
   for op, i1, i2, j1, j2 in SequenceMatcher(None, ca, cb, autojunk=False).get_opcodes():

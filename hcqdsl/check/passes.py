@@ -67,10 +67,15 @@ def _at(u: Unrolled, i: int, pos: int) -> tuple:
   if i == 0 and (st is None or isinstance(st, (Queue, Buffer))):
     host = u.program.host
     if host is None: return "host", 0, "in a new `host { ... }` block (the program has none; its submit is implicit)"
-    if not host.body: return "host", 0, f"inside its block (line {host.span.line}), before its implicit submit"
+    if not host.body:
+      return "host", 0, f"inside its block{f' (line {host.span.line})' if host.span else ''}, before its implicit submit"
     return "host", 0, f"at the start of its block, before line {host.body[0].span.line} (its submit is implicit)"
   block = "host" if i == 0 else u.seqs[i].name
-  body = u.program.host.body if i == 0 else u.seqs[i].queue.body
+  if i == 0:
+    host = u.program.host
+    assert host is not None   # (st is one of its statements)
+    body = host.body
+  else: body = u.seqs[i].queue.body
   idx = next((n for n, x in enumerate(body) if x is st), 0)
   return block, idx, f"before {u.line(i, pos)}"
 
@@ -217,7 +222,7 @@ class _Stuck:
   @classmethod
   def of(cls, u: Unrolled, done, values) -> _Stuck:
     lens = [len(s.ops) for s in u.seqs]
-    state = {}
+    state: dict[int, tuple] = {}
     for i in range(len(u.seqs)):
       if done[i] >= u.total(i): continue
       k, idx = divmod(done[i], lens[i])
@@ -435,7 +440,8 @@ class RaceAnalysis(Pass):
     """Position of sequence j's first signal write after position q (per-sequence table: racy programs are big)."""
     if j not in self.nxt:
       ops = u.seqs[j].ops
-      nxt, after = [None] * len(ops), None
+      nxt: list[Optional[int]] = [None] * len(ops)
+      after: Optional[int] = None
       for idx in range(len(ops) - 1, -1, -1):
         nxt[idx] = after
         if ops[idx][0] == WRITE and type(u.seqs[j].stmts[idx]) is not Timestamp: after = idx   # an NV timestamp's 0 orders nothing
@@ -443,7 +449,7 @@ class RaceAnalysis(Pass):
     nxt, first = self.nxt[j]
     L = len(u.seqs[j].ops)
     k, idx = divmod(q - 1, L)
-    if nxt[idx] is not None: return k * L + nxt[idx] + 1
+    if (n := nxt[idx]) is not None: return k * L + n + 1
     return (k + 1) * L + first + 1 if first is not None and k + 1 < u.launches else None
 
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
@@ -683,6 +689,7 @@ class IncompleteAnalysis(Pass):
   code = "incomplete"
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     if not found.incomplete: return []
+    assert found.note is not None   # (an incomplete exploration says why)
     return [Diagnostic("incomplete", found.note, u.host_span or (u.program.queues[0].span if u.program.queues else None),
                        severity="note")]
 

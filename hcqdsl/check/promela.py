@@ -21,7 +21,7 @@ so `sig` is a `short`/`int` array with no sign or overflow issue, and the state 
 """
 from __future__ import annotations
 import os, re, shutil, signal, subprocess, tempfile, time
-from typing import Optional
+from typing import Any, Optional
 from ..ir import Program
 from .unroll import unroll, WAIT, WRITE, SUBMIT, POLL, ACCESS
 
@@ -41,13 +41,13 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
   width = max((len(vs) for vs in vals), default=1)
   typ = "byte" if width <= 255 else "short" if width <= 32767 else "int"
   Q = len(seqs) - 1
-  go = lambda q, k: (q - 1) * N + (k - 1)   # flag of queue sequence q, launch k (1-based)
+  def go(q: int, k: int) -> int: return (q - 1) * N + (k - 1)   # flag of queue sequence q, launch k (1-based)
   out = [f"/* {program.file or 'program'}: {Q} queues + host, {N} launches; signal values are ranks (see hcqdsl.check.promela) */"]
   for s in range(nsig): out.append(f"/* sig[{s}] = {u.signals[s].name} */")
   out.append(f"{typ} sig[{max(nsig, 1)}];")
   if Q: out.append(f"bool go[{Q * N}];")
   # the polled words hold their 32-bit values (as C ints: bitwise, so two's complement literals)
-  i32 = lambda v: v - (1 << 32) if v >= 1 << 31 else v
+  def i32(v: int) -> int: return v - (1 << 32) if v >= 1 << 31 else v
   if u.polls: out.append(f"int word[{len(u.cell_init)}];")
   def body(i):
     lines = []
@@ -64,8 +64,8 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
           sets = [f"word[{u.slot(c, pin, k)}] = (word[{u.slot(c, pin, k)}] & {i32(keep)}) | {i32(bits[k - 1])}" for c, pin, keep, bits in op[2]]
           lines.append(f"  atomic {{ {'; '.join(sets)} }};" if len(sets) > 1 else f"  {sets[0]};")
         elif kind == SUBMIT and op[1]:
-          sets = "; ".join(f"go[{go(q, k)}] = 1" for q in op[1])
-          lines.append(f"  atomic {{ {sets} }};" if len(op[1]) > 1 else f"  {sets};")
+          flags = "; ".join(f"go[{go(q, k)}] = 1" for q in op[1])
+          lines.append(f"  atomic {{ {flags} }};" if len(op[1]) > 1 else f"  {flags};")
     if not lines: lines.append("  skip;")
     return lines
   names = []
@@ -91,7 +91,8 @@ def spin_verify(model: str, timeout: float = 60.0, depth: Optional[int] = None, 
   "t_spin", "t_gcc", "t_pan", "total"} (times in seconds)."""
   if depth is None: depth = model.count("\n") + 1000   # every step is one line: no run is deeper
   if shutil.which("spin") is None or shutil.which("gcc") is None: raise RuntimeError("spin and gcc are needed")
-  res = {"deadlock": None, "errors": None, "states": None, "timeout": False, "complete": False, "memlim": False, "t_spin": 0.0, "t_gcc": 0.0, "t_pan": 0.0}
+  res: dict[str, Any] = {"deadlock": None, "errors": None, "states": None, "timeout": False, "complete": False, "memlim": False,
+                         "t_spin": 0.0, "t_gcc": 0.0, "t_pan": 0.0}
   start = time.perf_counter()
   with tempfile.TemporaryDirectory(prefix="hcq-spin-") as d:
     with open(os.path.join(d, "model.pml"), "w") as f: f.write(model)

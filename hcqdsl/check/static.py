@@ -2,10 +2,11 @@
 (`overflow`), and statements in the wrong kind of block (`syntax`). `hcqdsl.parse` and `hcqdsl.check` run them first."""
 from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
-                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines, declare_implicit,
-                MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW)
+                Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
+                declare_implicit, MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
+from typing import Any, Optional
 import attrs
 
 __all__ = ["check_static", "StaticCheck", "check_launches"]
@@ -35,7 +36,9 @@ class StaticCheck:
   name = "static"
 
   def run(self, prog: Program) -> list[Diagnostic]:
-    self.prog, self.diags, self._lines = prog, [], None
+    self.prog = prog
+    self.diags: list[Diagnostic] = []
+    self._lines: Optional[list[str]] = None
     self.names = self._declare(prog)
     for d in prog.decls: getattr(self, f"_{type(d).__name__.lower()}")(d)
     self._address_space(prog)
@@ -103,7 +106,9 @@ class StaticCheck:
 
   # ---- declarations
   def _device(self, d: Device):
-    if d.vendor not in VENDORS: self._err("name", f"unknown device kind `{d.vendor}` (one of {', '.join(f'`{v}`' for v in VENDORS)}){did_you_mean(d.vendor, VENDORS)}", d.span)
+    if d.vendor not in VENDORS:
+      self._err("name", f"unknown device kind `{d.vendor}` (one of {', '.join(f'`{v}`' for v in VENDORS)}){did_you_mean(d.vendor, VENDORS)}",
+                d.span)
     if not 0 <= d.index <= DEVICE_INDEX_MAX:
       self._err("bounds", f"device index {d.index} is outside 0 .. {DEVICE_INDEX_MAX}", self.prog.locate(str(d.index), d.span))
     if d.vendor in VENDORS and d.arch is not None and d.arch not in VENDORS[d.vendor]:
@@ -117,7 +122,8 @@ class StaticCheck:
     if b.size <= 0: self._err("bounds", f"buffer `{b.name}` has size {b.size}; sizes are at least 1 byte", b.span)
     for init in ((b.init,) if b.init is not None else ()) + b.launch_inits:
       if init.nbytes > b.size:
-        self._err("bounds", f"{len(init.values)} {init.dtype} values are {init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)", init.span or b.span)
+        self._err("bounds", f"{len(init.values)} {init.dtype} values are {init.nbytes} bytes, more than buffer `{b.name}` ({b.size} bytes)",
+                  init.span or b.span)
     if b.per_launch is not None and not b.launch_inits:
       self._err("bounds", f"{b.per_launch} buffer `{b.name}` lists no contents: write one list per launch after `=`", b.span)
 
@@ -153,15 +159,19 @@ class StaticCheck:
     if dev is not None and dev.vendor == "NV": self._nv_queue(q)
     if self._clean_body(q): return
     for s in q.body:
-      if isinstance(s, Submit): self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span); continue
+      if isinstance(s, Submit):
+        self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span)
+        continue
       if isinstance(s, HostWrite):
-        self._err("syntax", "`write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value", s.span); continue
+        self._err("syntax", "`write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value", s.span)
+        continue
       if isinstance(s, Exec) and q.engine == "copy":
         self._err("name", f"`exec` on copy queue `{q.name}`: kernels run on compute queues", s.span)
       if isinstance(s, Copy) and q.engine == "compute":
         self._err("name", f"`copy` on compute queue `{q.name}`: copies run on copy queues", s.span)
       if isinstance(s, Poll) and q.engine == "copy":
-        self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's {dev.vendor if dev is not None and dev.vendor in VENDORS else 'AMD'}CopyQueue has no poll_bit)", s.span)
+        self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's "
+                  f"{dev.vendor if dev is not None and dev.vendor in VENDORS else 'AMD'}CopyQueue has no poll_bit)", s.span)
       self._stmt(s)
 
   def _nv_queue(self, q: Queue):
@@ -172,7 +182,8 @@ class StaticCheck:
       t = type(s)
       if t is Write and q.engine == "copy":
         self._err("name", f"`write` on NV copy queue `{q.name}`: tinygrad's NVCopyQueue has no write (NV stores run on compute queues)", s.span)
-      elif t is Poll and q.engine == "compute" and (s.mask & (s.mask - 1) or not s.mask or s.value.var is not None or s.value.offset not in (0, s.mask)):
+      elif t is Poll and q.engine == "compute" and (s.mask & (s.mask - 1) or not s.mask or s.value.var is not None
+                                                    or s.value.offset not in (0, s.mask)):
         self._err("name", f"`poll` on NV queue `{q.name}` tests one bit: NV's poll_bit (SEM_EXECUTE ACQ_AND / ACQ_NOR) passes when any "
                   f"bit of the mask is set / clear, so the mask must be one bit and the value 0 or the mask", s.span)
       elif t is Exec and s.block is not None and any(type(x) is Expr for x in s.block):
@@ -191,14 +202,27 @@ class StaticCheck:
     loops over flat lists, each distinct name looked up once. False sends every statement through the full checks,
     which say what is wrong."""
     names, U = self.names, U32_MAX
-    sigs, vals, kerns, argss, dims, slices = [], [], [], [], [], []
+    sigs: list[Ref] = []
+    vals: list[Expr] = []
+    kerns: list[str] = []
+    argss: list[tuple] = []
+    dims: list[Any] = []   # the dims tuples (or None), then their ints and Exprs
+    slices: list[Slice] = []
     sig, val, kern, arg, dim, sl = sigs.append, vals.append, kerns.append, argss.append, dims.append, slices.append
     for s in body:
       t = type(s)
-      if t is Wait or t is SignalWrite: sig(s.signal); val(s.value)
+      if t is Wait or t is SignalWrite:
+        sig(s.signal)
+        val(s.value)
       elif t is run:
-        if t is Exec: kern(s.kernel.name); arg(s.args); dim(s.grid); dim(s.block)
-        else: sl(s.dst); sl(s.src)
+        if t is Exec:
+          kern(s.kernel.name)
+          arg(s.args)
+          dim(s.grid)
+          dim(s.block)
+        else:
+          sl(s.dst)
+          sl(s.src)
       elif t is Timestamp: sig(s.signal)
       elif t is not Barrier and t is not Epoch: return False
     if any(type(names.get(n)) is not Signal for n in {r.name for r in sigs}): return False
@@ -227,7 +251,7 @@ class StaticCheck:
     slices += [a for a, t in zip(args, types) if t is Slice] if scalars else args
     bufs = {a.buffer.name for a in slices}
     if any(type(names.get(n)) is not Buffer for n in bufs): return False
-    if any(map(_LAUNCH, slices)): return False   # `x@k` (rare): checked by the slow path
+    if any(map(_pinned, slices)): return False   # `x@k` (rare): checked by the slow path
     size = {n: names[n].size for n in bufs}
     # every range non-empty and inside its buffer (else its length here is 0); a copy's two sides of one length. Each
     # bound is read once: the ints of a big program are scattered objects, each read a cache miss
@@ -240,17 +264,21 @@ class StaticCheck:
     for s in h.body:
       seen: dict = {}
       if type(s) in _QUEUE_ONLY:
-        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit and `write B = T [..], ...`)", s.span)
+        self._err("syntax", f"`{_QUEUE_ONLY[type(s)]}` is not allowed in a host block (host accepts wait, signal, submit and "
+                  f"`write B = T [..], ...`)", s.span)
         continue
       if isinstance(s, Submit):
         for r in s.queues:
           seen[r.name] = seen.get(r.name, 0) + 1
           if self._need(r, Queue, "queue", s.span) is None: continue
           if r.name in submitted:
-            self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}", self.prog.locate(r.name, s.span, seen[r.name]))
+            self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}",
+                      self.prog.locate(r.name, s.span, seen[r.name]))
           else: submitted[r.name] = s.span
         continue
-      if isinstance(s, HostWrite): self._host_write(s); continue
+      if isinstance(s, HostWrite):
+        self._host_write(s)
+        continue
       if isinstance(s, Wait):   # the host compares the signal's 64-bit memory: its waits take 64-bit values
         self._need(s.signal, Signal, "signal", s.span)
         self._expr(s.value, s.span, U64_MAX)
@@ -262,7 +290,8 @@ class StaticCheck:
     if b is None: return
     lo, hi = e.target.bounds(b.size)
     if e.data.nbytes > hi - lo:
-      self._err("bounds", f"{len(e.data.values)} {e.data.dtype} values are {e.data.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(e.target)}`", e.data.span or e.span)
+      self._err("bounds", f"{len(e.data.values)} {e.data.dtype} values are {e.data.nbytes} bytes, more than the {hi - lo} bytes of "
+                f"`{_fmt_slice(e.target)}`", e.data.span or e.span)
 
   # ---- statements
   def _stmt(self, s):
@@ -297,8 +326,10 @@ class StaticCheck:
 
   def _line(self, n: int) -> str:
     """Line n of the source as spans count lines (split once per run, only when an error needs it)."""
-    if self._lines is None: self._lines = split_lines(self.prog.source)
-    return self._lines[n - 1] if 0 < n <= len(self._lines) else ""
+    if (lines := self._lines) is None:
+      assert self.prog.source is not None   # (the callers' spans were found in the source)
+      lines = self._lines = split_lines(self.prog.source)
+    return lines[n - 1] if 0 < n <= len(lines) else ""
 
   def _slice(self, s: Slice, at):
     b = self._need(s.buffer, Buffer, "buffer", at)
@@ -317,7 +348,7 @@ class StaticCheck:
   def _slice_span(self, s: Slice, at):
     """`name[a:b]` inside the statement at `at` (found only when there is an error to show)."""
     span = self.prog.locate(s.buffer.name, at)
-    if not s.ranged or span is at: return span
+    if not s.ranged or span is at or span is None: return span   # (None only when `at` is)
     line = self._line(span.line)
     close = line.find("]", span.end_column - 1, at.end_column - 1)
     return span if close < 0 else attrs.evolve(span, end_column=close + 2)
@@ -332,7 +363,8 @@ class StaticCheck:
     elif k is not None:
       for p, a in zip(k.params, s.args):
         if p.scalar and type(a) is not Expr:
-          self._err("name", f"parameter `{p.name}` of `{k.name}` is a {p.mode} value: pass a number or a var expression, not buffer `{a.buffer.name}`", self.prog.locate(a.buffer.name, s.span))
+          self._err("name", f"parameter `{p.name}` of `{k.name}` is a {p.mode} value: pass a number or a var expression, not buffer "
+                    f"`{a.buffer.name}`", self.prog.locate(a.buffer.name, s.span))
         elif not p.scalar and type(a) is Expr:
           self._err("name", f"parameter `{p.name}` of `{k.name}` is a buffer: `{a}` is a value", s.span)
     for dims, what in ((s.grid, "grid"), (s.block, "block")):
@@ -353,7 +385,8 @@ class StaticCheck:
     lo, hi = s.dst.bounds(b.size)
     for d in s.launch_inits:
       if d.nbytes > hi - lo:
-        self._err("bounds", f"{len(d.values)} {d.dtype} values are {d.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(s.dst)}`", d.span or s.span)
+        self._err("bounds", f"{len(d.values)} {d.dtype} values are {d.nbytes} bytes, more than the {hi - lo} bytes of `{_fmt_slice(s.dst)}`",
+                  d.span or s.span)
 
   def _write(self, s: Write):
     self._expr(s.value, s.span)
@@ -376,7 +409,7 @@ class StaticCheck:
       self._err("bounds", f"`poll` reads one aligned 32-bit word (4 bytes at a multiple of 4), not `{_fmt_slice(s.src)}` "
                 f"({hi - lo} bytes at {lo})", self._slice_span(s.src, at))
 
-_LAUNCH = lambda s: s.launch is not None
+def _pinned(s: Slice) -> bool: return s.launch is not None
 
 def _fmt_slice(s: Slice) -> str:
   name = s.buffer.name if s.launch is None else f"{s.buffer.name}@{s.launch}"
@@ -391,12 +424,15 @@ def check_launches(prog: Program, launches: int, pinned=()) -> list[Diagnostic]:
   out = []  # an empty list is the static check's error already
   for v in prog.of(Var):
     if v.values and v.name not in pinned and len(v.values) < launches:
-      out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} launches asked for", v.span))
+      out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} "
+                            f"launches asked for", v.span))
   for h in prog.of(Host):
     for s in h.body:
       if type(s) is HostWrite and len(s.launch_inits) < launches:
-        out.append(Diagnostic("bounds", f"the host's write of `{_fmt_slice(s.dst)}` lists bytes for {len(s.launch_inits)} launch{'es' * (len(s.launch_inits) != 1)}, fewer than the {launches} launches asked for", s.span))
+        out.append(Diagnostic("bounds", f"the host's write of `{_fmt_slice(s.dst)}` lists bytes for {len(s.launch_inits)} "
+                              f"launch{'es' * (len(s.launch_inits) != 1)}, fewer than the {launches} launches asked for", s.span))
   for b in prog.of(Buffer):
     if b.launch_inits and len(b.launch_inits) < launches:
-      out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} launch{'es' * (len(b.launch_inits) != 1)}, fewer than the {launches} launches asked for", b.span))
+      out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} "
+                            f"launch{'es' * (len(b.launch_inits) != 1)}, fewer than the {launches} launches asked for", b.span))
   return sorted(out, key=lambda d: (d.span.line, d.span.column) if d.span else (0, 0))

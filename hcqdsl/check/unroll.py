@@ -72,8 +72,8 @@ class Unrolled:
     self.cells: list = []
     self.cell_slot: list = []   # cell id -> its first slot
     self.cell_init: list = []   # slot -> initial 32-bit value
-    self._acc = None
-    self._sync = None
+    self._acc: Optional[AccessTable] = None
+    self._sync: Optional[tuple] = None
 
   def total(self, i: int) -> int: return len(self.seqs[i].ops) * self.launches
 
@@ -119,8 +119,8 @@ class Unrolled:
     return self._sync or None
 
   def access_table(self) -> "AccessTable":
-    if self._acc is None: self._acc = AccessTable(self)
-    return self._acc
+    if (acc := self._acc) is None: acc = self._acc = AccessTable(self)
+    return acc
 
   def where(self, i: int, pos: int) -> tuple[int, int]:
     """(launch, op index) of sequence i's step at 1-based position pos."""
@@ -208,7 +208,7 @@ class AccessTable:
     self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)]) if roles else np.zeros(rows, dtype=_I64)
     self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
-    self.idle = {}   # launch index -> rows that write nothing in it
+    self.idle: dict[int, np.ndarray] = {}   # launch index -> rows that write nothing in it
     for i, ops in u.idle.items():
       for n, ks in ops.items():
         for k in ks:
@@ -336,11 +336,13 @@ class _Lowering:
     if not acc or acc[0][0] not in self.by_buf: sv = None
     elif type(st) is Write:   # the value zero-extended to the 4 or 8 bytes, in each launch
       b, lo, hi, _ = acc[0]
-      sv = self.stores(b, lo, hi, lambda k, e=st.value, n=min(hi - lo, 8): (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little"))
+      def value(k: int, e: Expr = st.value, n: int = min(hi - lo, 8)) -> bytes: return (e.eval(envs[k - 1]) & U32_MAX).to_bytes(n, "little")
+      sv = self.stores(b, lo, hi, value)
       if sv and st.dst.launch is not None: sv = tuple((c, st.dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
     else:                     # the host's store of each launch's bytes
       n = min((d.nbytes for d in st.launch_inits), default=0)
-      sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, lambda k, ds=st.launch_inits: _bytes_of(ds[min(k, len(ds)) - 1])) if n else None
+      def data(k: int, ds: tuple = st.launch_inits) -> bytes: return _bytes_of(ds[min(k, len(ds)) - 1])
+      sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
   def lower(self, body: Sequence, q: Optional[Queue]) -> list[tuple]:
@@ -385,7 +387,8 @@ class _Lowering:
       elif t is Exec:
         ms = kmodes.get(st.kernel.name)
         args = st.args
-        accs, patched = [], False
+        accs: list[tuple] = []
+        patched = False
         for a, m in zip(args, ms or (None,) * len(args)):
           if type(a) is Slice:
             bn = a.buffer.name
@@ -396,10 +399,16 @@ class _Lowering:
           elif a.var is not None: patched = True
         if st.kernel.name in kcode: accs.append(kcode[st.kernel.name])
         op = (ACCESS, tuple(accs))
-        app(self.patch(st, q, op, ms is not None) if patched and st.kernel.name not in explicit else op)
+        if patched and st.kernel.name not in explicit:
+          assert q is not None   # (an exec in the host block is a static `syntax` error: no analysis runs)
+          op = self.patch(st, q, op, ms is not None)
+        app(op)
       elif t is Epoch:
+        assert q is not None   # (an epoch in the host block is a static `syntax` error: no analysis runs)
         w = epoch_wait(q.device.name)
-        app((WAIT, sig_id[w.signal.name], w.value.var.name, w.value.offset))
+        ev = w.value.var
+        assert ev is not None   # (it waits for D.epoch - 1)
+        app((WAIT, sig_id[w.signal.name], ev.name, w.value.offset))
       elif t is Barrier: app(_BARRIER)
       elif t is Timestamp and q is not None and q.device.name in self.nv: app((WRITE, sig_id[st.signal.name], None, 0))
       else: app(_NOP)
@@ -408,7 +417,8 @@ class _Lowering:
 def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
   envs = _envs(program, launches, var_values)
   lw = _Lowering(program, launches, envs)
-  seqs = [None] + [Seq(i + 1, q.name, q.device.name, q, list(q.body), lw.lower(q.body, q)) for i, q in enumerate(program.queues)]
+  qseqs = [Seq(i + 1, q.name, q.device.name, q, list(q.body), lw.lower(q.body, q)) for i, q in enumerate(program.queues)]
+  seqs: list[Optional[Seq]] = [None, *qseqs]   # the host's is made last (it names the queues')
   host = program.host
   seqs[0], idle = _host(program, seqs, lw)
   u = Unrolled(program, launches, envs, seqs, program.signals, lw.buffers, host.span if host is not None else None)
@@ -419,7 +429,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
     bb = lw.buffers[b]
     for k in range(1, (max(launches, len(bb.launch_inits)) if bb.per_launch == "rebound" else 1) + 1):   # `x@k` past the launches too
       u.cell_init.append(int.from_bytes(_contents(bb, k)[lo:lo + 4].ljust(4, b"\0"), "little"))
-  u.pinned = {s.index: lw.pins[s.name] for s in seqs[1:] if s.name in lw.pins}
+  u.pinned = {s.index: lw.pins[s.name] for s in qseqs if s.name in lw.pins}
   return u
 
 def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, frozenset[int]]]:
@@ -446,16 +456,17 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
       # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
       for b in rewritten:
         x = buf_id[b.name]
-        sv = lw.stores(x, 0, b.size, lambda k, b=b: _contents(b, k))
+        def contents(k: int, b: Buffer = b) -> bytes: return _contents(b, k)
+        sv = lw.stores(x, 0, b.size, contents)
         stmts.append(b)
         ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
     # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
     # then submits; an implicit submit is shown at the queue it submits
     for x in qs:
-      for b in lw.kargs_of.get(seqs[x].name, ()):
-        if lw.same.get(b): idle.setdefault(len(ops), lw.same[b])
+      for kb in lw.kargs_of.get(seqs[x].name, ()):
+        if lw.same.get(kb): idle.setdefault(len(ops), lw.same[kb])
         stmts.append(st if st is not None else seqs[x].queue)
-        ops.append((ACCESS, ((b, 0, 8, W),)))
+        ops.append((ACCESS, ((kb, 0, 8, W),)))
     for x in qs: seqs[x].gate = len(ops)
     stmts.append(st)
     ops.append((SUBMIT, qs))
