@@ -481,6 +481,16 @@ class _Expr:
     tok = self.t[self.i]
     self.i += 1
     return tok
+  def lane_and_reg(self) -> tuple:
+    """`[lane][reg]` after `VGPR` (v_readlane's read, v_writelane's target): the two index expressions."""
+    self.next()
+    lane = self.expr(0)
+    self.expect("]")
+    self.expect("[")
+    reg = self.expr(0)
+    self.expect("]")
+    return lane, reg
+
   def expect(self, v):
     if self.peek() != v: raise Unsupported(f"expected {v!r}, got {self.peek()!r}")
     self.i += 1
@@ -621,12 +631,7 @@ class _Expr:
       fn.reads.add("EXEC")
       return V("(EXEC & 4294967295ULL)", "u", 32)
     if v == "VGPR" and self.peek() == "[":
-      self.next()
-      lane = self.expr(0)
-      self.expect("]")
-      self.expect("[")
-      reg = self.expr(0)
-      self.expect("]")
+      lane, reg = self.lane_and_reg()
       fn.vgpr = True
       return V(f"((uint64_t)r->vgpr[(({conv(reg, 'u')}) & 255) * 32 + (({conv(lane, 'u')}) & 31)])", "r")
     if v == "WAVE_MODE":
@@ -902,12 +907,7 @@ class _Block:
     acc = lane = idx = None
     sl: Union[tuple[int, int], V, None] = None   # a bit slice [hi : lo], or one bit at a position
     if name == "VGPR" and p.peek() == "[":   # VGPR[lane][reg] = value (v_writelane)
-      p.next()
-      ln = p.expr(0)
-      p.expect("]")
-      p.expect("[")
-      reg = p.expr(0)
-      p.expect("]")
+      ln, reg = p.lane_and_reg()
       p.expect("=")
       e = p.expr(0)
       fn.vgpr = True
