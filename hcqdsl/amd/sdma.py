@@ -23,7 +23,7 @@ class SDMA:
   def __init__(self, t: Target):
     s, self.t = t.sdma, t
     lay = _layouts(s)
-    def at(packet: str, field: str) -> int: return next(o for o, f, *_ in lay[packet] if f == field)
+    def at(packet: str, field: str) -> int: return field_at(lay, packet, field)
     self.WAIT_VALUE_AT, self.SIGNAL_VALUE_AT = at("POLL_REGMEM", "value"), at("FENCE", "data")
     self.WRITE_VALUE_AT, self.WRITE_ADDR_AT = at("WRITE_UNTILED", "data0"), at("WRITE_UNTILED", "dst_addr_31_0")
     self.COPY_SRC_AT, self.COPY_DST_AT = at("COPY_LINEAR", "src_addr_31_0"), at("COPY_LINEAR", "dst_addr_31_0")
@@ -101,6 +101,10 @@ def _layouts(mod) -> dict:
     if m.group(1) == "HEADER" and fname in ("op", "sub_op"): continue
     out.setdefault(pkt, []).append((off, fname, getattr(mod, base + "_shift"), getattr(mod, base + "_mask")))
   return out
+
+def field_at(layouts: dict, packet: str, field: str) -> int:
+  """The dword (0: the header) of `packet` that holds `field`, in a target's layouts (_layouts: the decoder's)."""
+  return next(o for o, f, *_ in layouts[packet] if f == field)
 
 class Decoder(Walker):
   def __init__(self, t: Target):

@@ -5,6 +5,7 @@ import functools, re, struct
 from typing import Optional
 import attrs
 from ..ir import Wait, SignalWrite, Epoch, Ref, Expr, U32_MAX, POLL_SIZE, epoch_of, epoch_wait
+from ..amd import pm4, sdma
 from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_64, DATA_SEL_CLOCK
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.disasm import decoder
@@ -18,9 +19,7 @@ __all__ = ["group_packets", "signal_addrs", "written_range", "polled_range", "di
 @functools.cache
 def field_at(engine: str, target: str, packet: str, field: str) -> int:
   """The dword (0: the header) of `packet` that holds `field` (a decoder's name: `addr_lo`, `src_addr_31_0`, ...)."""
-  d = decoder(engine, target)
-  if engine == "compute": return 1 + next(i for i, fs in enumerate(d.specs[packet]) if field in (f[0] for f in fs))
-  return next(o for o, f, *_ in d.layouts[packet] if f == field)
+  return pm4.field_at(packet, field) if engine == "compute" else sdma.field_at(decoder(engine, target).layouts, packet, field)
 
 # the low dword of the address a packet waits on, writes or polls (the high dword follows it)
 ADDRESS = {"WAIT_REG_MEM": "addr_lo", "RELEASE_MEM": "addr_lo", "POLL_REGMEM": "addr_31_0", "FENCE": "addr_31_0",
