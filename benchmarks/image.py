@@ -7,7 +7,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 from hcqdsl import parse  # noqa: E402
 from hcqdsl.amd.compile import compile_program  # noqa: E402
-from hcqdsl.amd.image import Image  # noqa: E402
+from hcqdsl.target.image import Image  # noqa: E402
 from submit import program  # noqa: E402
 
 def best(fn, reps: int) -> float:

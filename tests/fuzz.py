@@ -61,7 +61,7 @@ def split_image(b: bytes) -> tuple:
   return json.loads(b[16:16 + n]), b[16 + n + (-(16 + n) % 8):]
 
 def join_image(meta, data: bytes) -> bytes:
-  from hcqdsl.amd.image import MAGIC, VERSION
+  from hcqdsl.target.image import MAGIC, VERSION
   js = json.dumps(meta).encode()
   head = MAGIC + struct.pack("<II", VERSION, len(js)) + js
   return head + b"\0" * (-len(head) % 8) + data
@@ -156,7 +156,7 @@ def _reads_image(img, rng: random.Random):
 def expected_byte_error(old: bytes, new: bytes):
   """The error Image.from_bytes must give for `new` (bytes of `old` changed, its end cut): None when it must read,
   a string when the framing (magic, version, length, JSON) decides it, else a predicate on the message."""
-  from hcqdsl.amd.image import MAGIC, VERSION
+  from hcqdsl.target.image import MAGIC, VERSION
   if len(new) < 16 or new[:8] != MAGIC: return "not an hcqdsl image (bad magic)"
   if (ver := struct.unpack_from("<I", new, 8)[0]) != VERSION: return f"unsupported image version {ver} (this hcqdsl reads {VERSION})"
   n = struct.unpack_from("<I", new, 12)[0]
@@ -175,7 +175,7 @@ def expected_byte_error(old: bytes, new: bytes):
 def fuzz_images(n: int, seed: int = 0):
   """Mutated compiled images: each must read (and then write back the same image, and every reader of an image
   must take it) or fail with the error the mutation calls for (expected_meta_error, expected_byte_error)."""
-  from hcqdsl.amd.image import Image, ImageError
+  from hcqdsl.target.image import Image, ImageError
   rng = random.Random(seed)
   imgs = _images()
   fails = []

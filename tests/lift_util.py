@@ -2,7 +2,7 @@
 the image's launches had been submitted by a runtime — dwords only, no names."""
 from __future__ import annotations
 from hcqdsl.ir import U32_MAX
-from hcqdsl.amd.image import Image
+from hcqdsl.target.image import Image
 
 def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buffers: bool = True) -> dict:
   """Per launch: the host's steps with every queue's submission (queues no `submit` names go first, as the language

@@ -8,7 +8,7 @@ from hcqdsl.amd.targets import ARCHS
 from hcqdsl import parse
 from hcqdsl.lang.format import format_decl
 from hcqdsl.amd.compile import compile_program
-from hcqdsl.amd.image import Image
+from hcqdsl.target.image import Image
 from hcqdsl.cli import compile as cli_compile_mod, disasm as cli_disasm_mod
 from hcqdsl.amd.disasm import disasm_dwords, disasm_image
 from hcqdsl.lift.image import lift_queue, as_hcq

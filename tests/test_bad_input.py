@@ -268,7 +268,7 @@ def test_deep_json(here):
   assert cli("lift", "d.json") == (1, "", "hcqdsl: error: d.json:1:501: invalid JSON: nested too deeply\n")
   (here / "p.hcq").write_text(SIMPLE)
   assert cli("run", "p.hcq", "--replay", "d.json") == (2, "", "hcqdsl: error: d.json:1:501: not JSON (nested too deeply)\n")
-  from hcqdsl.amd.image import Image, ImageError, MAGIC, VERSION
+  from hcqdsl.target.image import Image, ImageError, MAGIC, VERSION
   js = b"[" * 200_000 + b"]" * 200_000
   with pytest.raises(ImageError) as e: Image.from_bytes(MAGIC + struct.pack("<II", VERSION, len(js)) + js)
   assert str(e.value) == "corrupt image metadata: JSON nested too deeply"

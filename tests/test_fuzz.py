@@ -2,7 +2,7 @@
 --n 20000`, figures in docs/reliability.md). Seeded, so a failure reproduces."""
 import pytest
 from fuzz import FUZZERS, edit_metadata
-from hcqdsl.amd.image import Image
+from hcqdsl.target.image import Image
 from hcqdsl.cli import main
 
 N = {"text": 300, "images": 600, "raw dwords": 600, "rings": 300, "manifests": 600, "witnesses": 491}

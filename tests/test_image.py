@@ -12,7 +12,7 @@ from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.lang.format import format_program
 from hcqdsl.amd.compile import compile_program
-from hcqdsl.amd.image import Image, describe
+from hcqdsl.target.image import Image, describe
 from hcqdsl.amd.disasm import disasm_image, decoder
 from hcqdsl.lift.image import lift_image, write_code_objects
 from hcqdsl.cli import main
@@ -159,7 +159,7 @@ def test_lift_never_overwrites_another_file(tmp_path, capsys):
 # ---- the one schema
 
 def test_docs_describe_the_schema():
-  """docs/amd.md lists the metadata as IMAGE declares it (hcqdsl.amd.image.describe())."""
+  """docs/amd.md lists the metadata as IMAGE declares it (hcqdsl.target.image.describe())."""
   assert describe() in (ROOT / "docs" / "amd.md").read_text()
 
 def test_rewritten_big_buffer_keeps_the_image_small():

@@ -15,7 +15,7 @@ from hcqdsl.diagnostics import render_text
 import check_gen
 from lift_util import manifest_from_image
 from test_image import round_trip
-from hcqdsl.amd.image import Image
+from hcqdsl.target.image import Image
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 

@@ -7,7 +7,7 @@ import attrs, pytest
 from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.ir import Queue, Timestamp
-from hcqdsl.amd.image import Image
+from hcqdsl.target.image import Image
 from hcqdsl.nv.compile import compile_program
 from hcqdsl.nv import disasm, pushbuf
 from hcqdsl.nv.lift import lift_queue

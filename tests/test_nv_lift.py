@@ -7,7 +7,7 @@ import attrs, pytest
 import hcqdsl
 from hcqdsl import parse
 from hcqdsl.ir import Device
-from hcqdsl.amd.image import Image
+from hcqdsl.target.image import Image
 from hcqdsl.nv.compile import compile_program
 from hcqdsl.lift.image import lift_image
 from hcqdsl.lang.format import format_program

@@ -15,7 +15,7 @@ from . import pm4, sdma
 from .targets import get_target
 from . import codeobj
 from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET, kernarg_layout
-from .image import Image, QueueImage, Patch, Region
+from ..target.image import Image, QueueImage, Patch, Region
 
 __all__ = ["compile_program", "require_static", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring", "impl_record", "arg_record"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re, struct
 from typing import Optional
 from ..ir import U32_MAX, TARGETS
-from .image import Image, QueueImage
+from ..target.image import Image, QueueImage
 from . import pm4, sdma
 
 __all__ = ["disasm_image", "disasm_dwords", "disasm_packets", "decoder", "read_raw", "RawError"]

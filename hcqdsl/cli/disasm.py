@@ -2,7 +2,7 @@
 from __future__ import annotations
 import sys
 from ..ir import TARGETS, NV_ARCHS
-from ..amd.image import Image, MAGIC
+from ..target.image import Image, MAGIC
 from ..amd.disasm import disasm_image, disasm_dwords, read_raw, RawError
 from ..lift.image import as_hcq, lift_queue
 from ..nv import disasm as nv_disasm, lift as nv_lift

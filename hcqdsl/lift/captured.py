@@ -7,7 +7,7 @@ import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Host, Expect, Wait, SignalWrite, Submit, HostWrite,
                   Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, timeline_of)
-from ..amd.image import Image, QueueImage, Patch, Region
+from ..target.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET, kernarg_layout
 from ..amd.pm4 import DATA_SEL_CLOCK

@@ -10,7 +10,7 @@ import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
                   Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
                   epoch_wait, timeline_of, epoch_of, NV_ARCHS, vendor_of)
-from ..amd.image import Image, QueueImage
+from ..target.image import Image, QueueImage
 from ..amd.disasm import decoder
 from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_CLOCK

@@ -7,7 +7,7 @@ import os, pathlib
 from typing import Optional
 import attrs
 from ..ir import Program
-from ..amd.image import Image, MAGIC
+from ..target.image import Image, MAGIC
 from .image import lift_image, write_code_objects
 from .schema import (Manifest, MQueue, ManifestError, load_manifest, too_deep, MANIFEST_KIND, MANIFEST_VERSION, READABLE_VERSIONS,
                      LAUNCH_VAR)

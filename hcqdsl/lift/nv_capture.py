@@ -12,7 +12,7 @@ import bisect
 from typing import Optional
 from ..ir import (Device, Buffer, Signal, Kernel, Param, Host, Wait, SignalWrite, Submit, Expr, Ref, U32_MAX, NV_ARCHS, KEYWORDS,
                   vendor_of)
-from ..amd.image import Image, QueueImage, Region
+from ..target.image import Image, QueueImage, Region
 from ..nv import pushbuf, lift as nv_lift
 from ..nv.qmd import QMD
 from ..nv.targets import get_target

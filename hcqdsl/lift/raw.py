@@ -6,7 +6,7 @@ from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Submit, Ref, Expr,
                   KEYWORDS, U32_MAX, timeline_of)
-from ..amd.image import Image, QueueImage, Patch, Region
+from ..target.image import Image, QueueImage, Patch, Region
 from .image import lift_group, lift_statements, queue_decl, lifted_program, Unliftable
 from .schema import Manifest, LAUNCH_VAR
 from .packets import group_packets, signal_addrs, written_range, polled_range, dispatch, Mem, follow, hexname, epochs

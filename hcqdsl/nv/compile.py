@@ -13,7 +13,7 @@ from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, 
 from ..amd.compile import Lowering as AMDLowering, MemoryPlan, impl_record, arg_record
 from ..diagnostics import Diagnostic, HcqError
 from ..amd.layout import HOST_BASE, DEVICE_BASE, kernarg_layout
-from ..amd.image import Image, QueueImage
+from ..target.image import Image, QueueImage
 from . import pushbuf, cubin
 from .targets import get_target
 from .qmd import QMD

@@ -5,7 +5,7 @@ values the host patches per launch marked. Images with AMD queues list those as 
 raises on any dword input."""
 from __future__ import annotations
 from typing import Optional
-from ..amd.image import Image, QueueImage
+from ..target.image import Image, QueueImage
 from ..amd import disasm as amd_disasm
 from ..ir import NV_ARCHS
 from . import pushbuf

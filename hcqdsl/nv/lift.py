@@ -6,7 +6,7 @@ NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apa
 Whole images (hcqdsl/lift/image.py) and captures of tinygrad's NV runtime (hcqdsl/lift/nv_capture.py) lift NV queues here."""
 from __future__ import annotations
 from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS, epoch_wait
-from ..amd.image import Image, QueueImage
+from ..target.image import Image, QueueImage
 from . import pushbuf
 from .qmd import QMD
 from .targets import get_target

@@ -24,7 +24,7 @@ import numpy as np
 from ..ir import U32_MAX, NV_ARCHS
 from ..amd.targets import get_target
 from ..nv.layout import window, NV_RING_OFFSET
-from ..amd.image import Image, QueueImage
+from ..target.image import Image, QueueImage
 from ..amd.layout import DEVICE_BASE
 from .device import Device, Ring
 from .emulator import HostWait, RingSpace, CopyFree, HOST_COST
