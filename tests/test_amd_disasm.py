@@ -120,7 +120,7 @@ def test_image_save_load(tmp_path):
 def test_span_map():
   img = compile_program(parse(PROGRAM.format(a0="gfx1100", a1="gfx1100"), "t.hcq"))
   c0 = img.queue("c0")
-  assert c0.span_at(0)[2] == 15 and c0.span_at(len(c0.dwords) - 1)[6] == "signal g0.timeline = g0.epoch"
+  assert c0.span_at(0).line == 15 and c0.span_at(len(c0.dwords) - 1).text == "signal g0.timeline = g0.epoch"
   for p in pm4.decode(c0.dwords, "gfx1100"): assert c0.span_at(p.offset) is not None
 
 # ---- CLI entry points

@@ -211,7 +211,7 @@ def test_amd_code_objects(name, tmp_path):
     d, tp = _tinygrad_amd_program((tmp_path / f"{k['name']}.co").read_bytes(), k["name"], k["code_addr"])
     tq = compute_queue(d)
     tq.exec(tp, args_state(next(kargs).addr), st.grid, st.block)
-    off, ln = qi.stmts[i][:2]
+    off, ln = qi.stmts[i].offset, qi.stmts[i].length
     assert qi.dwords[off:off + ln] == [x & 0xFFFFFFFF for x in tq._q], st.kernel.name
     assert st.grid and st.block  # tinygrad's AMD launch dims, written out
     n += 1

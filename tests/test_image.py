@@ -27,7 +27,7 @@ NOT_LOWERED = {"bounds_copy_lengths", "bounds_range_outside", "name_buffer_as_si
 def layout(img: Image) -> tuple:
   """All of an image but where its source was (file, statement lines and texts, the code objects' paths)."""
   kernels = [dict(k, impl=dict(k["impl"], amd_code=None) if k["impl"] else None) for k in img.kernels]
-  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [s[:2] for s in q.stmts])
+  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts])
            for q in img.queues], img.regions, img.data, kernels, img.var_values, img.rewrites, img.signals, img.buffers,
           img.vars, img.devices, [dict(h, line=0) for h in img.host], [dict(e, line=0) for e in img.expects], img.target)
 

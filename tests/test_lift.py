@@ -150,7 +150,7 @@ def test_manifest_round_trip(path):
   # the lifted statements carry their dword offsets: map them to the original statements through the source map
   back = {}
   for q, lq in zip(img.queues, lifted.queues):
-    at = {s[0]: i for i, s in enumerate(q.stmts) if s[1]}
+    at = {s.offset: i for i, s in enumerate(q.stmts) if s.length}
     for i, s in enumerate(lq.body): back[("stmt", q.name, i)] = ("stmt", q.name, at[int(s.comment.split("@")[1])])
   def norm(cs): return sorted((back.get(k, k), c) for k, c, _ in cs if not k or k[0] == "stmt")
   want, got = norm(codes(prog)), norm(codes(lifted))
@@ -183,7 +183,7 @@ def hang_manifest(q0_read=None, q1=True, a=26, b=26, **extra):
   img = compile_program(parse(HANG, "h.hcq"))
   q0, q1i = img.queues
   qs = [{"name": "q0", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": q0.dwords,
-         "read_ptr": q0.stmts[2][0] if q0_read is None else q0_read}]
+         "read_ptr": q0.stmts[2].offset if q0_read is None else q0_read}]
   if q1: qs.append({"name": "q1", "device": "gpu0", "target": "gfx1100", "engine": "copy",
                     "dwords": " ".join(f"{x:08x}" for x in q1i.dwords), "read_ptr": 0, "write_ptr": len(q1i.dwords)})
   return {"format": "hcqdsl-manifest", "version": 1, "queues": qs, **extra,

@@ -15,7 +15,7 @@ from . import pm4, sdma
 from .targets import get_target
 from . import codeobj
 from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET, kernarg_layout
-from ..target.image import Image, QueueImage, Patch, Region
+from ..target.image import Image, QueueImage, Patch, Region, SourceEntry
 
 __all__ = ["compile_program", "require_static", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring", "impl_record", "arg_record"]
 
@@ -215,12 +215,12 @@ class Lowering:
     dword range and source position recorded."""
     q = self.q
     self.out, self.patches, self.mem_patches = [], [], []
-    stmts: list[tuple] = []
+    stmts: list[SourceEntry] = []
     for self.index, s in enumerate(q.body):
       self.start = len(self.out)
       table[type(s)](self, s, s.span)
       sp = s.span or NO_SPAN
-      stmts.append((self.start, len(self.out) - self.start, sp.line, sp.column, sp.end_line, sp.end_column, format_stmt(s)))
+      stmts.append(SourceEntry(self.start, len(self.out) - self.start, sp.line, sp.column, sp.end_line, sp.end_column, format_stmt(s)))
     self.finish_queue()
     ca = self.plan.region(f"{q.name}.cmdbuf", "cmdbuf", self.dev, 4 * len(self.out), queue=q.name)
     return QueueImage(q.name, q.engine, self.dev, self.t, ca, self.out, self.patches, stmts, self.mem_patches)

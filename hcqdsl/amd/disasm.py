@@ -41,7 +41,7 @@ def disasm_packets(packets, img: Optional[Image] = None, q: Optional[QueueImage]
   for p in packets:
     where = ""
     if q is not None and (st := q.span_at(p.offset)) is not None and st is not last:  # the line, once per statement
-      where, last = f"  ; {img.file if img else ''}:{st[2]}  {st[6]}", st
+      where, last = f"  ; {img.file if img else ''}:{st.line}  {st.text}", st
     out.append(f"{base + p.offset:6d}  {p.name}{where}")
     if p.note: out.append(f"          ; {p.note}: " + " ".join(f"{x:08x}" for x in p.dwords))
     if p.name == "SET_SH_REG" or p.name == "SET_UCONFIG_REG":

@@ -178,7 +178,7 @@ def _statement_groups(q: QueueImage) -> list:
   packet-less SDMA barrier is an empty group); without one, each packet is a group."""
   pk = decoder(q.engine, q.arch).decode(q.dwords)
   if not q.stmts: return [[p] for p in pk]
-  return [[p for p in pk if s[0] <= p.offset < s[0] + s[1]] for s in q.stmts]
+  return [[p for p in pk if s.covers(p.offset)] for s in q.stmts]
 
 def lift_queue(img: Image, q: QueueImage) -> list:
   """The queue's statements, recovered from its packets (an NV queue's from its methods and QMDs: hcqdsl.nv.lift). A
@@ -342,7 +342,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   blocks: list = []
   key = 0
   for q in img.queues:
-    key = next((s[2] for s in q.stmts if s[2]), key)
+    key = next((s.line for s in q.stmts if s.line), key)
     if q.arch in NV_ARCHS: items = attach_comments(nv_lift.lift_queue(img, q))   # methods and QMDs (hcqdsl.nv.lift)
     else: items = lift_statements(img, q, [(g, None) for g in _statement_groups(q)])
     blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, items)))

@@ -139,7 +139,7 @@ class _Lifter:
 def _groups(q: QueueImage, pk: list) -> list:
   """(methods, statement text) per statement: the image's source map, else a statement's methods by their kind (a
   semaphore release with its interrupt, SEND_PCAS_A with its action, a copy piece or a copy-queue release whole)."""
-  if q.stmts: return [([p for p in pk if s[0] <= p.offset < s[0] + s[1]], s[6]) for s in q.stmts]
+  if q.stmts: return [([p for p in pk if s.covers(p.offset)], s.text) for s in q.stmts]
   out: list = []
   tails = {"NON_STALL_INTERRUPT", "SEND_SIGNALING_PCAS2_B", "LINE_LENGTH_IN", "LAUNCH_DMA"}
   for p in pk:

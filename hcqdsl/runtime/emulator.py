@@ -601,7 +601,7 @@ class Engine:
     return ring_off, ib
 
   def locate(self, rptr: Optional[int] = None):
-    """(launch, stmt tuple) of the packet at the read pointer, from the submitter's source map."""
+    """(launch, SourceEntry) of the packet at the read pointer, from the submitter's source map."""
     loc = self.m.locator
     if loc is None: return None, None
     if self.ib: return loc.locate_ib(self.ring, self.ib[-1][0], self.ib[-1][2])
@@ -610,7 +610,7 @@ class Engine:
   def make_fault(self, msg: str) -> Fault:
     ring_off, ib = self.position()
     launch, st = self.locate()
-    return Fault(self.name, self.device, ring_off, self.cur, msg, launch, st[2] if st else None, st[6] if st else None, ib)
+    return Fault(self.name, self.device, ring_off, self.cur, msg, launch, st.line if st else None, st.text if st else None, ib)
 
   def dispatch(self, a):
     regs, mem, m = self.regs, self.mem, self.m
@@ -834,9 +834,9 @@ class Emulator(Device):
   # ---- trace
   def trace_packet(self, e: Engine, p: Packet, t0: float, t1: float, rptr: int):
     launch, st = e.locate(rptr)
-    self.events.append((e.name, e.device, launch, st[0] if st else None, st[6] if st else p.name, t0, t1, p.name,
-                        st[2] if st else None))
-    if self.gate is not None: self.gate.executed(e, launch, st[2] if st else None)
+    self.events.append((e.name, e.device, launch, st.offset if st else None, st.text if st else p.name, t0, t1, p.name,
+                        st.line if st else None))
+    if self.gate is not None: self.gate.executed(e, launch, st.line if st else None)
   def trace_host(self, h: HostActor, t0: float, t1: float, what: str, line, launch):
     self.events.append(("host", None, launch, h.steps, what, t0, t1, "host", line))
     if self.gate is not None: self.gate.executed(h, launch, line)
@@ -846,7 +846,7 @@ class Emulator(Device):
     """Interleave `host` (a generator, see submit.py) with the engines. Default: the ready actor with the smallest
     emulated clock runs next (ties round-robin), for a batch while it stays the earliest; with a seed: a uniformly
     random ready actor runs one step. Sets self.fault / self.hang. `locator` (the Submitter: `locate(ring, dword)`,
-    `locate_ib(ring, base, pos)` -> (launch, stmt)) names the statement of a fault or a hang."""
+    `locate_ib(ring, base, pos)` -> (launch, SourceEntry)) names the statement of a fault or a hang."""
     self.locator = locator
     H = self.host_actor = HostActor(self, host)
     actors: list[Any] = [H, *self.engines]   # HostActor and Engines: busy, blocked_at, clock, index
@@ -895,7 +895,7 @@ class Emulator(Device):
       wi = e.wait_info or (None, None, None, 5, None)
       addr = wi[0]
       out.append(Blocked(e.name, e.device, ring_off, e.cur, self.namer(addr) if addr is not None else None, addr,
-                         FUNC_TEXT.get(wi[3], "?"), wi[1], wi[4], launch, st[2] if st else None, st[6] if st else None, mask=wi[2]))
+                         FUNC_TEXT.get(wi[3], "?"), wi[1], wi[4], launch, st.line if st else None, st.text if st else None, mask=wi[2]))
     if H is not None and not H.done and H.pending is not None:
       b = H.pending
       if isinstance(b, HostWait):

@@ -52,7 +52,7 @@ class _Gate:
   def _at(a) -> tuple:
     if a.name == "host": return (None, None)
     launch, st = a.locate()
-    return launch, st[2] if st else None
+    return launch, st.line if st else None
 
   def admit(self, emu, cands: list) -> list:
     for p in (self.first, self.then):   # the bytes just before a statement starts, and once it has finished

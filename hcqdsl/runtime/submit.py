@@ -254,7 +254,7 @@ class Submitter:
       qs.segs.append((abs_dw, n, launch, off))
 
   def locate(self, ring: Ring, abs_dw: int):
-    """(launch, statement tuple of the image's source map) of the command at absolute ring dword `abs_dw`."""
+    """(launch, SourceEntry of the image's source map) of the command at absolute ring dword `abs_dw`."""
     qs = self.by_ring.get(id(ring))
     if qs is None: return None, None
     i = bisect.bisect_right(qs.seg_starts, abs_dw) - 1

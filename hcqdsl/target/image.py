@@ -11,7 +11,7 @@ import attrs
 from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
-__all__ = ["Image", "QueueImage", "Patch", "Region", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
+__all__ = ["Image", "QueueImage", "Patch", "Region", "SourceEntry", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
            "REGION_KINDS", "ENCODINGS", "IMAGE", "describe"]
 
 MAGIC, VERSION = b"HCQIMG\0\0", 2   # 2: a rewrite lists its bytes only (the host zero-fills the rest)
@@ -46,6 +46,19 @@ class Patch:
     e = str(Expr(Ref(self.var) if self.var else None, self.add))
     return e if self.encoding == "u32" else f"{self.encoding}({e})"
 
+@attrs.define(frozen=True)
+class SourceEntry:
+  """One statement of a queue's source map: its packets are dwords offset .. offset + length of the command buffer
+  (length 0: a statement without packets, the SDMA barrier), written at line:column .. end_line:end_column as `text`."""
+  offset: int
+  length: int
+  line: int
+  column: int
+  end_line: int
+  end_column: int
+  text: str
+  def covers(self, offset: int) -> bool: return self.offset <= offset < self.offset + self.length
+
 @attrs.define
 class QueueImage:
   name: str
@@ -55,17 +68,17 @@ class QueueImage:
   addr: int     # where the command buffer lives (its cmdbuf region)
   dwords: list  # the template, filled in for launch 1
   patches: list  # of Patch
-  stmts: list   # (dword offset, dword length, line, column, end_line, end_column, statement text), in order
+  stmts: list   # of SourceEntry, in order
   mem_patches: list = attrs.field(factory=list)  # of Patch (offset = address): kernarg dwords written at its submit
   @property
   def packet_format(self) -> str:
     """pm4 | sdma (an AMD queue's packets) | nv (an NV queue's pushbuffer methods, docs/nv.md)."""
     return "nv" if self.arch in NV_ARCHS else "pm4" if self.engine == "compute" else "sdma"
-  def span_at(self, offset: int) -> Optional[tuple]:
-    """The statement (offset, length, line, col, end_line, end_col, text) whose packets cover dword `offset`."""
-    i = bisect.bisect_right([s[0] for s in self.stmts], offset) - 1
-    while i >= 0 and self.stmts[i][1] == 0: i -= 1  # statements without packets (barrier on SDMA) cover nothing
-    return self.stmts[i] if i >= 0 and offset < self.stmts[i][0] + self.stmts[i][1] else None
+  def span_at(self, offset: int) -> Optional[SourceEntry]:
+    """The statement whose packets cover dword `offset`."""
+    i = bisect.bisect_right([s.offset for s in self.stmts], offset) - 1
+    while i >= 0 and self.stmts[i].length == 0: i -= 1  # statements without packets (barrier on SDMA) cover nothing
+    return self.stmts[i] if i >= 0 and self.stmts[i].covers(offset) else None
 
 @attrs.define
 class Image:
@@ -358,8 +371,8 @@ ADD = Int(-(1 << 64), 1 << 64, "int -2**64..2**64")   # a var's value, or the co
 VAR = Opt(Str(ref="vars"))
 PATCH = Row(Patch, Int(0, lambda c: c.ndw - 1, "index into dwords"), VAR, ADD, Str(ENCODINGS), names=("offset", "var", "add", "encoding"))
 MEM_PATCH = Row(Patch, ADDR, VAR, ADD, Str(ENCODINGS), names=("address", "var", "add", "encoding"))
-STMT = Row(tuple, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"), LINE, LINE, LINE,
-           LINE, Str(),
+STMT = Row(SourceEntry, Int(0, lambda c: c.ndw, "index into dwords"), Int(0, lambda c: c.ndw - c.row[0], "dwords, to the end at most"),
+           LINE, LINE, LINE, LINE, Str(),
            names=("offset", "length", "line", "column", "end_line", "end_column", "text"))
 KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "kd_addr": ADDR, "prog_addr": ADDR,
               "synthetic": Bool(), "kernarg_size": U32,
