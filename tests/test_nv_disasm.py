@@ -17,7 +17,8 @@ from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, SYMBOLIC, to_nv
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 def layout(img: Image) -> tuple:
-  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts]) for q in img.queues],
+  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts])
+           for q in img.queues],
           img.regions, img.data, img.kernels, img.var_values, img.signals, img.buffers, img.vars, img.devices)
 
 def relift(p, img: Image, source_map: bool = True):
