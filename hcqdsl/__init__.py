@@ -21,7 +21,7 @@ from .lang.format import format_program as format  # noqa: A004  (the API's name
 from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
-_LAZY = {"compile_program": "amd.compile", "Image": "target.image", "disasm_image": "amd.disasm", "as_hcq": "lift.image",
+_LAZY = {"compile_program": "vendors", "Image": "target.image", "disasm_image": "vendors", "as_hcq": "lift.image",
          "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph",
          "emit_jit": "tinygrad.emit",
          "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",

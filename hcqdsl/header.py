@@ -4,7 +4,7 @@ use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`,
 from __future__ import annotations
 import re
 from typing import Any
-from .ir import ARCHS, MAX_LAUNCHES
+from .ir import AMD_ARCHS, MAX_LAUNCHES
 
 __all__ = ["HeaderError", "read_header", "header_lines", "header_launches"]
 
@@ -25,7 +25,7 @@ def _value(key: str, val: str, item: str, line: int):
     if key == "launches" and n > MAX_LAUNCHES: raise HeaderError(line, f"`{item}`: launches must be at most {MAX_LAUNCHES}")
     return n
   if key == "target":
-    if val not in ARCHS: raise HeaderError(line, f"`{item}`: target is one of {', '.join(ARCHS)}")
+    if val not in AMD_ARCHS: raise HeaderError(line, f"`{item}`: target is one of {', '.join(AMD_ARCHS)}")
     return val
   if key == "run":
     if val not in ("yes", "no"): raise HeaderError(line, f"`{item}`: run is yes or no")

@@ -11,8 +11,8 @@ import attrs
 __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "Buffer", "Signal", "Var", "Kernel",
            "Wait", "SignalWrite", "Exec", "Copy", "Write", "HostWrite", "Poll", "Barrier", "Timestamp", "Epoch", "Submit", "Queue", "Host", "Expect",
            "timeline_of", "epoch_of", "implicit", "epoch_wait", "finalizer", "declare_implicit",
-           "Program", "Node", "Stmt", "Decl", "DTYPES", "ARCHS", "NV_ARCHS", "TARGETS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "KEYWORDS",
-           "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
+           "Program", "Node", "Stmt", "Decl", "DTYPES", "AMD_ARCHS", "NV_ARCHS", "TARGETS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "device_arch",
+           "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
@@ -41,13 +41,18 @@ NV_DEVICE_WINDOW = 1 << 35
 NV_MEMORY_WINDOW = 3 * NV_DEVICE_WINDOW // 4   # 24 GiB
 NV_HOST_WINDOW = NV_WINDOW_BASE - (1 << 36)     # 448 GiB
 assert NV_WINDOW_BASE + MAX_DEVICES * NV_DEVICE_WINDOW <= 1 << 40
-ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
+AMD_ARCHS = ("gfx942", "gfx1100", "gfx1201")   # AMD's
 # NVIDIA's (docs/nv.md): the SM versions tinygrad 0.14's NVDevice drives (Ampere GA10x, Ada, Blackwell GB20x) and Hopper
 NV_ARCHS = ("sm_86", "sm_89", "sm_90", "sm_120")
-VENDORS = {"AMD": ARCHS, "NV": NV_ARCHS}           # `device g = VENDOR:i ARCH`: the archs of each vendor
-TARGETS = ARCHS + NV_ARCHS                        # every arch a device or `--target` may name
+VENDORS = {"AMD": AMD_ARCHS, "NV": NV_ARCHS}       # `device g = VENDOR:i ARCH`: the archs of each vendor
+TARGETS = AMD_ARCHS + NV_ARCHS                    # every arch a device or `--target` may name
 DEFAULT_ARCHS = {"AMD": "gfx1100", "NV": "sm_89"}   # a device declared without an arch (and no --target of its vendor)
 def vendor_of(arch: str) -> str: return "NV" if arch in NV_ARCHS else "AMD"
+def device_arch(d, target: Optional[str] = None) -> str:
+  """A device declaration's arch: declared, else `target` (`--target`) when it is of the device's vendor, else the
+  vendor's default (an unknown vendor, a static error, AMD's). The one rule: compile, run and the checker's per-arch
+  facts all ask it."""
+  return d.arch or (target if target is not None and vendor_of(target) == d.vendor else DEFAULT_ARCHS.get(d.vendor, DEFAULT_ARCHS["AMD"]))
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
           "u64": ("u8", 8), "i64": ("i8", 8), "f16": ("f2", 2), "f32": ("f4", 4), "f64": ("f8", 8)}

@@ -10,7 +10,7 @@ import glob, json, os, random, re, struct, traceback
 import numpy as np
 
 ROOT = os.path.join(os.path.dirname(__file__), "..")
-ARCHS = ("gfx942", "gfx1100", "gfx1201")
+from hcqdsl.ir import AMD_ARCHS
 PROGRAMS = sorted(glob.glob(os.path.join(ROOT, "programs", "*.hcq")))
 JUNK = ["\r", "\r\n", "\n", "\t", "\f", "\v", "\x00", "\x85", "\u2028", "\x1b", "{", "}", "[", "]", ":", ";", "=", "<-",
         ">=", "#", "\"", "0x", "99999999999999999999", "-1", "wait", "signal", "exec", "queue", "host", "submit",
@@ -48,7 +48,7 @@ def _images() -> list:
   """Every compilable `programs/*.hcq` (those with errors on purpose that still lower are kept: an image is an image)."""
   from hcqdsl import parse
   from hcqdsl.diagnostics import HcqError
-  from hcqdsl.amd.compile import compile_program
+  from hcqdsl.vendors import compile_program
   out = []
   for p in PROGRAMS:
     try: out.append(compile_program(parse(open(p, encoding="utf-8").read(), p)).to_bytes())
@@ -141,7 +141,7 @@ def accepted_change_ok(changes: list) -> bool:
   return True
 
 def _reads_image(img, rng: random.Random):
-  from hcqdsl.amd.disasm import disasm_image
+  from hcqdsl.vendors import disasm_image
   from hcqdsl.lift.image import as_hcq, lift_image
   from hcqdsl.lang.format import format_program
   disasm_image(img)
@@ -224,7 +224,7 @@ def fuzz_dwords(n: int, seed: int = 0):
   rng = random.Random(seed)
   fails = []
   for _ in range(n):
-    engine, arch = rng.choice(["compute", "copy"]), rng.choice(ARCHS)
+    engine, arch = rng.choice(["compute", "copy"]), rng.choice(AMD_ARCHS)
     dw = _dwords(rng, engine)
     try: disasm_dwords(dw, engine, arch)
     except Exception as e: fails.append(_fail(f"disasm {engine} {arch}", dw, e))
@@ -235,7 +235,7 @@ def fuzz_rings(n: int, seed: int = 0):
   rng = random.Random(seed)
   fails = []
   for _ in range(n):
-    engine, arch = rng.choice(["compute", "copy"]), rng.choice(ARCHS)
+    engine, arch = rng.choice(["compute", "copy"]), rng.choice(AMD_ARCHS)
     dw = _dwords(rng, engine)
     try:
       emu = Emulator(max_steps=10_000)
@@ -256,7 +256,7 @@ def _manifests() -> list:
   kernels and devices as a dump would give them; every other one with read pointers (a triage dump)."""
   from hcqdsl import parse
   from hcqdsl.diagnostics import HcqError
-  from hcqdsl.amd.compile import compile_program
+  from hcqdsl.vendors import compile_program
   out = []
   for n, p in enumerate(PROGRAMS):
     try: img = compile_program(parse(open(p, encoding="utf-8").read(), p))

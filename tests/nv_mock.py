@@ -70,7 +70,7 @@ class MockResult:
 
 def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
   """The image's launches on tinygrad's mock NV executor (every queue must be an NV one)."""
-  from hcqdsl.nv.layout import window, NV_RING_OFFSET
+  from hcqdsl.target.layout import WINDOWS
   nvgpu = load_nvgpu()
   mem = Mapped()
   try:
@@ -81,7 +81,7 @@ def run_on_mock(img, launches: int, entries: int = 1024) -> MockResult:
     room = {q.name: -(-4 * len(q.dwords) // 256) * 256 for q in img.queues}
     tops, fifos, pbs = {}, {}, {}
     for q in img.queues:
-      base = tops.get(q.device, window(order[q.device]) + NV_RING_OFFSET)
+      base = tops.get(q.device, WINDOWS["NV"].ring_base(order[q.device]))
       size = -(-(entries * 8 + 0x1000 + launches * room[q.name]) // mmap.PAGESIZE) * mmap.PAGESIZE
       mem.map(base, size)
       fifos[q.name] = nvgpu.GPFIFO(len(fifos), base, entries)

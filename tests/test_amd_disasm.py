@@ -4,13 +4,14 @@ import argparse, glob, os, struct
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
 from hcqdsl.amd import pm4, sdma
-from hcqdsl.amd.targets import ARCHS
+from hcqdsl.ir import AMD_ARCHS
 from hcqdsl import parse
 from hcqdsl.lang.format import format_decl
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.target.image import Image
 from hcqdsl.cli import compile as cli_compile_mod, disasm as cli_disasm_mod
-from hcqdsl.amd.disasm import disasm_dwords, disasm_image
+from hcqdsl.amd.disasm import disasm_dwords
+from hcqdsl.vendors import disasm_image
 from hcqdsl.lift.image import lift_queue, as_hcq
 from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue, U32_MAX
 from hcqdsl.cli import main
@@ -32,13 +33,13 @@ def _walk_ok(pk, n):
     off += p.length
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.one_of(u32s, pm4_like), st.sampled_from(ARCHS))
+@given(st.one_of(u32s, pm4_like), st.sampled_from(AMD_ARCHS))
 def test_pm4_fuzz(dw, arch):
   _walk_ok(pm4.decode(dw, arch), len(dw))
   assert isinstance(disasm_dwords(dw, "pm4", arch), str)
 
 @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.one_of(u32s, sdma_like), st.sampled_from(ARCHS))
+@given(st.one_of(u32s, sdma_like), st.sampled_from(AMD_ARCHS))
 def test_sdma_fuzz(dw, arch):
   _walk_ok(sdma.decode(dw, arch), len(dw))
   assert isinstance(disasm_dwords(dw, "sdma", arch), str)
@@ -171,7 +172,7 @@ def test_cli(tmp_path, capsys):
 # ---- one packet-length rule per engine (issue 11): the decoder's packets, the emulator's and the submitter's
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.integers(0, U32_MAX), min_size=1, max_size=30), st.sampled_from(ARCHS))
+@given(st.lists(st.integers(0, U32_MAX), min_size=1, max_size=30), st.sampled_from(AMD_ARCHS))
 def test_packet_length_rule_is_the_decoders(dw, arch):
   from hcqdsl.amd import sdma as sdma_mod, pm4 as pm4_mod
   from hcqdsl.runtime.emulator import Emulator

@@ -6,15 +6,16 @@ from tinygrad.uop.ops import UOp
 from tinygrad.runtime.autogen import hsa
 from amd_standin import StandinDevice, signal, buf, program, args_state, compute_queue, copy_queue
 from hcqdsl.amd import pm4, sdma
-from hcqdsl.amd.targets import ARCHS, get_target
+from hcqdsl.ir import AMD_ARCHS
+from hcqdsl.amd.targets import get_target
 from hcqdsl import parse
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, U32_MAX
 
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x1_2345_6780, 0x7F00_DEAD_BEE0]
 VALUES = [0, 1, 0x7FFF_FFFF, 0xFFFF_FFFF]
 
-@pytest.fixture(params=ARCHS)
+@pytest.fixture(params=AMD_ARCHS)
 def arch(request): return request.param
 
 def test_compute_ops(arch):
@@ -299,7 +300,7 @@ def _symbolic_replay(img, p, qname):
       tq.exec(prg, st, tuple(val(x) for x in (s.grid or (1, 1, 1))), tuple(val(x) for x in (s.block or (1, 1, 1))))
   return tq, {v: v.replace(".", "_") for v in syms}, mems
 
-@pytest.mark.parametrize("a0", ARCHS)
+@pytest.mark.parametrize("a0", AMD_ARCHS)
 def test_symbolic_launches_match_tinygrad(a0):
   """Over 8 consecutive launches, tinygrad's `_apply_var_vals` on its own queues (symbolic grid/block, scalar and
   pointer kernel arguments, rebound copy addresses) and our patch table give the same command dwords and the same

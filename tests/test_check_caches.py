@@ -1,7 +1,7 @@
 """The checker's cache table (hcqdsl/check/caches.py) against the packets `compile` emits for each statement, decoded,
 on every target: which statements invalidate L2, which flush the HDP, what `exec` invalidates before its dispatch."""
 import pytest
-from hcqdsl.ir import ARCHS
+from hcqdsl.ir import AMD_ARCHS
 from hcqdsl.amd.pm4 import encoder, decoder
 from hcqdsl.amd.targets import get_target
 from hcqdsl.check.caches import SIGNAL_INVALIDATES_L2, L2_INVALIDATING, HDP_FLUSHING, EXEC_INVALIDATES
@@ -27,25 +27,25 @@ def l2_invalidated(arch, p) -> bool:
   if p.name == "RELEASE_MEM": return bool(p.dwords[1] & h.PACKET3_RELEASE_MEM_GCR_GL2_INV)
   return False
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", AMD_ARCHS)
 def test_l2_invalidations_are_the_packets(arch):
   got = {s for s in ("signal", "barrier", "timestamp", "wait", "exec") if any(l2_invalidated(arch, p) for p in packets(arch, s))}
   assert got == set(L2_INVALIDATING) | ({"signal"} if SIGNAL_INVALIDATES_L2[arch] else set())
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", AMD_ARCHS)
 def test_signal_writes_l2_back_everywhere(arch):
   # the writer's side: every compute `signal` writes its device's L2 back before the value lands
   h, (p,) = get_target(arch).pm4, packets(arch, "signal")
   wb = h.EOP_TC_WB_ACTION_EN if arch == "gfx942" else h.PACKET3_RELEASE_MEM_GCR_GL2_WB
   assert p.name == "RELEASE_MEM" and p.dwords[1] & wb
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", AMD_ARCHS)
 def test_only_barrier_flushes_the_hdp(arch):
   t = get_target(arch)
   def flush(s): return any(p.name == "WAIT_REG_MEM" and p.dwords[2] == t.hdp_flush_req for p in packets(arch, s))
   assert {s for s in ("signal", "barrier", "timestamp", "wait", "exec") if flush(s)} == set(HDP_FLUSHING)
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", AMD_ARCHS)
 def test_exec_invalidates_the_near_caches_not_l2(arch):
   h, acq = get_target(arch).pm4, packets(arch, "exec")[0]
   assert acq.name == "ACQUIRE_MEM" and not l2_invalidated(arch, acq)

@@ -8,7 +8,7 @@ from hcqdsl.ir import Wait, Queue
 from hcqdsl import parse
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl import emit as E
 from hcqdsl.tinygrad.script import load_function, call_script
 from hcqdsl.tinygrad.schedule import schedule

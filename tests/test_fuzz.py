@@ -14,7 +14,7 @@ def test_fuzz_entry_point(entry):
 
 def _image(meta_edit):
   from hcqdsl import parse
-  from hcqdsl.amd.compile import compile_program
+  from hcqdsl.vendors import compile_program
   b = compile_program(parse("device g = AMD:0\nsignal s on g\nqueue q compute on g {\n  signal s = 1\n}\n", "t.hcq")).to_bytes()
   return edit_metadata(b, meta_edit)
 

@@ -5,7 +5,7 @@ bytes is a race), compile + run (the emulator stores each launch's bytes), and t
 import pathlib, struct
 import hcqdsl
 from hcqdsl.ir import HostWrite, Slice, Ref, Data
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image
 
 PROGRAMS = pathlib.Path(__file__).resolve().parents[1] / "programs"

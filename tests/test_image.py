@@ -11,9 +11,10 @@ from conftest import cli
 from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.lang.format import format_program
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.target.image import Image, describe
-from hcqdsl.amd.disasm import disasm_image, decoder
+from hcqdsl.amd.disasm import decoder
+from hcqdsl.vendors import disasm_image
 from hcqdsl.lift.image import lift_image, write_code_objects
 from hcqdsl.cli import main
 

@@ -9,7 +9,7 @@ from hcqdsl.ir import Wait, Exec, Expr
 from hcqdsl import parse
 from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.tinygrad.env import EmitError
 from hcqdsl.tinygrad.jit import emit_jit
 from hcqdsl.runtime import run

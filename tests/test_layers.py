@@ -9,7 +9,7 @@ PKG = ROOT / "hcqdsl"
 # bottom to top; a module may import its own layer and the ones below it
 LAYERS = [("hcqdsl.ir",), ("hcqdsl.diagnostics", "hcqdsl.header", "hcqdsl.host_cc"), ("hcqdsl.lang",), ("hcqdsl.check",),
           ("hcqdsl.target",), ("hcqdsl.amd",),
-          ("hcqdsl.nv",),
+          ("hcqdsl.nv",), ("hcqdsl.vendors",),
           ("hcqdsl.lift",), ("hcqdsl.tinygrad",), ("hcqdsl.runtime",), ("hcqdsl.graph", "hcqdsl.pytest_plugin"),
           ("hcqdsl.cli",), ("hcqdsl", "hcqdsl.__main__")]
 

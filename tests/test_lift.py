@@ -6,7 +6,7 @@ from hypothesis import given, settings, HealthCheck
 from conftest import cli
 import hcqdsl
 from hcqdsl.ir import Queue, Host
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image
 from hcqdsl.lift.manifest import lift_manifest, load_manifest, lift_file, ManifestError
 from hcqdsl import parse, parse_with_diagnostics

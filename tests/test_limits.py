@@ -4,7 +4,7 @@ import resource
 import pytest
 from hcqdsl import parse
 from hcqdsl.check import check_text
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.runtime import run
 from hcqdsl.cli import main

@@ -5,11 +5,10 @@ from __future__ import annotations
 import pathlib, re
 import attrs, pytest
 from hcqdsl import parse
-from hcqdsl.diagnostics import HcqError
 from hcqdsl.ir import Queue, Timestamp
 from hcqdsl.target.image import Image
-from hcqdsl.nv.compile import compile_program
-from hcqdsl.nv import disasm, pushbuf
+from hcqdsl.vendors import compile_program, disasm_image
+from hcqdsl.nv import pushbuf
 from hcqdsl.nv.lift import lift_queue
 from hcqdsl.cli import main
 from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, SYMBOLIC, to_nv
@@ -35,7 +34,7 @@ def round_trip(p) -> int:
   img = compile_program(p)
   back = Image.from_bytes(img.to_bytes())
   assert back == img
-  listing = disasm.disasm_image(back)
+  listing = disasm_image(back)
   assert "RAW" not in listing and "METHOD_0x" not in listing and listing.count("\nqueue ") + listing.startswith("queue ") == len(img.queues)
   for q in back.queues:
     assert not [x for x in pushbuf.decoder(q.arch).decode(q.dwords) if x.raw], q.name
@@ -64,7 +63,7 @@ def test_symbolic_round_trip(archs):
 
 def test_disasm_names_what_it_shows():
   p = parse(SYMBOLIC.format(a0="sm_89", a1="sm_120"), "s.hcq")
-  text = disasm.disasm_image(compile_program(p))
+  text = disasm_image(compile_program(p))
   assert "sem_execute.operation              ACQ_CIRC_GEQ" in text and "(g0.timeline)" in text
   assert re.search(r"qmd_addr +0x[0-9a-f]+ \(c0\.kernargs\.1\+0x200\)", text)
   assert "release 0" in text and "then launch QMD" in text and "patched per launch = n" in text
@@ -98,13 +97,3 @@ def test_compile_target_picks_the_vendor(tmp_path):
   img = compile_program(p, "gfx942")
   assert (img.queue("q").arch, img.queue("r").arch) == ("sm_89", "gfx942")
   assert img.queue("q").packet_format == "nv" and img.queue("r").packet_format == "pm4"
-
-def test_amd_programs_compile_the_same():
-  """The NV lowering leaves AMD devices' queues to hcqdsl/amd: the same image as amd's compile_program."""
-  from hcqdsl.amd.compile import compile_program as amd_compile
-  for path in PROGRAMS[:20]:
-    try: p = parse(pathlib.Path(path).read_text(), path)
-    except HcqError: continue
-    try: a = amd_compile(p)
-    except HcqError: continue
-    assert layout(compile_program(p)) == layout(a)

@@ -14,7 +14,7 @@ from hcqdsl.diagnostics import HcqError
 from hcqdsl.ir import Device, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, U32_MAX, NV_ARCHS
 from hcqdsl.nv import pushbuf, cubin
 from hcqdsl.nv.targets import get_target
-from hcqdsl.nv.compile import compile_program
+from hcqdsl.vendors import compile_program
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x80_2345_6780, 0xFF_FFFF_FFF0]
@@ -157,7 +157,7 @@ def _programs(img, p):
   progs = {}
   for k in img.kernels:
     kd = next(x for x in p.kernels if x.name == k["name"])
-    from hcqdsl.amd.layout import kernarg_layout
+    from hcqdsl.target.layout import kernarg_layout
     lib = cubin.synthetic(get_target(devs[k["device"]].arch), k["name"], kernarg_layout(kd.params)[1])
     progs[k["name"], k["device"]] = program(devs[k["device"]], lib, k["name"], k["code_addr"])
     assert devs[k["device"]].allocator.copied[k["code_addr"]] == dict(img.data)[k["code_addr"]]

@@ -8,7 +8,7 @@ import hcqdsl
 from hcqdsl import parse
 from hcqdsl.ir import Device
 from hcqdsl.target.image import Image
-from hcqdsl.nv.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image
 from hcqdsl.lang.format import format_program
 from hcqdsl.cli import main

@@ -8,7 +8,7 @@ import attrs, pytest
 from hcqdsl import parse
 from hcqdsl.ir import Kernel
 from hcqdsl.runtime import run
-from hcqdsl.nv.compile import compile_program
+from hcqdsl.vendors import compile_program
 from nv_mock import run_on_mock, unavailable
 from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, to_nv
 from test_nv_run import QMD_CHAIN

@@ -215,8 +215,8 @@ def test_rebound_words():
 
 def test_compile_and_disasm():
   """A poll is tinygrad's poll_bit packet (byte-exact: tests/test_amd_encode.py); disasm names its function and mask."""
-  from hcqdsl.amd.compile import compile_program
-  from hcqdsl.amd.disasm import disasm_image
+  from hcqdsl.vendors import compile_program
+  from hcqdsl.vendors import disasm_image
   img = compile_program(hcqdsl.parse(PROG, "p.hcq"))
   c = img.queue("c")
   assert c.dwords[:7] == [c.dwords[0], 0x13, *(lambda a: (a & U32_MAX, a >> 32))(img.buffers["poll"][0] + 60), 0x01000000, 0x01000000, 4]

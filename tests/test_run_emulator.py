@@ -96,7 +96,7 @@ def test_patches_only_changed_dwords():
 
 def test_ring_contents_equal_the_patched_image():
   from hcqdsl import parse
-  from hcqdsl.amd.compile import compile_program
+  from hcqdsl.vendors import compile_program
   from hcqdsl.runtime.submit import Submitter
   img = compile_program(parse(CHAIN))
   emu = Emulator()

@@ -3,7 +3,7 @@ earlier launch's input — tinygrad's HCQGraph missing an input replacement (doc
 import pathlib
 from hcqdsl import parse, format
 from hcqdsl.check import check, check_text
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.amd.pm4 import decoder as _  # noqa: F401  (the SDMA decoder below is the engine's)
 from hcqdsl.amd.sdma import decoder
 

@@ -86,7 +86,7 @@ def test_a_copy_is_reused_only_after_its_fence(monkeypatch):
 def test_patched_dwords_are_the_changed_sites():
   """Per launch, a queue rewrites only the patch sites of the vars that changed since its copy last ran: every site on
   a copy's first use, then only those of `k` (`fixed` keeps its value)."""
-  from hcqdsl.amd.compile import compile_program
+  from hcqdsl.vendors import compile_program
   from hcqdsl.runtime.emulator import Emulator
   from hcqdsl.runtime.submit import Submitter
   text = OVERLAP.replace("var k", "var k\nvar fixed").replace("  signal seen = k\n", "  signal seen = k\n  signal seen = fixed\n")

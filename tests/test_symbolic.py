@@ -3,7 +3,7 @@ rebound and rewritten buffers — through parse/format, static checks, check, co
 import subprocess, sys
 import pytest
 from hcqdsl import parse, format, check_text
-from hcqdsl.amd.compile import compile_program
+from hcqdsl.vendors import compile_program
 from hcqdsl.runtime import run
 from hcqdsl.diagnostics import HcqError
 

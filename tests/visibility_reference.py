@@ -8,13 +8,14 @@ sequence) by a writer not writing through D's L2 (the host, a copy queue, anothe
   (`barrier`, `timestamp` of a compute queue of D) ordered after A and before R."""
 from __future__ import annotations
 from hcqdsl.check.unroll import ACCESS, BARRIER, NOP, R
-from hcqdsl.check.caches import SIGNAL_INVALIDATES_L2, DEFAULT_ARCH
+from hcqdsl.check.caches import SIGNAL_INVALIDATES_L2
+from hcqdsl.ir import DEFAULT_ARCHS
 
 def visibility(u, hist, done) -> dict:
   """{(seq, op index): (seq, pos, access)} at each statement's first stale read (by position, then access)."""
   seqs, S = u.seqs, len(u.seqs)
   lens = [len(s.ops) for s in seqs]
-  arch = {d.name: d.arch or DEFAULT_ARCH for d in u.program.devices}
+  arch = {d.name: d.arch or DEFAULT_ARCHS["AMD"] for d in u.program.devices}
   compute = [s.queue is not None and s.queue.engine == "compute" for s in seqs]
   def hb(x, y): return x[1] < y[1] if x[0] == y[0] else hist[y[0]][y[1]].__getitem__(x[0]) >= x[1]
   def steps(i):

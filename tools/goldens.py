@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from hcqdsl import render_json, check_text, HcqError  # noqa: E402
 from hcqdsl.check import parse_syntax  # noqa: E402
-from hcqdsl.ir import Device, ARCHS, NV_ARCHS  # noqa: E402
+from hcqdsl.ir import Device, AMD_ARCHS, NV_ARCHS  # noqa: E402
 
 
 def with_arch(prog, vendor: str, archs: tuple):
@@ -31,15 +31,8 @@ def with_arch(prog, vendor: str, archs: tuple):
   return attrs.evolve(prog, decls=tuple(attrs.evolve(d, vendor=vendor, arch=arch[d.name]) if isinstance(d, Device) else d
                                         for d in prog.decls))
 
-def _compiled(prog, vendor: str) -> str:
-  if vendor == "NV":
-    from hcqdsl.nv.compile import compile_program
-    from hcqdsl.nv.disasm import disasm_image
-    from hcqdsl.nv.lift import as_hcq
-  else:
-    from hcqdsl.amd.compile import compile_program
-    from hcqdsl.amd.disasm import disasm_image
-    from hcqdsl.lift.image import as_hcq
+def _compiled(prog) -> str:
+  from hcqdsl import compile_program, disasm_image, as_hcq
   try: img = compile_program(prog)
   except (HcqError, ValueError) as e: return f"error: {type(e).__name__}: {e}\n"
   out = [f"sha256 {hashlib.sha256(img.to_bytes()).hexdigest()}", disasm_image(img)]
@@ -54,9 +47,9 @@ def programs(out: pathlib.Path) -> None:
       (out / "check" / f"{path.stem}.L{n}.json").write_text(render_json(check_text(text, path.name, launches=n)) + "\n")
     prog = parse_syntax(text, path.name)[0]
     if prog is None: continue
-    variants = [("AMD", (a,)) for a in ARCHS] + [("NV", (a,)) for a in NV_ARCHS] + [("NV", ("sm_89", "sm_120"))]
+    variants = [("AMD", (a,)) for a in AMD_ARCHS] + [("NV", (a,)) for a in NV_ARCHS] + [("NV", ("sm_89", "sm_120"))]
     for vendor, archs in variants:
-      (out / "compile" / f"{path.stem}.{'+'.join(archs)}.txt").write_text(_compiled(with_arch(prog, vendor, archs), vendor))
+      (out / "compile" / f"{path.stem}.{'+'.join(archs)}.txt").write_text(_compiled(with_arch(prog, vendor, archs)))
 
 def isa(out: pathlib.Path) -> None:
   from hcqdsl.runtime.isa import native

@@ -146,7 +146,7 @@ def main(argv=None) -> int:
   import hcqdsl
   from hcqdsl.lift.manifest import load_manifest, lift_manifest
   from hcqdsl.lang.format import format_program
-  from hcqdsl.nv.compile import compile_program
+  from hcqdsl.vendors import compile_program
   trace: dict = {}
   prog = lift_manifest(load_manifest(out / "capture.json"), None, None, trace, whole=True)
   text = format_program(prog)

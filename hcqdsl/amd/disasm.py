@@ -9,7 +9,7 @@ from ..ir import U32_MAX, TARGETS
 from ..target.image import Image, QueueImage
 from . import pm4, sdma
 
-__all__ = ["disasm_image", "disasm_dwords", "disasm_packets", "decoder", "read_raw", "RawError"]
+__all__ = ["disasm_queue", "disasm_dwords", "disasm_packets", "decoder", "read_raw", "RawError"]
 
 # fields not worth a line: the opcode is the name, halves of joined 64-bit values are shown whole
 _HIDE = {"opcode", "op", "sub_op"}
@@ -56,16 +56,9 @@ def disasm_dwords(dwords, engine: str, target: str) -> str:
   """A listing of raw dwords (no image: addresses are not named)."""
   return "\n".join(disasm_packets(decoder(engine, target).decode(dwords))) + "\n"
 
-def disasm_image(img: Image) -> str:
-  out = []
-  for q in img.queues:
-    out.append(f"queue {q.name} {q.engine} on {q.device} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
-               f"{len(q.patches)} patched" + (f", {len(q.mem_patches)} kernel-argument dwords patched" if q.mem_patches else ""))
-    out += disasm_packets(decoder(q.engine, q.arch).decode(q.dwords), img, q)
-    if q.mem_patches: out.append(f"  memory the host patches when it submits {q.name} (kernel arguments):")
-    for p in q.mem_patches: out.append(f"  {p.offset:#x} ({img.name_at(p.offset)}) = {p.expr()}")
-    out.append("")
-  return "\n".join(out)
+def disasm_queue(img: Image, q: QueueImage) -> list[str]:
+  """An AMD queue's listing: its packets, with the image's names and source map."""
+  return disasm_packets(decoder(q.engine, q.arch).decode(q.dwords), img, q)
 
 # ---------------------------------------------------------------- CLI
 

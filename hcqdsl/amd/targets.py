@@ -4,7 +4,7 @@ tinygrad's AMDDevice picks them from the IP discovery versions."""
 from __future__ import annotations
 import functools, importlib, types
 from tinygrad.runtime.support.amd import AMDIP, import_module, import_soc
-from ..ir import ARCHS
+from ..ir import AMD_ARCHS
 
 # gfx target -> (gfx version, GC IP, NBIO/NBIF IP, SDMA IP), the versions amdgpu's IP discovery reports for MI300 (gfx942),
 # Navi31 (gfx1100) and Navi48 (gfx1201).
@@ -13,7 +13,7 @@ IP_VERSIONS = {
   "gfx1100": ((11, 0, 0), (11, 0, 0), (4, 3, 0), (6, 0, 0)),
   "gfx1201": ((12, 0, 1), (12, 0, 1), (6, 3, 1), (7, 0, 1)),
 }
-assert tuple(IP_VERSIONS) == ARCHS   # the archs are the language's (ir.ARCHS); this table says what each is
+assert tuple(IP_VERSIONS) == AMD_ARCHS   # the archs are the language's (ir.AMD_ARCHS); this table says what each is
 
 def unmasked(fn):
   """The header's `PACKET3_X__FIELD` lambdas are C macros calling `(unsigned)(x)`; rebind them with `unsigned=int`."""
@@ -55,5 +55,5 @@ class Target:
 
 @functools.cache
 def get_target(name: str) -> Target:
-  if name not in IP_VERSIONS: raise ValueError(f"unknown AMD target {name!r} (known: {', '.join(ARCHS)})")
+  if name not in IP_VERSIONS: raise ValueError(f"unknown AMD target {name!r} (known: {', '.join(AMD_ARCHS)})")
   return Target(name)

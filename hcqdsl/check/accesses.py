@@ -13,7 +13,8 @@ from typing import Optional, Sequence
 import attrs
 import numpy as np
 from .unroll import Unrolled, AccessTable, BARRIER, NOP, POLL, R, W, POLL_READ, STORE
-from .caches import SIGNAL_INVALIDATES_L2, STALE_READS, device_arch
+from ..ir import device_arch
+from .caches import SIGNAL_INVALIDATES_L2, STALE_READS
 from .clocks import Clocks
 
 __all__ = ["VisColumns", "accesses", "SCAN_CAP", "RACE_CAP"]

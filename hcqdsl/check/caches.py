@@ -23,24 +23,18 @@ and L2 is each device's point of coherence — its copy engines and its peers' w
 What a semaphore release makes visible is everything before it (RELEASE_WFI: the queue's work drained; a QMD's
 release once its grid's writes are out, CWD_MEMBAR_TYPE L1_SYSMEMBAR)."""
 from __future__ import annotations
-from ..ir import ARCHS, NV_ARCHS, DEFAULT_ARCHS
+from ..ir import AMD_ARCHS, NV_ARCHS
 
-__all__ = ["DEFAULT_ARCH", "SIGNAL_INVALIDATES_L2", "L2_INVALIDATING", "HDP_FLUSHING", "EXEC_INVALIDATES", "STALE_READS", "device_arch"]
-
-DEFAULT_ARCH = "gfx1100"   # an AMD device declared without an arch (`compile --target`'s default)
-
-def device_arch(d) -> str:
-  """A device declaration's arch: declared, else its vendor's default."""
-  return d.arch or DEFAULT_ARCHS.get(d.vendor, DEFAULT_ARCH)
+__all__ = ["SIGNAL_INVALIDATES_L2", "L2_INVALIDATING", "HDP_FLUSHING", "EXEC_INVALIDATES", "STALE_READS"]
 
 # whether a compute read on a device of the arch can see stale bytes through its caches (the `visibility` analysis)
-STALE_READS = {**{a: True for a in ARCHS}, **{a: False for a in NV_ARCHS}}
+STALE_READS = {**{a: True for a in AMD_ARCHS}, **{a: False for a in NV_ARCHS}}
 
 # compute `signal` = RELEASE_MEM CACHE_FLUSH_AND_INV_TS_EVENT at end of pipe with tinygrad's cache flags:
 # gfx10+ GCR GLV_INV | GL1_INV | GL2_INV | GLM_WB | GLM_INV | GL2_WB | SEQ; gfx9 EOP_TC_WB_ACTION_EN | EOP_TC_NC_ACTION_EN
 # (Mesa: "WB = write-back, NC = apply to non-coherent MTYPEs": an L2 write-back; invalidating L2 takes TC_ACTION_ENA)
 SIGNAL_INVALIDATES_L2 = {"gfx942": False, "gfx1100": True, "gfx1201": True}
-assert set(SIGNAL_INVALIDATES_L2) == set(ARCHS)
+assert set(SIGNAL_INVALIDATES_L2) == set(AMD_ARCHS)
 
 # compute statements whose packets invalidate (and write back) the device's whole L2, on every target: `barrier`
 # (HDP flush, then ACQUIRE_MEM of every cache) and `timestamp` (RELEASE_MEM drain, clock write, ACQUIRE_MEM of every cache)

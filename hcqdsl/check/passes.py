@@ -5,9 +5,8 @@ reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
-from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait
+from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait, device_arch
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
-from .caches import device_arch
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
 if TYPE_CHECKING: from .accesses import VisColumns
 

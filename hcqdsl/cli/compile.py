@@ -2,10 +2,9 @@
 and QMDs for NV devices' (docs/nv.md)."""
 from __future__ import annotations
 import pathlib, sys
-from ..ir import TARGETS, NV_ARCHS
+from ..ir import TARGETS
 from ..diagnostics import HcqError
-from ..amd.compile import compile_program as compile_amd
-from ..nv.compile import compile_program as compile_nv
+from ..vendors import compile_program
 
 
 def add_args(p) -> None:
@@ -29,7 +28,7 @@ def run(a) -> int:
   try:
     prog = parse(text, a.file)
     check_vars(var_values, prog, a.file)
-    img = (compile_nv if a.target in NV_ARCHS or any(d.vendor == "NV" for d in prog.devices) else compile_amd)(prog, a.target)
+    img = compile_program(prog, a.target)
   except HcqError as e:
     sys.stderr.write(render_text(e.diagnostics, {a.file: text}))
     return 1

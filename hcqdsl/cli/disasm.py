@@ -1,11 +1,11 @@
 """`hcqdsl disasm FILE`: packets of an image, `compile --hex` output or raw dwords."""
 from __future__ import annotations
 import sys
-from ..ir import TARGETS, NV_ARCHS
-from ..target.image import Image, MAGIC
-from ..amd.disasm import disasm_image, disasm_dwords, read_raw, RawError
-from ..lift.image import as_hcq, lift_queue
-from ..nv import disasm as nv_disasm, lift as nv_lift
+from ..ir import TARGETS, NV_ARCHS, DEFAULT_ARCHS
+from ..target.image import Image, MAGIC, packet_format
+from ..amd.disasm import read_raw, RawError
+from ..vendors import disasm_image, disasm_dwords
+from ..lift.image import as_hcq
 from .util import read_bytes, UsageError
 
 
@@ -26,9 +26,7 @@ def run(a) -> int:
     except ValueError as e:   # an unusable input file: one line, exit 2
       sys.stderr.write(f"hcqdsl: error: {a.file}: {e}\n")
       return 2
-    nv = any(q.arch in NV_ARCHS for q in img.queues)
-    if a.as_hcq: sys.stdout.write(nv_lift.as_hcq(img, lift_queue) if nv else as_hcq(img))
-    else: sys.stdout.write(nv_disasm.disasm_image(img) if nv else disasm_image(img))
+    sys.stdout.write(as_hcq(img) if a.as_hcq else disasm_image(img))
     return 0
   if a.as_hcq:
     sys.stderr.write("hcqdsl: error: --as-hcq needs an image (raw dwords carry no signal or buffer names)\n")
@@ -38,7 +36,7 @@ def run(a) -> int:
     sys.stderr.write(f"hcqdsl: error: {a.file}:{'' if e.line is not None else ' '}{e}\n")
     return 2
   engine = {"pm4": "compute", "sdma": "copy"}.get(a.engine, a.engine)
-  if engine == "nv" and (a.target or "sm_89") not in NV_ARCHS:
+  if engine == "nv" and (a.target or DEFAULT_ARCHS["NV"]) not in NV_ARCHS:
     sys.stderr.write(f"hcqdsl: error: --engine nv takes an NV --target ({', '.join(NV_ARCHS)}), not {a.target}\n")
     return 2
   if engine is None and any(q[1] is None for q in queues):
@@ -46,11 +44,7 @@ def run(a) -> int:
                      f"(and --target) for raw dwords\n")
     return 2
   for name, eng, arch, dw in queues:
-    eng, arch = engine or eng, a.target or arch or ("sm_89" if engine == "nv" else "gfx1100")
-    if arch in NV_ARCHS:
-      if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, nv): {len(dw)} dwords\n")
-      sys.stdout.write(nv_disasm.disasm_dwords(dw, arch))
-      continue
-    if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, {'pm4' if eng == 'compute' else 'sdma'}): {len(dw)} dwords\n")
+    eng, arch = engine or eng, a.target or arch or DEFAULT_ARCHS["NV" if engine == "nv" else "AMD"]
+    if name is not None: sys.stdout.write(f"queue {name} {eng} ({arch}, {packet_format(eng, arch)}): {len(dw)} dwords\n")
     sys.stdout.write(disasm_dwords(dw, eng, arch))
   return 0

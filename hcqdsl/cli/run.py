@@ -2,7 +2,7 @@
 with errors, 2 on an unusable invocation."""
 from __future__ import annotations
 import json, pathlib, sys
-from ..ir import ARCHS
+from ..ir import TARGETS
 from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg,
                    add_no_check_arg,
                    warn_check_errors)
@@ -16,7 +16,8 @@ def add_args(p) -> None:
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
   p.add_argument("--replay", metavar="W.json", help="run the interleavings `hcqdsl check FILE --witness W.json` wrote: "
                  "each race happens (what each access saw and left) or each hang; exit 1 when one does")
-  p.add_argument("--target", default="gfx1100", choices=ARCHS, help="arch of devices that do not declare one")
+  p.add_argument("--target", default="gfx1100", choices=TARGETS,
+                 help="arch of devices that do not declare one (default gfx1100; an NV device takes an NV target, else sm_89)")
   add_var_arg(p)
   p.add_argument("--kernels", choices=("amd", "c"), default="auto",
                  help="amd: run kernels' code objects on the RDNA3 executor; c: their C/builtin code "

@@ -9,7 +9,7 @@ from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Hos
                   Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, timeline_of)
 from ..target.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
-from ..amd.layout import TIMESTAMP_OFFSET, kernarg_layout
+from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
 from ..amd.pm4 import DATA_SEL_CLOCK
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR

@@ -4,53 +4,25 @@ statements; `code_objects` the AMD code objects the lifted program names (`amd "
 The statement lifter (`lift_group`) is shared with the lifts of raw dumps and captures (lift/raw.py, lift/captured.py)."""
 from __future__ import annotations
 import pathlib, struct
-from typing import Optional
+from typing import Callable, Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
                   Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
-                  epoch_wait, timeline_of, epoch_of, NV_ARCHS, vendor_of)
+                  epoch_wait, timeline_of, epoch_of, vendor_of)
 from ..target.image import Image, QueueImage
+from ..target.layout import TIMESTAMP_OFFSET
+from ..target.lifting import Unliftable, signal_at, buffer_slice
 from ..amd.disasm import decoder
-from ..amd.layout import TIMESTAMP_OFFSET
 from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_CLOCK
 from ..nv import lift as nv_lift
 from .packets import field_at, DATA_BYTES
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
-           "lifted_program", "trimmed_data", "Unliftable", "attach_comments"]
-
-class Unliftable(Exception):
-  """A group of packets that is no .hcq statement (the message says why; the lifters keep the group as a comment)."""
+           "lifted_program", "trimmed_data", "attach_comments", "LIFTERS", "QueueLifter"]
 
 # what a group of packets may raise on an image whose records disagree with its packets: kept as a comment
 _CANNOT = (Unliftable, KeyError, IndexError, TypeError)
-
-def _signal_at(img: Image, addr: int) -> Optional[str]:
-  return next((n for n, a in img.signals.items() if a == addr), None)
-
-def _buffer_slice(img: Image, addr: int, size: int, patched: bool = True) -> Optional[Slice]:
-  """The slice at addr. A dword the host patches per launch holds a rebound buffer's launch-1 address (`x`); a fixed
-  one a plain buffer's, or one launch's memory of a rebound buffer (`x@k`). (A capture's lift needs the distinction:
-  tinygrad reuses memory, so a rebound buffer's launch-1 address may also be a plain buffer's.)"""
-  def piece(n: str, base: int, sz: int, k: Optional[int] = None) -> Slice:
-    lo = addr - base
-    return Slice(Ref(n), launch=k) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k)
-  def inside(base, sz):
-    return base <= addr and addr + size <= base + sz
-  per = {n: img.var_values[f"{n}.addr"] for n in img.buffers if img.var_values.get(f"{n}.addr")}
-  if patched:
-    for n, (a, sz) in img.buffers.items():
-      if n in per and inside(a, sz): return piece(n, a, sz)
-  else:
-    for n, (a, sz) in img.buffers.items():
-      if n not in per and inside(a, sz): return piece(n, a, sz)
-    for n, bases in per.items():
-      for k, base in enumerate(bases):
-        if inside(base, img.buffers[n][1]): return piece(n, base, img.buffers[n][1], k + 1)
-  for n, (a, sz) in img.buffers.items():  # whatever holds it (records that disagree with the packets)
-    if inside(a, sz): return piece(n, a, sz)
-  return None
 
 def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
   """An exec's arguments from its kernel-argument region: slices by the region's record, scalar parameters (`None`
@@ -118,8 +90,8 @@ class _Group:
       return self.write(pk[0], f[0]["dst_addr"], 4 * (f[0]["count"] + 1), "dst_addr_31_0", "data0")
     if names and all(n == "COPY_LINEAR" for n in names):
       size, img = sum(x["count"] + 1 for x in f), self.img
-      s = _buffer_slice(img, f[0]["src_addr"], size, self.at(pk[0], "src_addr_31_0") in self.patches)
-      d = _buffer_slice(img, f[0]["dst_addr"], size, self.at(pk[0], "dst_addr_31_0") in self.patches)
+      s = buffer_slice(img, f[0]["src_addr"], size, self.at(pk[0], "src_addr_31_0") in self.patches)
+      d = buffer_slice(img, f[0]["dst_addr"], size, self.at(pk[0], "dst_addr_31_0") in self.patches)
       if s is None or d is None: raise Unliftable("copy outside every buffer")
       return [Copy(d, s)]
     return None
@@ -132,25 +104,25 @@ class _Group:
       raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit"
                        + (", and a `poll` (`==`) runs on compute queues only (tinygrad's AMDCopyQueue has no poll_bit)"
                           if self.engine != "compute" else ""))
-    name = _signal_at(self.img, sig_addr)
+    name = signal_at(self.img, sig_addr)
     if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
     return Epoch() if (w := Wait(Ref(name), self.expr(off, v))) == epoch_wait(self.q.device) else w
 
   def poll(self, p, addr: int, off: int, v: int, mask: int):
     """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
-    if (name := _signal_at(self.img, addr)) is not None:
+    if (name := signal_at(self.img, addr)) is not None:
       raise Unliftable(f"masked poll (mask {mask:#x}) of signal {name}: a `poll` reads a buffer's word, and a `wait` compares `>=`")
-    sl = _buffer_slice(self.img, addr, POLL_SIZE, self.at(p, "addr_lo") in self.patches)
+    sl = buffer_slice(self.img, addr, POLL_SIZE, self.at(p, "addr_lo") in self.patches)
     if sl is None: raise Unliftable(f"poll of {addr:#x}, which is in no buffer")
     return Poll(sl, mask, self.expr(off, v))
 
   def sig(self, addr: int) -> str:
-    if (name := _signal_at(self.img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
+    if (name := signal_at(self.img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
     return name
 
   def write(self, p, addr: int, size: int, addr_field: str, value_field: str) -> list:
     """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
-    sl = _buffer_slice(self.img, addr, size, self.at(p, addr_field) in self.patches)
+    sl = buffer_slice(self.img, addr, size, self.at(p, addr_field) in self.patches)
     if sl is None: raise Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
     return [Write(sl, self.expr(self.at(p, value_field), p.fields[value_field]))]
 
@@ -180,18 +152,32 @@ def _statement_groups(q: QueueImage) -> list:
   if not q.stmts: return [[p] for p in pk]
   return [[p for p in pk if s.covers(p.offset)] for s in q.stmts]
 
-def lift_queue(img: Image, q: QueueImage) -> list:
-  """The queue's statements, recovered from its packets (an NV queue's from its methods and QMDs: hcqdsl.nv.lift). A
-  group that is no statement lifts to a comment string."""
-  if q.arch in NV_ARCHS: return nv_lift.lift_queue(img, q)
+def _amd_queue(img: Image, q: QueueImage) -> list:
+  """An AMD queue's statements, recovered from its packets; a group that is no statement lifts to a comment string."""
   out: list = []
   for g in _statement_groups(q):
     try: out += lift_group(img, q, g, q.engine)
     except _CANNOT as e: out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")
   return out
 
+@attrs.frozen
+class QueueLifter:
+  """A vendor's lift of an image's queue: `statements` (statements and comment strings: lift_queue, as_hcq) and
+  `items` (the statements with the comments attached, trailing comments strings: lift_image's queue bodies)."""
+  statements: Callable[[Image, QueueImage], list]
+  items: Callable[[Image, QueueImage], list]
+
+# vendor -> its lifter: AMD's packets here (_Group), NV's methods and QMDs in hcqdsl/nv/lift.py
+LIFTERS = {"AMD": QueueLifter(_amd_queue, lambda img, q: lift_statements(img, q, [(g, None) for g in _statement_groups(q)])),
+           "NV": QueueLifter(nv_lift.lift_queue, lambda img, q: attach_comments(nv_lift.lift_queue(img, q)))}
+
+def lift_queue(img: Image, q: QueueImage) -> list:
+  """The queue's statements, recovered from its commands by its vendor's lifter (LIFTERS). A group that is no
+  statement lifts to a comment string."""
+  return LIFTERS[vendor_of(q.arch)].statements(img, q)
+
 def as_hcq(img: Image) -> str:
-  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`)."""
+  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`), each queue lifted by its vendor's lifter."""
   from ..lang.format import format_stmt
   out = [f"# lifted from {img.file} ({img.target})"]
   for q in img.queues:
@@ -343,9 +329,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   key = 0
   for q in img.queues:
     key = next((s.line for s in q.stmts if s.line), key)
-    if q.arch in NV_ARCHS: items = attach_comments(nv_lift.lift_queue(img, q))   # methods and QMDs (hcqdsl.nv.lift)
-    else: items = lift_statements(img, q, [(g, None) for g in _statement_groups(q)])
-    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, items)))
+    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, LIFTERS[vendor_of(q.arch)].items(img, q))))
   if img.host:
     body: list = []
     for h in img.host:

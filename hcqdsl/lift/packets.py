@@ -7,7 +7,7 @@ import attrs
 from ..ir import Wait, SignalWrite, Epoch, Ref, Expr, U32_MAX, POLL_SIZE, epoch_of, epoch_wait
 from ..amd import pm4, sdma
 from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_64, DATA_SEL_CLOCK
-from ..amd.layout import TIMESTAMP_OFFSET
+from ..target.layout import TIMESTAMP_OFFSET
 from ..amd.disasm import decoder
 from .schema import LAUNCH_VAR
 

@@ -7,7 +7,8 @@ import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Submit, Ref, Expr,
                   KEYWORDS, U32_MAX, timeline_of)
 from ..target.image import Image, QueueImage, Patch, Region
-from .image import lift_group, lift_statements, queue_decl, lifted_program, Unliftable
+from ..target.lifting import Unliftable
+from .image import lift_group, lift_statements, queue_decl, lifted_program
 from .schema import Manifest, LAUNCH_VAR
 from .packets import group_packets, signal_addrs, written_range, polled_range, dispatch, Mem, follow, hexname, epochs
 

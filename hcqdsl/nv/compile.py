@@ -1,45 +1,31 @@
-"""Program -> Image for programs with NV devices (and AMD ones: their queues lower as hcqdsl/amd/compile.py lowers
-them). An NV queue's command buffer is a pushbuffer of methods (pushbuf.py), and an `exec` is also memory: its
-kernel-argument block holds constant bank 0 (NVProgram's driver part, then the arguments) and, after it, the QMD that
-SEND_PCAS_A launches — tinygrad's NVComputeQueue.exec. As there, a `signal` (or `timestamp`) right after an exec is a
-release semaphore of its QMD rather than methods, and an exec following one is launched by the QMD before it
-(DEPENDENT_QMD0) rather than by methods; values those carry are patched in memory (the queue's memory patches), as
-tinygrad's `_apply_var_vals` patches them. docs/nv.md says what each statement becomes."""
+"""NV's lowering (target/lower.py's QueueLowering): an NV device's queues. An NV queue's command buffer is a pushbuffer
+of methods (pushbuf.py), and an `exec` is also memory: its kernel-argument block holds constant bank 0 (NVProgram's
+driver part, then the arguments) and, after it, the QMD that SEND_PCAS_A launches — tinygrad's NVComputeQueue.exec.
+As there, a `signal` (or `timestamp`) right after an exec is a release semaphore of its QMD rather than methods, and
+an exec following one is launched by the QMD before it (DEPENDENT_QMD0) rather than by methods; values those carry
+are patched in memory (the queue's memory patches), as tinygrad's `_apply_var_vals` patches them. docs/nv.md says
+what each statement becomes."""
 from __future__ import annotations
-import functools, struct
+import struct
 from typing import Optional
-from ..ir import (Program, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, TARGETS,
-                  DEFAULT_ARCHS, U32_MAX, vendor_of, resolve, epoch_wait)
-from ..amd.compile import Lowering as AMDLowering, MemoryPlan, impl_record, arg_record
-from ..diagnostics import Diagnostic, HcqError
-from ..amd.layout import HOST_BASE, DEVICE_BASE, kernarg_layout
-from ..target.image import Image, QueueImage
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, U32_MAX, resolve, epoch_wait
+from ..target.layout import kernarg_layout
+from ..target.plan import MemoryPlan
+from ..target.lower import Lowering, QueueLowering, lowering_error, arg_record, impl_record
 from . import pushbuf, cubin
 from .targets import get_target
 from .qmd import QMD
-from .layout import ADDR_BITS, window
+from .layout import ADDR_BITS
 
-__all__ = ["compile_program", "Lowering", "NVCodeLoader", "device_arch", "QMD_ALIGN"]
+__all__ = ["NVLowering", "NVCodeLoader", "QMD_ALIGN"]
 
 QMD_ALIGN = 1 << 8   # SEND_PCAS_A and DEPENDENT_QMD0_POINTER hold a QMD's address >> 8 (its kernel-argument block is aligned so)
-
-def compile_program(program: Program, target: str = "gfx1100") -> Image:
-  """Lower `program`: its AMD devices' queues to PM4/SDMA (hcqdsl/amd), its NV devices' to pushbuffers. Each device
-  uses its declared arch, else `target` when it is one of the device's vendor, else the vendor's default. Raises
-  HcqError with the static checks' errors (they hold NV's refusals too: check/static.py), or with what only lowering
-  finds (an AMD code object for an NV device, an address past an NV queue's 40 bits)."""
-  return Lowering(program, target).image()
-
-def _err(code: str, msg: str, span) -> HcqError: return HcqError([Diagnostic(code, msg, span)])
-
-def device_arch(d, target: str) -> str:
-  return d.arch or (target if vendor_of(target) == d.vendor else DEFAULT_ARCHS.get(d.vendor, target))
 
 class NVCodeLoader:
   """The cubin of each (kernel, device) an NV exec names, placed in the plan the first time (with the 4 KiB NVProgram
   leaves after the code against prefetch faults): a synthetic one (a kernel's AMD code object is no NV code). Each
   load raises the device's local memory per thread as NVDevice._ensure_has_local_memory does; the QMD template is
-  NVProgram's at that moment. Adds its kernels to `kernels` (the image's table, shared with the AMD loader)."""
+  NVProgram's at that moment. Adds its kernels to `kernels` (the image's table, which every vendor's loader adds to)."""
   def __init__(self, plan: MemoryPlan, names: dict, arch: dict, kernels: list):
     self.plan, self.names, self.arch, self.kernels = plan, names, arch, kernels
     self.loaded: dict = {}   # (kernel, device) -> (NVCode, code address, QMD template bytes)
@@ -49,7 +35,7 @@ class NVCodeLoader:
     if (kname, dev) in self.loaded: return self.loaded[kname, dev]
     k = self.names[kname]
     if k.impl is not None and k.impl.amd_code:
-      raise _err("name", f"kernel `{kname}` is an AMD code object (`amd \"{k.impl.amd_code}\"`): device `{dev}` is NV", span or k.span)
+      raise lowering_error("name", f"kernel `{kname}` is an AMD code object (`amd \"{k.impl.amd_code}\"`): device `{dev}` is NV", span or k.span)
     t = get_target(self.arch[dev])
     offs, size = kernarg_layout(k.params)
     code = cubin.load(cubin.synthetic(t, kname, size), kname, synthetic=True)
@@ -64,29 +50,16 @@ class NVCodeLoader:
     self.loaded[kname, dev] = (code, a, tmpl)
     return self.loaded[kname, dev]
 
-class Lowering(AMDLowering):
-  """AMDLowering for AMD devices' queues; NV devices' queues through NV_STATEMENTS (the pushbuffer methods), with the
-  QMD state NVComputeQueue keeps: `active`, the QMD of the last exec while no other method followed it."""
-  targets = TARGETS   # the archs this lowering takes
+class NVLowering(QueueLowering):
+  """An NV device's queues through STATEMENTS (the pushbuffer methods), with the QMD state NVComputeQueue keeps:
+  `active`, the QMD of the last exec while no other method followed it; the cubins shared by the device's queues."""
   active: Optional[tuple[QMD, int]]   # the last exec's QMD and its address while no other method followed it
 
-  def __init__(self, program: Program, target: str = "gfx1100"):
-    super().__init__(program, target)
-    self.nvcode = NVCodeLoader(self.plan, self.names, self.arch, self.code.kernels)
+  def __init__(self, lowering: Lowering):
+    super().__init__(lowering)
+    self.nvcode = NVCodeLoader(self.plan, self.names, lowering.arch, lowering.kernels)
 
-  def device_arch(self, d) -> str: return device_arch(d, self.target)
-
-  @functools.cached_property
-  def nv(self) -> set: return {d for d, a in self.arch.items() if vendor_of(a) == "NV"}
-
-  def bases(self) -> dict:
-    return {None: HOST_BASE, **{d.name: window(i) if d.name in self.nv else DEVICE_BASE * (i + 1) for i, d in enumerate(self.program.devices)}}
-
-  def queue(self, q) -> QueueImage:
-    if q.device.name not in self.nv: return super().queue(q)
-    self.q, self.dev, self.t = q, q.device.name, self.arch[q.device.name]
-    self.enc, self.active = pushbuf.encoder(q.engine), None
-    return self.lower_queue(self.NV_STATEMENTS)
+  def begin_queue(self, q) -> None: self.enc, self.active = pushbuf.encoder(q.engine), None
 
   def finish_queue(self) -> None:
     for i, (a, b) in enumerate(self.plan.data):   # the QMDs are final: later signals and execs wrote into them
@@ -96,7 +69,7 @@ class Lowering(AMDLowering):
 
   def semaphore(self, a: int, what: str, sp) -> int:
     """An address a semaphore method names: 40 bits (SEM_ADDR_HI holds 8)."""
-    if a >> ADDR_BITS: raise _err("bounds", f"{what} at {a:#x} is out of an NV queue's reach: semaphore methods address {ADDR_BITS} bits "
+    if a >> ADDR_BITS: raise lowering_error("bounds", f"{what} at {a:#x} is out of an NV queue's reach: semaphore methods address {ADDR_BITS} bits "
                                   f"(a signal of another vendor's device)", sp)
     return a
 
@@ -154,12 +127,10 @@ class Lowering(AMDLowering):
     enc = self.enc
     enc.copy(self.out, da, sa, n)
     for sl, at in ((s.src, enc.COPY_SRC_AT), (s.dst, enc.COPY_DST_AT)):
-      if sl.buffer.name not in self.plan.rebound or sl.launch is not None: continue
-      base = self.plan.buffers[sl.buffer.name][0]
       for j, off in enumerate(range(0, n, enc.max_copy_size)):   # each piece holds its addresses: high dword, then low
-        e, d = Expr(Ref(f"{sl.buffer.name}.addr"), self.plan.slice(sl)[0] - base + off), self.start + j * enc.COPY_DWORDS + at
-        self.value(e, d + 1, self.patches, "lo")
-        self.value(e, d, self.patches, "hi")
+        if (e := self.rebound_addr(sl, off)) is None: break
+        self.value(e, self.start + j * enc.COPY_DWORDS + at + 1, self.patches, "lo")
+        self.value(e, self.start + j * enc.COPY_DWORDS + at, self.patches, "hi")
 
   def nv_exec(self, s, sp):
     """NVComputeQueue.exec: the kernel arguments after constant bank 0's driver part, the program's QMD at the next
@@ -170,7 +141,7 @@ class Lowering(AMDLowering):
     qo = code.qmd_offset
     ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=s.kernel.name,
                           args=arg_record(s))
-    if (ka + qo) >> ADDR_BITS: raise _err("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
+    if (ka + qo) >> ADDR_BITS: raise lowering_error("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
     mem = bytearray(qo + t.qmd_size)
     struct.pack_into(f"<{len(prefix)}I", mem, 0, *prefix)
     self.pack_args(k, s, mem, 4 * len(prefix), ka)
@@ -179,7 +150,7 @@ class Lowering(AMDLowering):
     gdims, bdims = s.grid or (1, 1, 1), s.block or (1, 1, 1)
     block = tuple(resolve(x, self.env1) for x in bdims)
     if block[0] > 0xFFFF or block[1] > 0xFFFF or block[2] > 0xFF:
-      raise _err("bounds", f"block {block} does not fit the QMD's CTA_THREAD_DIMENSION0..2 (16, 16 and 8 bits)", sp)
+      raise lowering_error("bounds", f"block {block} does not fit the QMD's CTA_THREAD_DIMENSION0..2 (16, 16 and 8 bits)", sp)
     go, bo = qmd.offset(qmd.grid_field()), qmd.offset("cta_thread_dimension0")
     for j, x in enumerate(gdims):
       struct.pack_into("<I", qmd.data, go + 4 * j, self.value(x, ka + qo + go + 4 * j, self.mem_patches))
@@ -191,5 +162,5 @@ class Lowering(AMDLowering):
     self.active = (qmd, ka + qo)
     self.plan.data.append((ka, mem))
 
-  NV_STATEMENTS = {Wait: nv_wait, Epoch: nv_epoch, SignalWrite: nv_signal, Barrier: nv_barrier, Timestamp: nv_timestamp, Copy: nv_copy,
-                   Write: nv_write, Poll: nv_poll, Exec: nv_exec}
+  STATEMENTS = {Wait: nv_wait, Epoch: nv_epoch, SignalWrite: nv_signal, Barrier: nv_barrier, Timestamp: nv_timestamp, Copy: nv_copy,
+                Write: nv_write, Poll: nv_poll, Exec: nv_exec}

@@ -1,22 +1,17 @@
 """Disassembler for NV queues: each pushbuffer method group (offset, methods, the .hcq line, one line per value and
 named flag field, addresses named by the image's memory plan), then the QMDs the queue's execs wrote — program,
 grid, block, constant bank 0, the semaphores released when the grid completes, the QMD it launches next — with the
-values the host patches per launch marked. Images with AMD queues list those as hcqdsl/amd/disasm.py does. Never
-raises on any dword input."""
+values the host patches per launch marked. Never raises on any dword input. hcqdsl/vendors.py's disasm_image lists an
+image's queues, each by its vendor's disasm_queue."""
 from __future__ import annotations
 from typing import Optional
 from ..target.image import Image, QueueImage
 from ..amd import disasm as amd_disasm
-from ..ir import NV_ARCHS
 from . import pushbuf
 from .qmd import QMD
 from .targets import get_target
 
-__all__ = ["disasm_image", "disasm_queue", "disasm_dwords", "disasm_qmd", "qmds", "decoder"]
-
-def decoder(engine: str, arch: str):
-  """The packet decoder of a queue: the NV method decoder on an NV arch, else the AMD one (amd/disasm.py)."""
-  return pushbuf.decoder(arch) if arch in NV_ARCHS else amd_disasm.decoder(engine, arch)
+__all__ = ["disasm_queue", "disasm_dwords", "disasm_qmd", "qmds"]
 
 def qmds(img: Image, q: QueueImage) -> list:
   """(address, QMD) of each QMD of an NV compute queue's execs, in exec order: after constant bank 0 in each of its
@@ -68,19 +63,6 @@ def disasm_queue(img: Image, q: QueueImage) -> list[str]:
   patched = {p.offset: p for p in q.mem_patches}
   for qa, qmd in (qmds(img, q) if q.engine == "compute" else ()): out += disasm_qmd(img, qa, qmd, patched)
   return out
-
-def disasm_image(img: Image) -> str:
-  """The listing of every queue of `img`: NV ones as disasm_queue, AMD ones as hcqdsl/amd/disasm.py's."""
-  out = []
-  for q in img.queues:
-    out.append(f"queue {q.name} {q.engine} on {q.device} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
-               f"{len(q.patches)} patched" + (f", {len(q.mem_patches)} kernel-argument dwords patched" if q.mem_patches else ""))
-    if q.arch in NV_ARCHS: out += disasm_queue(img, q)
-    else: out += amd_disasm.disasm_packets(amd_disasm.decoder(q.engine, q.arch).decode(q.dwords), img, q)
-    if q.mem_patches: out.append(f"  memory the host patches when it submits {q.name} (kernel arguments, QMDs):")
-    for p in q.mem_patches: out.append(f"  {p.offset:#x} ({img.name_at(p.offset)}) = {p.expr()}")
-    out.append("")
-  return "\n".join(out)
 
 def disasm_dwords(dwords, arch: str = "") -> str:
   """A listing of raw NV pushbuffer dwords (no image: addresses are not named, QMDs not found)."""

@@ -5,16 +5,14 @@ exec, then its releases, then the QMD it launches. `timestamp s` and `signal s =
 NVCommandQueue.timestamp is a signal of 0): the source map's text tells them apart, else it lifts as the signal.
 Whole images (hcqdsl/lift/image.py) and captures of tinygrad's NV runtime (hcqdsl/lift/nv_capture.py) lift NV queues here."""
 from __future__ import annotations
-from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, NV_ARCHS, epoch_wait
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Ref, Expr, Slice, U32_MAX, POLL_SIZE, epoch_wait
 from ..target.image import Image, QueueImage
+from ..target.lifting import Unliftable, signal_at, buffer_slice
 from . import pushbuf
 from .qmd import QMD
 from .targets import get_target
 
-__all__ = ["lift_queue", "as_hcq", "Unliftable", "SETUP_METHODS"]
-
-class Unliftable(Exception):
-  """A group of methods that is no .hcq statement (the lifter keeps it as a comment saying why)."""
+__all__ = ["lift_queue", "SETUP_METHODS"]
 
 _ACQ_GEQ, _RELEASE, _ACQ_AND, _ACQ_NOR = "ACQ_CIRC_GEQ", "RELEASE", "ACQ_AND", "ACQ_NOR"
 # methods that set up a channel (tinygrad's NVCommandQueue.setup: the class bound to a subchannel, the shader memory
@@ -27,28 +25,15 @@ class _Lifter:
     self.data = dict(img.data)
     self.patches = {p.offset: p for p in q.patches}
     self.mem = {p.offset: p for p in q.mem_patches}
-    self.sigs = {a: n for n, a in img.signals.items()}
     self.chain: list = []   # what the last QMD still stands for: its releases, then the QMD it launches
 
   def expr(self, patch, v: int) -> Expr: return Expr(Ref(patch.var), patch.add) if patch is not None and patch.var else Expr(None, v)
   def signal(self, a: int) -> str:
-    if a not in self.sigs: raise Unliftable(f"semaphore at {a:#x}, which is no signal")
-    return self.sigs[a]
+    if (name := signal_at(self.img, a)) is None: raise Unliftable(f"semaphore at {a:#x}, which is no signal")
+    return name
   def slice(self, a: int, size: int, patched: bool) -> Slice:
-    per = {n: self.img.var_values[f"{n}.addr"] for n in self.img.buffers if self.img.var_values.get(f"{n}.addr")}
-    for n, (base, sz) in self.img.buffers.items():
-      if (n in per) != patched: continue
-      if base <= a and a + size <= base + sz:
-        lo = a - base
-        return Slice(Ref(n)) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True)
-    for n, bases in per.items():
-      for k, base in enumerate(bases):
-        if base <= a and a + size <= base + self.img.buffers[n][1]:
-          lo, sz = a - base, self.img.buffers[n][1]
-          return Slice(Ref(n), launch=k + 1) if lo == 0 and size == sz else Slice(Ref(n), lo, lo + size, True, k + 1)
-    for n, (base, sz) in self.img.buffers.items():   # whatever holds it (records that disagree with the methods)
-      if base <= a and a + size <= base + sz: return Slice(Ref(n)) if a == base and size == sz else Slice(Ref(n), a - base, a - base + size, True)
-    raise Unliftable(f"{size} bytes at {a:#x}, which are in no buffer")
+    if (sl := buffer_slice(self.img, a, size, patched)) is None: raise Unliftable(f"{size} bytes at {a:#x}, which are in no buffer")
+    return sl
 
   # ---- the QMD chain
 
@@ -169,15 +154,3 @@ def lift_queue(img: Image, q: QueueImage) -> list:
           out.append(f"# cannot lift ({e})")
           L.chain = []
   return out
-
-def as_hcq(img: Image, lift_amd=None) -> str:
-  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`): NV queues lifted here, AMD ones by `lift_amd`
-  (hcqdsl.lift.image.lift_queue, which the CLI passes; without it they are left out with a comment)."""
-  from ..lang.format import format_stmt
-  out = [f"# lifted from {img.file} ({img.target})"]
-  for q in img.queues:
-    stmts = lift_queue(img, q) if q.arch in NV_ARCHS else lift_amd(img, q) if lift_amd else [f"# {q.arch} queue: lifted by hcqdsl.lift"]
-    out.append(f"queue {q.name} {q.engine} on {q.device} {{")
-    out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in stmts]
-    out.append("}")
-  return "\n".join(out) + "\n"

@@ -6,7 +6,7 @@ import functools
 from tinygrad.runtime.autogen import nv_570 as nv
 from ..ir import NV_ARCHS
 
-__all__ = ["Target", "get_target", "ARCHS", "BOARDS", "QMD_PREFIX"]
+__all__ = ["Target", "get_target", "BOARDS", "QMD_PREFIX"]
 
 # arch -> (the SM version RM reports (NV2080_CTRL_GR_INFO_SM_VERSION_*), the compute class tinygrad's NVDevice binds):
 # RTX 3090 (GA102), RTX 4090 (AD102), H100 (GH100), RTX 5090 (GB202). tinygrad 0.14 picks the first of BLACKWELL_COMPUTE_B,
@@ -18,8 +18,7 @@ BOARDS = {
   "sm_90": (nv.NV2080_CTRL_GR_INFO_SM_VERSION_9_0, nv.HOPPER_COMPUTE_A),
   "sm_120": (nv.NV2080_CTRL_GR_INFO_SM_VERSION_10_4, nv.BLACKWELL_COMPUTE_B),
 }
-ARCHS = NV_ARCHS   # the language's (ir.NV_ARCHS); this table says what each is
-assert tuple(BOARDS) == ARCHS
+assert tuple(BOARDS) == NV_ARCHS   # the archs are the language's (ir.NV_ARCHS); this table says what each is
 QMD_PREFIX = {3: "NVC6C0_QMDV03_00", 5: "NVCEC0_QMDV05_00"}   # the QMD layout of each version, as QMD.__init__ picks it
 
 class Target:
@@ -46,5 +45,5 @@ class Target:
 
 @functools.cache
 def get_target(name: str) -> Target:
-  if name not in BOARDS: raise ValueError(f"unknown NV architecture {name!r} (known: {', '.join(ARCHS)})")
+  if name not in BOARDS: raise ValueError(f"unknown NV architecture {name!r} (known: {', '.join(NV_ARCHS)})")
   return Target(name)

@@ -171,7 +171,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
   path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
   API)."""
-  from ..nv.compile import compile_program   # AMD devices' queues as hcqdsl/amd lowers them, NV devices' as docs/nv.md
+  from ..vendors import compile_program   # each queue by its device's vendor
   from .emulator import Emulator, MemoryMap, Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker

@@ -21,11 +21,10 @@ from __future__ import annotations
 import bisect
 from typing import Optional
 import numpy as np
-from ..ir import U32_MAX, NV_ARCHS
+from ..ir import U32_MAX, NV_ARCHS, vendor_of
 from ..amd.targets import get_target
-from ..nv.layout import window, NV_RING_OFFSET
 from ..target.image import Image, QueueImage
-from ..amd.layout import DEVICE_BASE
+from ..target.layout import WINDOWS   # rings sit at its ring_offset inside each device's window
 from .device import Device, Ring
 from .emulator import HostWait, RingSpace, CopyFree, HOST_COST
 
@@ -35,7 +34,6 @@ COPIES = 4   # indirect mode: command-buffer copies per queue, used in turn (lau
 SMALL = 16   # a var with at most this many patch sites is written dword by dword (cheaper than a numpy scatter)
 
 RING_MIN = 64 * 1024     # bytes; rings hold at least 4 launches of their queue's commands, rounded up to a power of 2
-from ..amd.layout import RING_OFFSET  # rings sit here inside each device's part of the address space
 
 def _expr(var, add) -> str:
   if var is None: return str(add if add > U32_MAX else add & U32_MAX)   # (a host wait's value may be 64-bit)
@@ -166,9 +164,9 @@ class Submitter:
     self.by_ring: dict = {}
     for q in image.queues:
       size = ring_size or max(RING_MIN, 1 << (16 * len(q.dwords) + 64).bit_length())
-      nvq = q.arch in NV_ARCHS   # an NV device's rings sit in its 40-bit window (docs/nv.md)
-      if nvq and indirect: raise ValueError(f"queue {q.name}: indirect submission is AMD's (INDIRECT_BUFFER); NV queues take the ring path")
-      base = top.get(q.device, window(order[q.device]) + NV_RING_OFFSET if nvq else DEVICE_BASE * (order[q.device] + 1) + RING_OFFSET)
+      if q.arch in NV_ARCHS and indirect:
+        raise ValueError(f"queue {q.name}: indirect submission is AMD's (INDIRECT_BUFFER); NV queues take the ring path")
+      base = top.get(q.device, WINDOWS[vendor_of(q.arch)].ring_base(order[q.device]))
       top[q.device] = base + size
       ring = device.create_queue(q.name, q.engine, q.device, q.arch, size, addr=base)
       qs = QueueState(q, ring, device.map(ring.addr, size).view("<u4"), self.var_index, device)

@@ -12,7 +12,7 @@ from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
 __all__ = ["Image", "QueueImage", "Patch", "Region", "SourceEntry", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
-           "REGION_KINDS", "ENCODINGS", "IMAGE", "describe"]
+           "REGION_KINDS", "ENCODINGS", "IMAGE", "describe", "packet_format"]
 
 MAGIC, VERSION = b"HCQIMG\0\0", 2   # 2: a rewrite lists its bytes only (the host zero-fills the rest)
 HEADER_SIZE = 16                  # magic, u32 version, u32 metadata length
@@ -46,6 +46,10 @@ class Patch:
     e = str(Expr(Ref(self.var) if self.var else None, self.add))
     return e if self.encoding == "u32" else f"{self.encoding}({e})"
 
+def packet_format(engine: str, arch: str) -> str:
+  """pm4 | sdma (an AMD queue's packets) | nv (an NV queue's pushbuffer methods, docs/nv.md)."""
+  return "nv" if arch in NV_ARCHS else "pm4" if engine == "compute" else "sdma"
+
 @attrs.define(frozen=True)
 class SourceEntry:
   """One statement of a queue's source map: its packets are dwords offset .. offset + length of the command buffer
@@ -71,9 +75,7 @@ class QueueImage:
   stmts: list   # of SourceEntry, in order
   mem_patches: list = attrs.field(factory=list)  # of Patch (offset = address): kernarg dwords written at its submit
   @property
-  def packet_format(self) -> str:
-    """pm4 | sdma (an AMD queue's packets) | nv (an NV queue's pushbuffer methods, docs/nv.md)."""
-    return "nv" if self.arch in NV_ARCHS else "pm4" if self.engine == "compute" else "sdma"
+  def packet_format(self) -> str: return packet_format(self.engine, self.arch)
   def span_at(self, offset: int) -> Optional[SourceEntry]:
     """The statement whose packets cover dword `offset`."""
     i = bisect.bisect_right([s.offset for s in self.stmts], offset) - 1

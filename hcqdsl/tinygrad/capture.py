@@ -16,7 +16,7 @@ from ..ir import U32_MAX, POLL_SIZE
 from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.pm4 import FUNC_EQ, DATA_SEL_CLOCK
-from ..amd.layout import TIMESTAMP_OFFSET
+from ..target.layout import TIMESTAMP_OFFSET
 from ..lift.packets import DATA_BYTES
 
 __all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]

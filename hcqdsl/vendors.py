@@ -1,0 +1,58 @@
+"""The vendors, as tinygrad's ops_amd.py and ops_nv.py fill in runtime/support/hcq.py: a table vendor -> what its
+back end (hcqdsl/amd, hcqdsl/nv) fills into the target layer (hcqdsl/target), and the API that picks the vendor
+from a program's or an image's devices — `compile_program`, `disasm_image`, `disasm_dwords` — queue by queue, so a
+program with AMD and NV devices compiles and lists each queue by its own device's vendor. The lifters' table is
+lift/image.py's LIFTERS (the AMD packet lifter lives in hcqdsl/lift)."""
+from __future__ import annotations
+from typing import Callable
+import attrs
+from .ir import Program, vendor_of
+from .target.image import Image, QueueImage
+from .target.lower import Lowering
+from .amd.compile import AMDLowering
+from .amd import disasm as amd_disasm
+from .nv.compile import NVLowering
+from .nv import disasm as nv_disasm
+
+__all__ = ["Backend", "BACKENDS", "compile_program", "disasm_image", "disasm_dwords"]
+
+@attrs.frozen
+class Backend:
+  """What one vendor fills in: its queue lowering (target/lower.py's QueueLowering), its listing of an image's queue
+  and of raw dwords (engine, arch), and what the host patches in its memory when it submits a queue (for the listing)."""
+  lowering: type
+  disasm_queue: Callable[[Image, QueueImage], list]
+  disasm_dwords: Callable[[list, str, str], str]
+  patched_memory: str
+
+BACKENDS = {
+  "AMD": Backend(AMDLowering, amd_disasm.disasm_queue, amd_disasm.disasm_dwords, "kernel arguments"),
+  "NV": Backend(NVLowering, nv_disasm.disasm_queue, lambda dwords, engine, arch: nv_disasm.disasm_dwords(dwords, arch), "kernel arguments, QMDs"),
+}
+
+def compile_program(program: Program, target: str = "gfx1100") -> Image:
+  """Lower `program`: each queue by its device's vendor (AMD: PM4/SDMA, NV: pushbuffers and QMDs, docs/nv.md). Each
+  device uses its declared arch, else `target` when it is one of the device's vendor, else the vendor's default
+  (ir.device_arch). Raises ValueError for an unknown target, HcqError with the static checks' errors (they hold NV's
+  refusals too: check/static.py), or with what only lowering finds (a code object that does not load, an entry point
+  off 256 bytes, an address past an NV queue's 40 bits)."""
+  return Lowering(program, target, {v: b.lowering for v, b in BACKENDS.items()}).image()
+
+def disasm_image(img: Image) -> str:
+  """The listing of every queue of `img` (`hcqdsl disasm`), each by its vendor's disasm_queue, then the memory the
+  host patches when it submits it."""
+  out = []
+  for q in img.queues:
+    b = BACKENDS[vendor_of(q.arch)]
+    out.append(f"queue {q.name} {q.engine} on {q.device} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
+               f"{len(q.patches)} patched" + (f", {len(q.mem_patches)} kernel-argument dwords patched" if q.mem_patches else ""))
+    out += b.disasm_queue(img, q)
+    if q.mem_patches: out.append(f"  memory the host patches when it submits {q.name} ({b.patched_memory}):")
+    for p in q.mem_patches: out.append(f"  {p.offset:#x} ({img.name_at(p.offset)}) = {p.expr()}")
+    out.append("")
+  return "\n".join(out)
+
+def disasm_dwords(dwords, engine: str, arch: str) -> str:
+  """A listing of raw dwords of a queue of `engine` (compute, copy; an NV arch's: its pushbuffer methods) on `arch`
+  (no image: addresses are not named)."""
+  return BACKENDS[vendor_of(arch)].disasm_dwords(dwords, engine, arch)
