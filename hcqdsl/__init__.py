@@ -3,7 +3,8 @@
     prog = hcqdsl.parse(text, filename="x.hcq")   # raises hcqdsl.HcqError with diagnostics
     hcqdsl.format(prog)                           # canonical text
     hcqdsl.check(prog, launches=2)                # list of Diagnostic
-    img = hcqdsl.compile_program(prog, "gfx942")  # PM4/SDMA command buffers, patch table, memory plan
+    img = hcqdsl.compile_program(prog, "gfx942")  # command buffers (AMD: PM4/SDMA, NV: pushbuffers), patches, memory plan
+    hcqdsl.disasm_image(img); hcqdsl.as_hcq(img)  # the listing; the queues lifted back (either vendor, by each device)
     hcqdsl.run(prog, launches=3, seed=1)          # the built-in AMD emulator
     hcqdsl.replay(prog, hcqdsl.witnesses(prog, hcqdsl.check(prog), 2))   # check's races and hangs, seen happen
     hcqdsl.emit(*tensors)                         # a Program from a tinygrad schedule
