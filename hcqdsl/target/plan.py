@@ -23,7 +23,8 @@ class MemoryPlan:
   order; code, kernel arguments, scratch and command buffers as the statements need them."""
   def __init__(self, program: Program, arch: dict):
     """`arch`: device -> its arch, whose vendor says where the device's window is (layout.py's WINDOWS)."""
-    self.tops = {None: HOST_BASE, **{d.name: WINDOWS[vendor_of(arch[d.name])].window(i) for i, d in enumerate(program.devices)}}
+    windows: dict[Optional[str], int] = {d.name: WINDOWS[vendor_of(arch[d.name])].window(i) for i, d in enumerate(program.devices)}
+    self.tops: dict[Optional[str], int] = {None: HOST_BASE, **windows}
     self.regions: list[Region] = []
     self.data: list = []       # (address, bytes)
     self.signals: dict = {}    # name -> address
