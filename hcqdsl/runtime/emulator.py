@@ -1,334 +1,100 @@
-"""The built-in AMD emulator: one sparse numpy address space per machine, and per hardware queue a ring with read and
-write pointers and an engine (PM4 for compute queues, SDMA for copy queues) that decodes the bytes in its ring with
-hcqdsl.amd's decoders and executes them. See docs/run.md for the model, the cost table and the scheduler.
+"""The built-in emulator: one sparse numpy address space per machine, and per hardware queue a ring with read and
+write pointers and an engine that decodes the bytes in its ring and executes them; the scheduler interleaves the host
+program (runtime/submit.py, through runtime/host_steps.py's protocol) with the engines, in time order or in a seeded
+random order. What packets do is the vendors' (runtime/engine.py's interface: runtime/amd_engine.py for PM4 and SDMA,
+runtime/nv_engine.py for NV); what a run that did not finish reports is runtime/reports.py's; what things cost is
+runtime/cost.py's. See docs/run.md for the model and the scheduler.
 
-Decoding is content-addressed: the packet's dwords (a bytes object) key a per-(engine, arch) cache of prepared ops, so
-a packet is decoded once however often it is submitted. An op is a flat tuple (handler, operands, packet, cost, ...)
-whose operands are pre-extracted and, for the hot packets (waits, signal writes, copies), pre-resolved to memoryview
-cells of emulated memory; a doorbell's dwords are mapped to ops in one pass, and the engine then runs them in a tight
-loop: a list index, a tuple unpack and a handler that is a couple of int ops. An unknown, malformed or unsupported
-packet, or an access outside mapped memory, is a Fault naming the queue, the ring offset and the decoded packet; the
-emulator never lets a Python exception out of an engine."""
+Decoding is content-addressed: the packet's dwords (a bytes object) key a per-(engine kind, arch) cache of prepared
+`Op`s, so a packet is decoded once however often it is submitted. An op's operands are pre-extracted and, for the hot
+packets (waits, signal writes, copies), pre-resolved to memoryview cells of emulated memory; a doorbell's dwords are
+mapped to ops in one pass, and the engine then runs them in a tight loop: a list index, a few slot reads and a handler
+that is a couple of int ops. An unknown, malformed or unsupported packet, or an access outside mapped memory, is a
+Fault naming the queue, the ring offset and the decoded packet; the emulator never lets a Python exception out of an
+engine."""
 from __future__ import annotations
-import bisect, operator, random
+import bisect, random
 from collections import Counter, deque
 from typing import Any, Callable, Optional
 import attrs
 import numpy as np
-from ..ir import SCALARS, U32_MAX
-from ..amd import pm4, sdma
+from ..ir import SCALARS, U32_MAX, NV_ARCHS, vendor_of
+from ..target.layout import WINDOWS   # a ring with no address: the next device's ring base
 from ..amd.packet import Packet
-from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
-from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
-from ..ir import NV_ARCHS
-from ..nv import pushbuf
-from . import nv_engine
+from . import amd_engine, nv_engine
+from .cost import KERNEL_BYTES_PER_US, HOST_COST
 from .device import Device, Ring, Memory, DeviceFault
+from .engine import EngineKind, Prepared, fault
+from .host_steps import Block, HostWait, RingSpace, CopyFree
 from .kernels import KernelError, KernelFault
+from .reports import Fault, Blocked, Hang, Waiting
 
-__all__ = ["Emulator", "Fault", "Blocked", "Hang", "COST", "HOST_COST", "Block", "HostWait", "RingSpace", "CopyFree"]
+__all__ = ["Emulator", "MemoryMap", "Engine", "Codec", "Op", "LoadedKernel", "TraceEvent", "Flow", "SignalWritten", "KINDS"]
 
-# ---- cost model (emulated microseconds); see docs/run.md
-COST = {"NOP": 0.02, "TYPE2_NOP": 0.01, "WAIT_REG_MEM": 0.3, "POLL_REGMEM": 0.3, "RELEASE_MEM": 0.8, "FENCE": 0.5,
-        "ACQUIRE_MEM": 0.4, "EVENT_WRITE": 0.2, "SET_SH_REG": 0.05, "SET_UCONFIG_REG": 0.05, "INDIRECT_BUFFER": 0.1,
-        "DISPATCH_DIRECT": 4.0, "COPY_LINEAR": 1.0, "TIMESTAMP_GET_GLOBAL": 0.2, "TRAP": 0.2, "WRITE_UNTILED": 0.3,
-        "WRITE_DATA": 0.3, "CONSTANT_FILL": 0.5}
-KERNEL_BYTES_PER_US = 500_000   # a dispatch also costs its argument bytes at 500 GB/s
-COPY_BYTES_PER_US = 25_000      # SDMA copies at 25 GB/s
-CLOCK_MHZ = 100                 # the GPU clock counter RELEASE_MEM / TIMESTAMP write (AMD's 100 MHz reference)
-HOST_COST = {"submit": 1.0, "submit_dword": 0.001, "signal": 0.1, "wait": 0.5}
 MAX_BATCH = 256                 # packets an engine runs before the scheduler looks again (time-ordered mode)
 INF = float("inf")
 
-_COMPARE = {"always": lambda v, r: True, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
-            ">=": operator.ge, ">": operator.gt}
-FUNCS = {code: _COMPARE[op] for code, op in WAIT_FUNCTIONS.items()}   # WAIT_REG_MEM / POLL_REGMEM function codes
-FUNC_TEXT = WAIT_FUNCTIONS
-
 PROGRESS, BLOCKED, IDLE, FAULT, DONE = range(5)
 
-# ---- reports
+# the engine a ring's packets run on: (vendor, queue engine) -> kind, and each kind's description by its vendor
+KINDS: dict[tuple[str, str], str] = {("amd", "compute"): "pm4", ("amd", "copy"): "sdma", ("nv", "compute"): "nv", ("nv", "copy"): "nv"}
+_ENGINE_KINDS: dict[str, Callable[[str], EngineKind]] = {"pm4": amd_engine.pm4_kind, "sdma": amd_engine.sdma_kind, "nv": nv_engine.nv_kind}
 
-@attrs.define
-class Fault:
+@attrs.frozen(slots=True)
+class Op:
+  """One distinct packet, prepared: its handler and operands (runtime/engine.py), the decoded packet, its cost, its
+  length in dwords, how far it moves the read pointer (write-pointer units), its index among the codec's ops (the
+  engines count executions per index; `Codec.names[index]` is the packet's name) and whether it enters an indirect
+  buffer."""
+  handler: Callable
+  operands: Any
+  packet: Packet
+  cost: float
+  dwords: int
+  advance: int
+  index: int
+  indirect: bool
+
+@attrs.frozen(slots=True)
+class LoadedKernel:
+  """A kernel the emulator can run: its implementation (runtime/kernels.py, runtime/isa/rdna3.py) and per parameter
+  (mode, kernel-argument byte offset), mode `in`/`out`/`inout` for a buffer or a scalar type of ir.SCALARS."""
+  fn: Any
+  params: tuple
+
+@attrs.frozen(slots=True)
+class TraceEvent:
+  """A packet an engine executed, or a statement the host performed, in a traced run (runtime/trace.py's slices)."""
   queue: str
   device: Optional[str]
-  ring_offset: Optional[int]   # bytes into the ring (None: the host)
-  packet: Optional[Packet]
-  message: str
-  launch: Optional[int] = None
-  line: Optional[int] = None
-  stmt: Optional[str] = None
-  ib: Optional[tuple] = None   # (IB address, dword offset) when the packet came from an indirect buffer
-  def __str__(self):
-    where = f"ring offset {self.ring_offset:#x}" if self.ring_offset is not None else "host"
-    if self.ib: where += f", IB {self.ib[0]:#x}+{4 * self.ib[1]:#x}"
-    s = f"fault on queue {self.queue} ({where}): {self.message}"
-    if self.packet is not None:
-      s += f"\n    packet {self.packet.name} [{' '.join(f'{d:08x}' for d in self.packet.dwords[:16])}" \
-           f"{' ...' if len(self.packet.dwords) > 16 else ''}]" + (f" ({self.packet.note})" if self.packet.note else "")
-    if self.line: s += f"\n    from line {self.line}: `{self.stmt}` (launch {self.launch})"
-    return s
+  launch: Optional[int]
+  key: Optional[int]       # what consecutive packets of one statement instance share (None: never merged)
+  text: str
+  t0: float
+  t1: float
+  packet: str
+  line: Optional[int]
 
-@attrs.define
-class Blocked:
-  """One blocked queue (or the host) in a hang."""
-  queue: str
-  device: Optional[str]
-  ring_offset: Optional[int]
-  packet: Optional[Packet]
-  signal: Optional[str]      # .hcq name of the polled address (None: not a signal)
-  addr: Optional[int]
-  func: str
-  needed: Optional[int]
-  now: Optional[int]
-  launch: Optional[int] = None
-  line: Optional[int] = None
-  stmt: Optional[str] = None
-  reason: str = "wait"       # wait | ring-full | timeout
-  release: Optional[str] = None  # which statement's write could release the wait, or that none can
-  mask: Optional[int] = None     # the bits compared (a `poll`'s mask; all 32 for a wait)
-  def __str__(self):
-    where = f"ring offset {self.ring_offset:#x} {self.packet.name if self.packet else ''}".rstrip() if self.ring_offset is not None else "host"
-    if self.reason == "ring-full": what = f"ring full: needs {self.needed} free bytes, has {self.now}"
-    elif self.func == "==" and self.mask is not None:   # a `poll` (tinygrad's poll_bit)
-      what = f"polls {self.signal or hex(self.addr or 0)} & {self.mask:#x} == {self.needed:#x}, value now {self.now:#x}"
-    else: what = f"waits {self.signal or hex(self.addr or 0)} {self.func} {self.needed}, value now {self.now}"
-    s = f"{self.queue}{f' ({self.device})' if self.device else ''} [{where}]: {what}"
-    if self.reason == "timeout": s += " (timed out)"
-    if self.line: s += f"\n      at line {self.line}: `{self.stmt}` (launch {self.launch})"
-    if self.release: s += f"\n      {self.release}"
-    return s
+@attrs.frozen(slots=True)
+class Flow:
+  """A signal write (the index of its trace event) and a wait it released (the index of the wait's event)."""
+  write: int
+  wait: int
 
-@attrs.define
-class Hang:
-  blocked: list
-  def __str__(self): return "hang: no queue can progress\n" + "\n".join(f"  {b}" for b in self.blocked)
-  @property
-  def lines(self) -> set: return {b.line for b in self.blocked if b.line}
-
-# ---- host-side blocking conditions (yielded by the host program, see submit.py)
-
-class Block:
-  def ready(self, mem: Memory) -> bool: raise NotImplementedError
-
-@attrs.define(eq=False)
-class HostWait(Block):
+@attrs.frozen(slots=True)
+class SignalWritten:
+  """A signal write of a traced run: when it landed, where, the 32-bit value after it."""
+  time: float
   addr: int
   value: int
-  signal: str
-  line: int
-  launch: int
-  stmt: str
-  timeout_us: float = 10_000_000.0
-  def ready(self, mem): return mem.r32(self.addr) | mem.r32(self.addr + 4) << 32 >= self.value  # 64 bits, as tinygrad's host
 
-@attrs.define(eq=False)
-class RingSpace(Block):
-  ring: Ring
-  need: int          # bytes
-  emu: Device
-  def free(self) -> int: return self.ring.size - (self.ring.wptr - self.emu.read_ptr(self.ring)) * self.ring.unit
-  def ready(self, mem): return self.free() >= self.need
-
-@attrs.define(eq=False)
-class CopyFree(Block):
-  """The host waits for a queue's fence to reach `value`: the engine has read all of a command-buffer copy's packets
-  (the fence follows its INDIRECT_BUFFER on the ring), so the copy may be patched for a new launch."""
-  ring: Ring
-  addr: int
-  value: int
-  def ready(self, mem): return mem.r32(self.addr) >= self.value
-
-# ---- ops: packet name -> prepare(fields, ctx) -> args; handler(engine, args) -> True (done) | False (blocked)
-
-def _fault(e, msg): raise DeviceFault(msg)
-
-def _wait_mem(e, a):
-  addr, ref, mask, func = a
-  return e.poll(addr, e.mem.r32(addr), ref, mask, func)
-
-# Fast variants of the hot handlers, chosen at prepare time when the run is not traced and the address is mapped (so
-# the resolved memoryview cell stays valid: regions never move or go away). Their operands carry the cell, the
-# emulator's write-time table and the Memory, so they touch no attribute chains and allocate nothing. Otherwise the
-# generic handlers above run, and an unmapped or misaligned address faults at execution, as it always did.
-
-def _wait_ge_cell(e, a):  # WAIT_REG_MEM / POLL_REGMEM, memory, `>=`, full mask
-  cell, i, ref, addr, last_write = a
-  v = cell[i]
-  if v >= ref:
-    t = last_write.get(addr)
-    if t is not None and t > e.clock: e.clock = t  # the wait ends when the satisfying write landed
-    return True
-  e.wait_info = (addr, ref, U32_MAX, FUNC_GE, v)
-  return False
-
-def _store_cell(e, a):  # RELEASE_MEM 32-bit data, FENCE
-  cell, i, v, addr, mem, last_write = a
-  cell[i] = v
-  mem.writes += 1
-  last_write[addr] = e.clock + e.cost  # the write lands at the end of the packet
-  return True
-
-def _copy_spans(e, a):  # COPY_LINEAR; its per-byte cost is in the op's cost
-  dst, src, mem = a
-  dst[:] = src  # a memmove: overlapping ranges copy as if through a buffer
-  mem.writes += 1
-  return True
-
-def _wait_reg(e, a):
-  req, done, ref, mask, func, op = a
-  if op == 1: e.regs[req] = e.regs[done] = ref  # write, wait, write (HDP flush): the flush completes at once
-  v = e.regs.get(done, 0)
-  return e.poll(None, v, ref, mask, func)
-
-def _release(e, a):
-  sel, addr = a[0], a[1]
-  if sel == 0: return True
-  end = e.clock + e.cost
-  if sel == 1: e.mem.w32(addr, a[2])
-  elif sel == 2: e.mem.w64(addr, a[2] | a[3] << 32)
-  else: e.mem.w64(addr, int(end * CLOCK_MHZ))  # 3: GPU clock counter
-  e.m.note_write(addr, end)
-  return True
-
-def _nothing(e, a): return True
-
-def _set_reg(e, a):
-  off, vals = a
-  for i, v in enumerate(vals): e.regs[off + i] = v
-  if off == e.R_UD: e.ud_count = len(vals)
-  return True
-
-def _dispatch(e, a):
-  e.dispatch(a)
-  return True
-
-def _ib(e, a):
-  base, size, valid, chain = a
-  if valid and size: e.push = (base, size, chain)
-  return True
-
-def _write_data(e, a):
-  addr, data = a
-  for i, v in enumerate(data): e.mem.w32(addr + 4 * i, v)
-  e.m.note_write(addr, e.clock + e.cost)
-  return True
-
-def _copy(e, a):
-  src, dst, n = a
-  s, d = e.mem.view(src, n), e.mem.view(dst, n)
-  d[:] = s.copy() if src < dst + n and dst < src + n else s  # overlapping: copy as if through a buffer
-  e.mem.writes += 1
-  e.cost += n / COPY_BYTES_PER_US
-  return True
-
-def _fence(e, a):
-  addr, v = a
-  e.mem.w32(addr, v)
-  e.m.note_write(addr, e.clock + e.cost)
-  return True
-
-def _timestamp(e, a):
-  e.mem.w64(a, int((e.clock + e.cost) * CLOCK_MHZ))
-  return True
-
-def _const_fill(e, a):
-  dst, n, v, dw = a
-  d = e.mem.view(dst, n)
-  if dw: d[:n - n % 4].view("<u4")[:] = v
-  else: d[:] = v & 0xFF
-  e.mem.writes += 1
-  return True
-
-def _prep_wait(addr, ref, mask, func, c):
-  cell = c.cell(addr) if func == FUNC_GE and mask == U32_MAX else None
-  if cell is not None: return _wait_ge_cell, (*cell, ref, addr, c.m.last_write)
-  return _wait_mem, (addr, ref, mask, func)
-
-def _prep_store(addr, v, c):
-  cell = c.cell(addr)
-  if cell is not None: return _store_cell, (*cell, v & U32_MAX, addr, c.m.mem, c.m.last_write)
-  return _fence, (addr, v)
-
-def _prep_copy(f, c):
-  src, dst, n = f["src_addr"], f["dst_addr"], f["count"] + 1
-  if c.fast:
-    try: return _copy_spans, (c.m.mem.span(dst, n), c.m.mem.span(src, n), c.m.mem)
-    except DeviceFault: pass
-  return _copy, (src, dst, n)
-
-def _prep_wrm(f, c):
-  if f["function"] not in FUNCS: raise DeviceFault(f"WAIT_REG_MEM function {f['function']} is reserved")
-  if f["mem_space"] == 1: return _prep_wait(f["addr"], f["reference"], f["mask"], f["function"], c)
-  return _wait_reg, (f["addr_lo"], f["addr_hi"], f["reference"], f["mask"], f["function"], f["operation"])
-
-def _prep_release(f, c):
-  if f["data_sel"] not in (0, 1, 2, 3): raise DeviceFault(f"RELEASE_MEM data_sel {f['data_sel']} is not supported")
-  if f.get("dst_sel", 0) not in (0, 1): raise DeviceFault(f"RELEASE_MEM dst_sel {f['dst_sel']} is not supported")
-  if f["data_sel"] == 1: return _prep_store(f["addr"], f["data_lo"], c)
-  return _release, (f["data_sel"], f["addr"], f["data_lo"], f["data_hi"])
-
-def _prep_poll(f, c):
-  if f["func"] not in FUNCS: raise DeviceFault(f"POLL_REGMEM function {f['func']} is reserved")
-  if not f["mem_poll"]: raise DeviceFault("POLL_REGMEM of a register is not supported by the emulator")
-  return _prep_wait(f["addr"], f["value"], f["mask"], f["func"], c)
-
-PM4_OPS: dict[str, Callable] = {
-  "NOP": lambda f, c: (_nothing, None), "TYPE2_NOP": lambda f, c: (_nothing, None),
-  "WAIT_REG_MEM": _prep_wrm, "RELEASE_MEM": _prep_release,
-  "ACQUIRE_MEM": lambda f, c: (_nothing, None),     # memory is coherent: cache actions only cost time
-  "EVENT_WRITE": lambda f, c: (_nothing, None),     # dispatches complete before the next packet: flushes are free
-  "SET_SH_REG": lambda f, c: (_set_reg, (f["reg_offset"], f["values"])),
-  "SET_UCONFIG_REG": lambda f, c: (_set_reg, (pm4.UCONFIG_REG_START + f["reg_offset"], f["values"])),
-  "DISPATCH_DIRECT": lambda f, c: (_dispatch, (f["dim_x"], f["dim_y"], f["dim_z"], f["dispatch_initiator"])),
-  "INDIRECT_BUFFER": lambda f, c: (_ib, (f["ib_base"], f["ib_size"], f["valid"], f["chain"])),
-  "WRITE_DATA": lambda f, c: (_write_data, (f["dst_addr_lo"] | f["dst_addr_hi"] << 32, f["data"])),
-}
-SDMA_OPS: dict[str, Callable] = {
-  "NOP": lambda f, c: (_nothing, None), "TRAP": lambda f, c: (_nothing, None),  # the interrupt has no listener
-  "COPY_LINEAR": _prep_copy,
-  "FENCE": lambda f, c: _prep_store(f["addr"], f["data"], c),
-  "POLL_REGMEM": _prep_poll,
-  "TIMESTAMP_GET_GLOBAL": lambda f, c: (_timestamp, f["write_addr"]),
-  "WRITE_UNTILED": lambda f, c: (_write_data, (f["dst_addr"], (f["data0"],) + tuple(f.get("data", ())[1:]))),
-  "INDIRECT": lambda f, c: (_ib, (f["ib_base"], f["ib_size"], 1, 0)),
-  "CONSTANT_FILL": lambda f, c: (_const_fill, (f["dst_addr"], f["count"] + 1, f["src_data_31_0"], f["fillsize"] == 2)),
-}
-
-class _Length:
-  """The decoder's packet-length rule (amd.pm4.packet_length, amd.sdma.Decoder.packet_length), memoized by header
-  dword; -1 in `memo`: the length is in a later dword (SDMA WRITE_UNTILED)."""
-  def __init__(self, rule, header_only): self.rule, self.header_only, self.memo = rule, header_only, {}
-  def __call__(self, h: int, get) -> int:
-    n = self.memo.get(h)
-    if n is None:
-      n = self.memo[h] = self.header_only(h)
-      if len(self.memo) > 1 << 16: self.memo.clear()  # random rings: do not grow without bound
-    return n if n > 0 else self.rule(h, get)
-
-class _Codec:
-  """Per (engine kind, arch) of one machine: decoder, length function, handler table and the content-addressed op
-  cache. An op is the flat tuple (handler, operands, packet, cost, dwords, read-pointer advance, op index); the op
-  index numbers distinct packets for the engines' execution counts (`names[index]` is the packet's name)."""
-  def __init__(self, kind: str, arch: str, m: "Emulator"):
-    self.kind, self.arch, self.m = kind, arch, m
+class Codec:
+  """Per (engine kind, arch) of one machine: the vendor's EngineKind (decoder, length rule, prepare) and the
+  content-addressed op cache; `names[index]` is the name of the packet of op `index`."""
+  def __init__(self, kind: EngineKind, m: "Emulator"):
+    self.kind, self.m = kind, m
     self.fast = not m.tracing  # traced runs use the generic handlers, which record trace events and flows
-    self.unit = 1 if kind == "sdma" else 4  # bytes per write-pointer unit: PM4 and NV count dwords, SDMA bytes
-    self.dec: pm4.Decoder | sdma.Decoder | pushbuf.Decoder
-    self.table: Any   # name -> prepare function: a dict, or NV's one-for-all _Ops (.get)
-    if kind == "nv":   # an NV queue's pushbuffer methods (runtime/nv_engine.py)
-      self.dec, self.length, self.table = pushbuf.decoder(arch), _Length(pushbuf.packet_length, pushbuf.packet_length), nv_engine.OPS
-      self.R_PGM_LO = self.R_UD = -1
-    elif kind == "pm4":
-      self.dec, self.length, self.table = pm4.decoder(arch), _Length(pm4.packet_length, pm4.packet_length), PM4_OPS
-      enc = pm4.encoder(arch)
-      self.R_PGM_LO, self.R_UD = enc.R_PGM_LO, enc.R_USER_DATA
-      self.R_NUM_THREAD = enc.START_X[1] + 3   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
-    else:
-      self.dec = dec = sdma.decoder(arch)
-      self.table, self.length = SDMA_OPS, _Length(dec.packet_length, lambda h: dec.header_length(h) or -1)
-      self.R_PGM_LO = self.R_UD = -1
+    self.dec, self.length, self.unit = kind.decoder, kind.length, kind.unit
     self.cache: dict = {}
     self.names: list = []   # op index -> packet name
 
@@ -339,27 +105,19 @@ class _Codec:
     try: return self.m.mem.cell(addr)
     except DeviceFault: return None
 
-  def op(self, key: bytes) -> tuple:
+  def op(self, key: bytes) -> Op:
     """The op for the packet whose dwords are `key`."""
     op = self.cache.get(key)
     if op is None:
       dws = np.frombuffer(key, "<u4").tolist()
       p = self.dec.decode_one(dws, 0)
-      prep = self.table.get(p.name)
-      cost = 0.0
-      a: Any   # the handler's operands: a fault's message, or what prepare computed
-      if p.raw: h, a = _fault, p.note
-      elif prep is None: h, a = _fault, f"{p.name} is not supported by the emulator"
+      if p.raw: got = Prepared(fault, p.note)
       else:
-        cost = COST.get(p.name, 0.1) + (0.02 * (p.length - 1) if p.name == "NOP" else 0.0)
-        try:
-          if self.kind == "nv": h, a, cost = prep(p, self)
-          else: h, a = prep(p.fields, self)
-        except DeviceFault as e: h, a = _fault, str(e)
-        except (KeyError, TypeError) as e: h, a = _fault, f"malformed {p.name} ({e!r})"
-        if h is _copy_spans: cost += a[0].nbytes / COPY_BYTES_PER_US  # what _copy adds at run time
+        try: got = self.kind.prepare(p, self)
+        except DeviceFault as e: got = Prepared(fault, str(e))
+        except (KeyError, TypeError) as e: got = Prepared(fault, f"malformed {p.name} ({e!r})")
       n = len(dws)
-      op = (h, a, p, cost, n, 4 * n // self.unit, len(self.names))
+      op = Op(got.handler, got.operands, p, got.cost, n, 4 * n // self.unit, len(self.names), got.indirect)
       if len(self.cache) > 1 << 16: self.cache.clear()  # random rings: do not grow without bound
       self.cache[key] = op
       self.names.append(p.name)
@@ -368,11 +126,13 @@ class _Codec:
 # ---- engines
 
 class Engine:
+  """One queue's engine: its ring, read pointer, indirect-buffer stack, register file and clock; it fetches the packets
+  its ring publishes and runs them as its vendor's ops (its Codec). `R_UD` and `R_PGM_LO`: the dispatch registers of
+  a PM4 engine (EngineKind), which its SET_SH_REG counts and the RDNA3 executor reads."""
   def __init__(self, m: "Emulator", ring: Ring):
     self.m, self.mem, self.ring, self.name, self.device = m, m.mem, ring, ring.name, ring.device
-    self.kind = "nv" if ring.arch in NV_ARCHS else "pm4" if ring.engine == "compute" else "sdma"
-    self.codec = m.codec(self.kind, ring.arch)
-    self.length, self.R_UD, self.R_PGM_LO = self.codec.length, self.codec.R_UD, self.codec.R_PGM_LO
+    self.codec = m.codec(KINDS["nv" if ring.arch in NV_ARCHS else "amd", ring.engine], ring.arch)
+    self.length, self.R_UD, self.R_PGM_LO = self.codec.length, self.codec.kind.user_data, self.codec.kind.pgm_lo
     r = self.mem.find(ring.addr, ring.size)
     self.ring_u32 = r.u32[(ring.addr - r.base) >> 2:(ring.addr - r.base + ring.size) >> 2]
     self.ndw, self.unit = ring.size // 4, ring.unit
@@ -380,25 +140,25 @@ class Engine:
     self.published: list = []              # ring dword ranges published by doorbells, not yet refreshed
     self.rptr = 0
     self.starts: deque = deque()  # (write pointer before a doorbell, host time of the doorbell)
-    self.ib: list = []           # PM4 indirect buffers being executed: [base, size dwords, position dwords]
-    self.push: Optional[tuple[int, int, bool]] = None   # (base, size, chain) of a pending INDIRECT_BUFFER chain
+    self.ib: list = []           # indirect buffers being executed: [base, size dwords, position dwords]
+    self.push: Optional[tuple[int, int, bool]] = None   # (base, size, chain) of the indirect buffer the packet enters
     self.regs: dict = {}
-    self.ud_count = 0
+    self.ud_count = 0            # PM4: the USER_DATA registers the last SET_SH_REG there set
     self.clock = 0.0
     self.cost = 0.0
     self.packets = 0
     self.counts: list = []       # op index -> times executed (by_name sums them per name)
     self.first: list = []        # op indices in order of first execution (by_name lists names in that order)
     self.blocked_at = -1         # mem.writes when the current wait last failed
-    self.wait_info: Optional[tuple] = None   # (addr, ref, mask, func, value) of the failing wait (valid while blocked)
-    self.cur: Optional[Any] = None           # (packet, ring offset, ib) of the packet being executed
+    self.wait_info: Optional[Waiting] = None   # the failing wait (valid while blocked)
+    self.cur: Optional[Packet] = None          # the packet being executed
     self.cur_pos: tuple[Optional[int], Optional[tuple[int, int]]] = (None, None)   # (ring byte offset, (ib base, dword))
     self.index = 0
 
   def busy(self) -> bool: return bool(self.ib) or self.rptr != self.ring.wptr
 
   def fetch(self):
-    """(dwords as bytes, length) of the next packet, or None when there is nothing to run."""
+    """The dwords of the next packet (as bytes: the op cache's key), or None when there is nothing to run."""
     if self.ib:
       f = self.ib[-1]
       base, size, pos = f
@@ -411,7 +171,7 @@ class Engine:
       n = self.length(h, lambda i: mem.r32(a + 4 * i))
       if pos + n > size: raise DeviceFault(f"packet of {n} dwords runs past the end of the indirect buffer ({size - pos} left)")
       self.cur_pos = (None, (base, pos))
-      return mem.view(a, 4 * n).tobytes(), n
+      return mem.view(a, 4 * n).tobytes()
     self.cur_pos = ((self.rptr * self.unit) % self.ring.size, None)
     avail = (self.ring.wptr - self.rptr) * self.unit
     st = self.starts
@@ -427,8 +187,8 @@ class Engine:
     self.cur_pos = (4 * i, None)
     n = self.length(int(ring[i]), lambda k: int(ring[(i + k) % ndw]))
     if 4 * n > avail: raise DeviceFault(f"packet of {n} dwords runs past the write pointer ({avail // 4} dwords published)")
-    if i + n <= ndw: return ring[i:i + n].tobytes(), n
-    return np.concatenate((ring[i:], ring[:i + n - ndw])).tobytes(), n
+    if i + n <= ndw: return ring[i:i + n].tobytes()
+    return np.concatenate((ring[i:], ring[:i + n - ndw])).tobytes()
 
   def refresh(self) -> None:
     """Invalidate and predecode the ring ranges published since the engine last ran."""
@@ -463,7 +223,7 @@ class Engine:
         if j > n_all: break
         key = buf[4 * i:4 * j]
         op = cache.get(key) or op_of(key)
-        pc[(x + i) % nd] = op if op[0] is not _ib else None  # the indirect-buffer stack is step()'s business
+        pc[(x + i) % nd] = None if op.indirect else op  # the indirect-buffer stack is step()'s business
         i = j
     except IndexError: pass
     self.grow_counts()
@@ -485,23 +245,23 @@ class Engine:
       if not self.ib and (not self.starts or self.starts[0][0] > self.rptr):
         pos = (self.rptr * self.unit >> 2) % self.ndw
         op = self.pcache[pos]
-        if op is not None and self.rptr + op[5] <= self.ring.wptr: self.cur_pos = (4 * pos, None)
+        if op is not None and self.rptr + op.advance <= self.ring.wptr: self.cur_pos = (4 * pos, None)
         else: op = None
       if op is None:
         got = self.fetch()
         if got is None: return IDLE
-        op = self.codec.op(got[0])
-        if not self.ib and op[0] is not _ib: self.pcache[(self.rptr * self.unit >> 2) % self.ndw] = op
+        op = self.codec.op(got)
+        if not self.ib and not op.indirect: self.pcache[(self.rptr * self.unit >> 2) % self.ndw] = op
         self.grow_counts()
-      h, a, p, self.cost, n, adv, k = op
+      p, self.cost, k = op.packet, op.cost, op.index
       self.cur = p
       start, r0 = self.clock, self.rptr
-      if not h(self, a):
+      if not op.handler(self, op.operands):
         self.blocked_at = self.mem.writes
         return BLOCKED
       self.clock += self.cost  # a wait may have moved the clock to the time its value was written
-      if self.ib: self.ib[-1][2] += n
-      else: self.rptr += adv
+      if self.ib: self.ib[-1][2] += op.dwords
+      else: self.rptr += op.advance
       if self.push is not None:
         base, size, chain = self.push
         self.push = None
@@ -555,13 +315,16 @@ class Engine:
     try:
       while ran < budget and rptr < nxt:
         op = pc[(rptr * unit >> 2) % nd]
-        if op is None or rptr + op[5] > wptr: break
-        h, a, _, self.cost, _, adv, k = op
-        if not h(self, a):
+        if op is None: break
+        adv = op.advance
+        if rptr + adv > wptr: break
+        self.cost = op.cost
+        if not op.handler(self, op.operands):
           st = BLOCKED
           break
         self.clock += self.cost  # a wait may have moved the clock to the time its value was written
         rptr += adv
+        k = op.index
         c = counts[k]
         counts[k] = c + 1
         if not c: first.append(k)
@@ -577,7 +340,7 @@ class Engine:
     self.packets += ran
     if ran: self.blocked_at = -1
     if st == BLOCKED or st == FAULT:  # the packet that stopped: what hang and fault reports show
-      self.cur, self.cur_pos = op[2], (4 * ((rptr * unit >> 2) % nd), None)
+      self.cur, self.cur_pos = op.packet, (4 * ((rptr * unit >> 2) % nd), None)
       if st == BLOCKED: self.blocked_at = self.mem.writes
       else: self.m.fault = self.make_fault(msg)
     return ran, st
@@ -588,16 +351,13 @@ class Engine:
     for k in self.first: c[self.codec.names[k]] += self.counts[k]
     return c
 
-  def poll(self, addr, v, ref, mask, func) -> bool:
-    if FUNCS[func](v & mask, ref):
-      if addr is not None: self.m.wait_satisfied(self, addr)
-      self.wait_info = None
-      return True
-    self.wait_info = (addr, ref, mask, func, v)
-    return False
+  def enter_ib(self, base: int, size: int, chain: bool) -> None:
+    """The packet being executed enters the indirect buffer of `size` dwords at `base` (`chain`: in place of the one
+    it is in), once it is done."""
+    self.push = (base, size, chain)
 
   def position(self):
-    ring_off, ib = getattr(self, "cur_pos", (None, None))
+    ring_off, ib = self.cur_pos
     return ring_off, ib
 
   def locate(self, rptr: Optional[int] = None):
@@ -612,29 +372,12 @@ class Engine:
     launch, st = self.locate()
     return Fault(self.name, self.device, ring_off, self.cur, msg, launch, st.line if st else None, st.text if st else None, ib)
 
-  def dispatch(self, a):
-    regs, mem, m = self.regs, self.mem, self.m
-    prog = ((regs.get(self.R_PGM_LO + 1, 0) << 32) | regs.get(self.R_PGM_LO, 0)) << 8
-    k = m.kernels.get(prog)
-    if k is None:
-      try: marker = mem.view(prog - ENTRY_OFFSET + 64, 64).tobytes()
-      except DeviceFault: marker = b""
-      name = marker[len(SYNTH_MAGIC):].split(b"\0")[0].decode(errors="replace") if marker.startswith(SYNTH_MAGIC) else None
-      k = m.kernels_by_name.get(name)
-      if k is None: raise DeviceFault(f"DISPATCH_DIRECT: no known kernel at program address {prog:#x}"
-                                      + (f" (marker names `{name}`)" if name else ""))
-    n = self.ud_count
-    if n < 2: raise DeviceFault("DISPATCH_DIRECT: no kernarg pointer in COMPUTE_USER_DATA")
-    ka = regs.get(self.R_UD + n - 2, 0) | regs.get(self.R_UD + n - 1, 0) << 32
-    nt = self.codec.R_NUM_THREAD
-    self.call_kernel(k, ka, tuple(a[:3]), (regs.get(nt, 1), regs.get(nt + 1, 1), regs.get(nt + 2, 1)), a)
-
   def call_kernel(self, k, ka: int, grid: tuple, block: tuple, a) -> None:
-    """Run kernel k (fn, params) on the kernel arguments at ka: buffer parameters as views of the ranges they may
-    touch, scalars as values; `grid`/`block` for a kernel that wants the launch dims; `a`: the dispatch's operands for
-    real machine code (None on NV)."""
+    """Run kernel k on the kernel arguments at ka: buffer parameters as views of the ranges they may touch, scalars as
+    values; `grid`/`block` for a kernel that wants the launch dims; `a`: the dispatch's operands for real machine code
+    (None on NV)."""
     mem, m = self.mem, self.m
-    fn, params = k
+    fn, params = k.fn, k.params
     views: list = []   # scalars (int) and memoryviews, in parameter order
     nbytes = 0
     for i, (mode, off) in enumerate(params):
@@ -667,11 +410,11 @@ class Engine:
     return f"out-of-bounds access ({e.signame}): buffer `{r.name}` at offset {off}, {where} (`{r.name}` is {r.size} bytes)"
 
 class HostActor:
+  """The host program (a generator of host_steps.HostStep and Block) as an actor of the scheduler."""
   name, device, index = "host", None, 0
   def __init__(self, m: "Emulator", gen):
     self.m, self.gen, self.clock, self.done, self.blocked_at, self.steps = m, gen, 0.0, False, -1, 0
     self.pending: Optional[Block] = None   # the host step waiting on a signal
-    self.blocked_since = 0.0
   def busy(self) -> bool: return not self.done
   def step(self) -> int:
     m = self.m
@@ -696,10 +439,10 @@ class HostActor:
         return DONE
       self.steps += 1
       if isinstance(item, Block): self.pending = item
-      else:  # (cost, what, line, launch) of a statement the host just performed
+      else:  # a HostStep: a statement the host just performed
         t0 = self.clock
-        self.clock += item[0]
-        if m.tracing: m.trace_host(self, t0, self.clock, *item[1:])
+        self.clock += item.cost
+        if m.tracing: m.trace_host(self, t0, self.clock, item.what, item.line, item.launch)
       self.blocked_at = -1
       return PROGRESS
     except DeviceFault as e:
@@ -741,8 +484,8 @@ class Emulator(Device):
     self.mem = Memory()
     self.engines: list[Engine] = []
     self.by_ring: dict = {}
-    self.kernels: dict = {}          # program address -> (KernelFn, nparams)
-    self.kernels_by_name: dict = {}
+    self.kernels: dict[int, LoadedKernel] = {}   # by program address
+    self.kernels_by_name: dict[str, LoadedKernel] = {}
     self.buffers = mm.buffers                # sorted (addr, end, name) for kernel argument ranges
     self.kernarg_ranges = mm.kernarg_ranges  # kernarg address -> [(lo, hi) or None] per parameter
     self.namer: Callable = mm.name_at
@@ -750,9 +493,9 @@ class Emulator(Device):
     self.rng = random.Random(seed) if seed is not None else None
     self.seed, self.max_steps = seed, max_steps
     self.tracing = trace
-    self.events: list[tuple] = []
-    self.flows: list[tuple] = []
-    self.signal_log: list = []       # (time, signal address, value) of every signal write (traced runs)
+    self.events: list[TraceEvent] = []
+    self.flows: list[Flow] = []
+    self.signal_log: list[SignalWritten] = []   # every signal write (traced runs)
     self.last_write: dict = {}       # signal address -> emulated time of its last write (a float: no allocation)
     self.write_event: dict = {}      # signal address -> trace event index of that write (traced runs)
     self.fault: Optional[Fault] = None
@@ -762,8 +505,9 @@ class Emulator(Device):
     self.host_actor: Optional[HostActor] = None
     self.gate: Optional[Any] = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
 
-  def codec(self, kind: str, arch: str) -> _Codec:
-    if (kind, arch) not in self._codecs: self._codecs[kind, arch] = _Codec(kind, arch, self)
+  def codec(self, kind: str, arch: str) -> Codec:
+    """The codec of engine kind `kind` (KINDS' values) on `arch`, one per machine."""
+    if (kind, arch) not in self._codecs: self._codecs[kind, arch] = Codec(_ENGINE_KINDS[kind](arch), self)
     return self._codecs[kind, arch]
 
   # ---- Device interface
@@ -776,7 +520,7 @@ class Emulator(Device):
     r.u32[(addr - r.base >> 2) + idx] = values
     self.mem.writes += 1
   def create_queue(self, name, engine, device, arch, ring_size, addr: Optional[int] = None) -> Ring:
-    if addr is None: addr = self.ring_top.get(device, RING_BASE[0] + RING_BASE[1] * len(self.ring_top))
+    if addr is None: addr = self.ring_top.get(device, WINDOWS[vendor_of(arch)].ring_base(len(self.ring_top)))
     self.ring_top[device] = addr + ring_size
     self.allocate(addr, ring_size, f"{name}.ring", device)
     ring = Ring(name, engine, device, arch, addr, ring_size)
@@ -806,7 +550,7 @@ class Emulator(Device):
     """`params`: the number of buffer parameters (8-byte pointers in order), or [(mode, kernarg byte offset)] per
     parameter, mode a scalar type of ir.SCALARS for a value."""
     if isinstance(params, int): params = [("inout", 8 * i) for i in range(params)]
-    self.kernels[prog_addr] = self.kernels_by_name[name] = (fn, [tuple(p) for p in params])
+    self.kernels[prog_addr] = self.kernels_by_name[name] = LoadedKernel(fn, tuple(tuple(p) for p in params))
   def arg_range(self, ka: int, i: int, ptr: int) -> tuple:
     """The byte range kernel parameter i sees: the kernarg block's recorded range if the pointer is the one the
     image put there, else from the pointer to the end of its buffer."""
@@ -824,21 +568,21 @@ class Emulator(Device):
     self.last_write[addr] = t
     if self.tracing:
       self.write_event[addr] = len(self.events)
-      self.signal_log.append((t, addr, self.mem.r32(addr)))
+      self.signal_log.append(SignalWritten(t, addr, self.mem.r32(addr)))
   def wait_satisfied(self, who, addr: int):
     t = self.last_write.get(addr)
     if t is None: return
     if t > who.clock: who.clock = t
-    if self.tracing: self.flows.append((self.write_event[addr], len(self.events), who.name))
+    if self.tracing: self.flows.append(Flow(self.write_event[addr], len(self.events)))
 
   # ---- trace
   def trace_packet(self, e: Engine, p: Packet, t0: float, t1: float, rptr: int):
     launch, st = e.locate(rptr)
-    self.events.append((e.name, e.device, launch, st.offset if st else None, st.text if st else p.name, t0, t1, p.name,
-                        st.line if st else None))
+    self.events.append(TraceEvent(e.name, e.device, launch, st.offset if st else None, st.text if st else p.name, t0, t1,
+                                  p.name, st.line if st else None))
     if self.gate is not None: self.gate.executed(e, launch, st.line if st else None)
   def trace_host(self, h: HostActor, t0: float, t1: float, what: str, line, launch):
-    self.events.append(("host", None, launch, h.steps, what, t0, t1, "host", line))
+    self.events.append(TraceEvent("host", None, launch, h.steps, what, t0, t1, "host", line))
     if self.gate is not None: self.gate.executed(h, launch, line)
 
   # ---- the scheduler
@@ -892,10 +636,11 @@ class Emulator(Device):
       if not e.busy(): continue
       ring_off, ib = e.position()
       launch, st = e.locate()
-      wi = e.wait_info or (None, None, None, 5, None)
-      addr = wi[0]
+      wi = e.wait_info or Waiting()
+      addr = wi.addr
       out.append(Blocked(e.name, e.device, ring_off, e.cur, self.namer(addr) if addr is not None else None, addr,
-                         FUNC_TEXT.get(wi[3], "?"), wi[1], wi[4], launch, st.line if st else None, st.text if st else None, mask=wi[2]))
+                         wi.compare, wi.ref, wi.value, launch,
+                         st.line if st else None, st.text if st else None, mask=wi.mask))
     if H is not None and not H.done and H.pending is not None:
       b = H.pending
       if isinstance(b, HostWait):
@@ -911,6 +656,3 @@ class Emulator(Device):
   @property
   def time_us(self) -> float:
     return max([e.clock for e in self.engines] + [self.host_actor.clock if self.host_actor else 0.0])
-
-# rings live high in each device's part of the address space, far above the image's memory plan
-RING_BASE = (0x0800_0000_0000 + 0x1000_0000_0000, 0x1000_0000_0000)

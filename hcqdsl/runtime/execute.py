@@ -9,7 +9,7 @@ import numpy as np
 from ..ir import Program, DTYPES
 from ..diagnostics import HcqError
 if TYPE_CHECKING:
-  from .emulator import Hang, Fault
+  from .reports import Hang, Fault
   from .kernels import KernelFn   # (the emulator loads numpy tables: imported when run runs)
 
 __all__ = ["run", "run_schedules", "compare", "as_program", "RunResult", "QueueStats", "ExpectResult", "Race",
@@ -172,7 +172,8 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
   API)."""
   from ..vendors import compile_program   # each queue by its device's vendor
-  from .emulator import Emulator, MemoryMap, Fault
+  from .emulator import Emulator, MemoryMap
+  from .reports import Fault
   from .submit import Submitter
   from .kernels import make_kernel, KernelError, Worker
   prog = as_program(program, filename)

@@ -10,13 +10,14 @@ from ..ir import U32_MAX
 from ..nv import pushbuf
 from ..nv.targets import get_target
 from ..nv.qmd import QMD
+from .cost import NV_GROUP_COST, NV_TIMER_MHZ, COPY_BYTES_PER_US
 from .device import DeviceFault
+from .engine import EngineKind, Prepared, Length
+from .reports import Waiting
 
-__all__ = ["OPS", "COST", "launch_qmd", "MAX_CHAIN", "CLOCK_MHZ"]
+__all__ = ["nv_kind", "prepare", "launch_qmd", "MAX_CHAIN"]
 
-CLOCK_MHZ = 1000   # the GPU timer a release writes at +8 counts nanoseconds (PTIMER)
 MAX_CHAIN = 1 << 16  # dependent QMDs one launch may run (a cycle of dependents is a fault, not a hang of the emulator)
-COST = {"semaphore": 0.5, "launch": 4.0, "dma": 1.0, "state": 0.05}
 def _K(subc, m): return (subc << 16) | m
 SEM_LO, SEM_HI, PAY_LO, PAY_HI = (_K(0, m) for m in (nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO,
                                                      nv.NVC56F_SEM_PAYLOAD_HI))
@@ -29,7 +30,7 @@ _SEM_OP, _SEM_SIZE, _SEM_TS = nv.NVC56F_SEM_EXECUTE_OPERATION, nv.NVC56F_SEM_EXE
 _DMA_XFER, _DMA_SEM, _DMA_MULTI = nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE, nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE
 FUNC_GE, FUNC_EQ = 5, 3   # how a hang report shows a blocked acquire (WAIT_REG_MEM's codes, emulator.FUNC_TEXT)
 
-def _timer(e) -> int: return int((e.clock + e.cost) * CLOCK_MHZ)
+def _timer(e) -> int: return int((e.clock + e.cost) * NV_TIMER_MHZ)
 
 def _release(e, addr: int, value: int, size64: bool, timestamp: bool):
   mem = e.mem
@@ -66,7 +67,7 @@ def _acquired(e, ok: bool, addr: int, ref: int, mask: int, func: int, cur: int) 
     e.m.wait_satisfied(e, addr)
     e.wait_info = None
     return True
-  e.wait_info = (addr, ref, mask, func, cur)
+  e.wait_info = Waiting(addr, ref, mask, func, cur)
   return False
 
 def _pcas(e, v: int) -> bool:
@@ -124,7 +125,6 @@ def _dma(e, v: int) -> bool:
     _release(e, addr, r.get(SEMA_PAY, 0), False, sem == nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE)
   return True
 
-COPY_BYTES_PER_US = 25_000   # the copy engine, at the SDMA engines' rate (docs/run.md)
 TRIGGERS = {_K(0, nv.NVC56F_SEM_EXECUTE): (_semaphore, "semaphore"), _K(1, nv.NVC6C0_SEND_SIGNALING_PCAS2_B): (_pcas, "launch"),
             _K(4, nv.NVC6B5_LAUNCH_DMA): (_dma, "dma")}
 
@@ -137,16 +137,15 @@ def _trigger(e, a):
   for k, x in sets: e.regs[k] = x
   return fn(e, v)
 
-def prepare(p, c) -> tuple:
-  """(handler, operands, cost) of a decoded method group."""
+def prepare(p, c) -> Prepared:
+  """A decoded method group: its methods set, then its trigger performed, if it holds one."""
   sets = tuple((_K(s, m), v) for s, m, v in pushbuf.methods(p.dwords))
   trig = next(((k, v) for k, v in sets if k in TRIGGERS), None)
-  if trig is None: return _state, sets, COST["state"]
+  if trig is None: return Prepared(_state, sets, NV_GROUP_COST["state"])
   fn, what = TRIGGERS[trig[0]]
-  return _trigger, (sets, fn, trig[1]), COST[what]
+  return Prepared(_trigger, (sets, fn, trig[1]), NV_GROUP_COST[what])
 
-class _Ops:
-  """The NV codec's table: every method group prepares the same way (prepare)."""
-  def get(self, name): return prepare
-
-OPS = _Ops()
+def nv_kind(arch: str) -> EngineKind:
+  """An NV queue's engine (compute or copy: the pushbuffer's subchannels say which class a method is for), dword
+  write pointers."""
+  return EngineKind(pushbuf.decoder(arch), Length(pushbuf.packet_length, pushbuf.packet_length), prepare, 4)

@@ -15,8 +15,9 @@ SDMA write pointers count bytes and packets never straddle the end: the submissi
 the rest of the ring is filled with one SDMA NOP.
 
 The host program is a generator the device runs (device.run): it performs submits and signal writes itself through
-the device interface, yields `(cost µs, what, line, launch)` after each statement, and yields a Block (HostWait,
-RingSpace) when it must wait; the device resumes it once the condition holds."""
+the device interface, yields a HostStep (what it did, what it cost) after each statement, and yields a Block
+(HostWait, RingSpace, CopyFree) when it must wait; the device resumes it once the condition holds
+(runtime/host_steps.py)."""
 from __future__ import annotations
 import bisect
 from typing import Optional
@@ -26,7 +27,8 @@ from ..amd.targets import get_target
 from ..target.image import Image, QueueImage
 from ..target.layout import WINDOWS   # rings sit at its ring_offset inside each device's window
 from .device import Device, Ring
-from .emulator import HostWait, RingSpace, CopyFree, HOST_COST
+from .cost import HOST_COST
+from .host_steps import HostStep, HostWait, RingSpace, CopyFree
 
 __all__ = ["Submitter", "QueueState", "RING_MIN", "COPIES"]
 
@@ -317,7 +319,7 @@ class Submitter:
     if self.indirect:
       vals = vec.tolist()
       while (b := self.submit_indirect(qs, launch, vals, vec)) is not None: yield b
-      yield (HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.patched[-1], f"submit {qs.name}", line, launch)
+      yield HostStep(HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.patched[-1], f"submit {qs.name}", line, launch)
       return
     qs.patched.append(self.patch(qs, vec))
     need, split, pad = self.layout(qs)
@@ -326,7 +328,7 @@ class Submitter:
     if not space.ready(None): yield space
     self.put(qs, launch, split, pad)
     qs.submitted = launch
-    yield (HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.ndw, f"submit {qs.name}", line, launch)
+    yield HostStep(HOST_COST["submit"] + HOST_COST["submit_dword"] * qs.ndw, f"submit {qs.name}", line, launch)
 
   def host(self, launches: int):
     """The host program of `launches` consecutive launches, as a generator (see the module docstring)."""
@@ -346,7 +348,7 @@ class Submitter:
           if not done:  # a `rewritten` buffer: the host writes launch k's contents in place before its first submit
             for a, b in rewrites.get(k, ()):
               self.dev.write(a, b)
-              yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", line, k)
+              yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", line, k)
           done.add(name)
           yield from self.submit(self.queues[name], k, vec, line)
       # queues that no submit covers go first (a bare submit covers every queue)
@@ -357,12 +359,12 @@ class Submitter:
         elif op == "write":   # the host stores launch k's bytes at this point of its block
           b = st["data"][k - 1] if k <= len(st["data"]) else b""
           self.dev.write(st["addr"], b)
-          yield (HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"write {st['buffer']}", st["line"], k)
+          yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"write {st['buffer']}", st["line"], k)
         else:
           v = (env[st["var"]] if st["var"] is not None else 0) + st["add"]
           if op == "signal" or v <= U32_MAX: v &= U32_MAX   # the host's wait compares 64 bits: past 32 it never passes
           text = f"{op} {st['signal']} {'>=' if op == 'wait' else '='} {_expr(st['var'], st['add'])}"
           if op == "signal":
             self.dev.signal_write(st["addr"], v)
-            yield (HOST_COST["signal"], text, st["line"], k)
+            yield HostStep(HOST_COST["signal"], text, st["line"], k)
           else: yield HostWait(st["addr"], v, st["signal"], st["line"], k, text, self.timeout_us)

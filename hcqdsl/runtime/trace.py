@@ -21,15 +21,16 @@ def _spans(events) -> tuple[list[dict], dict]:
   slice."""
   spans: list[dict] = []
   index: dict = {}
-  for i, (q, dev, launch, key, text, t0, t1, pkt, line) in enumerate(events):
+  for i, e in enumerate(events):   # emulator.TraceEvent
+    q, key = e.queue, (e.launch, e.key)
     tail = next((s for s in reversed(spans[-8:]) if s["q"] == q), None)
-    if q != "host" and tail is not None and tail["key"] == (launch, key) and key is not None and abs(tail["t1"] - t0) < 1e-9:
-      tail["t1"] = t1
-      tail["pkts"].append(pkt)
+    if q != "host" and tail is not None and tail["key"] == key and e.key is not None and abs(tail["t1"] - e.t0) < 1e-9:
+      tail["t1"] = e.t1
+      tail["pkts"].append(e.packet)
       index[i] = tail
       continue
-    s = {"q": q, "dev": dev, "key": (launch, key), "text": text, "t0": t0, "t1": max(t1, t0 + 0.001), "pkts": [pkt],
-         "line": line, "launch": launch}
+    s = {"q": q, "dev": e.device, "key": key, "text": e.text, "t0": e.t0, "t1": max(e.t1, e.t0 + 0.001), "pkts": [e.packet],
+         "line": e.line, "launch": e.launch}
     spans.append(s)
     index[i] = s
   return spans, index
@@ -58,21 +59,21 @@ def chrome_trace(emu) -> dict[str, Any]:
         ev.append({"name": s["text"], "cat": "submit", "ph": "i", "s": "t", "ts": s["t0"], "pid": pid, "tid": tid})
   for k, t in sorted(launches.items()):
     ev.append({"name": f"launch {k}", "cat": "launch", "ph": "i", "s": "g", "ts": t, "pid": pids["host"], "tid": 1})
-  for n, (src, dst, _) in enumerate(emu.flows):
-    a, b = index.get(src), index.get(dst)
+  for n, f in enumerate(emu.flows):   # emulator.Flow
+    a, b = index.get(f.write), index.get(f.wait)
     if a is None or b is None: continue
-    at = min(max(emu.events[src][6], a["t0"] + _EPS), a["t1"] - _EPS)   # the write's moment, inside its slice
+    at = min(max(emu.events[f.write].t1, a["t0"] + _EPS), a["t1"] - _EPS)   # the write's moment, inside its slice
     end = b["t1"] - _EPS
     if end < at: continue   # (a release that is not before the wait's end: no arrow rather than one backwards)
     (pa, ta), (pb, tb) = thread(a["q"], a["dev"]), thread(b["q"], b["dev"])
     ev.append({"name": "signal", "cat": "signal", "ph": "s", "id": n, "ts": at, "pid": pa, "tid": ta})
     ev.append({"name": "signal", "cat": "signal", "ph": "f", "bp": "e", "id": n, "ts": end, "pid": pb, "tid": tb})
-  for t, addr, value in emu.signal_log:
-    name = emu.namer(addr) or f"{addr:#x}"
-    try: dev = emu.mem.find(addr, 4).device
+  for w in emu.signal_log:   # emulator.SignalWritten
+    name = emu.namer(w.addr) or f"{w.addr:#x}"
+    try: dev = emu.mem.find(w.addr, 4).device
     except Exception: dev = None   # (a signal write the emulator already faulted on)
     pid = pids.setdefault(dev or "host", len(pids) + 1)
-    ev.append({"name": f"signal {name}", "cat": "signal", "ph": "C", "ts": t, "pid": pid, "args": {"value": value}})
+    ev.append({"name": f"signal {name}", "cat": "signal", "ph": "C", "ts": w.time, "pid": pid, "args": {"value": w.value}})
   for name, pid in pids.items():
     ev.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}})
     ev.append({"name": "process_sort_index", "ph": "M", "pid": pid, "tid": 0, "args": {"sort_index": pid}})
