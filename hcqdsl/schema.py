@@ -233,11 +233,13 @@ class Variant:
     return self.shapes[v[self.tag]].conv(v, c, at)
 
 class Keep:
-  """`t`, its converted value kept in the pass as `key` (what a later field's bounds depend on: the launch count)."""
+  """`t`, its converted value kept in the pass as `key` (what a later field's bounds depend on: the launch count);
+  `check(value, pass, path)`: what it must satisfy together with what was kept before it."""
   fast = None
-  def __init__(self, key: str, t): self.key, self.t = key, t
+  def __init__(self, key: str, t, check: Optional[Callable] = None): self.key, self.t, self.check = key, t, check
   def conv(self, v, c: Pass, at: str):
     c.kept[self.key] = out = self.t.conv(v, c, at)
+    if self.check is not None: self.check(out, c, at)
     return out
   def doc(self) -> str: return self.t.doc()
 

@@ -16,6 +16,7 @@ from .targets import get_target
 from . import codeobj
 from .layout import HOST_BASE, DEVICE_BASE, BUFFER_ALIGN, SIGNAL_SLOT, TIMESTAMP_OFFSET, kernarg_layout
 from ..target.image import Image, QueueImage, Patch, Region
+from ..target.layout import kernargs_region
 
 __all__ = ["compile_program", "require_static", "Lowering", "MemoryPlan", "CodeLoader", "SCRATCH_SIZE", "tmpring", "impl_record", "arg_record"]
 
@@ -286,7 +287,7 @@ class Lowering:
   def kernargs(self, s, k, co) -> tuple:
     """The exec's kernel-argument region (address, size without the dispatch packet): the arguments (pack_args)."""
     kasz = max(kernarg_layout(k.params)[1], co.kernarg_size)
-    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
+    ka = self.plan.region(kernargs_region(self.q.name, self.index), "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
                           kernel=k.name, args=arg_record(s))
     kargs = bytearray(kasz)
     self.pack_args(k, s, kargs, 0, ka)

@@ -14,6 +14,7 @@ from ..amd.compile import Lowering as AMDLowering, MemoryPlan, impl_record, arg_
 from ..diagnostics import Diagnostic, HcqError
 from ..amd.layout import HOST_BASE, DEVICE_BASE, kernarg_layout
 from ..target.image import Image, QueueImage
+from ..target.layout import kernargs_region
 from . import pushbuf, cubin
 from .targets import get_target
 from .qmd import QMD
@@ -168,7 +169,7 @@ class Lowering(AMDLowering):
     k, t = self.names[s.kernel.name], get_target(self.t)
     prefix = cubin.cbuf0_prefix(t, code)
     qo = code.qmd_offset
-    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=s.kernel.name,
+    ka = self.plan.region(kernargs_region(self.q.name, self.index), "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=s.kernel.name,
                           args=arg_record(s))
     if (ka + qo) >> ADDR_BITS: raise _err("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
     mem = bytearray(qo + t.qmd_size)

@@ -1,6 +1,6 @@
 """Where memories live, for both vendors: the facts of the memory plan every image shares."""
 
-__all__ = ["SIGNAL_SLOT", "TIMESTAMP_OFFSET", "kernarg_layout"]
+__all__ = ["SIGNAL_SLOT", "TIMESTAMP_OFFSET", "kernarg_layout", "kernargs_region"]
 
 # a signal's slot: its value (u64, 32 bits used) at +0, a `timestamp`'s GPU clock (u64) at +TIMESTAMP_OFFSET
 SIGNAL_SLOT, TIMESTAMP_OFFSET = 16, 8
@@ -16,3 +16,8 @@ def kernarg_layout(params) -> tuple:
     offs.append(top)
     top += n
   return offs, top
+
+def kernargs_region(queue: str, index: int) -> str:
+  """The name of the kernel-argument region of the exec at `index` of `queue`'s body (compile names it, a replay
+  finds the block a race on an exec's kernel arguments is about by it)."""
+  return f"{queue}.kernargs.{index}"
