@@ -73,9 +73,9 @@ class Int:
 
 class Str:
   """A string: one of `among`, or a name of `ref` (defined earlier in the file, or given by the format), or defining
-  a name of `defines`."""
-  def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None):
-    self.among, self.ref, self.defines = among, ref, defines
+  a name of `defines`. `doc`: what it is, for the docs (else said from the above)."""
+  def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None, doc: str = ""):
+    self.among, self.ref, self.defines, self.text = among, ref, defines, doc
     if defines is not None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
   def fast(self, v, c: Pass):
     if type(v) is not str or (self.among is not None and v not in self.among) or \
@@ -92,6 +92,7 @@ class Str:
       names.add(v)
     return v
   def doc(self) -> str:
+    if self.text: return self.text
     return f"one of {', '.join(self.among)}" if self.among else f"a name of {self.ref}" if self.ref else \
       f"a new name of {self.defines}" if self.defines else "string"
 

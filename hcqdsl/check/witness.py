@@ -125,7 +125,7 @@ class _Line:
     if type(v) is not int or v not in c.lines[q]:
       c.fail(at, f"the line of a statement of {q} ({', '.join(map(str, sorted(c.lines[q]))) or 'none'})", v)
     return v
-  def doc(self) -> str: return "null or the line of a statement of the queue"
+  def doc(self) -> str: return "the line of a statement of the queue, or null (the host's implicit submit)"
 
 def _polled(program: Program, launches: int) -> list:
   """The words the program's polls poll, as check names them (a rebound buffer's: in each launch's memory)."""
@@ -173,19 +173,22 @@ def _launches_cover(vv: dict, c: _Pass, at: str) -> None:
     c.bad(f"launches: {c.kept['launches']}, but {short[0].message}")
 
 MODES = ("reads", "writes", "reads and writes")
-_LAUNCH = Int(1, lambda c: c.kept["launches"])
-_AT = Opt(Obj({"line": Int(1, lambda c: c.nlines), "column": Int(1, (1 << 31) - 1)}, open=True))
-_QUEUE = Keep("queue", Str(ref="queues"))
+_KERNARGS_DOC = "a name of buffers, or an exec's kernel arguments as check names them (the kernel arguments of `exec k` (c0 line 8))"
+_LAUNCH = Int(1, lambda c: c.kept["launches"], "int 1..launches")
+_AT = Opt(Obj({"line": Int(1, lambda c: c.nlines, "a line of the program"), "column": Int(1, (1 << 31) - 1)}, open=True))
+_QUEUE = Keep("queue", Str(ref="queues", doc="a name of queues, or host"))
+_ACCESS = Rec(Access, None, True, queue=_QUEUE, launch=_LAUNCH, line=_Line(), mode=Opt(Str(MODES)), range=_Range())
+_BLOCKED = Rec(Blocked, None, True, queue=_QUEUE, launch=_LAUNCH, line=_Line(), signal=_Waited(),
+               needed=Int(0, lambda c: U64_MAX if c.kept["queue"] == "host" else U32_MAX, "int 0..2**32-1 (the host's waits: 0..2**64-1)"))
+# in the order it is converted: the launches before what lies in them, a race's buffer before its ranges, a party's
+# queue before its line; keys no shape declares are ignored
 WITNESS = Rec(Witnesses,
   format=Str((FORMAT,)), version=Int(VERSION, VERSION), file=Str(), launches=Keep("launches", Int(1, MAX_LAUNCHES)),
   var_values=Keep("var_values", Map(Str(ref="vars"), Int(0, U32_MAX)), _launches_cover),
   witnesses=List(Variant("code", {
-    "race": Rec(Race, _overlap, True, code=Str(("race",)), at=_AT, message=Str(), buffer=Keep("buffer", Str(ref="buffers")),
-                first=Rec(Access, None, True, queue=_QUEUE, launch=_LAUNCH, line=_Line(), mode=Opt(Str(MODES)), range=_Range()),
-                then=Rec(Access, None, True, queue=_QUEUE, launch=_LAUNCH, line=_Line(), mode=Opt(Str(MODES)), range=_Range())),
-    "deadlock": Rec(Deadlock, None, True, code=Str(("deadlock",)), at=_AT, message=Str(),
-                    blocked=List(Rec(Blocked, None, True, queue=_QUEUE, launch=_LAUNCH, line=_Line(), signal=_Waited(),
-                                     needed=Int(0, lambda c: U64_MAX if c.kept["queue"] == "host" else U32_MAX)), nonempty=True))})),
+    "race": Rec(Race, _overlap, True, code=Str(("race",)), at=_AT, message=Str(), buffer=Keep("buffer", Str(ref="buffers", doc=_KERNARGS_DOC)),
+                first=_ACCESS, then=_ACCESS),
+    "deadlock": Rec(Deadlock, None, True, code=Str(("deadlock",)), at=_AT, message=Str(), blocked=List(_BLOCKED, nonempty=True))})),
   open=True)
 
 def describe() -> str:

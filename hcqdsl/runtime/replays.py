@@ -2,7 +2,8 @@
 
 A race's witness orders two accesses against the program's order: the emulator holds the engine of the earlier one
 (`then`) before that statement until the later one (`first`) has run to its end, one packet at a time and otherwise
-in time order (a traced run, so `--trace` shows it too). The bytes of the raced range are read before and after each
+in time order (a traced run, so `--trace` shows it too). The host is held before the step its statement is, learnt
+from the run of the other order, where the host ran it freely (its steps are the same in every run). The bytes of the raced range are read before and after each
 of the two statements; then the same two statements run in the program's order, and the report shows what each read
 or left in both orders. A witness order the emulator cannot run (the held engine is the only one left) is reported as
 not reproduced. A deadlock's witness runs in time order, then seeds 0..SEEDS-1, until a run hangs at its waits."""
@@ -164,7 +165,7 @@ def _race(prog: Program, w: Race, kw: dict) -> Replay:
            "the run ended before both statements ran" + (f" ({'hang' if res.hang else 'fault'})" if not res.ok else "")
            if g.first.state != "done" or g.then.state != "done" else
            f"{g.then.queue} ran its statement first "
-           f"({'the host is not held: it runs its steps in order' if g.then.queue == 'host' else 'it could not be held'})")
+           f"({'the other order never ran its step, so it could not be held' if g.then.queue == 'host' else 'it could not be held'})")
     return Replay("race", False, [f"{head}: not reproduced: {why}"], res)
   rng = f"{w.buffer}[{g.lo}:{g.hi}]"   # (an exec's kernel arguments: the bytes of its block the host patches)
   def did(p: _Party) -> str:
