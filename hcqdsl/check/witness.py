@@ -215,7 +215,7 @@ def witnesses(program: Optional[Program], diags, launches: int, var_values: Opti
   """The witness file (JSON) for `diags`, check's diagnostics of `program` over `launches` launches, written through
   WITNESS (a witness it would refuse is a bug here: ValueError). `program` None (it did not parse): no witnesses, of
   `file`."""
-  w = Witnesses(FORMAT, VERSION, program.file if program is not None else file, launches, dict(var_values or {}),
+  w = Witnesses(FORMAT, VERSION, (program.file if program is not None else file) or "<input>", launches, dict(var_values or {}),
                 [x for d in diags if (x := _one(d)) is not None] if program is not None else [])
   return convert(WITNESS, w, _Pass(False, program, "<witness>"))
 

@@ -1,15 +1,16 @@
 """Replaying `check`'s witnesses (check/witness.py) on the emulator: the race happens, or the hang.
 
 A race's witness orders two accesses against the program's order: the emulator holds the engine of the earlier one
-(`then`) before that statement until the later one (`first`) has run to its end, one packet at a time and otherwise
-in time order (a traced run, so `--trace` shows it too). The host is held before the step its statement is, learnt
-from the run of the other order, where the host ran it freely (its steps are the same in every run). The bytes of the raced range are read before and after each
-of the two statements; then the same two statements run in the program's order, and the report shows what each read
-or left in both orders. A witness order the emulator cannot run (the held engine is the only one left) is reported as
-not reproduced. A deadlock's witness runs in time order, then seeds 0..SEEDS-1, until a run hangs at its waits."""
+(`then`) before that statement until the later one (`first`) has run to its end, one packet at a time and otherwise in
+time order (a traced run, so `--trace` shows it too). The host is held before the step its statement is, learnt from
+the run of the other order, where the host ran it freely (its steps are the same in every run). The bytes of the raced
+range are read before and after each of the two statements; then the same two statements run in the program's order,
+and the report shows what each read or left in both orders. A witness order the emulator cannot run (the held engine
+is the only one left) is reported as not reproduced. A deadlock's witness runs in time order, then seeds 0..SEEDS-1,
+until a run hangs at its waits."""
 from __future__ import annotations
 import pathlib
-from typing import Optional, Union
+from typing import Any, Callable, Optional, Union
 import attrs
 from ..ir import Program
 from ..check.witness import Witnesses, Race, Deadlock, Access, Memory, load_witness, read_witness, memories
@@ -111,6 +112,7 @@ class _Gate:
 def _patched(img, mem: Memory) -> tuple:
   """(lo, hi, block address): the bytes of an exec's kernel-argument block the host patches (the queue's memory
   patches inside it; none: the whole block)."""
+  assert mem.queue is not None and mem.index is not None   # (an exec's kernel arguments, not a buffer)
   r = next(r for r in img.regions if r.name == kernargs_region(mem.queue, mem.index))
   offs = [p.offset - r.addr for p in img.queue(mem.queue).mem_patches if r.addr <= p.offset < r.addr + r.size]
   return (min(offs), max(offs) + 4, r.addr) if offs else (0, r.size, r.addr)
@@ -198,7 +200,7 @@ def _deadlock(prog: Program, w: Deadlock, kw: dict) -> Replay:
   return Replay("deadlock", False, [f"deadlock at line {_line(w)}: not reproduced in time order or seeds "
                                     f"0..{SEEDS - 1} (check explores every interleaving; these are a few)"], res)
 
-_REPLAYS = {Race: _race, Deadlock: _deadlock}
+_REPLAYS: dict[type, Callable[[Program, Any, dict], Replay]] = {Race: _race, Deadlock: _deadlock}
 
 def replay(program: Union[Program, str], witness: Union[Witnesses, dict, str, pathlib.Path], filename: str = "<input>",
            **kw) -> list:
