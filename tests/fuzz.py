@@ -367,16 +367,16 @@ def witness_mutants(w: dict):
 
 def fuzz_witnesses(n: int = 0, seed: int = 0):
   """Every mutant of the witness files (n, seed unused: the enumeration is the whole set): each must be refused by
-  validate_witness with an error naming the mutated field or an object holding it."""
+  read_witness with an error naming the mutated field or an object holding it."""
   from hcqdsl.check import parse
-  from hcqdsl.runtime.replays import validate_witness
+  from hcqdsl.check.witness import read_witness
   fails, count = [], 0
   for path, w in witness_files():
     prog = parse(open(path, encoding="utf-8").read(), path)
-    validate_witness(w, prog, "w.json")   # the real one passes
+    read_witness(w, prog, "w.json")   # the real one passes
     for at, m in witness_mutants(w):
       count += 1
-      try: validate_witness(m, prog, "w.json")
+      try: read_witness(m, prog, "w.json")
       except ValueError as e:
         where = str(e).split(": ")[1] if str(e).startswith("w.json: ") else None
         def near(a, b): return a == b or a.startswith((b + ".", b + "["))   # the field, an object holding it, or a key inside it

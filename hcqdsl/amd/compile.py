@@ -5,7 +5,7 @@ and the source map are target/'s. The on-disk format is described in docs/amd.md
 from __future__ import annotations
 import pathlib
 from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, U32_MAX, resolve
-from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
+from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout, kernargs_region
 from ..target.plan import MemoryPlan
 from ..target.lower import Lowering, QueueLowering, lowering_error, arg_record, impl_record
 from . import pm4, sdma
@@ -95,7 +95,7 @@ class AMDLowering(QueueLowering):
   def kernargs(self, s, k, co) -> tuple:
     """The exec's kernel-argument region (address, size without the dispatch packet): the arguments (pack_args)."""
     kasz = max(kernarg_layout(k.params)[1], co.kernarg_size)
-    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
+    ka = self.plan.region(kernargs_region(self.q.name, self.index), "kernargs", self.dev, kasz + (64 if co.dispatch_ptr else 0),
                           kernel=k.name, args=arg_record(s))
     kargs = bytearray(kasz)
     self.pack_args(k, s, kargs, 0, ka)

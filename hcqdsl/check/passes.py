@@ -7,7 +7,7 @@ from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait, device_arch
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
-from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW
+from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW, polled_word
 if TYPE_CHECKING: from .accesses import VisColumns
 
 __all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis",
@@ -165,7 +165,7 @@ def word_name(u: Unrolled, x: int) -> str:
   c = _cell_id(u, x)
   b, lo = u.cells[c]
   if not u.rebound[b]: return u.cell_name(c)
-  return f"{u.buffers[b].name}@{x - len(u.signals) - u.cell_slot[c] + 1}[{lo}:{lo + 4}]"
+  return polled_word(u.buffers[b].name, lo, x - len(u.signals) - u.cell_slot[c] + 1)
 
 def _components(succ: dict) -> dict:
   """Each node's strongly connected component (a frozenset of nodes) of the graph `succ` (node -> successors):

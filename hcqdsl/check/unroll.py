@@ -11,10 +11,22 @@ from operator import itemgetter
 import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
                   Slice, Timestamp,
-                  Expr, U32_MAX, DTYPES, epoch_wait)
+                  Expr, U32_MAX, DTYPES, POLL_SIZE, epoch_wait)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
-           "INT64_SAFE", "PLAIN", "POLL_READ", "STORE"]
+           "INT64_SAFE", "PLAIN", "POLL_READ", "STORE", "KERNARGS_BYTES", "kernargs_buffer", "polled_word"]
+
+# the pseudo-buffer of an exec whose kernel arguments the host patches at each submit: one access of its whole block
+KERNARGS_BYTES = 8
+
+def kernargs_buffer(kernel: str, queue: str, line: int) -> str:
+  """The name check gives that pseudo-buffer, in its diagnostics and witnesses (the exec's kernel, queue and line)."""
+  return f"the kernel arguments of `exec {kernel}` ({queue} line {line})"
+
+def polled_word(buffer: str, lo: int, launch: Optional[int] = None) -> str:
+  """A polled word as check names it, in its diagnostics and witnesses (`cq[60:64]`; `launch`: a rebound buffer's
+  launch-k memory, `x@2[0:4]`)."""
+  return f"{buffer}{'' if launch is None else f'@{launch}'}[{lo}:{lo + POLL_SIZE}]"
 
 # op kinds. WAIT/WRITE: (kind, signal id, var name or None, offset). ACCESS: (kind, ((buffer id, lo, hi, mode), ...)).
 # NOP (timestamp), BARRIER: (kind,). SUBMIT: (kind, (queue sequence ids ...)).
@@ -85,7 +97,7 @@ class Unrolled:
 
   def cell_name(self, cell: int) -> str:
     b, lo = self.cells[cell]
-    return f"{self.buffers[b].name}[{lo}:{lo + 4}]"
+    return polled_word(self.buffers[b].name, lo)
 
   @property
   def polls(self) -> bool: return bool(self.cells)
@@ -322,13 +334,13 @@ class _Lowering:
     """An exec whose kernel arguments the host patches: one more buffer, the host writes and the exec reads."""
     envs = self.envs
     line = st.span.line if st.span is not None else 0
-    self.buffers.append(Buffer(f"the kernel arguments of `exec {st.kernel.name}` ({q.name} line {line})", q.device, 8, span=st.span))
+    self.buffers.append(Buffer(kernargs_buffer(st.kernel.name, q.name, line), q.device, KERNARGS_BYTES, span=st.span))
     kb = len(self.buffers) - 1
     self.kargs_of.setdefault(q.name, []).append(kb)
     vals = [e for e in st.args if type(e) is Expr and e.var is not None]
     if not any(type(a) is Slice and a.buffer.name in self.rebound for a in st.args):  # a rebound address always changes
       self.same[kb] = frozenset(k for k in range(2, self.launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
-    return (ACCESS, op[1] + ((kb, 0, 8, R),)) if known else op
+    return (ACCESS, op[1] + ((kb, 0, KERNARGS_BYTES, R),)) if known else op
 
   def store_op(self, st, acc: tuple) -> tuple:
     """The op of a `write` or a host write into the range of `acc`: also a store into the polled words it covers."""
@@ -466,7 +478,7 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
       for kb in lw.kargs_of.get(seqs[x].name, ()):
         if lw.same.get(kb): idle.setdefault(len(ops), lw.same[kb])
         stmts.append(st if st is not None else seqs[x].queue)
-        ops.append((ACCESS, ((kb, 0, 8, W),)))
+        ops.append((ACCESS, ((kb, 0, KERNARGS_BYTES, W),)))
     for x in qs: seqs[x].gate = len(ops)
     stmts.append(st)
     ops.append((SUBMIT, qs))

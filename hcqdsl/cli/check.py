@@ -66,8 +66,7 @@ def _check(a) -> int:
     import json
     from ..check.witness import witnesses
     prog = a.kept[0][0]
-    w = witnesses(prog, diags, max(launches), var_values) if prog is not None else \
-      {"format": "hcqdsl-witness", "version": 1, "file": a.files[0], "launches": max(launches), "var_values": dict(var_values), "witnesses": []}
+    w = witnesses(prog, diags, max(launches), var_values, file=a.files[0])
     try:   # (closed here: a full disk's error comes at the close, and is not lost)
       with open(a.witness, "w") as f: f.write(json.dumps(w, indent=1) + "\n")
     except OSError as e: raise UsageError(f"{a.witness}: {e.strerror or e}")

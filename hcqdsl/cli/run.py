@@ -91,10 +91,8 @@ def run(a) -> int:
 
 def _replay(a, prog, kw) -> int:
   from ..runtime import replay
-  from ..runtime.replays import load_witness, validate_witness
-  try:
-    w = load_witness(a.replay)
-    validate_witness(w, prog, a.replay)
+  from ..check.witness import load_witness, read_witness
+  try: w = read_witness(load_witness(a.replay), prog, a.replay)
   except ValueError as e: raise UsageError(str(e))
   kw = {k: v for k, v in kw.items() if k not in ("launches", "var_values")}   # the witness's
   if a.trace: kw["trace"] = True

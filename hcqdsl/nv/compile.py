@@ -9,7 +9,7 @@ from __future__ import annotations
 import struct
 from typing import Optional
 from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, U32_MAX, resolve, epoch_wait
-from ..target.layout import kernarg_layout
+from ..target.layout import kernarg_layout, kernargs_region
 from ..target.plan import MemoryPlan
 from ..target.lower import Lowering, QueueLowering, lowering_error, arg_record, impl_record
 from . import pushbuf, cubin
@@ -139,7 +139,7 @@ class NVLowering(QueueLowering):
     k, t = self.names[s.kernel.name], get_target(self.t)
     prefix = cubin.cbuf0_prefix(t, code)
     qo = code.qmd_offset
-    ka = self.plan.region(f"{self.q.name}.kernargs.{self.index}", "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=s.kernel.name,
+    ka = self.plan.region(kernargs_region(self.q.name, self.index), "kernargs", self.dev, qo + t.qmd_size, QMD_ALIGN, kernel=s.kernel.name,
                           args=arg_record(s))
     if (ka + qo) >> ADDR_BITS: raise lowering_error("bounds", f"the QMD at {ka + qo:#x} is out of reach: SEND_PCAS_A addresses {ADDR_BITS} bits", sp)
     mem = bytearray(qo + t.qmd_size)

@@ -1,14 +1,16 @@
 """The compiled image: memory plan, per-queue command buffers and patch tables, and its on-disk format.
 
-The format is one declaration, IMAGE (at the end): `Image.to_bytes` writes through it and `Image.from_bytes` reads
+The format is one declaration, IMAGE (at the end, in hcqdsl/schema.py's types): `Image.to_bytes` writes through it and `Image.from_bytes` reads
 through it, and both check every value against it (types, ranges, names that must be defined, offsets inside their
 queue), so what `to_bytes` writes always reads back, and a bad file is refused naming its first bad field.
 docs/amd.md lists the declaration (`describe()`)."""
 from __future__ import annotations
-import bisect, json, operator, pathlib, struct
+import bisect, json, pathlib, struct
 from typing import Optional
 import attrs
 from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
+from .. import schema
+from ..schema import Pass, Invalid, convert, Int, Str, Bool, Num, Opt, List, Row, Map, Obj, Rec, Variant
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
 
 __all__ = ["Image", "QueueImage", "Patch", "Region", "SourceEntry", "ImageError", "MAGIC", "VERSION", "HEADER_SIZE", "ADDR_MAX",
@@ -127,7 +129,7 @@ class Image:
   def to_bytes(self) -> bytes:
     """The file. Raises ImageError when the image does not fit IMAGE (a bug in whoever built it)."""
     c = _Pass(False, bytearray())
-    js = json.dumps(IMAGE.conv(self, c, ""), separators=(",", ":")).encode()
+    js = json.dumps(convert(IMAGE, self, c), separators=(",", ":")).encode()
     head = MAGIC + struct.pack("<II", VERSION, len(js)) + js
     return head + bytes(-len(head) % 8) + bytes(c.data)
 
@@ -142,7 +144,7 @@ class Image:
     except ValueError as e: raise ImageError(f"corrupt image metadata: {e}") from None   # also bad UTF-8
     except RecursionError: raise ImageError("corrupt image metadata: JSON nested too deeply") from None
     base = HEADER_SIZE + n + -(HEADER_SIZE + n) % 8
-    return IMAGE.conv(m, _Pass(True, memoryview(b)[base:]), "")
+    return convert(IMAGE, m, _Pass(True, memoryview(b)[base:]))
 
   def save(self, path) -> None: pathlib.Path(path).write_bytes(self.to_bytes())
   @staticmethod
@@ -153,184 +155,15 @@ class Image:
 class ImageError(ValueError):
   """An image that cannot be read (or, from to_bytes, written); the message names the first bad field."""
 
-class _Pass:
+class _Pass(Pass):
   """One pass over an image's metadata, reading (JSON -> objects) or writing (objects -> JSON; the data part grows
-  as bytes are met): the names defined so far (devices, vars, ...), the dword count of the queue being converted and
-  the row being converted, for the checks that depend on them."""
+  as bytes are met), with the dword count of the queue being converted (patches and the source map index into it)."""
+  NOUN = "image"
   def __init__(self, reading: bool, data):
-    self.reading, self.data = reading, data
-    self.names: dict = {}
-    self.ndw = 0
-    self.row: list = []
-  def bad(self, msg: str):
-    raise ImageError(f"{'corrupt image metadata' if self.reading else 'cannot write image metadata'}: {msg}")
-  def fail(self, at: str, what: str, v):
-    r = repr(v)
-    self.bad(f"{at} is {r[:40] + '...' if len(r) > 40 else r}, not {what}")
-
-def _at(at: str, key) -> str: return f"{at}.{key}" if at else str(key)
-
-def _among(names) -> str: return ", ".join(sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
-
-# Each type converts with `conv(v, pass, path)`, which raises naming the path. Types whose conversion has no effect
-# on the pass (no name defined, no bytes placed) also have `fast(v, pass)`: the same value, or _BAD without a
-# message. A list converts its items by `fast` and redoes only a bad item by `conv` for the message, so an image's
-# hundreds of thousands of rows are checked without a path string each.
-_BAD = object()
-
-class Int:
-  """An integer in lo..hi; a bound may be a function of the pass (the queue's dword count, the row so far)."""
-  def __init__(self, lo: int = 0, hi=ADDR_MAX, doc: str = ""): self.lo, self.hi, self.text = lo, hi, doc
-  def fast(self, v, c: _Pass):
-    return v if type(v) is int and self.lo <= v <= (self.hi(c) if callable(self.hi) else self.hi) else _BAD
-  def conv(self, v, c: _Pass, at: str):
-    lo, hi = self.lo, self.hi(c) if callable(self.hi) else self.hi
-    if type(v) is not int or not lo <= v <= hi: c.fail(at, f"an integer in {lo}..{hi}", v)
-    return v
-  def doc(self) -> str: return self.text or f"int {self.lo}..{self.hi}"
-
-class Str:
-  """A string: one of `among`, or a name of `ref` (defined earlier in the metadata), or defining a name of `defines`."""
-  def __init__(self, among=None, ref: Optional[str] = None, defines: Optional[str] = None):
-    self.among, self.ref, self.defines = among, ref, defines
-    if defines is not None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
-  def fast(self, v, c: _Pass):
-    if type(v) is not str or (self.among is not None and v not in self.among) or \
-       (self.ref is not None and v not in c.names.get(self.ref, ())): return _BAD
-    return v
-  def conv(self, v, c: _Pass, at: str):
-    if type(v) is not str: c.fail(at, "a string", v)
-    if self.among is not None and v not in self.among: c.fail(at, f"one of {_among(self.among)}", v)
-    if self.ref is not None and v not in (names := c.names.get(self.ref, ())):
-      c.fail(at, f"one of {_among(names)}" if names else f"a name of {self.ref} (the image has none)", v)
-    if self.defines is not None:
-      names = c.names.setdefault(self.defines, set())
-      if v in names: c.fail(at, f"a new name (it names two {self.defines})", v)
-      names.add(v)
-    return v
-  def doc(self) -> str:
-    return f"one of {', '.join(self.among)}" if self.among else f"a name of {self.ref}" if self.ref else \
-      f"a new name of {self.defines}" if self.defines else "string"
-
-class Bool:
-  def fast(self, v, c: _Pass): return v if type(v) is bool else _BAD
-  def conv(self, v, c: _Pass, at: str):
-    if type(v) is not bool: c.fail(at, "true or false", v)
-    return v
-  def doc(self) -> str: return "true or false"
-
-class Num:
-  """A number; an expect's NaN and infinities are the strings nan, inf, -inf (JSON has no such numbers)."""
-  def fast(self, v, c: _Pass): return v if type(v) in (int, float) or v in ("nan", "inf", "-inf") else _BAD
-  def conv(self, v, c: _Pass, at: str):
-    if self.fast(v, c) is _BAD: c.fail(at, "a number", v)
-    return v
-  def doc(self) -> str: return "number (or \"nan\", \"inf\", \"-inf\")"
-
-class Opt:
-  def __init__(self, t):
-    self.t = t
-    if getattr(t, "fast", None) is None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
-  def fast(self, v, c: _Pass): return None if v is None else self.t.fast(v, c)
-  def conv(self, v, c: _Pass, at: str): return None if v is None else self.t.conv(v, c, at)
-  def doc(self) -> str: return f"null or {self.t.doc()}"   # inside a Row
-
-class List:
-  def __init__(self, t):
-    self.t = t
-    if getattr(t, "fast", None) is None: self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
-  def fast(self, v, c: _Pass):
-    if type(v) is not list: return _BAD
-    fast = self.t.fast
-    out = [fast(x, c) for x in v]
-    return _BAD if _BAD in out else out
-  def conv(self, v, c: _Pass, at: str):
-    if type(v) is not list: c.fail(at, "a list", v)
-    t = self.t
-    if t.fast is None: return [t.conv(x, c, f"{at}[{i}]") for i, x in enumerate(v)]
-    out = [t.fast(x, c) for x in v]
-    if _BAD in out: out = [t.conv(x, c, f"{at}[{i}]") for i, x in enumerate(v)]   # the first bad item's message
-    return out
-
-class Row:
-  """A JSON list of fixed length, one type per item; in memory `make` of the items (tuple, list, or an attrs class
-  with these fields in order). Writing takes only what reading makes (a list is not a tuple), so an image always
-  reads back equal to what was written."""
-  def __init__(self, make, *items, names: tuple = ()):
-    self.make, self.items, self.names, self.n = make, items, names, len(items)
-    self.fields = operator.attrgetter(*(f.name for f in attrs.fields(make))) if attrs.has(make) else None
-    if any(getattr(t, "fast", None) is None for t in items): self.fast = None  # type: ignore[method-assign, assignment]  # no fast path: check() runs
-    self.fasts = tuple(t.fast for t in items) if self.fast is not None else ()
-  def _items(self, v, c: _Pass):
-    """The row's items as a list or tuple (writing: the in-memory value's), or _BAD."""
-    if not c.reading:   # what reading makes, so that an image reads back equal to what was written
-      if type(v) is not self.make: return _BAD
-      return self.fields(v) if self.fields is not None else v
-    return v if type(v) is list and len(v) == self.n else _BAD
-  def fast(self, v, c: _Pass):
-    items = self._items(v, c)
-    if items is _BAD or len(items) != self.n: return _BAD
-    outer, c.row = c.row, items
-    for f, x in zip(self.fasts, items):
-      if f(x, c) is _BAD:
-        c.row = outer
-        return _BAD
-    c.row = outer
-    if not c.reading: return items
-    return self.make(*items) if self.fields is not None else self.make(items)
-  def conv(self, v, c: _Pass, at: str):
-    if not c.reading and type(v) is not self.make: c.fail(at, f"a {self.make.__name__}", v)
-    items = self._items(v, c)
-    if items is _BAD or len(items) != self.n: c.fail(at, f"a list of {self.n}", v)
-    outer, c.row = c.row, []
-    for i, (t, x) in enumerate(zip(self.items, items)): c.row.append(t.conv(x, c, f"{at}[{i}]"))
-    row, c.row = c.row, outer
-    if not c.reading: return row
-    return self.make(*row) if self.fields is not None else self.make(row)
-  def doc(self) -> str:
-    return "[" + ", ".join(f"{n}: {t.doc()}" if n else t.doc() for n, t in zip(self.names or ("",) * len(self.items), self.items)) + "]"
-
-class Map:
-  """A JSON object from names to values; a dict in memory."""
-  fast = None
-  def __init__(self, key: Str, val): self.key, self.val = key, val
-  def conv(self, v, c: _Pass, at: str):
-    if type(v) is not dict: c.fail(at, "an object", v)
-    key, val = self.key.conv, self.val.conv
-    return {key(k, c, _at(at, k)): val(x, c, _at(at, k)) for k, x in v.items()}
-
-class Obj:
-  """A JSON object with these keys, converted in this order (keys in `optional` may be absent); in memory a dict, or
-  an instance of `make` (an attrs class whose fields are the keys)."""
-  fast = None
-  def __init__(self, fields: dict, optional=(), make=None): self.fields, self.optional, self.make = fields, set(optional), make
-  def conv(self, v, c: _Pass, at: str):
-    if self.make is not None and not c.reading:
-      if type(v) is not self.make: c.fail(at or "the image", f"a {self.make.__name__}", v)
-      v = {k: getattr(v, k) for k in self.fields}
-    elif type(v) is not dict: c.fail(at or "the metadata", "an object", v)
-    for k in v:
-      if k not in self.fields: c.bad(f"{at or 'the metadata'} has a key `{k}`, not one of {_among(self.fields)}")
-    out = {}
-    for k, t in self.fields.items():
-      if k in v: out[k] = t.conv(v[k], c, _at(at, k))
-      elif k not in self.optional: c.bad(f"{at or 'the metadata'} has no `{k}`")
-    return self.make(**out) if self.make is not None and c.reading else out
-
-def Rec(cls, **fields) -> Obj:
-  """An attrs class as a JSON object: every field declared, in conversion order; fields with a default may be absent."""
-  assert list(sorted(fields)) == sorted(f.name for f in attrs.fields(cls)), cls
-  return Obj(fields, {f.name for f in attrs.fields(cls) if f.default is not attrs.NOTHING}, cls)
-
-class Variant:
-  """An object whose `tag` key picks its shape (each shape an Obj that declares the tag too)."""
-  fast = None
-  def __init__(self, tag: str, shapes: dict): self.tag, self.shapes = tag, shapes
-  def conv(self, v, c: _Pass, at: str):
-    if type(v) is not dict: c.fail(at, "an object", v)
-    if self.tag not in v: c.bad(f"{at} has no `{self.tag}`")
-    Str(tuple(self.shapes)).conv(v[self.tag], c, _at(at, self.tag))
-    return self.shapes[v[self.tag]].conv(v, c, at)
+    super().__init__(reading)
+    self.data, self.ndw = data, 0
+  def error(self, e: Invalid) -> ImageError:
+    return ImageError(f"{'corrupt image metadata' if self.reading else 'cannot write image metadata'}: {super().error(e)}")
 
 class Blob:
   """Bytes in the data part; JSON [offset, length] (each piece starts 8-byte aligned)."""
@@ -412,30 +245,6 @@ IMAGE = Rec(Image,
                    optional=("rtol", "atol"))),
   rewrites=List(Row(tuple, Int(1, U32_MAX, "launch 1.."), ADDR, Blob(), names=("launch", "address", "bytes"))))
 
-def _describe(t, ind: str) -> tuple:
-  """(the one-line head of type t, the lines of its keys below it, indented by `ind` + 2)."""
-  sub = ind + "  "
-  if isinstance(t, Obj):
-    body = []
-    for k, ft in t.fields.items():
-      head, lines = _describe(ft, sub)
-      body += [f"{sub}{k}{' (optional)' * (k in t.optional)}: {head}"] + lines
-    return "object", body
-  if isinstance(t, Variant):
-    body = []
-    for name, shape in t.shapes.items():
-      head, lines = _describe(Obj({k: v for k, v in shape.fields.items() if k != t.tag}), sub)
-      body += [f"{sub}{t.tag} = {name}: {head}"] + lines
-    return f"object by `{t.tag}`", body
-  if isinstance(t, (List, Opt)):
-    head, lines = _describe(t.t, ind)
-    return f"{'list of' if isinstance(t, List) else 'null or'} {head}", lines
-  if isinstance(t, Map):
-    head, lines = _describe(t.val, ind)
-    return f"object of {t.key.doc()}: {head}", lines
-  return t.doc(), []
-
 def describe() -> str:
   """IMAGE as text: one line per key, nested keys indented (docs/amd.md holds it; a test keeps the two equal)."""
-  head, lines = _describe(IMAGE, "")
-  return "\n".join(line[2:] for line in lines) + "\n"
+  return schema.describe(IMAGE)

@@ -5,7 +5,7 @@ statically; this is where `compile` and the runtime place things inside them."""
 import attrs
 from ..ir import DEVICE_WINDOW, MEMORY_WINDOW, NV_WINDOW_BASE, NV_DEVICE_WINDOW
 
-__all__ = ["SIGNAL_SLOT", "TIMESTAMP_OFFSET", "HOST_BASE", "Windows", "WINDOWS", "kernarg_layout"]
+__all__ = ["SIGNAL_SLOT", "TIMESTAMP_OFFSET", "HOST_BASE", "Windows", "WINDOWS", "kernarg_layout", "kernargs_region"]
 
 # a signal's slot: its value (u64, 32 bits used) at +0, a `timestamp`'s GPU clock (u64) at +TIMESTAMP_OFFSET
 SIGNAL_SLOT, TIMESTAMP_OFFSET = 16, 8
@@ -42,3 +42,8 @@ def kernarg_layout(params) -> tuple:
     offs.append(top)
     top += n
   return offs, top
+
+def kernargs_region(queue: str, index: int) -> str:
+  """The name of the kernel-argument region of the exec at `index` of `queue`'s body (compile names it, a replay
+  finds the block a race on an exec's kernel arguments is about by it)."""
+  return f"{queue}.kernargs.{index}"
