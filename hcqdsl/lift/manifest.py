@@ -9,13 +9,13 @@ import attrs
 from ..ir import Program
 from ..target.image import Image, MAGIC
 from .image import lift_image, write_code_objects
-from .schema import (Manifest, MQueue, ManifestError, load_manifest, too_deep, MANIFEST_KIND, MANIFEST_VERSION, READABLE_VERSIONS,
+from .schema import (Manifest, MQueue, ManifestError, load_manifest, MANIFEST_KIND, MANIFEST_VERSION, READABLE_VERSIONS,
                      LAUNCH_VAR)
 from .raw import lift_raw
 from .captured import lift_capture, LIFT_RTOL, LIFT_ATOL
 from . import nv_capture
 
-__all__ = ["lift_manifest", "load_manifest", "lift_file", "Manifest", "MQueue", "ManifestError", "too_deep", "MANIFEST_KIND",
+__all__ = ["lift_manifest", "load_manifest", "lift_file", "Manifest", "MQueue", "ManifestError", "MANIFEST_KIND",
            "MANIFEST_VERSION", "READABLE_VERSIONS", "LAUNCH_VAR", "LIFT_RTOL", "LIFT_ATOL"]
 
 def lift_manifest(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:

@@ -8,8 +8,9 @@ from typing import NoReturn, Optional
 import attrs
 from ..ir import TARGETS, KEYWORDS, U32_MAX, DEVICE_INDEX_MAX
 from ..amd.disasm import read_raw
+from ..schema import too_deep
 
-__all__ = ["Manifest", "MQueue", "ManifestError", "Field", "MANIFEST", "load_manifest", "encode", "describe", "too_deep",
+__all__ = ["Manifest", "MQueue", "ManifestError", "Field", "MANIFEST", "load_manifest", "encode", "describe",
            "MANIFEST_KIND", "MANIFEST_VERSION", "READABLE_VERSIONS", "MAX_QUEUE_FILE", "LAUNCH_VAR", "U64"]
 
 U64 = (1 << 64) - 1
@@ -217,21 +218,6 @@ def _raw_dwords(b: bytes) -> list:
   qs = read_raw(b)
   if len(qs) != 1: raise ValueError(f"holds {len(qs)} queues (`queue NAME ...:` lines); give one queue's dwords")
   return qs[0][3]
-
-_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
-
-def too_deep(text: str, limit: int = 500) -> str:
-  """`LINE:COLUMN` of the first bracket nested more than `limit` deep in JSON text (where json.loads gave up with a
-  RecursionError, or near it)."""
-  depth = 0
-  for m in _JSON_TOKEN.finditer(text):
-    c = m[0]
-    if c in "[{": depth += 1
-    elif c in "]}": depth -= 1
-    if depth > limit:
-      i = m.start()
-      return f"{text.count(chr(10), 0, i) + 1}:{i - text.rfind(chr(10), 0, i)}"
-  return "1:1"
 
 def _parse(source, file: Optional[str]) -> tuple:
   """(JSON, file name for messages, directory `file` paths are relative to) of a path, JSON text or a dict."""
