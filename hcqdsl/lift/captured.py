@@ -6,16 +6,15 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Host, Expect, Wait, SignalWrite, Submit, HostWrite,
-                  Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, timeline_of)
+                  Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, timeline_of)
 from ..target.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
 from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
-from ..amd.pm4 import DATA_SEL_CLOCK
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
-from .packets import (group_packets, signal_addrs, written_range, polled_range, kernarg_at, hexname, epochs, ident, field_at, address_at, per_launch,
-                      ADDRESS)
+from ..amd.meaning import signal_addrs, meaning, kernarg_at, field_at, address_at, per_launch, program_address, PGM_REG, USER_DATA_REG
+from .packets import group_packets, hexname, epochs, ident
 
 __all__ = ["lift_capture", "CaptureLift", "Submission", "Memory", "Access", "Dispatch", "LIFT_RTOL", "LIFT_ATOL"]
 
@@ -169,14 +168,14 @@ class CaptureLift:
         if p.name == "COPY_LINEAR":
           for field, reads in (("src_addr_31_0", True), ("dst_addr_31_0", False)):
             self.use(s.addrs(p, field), p.fields["count"] + 1, s.step, p.offset, reads)
-        elif (w := written_range(p)) is not None: self.use(s.addrs(p, ADDRESS[p.name]), w[1], s.step, p.offset, False)   # a `write`: a buffer's bytes
-        elif polled_range(p) is not None: self.use(s.addrs(p, ADDRESS[p.name]), POLL_SIZE, s.step, p.offset, True)   # a `poll`: a buffer's word
+        elif (m := meaning(p)) is not None and m.kind in ("write", "poll"):   # a `write`'s bytes, a `poll`'s word: a buffer's
+          self.use(s.addrs(p, m.addr_field), m.size, s.step, p.offset, m.kind == "poll")
         elif p.name == "SET_SH_REG": regs[p.fields["reg"]] = p
         elif p.name == "DISPATCH_DIRECT":
-          pgm, user = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0")
+          pgm, user = regs.get(PGM_REG), regs.get(USER_DATA_REG)
           if pgm is None or user is None or len(user.fields["values"]) < 2: continue
           uo = kernarg_at(user)
-          prog = ((pgm.fields["values"][1] << 32) | pgm.fields["values"][0]) << 8
+          prog = program_address(pgm.fields["values"])
           self.found.append((s, prog, [d[uo] | (d[uo + 1] << 32) for d in s.per], p.offset))
 
   def kernel_arguments(self) -> None:
@@ -245,7 +244,7 @@ class CaptureLift:
     # a signal only a timestamp names is the slot before the clock's memory (`timestamp s` writes s's timestamp slot,
     # TIMESTAMP_OFFSET on): named after the memory the clock goes to (hcq2's profile buffers, HCQSignal.timestamp_addr)
     def stamp(p):
-      return (p.name == "RELEASE_MEM" and p.fields.get("data_sel") == DATA_SEL_CLOCK) or p.name == "TIMESTAMP_GET_GLOBAL"
+      return (m := meaning(p)) is not None and m.kind == "timestamp"
     stamped = {a for s in self.subs for p in s.packets if not p.raw and stamp(p) for a in signal_addrs(p)}
     synced = {a for s in self.subs for p in s.packets if not stamp(p) for a in signal_addrs(p)} | \
              {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
@@ -508,7 +507,7 @@ class CaptureLift:
     out, regs = [], {}
     for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
       if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
-      extra = tuple(regs.get("regCOMPUTE_PGM_LO", ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
+      extra = tuple(regs.get(PGM_REG, ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
       out.append((p.name, extra))
     return ("submit", e["queue"], tuple(out))
 

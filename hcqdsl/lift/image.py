@@ -14,9 +14,9 @@ from ..target.image import Image, QueueImage
 from ..target.layout import TIMESTAMP_OFFSET
 from ..target.lifting import Unliftable, signal_at, buffer_slice
 from ..amd.disasm import decoder
-from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_CLOCK
+from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_CLOCK
+from ..amd.meaning import meaning, field_at, program_address, kernarg_address, PGM_REG, USER_DATA_REG
 from ..nv import lift as nv_lift
-from .packets import field_at, DATA_BYTES
 
 __all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
            "lifted_program", "trimmed_data", "attach_comments", "LIFTERS", "QueueLifter"]
@@ -52,7 +52,7 @@ def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
 
 class _Group:
   """Lifts one group of packets of queue `q`; a dword the queue patches per launch is its var's expression. Where a
-  field sits in its packet is the decoders' (packets.field_at), as the patch table's offsets are."""
+  field sits in its packet is the decoders' (amd.meaning.field_at), as the patch table's offsets are."""
   def __init__(self, img: Image, q: QueueImage, engine: str):
     self.img, self.q, self.engine, self.patches = img, q, engine, {p.offset: p for p in q.patches}
 
@@ -69,10 +69,10 @@ class _Group:
     if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1:
       return [self.wait(pk[0], f[0]["addr"], "reference", f[0]["function"], f[0]["mask"])]
     if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
-    if names == ["RELEASE_MEM"] and f[0]["data_sel"] in DATA_BYTES and not f[0].get("cache_action") and not f[0].get("int_sel"):
-      return self.write(pk[0], f[0]["addr"], DATA_BYTES[f[0]["data_sel"]], "addr_lo", "data_lo")   # no cache action: HWQueue.write
-    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == DATA_SEL_32:
-      return [SignalWrite(Ref(self.sig(f[0]["addr"])), self.expr(self.at(pk[0], "data_lo"), f[0]["data_lo"]))]
+    m = meaning(pk[0]) if len(pk) == 1 else None
+    if m is not None and m.kind == "write": return self.write(pk[0], m)   # RELEASE_MEM with no cache action: HWQueue.write
+    if m is not None and m.kind == "signal" and names == ["RELEASE_MEM"]:
+      return [SignalWrite(Ref(self.sig(m.addr)), self.expr(self.at(pk[0], m.value_field), m.value))]
     if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == DATA_SEL_CLOCK:
       return [Timestamp(Ref(self.sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
     # hcq2's timestamp (extra/hcq2/ops_amd2.py pm4_timestamp): the GPU clock by one RELEASE_MEM, no cache action
@@ -86,8 +86,7 @@ class _Group:
     if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [self.wait(pk[0], f[0]["addr"], "value", f[0]["func"], f[0]["mask"])]
     if names == ["FENCE"]: return [SignalWrite(Ref(self.sig(f[0]["addr"])), self.expr(self.at(pk[0], "data"), f[0]["data"]))]
     if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(self.sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
-    if names == ["WRITE_UNTILED"] and f[0]["count"] in (0, 1):
-      return self.write(pk[0], f[0]["dst_addr"], 4 * (f[0]["count"] + 1), "dst_addr_31_0", "data0")
+    if len(pk) == 1 and (m := meaning(pk[0])) is not None and m.kind == "write": return self.write(pk[0], m)
     if names and all(n == "COPY_LINEAR" for n in names):
       size, img = sum(x["count"] + 1 for x in f), self.img
       s = buffer_slice(img, f[0]["src_addr"], size, self.at(pk[0], "src_addr_31_0") in self.patches)
@@ -120,21 +119,21 @@ class _Group:
     if (name := signal_at(self.img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
     return name
 
-  def write(self, p, addr: int, size: int, addr_field: str, value_field: str) -> list:
-    """`write`: a store into a buffer (tinygrad's HWQueue.write); a signal's memory is no buffer."""
-    sl = buffer_slice(self.img, addr, size, self.at(p, addr_field) in self.patches)
-    if sl is None: raise Unliftable(f"{size}-byte write to {addr:#x}, which is in no buffer")
-    return [Write(sl, self.expr(self.at(p, value_field), p.fields[value_field]))]
+  def write(self, p, m) -> list:
+    """`write`: a store into a buffer (tinygrad's HWQueue.write; `m` its amd.meaning.Meaning); a signal's memory is no buffer."""
+    sl = buffer_slice(self.img, m.addr, m.size, self.at(p, m.addr_field) in self.patches)
+    if sl is None: raise Unliftable(f"{m.size}-byte write to {m.addr:#x}, which is in no buffer")
+    return [Write(sl, self.expr(self.at(p, m.value_field), m.value))]
 
   def exec(self, pk: list) -> Exec:
     """An `exec`: the program and kernel arguments from its SET_SH_REGs, the grid from DISPATCH_DIRECT, the
     workgroup size from COMPUTE_NUM_THREAD_X..Z (the values after COMPUTE_START_X..Z)."""
     img, regs = self.img, {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
-    pgm, user, start = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0"), regs.get("regCOMPUTE_START_X")
+    pgm, user, start = regs.get(PGM_REG), regs.get(USER_DATA_REG), regs.get("regCOMPUTE_START_X")
     if not pgm or not user or len(user) < 2 or not start or len(start) < 6: raise Unliftable("dispatch without program/user data")
-    prog = ((pgm[1] << 32) | pgm[0]) << 8
+    prog = program_address(pgm)
     k = next((k for k in img.kernels if k["prog_addr"] == prog), None)
-    ka = (user[-1] << 32) | user[-2]
+    ka = kernarg_address(user)
     kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
     if k is None or kr is None: raise Unliftable(f"dispatch of unknown program {prog:#x}")
     d = next(p for p in pk if p.name == "DISPATCH_DIRECT")

@@ -10,7 +10,8 @@ from ..target.image import Image, QueueImage, Patch, Region
 from ..target.lifting import Unliftable
 from .image import lift_group, lift_statements, queue_decl, lifted_program
 from .schema import Manifest, LAUNCH_VAR
-from .packets import group_packets, signal_addrs, written_range, polled_range, dispatch, Mem, follow, hexname, epochs
+from ..amd.meaning import signal_addrs, written_range, polled_range, dispatch, splice
+from .packets import group_packets, Mem, hexname, epochs
 
 __all__ = ["lift_raw", "RawLift", "Stream", "Plan", "HostStep"]
 
@@ -79,11 +80,11 @@ class RawLift:
 
   def scan(self) -> None:
     """Decode each stream once (`decoded`: its statement groups) and collect what it names: signals, the byte ranges
-    copies, writes and polls touch (`copies`), the dispatches (program, kernarg address)."""
+    copies, writes and polls touch (`copies`), the dispatches (amd.meaning's `Dispatch`)."""
     self.decoded, self.sig_addrs, self.copies, self.dispatches = {}, list(self.m.signals), [], []
     for q in self.m.queues:
       if q.name not in self.stream: continue
-      self.decoded[q.name] = groups = group_packets(follow(self.stream[q.name].dwords, q.engine, q.target, self.mem), q.engine)
+      self.decoded[q.name] = groups = group_packets(splice(self.stream[q.name].dwords, q.engine, q.target, self.mem.read), q.engine)
       for g in groups:
         for p in g: self.sig_addrs += signal_addrs(p)
         if g and g[0].name == "COPY_LINEAR" and not g[0].raw:
@@ -108,8 +109,8 @@ class RawLift:
     pointers, overlapping ranges merged; `kargs`: kernarg address -> (program, its pointers)."""
     ranges = [(b["addr"], b["addr"] + b["size"], b) for b in self.m.buffers] + [(a, a + n, None) for a, n in self.copies if n]
     self.kargs: dict = {}
-    for prog, ka in self.dispatches:
-      if ka not in self.kargs: self.kargs[ka] = (prog, self.pointers(prog, ka, ranges))
+    for d in self.dispatches:
+      if d.kernargs not in self.kargs: self.kargs[d.kernargs] = (d.program, self.pointers(d.program, d.kernargs, ranges))
     for _, ptrs in self.kargs.values():
       ranges += [(w, w + 1, None) for w in ptrs if not any(lo <= w < hi for lo, hi, _ in ranges)]
     merged: list = []

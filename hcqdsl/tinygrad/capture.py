@@ -12,12 +12,10 @@ from __future__ import annotations
 import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, re, sys, traceback, types
 from typing import Optional
 import attrs
-from ..ir import U32_MAX, POLL_SIZE
+from ..ir import U32_MAX
 from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
-from ..amd.pm4 import FUNC_EQ, DATA_SEL_CLOCK
-from ..target.layout import TIMESTAMP_OFFSET
-from ..lift.packets import DATA_BYTES
+from ..amd.meaning import meaning, dispatch, splice, SIGNAL_MEMORY, STORES
 
 __all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
 
@@ -217,48 +215,28 @@ class Capture:
             "shape": [int(x) if isinstance(x, int) else str(x) for x in shape]}
 
   # ---- packets: what a submission reads and writes
-  def _expand(self, dw: list, engine: str, target: str, depth: int = 0) -> list:
+  def _expand(self, dw: list, engine: str, target: str) -> list:
     """The dwords the engine executes: indirect buffers read from memory and spliced in place of their packet."""
-    dec = (_pm4 if engine == "compute" else _sdma).decoder(target)
-    out = []
-    for p in dec.decode(dw):
-      f = p.fields
-      if p.name in ("INDIRECT_BUFFER", "INDIRECT") and not p.raw and depth < 3 and f.get("ib_base") is not None:
-        b = self.read(f["ib_base"], 4 * f["ib_size"])
-        if b is not None and len(b) == 4 * f["ib_size"]:
-          out += self._expand(list(memoryview(b).cast("I")), engine, target, depth + 1)
-          continue
-      out += list(p.dwords)
-    return out
+    return [d for p in splice(dw, engine, target, self.read) for d in p.dwords]
 
   def _scan(self, dw: list, engine: str, target: str, step: int) -> dict:
     """Signals, kernel arguments and buffers the dwords refer to; records their values/contents as of now."""
     dec = (_pm4 if engine == "compute" else _sdma).decoder(target)
     sigs: dict = {}
-    regs: dict = {}
+    regs: dict = {}   # register -> the SET_SH_REG that set it last
     for p in dec.decode(dw):
       if p.raw: continue
-      f, n = p.fields, p.name
-      addr = None
-      if n == "WAIT_REG_MEM" and f.get("mem_space") == 1 and f.get("function") == FUNC_EQ:   # poll_bit: a buffer's word
-        if self.use(f["addr"]) is not None and self.contents: self.remember(f["addr"], POLL_SIZE, step)
-      elif n == "WAIT_REG_MEM" and f.get("mem_space") == 1: addr = f["addr"]
-      elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel"):
-        self.use(f["addr"])   # HWQueue.write: a store into a buffer, no signal
-      elif n == "WRITE_UNTILED": self.use(f["dst_addr"])
-      elif n == "RELEASE_MEM" and f.get("data_sel") in DATA_BYTES: addr = f["addr"]
-      elif n == "RELEASE_MEM" and f.get("data_sel") == DATA_SEL_CLOCK: addr = f["addr"] - TIMESTAMP_OFFSET   # a timestamp's signal
-      elif n in ("POLL_REGMEM",) and f.get("mem_poll") == 1: addr = f["addr"]
-      elif n == "FENCE": addr = f["addr"]
-      elif n == "TIMESTAMP_GET_GLOBAL": addr = f["write_addr"] - TIMESTAMP_OFFSET
-      elif n == "COPY_LINEAR":
+      f, m, addr = p.fields, meaning(p), None
+      if m is not None and m.kind == "poll":   # poll_bit: a buffer's word
+        if self.use(m.addr) is not None and self.contents: self.remember(m.addr, m.size, step)
+      elif m is not None and m.kind in STORES: self.use(m.addr)   # HWQueue.write: a store into a buffer, no signal
+      elif m is not None and m.kind in SIGNAL_MEMORY: addr = m.addr
+      elif p.name == "COPY_LINEAR":
         size = f["count"] + 1
         for a in (f["src_addr"], f["dst_addr"]):
           if self.use(a) is not None and self.contents: self.remember(a, size, step)
-      elif n == "SET_SH_REG": regs[f["reg"]] = f["values"]
-      elif n == "DISPATCH_DIRECT":
-        pgm, user = regs.get("regCOMPUTE_PGM_LO"), regs.get("regCOMPUTE_USER_DATA_0")
-        if pgm and len(pgm) >= 2 and user and len(user) >= 2: self._dispatch((((pgm[1] << 32) | pgm[0]) << 8), (user[-1] << 32) | user[-2], step)
+      elif p.name == "SET_SH_REG": regs[f["reg"]] = p
+      elif p.name == "DISPATCH_DIRECT" and (d := dispatch([*regs.values(), p])) is not None: self._dispatch(d.program, d.kernargs, step)
       if addr is not None and addr not in sigs:
         if addr not in self.signals and self.allocs.find(addr) is None: continue
         if addr not in self.signals: self.register_signal(addr)

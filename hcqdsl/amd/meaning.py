@@ -1,0 +1,186 @@
+"""What AMD's packets mean, stated once: for each decoded PM4 or SDMA packet, which statement kind it is (wait, signal,
+write, poll, timestamp, indirect buffer, barrier; a dispatch from the registers its SET_SH_REGs set) and where its
+fields sit. Every consumer (capture, the lifts, the emulator's engine, the RDNA3 executor) asks this module; none
+re-derives a packet's meaning from its fields. The rules are a table (`MEANINGS`), first match per packet wins."""
+from __future__ import annotations
+import functools, struct
+from typing import Callable, Optional
+import attrs
+from ..ir import U32_MAX, POLL_SIZE
+from ..target.layout import TIMESTAMP_OFFSET
+from .pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_64, DATA_SEL_CLOCK
+from .disasm import decoder
+from . import pm4, sdma
+
+__all__ = ["Meaning", "Rule", "Dispatch", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "STORES", "DATA_BYTES", "PER_LAUNCH",
+           "meaning", "field_at", "address_at", "per_launch", "signal_addrs", "written_range", "polled_range", "program_address",
+           "kernarg_address", "kernarg_at", "dispatch", "splice", "IB_DEPTH"]
+
+DATA_BYTES = {DATA_SEL_32: 4, DATA_SEL_64: 8}   # what a RELEASE_MEM of that data_sel stores
+
+# the kinds a packet may mean; `compare` (a memory wait that is no `wait` nor `poll`: another function or a mask) and
+# `release` (a 64-bit store with a cache action) are no .hcq statement, `store` is an SDMA WRITE longer than a `write`
+KINDS = ("wait", "signal", "write", "poll", "timestamp", "indirect", "barrier", "compare", "release", "store")
+SIGNALS = ("wait", "signal", "timestamp")   # the kinds that name a signal, as the lifts classify them
+# what capture records as a signal's memory (its value read before the GPU runs): a superset of SIGNALS, so that what
+# the lifters later classify was recorded
+SIGNAL_MEMORY = SIGNALS + ("compare", "release")
+STORES = ("write", "store")                 # the kinds that store into memory a buffer may hold (capture records its use)
+
+@attrs.frozen
+class Rule:
+  """One row of MEANINGS: `packet` means `kind` when `when(fields)`; its address in field `addr` (the decoder's joined
+  64-bit field, `addr_lo` the dword of its low half), the value compared or stored in `value`, `size(fields)` bytes."""
+  packet: str
+  kind: str
+  when: Callable[[dict], bool]
+  addr: Optional[str] = None
+  addr_lo: Optional[str] = None
+  value: Optional[str] = None
+  size: Callable[[dict], int] = lambda f: 0
+  bias: int = 0          # subtracted from the address: a timestamp's clock sits TIMESTAMP_OFFSET into its signal's slot
+
+def _mem_wait(f: dict) -> bool: return f.get("mem_space") == 1
+def _plain_store(f: dict) -> bool: return f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel")
+def _four(f: dict) -> int: return 4
+
+MEANINGS: tuple = (
+  # PM4 (compute queues)
+  Rule("WAIT_REG_MEM", "poll", lambda f: _mem_wait(f) and f.get("function") == FUNC_EQ, "addr", "addr_lo", "reference", lambda f: POLL_SIZE),
+  Rule("WAIT_REG_MEM", "wait", lambda f: _mem_wait(f) and f.get("function") == FUNC_GE and f.get("mask") == U32_MAX, "addr", "addr_lo",
+       "reference", _four),
+  Rule("WAIT_REG_MEM", "compare", _mem_wait, "addr", "addr_lo", "reference", _four),
+  Rule("WAIT_REG_MEM", "barrier", lambda f: f.get("mem_space") == 0),   # the HDP flush's done register, then ACQUIRE_MEM
+  Rule("RELEASE_MEM", "write", _plain_store, "addr", "addr_lo", "data_lo", lambda f: DATA_BYTES[f["data_sel"]]),   # HWQueue.write
+  Rule("RELEASE_MEM", "signal", lambda f: f.get("data_sel") == DATA_SEL_32, "addr", "addr_lo", "data_lo", _four),
+  Rule("RELEASE_MEM", "release", lambda f: f.get("data_sel") == DATA_SEL_64, "addr", "addr_lo", "data_lo", lambda f: 8),
+  Rule("RELEASE_MEM", "timestamp", lambda f: f.get("data_sel") == DATA_SEL_CLOCK, "addr", "addr_lo", None, lambda f: 8, TIMESTAMP_OFFSET),
+  Rule("INDIRECT_BUFFER", "indirect", lambda f: True, "ib_base", "ib_base_lo", None, lambda f: 4 * f["ib_size"]),
+  # SDMA (copy queues)
+  Rule("POLL_REGMEM", "wait", lambda f: f.get("mem_poll") == 1 and f.get("func") == FUNC_GE and f.get("mask") == U32_MAX, "addr",
+       "addr_31_0", "value", _four),
+  Rule("POLL_REGMEM", "compare", lambda f: f.get("mem_poll") == 1, "addr", "addr_31_0", "value", _four),
+  Rule("FENCE", "signal", lambda f: True, "addr", "addr_31_0", "data", _four),
+  Rule("TIMESTAMP_GET_GLOBAL", "timestamp", lambda f: True, "write_addr", "write_addr_31_3", None, lambda f: 8, TIMESTAMP_OFFSET),
+  Rule("WRITE_UNTILED", "write", lambda f: f.get("count") in (0, 1), "dst_addr", "dst_addr_31_0", "data0", lambda f: 4 * (f["count"] + 1)),
+  Rule("WRITE_UNTILED", "store", lambda f: True, "dst_addr", "dst_addr_31_0", "data0", lambda f: 4 * (f["count"] + 1)),
+  Rule("INDIRECT", "indirect", lambda f: True, "ib_base", "ib_base_31_0", None, lambda f: 4 * f["ib_size"]),
+)
+assert {r.kind for r in MEANINGS} <= set(KINDS)
+_BY_PACKET: dict = {}
+for _r in MEANINGS: _BY_PACKET.setdefault(_r.packet, []).append(_r)
+
+@attrs.frozen
+class Meaning:
+  """What one packet means: its kind, the address it waits on, stores to, reads or points at (a timestamp: its
+  signal's), the bytes there, the value it compares or stores, and the fields holding the address's low dword and the
+  value (a decoder's names, for field_at)."""
+  kind: str
+  addr: Optional[int] = None
+  size: int = 0
+  value: Optional[int] = None
+  addr_field: Optional[str] = None
+  value_field: Optional[str] = None
+
+def meaning(p) -> Optional[Meaning]:
+  """What packet `p` (a decoded PM4 or SDMA packet) means, by MEANINGS; None: nothing a statement says."""
+  if p.raw: return None
+  f = p.fields
+  for r in _BY_PACKET.get(p.name, ()):
+    if r.when(f):
+      a = f.get(r.addr) if r.addr else None
+      return Meaning(r.kind, None if a is None else a - r.bias, r.size(f), f.get(r.value) if r.value else None, r.addr_lo, r.value)
+  return None
+
+# ---- where a packet's fields sit: from the decoders' layouts (pm4.py's specs, sdma.py's from tinygrad's headers)
+
+@functools.cache
+def field_at(engine: str, target: str, packet: str, field: str) -> int:
+  """The dword (0: the header) of `packet` that holds `field` (a decoder's name: `addr_lo`, `src_addr_31_0`, ...)."""
+  return pm4.field_at(packet, field) if engine == "compute" else sdma.field_at(decoder(engine, target).layouts, packet, field)
+
+def address_at(engine: str, target: str, p, field: Optional[str] = None) -> int:
+  """The dword offset of packet `p`'s address (`field`: which one, by default its meaning's) in the stream it was decoded from."""
+  if field is None and (m := meaning(p)) is not None: field = m.addr_field
+  if field is None: raise ValueError(f"{p.name} names no address")
+  return p.offset + field_at(engine, target, p.name, field)
+
+# the dwords of a packet that a launch may change, by field: a value (a signal's, a write's, a launch dim), which the
+# lift writes as `launch + c` or a listed var, or the low dword of an address the host patches per launch (a copy's
+# source or destination: a `rebound` buffer)
+PER_LAUNCH = {"WAIT_REG_MEM": {"reference": "value"}, "RELEASE_MEM": {"data_lo": "value"}, "POLL_REGMEM": {"value": "value"},
+              "FENCE": {"data": "value"}, "WRITE_UNTILED": {"data0": "value"},
+              "DISPATCH_DIRECT": {"dim_x": "value", "dim_y": "value", "dim_z": "value"},
+              "COPY_LINEAR": {"src_addr_31_0": "address", "dst_addr_31_0": "address"}}
+
+def per_launch(engine: str, target: str, packet: str) -> list:
+  """[(dword in the packet, "value" | "address")] of PER_LAUNCH's fields of `packet`."""
+  return [(field_at(engine, target, packet, f), role) for f, role in PER_LAUNCH.get(packet, {}).items()]
+
+# ---- the questions the lifts ask of one packet
+
+def signal_addrs(p) -> list:
+  """The signals a packet waits on or writes (a `timestamp`'s: the signal whose slot the clock goes to)."""
+  m = meaning(p)
+  return [m.addr] if m is not None and m.kind in SIGNALS else []
+
+def written_range(p) -> Optional[tuple]:
+  """(address, bytes) a `write` packet stores (tinygrad's HWQueue.write: RELEASE_MEM with no cache action, SDMA WRITE)."""
+  m = meaning(p)
+  return (m.addr, m.size) if m is not None and m.kind == "write" else None
+
+def polled_range(p) -> Optional[tuple]:
+  """(address, 4) of the word a `poll` packet reads (tinygrad's poll_bit: WAIT_REG_MEM, memory, function `==`)."""
+  m = meaning(p)
+  return (m.addr, m.size) if m is not None and m.kind == "poll" else None
+
+# ---- dispatches: the program at COMPUTE_PGM_LO/HI (address >> 8), the kernel arguments at the pointer in the last two
+# COMPUTE_USER_DATA registers (tinygrad puts it after the dispatch packet's and the scratch's words)
+
+PGM_REG, USER_DATA_REG = "regCOMPUTE_PGM_LO", "regCOMPUTE_USER_DATA_0"
+
+@attrs.frozen
+class Dispatch:
+  """A DISPATCH_DIRECT's program address and kernel-argument address."""
+  program: int
+  kernargs: int
+
+def program_address(pgm) -> int:
+  """The program address COMPUTE_PGM_LO, COMPUTE_PGM_HI (`pgm`: their two values) hold."""
+  return ((pgm[1] << 32) | pgm[0]) << 8
+
+def kernarg_address(user) -> int:
+  """The kernel-argument address in COMPUTE_USER_DATA_* (`user`: the values set, the pointer in the last two)."""
+  return (user[-1] << 32) | user[-2]
+
+def kernarg_at(user_data) -> int:
+  """The dword offset of the kernel-argument pointer (lo, hi) in the SET_SH_REG packet of COMPUTE_USER_DATA_0."""
+  return user_data.offset + user_data.length - 2
+
+def dispatch(g: list) -> Optional[Dispatch]:
+  """The dispatch of a group of packets (its SET_SH_REGs, then DISPATCH_DIRECT); None when it has none or lacks the
+  registers. With `g` a prefix of a stream, the registers as of its last packet."""
+  regs = {p.fields["reg"]: p.fields["values"] for p in g if p.name == "SET_SH_REG" and not p.raw}
+  pgm, user = regs.get(PGM_REG), regs.get(USER_DATA_REG)
+  if not any(p.name == "DISPATCH_DIRECT" for p in g) or not pgm or len(pgm) < 2 or not user or len(user) < 2: return None
+  return Dispatch(program_address(pgm), kernarg_address(user))
+
+# ---- indirect buffers: their packets spliced in place of the INDIRECT_BUFFER / INDIRECT packet, as the engine reads them
+
+IB_DEPTH = 3   # levels of indirect buffers followed below the ring (a deeper one stays a packet: a chain that loops ends)
+
+def splice(dw: list, engine: str, target: str, read: Callable[[int, int], Optional[bytes]], depth: int = 0) -> list:
+  """The packets of `dw` with each indirect buffer whose bytes `read(addr, n)` gives spliced in (its packets keep the
+  offset of the IB packet, so a comment points at the ring); one it cannot read stays, with a note saying so."""
+  out = []
+  for p in decoder(engine, target).decode(dw):
+    m = meaning(p)
+    if m is None or m.kind != "indirect" or m.addr is None or depth >= IB_DEPTH:
+      out.append(p)
+      continue
+    b = read(m.addr, m.size)
+    if b is None or len(b) != m.size:
+      out.append(attrs.evolve(p, note=f"indirect buffer at {m.addr:#x} ({m.size // 4} dwords) is not in the manifest's memory"))
+      continue
+    out += [attrs.evolve(x, offset=p.offset) for x in splice(list(struct.unpack(f"<{len(b) // 4}I", b)), engine, target, read, depth + 1)]
+  return out
