@@ -71,7 +71,7 @@ class _Group:
     if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
     m = meaning(pk[0]) if len(pk) == 1 else None
     if m is not None and m.kind == "write": return self.write(pk[0], m)   # RELEASE_MEM with no cache action: HWQueue.write
-    if m is not None and m.kind == "signal" and names == ["RELEASE_MEM"]:
+    if m is not None and m.kind == "signal" and names == ["RELEASE_MEM"] and m.addr is not None and m.value_field and m.value is not None:
       return [SignalWrite(Ref(self.sig(m.addr)), self.expr(self.at(pk[0], m.value_field), m.value))]
     if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == DATA_SEL_CLOCK:
       return [Timestamp(Ref(self.sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]

@@ -227,10 +227,11 @@ class Capture:
     for p in dec.decode(dw):
       if p.raw: continue
       f, m, addr = p.fields, meaning(p), None
-      if m is not None and m.kind == "poll":   # poll_bit: a buffer's word
-        if self.use(m.addr) is not None and self.contents: self.remember(m.addr, m.size, step)
-      elif m is not None and m.kind in STORES: self.use(m.addr)   # HWQueue.write: a store into a buffer, no signal
-      elif m is not None and m.kind in SIGNAL_MEMORY: addr = m.addr
+      at = m.addr if m is not None else None
+      if m is not None and at is not None and m.kind == "poll":   # poll_bit: a buffer's word
+        if self.use(at) is not None and self.contents: self.remember(at, m.size, step)
+      elif m is not None and at is not None and m.kind in STORES: self.use(at)   # HWQueue.write: a store into a buffer, no signal
+      elif m is not None and m.kind in SIGNAL_MEMORY: addr = at
       elif p.name == "COPY_LINEAR":
         size = f["count"] + 1
         for a in (f["src_addr"], f["dst_addr"]):
