@@ -14,6 +14,7 @@ from ..ir import U32_MAX
 from ..amd import pm4, sdma
 from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
 from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
+from ..amd.meaning import program_address, kernarg_address
 from .cost import PACKET_COST, NOP_DWORD_COST, COPY_BYTES_PER_US, AMD_CLOCK_MHZ
 from .device import DeviceFault
 from .engine import EngineKind, Prepared, Length, fault
@@ -161,7 +162,7 @@ def _dispatch(e, a):
   """DISPATCH_DIRECT: the kernel at the program address COMPUTE_PGM_LO/HI hold (else the one the synthetic descriptor's
   marker names), on the kernel arguments the last two COMPUTE_USER_DATA registers point at."""
   regs, mem, m = e.regs, e.mem, e.m
-  prog = ((regs.get(e.R_PGM_LO + 1, 0) << 32) | regs.get(e.R_PGM_LO, 0)) << 8
+  prog = program_address((regs.get(e.R_PGM_LO, 0), regs.get(e.R_PGM_LO + 1, 0)))
   k = m.kernels.get(prog)
   if k is None:
     try: marker = mem.view(prog - ENTRY_OFFSET + 64, 64).tobytes()
@@ -172,7 +173,7 @@ def _dispatch(e, a):
                                     + (f" (marker names `{name}`)" if name else ""))
   n = e.ud_count
   if n < 2: raise DeviceFault("DISPATCH_DIRECT: no kernarg pointer in COMPUTE_USER_DATA")
-  ka = regs.get(e.R_UD + n - 2, 0) | regs.get(e.R_UD + n - 1, 0) << 32
+  ka = kernarg_address([regs.get(e.R_UD + i, 0) for i in range(n)])
   nt = e.codec.kind.num_thread
   e.call_kernel(k, ka, tuple(a[:3]), (regs.get(nt, 1), regs.get(nt + 1, 1), regs.get(nt + 2, 1)), a)
   return True

@@ -90,6 +90,7 @@ class AmdKernel:
 
   def machine(self, engine, a):
     from ...amd.targets import get_target
+    from ...amd.meaning import program_address
     regs, mem = engine.regs, engine.mem
     arch = engine.ring.arch
     t = get_target(arch)
@@ -100,7 +101,7 @@ class AmdKernel:
     dx, dy, dz, initiator = a
     if initiator & (1 << 5): raise DeviceFault(f"kernel `{self.name}`: DISPATCH_DIRECT with use_thread_dimensions is not supported")
     if not initiator & (1 << 15): raise DeviceFault(f"kernel `{self.name}`: wave64 dispatch of a wave32 executor (CS_W32_EN clear)")
-    entry = ((regs.get(engine.R_PGM_LO + 1, 0) << 32) | regs.get(engine.R_PGM_LO, 0)) << 8
+    entry = program_address((regs.get(engine.R_PGM_LO, 0), regs.get(engine.R_PGM_LO + 1, 0)))
     rsrc1, rsrc2 = regs.get(sh(gc.regCOMPUTE_PGM_RSRC1), 0), regs.get(sh(gc.regCOMPUTE_PGM_RSRC2), 0)
     block = [regs.get(sh(getattr(gc, f"regCOMPUTE_NUM_THREAD_{c}")), 1) & 0xFFFF for c in "XYZ"]
     nthreads = block[0] * block[1] * block[2]
