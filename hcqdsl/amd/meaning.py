@@ -20,7 +20,8 @@ DATA_BYTES = {DATA_SEL_32: 4, DATA_SEL_64: 8}   # what a RELEASE_MEM of that dat
 
 # the kinds a packet may mean; `compare` (a memory wait that is no `wait` nor `poll`: another function or a mask) and
 # `release` (a 64-bit store with a cache action) are no .hcq statement, `store` is an SDMA WRITE longer than a `write`
-KINDS = ("wait", "signal", "write", "poll", "timestamp", "indirect", "barrier", "compare", "release", "store")
+# `acquire` (ACQUIRE_MEM: caches invalidated) ends a barrier's, a timestamp's and a dispatch's packets
+KINDS = ("wait", "signal", "write", "poll", "timestamp", "indirect", "barrier", "compare", "release", "store", "acquire", "dispatch", "copy")
 SIGNALS = ("wait", "signal", "timestamp")   # the kinds that name a signal, as the lifts classify them
 # what capture records as a signal's memory (its value read before the GPU runs): a superset of SIGNALS, so that what
 # the lifters later classify was recorded
@@ -30,7 +31,8 @@ STORES = ("write", "store")                 # the kinds that store into memory a
 @attrs.frozen
 class Rule:
   """One row of MEANINGS: `packet` means `kind` when `when(fields)`; its address in field `addr` (the decoder's joined
-  64-bit field, `addr_lo` the dword of its low half), the value compared or stored in `value`, `size(fields)` bytes."""
+  64-bit field, `addr_lo` the dword of its low half), the value compared or stored in `value`, `size(fields)` bytes;
+  a memory wait's `mask` and compare `function` in those fields."""
   packet: str
   kind: str
   when: Callable[[dict], bool]
@@ -39,6 +41,10 @@ class Rule:
   value: Optional[str] = None
   size: Callable[[dict], int] = lambda f: 0
   bias: int = 0          # subtracted from the address: a timestamp's clock sits TIMESTAMP_OFFSET into its signal's slot
+  mask: Optional[str] = None
+  function: Optional[str] = None
+  src: Optional[str] = None      # a copy's source address (`addr` its destination), `src_lo` the dword of its low half
+  src_lo: Optional[str] = None
 
 def _mem_wait(f: dict) -> bool: return f.get("mem_space") == 1
 def _plain_store(f: dict) -> bool: return f.get("data_sel") in DATA_BYTES and not f.get("cache_action") and not f.get("int_sel")
@@ -46,24 +52,28 @@ def _four(f: dict) -> int: return 4
 
 MEANINGS: tuple = (
   # PM4 (compute queues)
-  Rule("WAIT_REG_MEM", "poll", lambda f: _mem_wait(f) and f.get("function") == FUNC_EQ, "addr", "addr_lo", "reference", lambda f: POLL_SIZE),
+  Rule("WAIT_REG_MEM", "poll", lambda f: _mem_wait(f) and f.get("function") == FUNC_EQ, "addr", "addr_lo", "reference", lambda f: POLL_SIZE,
+       mask="mask", function="function"),
   Rule("WAIT_REG_MEM", "wait", lambda f: _mem_wait(f) and f.get("function") == FUNC_GE and f.get("mask") == U32_MAX, "addr", "addr_lo",
-       "reference", _four),
-  Rule("WAIT_REG_MEM", "compare", _mem_wait, "addr", "addr_lo", "reference", _four),
+       "reference", _four, mask="mask", function="function"),
+  Rule("WAIT_REG_MEM", "compare", _mem_wait, "addr", "addr_lo", "reference", _four, mask="mask", function="function"),
   Rule("WAIT_REG_MEM", "barrier", lambda f: f.get("mem_space") == 0),   # the HDP flush's done register, then ACQUIRE_MEM
+  Rule("ACQUIRE_MEM", "acquire", lambda f: True),
   Rule("RELEASE_MEM", "write", _plain_store, "addr", "addr_lo", "data_lo", lambda f: DATA_BYTES[f["data_sel"]]),   # HWQueue.write
   Rule("RELEASE_MEM", "signal", lambda f: f.get("data_sel") == DATA_SEL_32, "addr", "addr_lo", "data_lo", _four),
   Rule("RELEASE_MEM", "release", lambda f: f.get("data_sel") == DATA_SEL_64, "addr", "addr_lo", "data_lo", lambda f: 8),
   Rule("RELEASE_MEM", "timestamp", lambda f: f.get("data_sel") == DATA_SEL_CLOCK, "addr", "addr_lo", None, lambda f: 8, TIMESTAMP_OFFSET),
+  Rule("DISPATCH_DIRECT", "dispatch", lambda f: True),   # its program and kernel arguments: dispatch(), from the registers set before it
   Rule("INDIRECT_BUFFER", "indirect", lambda f: True, "ib_base", "ib_base_lo", None, lambda f: 4 * f["ib_size"]),
   # SDMA (copy queues)
   Rule("POLL_REGMEM", "wait", lambda f: f.get("mem_poll") == 1 and f.get("func") == FUNC_GE and f.get("mask") == U32_MAX, "addr",
-       "addr_31_0", "value", _four),
-  Rule("POLL_REGMEM", "compare", lambda f: f.get("mem_poll") == 1, "addr", "addr_31_0", "value", _four),
+       "addr_31_0", "value", _four, mask="mask", function="func"),
+  Rule("POLL_REGMEM", "compare", lambda f: f.get("mem_poll") == 1, "addr", "addr_31_0", "value", _four, mask="mask", function="func"),
   Rule("FENCE", "signal", lambda f: True, "addr", "addr_31_0", "data", _four),
   Rule("TIMESTAMP_GET_GLOBAL", "timestamp", lambda f: True, "write_addr", "write_addr_31_3", None, lambda f: 8, TIMESTAMP_OFFSET),
   Rule("WRITE_UNTILED", "write", lambda f: f.get("count") in (0, 1), "dst_addr", "dst_addr_31_0", "data0", lambda f: 4 * (f["count"] + 1)),
   Rule("WRITE_UNTILED", "store", lambda f: True, "dst_addr", "dst_addr_31_0", "data0", lambda f: 4 * (f["count"] + 1)),
+  Rule("COPY_LINEAR", "copy", lambda f: True, "dst_addr", "dst_addr_31_0", None, lambda f: f["count"] + 1, src="src_addr", src_lo="src_addr_31_0"),
   Rule("INDIRECT", "indirect", lambda f: True, "ib_base", "ib_base_31_0", None, lambda f: 4 * f["ib_size"]),
 )
 assert {r.kind for r in MEANINGS} <= set(KINDS)
@@ -74,13 +84,18 @@ for _r in MEANINGS: _BY_PACKET.setdefault(_r.packet, []).append(_r)
 class Meaning:
   """What one packet means: its kind, the address it waits on, stores to, reads or points at (a timestamp: its
   signal's), the bytes there, the value it compares or stores, and the fields holding the address's low dword and the
-  value (a decoder's names, for field_at)."""
+  value (a decoder's names, for field_at); a memory wait's mask and compare function (pm4.WAIT_FUNCTIONS' codes); a
+  copy's source address and its field (`addr` the destination's, `size` the bytes)."""
   kind: str
   addr: Optional[int] = None
   size: int = 0
   value: Optional[int] = None
   addr_field: Optional[str] = None
   value_field: Optional[str] = None
+  mask: Optional[int] = None
+  function: Optional[int] = None
+  src: Optional[int] = None
+  src_field: Optional[str] = None
 
 def meaning(p) -> Optional[Meaning]:
   """What packet `p` (a decoded PM4 or SDMA packet) means, by MEANINGS; None: nothing a statement says."""
@@ -89,7 +104,8 @@ def meaning(p) -> Optional[Meaning]:
   for r in _BY_PACKET.get(p.name, ()):
     if r.when(f):
       a = f.get(r.addr) if r.addr else None
-      return Meaning(r.kind, None if a is None else a - r.bias, r.size(f), f.get(r.value) if r.value else None, r.addr_lo, r.value)
+      return Meaning(r.kind, None if a is None else a - r.bias, r.size(f), f.get(r.value) if r.value else None, r.addr_lo, r.value,
+                     f.get(r.mask) if r.mask else None, f.get(r.function) if r.function else None, f.get(r.src) if r.src else None, r.src_lo)
   return None
 
 # ---- where a packet's fields sit: from the decoders' layouts (pm4.py's specs, sdma.py's from tinygrad's headers)
@@ -137,13 +153,19 @@ def polled_range(p) -> Optional[tuple]:
 # ---- dispatches: the program at COMPUTE_PGM_LO/HI (address >> 8), the kernel arguments at the pointer in the last two
 # COMPUTE_USER_DATA registers (tinygrad puts it after the dispatch packet's and the scratch's words)
 
-PGM_REG, USER_DATA_REG = "regCOMPUTE_PGM_LO", "regCOMPUTE_USER_DATA_0"
+PGM_REG, USER_DATA_REG, START_REG = "regCOMPUTE_PGM_LO", "regCOMPUTE_USER_DATA_0", "regCOMPUTE_START_X"
 
 @attrs.frozen
 class Dispatch:
-  """A DISPATCH_DIRECT's program address and kernel-argument address."""
+  """A DISPATCH_DIRECT's program address and kernel-argument address; its grid (DIM_X..Z) and the dword offset of
+  DIM_X; the workgroup size (COMPUTE_NUM_THREAD_X..Z, the values after COMPUTE_START_X..Z: None when not set) and the
+  dword offset of NUM_THREAD_X — the offsets in the stream decoded, where a launch's patches sit."""
   program: int
   kernargs: int
+  grid: tuple = (1, 1, 1)
+  grid_at: int = 0
+  block: Optional[tuple] = None
+  block_at: Optional[int] = None
 
 def program_address(pgm) -> int:
   """The program address COMPUTE_PGM_LO, COMPUTE_PGM_HI (`pgm`: their two values) hold."""
@@ -160,10 +182,15 @@ def kernarg_at(user_data) -> int:
 def dispatch(g: list) -> Optional[Dispatch]:
   """The dispatch of a group of packets (its SET_SH_REGs, then DISPATCH_DIRECT); None when it has none or lacks the
   registers. With `g` a prefix of a stream, the registers as of its last packet."""
-  regs = {p.fields["reg"]: p.fields["values"] for p in g if p.name == "SET_SH_REG" and not p.raw}
-  pgm, user = regs.get(PGM_REG), regs.get(USER_DATA_REG)
-  if not any(p.name == "DISPATCH_DIRECT" for p in g) or not pgm or len(pgm) < 2 or not user or len(user) < 2: return None
-  return Dispatch(program_address(pgm), kernarg_address(user))
+  sets = {p.fields["reg"]: p for p in g if p.name == "SET_SH_REG" and not p.raw}
+  regs = {r: p.fields["values"] for r, p in sets.items()}
+  pgm, user, start = regs.get(PGM_REG), regs.get(USER_DATA_REG), regs.get(START_REG)
+  d = next((p for p in g if p.name == "DISPATCH_DIRECT"), None)
+  if d is None or not pgm or len(pgm) < 2 or not user or len(user) < 2: return None
+  grid = tuple(d.fields.get(f, 1) for f in ("dim_x", "dim_y", "dim_z"))   # a malformed one (raw) has no fields
+  sx = sets.get(START_REG)
+  block, block_at = (tuple(start[3:6]), sx.offset + sx.length - len(start) + 3) if sx is not None and start and len(start) >= 6 else (None, None)
+  return Dispatch(program_address(pgm), kernarg_address(user), grid, d.offset + pm4.field_at("DISPATCH_DIRECT", "dim_x"), block, block_at)
 
 # ---- indirect buffers: their packets spliced in place of the INDIRECT_BUFFER / INDIRECT packet, as the engine reads them
 

@@ -14,7 +14,8 @@ from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
 from ..amd.meaning import signal_addrs, meaning, kernarg_at, field_at, address_at, per_launch, program_address, PGM_REG, USER_DATA_REG
-from .packets import group_packets, hexname, epochs, ident
+from .packets import hexname, epochs, ident
+from ..amd.lift import group_packets
 
 __all__ = ["lift_capture", "CaptureLift", "Submission", "Memory", "Access", "Dispatch", "LIFT_RTOL", "LIFT_ATOL"]
 

@@ -1,163 +1,22 @@
 """Images back to .hcq: `lift_image` recovers the whole program an image was compiled from (names, vars, host steps,
 kernels and expects from its metadata, queue statements from its packets); `lift_queue` / `as_hcq` only the queue
 statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
-The statement lifter (`lift_group`) is shared with the lifts of raw dumps and captures (lift/raw.py, lift/captured.py)."""
+A queue is lifted by its vendor's lifter (`LIFTERS`: hcqdsl/amd/lift.py, hcqdsl/nv/lift.py); `lift_statements` attaches
+what is no statement as comments, for the lifts of raw dumps and captures (lift/raw.py, lift/captured.py) too."""
 from __future__ import annotations
 import pathlib, struct
 from typing import Callable, Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Queue, Host, Expect, Wait, SignalWrite,
-                  Exec, Copy, Write, HostWrite, Poll, Barrier, Timestamp, Epoch, Submit, Ref, Expr, Slice, Data, U32_MAX, POLL_SIZE, DTYPES,
-                  epoch_wait, timeline_of, epoch_of, vendor_of)
+                  HostWrite, Submit, Ref, Expr, Slice, Data, U32_MAX, DTYPES,
+                  timeline_of, epoch_of, vendor_of)
 from ..target.image import Image, QueueImage
-from ..target.layout import TIMESTAMP_OFFSET
-from ..target.lifting import Unliftable, signal_at, buffer_slice
-from ..amd.disasm import decoder
-from ..amd.pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_CLOCK
-from ..amd.meaning import meaning, field_at, program_address, kernarg_address, PGM_REG, USER_DATA_REG
+from ..amd import lift as amd_lift
 from ..nv import lift as nv_lift
 
-__all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_group", "lift_statements", "queue_decl",
+__all__ = ["lift_image", "lift_queue", "as_hcq", "code_objects", "write_code_objects", "lift_statements", "queue_decl",
            "lifted_program", "trimmed_data", "attach_comments", "LIFTERS", "QueueLifter"]
-
-# what a group of packets may raise on an image whose records disagree with its packets: kept as a comment
-_CANNOT = (Unliftable, KeyError, IndexError, TypeError)
-
-def _args(img: Image, q: QueueImage, k: dict, kr, ka: int):
-  """An exec's arguments from its kernel-argument region: slices by the region's record, scalar parameters (`None`
-  there) from the queue's kernel-argument patches, else the value stored in the kernel arguments."""
-  mem = {p.offset: p for p in q.mem_patches}
-  data = dict(img.data)
-  params = k.get("params") or []
-  for i, a in enumerate(kr.meta["args"]):
-    if a is not None:
-      yield Slice(Ref(a[0]), a[1], a[2], a[3], a[4])
-      continue
-    off = params[i][2]
-    if (p := mem.get(ka + off)) is not None:
-      yield Expr(Ref(p.var) if p.var else None, p.add)
-      continue
-    raw = int.from_bytes(data.get(ka, b"")[off:off + 4].ljust(4, b"\0"), "little")
-    yield Expr(None, raw)  # as the program wrote it: a literal is 0 .. 2**32-1 (an i32 parameter takes its bits), never negative
-
-def lift_group(img: Image, q: QueueImage, pk: list, engine: str) -> list:
-  """The statements a group of packets (one statement's, or one packet without a source map) stands for. Raises
-  Unliftable when it stands for none."""
-  if any(p.note for p in pk): raise Unliftable(pk[0].note or "raw packet")
-  g = _Group(img, q, engine)
-  out = g.compute(pk) if engine == "compute" else g.copy(pk)
-  if out is None: raise Unliftable("packets " + ", ".join(p.name for p in pk) + " are no .hcq statement")
-  return out
-
-class _Group:
-  """Lifts one group of packets of queue `q`; a dword the queue patches per launch is its var's expression. Where a
-  field sits in its packet is the decoders' (amd.meaning.field_at), as the patch table's offsets are."""
-  def __init__(self, img: Image, q: QueueImage, engine: str):
-    self.img, self.q, self.engine, self.patches = img, q, engine, {p.offset: p for p in q.patches}
-
-  def at(self, p, field: str) -> int:
-    """The dword offset of packet `p`'s `field` in the queue."""
-    return p.offset + field_at(self.engine, self.q.arch, p.name, field)
-
-  def expr(self, off: int, v: int) -> Expr:
-    p = self.patches.get(off)
-    return Expr(Ref(p.var), p.add) if p and p.var else Expr(None, v)
-
-  def compute(self, pk: list) -> Optional[list]:
-    names, f = [p.name for p in pk], [p.fields for p in pk]
-    if names == ["WAIT_REG_MEM"] and f[0]["mem_space"] == 1:
-      return [self.wait(pk[0], f[0]["addr"], "reference", f[0]["function"], f[0]["mask"])]
-    if names == ["WAIT_REG_MEM", "ACQUIRE_MEM"] and f[0]["mem_space"] == 0: return [Barrier()]
-    m = meaning(pk[0]) if len(pk) == 1 else None
-    if m is not None and m.kind == "write": return self.write(pk[0], m)   # RELEASE_MEM with no cache action: HWQueue.write
-    if m is not None and m.kind == "signal" and names == ["RELEASE_MEM"] and m.addr is not None and m.value_field and m.value is not None:
-      return [SignalWrite(Ref(self.sig(m.addr)), self.expr(self.at(pk[0], m.value_field), m.value))]
-    if names == ["RELEASE_MEM", "RELEASE_MEM", "ACQUIRE_MEM"] and f[1]["data_sel"] == DATA_SEL_CLOCK:
-      return [Timestamp(Ref(self.sig(f[1]["addr"] - TIMESTAMP_OFFSET)))]
-    # hcq2's timestamp (extra/hcq2/ops_amd2.py pm4_timestamp): the GPU clock by one RELEASE_MEM, no cache action
-    if names == ["RELEASE_MEM"] and f[0]["data_sel"] == DATA_SEL_CLOCK: return [Timestamp(Ref(self.sig(f[0]["addr"] - TIMESTAMP_OFFSET)))]
-    if "DISPATCH_DIRECT" in names: return [self.exec(pk)]
-    return None
-
-  def copy(self, pk: list) -> Optional[list]:
-    names, f = [p.name for p in pk], [p.fields for p in pk]
-    if not pk: return [Barrier()]  # the only statement with no SDMA packets
-    if names == ["POLL_REGMEM"] and f[0]["mem_poll"] == 1: return [self.wait(pk[0], f[0]["addr"], "value", f[0]["func"], f[0]["mask"])]
-    if names == ["FENCE"]: return [SignalWrite(Ref(self.sig(f[0]["addr"])), self.expr(self.at(pk[0], "data"), f[0]["data"]))]
-    if names == ["TIMESTAMP_GET_GLOBAL"]: return [Timestamp(Ref(self.sig(f[0]["write_addr"] - TIMESTAMP_OFFSET)))]
-    if len(pk) == 1 and (m := meaning(pk[0])) is not None and m.kind == "write": return self.write(pk[0], m)
-    if names and all(n == "COPY_LINEAR" for n in names):
-      size, img = sum(x["count"] + 1 for x in f), self.img
-      s = buffer_slice(img, f[0]["src_addr"], size, self.at(pk[0], "src_addr_31_0") in self.patches)
-      d = buffer_slice(img, f[0]["dst_addr"], size, self.at(pk[0], "dst_addr_31_0") in self.patches)
-      if s is None or d is None: raise Unliftable("copy outside every buffer")
-      return [Copy(d, s)]
-    return None
-
-  def wait(self, p, sig_addr: int, value: str, func: int = FUNC_GE, mask: int = U32_MAX):
-    """A `wait` (`>=` on every bit), or on a compute queue tinygrad's poll_bit (`==` under a mask): a `poll`."""
-    off, v = self.at(p, value), p.fields[value]
-    if func == FUNC_EQ and self.engine == "compute": return self.poll(p, sig_addr, off, v, mask)
-    if func != FUNC_GE or mask != U32_MAX:   # only tinygrad's compute queue has poll_bit
-      raise Unliftable(f"masked poll (function {func}, mask {mask:#x}) of {sig_addr:#x}: a `wait` compares `>=` with every bit"
-                       + (", and a `poll` (`==`) runs on compute queues only (tinygrad's AMDCopyQueue has no poll_bit)"
-                          if self.engine != "compute" else ""))
-    name = signal_at(self.img, sig_addr)
-    if name is None: raise Unliftable(f"wait on {sig_addr:#x}, which is no signal")
-    return Epoch() if (w := Wait(Ref(name), self.expr(off, v))) == epoch_wait(self.q.device) else w
-
-  def poll(self, p, addr: int, off: int, v: int, mask: int):
-    """tinygrad's poll_bit: `(word & mask) == value` on a buffer's word (a signal is no buffer: no `poll` names it)."""
-    if (name := signal_at(self.img, addr)) is not None:
-      raise Unliftable(f"masked poll (mask {mask:#x}) of signal {name}: a `poll` reads a buffer's word, and a `wait` compares `>=`")
-    sl = buffer_slice(self.img, addr, POLL_SIZE, self.at(p, "addr_lo") in self.patches)
-    if sl is None: raise Unliftable(f"poll of {addr:#x}, which is in no buffer")
-    return Poll(sl, mask, self.expr(off, v))
-
-  def sig(self, addr: int) -> str:
-    if (name := signal_at(self.img, addr)) is None: raise Unliftable(f"write to {addr:#x}, which is no signal")
-    return name
-
-  def write(self, p, m) -> list:
-    """`write`: a store into a buffer (tinygrad's HWQueue.write; `m` its amd.meaning.Meaning); a signal's memory is no buffer."""
-    sl = buffer_slice(self.img, m.addr, m.size, self.at(p, m.addr_field) in self.patches)
-    if sl is None: raise Unliftable(f"{m.size}-byte write to {m.addr:#x}, which is in no buffer")
-    return [Write(sl, self.expr(self.at(p, m.value_field), m.value))]
-
-  def exec(self, pk: list) -> Exec:
-    """An `exec`: the program and kernel arguments from its SET_SH_REGs, the grid from DISPATCH_DIRECT, the
-    workgroup size from COMPUTE_NUM_THREAD_X..Z (the values after COMPUTE_START_X..Z)."""
-    img, regs = self.img, {p.fields["reg"]: p.fields["values"] for p in pk if p.name == "SET_SH_REG"}
-    pgm, user, start = regs.get(PGM_REG), regs.get(USER_DATA_REG), regs.get("regCOMPUTE_START_X")
-    if not pgm or not user or len(user) < 2 or not start or len(start) < 6: raise Unliftable("dispatch without program/user data")
-    prog = program_address(pgm)
-    k = next((k for k in img.kernels if k["prog_addr"] == prog), None)
-    ka = kernarg_address(user)
-    kr = next((r for r in img.regions if r.kind == "kernargs" and r.addr == ka), None)
-    if k is None or kr is None: raise Unliftable(f"dispatch of unknown program {prog:#x}")
-    d = next(p for p in pk if p.name == "DISPATCH_DIRECT")
-    sx = next(p for p in pk if p.name == "SET_SH_REG" and p.fields["reg"] == "regCOMPUTE_START_X")
-    def dims(vals, at):  # launch dims: patched dwords are expressions over vars
-      return tuple(e if e.var is not None else e.offset for e in (self.expr(at + j, v) for j, v in enumerate(vals)))
-    grid = dims((d.fields["dim_x"], d.fields["dim_y"], d.fields["dim_z"]), self.at(d, "dim_x"))
-    block = dims(tuple(start[3:6]), sx.offset + sx.length - len(start) + 3)
-    return Exec(Ref(k["name"]), tuple(_args(img, self.q, k, kr, ka)), None if grid == (1, 1, 1) else grid, None if block == (1, 1, 1) else block)
-
-def _statement_groups(q: QueueImage) -> list:
-  """The packets of each statement: the image's source map groups them (a split copy stays one `copy`, the
-  packet-less SDMA barrier is an empty group); without one, each packet is a group."""
-  pk = decoder(q.engine, q.arch).decode(q.dwords)
-  if not q.stmts: return [[p] for p in pk]
-  return [[p for p in pk if s.covers(p.offset)] for s in q.stmts]
-
-def _amd_queue(img: Image, q: QueueImage) -> list:
-  """An AMD queue's statements, recovered from its packets; a group that is no statement lifts to a comment string."""
-  out: list = []
-  for g in _statement_groups(q):
-    try: out += lift_group(img, q, g, q.engine)
-    except _CANNOT as e: out.append(f"# dwords {g[0].offset if g else '?'}: cannot lift ({e})")
-  return out
 
 @attrs.frozen
 class QueueLifter:
@@ -166,8 +25,8 @@ class QueueLifter:
   statements: Callable[[Image, QueueImage], list]
   items: Callable[[Image, QueueImage], list]
 
-# vendor -> its lifter: AMD's packets here (_Group), NV's methods and QMDs in hcqdsl/nv/lift.py
-LIFTERS = {"AMD": QueueLifter(_amd_queue, lambda img, q: lift_statements(img, q, [(g, None) for g in _statement_groups(q)])),
+# vendor -> its lifter: AMD's packets in hcqdsl/amd/lift.py, NV's methods and QMDs in hcqdsl/nv/lift.py
+LIFTERS = {"AMD": QueueLifter(amd_lift.lift_queue, lambda img, q: lift_statements(img, q, [(g, None) for g in amd_lift.statement_groups(q)])),
            "NV": QueueLifter(nv_lift.lift_queue, lambda img, q: attach_comments(nv_lift.lift_queue(img, q)))}
 
 def lift_queue(img: Image, q: QueueImage) -> list:
@@ -204,8 +63,8 @@ def lift_statements(img: Image, q: QueueImage, groups: list) -> list:
     if isinstance(g, str):
       pending.append(g)
       continue
-    try: stmts = lift_group(img, q, g, q.engine)
-    except _CANNOT as e:
+    try: stmts = amd_lift.lift_group(img, q, g, q.engine)
+    except amd_lift.LIFT_ERRORS as e:
       pending.append(_raw_comment(g, str(e), label))
       continue
     for s in stmts:

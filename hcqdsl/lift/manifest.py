@@ -1,7 +1,7 @@
 """`hcqdsl lift`: command buffers back to a whole, checkable .hcq program — from an image (`.hcqimg`: names, vars, host
 steps and kernels from its metadata, lift/image.py) or from a manifest (JSON, lift/schema.py; docs/lift.md): a raw
 dump (lift/raw.py) or a capture of tinygrad (lift/captured.py; NV: lift/nv_capture.py). Packets are decoded by hcqdsl.amd and turned into
-statements by the image lifter's `lift_group`; what is no statement is kept as a comment with its dword offset."""
+statements by AMD's lifter's `lift_group` (amd/lift.py); what is no statement is kept as a comment with its dword offset."""
 from __future__ import annotations
 import os, pathlib
 from typing import Optional

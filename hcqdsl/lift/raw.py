@@ -8,10 +8,11 @@ from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Ho
                   KEYWORDS, U32_MAX, timeline_of)
 from ..target.image import Image, QueueImage, Patch, Region
 from ..target.lifting import Unliftable
-from .image import lift_group, lift_statements, queue_decl, lifted_program
+from .image import lift_statements, queue_decl, lifted_program
 from .schema import Manifest, LAUNCH_VAR
 from ..amd.meaning import signal_addrs, written_range, polled_range, dispatch, splice
-from .packets import group_packets, Mem, hexname, epochs
+from .packets import Mem, hexname, epochs
+from ..amd.lift import lift_group, group_packets
 
 __all__ = ["lift_raw", "RawLift", "Stream", "Plan", "HostStep"]
 
