@@ -14,14 +14,16 @@ from . import pm4, sdma
 
 __all__ = ["Meaning", "Rule", "Dispatch", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "STORES", "DATA_BYTES", "PER_LAUNCH",
            "meaning", "field_at", "address_at", "per_launch", "signal_addrs", "written_range", "polled_range", "program_address",
-           "kernarg_address", "kernarg_at", "dispatch", "splice", "IB_DEPTH"]
+           "kernarg_address", "kernarg_at", "dispatch", "Registers", "splice", "IB_DEPTH"]
 
 DATA_BYTES = {DATA_SEL_32: 4, DATA_SEL_64: 8}   # what a RELEASE_MEM of that data_sel stores
 
 # the kinds a packet may mean; `compare` (a memory wait that is no `wait` nor `poll`: another function or a mask) and
 # `release` (a 64-bit store with a cache action) are no .hcq statement, `store` is an SDMA WRITE longer than a `write`
-# `acquire` (ACQUIRE_MEM: caches invalidated) ends a barrier's, a timestamp's and a dispatch's packets
-KINDS = ("wait", "signal", "write", "poll", "timestamp", "indirect", "barrier", "compare", "release", "store", "acquire", "dispatch", "copy")
+# `acquire` (ACQUIRE_MEM: caches invalidated) ends a barrier's, a timestamp's and a dispatch's packets; `interrupt` is
+# the KFD's (SDMA TRAP), which orders nothing
+KINDS = ("wait", "signal", "write", "poll", "timestamp", "indirect", "barrier", "compare", "release", "store", "acquire", "dispatch", "copy",
+         "interrupt")
 SIGNALS = ("wait", "signal", "timestamp")   # the kinds that name a signal, as the lifts classify them
 # what capture records as a signal's memory (its value read before the GPU runs): a superset of SIGNALS, so that what
 # the lifters later classify was recorded
@@ -74,6 +76,7 @@ MEANINGS: tuple = (
   Rule("WRITE_UNTILED", "write", lambda f: f.get("count") in (0, 1), "dst_addr", "dst_addr_31_0", "data0", lambda f: 4 * (f["count"] + 1)),
   Rule("WRITE_UNTILED", "store", lambda f: True, "dst_addr", "dst_addr_31_0", "data0", lambda f: 4 * (f["count"] + 1)),
   Rule("COPY_LINEAR", "copy", lambda f: True, "dst_addr", "dst_addr_31_0", None, lambda f: f["count"] + 1, src="src_addr", src_lo="src_addr_31_0"),
+  Rule("TRAP", "interrupt", lambda f: True),   # the KFD's interrupt after a signal's mailbox FENCE: orders nothing
   Rule("INDIRECT", "indirect", lambda f: True, "ib_base", "ib_base_31_0", None, lambda f: 4 * f["ib_size"]),
 )
 assert {r.kind for r in MEANINGS} <= set(KINDS)
@@ -166,6 +169,7 @@ class Dispatch:
   grid_at: int = 0
   block: Optional[tuple] = None
   block_at: Optional[int] = None
+  kernargs_at: int = 0   # the dword offset of the kernel-argument pointer (lo, hi): where a launch's pointer sits
 
 def program_address(pgm) -> int:
   """The program address COMPUTE_PGM_LO, COMPUTE_PGM_HI (`pgm`: their two values) hold."""
@@ -190,7 +194,18 @@ def dispatch(g: list) -> Optional[Dispatch]:
   grid = tuple(d.fields.get(f, 1) for f in ("dim_x", "dim_y", "dim_z"))   # a malformed one (raw) has no fields
   sx = sets.get(START_REG)
   block, block_at = (tuple(start[3:6]), sx.offset + sx.length - len(start) + 3) if sx is not None and start and len(start) >= 6 else (None, None)
-  return Dispatch(program_address(pgm), kernarg_address(user), grid, d.offset + pm4.field_at("DISPATCH_DIRECT", "dim_x"), block, block_at)
+  return Dispatch(program_address(pgm), kernarg_address(user), grid, d.offset + pm4.field_at("DISPATCH_DIRECT", "dim_x"), block, block_at,
+                  kernarg_at(sets[USER_DATA_REG]))
+
+class Registers:
+  """The registers a stream's SET_SH_REGs have set so far, packet by packet: `see(p)` each packet in order; at a
+  DISPATCH_DIRECT it gives the dispatch, as `dispatch` reads the registers as of that packet."""
+  def __init__(self): self.sets: dict = {}   # register -> the SET_SH_REG that set it last
+
+  def see(self, p) -> Optional[Dispatch]:
+    if p.raw: return None
+    if p.name == "SET_SH_REG": self.sets[p.fields["reg"]] = p
+    return dispatch([*self.sets.values(), p]) if p.name == "DISPATCH_DIRECT" else None
 
 # ---- indirect buffers: their packets spliced in place of the INDIRECT_BUFFER / INDIRECT packet, as the engine reads them
 

@@ -13,7 +13,7 @@ from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
-from ..amd.meaning import signal_addrs, meaning, kernarg_at, field_at, address_at, per_launch, program_address, PGM_REG, USER_DATA_REG
+from ..amd.meaning import signal_addrs, meaning, field_at, address_at, per_launch, Registers
 from .packets import hexname, epochs, ident
 from ..amd.lift import group_packets
 
@@ -163,21 +163,16 @@ class CaptureLift:
     self.accesses: list = []   # of Access
     self.found: list = []      # (Submission, prog, [kernarg addr per launch], packet offset)
     for s in self.subs:
-      regs: dict = {}
+      regs = Registers()
       for p in s.packets:
         if p.raw: continue
-        if p.name == "COPY_LINEAR":
-          for field, reads in (("src_addr_31_0", True), ("dst_addr_31_0", False)):
-            self.use(s.addrs(p, field), p.fields["count"] + 1, s.step, p.offset, reads)
-        elif (m := meaning(p)) is not None and m.kind in ("write", "poll"):   # a `write`'s bytes, a `poll`'s word: a buffer's
+        if (m := meaning(p)) is not None and m.kind == "copy":
+          for field, reads in ((m.src_field, True), (m.addr_field, False)): self.use(s.addrs(p, field), m.size, s.step, p.offset, reads)
+        elif m is not None and m.kind in ("write", "poll"):   # a `write`'s bytes, a `poll`'s word: a buffer's
           self.use(s.addrs(p, m.addr_field), m.size, s.step, p.offset, m.kind == "poll")
-        elif p.name == "SET_SH_REG": regs[p.fields["reg"]] = p
-        elif p.name == "DISPATCH_DIRECT":
-          pgm, user = regs.get(PGM_REG), regs.get(USER_DATA_REG)
-          if pgm is None or user is None or len(user.fields["values"]) < 2: continue
-          uo = kernarg_at(user)
-          prog = program_address(pgm.fields["values"])
-          self.found.append((s, prog, [d[uo] | (d[uo + 1] << 32) for d in s.per], p.offset))
+        elif (d := regs.see(p)) is not None:
+          uo = d.kernargs_at
+          self.found.append((s, d.program, [x[uo] | (x[uo + 1] << 32) for x in s.per], p.offset))
 
   def kernel_arguments(self) -> None:
     """Each dispatch's kernel arguments, per launch: pointers (memory it uses) and scalar values (`dispatches`). On classic
@@ -262,8 +257,8 @@ class CaptureLift:
     """One declaration per (tinygrad name, code, code buffer), with its code object written (`kdecl`; `kname_of`: prog ->
     its name). A kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that
     buffer at each exec (`amd "k.co" code B`): check orders every exec after the upload."""
-    uploaded = {al[0] for s in self.subs for p in s.packets if p.name == "COPY_LINEAR" and not p.raw
-                and len(set(s.addrs(p, "dst_addr_31_0"))) == 1 and (al := self.alloc_of(p.fields["dst_addr"])) is not None}
+    uploaded = {al[0] for s in self.subs for p in s.packets if (m := meaning(p)) is not None and m.kind == "copy"
+                and len(set(s.addrs(p, m.addr_field))) == 1 and (al := self.alloc_of(m.addr)) is not None}
     self.kdecl: dict = {}      # (name, code, code buffer) -> Kernel
     self.kname_of: dict = {}   # prog -> its kernel's name
     for d in self.dispatches.values():
@@ -377,9 +372,10 @@ class CaptureLift:
     out: list = []
     for g in group_packets(s.packets, s.ring.engine):
       at = f"@{s.start + g[0].offset}" if g else None
-      if g and g[0].name in ("RELEASE_MEM", "FENCE") and not g[0].raw and g[0].fields.get("addr") in self.m.mailboxes:
+      m = meaning(g[0]) if g else None
+      if m is not None and m.kind in ("signal", "release") and m.addr in self.m.mailboxes:
         out.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
-      elif g and g[0].name == "TRAP" and not g[0].raw: out.append((f"# {at}: KFD interrupt: SDMA TRAP", None))
+      elif m is not None and m.kind == "interrupt": out.append((f"# {at}: KFD interrupt: SDMA {g[0].name}", None))
       else: out.append((g, at))
     return out
 
@@ -446,8 +442,8 @@ class CaptureLift:
     tolerance."""
     written = {self.buf_for(t)[0] for d in self.dispatches.values() for t in d.pointers}
     written |= {self.static_names.get(al[0] if (al := self.alloc_of(a)) else a) for s in self.subs for p in s.packets
-                if p.name == "COPY_LINEAR" and not p.raw
-                and len({d[address_at(s.ring.engine, s.ring.target, p, "dst_addr_31_0")] for d in s.per}) == 1 for a in [p.fields["dst_addr"]]}
+                if (m := meaning(p)) is not None and m.kind == "copy"
+                and len({d[address_at(s.ring.engine, s.ring.target, p, m.addr_field)] for d in s.per}) == 1 for a in [m.addr]}
     dtypes, out = self.dtypes(), []
     for key, nm in self.static_names.items():
       size = self.static[key].size
@@ -470,8 +466,8 @@ class CaptureLift:
       events.append((d.step, 0, "exec", [(self.buf_for(t)[0], x.get("dtype"), x.get("mode")) for t, x in zip(d.pointers, bsig)]))
     for s in self.subs:
       for p in s.packets:
-        if p.name == "COPY_LINEAR" and not p.raw:
-          events.append((s.step, p.offset, "copy", [self.buf_for(s.addrs(p, f))[0] for f in ("src_addr_31_0", "dst_addr_31_0")]))
+        if (m := meaning(p)) is not None and m.kind == "copy":
+          events.append((s.step, p.offset, "copy", [self.buf_for(s.addrs(p, f))[0] for f in (m.src_field, m.addr_field)]))
     dtypes: dict = {}
     for _, _, kind, ends in sorted(events, key=lambda e: e[:2]):
       if kind == "copy": dtypes[ends[1]] = dtypes.get(ends[0])
@@ -505,11 +501,10 @@ class CaptureLift:
     if e["op"] == "write": return ("write", e["addr"], e["size"])
     if e["op"] != "submit": return (e["op"], e["addr"], bool(e.get("init")))
     q = self.qmap[e["queue"]]
-    out, regs = [], {}
+    out, regs = [], Registers()
     for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
-      if p.name == "SET_SH_REG" and not p.raw: regs[p.fields["reg"]] = p.fields["values"]
-      extra = tuple(regs.get(PGM_REG, ())) if p.name == "DISPATCH_DIRECT" else p.fields.get("count") if p.name == "COPY_LINEAR" else None
-      out.append((p.name, extra))
+      d, m = regs.see(p), meaning(p)
+      out.append((p.name, d.program if d is not None else m.size if m is not None and m.kind == "copy" else None))
     return ("submit", e["queue"], tuple(out))
 
   def snap(self, addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:

@@ -10,7 +10,7 @@ from ..target.image import Image, QueueImage, Patch, Region
 from ..target.lifting import Unliftable
 from .image import lift_statements, queue_decl, lifted_program
 from .schema import Manifest, LAUNCH_VAR
-from ..amd.meaning import signal_addrs, written_range, polled_range, dispatch, splice
+from ..amd.meaning import meaning, signal_addrs, written_range, polled_range, dispatch, splice
 from .packets import Mem, hexname, epochs
 from ..amd.lift import lift_group, group_packets
 
@@ -88,9 +88,9 @@ class RawLift:
       self.decoded[q.name] = groups = group_packets(splice(self.stream[q.name].dwords, q.engine, q.target, self.mem.read), q.engine)
       for g in groups:
         for p in g: self.sig_addrs += signal_addrs(p)
-        if g and g[0].name == "COPY_LINEAR" and not g[0].raw:
-          f, size = g[0].fields, sum(p.fields["count"] + 1 for p in g)
-          self.copies += [(f["src_addr"], size), (f["dst_addr"], size)]
+        if g and (m := meaning(g[0])) is not None and m.kind == "copy":   # a split copy's pieces, one after the other
+          size = sum(c.size for p in g if (c := meaning(p)) is not None)
+          self.copies += [(m.src, size), (m.addr, size)]
         if q.engine == "compute" and (d := dispatch(g)) is not None: self.dispatches.append(d)
         self.copies += [w for p in g if (w := written_range(p) or polled_range(p)) is not None]   # a write's or poll's bytes are a buffer's too
     if self.m.host is not None: self.sig_addrs += [h["addr"] for h in self.m.host if h["op"] in ("signal", "wait")]

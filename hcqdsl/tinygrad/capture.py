@@ -15,7 +15,7 @@ import attrs
 from ..ir import U32_MAX
 from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
-from ..amd.meaning import meaning, dispatch, splice, SIGNAL_MEMORY, STORES
+from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES
 
 __all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
 
@@ -223,21 +223,19 @@ class Capture:
     """Signals, kernel arguments and buffers the dwords refer to; records their values/contents as of now."""
     dec = (_pm4 if engine == "compute" else _sdma).decoder(target)
     sigs: dict = {}
-    regs: dict = {}   # register -> the SET_SH_REG that set it last
+    regs = Registers()
     for p in dec.decode(dw):
       if p.raw: continue
-      f, m, addr = p.fields, meaning(p), None
+      m, addr = meaning(p), None
       at = m.addr if m is not None else None
       if m is not None and at is not None and m.kind == "poll":   # poll_bit: a buffer's word
         if self.use(at) is not None and self.contents: self.remember(at, m.size, step)
       elif m is not None and at is not None and m.kind in STORES: self.use(at)   # HWQueue.write: a store into a buffer, no signal
       elif m is not None and m.kind in SIGNAL_MEMORY: addr = at
-      elif p.name == "COPY_LINEAR":
-        size = f["count"] + 1
-        for a in (f["src_addr"], f["dst_addr"]):
-          if self.use(a) is not None and self.contents: self.remember(a, size, step)
-      elif p.name == "SET_SH_REG": regs[f["reg"]] = p
-      elif p.name == "DISPATCH_DIRECT" and (d := dispatch([*regs.values(), p])) is not None: self._dispatch(d.program, d.kernargs, step)
+      elif m is not None and m.kind == "copy":
+        for a in (m.src, m.addr):
+          if a is not None and self.use(a) is not None and self.contents: self.remember(a, m.size, step)
+      elif (d := regs.see(p)) is not None: self._dispatch(d.program, d.kernargs, step)
       if addr is not None and addr not in sigs:
         if addr not in self.signals and self.allocs.find(addr) is None: continue
         if addr not in self.signals: self.register_signal(addr)
@@ -404,9 +402,8 @@ class Capture:
     spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
     out = []
     for p in _sdma.decoder(ring.target).decode(dw):
-      if p.raw or p.name != "COPY_LINEAR": continue
-      src, n = p.fields["src_addr"], p.fields["count"] + 1
-      if any(a <= src and src + n <= a + sz for a, sz in spans): out.append((src, n))
+      if (m := meaning(p)) is None or m.kind != "copy" or (src := m.src) is None: continue
+      if any(a <= src and src + m.size <= a + sz for a, sz in spans): out.append((src, m.size))
     return out
 
   # ---- classic HCQ's hooks
