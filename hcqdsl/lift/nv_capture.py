@@ -15,12 +15,11 @@ from ..ir import (Device, Buffer, Signal, Kernel, Param, Host, Wait, SignalWrite
 from ..target.image import Image, QueueImage, Region
 from ..nv import pushbuf, lift as nv_lift
 from ..nv.qmd import QMD
+from ..nv.meaning import meaning, qmd_chain
 from ..nv.targets import get_target
 from .image import attach_comments, queue_decl, lifted_program
 
 __all__ = ["is_nv_capture", "lift_nv_capture"]
-
-_MAX_CHAIN = 4096
 
 def is_nv_capture(m) -> bool:
   """A manifest with host steps whose queues are NV's."""
@@ -128,16 +127,14 @@ class _Lift:
   def qmd_chain(self, qa: int, t, step: int, regions: list, data: list) -> None:
     """The QMDs from `qa` as read before `step`: each a kernel-argument region (constant bank 0 .. the QMD's end) whose
     pointers are byte ranges of the allocations they point into; their releases' semaphores are signals."""
-    seen: set = set()
-    while qa and qa not in seen and len(seen) < _MAX_CHAIN:
-      seen.add(qa)
-      b = self.mem.at(qa, t.qmd_size, step)
-      if b is None: return
-      qmd = QMD.of(t, bytearray(b))
-      ka = qmd.address("cbuf0")
+    def read(a: int):
+      b = self.mem.at(a, t.qmd_size, step)
+      return None if b is None else QMD.of(t, bytearray(b))
+    for qa, _, got in qmd_chain(qa, read):
+      ka = got.kernargs
       blk = self.mem.at(ka, qa - ka + t.qmd_size, step) if 0 < qa - ka <= 1 << 20 else None
       if blk is None: return
-      kn, ps, offs, _, sizes = self.kernel(qmd.address("program"), t)
+      kn, ps, offs, _, sizes = self.kernel(got.program, t)
       args: list = []
       for j, (p, o) in enumerate(zip(ps, offs)):
         if p.scalar:
@@ -149,11 +146,10 @@ class _Lift:
         args.append([self.buf_name(al), lo, min(lo + sizes[j], al[1]), True, None])
       regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, len(blk), {"kernel": kn, "args": args}))
       data.append((ka, blk))
-      for r in range(2):
-        if qmd.read(qmd.release_fields(r)[0]) and (a := qmd.address(f"release{r}")) not in self.signals:
+      for r in got.releases:
+        if (a := r.addr) not in self.signals:
           self.signals[a] = self.fresh(f"s_{a:x}")
           self.initial[a] = self.m.signals.get(a, {}).get("value", 0)
-      qa = qmd.address("dependent") if qmd.read("dependent_qmd0_enable") else 0
 
   def submissions(self) -> None:
     """Each submission a queue (`comp_gpu0`, `comp_gpu0_2`, ...) with its QMD regions and the memory its methods touch."""
@@ -169,13 +165,12 @@ class _Lift:
       regions: list = []
       data: list = []
       for p in pushbuf.decoder(t.name).decode(dw):
-        if p.raw: continue
-        f = p.fields
-        if p.name == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER":
-          self.touch(f["src_addr"], 1)
-          self.touch(f["dst_addr"], 1)
-        elif p.name == "SEM_ADDR_LO..SEM_EXECUTE" and f["sem_addr"] not in self.signals: self.touch(f["sem_addr"], 8)
-        elif p.name == "SEND_PCAS_A": self.qmd_chain(f["qmd_addr"], t, i, regions, data)
+        if (m := meaning(p)) is None: continue
+        if m.kind == "copy":
+          self.touch(m.src, 1)
+          self.touch(m.addr, 1)
+        elif m.kind in ("wait", "compare", "signal", "write", "poll") and m.addr not in self.signals: self.touch(m.addr, 8)   # a semaphore's 8 bytes
+        elif m.kind == "dispatch": self.qmd_chain(m.addr, t, i, regions, data)
       self.subs.append({"name": name, "ring": q, "step": i, "dwords": dw, "regions": regions, "data": data})
 
   def declarations(self) -> list:

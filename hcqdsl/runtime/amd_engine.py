@@ -25,13 +25,14 @@ __all__ = ["PM4_OPS", "SDMA_OPS", "FUNCS", "pm4_kind", "sdma_kind"]
 _COMPARE = {"always": lambda v, r: True, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
             ">=": operator.ge, ">": operator.gt}
 FUNCS = {code: _COMPARE[op] for code, op in WAIT_FUNCTIONS.items()}   # WAIT_REG_MEM / POLL_REGMEM function codes
+_GE = WAIT_FUNCTIONS[FUNC_GE]
 
 def _poll(e, addr, v, ref, mask, func) -> bool:
   if FUNCS[func](v & mask, ref):
     if addr is not None: e.m.wait_satisfied(e, addr)
     e.wait_info = None
     return True
-  e.wait_info = Waiting(addr, ref, mask, func, v)
+  e.wait_info = Waiting(addr, ref, mask, WAIT_FUNCTIONS[func], v)
   return False
 
 def _wait_mem(e, a):
@@ -47,7 +48,7 @@ def _wait_ge_cell(e, a):  # WAIT_REG_MEM / POLL_REGMEM, memory, `>=`, full mask
     t = last_write.get(addr)
     if t is not None and t > e.clock: e.clock = t  # the wait ends when the satisfying write landed
     return True
-  e.wait_info = Waiting(addr, ref, U32_MAX, FUNC_GE, v)
+  e.wait_info = Waiting(addr, ref, U32_MAX, _GE, v)
   return False
 
 def _store_cell(e, a):  # RELEASE_MEM 32-bit data, FENCE

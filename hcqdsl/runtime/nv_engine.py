@@ -10,14 +10,14 @@ from ..ir import U32_MAX
 from ..nv import pushbuf
 from ..nv.targets import get_target
 from ..nv.qmd import QMD
+from ..nv.meaning import qmd_chain, MAX_CHAIN, SEM_COMPARE
 from .cost import NV_GROUP_COST, NV_TIMER_MHZ, COPY_BYTES_PER_US
 from .device import DeviceFault
 from .engine import EngineKind, Prepared, Length
 from .reports import Waiting
 
-__all__ = ["nv_kind", "prepare", "launch_qmd", "MAX_CHAIN"]
+__all__ = ["nv_kind", "prepare", "launch_qmd"]
 
-MAX_CHAIN = 1 << 16  # dependent QMDs one launch may run (a cycle of dependents is a fault, not a hang of the emulator)
 def _K(subc, m): return (subc << 16) | m
 SEM_LO, SEM_HI, PAY_LO, PAY_HI = (_K(0, m) for m in (nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO,
                                                      nv.NVC56F_SEM_PAYLOAD_HI))
@@ -28,7 +28,8 @@ SEMA_A, SEMA_B, SEMA_PAY = (_K(4, m) for m in (nv.NVC6B5_SET_SEMAPHORE_A, nv.NVC
 def _bits(v, f): return (v >> f[1]) & ((1 << (f[0] - f[1] + 1)) - 1)
 _SEM_OP, _SEM_SIZE, _SEM_TS = nv.NVC56F_SEM_EXECUTE_OPERATION, nv.NVC56F_SEM_EXECUTE_PAYLOAD_SIZE, nv.NVC56F_SEM_EXECUTE_RELEASE_TIMESTAMP
 _DMA_XFER, _DMA_SEM, _DMA_MULTI = nv.NVC6B5_LAUNCH_DMA_DATA_TRANSFER_TYPE, nv.NVC6B5_LAUNCH_DMA_SEMAPHORE_TYPE, nv.NVC6B5_LAUNCH_DMA_MULTI_LINE_ENABLE
-FUNC_GE, FUNC_EQ = 5, 3   # how a hang report shows a blocked acquire (WAIT_REG_MEM's codes, emulator.FUNC_TEXT)
+# SEM_EXECUTE operation code -> the comparison a blocked acquire reports (nv.meaning.SEM_COMPARE)
+_COMPARE = {code: SEM_COMPARE[name.upper()] for code, name in pushbuf.SEM_OPS.items() if name.upper() in SEM_COMPARE}
 
 def _timer(e) -> int: return int((e.clock + e.cost) * NV_TIMER_MHZ)
 
@@ -52,7 +53,7 @@ def _semaphore(e, v: int) -> bool:
     cur, p = mem.r32(addr), pay & U32_MAX
     ok = (cur & p) != 0 if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND else (~(cur | p) & U32_MAX) != 0
     acq_and = op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_AND
-    return _acquired(e, ok, addr, p if acq_and else 0, p if acq_and else ~p & U32_MAX, FUNC_EQ, cur)
+    return _acquired(e, ok, addr, p if acq_and else 0, p if acq_and else ~p & U32_MAX, _COMPARE[op], cur)
   bits = 64 if size64 else 32
   full = (1 << bits) - 1
   cur, p = (mem.r32(addr) | mem.r32(addr + 4) << 32) if size64 else mem.r32(addr), pay & full
@@ -60,14 +61,14 @@ def _semaphore(e, v: int) -> bool:
   elif op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQ_STRICT_GEQ: ok = cur >= p
   elif op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE: ok = cur == p
   else: raise DeviceFault(f"SEM_EXECUTE operation {op} ({pushbuf.SEM_OPS.get(op, '?')}) is not supported by the emulator")
-  return _acquired(e, ok, addr, p & U32_MAX, U32_MAX, FUNC_EQ if op == nv.NVC56F_SEM_EXECUTE_OPERATION_ACQUIRE else FUNC_GE, cur & U32_MAX)
+  return _acquired(e, ok, addr, p & U32_MAX, U32_MAX, _COMPARE[op], cur & U32_MAX)
 
-def _acquired(e, ok: bool, addr: int, ref: int, mask: int, func: int, cur: int) -> bool:
+def _acquired(e, ok: bool, addr: int, ref: int, mask: int, compare: str, cur: int) -> bool:
   if ok:
     e.m.wait_satisfied(e, addr)
     e.wait_info = None
     return True
-  e.wait_info = Waiting(addr, ref, mask, func, cur)
+  e.wait_info = Waiting(addr, ref, mask, compare, cur)
   return False
 
 def _pcas(e, v: int) -> bool:
@@ -82,27 +83,16 @@ def launch_qmd(e, qa: int) -> None:
   """Run the QMD at qa and the chain of QMDs it launches: each one's kernel (the program address names it), then its
   release semaphores (payload, 0, the timer at +8), then its dependent QMD."""
   t = get_target(e.ring.arch)
-  for _ in range(MAX_CHAIN):
-    qmd = QMD.of(t, bytearray(e.mem.view(qa, t.qmd_size).tobytes()))
-    prog, ka = qmd.address("program"), qmd.address("cbuf0")
-    k = e.m.kernels.get(prog)
-    if k is None: raise DeviceFault(f"QMD at {qa:#x}: no known kernel at program address {prog:#x}")
-    go, bo = qmd.offset(qmd.grid_field()), qmd.offset("cta_thread_dimension0")
-    grid = tuple(int.from_bytes(qmd.data[go + 4 * j:go + 4 * j + 4], "little") for j in range(3))
-    block = (int.from_bytes(qmd.data[bo:bo + 2], "little"), int.from_bytes(qmd.data[bo + 2:bo + 4], "little"),
-             qmd.data[qmd.offset("cta_thread_dimension2")])
-    e.call_kernel(k, ka, grid, block, None)
-    for i in range(2):
-      en, af, pf = qmd.release_fields(i)
-      if not qmd.read(en): continue
-      wide = "release0_payload64b" in qmd.fields and qmd.read(f"release{i}_payload64b")
-      pay = qmd.read(pf) | (qmd.read(pf.replace("lower", "upper")) << 32 if wide else 0)
-      _release(e, qmd.address(f"release{i}"), pay, bool(wide), True)
-    if not qmd.read("dependent_qmd0_enable"): return
-    if qmd.read("dependent_qmd0_action") != 1: raise DeviceFault(f"QMD at {qa:#x}: dependent QMD action {qmd.read('dependent_qmd0_action')} is not "
-                                                                 f"supported")
-    qa = qmd.address("dependent")
-  raise DeviceFault(f"more than {MAX_CHAIN} QMDs launched by dependent pointers (a cycle?)")
+  got = None
+  for qa, _, got in qmd_chain(qa, lambda a: QMD.of(t, bytearray(e.mem.view(a, t.qmd_size).tobytes()))):
+    k = e.m.kernels.get(got.program)
+    if k is None: raise DeviceFault(f"QMD at {qa:#x}: no known kernel at program address {got.program:#x}")
+    e.call_kernel(k, got.kernargs, got.grid, got.block, None)
+    for r in got.releases: _release(e, r.addr, r.value, r.wide, True)
+    if got.dependent is not None and got.dependent_action != 1:
+      raise DeviceFault(f"QMD at {qa:#x}: dependent QMD action {got.dependent_action} is not supported")
+  if got is not None and got.dependent is not None:
+    raise DeviceFault(f"QMD at {got.dependent:#x} launched again by dependent pointers (a cycle), or more than {MAX_CHAIN} QMDs in a chain")
 
 def _dma(e, v: int) -> bool:
   """The copy class's LAUNCH_DMA: a pitch copy of LINE_LENGTH_IN bytes, then a semaphore release if asked."""

@@ -6,22 +6,19 @@ from __future__ import annotations
 from typing import Optional
 import attrs
 from ..amd.packet import Packet
-from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
 
 __all__ = ["Fault", "Blocked", "Hang", "Waiting"]
 
 @attrs.frozen(slots=True)
 class Waiting:
   """The wait an engine is blocked at: the polled address (None: a register), the reference value, the bits compared,
-  the comparison as a WAIT_REG_MEM function code (amd.pm4.WAIT_FUNCTIONS: NV's acquires report in them too) and the
-  value it last read. An engine busy at no wait shows as `Waiting()`."""
+  the comparison (`>=`, `==`, ...: each vendor's engine words its own codes, amd.pm4.WAIT_FUNCTIONS, nv.meaning.SEM_COMPARE)
+  and the value it last read. An engine busy at no wait shows as `Waiting()`."""
   addr: Optional[int] = None
   ref: Optional[int] = None
   mask: Optional[int] = None
-  func: int = FUNC_GE
+  compare: str = ">="
   value: Optional[int] = None
-  @property
-  def compare(self) -> str: return WAIT_FUNCTIONS.get(self.func, "?")
 
 @attrs.define
 class Fault:

@@ -15,12 +15,12 @@ from typing import Any
 from ..ir import NV_ARCHS, U32_MAX
 from ..nv import pushbuf
 from ..nv.qmd import QMD
+from ..nv.meaning import meaning, qmd_chain, SIGNAL_MEMORY
 from ..nv.targets import BOARDS, get_target
 
 __all__ = ["install", "nv_arch"]
 
 _BY_CLASS = {cls: arch for arch, (_, cls) in BOARDS.items()}
-_MAX_CHAIN = 4096   # QMDs one SEND_PCAS_A may chain (a loop in corrupt memory ends here)
 
 def nv_arch(dev) -> str:
   """The architecture the manifest names: tinygrad's arch string when it is one of NV's targets, else the one of the
@@ -80,40 +80,33 @@ class _Recorder:
     """Signals, QMDs with their kernel arguments and memory the methods refer to; returns the signals' values now."""
     t, sigs = get_target(nv_arch(dev)), dict[int, int]()
     for p in pushbuf.decoder(t.name).decode(dw):
-      if p.raw: continue
-      f = p.fields
-      if p.name == "SEM_ADDR_LO..SEM_EXECUTE":
-        op, ts = f.get("sem_execute.operation"), f.get("sem_execute.release_timestamp") == "EN"
-        if op in ("ACQ_CIRC_GEQ", "ACQ_STRICT_GEQ", "ACQUIRE") or (op == "RELEASE" and ts): self.signal(f["sem_addr"], dev, sigs)
-        else: self.memory(f["sem_addr"], 8, step)   # a write (no timestamp) or a poll: a buffer's word
-      elif p.name == "SET_SEMAPHORE_A..SET_SEMAPHORE_PAYLOAD": self.signal(f["semaphore_addr"], dev, sigs)
-      elif p.name == "OFFSET_IN_UPPER..OFFSET_OUT_LOWER":
-        self.memory(f["src_addr"], 1, step)
-        self.memory(f["dst_addr"], 1, step)
-      elif p.name == "SEND_PCAS_A": self.qmds(f["qmd_addr"], t, dev, sigs, step)
+      if (m := meaning(p)) is None: continue
+      if m.kind in SIGNAL_MEMORY: self.signal(m.addr, dev, sigs)
+      elif m.kind in ("write", "poll"): self.memory(m.addr, 8, step)   # a buffer's word: the semaphore's 8 bytes
+      elif m.kind == "copy":
+        self.memory(m.src, 1, step)
+        self.memory(m.addr, 1, step)
+      elif m.kind == "dispatch": self.qmds(m.addr, t, dev, sigs, step)
     return sigs
 
   def qmds(self, qa: int, t, dev, sigs: dict, step: int) -> None:
     """A QMD chain from `qa`: each QMD with constant bank 0 before it (its kernel arguments), its releases' semaphores,
     the buffers its argument pointers point into."""
-    cap, seen = self.cap, set[int]()
-    while qa and qa not in seen and len(seen) < _MAX_CHAIN:
-      seen.add(qa)
-      b = cap.read(qa, t.qmd_size)
-      if b is None or len(b) < t.qmd_size: return
-      qmd = QMD.of(t, bytearray(b))
-      ka = qmd.address("cbuf0")
+    cap = self.cap
+    def read(a: int):
+      b = cap.read(a, t.qmd_size)
+      return QMD.of(t, bytearray(b)) if b is not None and len(b) >= t.qmd_size else None
+    for qa, _, got in qmd_chain(qa, read):
+      ka = got.kernargs
       cap.use(qa)
       if 0 < qa - ka <= 1 << 20 and cap.read(ka, qa - ka + t.qmd_size) is not None: cap.remember(ka, qa - ka + t.qmd_size, step)
       else: cap.remember(qa, t.qmd_size, step)
-      k = cap.kernels.get(qmd.address("program"))
+      k = cap.kernels.get(got.program)
       nbuf = sum(1 for s in (k or {}).get("signature", ()) if s.get("name") is None)
       args = cap.read(ka + t.args_offset, 8 * nbuf) or b""
       for i in range(len(args) // 8):
         if (ptr := int.from_bytes(args[8 * i:8 * i + 8], "little")): self.memory(ptr, (k["signature"][i].get("bytes") or 1), step)
-      for i in range(2):
-        if qmd.read(qmd.release_fields(i)[0]): self.signal(qmd.address(f"release{i}"), dev, sigs)
-      qa = qmd.address("dependent") if qmd.read("dependent_qmd0_enable") else 0
+      for r in got.releases: self.signal(r.addr, dev, sigs)
 
 def install(cap) -> None:
   """Record NV submissions in `cap` (as capture.py imports ops_amd, this imports ops_nv: no device is opened)."""
