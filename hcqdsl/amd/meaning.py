@@ -10,11 +10,12 @@ from ..ir import U32_MAX, POLL_SIZE
 from ..target.layout import TIMESTAMP_OFFSET
 from .pm4 import FUNC_GE, FUNC_EQ, DATA_SEL_32, DATA_SEL_64, DATA_SEL_CLOCK
 from .disasm import decoder
+from .targets import get_target
 from . import pm4, sdma
 
-__all__ = ["Meaning", "Rule", "Dispatch", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "STORES", "DATA_BYTES", "PER_LAUNCH",
+__all__ = ["Meaning", "Rule", "Dispatch", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "MEMORY_WAITS", "STORES", "DATA_BYTES", "PER_LAUNCH",
            "meaning", "field_at", "address_at", "per_launch", "signal_addrs", "written_range", "polled_range", "program_address",
-           "kernarg_address", "kernarg_at", "dispatch", "Registers", "splice", "IB_DEPTH"]
+           "kernarg_address", "kernarg_at", "dispatch", "Registers", "KernelRegisters", "kernel_registers", "splice", "IB_DEPTH"]
 
 DATA_BYTES = {DATA_SEL_32: 4, DATA_SEL_64: 8}   # what a RELEASE_MEM of that data_sel stores
 
@@ -28,6 +29,7 @@ SIGNALS = ("wait", "signal", "timestamp")   # the kinds that name a signal, as t
 # what capture records as a signal's memory (its value read before the GPU runs): a superset of SIGNALS, so that what
 # the lifters later classify was recorded
 SIGNAL_MEMORY = SIGNALS + ("compare", "release")
+MEMORY_WAITS = ("wait", "poll", "compare")   # the kinds whose packet waits until a word of memory compares true
 STORES = ("write", "store")                 # the kinds that store into memory a buffer may hold (capture records its use)
 
 @attrs.frozen
@@ -206,6 +208,37 @@ class Registers:
     if p.raw: return None
     if p.name == "SET_SH_REG": self.sets[p.fields["reg"]] = p
     return dispatch([*self.sets.values(), p]) if p.name == "DISPATCH_DIRECT" else None
+
+@attrs.frozen
+class KernelRegisters:
+  """What the registers a DISPATCH_DIRECT runs with say about its kernel (what the gfx11 executor needs): the entry
+  point, COMPUTE_PGM_RSRC1/2 raw and decoded (`rsrc1`, `rsrc2`: their fields by name), the workgroup size
+  (COMPUTE_NUM_THREAD_X..Z), the user SGPRs (RSRC2's user_sgpr COMPUTE_USER_DATA_* values), COMPUTE_TMPRING_SIZE
+  decoded, and DISPATCH_INITIATOR decoded (`initiator`: use_thread_dimensions, cs_w32_en, ...)."""
+  entry: int
+  rsrc1_raw: int
+  rsrc2_raw: int
+  rsrc1: dict
+  rsrc2: dict
+  block: tuple
+  user: tuple
+  tmpring: dict
+  initiator: dict
+
+def kernel_registers(arch: str, get: Callable[[int, int], int], initiator: int) -> KernelRegisters:
+  """The KernelRegisters of a dispatch on `arch`: `get(offset, default)` reads the SH register at `offset` (from
+  SET_SH_REG's start: what SET_SH_REG's `reg_offset` counts) as the engine holds it; `initiator` is the
+  DISPATCH_DIRECT's DISPATCH_INITIATOR."""
+  t = get_target(arch)
+  gc, start = t.gc, t.pm4.PACKET3_SET_SH_REG_START
+  def reg(name: str, default: int = 0) -> int: return get(getattr(gc, name).addr[0] - start, default)
+  pgm = getattr(gc, PGM_REG).addr[0] - start
+  r1, r2 = reg("regCOMPUTE_PGM_RSRC1"), reg("regCOMPUTE_PGM_RSRC2")
+  f2 = gc.regCOMPUTE_PGM_RSRC2.decode(r2)
+  ud = getattr(gc, USER_DATA_REG).addr[0] - start
+  return KernelRegisters(program_address((get(pgm, 0), get(pgm + 1, 0))), r1, r2, gc.regCOMPUTE_PGM_RSRC1.decode(r1), f2,
+                         tuple(reg(f"regCOMPUTE_NUM_THREAD_{c}", 1) & 0xFFFF for c in "XYZ"), tuple(get(ud + i, 0) for i in range(f2["user_sgpr"])),
+                         gc.regCOMPUTE_TMPRING_SIZE.decode(reg("regCOMPUTE_TMPRING_SIZE")), gc.regCOMPUTE_DISPATCH_INITIATOR.decode(initiator))
 
 # ---- indirect buffers: their packets spliced in place of the INDIRECT_BUFFER / INDIRECT packet, as the engine reads them
 

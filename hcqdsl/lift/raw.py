@@ -10,7 +10,7 @@ from ..target.image import Image, QueueImage, Patch, Region
 from ..target.lifting import Unliftable
 from .image import lift_statements, queue_decl, lifted_program
 from .schema import Manifest, LAUNCH_VAR
-from ..amd.meaning import meaning, signal_addrs, written_range, polled_range, dispatch, splice
+from ..amd.meaning import MEMORY_WAITS, meaning, signal_addrs, written_range, polled_range, dispatch, splice
 from .packets import Mem, hexname, epochs
 from ..amd.lift import lift_group, group_packets
 
@@ -18,11 +18,9 @@ __all__ = ["lift_raw", "RawLift", "Stream", "Plan", "HostStep"]
 
 def _pending_wait(p, snapshot: dict) -> bool:
   """A wait the snapshot does not satisfy (the engine is executing it although its read pointer ran past it)."""
-  f = p.fields
-  if p.name == "WAIT_REG_MEM" and f.get("mem_space") == 1: a, v = f.get("addr"), f.get("reference")
-  elif p.name == "POLL_REGMEM" and f.get("mem_poll") == 1: a, v = f.get("addr"), f.get("value")
-  else: return False
-  return a in snapshot and snapshot[a]["value"] < v
+  m = meaning(p)
+  if m is None or m.kind not in MEMORY_WAITS: return False
+  return m.addr in snapshot and snapshot[m.addr]["value"] < m.value
 
 @attrs.define
 class Stream:

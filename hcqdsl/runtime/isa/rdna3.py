@@ -90,30 +90,22 @@ class AmdKernel:
 
   def machine(self, engine, a):
     from ...amd.targets import get_target
-    from ...amd.meaning import program_address
+    from ...amd.meaning import kernel_registers
     regs, mem = engine.regs, engine.mem
     arch = engine.ring.arch
-    t = get_target(arch)
-    if t.gen != 11: raise DeviceFault(f"kernel `{self.name}`: the machine-code executor runs gfx11 code, not {arch}")
-    gc = t.gc
-    from tinygrad.runtime.autogen.am import pm4_nv
-    def sh(reg): return reg.addr[0] - pm4_nv.PACKET3_SET_SH_REG_START
+    if get_target(arch).gen != 11: raise DeviceFault(f"kernel `{self.name}`: the machine-code executor runs gfx11 code, not {arch}")
     dx, dy, dz, initiator = a
-    if initiator & (1 << 5): raise DeviceFault(f"kernel `{self.name}`: DISPATCH_DIRECT with use_thread_dimensions is not supported")
-    if not initiator & (1 << 15): raise DeviceFault(f"kernel `{self.name}`: wave64 dispatch of a wave32 executor (CS_W32_EN clear)")
-    entry = program_address((regs.get(engine.R_PGM_LO, 0), regs.get(engine.R_PGM_LO + 1, 0)))
-    rsrc1, rsrc2 = regs.get(sh(gc.regCOMPUTE_PGM_RSRC1), 0), regs.get(sh(gc.regCOMPUTE_PGM_RSRC2), 0)
-    block = [regs.get(sh(getattr(gc, f"regCOMPUTE_NUM_THREAD_{c}")), 1) & 0xFFFF for c in "XYZ"]
+    kr = kernel_registers(arch, regs.get, initiator)
+    if kr.initiator["use_thread_dimensions"]:
+      raise DeviceFault(f"kernel `{self.name}`: DISPATCH_DIRECT with use_thread_dimensions is not supported")
+    if not kr.initiator["cs_w32_en"]: raise DeviceFault(f"kernel `{self.name}`: wave64 dispatch of a wave32 executor (CS_W32_EN clear)")
+    entry, rsrc1, rsrc2, f1, f2, block, user = kr.entry, kr.rsrc1_raw, kr.rsrc2_raw, kr.rsrc1, kr.rsrc2, list(kr.block), list(kr.user)
     nthreads = block[0] * block[1] * block[2]
     if nthreads == 0 or nthreads > 1024: raise DeviceFault(f"kernel `{self.name}`: workgroup of {block} threads (1..1024)")
-    f1, f2 = gc.regCOMPUTE_PGM_RSRC1.decode(rsrc1), gc.regCOMPUTE_PGM_RSRC2.decode(rsrc2)
-    nuser = f2["user_sgpr"]
-    user = [regs.get(engine.R_UD + i, 0) for i in range(nuser)]
     # private memory per lane: COMPUTE_TMPRING_SIZE.WAVESIZE (256-byte units per wave, sized for 64 lanes as tinygrad
     # programs it) / 64 lanes
-    tmpring = gc.regCOMPUTE_TMPRING_SIZE.decode(regs.get(sh(gc.regCOMPUTE_TMPRING_SIZE), 0))
     launch = Launch(self, mem, entry, bool(f1["ieee_mode"]), f1["float_mode"], f2["lds_size"] * 512,
-                    tmpring["wavesize"] * 256 // 64 if f2["scratch_en"] else 0)
+                    kr.tmpring["wavesize"] * 256 // 64 if f2["scratch_en"] else 0)
     nwaves = -(-nthreads // LANES)
     STATS.dispatches += 1
     if OBSERVERS:   # the launch as the packets describe it, for tools that replay dispatches elsewhere
