@@ -188,6 +188,82 @@ def test_the_size_and_privacy_rules_find_planted_violations(tmp_path):
            "c.py": ast.parse("_x = 1\n")}
   assert private_uses(trees) == {"b.py:_records": [2], "b.py:_x": [3]}
 
+# ---- each vendor's packets have one home (issue 36): what a PM4/SDMA packet, an NV method group or a QMD means is
+# asked of its vendor folder (hcqdsl/amd/meaning.py, hcqdsl/nv/meaning.py), never re-derived elsewhere. A module
+# outside hcqdsl/amd/ (resp. hcqdsl/nv/) uses that vendor's opcodes or field positions when it
+#   - names one of its packets or registers, as a string, a name or an attribute: a PM4 opcode, an SDMA packet or an
+#     SH register (of any AMD arch); a method of an NV class tinygrad binds, upper or lower case, as the decoder names
+#     method groups (`SEM_ADDR_LO..SEM_EXECUTE`) and their fields (`sem_execute.operation`);
+#   - reads a decoded packet's fields (`p.fields[...]`, `p.fields.get(...)`: any vendor's, outside both folders);
+#   - imports tinygrad's headers of that vendor's packets and registers (`tinygrad.runtime.autogen.am`, `nv_570`).
+VENDOR_HEADERS = {"amd": ("tinygrad.runtime.autogen.am",), "nv": ("tinygrad.runtime.autogen.nv_570",)}
+
+# today's exceptions, each with its reason; this dict only shrinks
+VENDOR_USES = {
+  "hcqdsl/runtime/amd_engine.py": "AMD's emulator engine performs every field of every PM4/SDMA packet (the target interface's emulator row); it "
+                                  "builds on the scheduler's EngineKind, faults, reports and cost model, which are in runtime/, above amd/",
+  "hcqdsl/runtime/nv_engine.py": "NV's emulator engine performs every method and QMD field; in runtime/ for the same reason as amd_engine.py",
+  "hcqdsl/runtime/cost.py": "the emulator's cost model prices each PM4/SDMA packet by its decoded name (docs/run.md's table)",
+}
+
+def vendor_words() -> dict:
+  """vendor -> the names of its packets and registers, as its decoders name them."""
+  from hcqdsl.ir import AMD_ARCHS
+  from hcqdsl.amd import pm4, sdma
+  from hcqdsl.amd.targets import get_target
+  from hcqdsl.nv import pushbuf
+  amd: set = set()
+  for a in AMD_ARCHS: amd |= set(pm4.decoder(a).ops.values()) | set(sdma.decoder(a).ops.values()) | set(get_target(a).sh_regs.values())
+  nv = set(pushbuf.method_names())
+  nv |= {n.lower() for n in nv}
+  # no one vendor's: a name both vendors' decoders use (NOP), and ATOMIC, which also names RDNA3 instruction families
+  # (runtime/isa's `*_ATOMIC_*` opcodes, the executor's instruction set, not a packet)
+  common = (amd & nv) | {"ATOMIC"}
+  return {"amd": amd - common, "nv": nv - common}
+
+def _header(mod: str, vendor: str) -> bool: return any(mod == h or mod.startswith(h + ".") for h in VENDOR_HEADERS[vendor])
+
+def vendor_uses(trees: dict, words: dict) -> dict:
+  """path -> sorted {(vendor or "fields", what, line)} of each use of a vendor's packets outside its folder."""
+  out: dict = {}
+  for rel, tree in trees.items():
+    home = next((v for v in words if rel.startswith(f"hcqdsl/{v}/")), None)
+    found = set()
+    for n in ast.walk(tree):
+      word = n.value if isinstance(n, ast.Constant) and isinstance(n.value, str) else n.attr if isinstance(n, ast.Attribute) else \
+        n.id if isinstance(n, ast.Name) else None
+      mods = [n.module or ""] + [f"{n.module}.{a.name}" for a in n.names] if isinstance(n, ast.ImportFrom) else \
+        [a.name for a in n.names] if isinstance(n, ast.Import) else [word.rstrip(".")] if word else []
+      for v, ws in words.items():
+        if v == home: continue
+        if word is not None and word.split("..")[0].split(".")[0] in ws: found.add((v, word, n.lineno))
+        found |= {(v, m, n.lineno) for m in mods if _header(m, v)}
+      fields = n.value if isinstance(n, ast.Subscript) else n.func.value if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) \
+        and n.func.attr == "get" else None
+      if home is None and isinstance(fields, ast.Attribute) and fields.attr == "fields": found.add(("fields", ast.unparse(n), n.lineno))
+    if found: out[rel] = sorted(found)
+  return out
+
+def test_no_module_outside_a_vendor_folder_uses_its_opcodes_or_fields():
+  trees = {f.relative_to(ROOT).as_posix(): ast.parse(f.read_text()) for f in sorted(PKG.rglob("*.py"))}
+  found = vendor_uses(trees, vendor_words())
+  assert set(found) - set(VENDOR_USES) == set(), {k: v for k, v in found.items() if k not in VENDOR_USES}
+  assert set(VENDOR_USES) - set(found) == set(), "gone: take them off VENDOR_USES"
+
+def test_the_vendor_rule_finds_planted_violations():
+  words = {"amd": {"WAIT_REG_MEM", "regCOMPUTE_PGM_LO"}, "nv": {"SEM_ADDR_LO", "sem_execute"}}
+  src = {"hcqdsl/lift/x.py": "from tinygrad.runtime.autogen.am import pm4_nv\nfrom tinygrad.runtime.autogen import nv_570\n"
+                             "if p.name == 'WAIT_REG_MEM': a = p.fields['addr']\nb = gc.regCOMPUTE_PGM_LO\n"
+                             "c = f.get('sem_execute.operation') or p.fields.get('x') or q.name == 'SEM_ADDR_LO..SEM_EXECUTE'\n"
+                             "import tinygrad.runtime.autogen.amd.rdna3\n",
+         "hcqdsl/amd/y.py": "if p.name == 'WAIT_REG_MEM': a = p.fields['addr']\nfrom tinygrad.runtime.autogen.am import pm4_nv\nb = 'SEM_ADDR_LO'\n"}
+  got = vendor_uses({k: ast.parse(v) for k, v in src.items()}, words)
+  assert got["hcqdsl/lift/x.py"] == sorted({("amd", "tinygrad.runtime.autogen.am", 1), ("amd", "tinygrad.runtime.autogen.am.pm4_nv", 1),
+                                            ("nv", "tinygrad.runtime.autogen.nv_570", 2), ("amd", "WAIT_REG_MEM", 3), ("fields", "p.fields['addr']", 3),
+                                            ("amd", "regCOMPUTE_PGM_LO", 4), ("nv", "sem_execute.operation", 5), ("fields", "p.fields.get('x')", 5),
+                                            ("nv", "SEM_ADDR_LO..SEM_EXECUTE", 5)})
+  assert got["hcqdsl/amd/y.py"] == [("nv", "SEM_ADDR_LO", 3)]
+
 # ---- docs/architecture.md names every module
 
 def unnamed_modules(doc: str, rels: list) -> list:

@@ -9,7 +9,7 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from ..ir import U32_MAX
 from ..amd.packet import Walker, Packet, raw_packet
 
-__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods",
+__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods", "method_names",
            "MAX_COPY", "SEM_OPS", "PCAS_ACTION"]
 
 # subchannel -> the class tinygrad's queues address there (NVCommandQueue.setup binds compute to 1, copy to 4; the
@@ -137,6 +137,10 @@ def _class(prefix: str) -> tuple:
       vals = {x: n[len(t) + 1:] for n, x in consts.items() if n.startswith(t + "_") and type(x) is int and n[len(t) + 1:] not in tups}
       if vals: enums.setdefault(m, []).append((t[len(m) + 1:].lower(), f, vals))
   return methods, {m: tuple(sorted(fs, key=lambda x: x[1][1])) for m, fs in enums.items()}
+
+def method_names() -> tuple:
+  """The name of every method of the classes tinygrad binds (SUBCHANNELS), as the decoder names them."""
+  return tuple(n for cls in SUBCHANNELS.values() for n in _class(cls)[0].values())
 
 # opcodes of a method header (NVC56F_DMA_*_OPCODE_VALUE): how its data dwords map to methods
 _INCR, _NONINCR, _ONEINCR, _IMMD = (nv.NVC56F_DMA_INCR_OPCODE_VALUE, nv.NVC56F_DMA_NONINCR_OPCODE_VALUE, nv.NVC56F_DMA_ONEINCR_OPCODE_VALUE,
