@@ -258,10 +258,10 @@ def test_the_vendor_rule_finds_planted_violations():
                              "import tinygrad.runtime.autogen.amd.rdna3\n",
          "hcqdsl/amd/y.py": "if p.name == 'WAIT_REG_MEM': a = p.fields['addr']\nfrom tinygrad.runtime.autogen.am import pm4_nv\nb = 'SEM_ADDR_LO'\n"}
   got = vendor_uses({k: ast.parse(v) for k, v in src.items()}, words)
-  assert got["hcqdsl/lift/x.py"] == sorted({("amd", "tinygrad.runtime.autogen.am", 1), ("amd", "tinygrad.runtime.autogen.am.pm4_nv", 1),
-                                            ("nv", "tinygrad.runtime.autogen.nv_570", 2), ("amd", "WAIT_REG_MEM", 3), ("fields", "p.fields['addr']", 3),
-                                            ("amd", "regCOMPUTE_PGM_LO", 4), ("nv", "sem_execute.operation", 5), ("fields", "p.fields.get('x')", 5),
-                                            ("nv", "SEM_ADDR_LO..SEM_EXECUTE", 5)})
+  assert got["hcqdsl/lift/x.py"] == sorted({
+    ("amd", "tinygrad.runtime.autogen.am", 1), ("amd", "tinygrad.runtime.autogen.am.pm4_nv", 1), ("nv", "tinygrad.runtime.autogen.nv_570", 2),
+    ("amd", "WAIT_REG_MEM", 3), ("fields", "p.fields['addr']", 3), ("amd", "regCOMPUTE_PGM_LO", 4), ("nv", "sem_execute.operation", 5),
+    ("fields", "p.fields.get('x')", 5), ("nv", "SEM_ADDR_LO..SEM_EXECUTE", 5)})
   assert got["hcqdsl/amd/y.py"] == [("nv", "SEM_ADDR_LO", 3)]
 
 # ---- docs/architecture.md names every module

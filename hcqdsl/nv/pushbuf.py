@@ -9,8 +9,8 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from ..ir import U32_MAX
 from ..amd.packet import Walker, Packet, raw_packet
 
-__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods", "method_names",
-           "MAX_COPY", "SEM_OPS", "PCAS_ACTION"]
+__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods",
+           "method_names", "MAX_COPY", "SEM_OPS", "PCAS_ACTION"]
 
 # subchannel -> the class tinygrad's queues address there (NVCommandQueue.setup binds compute to 1, copy to 4; the
 # channel's own host methods are subchannel 0)
