@@ -61,10 +61,12 @@ class _Group:
     if how is None or (how == "barrier" and (not pk) != (self.engine == "copy")): return None
     if how == "barrier": return [Barrier()]   # compute: the HDP flush's register wait, then ACQUIRE_MEM; copy: no packets
     m, p = next((m, p) for m, p in zip(ms, pk) if m is not None and m.kind != "acquire")
+    if m.addr is None: return None   # a packet too short for its address
     if how == "timestamp": return [Timestamp(Ref(self.sig(m.addr)))]
     if how == "write": return [self.write(p, m)]
-    if how == "signal": return [SignalWrite(Ref(self.sig(m.addr)), self.expr(self.at(p, m.value_field), m.value))]
-    return [self.wait(p, m)]
+    if how != "signal": return [self.wait(p, m)]
+    if m.value_field is None or m.value is None: return None
+    return [SignalWrite(Ref(self.sig(m.addr)), self.expr(self.at(p, m.value_field), m.value))]
 
   def at(self, p, field: str) -> int:
     """The dword offset of packet `p`'s `field` in the queue."""
@@ -166,8 +168,7 @@ def group_packets(pk: list, engine: str) -> list:
         continue
       if (m := meaning(p)) is not None and m.kind == "copy":   # a split copy: its pieces one after the other
         while i + take < n and (b := meaning(pk[i + take])) is not None and b.kind == "copy":
-          a = meaning(pk[i + take - 1])
-          if a is None or b.src != a.src + a.size or b.addr != a.addr + a.size: break
+          if (a := meaning(pk[i + take - 1])) is None or not a.continued_by(b): break
           take += 1
     out.append(pk[i:i + take])
     i += take

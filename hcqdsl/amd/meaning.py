@@ -102,6 +102,11 @@ class Meaning:
   src: Optional[int] = None
   src_field: Optional[str] = None
 
+  def continued_by(self, b: Meaning) -> bool:
+    """`b`, a copy, copies on where this one ended: two pieces of one split copy."""
+    if self.src is None or self.addr is None or b.src is None or b.addr is None: return False
+    return b.src == self.src + self.size and b.addr == self.addr + self.size
+
 def meaning(p) -> Optional[Meaning]:
   """What packet `p` (a decoded PM4 or SDMA packet) means, by MEANINGS; None: nothing a statement says."""
   if p.raw: return None

@@ -257,7 +257,7 @@ class CaptureLift:
     """One declaration per (tinygrad name, code, code buffer), with its code object written (`kdecl`; `kname_of`: prog ->
     its name). A kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that
     buffer at each exec (`amd "k.co" code B`): check orders every exec after the upload."""
-    uploaded = {al[0] for s in self.subs for p in s.packets if (m := meaning(p)) is not None and m.kind == "copy"
+    uploaded = {al[0] for s in self.subs for p in s.packets if (m := meaning(p)) is not None and m.kind == "copy" and m.addr is not None
                 and len(set(s.addrs(p, m.addr_field))) == 1 and (al := self.alloc_of(m.addr)) is not None}
     self.kdecl: dict = {}      # (name, code, code buffer) -> Kernel
     self.kname_of: dict = {}   # prog -> its kernel's name
@@ -442,7 +442,7 @@ class CaptureLift:
     tolerance."""
     written = {self.buf_for(t)[0] for d in self.dispatches.values() for t in d.pointers}
     written |= {self.static_names.get(al[0] if (al := self.alloc_of(a)) else a) for s in self.subs for p in s.packets
-                if (m := meaning(p)) is not None and m.kind == "copy"
+                if (m := meaning(p)) is not None and m.kind == "copy" and m.addr is not None
                 and len({d[address_at(s.ring.engine, s.ring.target, p, m.addr_field)] for d in s.per}) == 1 for a in [m.addr]}
     dtypes, out = self.dtypes(), []
     for key, nm in self.static_names.items():

@@ -86,7 +86,7 @@ class RawLift:
       self.decoded[q.name] = groups = group_packets(splice(self.stream[q.name].dwords, q.engine, q.target, self.mem.read), q.engine)
       for g in groups:
         for p in g: self.sig_addrs += signal_addrs(p)
-        if g and (m := meaning(g[0])) is not None and m.kind == "copy":   # a split copy's pieces, one after the other
+        if g and (m := meaning(g[0])) is not None and m.kind == "copy" and m.src is not None and m.addr is not None:   # a split copy's pieces
           size = sum(c.size for p in g if (c := meaning(p)) is not None)
           self.copies += [(m.src, size), (m.addr, size)]
         if q.engine == "compute" and (d := dispatch(g)) is not None: self.dispatches.append(d)

@@ -75,17 +75,18 @@ class Meaning:
   """What one method group means: its kind, the address it waits on, releases to, launches or copies to, the bytes
   there, its value (a semaphore's payload, low 32 bits), the dword offsets of the address's low half and the value in
   the stream decoded; a poll's mask and the value it compares with, an acquire's comparison (SEM_COMPARE); a copy's
-  source address and its dword offset."""
+  source address and its dword offset. A field the kind has none of is 0 (the comparison: None); the decoder
+  joins a group's 64-bit values only when it holds both halves, which every rule's group does."""
   kind: str
-  addr: Optional[int] = None
+  addr: int = 0
   size: int = 0
-  value: Optional[int] = None
-  addr_at: Optional[int] = None
-  value_at: Optional[int] = None
-  mask: Optional[int] = None
+  value: int = 0
+  addr_at: int = 0
+  value_at: int = 0
+  mask: int = 0
   compare: Optional[str] = None
-  src: Optional[int] = None
-  src_at: Optional[int] = None
+  src: int = 0
+  src_at: int = 0
 
 def meaning(p) -> Optional[Meaning]:
   """What method group `p` (decoded by nv/pushbuf.py) means, by MEANINGS; None: nothing a statement says."""
@@ -93,14 +94,14 @@ def meaning(p) -> Optional[Meaning]:
   f = p.fields
   for r in _BY_PACKET.get(p.name, ()):
     if not r.when(f): continue
-    v = f.get(r.value) if r.value else None
-    v = v & U32_MAX if v is not None and r.packet == _SEM else v
+    v = f[r.value] if r.value else 0
+    v = v & U32_MAX if r.packet == _SEM else v
     op = f.get("sem_execute.operation")
-    mask = (v if op == "ACQ_AND" else ~v & U32_MAX) if r.kind == "poll" and v is not None else None
-    if r.kind == "poll": v = mask if op == "ACQ_AND" else 0   # ACQ_AND: some bit of the payload set; ACQ_NOR: some bit of it clear
-    return Meaning(r.kind, f.get(r.addr) if r.addr else None, r.size(f), v, None if r.addr_at is None else p.offset + r.addr_at,
-                   None if r.value_at is None else p.offset + r.value_at, mask, SEM_COMPARE.get(op) if r.packet == _SEM else None,
-                   f.get(r.src) if r.src else None, None if r.src_at is None else p.offset + r.src_at)
+    mask = (v if op == "ACQ_AND" else ~v & U32_MAX) if r.kind == "poll" else 0
+    if r.kind == "poll": v = v if op == "ACQ_AND" else 0   # ACQ_AND: some bit of the payload set; ACQ_NOR: some bit of it clear
+    def at(k: Optional[int]) -> int: return 0 if k is None else p.offset + k
+    return Meaning(r.kind, f[r.addr] if r.addr else 0, r.size(f), v, at(r.addr_at), at(r.value_at), mask,
+                   SEM_COMPARE.get(op) if r.packet == _SEM else None, f[r.src] if r.src else 0, at(r.src_at))
   return None
 
 # ---- QMDs: what one launches, and the chain of QMDs it launches after it (DEPENDENT_QMD0)
