@@ -39,7 +39,7 @@ def normalize(dw: list, arch: str, name_of) -> list:
   """The statement methods of a pushbuffer with their addresses named (name_of(addr) -> name+offset); SEND_PCAS_A's
   QMD address is a token. Channel setup and zero padding are left out."""
   from hcqdsl.nv import pushbuf
-  from hcqdsl.nv.lift import SETUP_METHODS
+  from hcqdsl.nv.meaning import SETUP_METHODS
   addrs = ("sem_addr", "semaphore_addr", "src_addr", "dst_addr")
   out = []
   for p in pushbuf.decoder(arch).decode(dw):

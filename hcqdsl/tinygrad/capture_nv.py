@@ -15,7 +15,7 @@ from typing import Any
 from ..ir import NV_ARCHS, U32_MAX
 from ..nv import pushbuf
 from ..nv.qmd import QMD
-from ..nv.meaning import meaning, qmd_chain, SIGNAL_MEMORY
+from ..nv.meaning import meaning, launch, qmd_chain, SIGNAL_MEMORY
 from ..nv.targets import BOARDS, get_target
 
 __all__ = ["install", "nv_arch"]
@@ -38,7 +38,7 @@ class _Recorder:
     """An NVProgram: its code address is its QMD template's program address; its arguments tinygrad's signature. On
     the mock, NVArgsState stores every scalar as 8 bytes (its executor's convention): the signature says so."""
     dev = getattr(prg, "dev", None)
-    try: addr = QMD.of(get_target(nv_arch(dev)), bytearray(bytes(prg.qmd.mv))).address("program")
+    try: addr = launch(QMD.of(get_target(nv_arch(dev)), bytearray(bytes(prg.qmd.mv)))).program
     except Exception: return
     mock = type(getattr(dev, "iface", None)).__name__.startswith("MOCK")
     sig = []
