@@ -6,18 +6,19 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Host, Expect, Wait, SignalWrite, Submit, HostWrite,
-                  Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, timeline_of)
+                  Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, timeline_of, vendor_of)
 from ..target.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
 from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
-from ..amd.meaning import signal_addrs, meaning, field_at, address_at, per_launch, Registers
+from ..amd.meaning import signal_addrs, meaning, field_at, per_launch, Registers
 from .packets import hexname, epochs, ident
 from ..amd.lift import group_packets
 
-__all__ = ["lift_capture", "CaptureLift", "Submission", "Memory", "Access", "Dispatch", "LIFT_RTOL", "LIFT_ATOL"]
+__all__ = ["lift_capture", "CaptureLift", "AMDCaptureLift", "Submission", "Memory", "Access", "Launched", "CopyUse", "Dispatch",
+           "LIFT_RTOL", "LIFT_ATOL"]
 
 # the tolerance of a lifted float32 expect: hcqdsl's RDNA3 executor and tinygrad's emulator round transcendentals (exp2,
 # log2, rcp, sqrt) differently by an ulp or two, and chains of kernels (an optimizer step) grow that; values near zero
@@ -37,11 +38,6 @@ class Submission:
   per: list        # its dwords in each launch
   packets: list = attrs.field(factory=list)   # launch 1's dwords, decoded
 
-  def addrs(self, p, field: str) -> tuple:
-    """The 64-bit address whose low dword is packet `p`'s `field`, in each launch."""
-    o = p.offset + field_at(self.ring.engine, self.ring.target, p.name, field)
-    return tuple(d[o] | (d[o + 1] << 32) for d in self.per)
-
 @attrs.define
 class Memory:
   """Memory a launch's commands use: an allocation (static) or a group of per-launch addresses (rebound)."""
@@ -58,6 +54,26 @@ class Access:
   reads: bool      # a read (else a write)
 
 @attrs.define
+class Launched:
+  """A dispatch a submission of launch 1 makes, as the vendor's packets say it (`found`): its kernel-argument block's
+  address in each launch, where the arguments start in the block and the block's bytes (the host writes it whole)."""
+  sub: Submission   # the submission
+  prog: int         # the program's address
+  kargs: tuple      # the block's address in each launch
+  offset: int       # the dispatch's packet offset in the submission (orders its accesses)
+  arg_base: int = 0  # the arguments' byte offset in the block (NV: constant bank 0's driver part)
+  block: int = 0     # the block's bytes, if more than the arguments' (NV: up to the QMD's end)
+  qmds: tuple = ()   # NV: the QMD's address in each launch (in the block)
+
+@attrs.define
+class CopyUse:
+  """A copy of launch 1's submission: its source and destination address in each launch and its bytes."""
+  offset: int     # its packet's dword offset in the submission
+  src: tuple      # the source address in each launch
+  dst: tuple      # the destination address in each launch
+  size: int       # bytes
+
+@attrs.define
 class Dispatch:
   """A dispatch of launch 1 whose kernel arguments were recorded."""
   queue: str       # the lifted queue
@@ -69,9 +85,15 @@ class Dispatch:
   scalars: list    # the scalars' signature entries (name, dtype, bytes)
   sizes: list      # per buffer argument: tinygrad's bytes of it (None: unknown)
   blocks: list     # the block's bytes in each launch
+  arg_base: int = 0  # the arguments' byte offset in the block
+  qmds: tuple = ()   # NV: the QMD's address in each launch
 
 class CaptureLift:
-  """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set)."""
+  """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set).
+  The phases are the vendors'; what a vendor's packets mean — how a stream decodes, what a submission's packets use
+  and dispatch, which signals they name, which dwords change per launch, how a queue lifts — each vendor's lift fills
+  in (AMDCaptureLift here, NVCaptureLift in lift/nv_capture.py), asking its packet-meaning table."""
+  vendor = ""   # the runtime's vendor (the header's words)
   def __init__(self, m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False):
     self.m, self.code_dir, self.program_dir, self.trace, self.whole = m, code_dir, program_dir, trace, whole
     self.notes: list = []      # `# note:` lines of the header
@@ -80,6 +102,36 @@ class CaptureLift:
     self.used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(self.qmap)   # names taken in the program
     self.vars = Vars(self.used)
     self.kargs_read = m.path == "hcq"   # classic HCQ: each exec also reads its kernel-argument block, which the host writes
+
+  # ---- what a vendor fills in
+  def decode(self, q: MQueue, dwords: list) -> list: raise NotImplementedError
+  def step_shape(self, q: MQueue, packets: list, step: int) -> tuple:
+    """A submission's packets as launches compare them (with the program each dispatch runs)."""
+    raise NotImplementedError
+  def packet_uses(self, s: Submission) -> None:
+    """The memory a submission's packets use (`use`) and the dispatches they make (`found`)."""
+    raise NotImplementedError
+  def copies(self, s: Submission) -> list:
+    """The submission's copies (CopyUse)."""
+    raise NotImplementedError
+  def signal_uses(self, s: Submission) -> list:
+    """(address, is a timestamp's) of each signal the submission's packets name."""
+    raise NotImplementedError
+  def kernel_impl(self, k: dict, name: str, code_buf: Optional[str]) -> Optional[Impl]: raise NotImplementedError
+  def param_offsets(self, kd: Kernel, d: Dispatch) -> list:
+    """Each parameter's byte offset in the kernel-argument block (as the statement lifter reads the block)."""
+    raise NotImplementedError
+  def arg_region(self, ka: int, d: Dispatch, args: list) -> tuple:
+    """(Region, its bytes in launch 1) of a dispatch's kernel-argument block."""
+    raise NotImplementedError
+  def launch_patches(self, d: Dispatch) -> list:
+    """Patches of the block's per-launch values other than the scalars (NV: a QMD's release payloads, its grid)."""
+    raise NotImplementedError
+  def dword_patches(self, s: Submission) -> list:
+    """Patches of the submission's dwords that change per launch (values as vars, addresses as a rebound buffer's)."""
+    raise NotImplementedError
+  def lift_queue(self, s: Submission, qi: QueueImage) -> list: raise NotImplementedError
+  def trace_extra(self) -> dict: return {}
 
   def program(self) -> Program:
     self.launches()
@@ -111,7 +163,8 @@ class CaptureLift:
                                 graph_calls=[(new(st), g, ins) for st, g, ins in m.graph_calls])
     self.ev: list = host   # the host's steps of launches
     ev = host
-    found = None if self.whole else period([self.shape(e) for e in ev])
+    self.mem_at = sorted(m.steps, key=lambda x: x[2])
+    found = None if self.whole else period([self.shape(e, i) for i, e in enumerate(ev)])
     self.start, self.P, self.K = start, P, K = found or (0, len(ev), 1)
     self.end = start + K * P
     if self.whole: self.notes.append("the run as it happened: every step of the capture in one launch")
@@ -123,7 +176,6 @@ class CaptureLift:
     if self.end < len(ev):
       self.notes.append(f"steps {self.orig(self.end) + 1}..{self.n_all} after the last repeated launch are not lifted")
       self.left_out.append(f"steps {self.orig(self.end) + 1}..{self.n_all} (after the last repeated launch)")
-    self.mem_at = sorted(m.steps, key=lambda x: x[2])
     allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
     self.allocs, self.alloc_starts = allocs, [lo for lo, _, _ in allocs]
     self.readings = Readings(m.steps, self.alloc_of)
@@ -142,7 +194,7 @@ class CaptureLift:
       self.used.add(name)
       q = self.qmap[e["queue"]]
       per = [q.dwords[ev[i + k * P]["start"]:ev[i + k * P]["start"] + e["length"]] for k in range(K)]
-      self.subs.append(Submission(name, q, i, e["start"], e["length"], n, per, decoder(q.engine, q.target).decode(per[0])))
+      self.subs.append(Submission(name, q, i, e["start"], e["length"], n, per, self.decode(q, per[0])))
     # classic HCQ orders a ring's submissions itself (each waits for the timeline value the previous one signals);
     # hcq2's finalizer is a submission of its own that signals the timeline for the batch before it: the ring's order
     # (its FIFO: each packet runs after the previous one finished) is kept by a signal of the ring's own
@@ -161,18 +213,8 @@ class CaptureLift:
     self.rebound: dict = {}    # per-launch addresses -> Memory
     self.at_input: dict = {}   # per-launch addresses -> (input's address tuple, offset, launch j of `x@j` or None)
     self.accesses: list = []   # of Access
-    self.found: list = []      # (Submission, prog, [kernarg addr per launch], packet offset)
-    for s in self.subs:
-      regs = Registers()
-      for p in s.packets:
-        if p.raw: continue
-        if (m := meaning(p)) is not None and m.kind == "copy":
-          for field, reads in ((m.src_field, True), (m.addr_field, False)): self.use(s.addrs(p, field), m.size, s.step, p.offset, reads)
-        elif m is not None and m.kind in ("write", "poll"):   # a `write`'s bytes, a `poll`'s word: a buffer's
-          self.use(s.addrs(p, m.addr_field), m.size, s.step, p.offset, m.kind == "poll")
-        elif (d := regs.see(p)) is not None:
-          uo = d.kernargs_at
-          self.found.append((s, d.program, [x[uo] | (x[uo + 1] << 32) for x in s.per], p.offset))
+    self.found: list = []      # of Launched
+    for s in self.subs: self.packet_uses(s)
 
   def kernel_arguments(self) -> None:
     """Each dispatch's kernel arguments, per launch: pointers (memory it uses) and scalar values (`dispatches`). On classic
@@ -181,23 +223,26 @@ class CaptureLift:
     and one with no `barrier` before the exec a `visibility` error (the HDP), as on the GPU."""
     self.kgroups: set = set()   # per-launch kernel-argument addresses that differ per launch: a fresh block each (eager dispatches)
     self.dispatches: dict = {}  # (kernarg addr in launch 1, lifted queue) -> Dispatch
-    for s, prog, kas, at in self.found:
+    for f in self.found:
+      s, prog, kas, at, base = f.sub, f.prog, f.kargs, f.offset, f.arg_base
       k = self.m.kernels.get(prog, {})
       sig = k.get("signature") or []
       bufs, scal = [x for x in sig if x.get("name") is None], [x for x in sig if x.get("name") is not None]
       offs, need = kernarg_layout([8] * len(bufs) + [x.get("bytes") or 4 for x in scal])   # tinygrad's (TinyELF.iter_sig)
+      need = max(base + need, f.block)
       blocks: list = [self.snap(ka, need, s.step + j * self.P, s.step + j * self.P + 1) for j, ka in enumerate(kas)]
       if any(b is None for b in blocks):
         self.notes.append(f"the kernel arguments of a dispatch of {k.get('name') or hex(prog)} were not recorded: lifted without arguments")
         self.left_out.append(f"the arguments of a dispatch of {k.get('tinygrad_name') or k.get('name') or hex(prog)} (not recorded)")
         continue
-      ptrs = [tuple(int.from_bytes(b[8 * i:8 * i + 8], "little") for b in blocks) for i in range(len(bufs))]
+      ptrs = [tuple(int.from_bytes(b[base + 8 * i:base + 8 * i + 8], "little") for b in blocks) for i in range(len(bufs))]
       for t, x in zip(ptrs, bufs): self.use(t, x.get("bytes") or 1, s.step, at, x.get("mode") != "out")
-      vals = [[int.from_bytes(b[off:off + 4], "little") for b in blocks] for off in offs[len(bufs):]]
+      vals = [[int.from_bytes(b[base + off:base + off + 4], "little") for b in blocks] for off in offs[len(bufs):]]
       if self.kargs_read:   # the block itself: one allocation's bytes (HCQGraph's, patched per launch), or new memory per launch
         self.use(tuple(kas), need, s.step, at, True)
         if len(set(kas)) > 1: self.kgroups.add(tuple(kas))
-      self.dispatches[kas[0], s.name] = Dispatch(s.name, prog, tuple(kas), s.step, ptrs, vals, scal, [x.get("bytes") for x in bufs], blocks)
+      self.dispatches[kas[0], s.name] = Dispatch(s.name, prog, tuple(kas), s.step, ptrs, vals, scal, [x.get("bytes") for x in bufs], blocks,
+                                                base, f.qmds)
 
   def host_refills(self) -> None:
     """The host's writes between launches (`rewritten`): memory in host RAM whose first access in a launch is a read,
@@ -235,15 +280,13 @@ class CaptureLift:
     self.static_names = {a: self.fresh(hexname("kargs" if a in kalloc else "b", a)) for a in sorted(self.static)}   # kargs_: kernel arguments
     self.rebound_names = {t: self.fresh(f"{'kargs' if t in self.kgroups else 'in'}_{t[0]:x}") for t in self.rebound}
     mbox, ev = self.m.mailboxes, self.ev
-    sig_addrs = [a for s in self.subs for p in s.packets for a in signal_addrs(p) if a not in mbox]
+    uses = [(s, self.signal_uses(s)) for s in self.subs]
+    sig_addrs = [a for _, u in uses for a, _ in u if a not in mbox]
     sig_addrs += [e["addr"] for e in ev[self.start:self.start + self.P] if e["op"] in ("signal", "wait")]
     # a signal only a timestamp names is the slot before the clock's memory (`timestamp s` writes s's timestamp slot,
     # TIMESTAMP_OFFSET on): named after the memory the clock goes to (hcq2's profile buffers, HCQSignal.timestamp_addr)
-    def stamp(p):
-      return (m := meaning(p)) is not None and m.kind == "timestamp"
-    stamped = {a for s in self.subs for p in s.packets if not p.raw and stamp(p) for a in signal_addrs(p)}
-    synced = {a for s in self.subs for p in s.packets if not stamp(p) for a in signal_addrs(p)} | \
-             {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
+    stamped = {a for _, u in uses for a, st in u if st}
+    synced = {a for _, u in uses for a, st in u if not st} | {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
     self.signals: dict = {}
     for a in dict.fromkeys(sig_addrs):
       info = self.m.signals.get(a, {})
@@ -257,8 +300,7 @@ class CaptureLift:
     """One declaration per (tinygrad name, code, code buffer), with its code object written (`kdecl`; `kname_of`: prog ->
     its name). A kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that
     buffer at each exec (`amd "k.co" code B`): check orders every exec after the upload."""
-    uploaded = {al[0] for s in self.subs for p in s.packets if (m := meaning(p)) is not None and m.kind == "copy" and m.addr is not None
-                and len(set(s.addrs(p, m.addr_field))) == 1 and (al := self.alloc_of(m.addr)) is not None}
+    uploaded = {al[0] for s in self.subs for c in self.copies(s) if len(set(c.dst)) == 1 and (al := self.alloc_of(c.dst[0])) is not None}
     self.kdecl: dict = {}      # (name, code, code buffer) -> Kernel
     self.kname_of: dict = {}   # prog -> its kernel's name
     for d in self.dispatches.values():
@@ -277,14 +319,8 @@ class CaptureLift:
     params = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(d.pointers))]
     params += [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", ident(x["name"])) for x in d.scalars]
     params += [Param("in", KERNARGS)] * self.kargs_read
-    impl, kn = None, self.fresh(base)
-    if k.get("code") and self.code_dir is not None:
-      cpath = pathlib.Path(self.code_dir) / f"{kn}.co"
-      cpath.write_bytes(k["code"])
-      rel = str(cpath.resolve()) if self.program_dir is None else _relpath(cpath, self.program_dir)
-      impl = Impl(None, None, (), None, rel, code_buf)
-    elif code_buf is not None: impl = Impl(amd_code=f"{kn}.co", code=code_buf)   # (no code written: a check only)
-    return Kernel(kn, tuple(params), impl)
+    kn = self.fresh(base)
+    return Kernel(kn, tuple(params), self.kernel_impl(k, kn, code_buf))
 
   def pseudo_image(self) -> None:
     """The image the statement lifter reads names from (`img`): buffers, signals, kernels, each dispatch's
@@ -293,6 +329,7 @@ class CaptureLift:
     ibufs = {nm: (a, self.static[a].size) for a, nm in self.static_names.items()}
     ibufs.update({nm: (t[0], self.rebound[t].size) for t, nm in self.rebound_names.items()})
     regions: list = []
+    blocks: list = []              # (address, bytes) of each region in launch 1
     self.regions_of: dict = {}     # lifted queue -> its dispatches' kernel-argument regions
     self.mem_patches: dict = {}    # lifted queue -> Patch of each scalar argument that changes per launch
     for (ka, sname), d in self.dispatches.items():
@@ -305,9 +342,14 @@ class CaptureLift:
       if self.kargs_read:
         nm, off, _ = self.buf_for(d.kargs)
         args.append([nm, off, off + len(d.blocks[0]), True, None])
-      regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, 8 * len(d.pointers), {"kernel": self.kname_of[d.prog], "args": args}))
-      self.regions_of.setdefault(sname, []).append(regions[-1])
-    kparams = {kd.name: [[p.mode, p.name, o] for p, o in zip(kd.params, kernarg_layout(kd.params)[0])] for kd in self.kdecl.values()}
+      region, data = self.arg_region(ka, d, args)
+      regions.append(region)
+      blocks.append((region.addr, data))
+      self.regions_of.setdefault(sname, []).append(region)
+    kparams: dict = {}
+    for d in self.dispatches.values():
+      kd = next(x for x in self.kdecl.values() if x.name == self.kname_of[d.prog])
+      kparams.setdefault(kd.name, [[p.mode, p.name, o] for p, o in zip(kd.params, self.param_offsets(kd, d))])
     ikernels = [{"name": self.kname_of[prog], "prog_addr": prog, "params": kparams[self.kname_of[prog]]}
                 for prog in dict.fromkeys(d.prog for d in self.dispatches.values())]
     for (ka, sname), d in self.dispatches.items():
@@ -316,15 +358,16 @@ class CaptureLift:
         fit = self.vars.fit(v, ident(d.scalars[i]["name"]))
         var, add = fit or (None, v[0] & U32_MAX)
         self.mem_patches.setdefault(sname, []).append(Patch(ka + ps[len(d.pointers) + i][2], var, add))
+      self.mem_patches.setdefault(sname, []).extend(self.launch_patches(d))
     self.img = Image(self.m.queues[0].target, self.m.file, self.m.devices, [], regions, {n: a for a, n in self.signals.items()}, ibufs,
-                     ikernels, [], [(r.addr, b"\0" * r.size) for r in regions], [], [])
+                     ikernels, [], blocks, [], [])
     # each rebound buffer's memory per launch: a copy address the host patches is one (`x`); a fixed one that kept a
     # graph input's memory of one launch is `x@j`
     self.img.var_values.update({f"{nm}.addr": list(t) for t, nm in self.rebound_names.items()})
 
   def declarations(self) -> list:
     """Devices, buffers with their contents when launch 1 first used them, signals with their values at `start`."""
-    decls: list = [Device(d["name"], "AMD", d["index"], d["arch"]) for d in self.m.devices]
+    decls: list = [Device(d["name"], vendor_of(d["arch"]), d["index"], d["arch"]) for d in self.m.devices]
     def init(b, size):
       return trimmed_data(b, size) if b else None   # (memory never read: no initial value)
     def data_of(b, size):
@@ -352,31 +395,12 @@ class CaptureLift:
     as vars, addresses as a rebound buffer's `x`)."""
     out = []
     for s in self.subs:
-      patches = []
-      for p in s.packets:
-        for idx, role in per_launch(s.ring.engine, s.ring.target, p.name):
-          o = p.offset + idx
-          if o >= len(s.per[0]): continue
-          if role == "address":   # an address that changes per launch: patched (`x`, not `x@1`)
-            if len({d[o] | (d[o + 1] << 32) for d in s.per}) > 1: patches.append(Patch(o, None, 0, "lo"))
-          elif (fit := self.vars.fit([d[o] for d in s.per], "v")): patches.append(Patch(o, fit[0], fit[1]))
+      patches = self.dword_patches(s)
       qi = QueueImage(s.name, s.ring.engine, s.ring.device, s.ring.target, 0, s.per[0], patches, [], self.mem_patches.get(s.name, []))
       self.img.regions = self.regions_of.get(s.name, [])
-      items = [epochs(x, s.ring.device) for x in lift_statements(self.img, qi, self.groups(s))]
+      items = [epochs(x, s.ring.device) for x in self.lift_queue(s, qi)]
       if s.ring.name in self.chained: items = self.chain(s, items)
       out.append(queue_decl(s.name, s.ring.engine, s.ring.device, items))
-    return out
-
-  def groups(self, s: Submission) -> list:
-    """(packets, `@ring offset`) per statement; the KFD's interrupt packets as comments (they order nothing)."""
-    out: list = []
-    for g in group_packets(s.packets, s.ring.engine):
-      at = f"@{s.start + g[0].offset}" if g else None
-      m = meaning(g[0]) if g else None
-      if m is not None and m.kind in ("signal", "release") and m.addr in self.m.mailboxes:
-        out.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
-      elif m is not None and m.kind == "interrupt": out.append((f"# {at}: KFD interrupt: SDMA {g[0].name}", None))
-      else: out.append((g, at))
     return out
 
   def chain(self, s: Submission, items: list) -> list:
@@ -441,9 +465,8 @@ class CaptureLift:
     """Each buffer a launch writes, as it was after the last launch; float32 memory (its last writer's dtype) within a
     tolerance."""
     written = {self.buf_for(t)[0] for d in self.dispatches.values() for t in d.pointers}
-    written |= {self.static_names.get(al[0] if (al := self.alloc_of(a)) else a) for s in self.subs for p in s.packets
-                if (m := meaning(p)) is not None and m.kind == "copy" and m.addr is not None
-                and len({d[address_at(s.ring.engine, s.ring.target, p, m.addr_field)] for d in s.per}) == 1 for a in [m.addr]}
+    written |= {self.static_names.get(al[0] if (al := self.alloc_of(a)) else a) for s in self.subs for c in self.copies(s)
+                if len(set(c.dst)) == 1 for a in [c.dst[0]]}
     dtypes, out = self.dtypes(), []
     for key, nm in self.static_names.items():
       size = self.static[key].size
@@ -465,9 +488,7 @@ class CaptureLift:
       bsig = [x for x in self.m.kernels.get(d.prog, {}).get("signature") or [] if x.get("name") is None]
       events.append((d.step, 0, "exec", [(self.buf_for(t)[0], x.get("dtype"), x.get("mode")) for t, x in zip(d.pointers, bsig)]))
     for s in self.subs:
-      for p in s.packets:
-        if (m := meaning(p)) is not None and m.kind == "copy":
-          events.append((s.step, p.offset, "copy", [self.buf_for(s.addrs(p, f))[0] for f in (m.src_field, m.addr_field)]))
+      for c in self.copies(s): events.append((s.step, c.offset, "copy", [self.buf_for(c.src)[0], self.buf_for(c.dst)[0]]))
     dtypes: dict = {}
     for _, _, kind, ends in sorted(events, key=lambda e: e[:2]):
       if kind == "copy": dtypes[ends[1]] = dtypes.get(ends[0])
@@ -482,12 +503,12 @@ class CaptureLift:
     if self.trace is not None:
       self.trace.update(start=orig(start), period=self.P, launches=K, steps=[orig(i) for i in range(start, start + self.P)],
                         left_out=self.left_out, queues={s.name: [(0, s.length, orig(s.step), s.start)] for s in self.subs},
-                        host=[[orig(i) for i in st] for st in self.host_steps])
+                        host=[[orig(i) for i in st] for st in self.host_steps], **self.trace_extra())
     # the launch steps in no statement: the initial state, the steps after the last launch (a signal's creation is its
     # initial value and a folded lift's staged writes are its rebound buffers: both are in the program)
     unlifted = start + len(self.ev) - end
     return [f"# hcq: launches={K}"] + [f"# hcq: unlifted={unlifted}"] * bool(unlifted) + \
-      [f"# lifted from {self.m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of tinygrad's AMD runtime, "
+      [f"# lifted from {self.m.file} by hcqdsl lift ({K} captured launch{'es' * (K != 1)} of tinygrad's {self.vendor} runtime, "
        f"steps {orig(start) + 1}..{orig(end - 1) + 1} of {self.n_all})"] + [f"# note: {x}" for x in dict.fromkeys(self.notes)]
 
   # ---- what the phases share
@@ -495,17 +516,13 @@ class CaptureLift:
     """The capture's step number of launch step `i` (steps that are no launch's were dropped)."""
     return self.keep[i] if i < len(self.keep) else self.n_all
 
-  def shape(self, e: dict) -> tuple:
+  def shape(self, e: dict, step: int) -> tuple:
     """A host step compared between launches: a submission by its ring and packets (with the program each dispatch runs
     and each copy's length), a host write by its range, a signal write or wait by its signal."""
     if e["op"] == "write": return ("write", e["addr"], e["size"])
     if e["op"] != "submit": return (e["op"], e["addr"], bool(e.get("init")))
     q = self.qmap[e["queue"]]
-    out, regs = [], Registers()
-    for p in decoder(q.engine, q.target).decode(q.dwords[e["start"]:e["start"] + e["length"]]):
-      d, m = regs.see(p), meaning(p)
-      out.append((p.name, d.program if d is not None else m.size if m is not None and m.kind == "copy" else None))
-    return ("submit", e["queue"], tuple(out))
+    return ("submit", e["queue"], self.step_shape(q, self.decode(q, q.dwords[e["start"]:e["start"] + e["length"]]), step))
 
   def snap(self, addr: int, n: int, lo: int, hi: int = 1 << 62) -> Optional[bytes]:
     """The bytes [addr, addr + n) as read first at a step in [lo, hi)."""
@@ -580,6 +597,87 @@ class CaptureLift:
     self.used.add(name)
     return name
 
+class AMDCaptureLift(CaptureLift):
+  """A capture of tinygrad's AMD runtime (classic HCQ, hcq2): PM4 and SDMA packets, as amd/meaning.py states them."""
+  vendor = "AMD"
+
+  def decode(self, q: MQueue, dwords: list) -> list: return decoder(q.engine, q.target).decode(dwords)
+
+  def addrs(self, s: Submission, p, field: str) -> tuple:
+    """The 64-bit address whose low dword is packet `p`'s `field`, in each launch."""
+    o = p.offset + field_at(s.ring.engine, s.ring.target, p.name, field)
+    return tuple(d[o] | (d[o + 1] << 32) for d in s.per)
+
+  def step_shape(self, q: MQueue, packets: list, step: int) -> tuple:
+    out, regs = [], Registers()
+    for p in packets:
+      d, m = regs.see(p), meaning(p)
+      out.append((p.name, d.program if d is not None else m.size if m is not None and m.kind == "copy" else None))
+    return tuple(out)
+
+  def packet_uses(self, s: Submission) -> None:
+    regs = Registers()
+    for p in s.packets:
+      if p.raw: continue
+      if (m := meaning(p)) is not None and m.kind == "copy":
+        for field, reads in ((m.src_field, True), (m.addr_field, False)): self.use(self.addrs(s, p, field), m.size, s.step, p.offset, reads)
+      elif m is not None and m.kind in ("write", "poll"):   # a `write`'s bytes, a `poll`'s word: a buffer's
+        self.use(self.addrs(s, p, m.addr_field), m.size, s.step, p.offset, m.kind == "poll")
+      elif (d := regs.see(p)) is not None:
+        uo = d.kernargs_at
+        self.found.append(Launched(s, d.program, tuple(x[uo] | (x[uo + 1] << 32) for x in s.per), p.offset))
+
+  def copies(self, s: Submission) -> list:
+    return [CopyUse(p.offset, self.addrs(s, p, m.src_field), self.addrs(s, p, m.addr_field), m.size) for p in s.packets
+            if (m := meaning(p)) is not None and m.kind == "copy" and m.addr is not None]
+
+  def signal_uses(self, s: Submission) -> list:
+    # a signal only a timestamp names is the slot before the clock's memory (signal_addrs says so)
+    return [(a, m is not None and m.kind == "timestamp") for p in s.packets for m in [meaning(p)] for a in signal_addrs(p)]
+
+  def kernel_impl(self, k: dict, name: str, code_buf: Optional[str]) -> Optional[Impl]:
+    """The kernel's code object, written into code_dir (`amd "k.co"`), reading its code buffer when a copy uploads it."""
+    if k.get("code") and self.code_dir is not None:
+      cpath = pathlib.Path(self.code_dir) / f"{name}.co"
+      cpath.write_bytes(k["code"])
+      rel = str(cpath.resolve()) if self.program_dir is None else _relpath(cpath, self.program_dir)
+      return Impl(None, None, (), None, rel, code_buf)
+    return Impl(amd_code=f"{name}.co", code=code_buf) if code_buf is not None else None   # (no code written: a check only)
+
+  def param_offsets(self, kd: Kernel, d: Dispatch) -> list: return kernarg_layout(kd.params)[0]
+
+  def arg_region(self, ka: int, d: Dispatch, args: list) -> tuple:
+    size = 8 * len(d.pointers)
+    return Region(f"kernargs_{ka:x}", "kernargs", None, ka, size, {"kernel": self.kname_of[d.prog], "args": args}), b"\0" * size
+
+  def launch_patches(self, d: Dispatch) -> list: return []   # (a dispatch's grid is in its packet: dword_patches)
+
+  def dword_patches(self, s: Submission) -> list:
+    patches = []
+    for p in s.packets:
+      for idx, role in per_launch(s.ring.engine, s.ring.target, p.name):
+        o = p.offset + idx
+        if o >= len(s.per[0]): continue
+        if role == "address":   # an address that changes per launch: patched (`x`, not `x@1`)
+          if len({d[o] | (d[o + 1] << 32) for d in s.per}) > 1: patches.append(Patch(o, None, 0, "lo"))
+        elif (fit := self.vars.fit([d[o] for d in s.per], "v")): patches.append(Patch(o, fit[0], fit[1]))
+    return patches
+
+  def lift_queue(self, s: Submission, qi: QueueImage) -> list: return lift_statements(self.img, qi, self.groups(s))
+
+  def groups(self, s: Submission) -> list:
+    """(packets, `@ring offset`) per statement; the KFD's interrupt packets as comments (they order nothing)."""
+    out: list = []
+    for g in group_packets(s.packets, s.ring.engine):
+      at = f"@{s.start + g[0].offset}" if g else None
+      m = meaning(g[0]) if g else None
+      if m is not None and m.kind in ("signal", "release") and m.addr in self.m.mailboxes:
+        out.append((f"# {at}: KFD interrupt: {g[0].name} to the event mailbox (wakes the host's sleep; orders nothing)", None))
+      elif m is not None and m.kind == "interrupt": out.append((f"# {at}: KFD interrupt: SDMA {g[0].name}", None))
+      else: out.append((g, at))
+    return out
+
+
 def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:
   """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
   steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
@@ -588,7 +686,7 @@ def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[d
   buffers, a ring submitted several times per launch as one queue per submission, kernels by tinygrad's names with
   their code objects, expects from the contents after the last launch. `whole`: the run as it happened — every step of
   the capture in one launch, nothing taken for initial state or left out (what `sanitize` checks)."""
-  return CaptureLift(m, code_dir, program_dir, trace, whole).program()
+  return AMDCaptureLift(m, code_dir, program_dir, trace, whole).program()
 
 def _relpath(p: pathlib.Path, base) -> str:
   return os.path.relpath(p.resolve(), pathlib.Path(base).resolve())
