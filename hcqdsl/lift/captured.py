@@ -255,10 +255,13 @@ class CaptureLift:
     host_written = {al[0] for e in self.ev[self.start:self.start + self.P] if e["op"] == "write" and (al := self.alloc_of(e["addr"])) is not None}
     # (a kernel-argument block's per-launch bytes are the host's `write`s: kargs_read)
     kblocks = {al[0] for d in self.dispatches.values() if len(set(d.kargs)) == 1 and (al := self.alloc_of(d.kargs[0])) is not None}
+    # (memory a command of the launch writes changes per launch by that command: a copy into host memory that a kernel
+    # on another device reads, submitted after the kernel and waited for by it — tinygrad's NV cross-device copy)
+    gpu_written = {al[0] for a in self.accesses if not a.reads and len(set(a.addrs)) == 1 and (al := self.alloc_of(a.addrs[0])) is not None}
     self.rewritten: dict = {}   # allocation addr -> its bytes in each launch
     for key, (step, reads) in first.items():
       st = self.static.get(key)
-      if not reads or st is None or st.device is not None or self.K < 2 or key in host_written or key in kblocks: continue
+      if not reads or st is None or st.device is not None or self.K < 2 or key in host_written or key in kblocks or key in gpu_written: continue
       per = [self.readings.assemble(key, st.size, step + k * self.P) for k in range(self.K)]
       if None not in per and len(set(per)) > 1: self.rewritten[key] = per
       # refilled again between two reads of one launch (two inputs staged through one region): one memory per launch
@@ -329,7 +332,7 @@ class CaptureLift:
     ibufs = {nm: (a, self.static[a].size) for a, nm in self.static_names.items()}
     ibufs.update({nm: (t[0], self.rebound[t].size) for t, nm in self.rebound_names.items()})
     regions: list = []
-    blocks: list = []              # (address, bytes) of each region in launch 1
+    self.blocks_of: dict = {}      # lifted queue -> (address, bytes) of its regions in launch 1 (a graph reuses an address)
     self.regions_of: dict = {}     # lifted queue -> its dispatches' kernel-argument regions
     self.mem_patches: dict = {}    # lifted queue -> Patch of each scalar argument that changes per launch
     for (ka, sname), d in self.dispatches.items():
@@ -344,7 +347,7 @@ class CaptureLift:
         args.append([nm, off, off + len(d.blocks[0]), True, None])
       region, data = self.arg_region(ka, d, args)
       regions.append(region)
-      blocks.append((region.addr, data))
+      self.blocks_of.setdefault(sname, []).append((region.addr, data))
       self.regions_of.setdefault(sname, []).append(region)
     kparams: dict = {}
     for d in self.dispatches.values():
@@ -360,7 +363,7 @@ class CaptureLift:
         self.mem_patches.setdefault(sname, []).append(Patch(ka + ps[len(d.pointers) + i][2], var, add))
       self.mem_patches.setdefault(sname, []).extend(self.launch_patches(d))
     self.img = Image(self.m.queues[0].target, self.m.file, self.m.devices, [], regions, {n: a for a, n in self.signals.items()}, ibufs,
-                     ikernels, [], blocks, [], [])
+                     ikernels, [], [], [], [])
     # each rebound buffer's memory per launch: a copy address the host patches is one (`x`); a fixed one that kept a
     # graph input's memory of one launch is `x@j`
     self.img.var_values.update({f"{nm}.addr": list(t) for t, nm in self.rebound_names.items()})
@@ -397,7 +400,7 @@ class CaptureLift:
     for s in self.subs:
       patches = self.dword_patches(s)
       qi = QueueImage(s.name, s.ring.engine, s.ring.device, s.ring.target, 0, s.per[0], patches, [], self.mem_patches.get(s.name, []))
-      self.img.regions = self.regions_of.get(s.name, [])
+      self.img.regions, self.img.data = self.regions_of.get(s.name, []), self.blocks_of.get(s.name, [])
       items = [epochs(x, s.ring.device) for x in self.lift_queue(s, qi)]
       if s.ring.name in self.chained: items = self.chain(s, items)
       out.append(queue_decl(s.name, s.ring.engine, s.ring.device, items))

@@ -1,236 +1,159 @@
-"""A capture of tinygrad's NV runtime (hcqdsl/tinygrad/capture_nv.py) as the program it ran: the run as it happened —
-every host step in one launch, each submission a queue (named as its GPFIFO's: `comp_gpu0`, `comp_gpu0_2`, ...), its
-methods lifted by hcqdsl.nv.lift with the QMDs and constant banks as they were when it was submitted (an exec, its
-release semaphores, the QMD it launches), signals starting at the values they held when the capture first saw them.
-Folding repeated launches (TinyJit replays as `launch + c`, rebound inputs) is the AMD lift's (lift/captured.py); an NV
-capture lifts whole either way, with a note. Names are from addresses: `s_<addr>` signals, `D.timeline` (or `tl_D`),
-`b_<addr>` for each allocation a command touches (commands read and write byte ranges of it), kernels by tinygrad's
-names. Kernel arguments are constant bank 0's after the driver part (Target.args_offset): 8-byte pointers, then the
-scalars (8 bytes each on tinygrad's mock NV GPU, whose capture says so in the signature's `bytes`)."""
+"""A capture of tinygrad's NV runtime (hcqdsl/tinygrad/capture_nv.py) as the program it ran, by the capture lift every
+vendor shares (lift/captured.py's CaptureLift: launches folded — TinyJit replays as `launch + c`, rebound inputs, so a
+replay reading an earlier call's input is `stale-input` as on AMD — or, `whole`, the run as it happened). What this
+module fills in is what NV's methods and QMDs mean, asked of nv/meaning.py: each submission a queue (named as its
+GPFIFO's: `comp_gpu0`, `comp_gpu0_2`, ...), its methods lifted by hcqdsl.nv.lift with the QMDs and constant banks as
+they were when it was submitted (an exec, its release semaphores, the QMD it launches). A dispatch's kernel-argument
+block is constant bank 0 up to its QMD's end (NVComputeQueue.exec lays the QMD out after the bank): the host writes it
+whole — the arguments and the QMD — before the submission, so it is a `write` of the host block (classic HCQ) that the
+exec reads; a QMD's release payloads and grid that change per launch are vars. Kernel arguments are constant bank 0's
+after the driver part (Target.args_offset): 8-byte pointers, then the scalars (8 bytes each on tinygrad's mock NV GPU,
+whose capture says so in the signature's `bytes`). Kernels are declared without code (the mock NV GPU runs none)."""
 from __future__ import annotations
-import bisect
 from typing import Optional
-from ..ir import (Device, Buffer, Signal, Kernel, Param, Host, Wait, SignalWrite, Submit, Expr, Ref, U32_MAX, NV_ARCHS, KEYWORDS,
-                  vendor_of)
-from ..target.image import Image, QueueImage, Region
+from ..ir import Impl, Kernel, NV_ARCHS, POLL_SIZE, U32_MAX
+from ..target.image import QueueImage, Region, Patch
+from ..target.layout import kernarg_layout
 from ..nv import pushbuf, lift as nv_lift
 from ..nv.qmd import QMD
-from ..nv.meaning import meaning, qmd_chain
+from ..nv.meaning import meaning, qmd_chain, launch, SIGNALS
 from ..nv.targets import get_target
-from .image import attach_comments, queue_decl, lifted_program
+from .image import attach_comments
+from .schema import MQueue
+from .captured import CaptureLift, Submission, Dispatch, Launched, CopyUse
 
-__all__ = ["is_nv_capture", "lift_nv_capture"]
+__all__ = ["is_nv_capture", "NVCaptureLift", "lift_nv_capture"]
+
+# a QMD's constant bank 0 lies before it in one allocation (NVComputeQueue.exec); farther apart is no block of ours
+_MAX_BLOCK = 1 << 20
 
 def is_nv_capture(m) -> bool:
   """A manifest with host steps whose queues are NV's."""
   return bool(m.host) and any(q.target in NV_ARCHS for q in m.queues)
 
-def _ident(s: str) -> str:
-  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(s)) or "k"
-  return out if not out[0].isdigit() else "k_" + out
+class NVCaptureLift(CaptureLift):
+  """A capture of tinygrad's NV runtime: pushbuffer methods and QMDs, as nv/meaning.py states them."""
+  vendor = "NV"
 
-class _Allocs:
-  def __init__(self, buffers: list):
-    self.items = sorted((b["addr"], b["size"], b.get("device")) for b in buffers)
-    self.starts = [a for a, _, _ in self.items]
-  def find(self, addr: int) -> Optional[tuple]:
-    i = bisect.bisect_right(self.starts, addr) - 1
-    while i >= 0:
-      lo, size, dev = self.items[i]
-      if lo <= addr < lo + size: return self.items[i]
-      i -= 1
-      if i >= 0 and self.items[i][0] + self.items[i][1] <= lo: return None
-    return None
+  def decode(self, q: MQueue, dwords: list) -> list: return pushbuf.decoder(q.target).decode(dwords)
 
-class _Memory:
-  """The capture's memory readings: the bytes at an address as read last before a step."""
-  def __init__(self, steps: list):
-    self.by_addr: dict = {}
-    for a, b, st in sorted(steps, key=lambda x: x[2]): self.by_addr.setdefault(a, []).append((st, b))
-    self.starts = sorted(self.by_addr)
-  def at(self, addr: int, n: int, step: int) -> Optional[bytes]:
-    """[addr, addr + n) from the last reading at or before `step` that holds it."""
-    best = None
-    for a in self.starts[:bisect.bisect_right(self.starts, addr)][::-1][:64]:
-      for st, b in self.by_addr[a]:
-        if st <= step and a + len(b) >= addr + n and (best is None or st > best[0]): best = (st, b[addr - a:addr - a + n])
-    return best[1] if best else None
+  def per_launch(self, s: Submission) -> list:
+    """Each launch's packets of the submission (launch 1's are `s.packets`; the launches' shapes are equal)."""
+    decoded = self.__dict__.setdefault("decoded", {})
+    if s.name not in decoded: decoded[s.name] = [s.packets] + [self.decode(s.ring, d) for d in s.per[1:]]
+    return decoded[s.name]
 
-class _Lift:
-  """One NV capture's lift: names (signals, allocations, kernels), each submission's QMD regions, the program."""
-  def __init__(self, m):
-    self.m, self.qmap = m, {q.name: q for q in m.queues}
-    self.allocs, self.mem = _Allocs(m.buffers), _Memory(m.steps)
-    self.taken = {d["name"] for d in m.devices} | set(self.qmap)
-    self.signals: dict = {}   # addr -> name
-    self.initial: dict = {}   # addr -> value when the capture first saw it
-    self.kernels: dict = {}   # prog addr -> (name, [Param], [offsets in constant bank 0], the capture's name)
-    self.bufs: dict = {}      # allocation (addr, size, device) -> name
-    self.subs: list = []
-    # a fresh signal's creation (HCQSignal.__init__ writes its first value) is its initial value, no step
-    used: set = set()
-    self.keep = []
-    for i, e in enumerate(m.host):
-      if e["op"] == "submit": used.update(e.get("signals", ()))
-      elif e.get("init") and e["op"] == "signal" and e["addr"] not in used: continue
-      elif "addr" in e: used.add(e["addr"])
-      self.keep.append(i)
+  def meanings(self, s: Submission, j: int) -> list:
+    """The meaning of packet j of the submission in each launch."""
+    return [meaning(pk[j]) if j < len(pk) else None for pk in self.per_launch(s)]
 
-  def fresh(self, base: str) -> str:
-    name, i = base, 2
-    while name in self.taken or name in KEYWORDS: name, i = f"{base}_{i}", i + 1
-    self.taken.add(name)
-    return name
-
-  def buf_name(self, al: tuple) -> str:
-    if al not in self.bufs: self.bufs[al] = self.fresh(f"b_{al[0]:x}")
-    return self.bufs[al]
-
-  def touch(self, addr: int, n: int) -> None: self.buf_name(self.allocs.find(addr) or (addr, max(n, 1), None))
-
-  def name_signals(self) -> None:
-    """Every address a host step or a submission's snapshot names: `D.timeline` when a device's timeline starts at 0."""
-    m, hs = self.m, [self.m.host[i] for i in self.keep]
-    addrs = list(dict.fromkeys([a for e in hs for a in (e.get("signals") or ())] + [e["addr"] for e in hs if e["op"] in ("signal", "wait")]))
-    self.initial = {a: m.signals.get(a, {}).get("value", 0) for a in addrs}
-    for e in hs:   # a signal first seen in a submission's snapshot: its value then
-      for a, v in (e.get("signals") or {}).items(): self.initial.setdefault(a, v)
-    for a in addrs:
-      info = m.signals.get(a, {})
-      dev = info.get("device")
-      if info.get("timeline") and dev and self.initial[a] == 0 and f"{dev}.timeline" not in self.signals.values(): self.signals[a] = f"{dev}.timeline"
-      else: self.signals[a] = self.fresh(f"tl_{dev}" if info.get("timeline") and dev else f"s_{a:x}")
-
-  def kernel(self, prog: int, t) -> tuple:
-    """The kernel a QMD's program address runs: parameters from tinygrad's signature (8-byte pointers, then the scalars
-    at their sizes) at their offsets in constant bank 0; named as the capture names it (one per tinygrad name and code:
-    a program loaded on two devices is one kernel), so sanitize finds its signature by that name."""
-    if prog in self.kernels: return self.kernels[prog]
-    kinfo = self.m.kernels.get(prog, {})
-    sig = kinfo.get("signature") or []
-    ps, offs, off = [], [], t.args_offset
-    for j, s in enumerate(x for x in sig if x.get("name") is None):
-      ps.append(Param(s.get("mode") if s.get("mode") in ("in", "out", "inout") else "inout", f"a{j}"))
-      offs.append(off)
-      off += 8
-    for s in (x for x in sig if x.get("name") is not None):
-      sz = s.get("bytes") or 4
-      off += -off % sz
-      ps.append(Param("u32" if "uint" in (s.get("dtype") or "") else "i32", _ident(s["name"])))
-      offs.append(off)
-      off += sz
-    mname = _ident(kinfo.get("name") or kinfo.get("tinygrad_name") or f"k_{prog:x}")
-    kn = next((k[0] for k in self.kernels.values() if k[3] == mname), None) or self.fresh(mname)
-    self.kernels[prog] = (kn, ps, offs, mname, [x.get("bytes") or 1 for x in sig if x.get("name") is None])
-    return self.kernels[prog]
-
-  def qmd_chain(self, qa: int, t, step: int, regions: list, data: list) -> None:
-    """The QMDs from `qa` as read before `step`: each a kernel-argument region (constant bank 0 .. the QMD's end) whose
-    pointers are byte ranges of the allocations they point into; their releases' semaphores are signals."""
-    def read(a: int):
-      b = self.mem.at(a, t.qmd_size, step)
+  def chain(self, qa: int, q: MQueue, step: int) -> list:
+    """[(QMD address, Launch)] of the QMD chain from `qa` as the capture read it at `step` (its submission)."""
+    t = get_target(q.target)
+    def read(a: int) -> Optional[QMD]:
+      b = self.snap(a, t.qmd_size, step, step + 1)
       return None if b is None else QMD.of(t, bytearray(b))
-    for qa, _, got in qmd_chain(qa, read):
-      ka = got.kernargs
-      blk = self.mem.at(ka, qa - ka + t.qmd_size, step) if 0 < qa - ka <= 1 << 20 else None
-      if blk is None: return
-      kn, ps, offs, _, sizes = self.kernel(got.program, t)
-      args: list = []
-      for j, (p, o) in enumerate(zip(ps, offs)):
-        if p.scalar:
-          args.append(None)
-          continue
-        ptr = int.from_bytes(blk[o:o + 8], "little")
-        al = self.allocs.find(ptr) or (ptr, sizes[j], None)
-        lo = ptr - al[0]
-        args.append([self.buf_name(al), lo, min(lo + sizes[j], al[1]), True, None])
-      regions.append(Region(f"kernargs_{ka:x}", "kernargs", None, ka, len(blk), {"kernel": kn, "args": args}))
-      data.append((ka, blk))
-      for r in got.releases:
-        if (a := r.addr) not in self.signals:
-          self.signals[a] = self.fresh(f"s_{a:x}")
-          self.initial[a] = self.m.signals.get(a, {}).get("value", 0)
+    return [(a, got) for a, _, got in qmd_chain(qa, read)]
 
-  def submissions(self) -> None:
-    """Each submission a queue (`comp_gpu0`, `comp_gpu0_2`, ...) with its QMD regions and the memory its methods touch."""
-    count: dict = {}
-    for i in self.keep:
-      e = self.m.host[i]
-      if e["op"] != "submit": continue
-      q = self.qmap[e["queue"]]
-      count[q.name] = count.get(q.name, 0) + 1
-      name = q.name if count[q.name] == 1 else self.fresh(f"{q.name}_{count[q.name]}")
-      self.taken.add(name)
-      dw, t = q.dwords[e["start"]:e["start"] + e["length"]], get_target(q.target)
-      regions: list = []
-      data: list = []
-      for p in pushbuf.decoder(t.name).decode(dw):
-        if (m := meaning(p)) is None: continue
-        if m.kind == "copy":
-          self.touch(m.src, 1)
-          self.touch(m.addr, 1)
-        elif m.kind in ("wait", "compare", "signal", "write", "poll") and m.addr not in self.signals: self.touch(m.addr, 8)   # a semaphore's 8 bytes
-        elif m.kind == "dispatch": self.qmd_chain(m.addr, t, i, regions, data)
-      self.subs.append({"name": name, "ring": q, "step": i, "dwords": dw, "regions": regions, "data": data})
+  def step_shape(self, q: MQueue, packets: list, step: int) -> tuple:
+    """The methods, each dispatch with the programs its QMD chain runs and each copy with its length."""
+    out = []
+    for p in packets:
+      m = meaning(p)
+      extra = None
+      if m is not None and m.kind == "dispatch": extra = tuple(got.program for _, got in self.chain(m.addr, q, step))
+      elif m is not None and m.kind == "length": extra = m.value
+      out.append((p.name, extra))
+    return tuple(out)
 
-  def declarations(self) -> list:
-    m = self.m
-    decls: list = [Device(d["name"], vendor_of(d["arch"]), d["index"], d["arch"]) for d in m.devices]
-    decls += [Buffer(nm, Ref(al[2]) if al[2] else None, al[1]) for al, nm in self.bufs.items()]
-    for a, n in self.signals.items():
-      if n.endswith(".timeline"): continue
-      info = m.signals.get(a, {})
-      decls.append(Signal(n, Ref(info["device"]) if info.get("device") else None, self.initial.get(a, 0) & U32_MAX))
-    decls += list({k[0]: Kernel(k[0], tuple(k[1])) for k in self.kernels.values()}.values())
-    ikernels = [{"name": k[0], "prog_addr": prog, "params": [[p.mode, p.name, o] for p, o in zip(k[1], k[2])]} for prog, k in self.kernels.items()]
-    ibufs = {nm: (al[0], al[1]) for al, nm in self.bufs.items()}
-    names = {n: a for a, n in self.signals.items()}
-    for s in self.subs:   # each lifted by hcqdsl.nv.lift from a pseudo image of its QMD regions
-      img = Image(s["ring"].target, m.file, m.devices, [], s["regions"], names, ibufs, ikernels, [], s["data"], [])
-      qi = QueueImage(s["name"], s["ring"].engine, s["ring"].device, s["ring"].target, 0, s["dwords"], [], [])
-      decls.append(queue_decl(s["name"], s["ring"].engine, s["ring"].device, attach_comments(nv_lift.lift_queue(img, qi))))
-    return decls
+  def copies(self, s: Submission) -> list:
+    """Each copy piece (OFFSET_IN..OFFSET_OUT) with the length its LINE_LENGTH_IN gives."""
+    out, pk = [], s.packets
+    for j, p in enumerate(pk):
+      if (m := meaning(p)) is None or m.kind != "copy": continue
+      nxt = next((x for q in pk[j + 1:] if (x := meaning(q)) is not None and x.kind in ("length", "copy")), None)
+      n = nxt.value if nxt is not None and nxt.kind == "length" else 0   # (a piece's length follows it)
+      ms = self.meanings(s, j)
+      out.append(CopyUse(p.offset, tuple((x or m).src for x in ms), tuple((x or m).addr for x in ms), n))
+    return out
 
-  def host(self, notes: list) -> tuple:
-    """The host block: every step in order (adjacent submissions one `submit`), and the steps of each statement."""
-    host: list = []
-    steps: list = []
-    sub_of = {s["step"]: s["name"] for s in self.subs}
-    for i in self.keep:
-      e = self.m.host[i]
-      if e["op"] == "submit" and host and isinstance(host[-1], Submit):
-        host[-1] = Submit(host[-1].queues + (Ref(sub_of[i]),))
-        steps[-1].append(i)
-      elif e["op"] == "submit":
-        host.append(Submit((Ref(sub_of[i]),)))
-        steps.append([i])
-      elif e["op"] in ("signal", "wait"):
-        host.append((Wait if e["op"] == "wait" else SignalWrite)(Ref(self.signals[e["addr"]]), Expr(None, e["value"] & U32_MAX)))
-        steps.append([i])
-        if e["value"] > U32_MAX:
-          notes.append(f"a host {e['op']} of {self.signals[e['addr']]} with {e['value']} (more than 32 bits): its low 32 bits are lifted")
-    return host, steps
+  def packet_uses(self, s: Submission) -> None:
+    copies = {c.offset: c for c in self.copies(s)}
+    t = get_target(s.ring.target)
+    for j, p in enumerate(s.packets):
+      if (m := meaning(p)) is None: continue
+      if m.kind == "copy" and (c := copies.get(p.offset)) is not None:
+        self.use(c.src, max(c.size, 1), s.step, p.offset, True)
+        self.use(c.dst, max(c.size, 1), s.step, p.offset, False)
+      elif m.kind in ("write", "poll"):   # a semaphore release without a timestamp, an ACQ_AND/NOR: a buffer's word
+        self.use(tuple((x or m).addr for x in self.meanings(s, j)), m.size if m.kind == "write" else POLL_SIZE, s.step, p.offset, m.kind == "poll")
+      elif m.kind == "dispatch":   # each QMD of the chain, in each launch (the chains are as long: the shapes are equal)
+        chains = [self.chain((x or m).addr, s.ring, s.step + k * self.P) for k, x in enumerate(self.meanings(s, j))]
+        for per in zip(*chains):
+          (qa, got), kas = per[0], tuple(g.kernargs for _, g in per)
+          if not 0 < qa - got.kernargs <= _MAX_BLOCK: continue
+          self.found.append(Launched(s, got.program, kas, p.offset, t.args_offset, qa - got.kernargs + t.qmd_size, tuple(a for a, _ in per)))
 
-  def trace(self, host_steps: list) -> dict:
-    """What sanitize maps findings back with, and what a comparison with `compile` of the lift needs: the captured
-    addresses' names, each lifted queue's dwords and kernel-argument blocks as submitted."""
-    return dict(start=0, period=len(self.keep), launches=1, steps=list(self.keep), left_out=[], host=host_steps,
-                queues={s["name"]: [(0, len(s["dwords"]), s["step"], self.m.host[s["step"]]["start"])] for s in self.subs},
-                signals=dict(self.signals), buffers={nm: (al[0], al[1]) for al, nm in self.bufs.items()},
-                submitted={s["name"]: (s["ring"].target, s["dwords"], s["data"]) for s in self.subs},
-                pointers={prog: sum(not p.scalar for p in k[1]) for prog, k in self.kernels.items()})
+  def signal_uses(self, s: Submission) -> list:
+    """The semaphores the methods wait on and release, then those the QMDs release (timestamps are signals on NV: the
+    same bytes, NVCommandQueue.timestamp)."""
+    out = [(m.addr, False) for p in s.packets if (m := meaning(p)) is not None and m.kind in SIGNALS]
+    return out + [(r.addr, False) for d in self.dispatches.values() if d.queue == s.name for r in self.qmd_of(d, 0).releases]
+
+  def qmd_of(self, d: Dispatch, k: int):
+    """The Launch of dispatch d's QMD as launch k's block holds it."""
+    t = get_target(self.qmap[next(x.ring.name for x in self.subs if x.name == d.queue)].target)
+    at = d.qmds[k] - d.kargs[k]
+    return launch(QMD.of(t, bytearray(d.blocks[k][at:at + t.qmd_size])))
+
+  def kernel_impl(self, k: dict, name: str, code_buf: Optional[str]) -> Optional[Impl]: return None
+
+  def param_offsets(self, kd: Kernel, d: Dispatch) -> list:
+    """Offsets in constant bank 0: the driver part, then tinygrad's signature laid out (8-byte pointers, the scalars at
+    their sizes); the block itself (classic HCQ's `kernargs` parameter) at 0."""
+    offs = kernarg_layout([8] * len(d.pointers) + [x.get("bytes") or 4 for x in d.scalars])[0]
+    return [d.arg_base + o for o in offs] + [0] * (len(kd.params) - len(offs))
+
+  def arg_region(self, ka: int, d: Dispatch, args: list) -> tuple:
+    b = d.blocks[0]
+    return Region(f"kernargs_{ka:x}", "kernargs", None, ka, len(b), {"kernel": self.kname_of[d.prog], "args": args}), b
+
+  def launch_patches(self, d: Dispatch) -> list:
+    """A QMD's release payloads and grid that change per launch (HCQGraph's updates): vars at their bytes in the QMD."""
+    got = [self.qmd_of(d, k) for k in range(len(d.blocks))]
+    out: list = []
+    qa = d.qmds[0]
+    for i, r in enumerate(got[0].releases):
+      vals = [g.releases[i].value & U32_MAX if i < len(g.releases) else r.value for g in got]
+      if (fit := self.vars.fit(vals, "v")): out.append(Patch(qa + r.value_at, fit[0], fit[1]))
+    for j in range(3):
+      if len({g.grid[j] for g in got}) > 1 and (fit := self.vars.fit([g.grid[j] for g in got], "v")):
+        out.append(Patch(qa + got[0].grid_at + 4 * j, fit[0], fit[1]))
+    return out
+
+  def dword_patches(self, s: Submission) -> list:
+    """Semaphore payloads that change per launch as vars; copy and semaphore addresses that do as a rebound buffer's."""
+    out: list = []
+    for j, p in enumerate(s.packets):
+      if (m := meaning(p)) is None: continue
+      ms = [x or m for x in self.meanings(s, j)]
+      if m.kind in ("wait", "signal", "write") and m.value_at and (fit := self.vars.fit([x.value for x in ms], "v")):
+        out.append(Patch(m.value_at, fit[0], fit[1]))
+      if m.kind == "copy" and len({x.src for x in ms}) > 1: out.append(Patch(m.src_at, None, 0, "lo"))
+      if m.kind in ("copy", "write", "poll") and len({x.addr for x in ms}) > 1: out.append(Patch(m.addr_at, None, 0, "lo"))
+    return out
+
+  def lift_queue(self, s: Submission, qi: QueueImage) -> list: return attach_comments(nv_lift.lift_queue(self.img, qi))
+
+  def trace_extra(self) -> dict:
+    """What tools/nv_gpu_check.py compares compile(lifted) with: each lifted queue's methods and kernel-argument blocks as
+    submitted (launch 1), and each program's pointer count."""
+    blocks: dict = {}
+    for d in self.dispatches.values(): blocks.setdefault(d.queue, []).append((d.kargs[0], d.blocks[0]))
+    return dict(submitted={s.name: (s.ring.target, s.per[0], blocks.get(s.name, [])) for s in self.subs},
+                pointers={d.prog: len(d.pointers) for d in self.dispatches.values()})
 
 def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False):
-  """The program an NV capture ran, as it happened (module docstring). `trace` gets what sanitize and
-  tools/nv_gpu_check.py read (the steps of each queue and host statement, the names of captured addresses)."""
-  notes = ["the run as it happened: every step of the capture in one launch"]
-  if not whole: notes.append("an NV capture lifts as the run as it happened (folding TinyJit launches is the AMD lift's)")
-  L = _Lift(m)
-  L.name_signals()
-  L.submissions()
-  decls = L.declarations()
-  host, steps = L.host(notes)
-  if host: decls.append(Host(tuple(host)))
-  if trace is not None: trace.update(L.trace(steps))
-  header = ["# hcq: launches=1", f"# lifted from {m.file} by hcqdsl lift (tinygrad's NV runtime, steps 1..{len(m.host)} of {len(m.host)})"]
-  return lifted_program(decls, m.file, header + [f"# note: {x}" for x in dict.fromkeys(notes)])
+  """The program an NV capture ran (module docstring). `trace` gets what sanitize and tools/nv_gpu_check.py read (the
+  steps of each queue and host statement, the names of captured addresses, the submitted methods)."""
+  return NVCaptureLift(m, code_dir, program_dir, trace, whole).program()
