@@ -143,14 +143,21 @@ class NVCaptureLift(CaptureLift):
       if m.kind in ("copy", "write", "poll") and len({x.addr for x in ms}) > 1: out.append(Patch(m.addr_at, None, 0, "lo"))
     return out
 
+  def expects(self) -> list:
+    """None: the contents after the run are no reference on NV — tinygrad's mock NV GPU runs no kernel (their outputs
+    stay zeros) and NV's host copies into its staging memory are not recorded (a copy from it lifts with the bytes
+    first read there)."""
+    return []
+
   def lift_queue(self, s: Submission, qi: QueueImage) -> list: return attach_comments(nv_lift.lift_queue(self.img, qi))
 
   def trace_extra(self) -> dict:
-    """What tools/nv_gpu_check.py compares compile(lifted) with: each lifted queue's methods and kernel-argument blocks as
-    submitted (launch 1), and each program's pointer count."""
+    """What tools/nv_gpu_check.py compares compile(lifted) with: the captured addresses' names, each lifted queue's
+    methods and kernel-argument blocks as submitted (launch 1), and each program's pointer count."""
     blocks: dict = {}
     for d in self.dispatches.values(): blocks.setdefault(d.queue, []).append((d.kargs[0], d.blocks[0]))
-    return dict(submitted={s.name: (s.ring.target, s.per[0], blocks.get(s.name, [])) for s in self.subs},
+    return dict(signals=dict(self.signals), buffers=dict(self.img.buffers),
+                submitted={s.name: (s.ring.target, s.per[0], blocks.get(s.name, [])) for s in self.subs},
                 pointers={d.prog: len(d.pointers) for d in self.dispatches.values()})
 
 def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False):
