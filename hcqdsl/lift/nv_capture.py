@@ -16,7 +16,7 @@ from ..target.image import QueueImage, Region, Patch
 from ..target.layout import kernarg_layout
 from ..nv import pushbuf, lift as nv_lift
 from ..nv.qmd import QMD
-from ..nv.meaning import meaning, qmd_chain, launch, SIGNALS
+from ..nv.meaning import meaning, qmd_chain, launch, copy_length, SIGNALS
 from ..nv.targets import get_target
 from .image import attach_comments
 from .schema import MQueue
@@ -71,10 +71,8 @@ class NVCaptureLift(CaptureLift):
     out, pk = [], s.packets
     for j, p in enumerate(pk):
       if (m := meaning(p)) is None or m.kind != "copy": continue
-      nxt = next((x for q in pk[j + 1:] if (x := meaning(q)) is not None and x.kind in ("length", "copy")), None)
-      n = nxt.value if nxt is not None and nxt.kind == "length" else 0   # (a piece's length follows it)
       ms = self.meanings(s, j)
-      out.append(CopyUse(p.offset, tuple((x or m).src for x in ms), tuple((x or m).addr for x in ms), n))
+      out.append(CopyUse(p.offset, tuple((x or m).src for x in ms), tuple((x or m).addr for x in ms), copy_length(pk, j)))
     return out
 
   def packet_uses(self, s: Submission) -> None:

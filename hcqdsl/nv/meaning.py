@@ -10,7 +10,7 @@ from ..ir import U32_MAX, POLL_SIZE
 from .qmd import QMD
 
 __all__ = ["Meaning", "Rule", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "SEM_COMPARE", "SETUP_METHODS", "STATEMENT_TAILS",
-           "meaning", "Release", "Launch", "launch", "qmd_chain", "MAX_CHAIN"]
+           "meaning", "copy_length", "Release", "Launch", "launch", "qmd_chain", "MAX_CHAIN"]
 
 KINDS = ("wait", "signal", "write", "poll", "compare", "dispatch", "copy", "length", "barrier")
 SIGNALS = ("wait", "signal")            # the kinds that name a signal, as the lifts classify them
@@ -103,6 +103,13 @@ def meaning(p) -> Optional[Meaning]:
     return Meaning(r.kind, f[r.addr] if r.addr else 0, r.size(f), v, at(r.addr_at), at(r.value_at), mask,
                    SEM_COMPARE.get(op) if r.packet == _SEM else None, f[r.src] if r.src else 0, at(r.src_at))
   return None
+
+def copy_length(packets: list, j: int) -> int:
+  """The bytes copy piece `packets[j]` (OFFSET_IN..OFFSET_OUT) moves: the LINE_LENGTH_IN after it, before the next
+  piece (0: none — a piece without its length)."""
+  for q in packets[j + 1:]:
+    if (x := meaning(q)) is not None and x.kind in ("length", "copy"): return x.value if x.kind == "length" else 0
+  return 0
 
 # ---- QMDs: what one launches, and the chain of QMDs it launches after it (DEPENDENT_QMD0)
 

@@ -15,7 +15,7 @@ from typing import Any
 from ..ir import NV_ARCHS, U32_MAX
 from ..nv import pushbuf
 from ..nv.qmd import QMD
-from ..nv.meaning import meaning, launch, qmd_chain, SIGNAL_MEMORY
+from ..nv.meaning import meaning, launch, qmd_chain, copy_length, SIGNAL_MEMORY
 from ..nv.targets import BOARDS, get_target
 
 __all__ = ["install", "nv_arch"]
@@ -61,8 +61,23 @@ class _Recorder:
     cap.path_kind = cap.path_kind or "hcq"
     ring = cap.ring(gpfifo, dev, engine, 0)
     dw = [int(x) & U32_MAX for x in q._q]
+    if engine == "copy":
+      for addr, n in self.staged(dw, dev): cap.host_write(addr, cap.read(addr, n) if cap.contents else None, n, staged=True)
     sigs = self.scan(dw, dev, cap.steps())
     cap.submitted(ring, dw, sigs)
+
+  def staged(self, dw: list, dev) -> list:
+    """(address, bytes) of each copy piece out of one of the device's staging buffers (tinygrad's HCQAllocator._copyin,
+    which NV shares with AMD: the host wrote the chunk into `allocator.b[b_next]` right before this submission, after
+    waiting for the copy that read it last) — the host's write comes first, as capture.py records it on AMD."""
+    bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
+    spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
+    out, pk = [], pushbuf.decoder(nv_arch(dev)).decode(dw)
+    for j, p in enumerate(pk):
+      if (m := meaning(p)) is None or m.kind != "copy": continue
+      n = copy_length(pk, j)
+      if n and any(a <= m.src and m.src + n <= a + sz for a, sz in spans): out.append((m.src, n))
+    return out
 
   def signal(self, addr: int, dev, sigs: dict) -> None:
     tl = getattr(dev, "timeline_signal", None)
