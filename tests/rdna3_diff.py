@@ -270,7 +270,8 @@ CODE_ADDR = 0x10000
 
 def run_ours(code: bytes, seed: int, float_mode: int):
   """(s, v, scc, pc offset) after one instruction on hcqdsl's executor, or the fault's message."""
-  from hcqdsl.runtime.device import Memory, DeviceFault
+  from hcqdsl.runtime.device import Memory
+  from hcqdsl.target.engine import DeviceFault
   from hcqdsl.runtime.isa.rdna3 import AmdKernel, Launch, Wave
   st = state(seed)
   mem = Memory()

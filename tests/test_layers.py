@@ -199,12 +199,7 @@ def test_the_size_and_privacy_rules_find_planted_violations(tmp_path):
 VENDOR_HEADERS = {"amd": ("tinygrad.runtime.autogen.am",), "nv": ("tinygrad.runtime.autogen.nv_570",)}
 
 # today's exceptions, each with its reason; this dict only shrinks
-VENDOR_USES = {
-  "hcqdsl/runtime/amd_engine.py": "AMD's emulator engine performs every field of every PM4/SDMA packet (the target interface's emulator row); it "
-                                  "builds on the scheduler's EngineKind, faults, reports and cost model, which are in runtime/, above amd/",
-  "hcqdsl/runtime/nv_engine.py": "NV's emulator engine performs every method and QMD field; in runtime/ for the same reason as amd_engine.py",
-  "hcqdsl/runtime/cost.py": "the emulator's cost model prices each PM4/SDMA packet by its decoded name (docs/run.md's table)",
-}
+VENDOR_USES: dict = {}   # path -> why it may (none: every engine, lifter and table is in its vendor's folder)
 
 def vendor_words() -> dict:
   """vendor -> the names of its packets and registers, as its decoders name them."""

@@ -12,7 +12,8 @@ from tinygrad.runtime.autogen.amd.rdna3.enum import (SOP1Op, SOP2Op, SOPCOp, SOP
                                                      VOPCOp, VOPDOp, DSOp, GLOBALOp, SMEMOp)
 from tinygrad.renderer.amd.dsl import v, s, VCC, NULL
 from hcqdsl.runtime import run
-from hcqdsl.runtime.device import Memory, DeviceFault
+from hcqdsl.runtime.device import Memory
+from hcqdsl.target.engine import DeviceFault
 from hcqdsl.runtime.isa.rdna3 import AmdKernel, Launch, Wave, STATS, EXEC, coverage
 
 ROOT = pathlib.Path(__file__).parent.parent

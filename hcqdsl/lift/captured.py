@@ -606,8 +606,10 @@ class AMDCaptureLift(CaptureLift):
 
   def decode(self, q: MQueue, dwords: list) -> list: return decoder(q.engine, q.target).decode(dwords)
 
-  def addrs(self, s: Submission, p, field: str) -> tuple:
-    """The 64-bit address whose low dword is packet `p`'s `field`, in each launch."""
+  def addrs(self, s: Submission, p, field: Optional[str]) -> tuple:
+    """The 64-bit address whose low dword is packet `p`'s `field`, in each launch (amd/meaning.py names it for every
+    copy, write and poll)."""
+    if field is None: raise ValueError(f"{p.name} names no address field")
     o = p.offset + field_at(s.ring.engine, s.ring.target, p.name, field)
     return tuple(d[o] | (d[o + 1] << 32) for d in s.per)
 

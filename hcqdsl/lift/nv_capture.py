@@ -47,7 +47,7 @@ class NVCaptureLift(CaptureLift):
     """The meaning of packet j of the submission in each launch."""
     return [meaning(pk[j]) if j < len(pk) else None for pk in self.per_launch(s)]
 
-  def chain(self, qa: int, q: MQueue, step: int) -> list:
+  def qmd_launches(self, qa: int, q: MQueue, step: int) -> list:
     """[(QMD address, Launch)] of the QMD chain from `qa` as the capture read it at `step` (its submission)."""
     t = get_target(q.target)
     def read(a: int) -> Optional[QMD]:
@@ -60,8 +60,8 @@ class NVCaptureLift(CaptureLift):
     out = []
     for p in packets:
       m = meaning(p)
-      extra = None
-      if m is not None and m.kind == "dispatch": extra = tuple(got.program for _, got in self.chain(m.addr, q, step))
+      extra: object = None
+      if m is not None and m.kind == "dispatch": extra = tuple(got.program for _, got in self.qmd_launches(m.addr, q, step))
       elif m is not None and m.kind == "length": extra = m.value
       out.append((p.name, extra))
     return tuple(out)
@@ -86,7 +86,7 @@ class NVCaptureLift(CaptureLift):
       elif m.kind in ("write", "poll"):   # a semaphore release without a timestamp, an ACQ_AND/NOR: a buffer's word
         self.use(tuple((x or m).addr for x in self.meanings(s, j)), m.size if m.kind == "write" else POLL_SIZE, s.step, p.offset, m.kind == "poll")
       elif m.kind == "dispatch":   # each QMD of the chain, in each launch (the chains are as long: the shapes are equal)
-        chains = [self.chain((x or m).addr, s.ring, s.step + k * self.P) for k, x in enumerate(self.meanings(s, j))]
+        chains = [self.qmd_launches((x or m).addr, s.ring, s.step + k * self.P) for k, x in enumerate(self.meanings(s, j))]
         for per in zip(*chains):
           (qa, got), kas = per[0], tuple(g.kernargs for _, g in per)
           if not 0 < qa - got.kernargs <= _MAX_BLOCK: continue

@@ -18,11 +18,9 @@ from typing import Optional
 import attrs
 import numpy as np
 from ..ir import U32_MAX, NV_ARCHS
+from ..target.engine import DeviceFault
 
-__all__ = ["Device", "Ring", "Memory", "MemRegion", "DeviceFault"]
-
-class DeviceFault(Exception):
-  """An access or packet the device cannot perform; the emulator turns it into a Fault report."""
+__all__ = ["Device", "Ring", "Memory", "MemRegion"]
 
 @attrs.define(eq=False)
 class Ring:

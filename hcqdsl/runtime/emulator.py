@@ -1,8 +1,8 @@
 """The built-in emulator: one sparse numpy address space per machine, and per hardware queue a ring with read and
 write pointers and an engine that decodes the bytes in its ring and executes them; the scheduler interleaves the host
 program (runtime/submit.py, through runtime/host_steps.py's protocol) with the engines, in time order or in a seeded
-random order. What packets do is the vendors' (runtime/engine.py's interface: runtime/amd_engine.py for PM4 and SDMA,
-runtime/nv_engine.py for NV); what a run that did not finish reports is runtime/reports.py's; what things cost is
+random order. What packets do is the vendors' (target/engine.py's interface: amd/engine.py for PM4 and SDMA,
+nv/engine.py for NV); what a run that did not finish reports is runtime/reports.py's; what things cost is
 runtime/cost.py's. See docs/run.md for the model and the scheduler.
 
 Decoding is content-addressed: the packet's dwords (a bytes object) key a per-(engine kind, arch) cache of prepared
@@ -21,13 +21,14 @@ import numpy as np
 from ..ir import SCALARS, U32_MAX, NV_ARCHS, vendor_of
 from ..target.layout import WINDOWS   # a ring with no address: the next device's ring base
 from ..amd.packet import Packet
-from . import amd_engine, nv_engine
+from ..amd import engine as amd_engine
+from ..nv import engine as nv_engine
 from .cost import KERNEL_BYTES_PER_US, HOST_COST
-from .device import Device, Ring, Memory, DeviceFault
-from .engine import EngineKind, Prepared, fault
+from .device import Device, Ring, Memory
+from ..target.engine import EngineKind, Prepared, fault, DeviceFault, Waiting
 from .host_steps import Block, HostWait, RingSpace, CopyFree
 from .kernels import KernelError, KernelFault
-from .reports import Fault, Blocked, Hang, Waiting
+from .reports import Fault, Blocked, Hang
 
 __all__ = ["Emulator", "MemoryMap", "Engine", "Codec", "Op", "LoadedKernel", "TraceEvent", "Flow", "SignalWritten", "KINDS"]
 

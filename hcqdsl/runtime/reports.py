@@ -1,24 +1,13 @@
 """What a run that did not finish reports: a device fault (a packet or access the device cannot perform, a crashed
-kernel), a hang (no queue and not the host can progress: each blocked one, what it waits for) and the wait an engine
-is blocked at (`Waiting`, which the vendors' engines leave for the hang report). Built by runtime/emulator.py, read by
+kernel) and a hang (no queue and not the host can progress: each blocked one, what it waits for: the `Waiting`,
+target/engine.py's, its vendor's engine left). Built by runtime/emulator.py, read by
 runtime/execute.py (`RunResult.fault`, `.hang`) and printed by the CLI."""
 from __future__ import annotations
 from typing import Optional
 import attrs
 from ..amd.packet import Packet
 
-__all__ = ["Fault", "Blocked", "Hang", "Waiting"]
-
-@attrs.frozen(slots=True)
-class Waiting:
-  """The wait an engine is blocked at: the polled address (None: a register), the reference value, the bits compared,
-  the comparison (`>=`, `==`, ...: each vendor's engine words its own codes, amd.pm4.WAIT_FUNCTIONS, nv.meaning.SEM_COMPARE)
-  and the value it last read. An engine busy at no wait shows as `Waiting()`."""
-  addr: Optional[int] = None
-  ref: Optional[int] = None
-  mask: Optional[int] = None
-  compare: str = ">="
-  value: Optional[int] = None
+__all__ = ["Fault", "Blocked", "Hang"]
 
 @attrs.define
 class Fault:

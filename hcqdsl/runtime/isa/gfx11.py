@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from typing import TYPE_CHECKING, Any
 import numpy as np
-from ..device import DeviceFault
+from ...target.engine import DeviceFault
 from .pcode import corrected
 
 __all__ = ["LANES", "VCC", "NULL", "M0", "EXEC", "SCC_SRC", "VCCZ", "EXECZ", "LIT", "FLOAT_CONST", "NOPS", "RENAMED",

@@ -16,7 +16,7 @@ import ctypes, functools, os, pathlib
 from typing import Optional
 import numpy as np
 from ...ir import U32_MAX
-from ..device import DeviceFault
+from ...target.engine import DeviceFault
 from ...host_cc import find_cc, cache_dir, digest, build_so, NoCompilerError, CompileError
 from . import pcode_c
 from .pcode import Unsupported, corrected

@@ -12,7 +12,7 @@ registers, the fault text (kernel, workgroup, wave, PC, instruction), coverage a
 from __future__ import annotations
 import functools, time
 import numpy as np
-from ..device import DeviceFault
+from ...target.engine import DeviceFault
 from .gfx11 import (LANES, VCC, NULL, M0, EXEC, SCC_SRC, VCCZ, EXECZ, NOPS, disasm, pcode_table, resolve_pcode, decode,
                     is_sgpr, constant_operand, Snap, operand_formats, dual_op, MEM_SIZE, access_width)
 

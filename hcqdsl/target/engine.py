@@ -1,15 +1,30 @@
-"""What a vendor's emulator engine gives the scheduler (runtime/emulator.py), filled in by runtime/amd_engine.py (PM4,
-SDMA) and runtime/nv_engine.py (NV pushbuffers): per engine kind and arch an `EngineKind` (the decoder, the packet
+"""What a vendor's emulator engine gives the scheduler (runtime/emulator.py), filled in by amd/engine.py (PM4, SDMA) and
+nv/engine.py (NV pushbuffers): per engine kind and arch an `EngineKind` (the decoder, the packet
 length rule, the write-pointer unit and `prepare`, which turns one decoded packet into a `Prepared` handler with its
 operands and cost). A handler is `handler(engine, operands) -> bool`: True when the packet is done, False when it
-blocks (a wait; it leaves a reports.Waiting in `engine.wait_info`). It reads and writes the engine's memory, register
+blocks (a wait; it leaves a `Waiting` in `engine.wait_info`, which the hang report shows). It reads and writes the engine's memory, register
 file and clock; it raises DeviceFault for what the device cannot do."""
 from __future__ import annotations
-from typing import Any, Callable
+from typing import Any, Callable, Optional
 import attrs
-from .device import DeviceFault
 
-__all__ = ["EngineKind", "Prepared", "Length", "fault"]
+__all__ = ["EngineKind", "Prepared", "Length", "fault", "DeviceFault", "Waiting", "COPY_BYTES_PER_US"]
+
+COPY_BYTES_PER_US = 25_000      # SDMA copies and NV's copy engine, in the cost model's emulated µs (docs/run.md): 25 GB/s
+
+class DeviceFault(Exception):
+  """An access or packet the device cannot perform; the emulator turns it into a Fault report."""
+
+@attrs.frozen(slots=True)
+class Waiting:
+  """The wait an engine is blocked at: the polled address (None: a register), the reference value, the bits compared,
+  the comparison (`>=`, `==`, ...: each vendor's engine words its own codes, amd.pm4.WAIT_FUNCTIONS, nv.meaning.SEM_COMPARE)
+  and the value it last read. An engine busy at no wait shows as `Waiting()`."""
+  addr: Optional[int] = None
+  ref: Optional[int] = None
+  mask: Optional[int] = None
+  compare: str = ">="
+  value: Optional[int] = None
 
 def fault(e, msg: str) -> bool:
   """The handler of a packet that cannot execute (unknown, malformed, unsupported): the fault is raised when it runs."""
@@ -18,7 +33,7 @@ def fault(e, msg: str) -> bool:
 @attrs.frozen(slots=True)
 class Prepared:
   """A decoded packet ready to execute: its handler, the operands prepare extracted (and resolved) for it, its cost in
-  emulated µs (runtime/cost.py), and whether it enters an indirect buffer (then only the engine's one-packet step runs
+  emulated µs (docs/run.md's cost model), and whether it enters an indirect buffer (then only the engine's one-packet step runs
   it: the indirect-buffer stack is the step's)."""
   handler: Callable
   operands: Any

@@ -1,5 +1,5 @@
 """The emulator's PM4 and SDMA engines (docs/run.md): what each packet does, as a table per engine `packet name ->
-prepare(fields, codec) -> (handler, operands)`, and the `EngineKind` of each (runtime/engine.py) that the scheduler
+prepare(fields, codec) -> (handler, operands)`, and the `EngineKind` of each (target/engine.py) that the scheduler
 (runtime/emulator.py) asks. prepare extracts the operands once per distinct packet (the scheduler's op cache is
 content-addressed); a handler is then a couple of int ops.
 
@@ -11,16 +11,21 @@ from __future__ import annotations
 import operator
 from typing import Callable
 from ..ir import U32_MAX
-from ..amd import pm4, sdma
-from ..amd.pm4 import WAIT_FUNCTIONS, FUNC_GE
-from ..amd.codeobj import SYNTH_MAGIC, ENTRY_OFFSET
-from ..amd.meaning import program_address, kernarg_address
-from .cost import PACKET_COST, NOP_DWORD_COST, COPY_BYTES_PER_US, AMD_CLOCK_MHZ
-from .device import DeviceFault
-from .engine import EngineKind, Prepared, Length, fault
-from .reports import Waiting
+from ..target.engine import EngineKind, Prepared, Length, fault, DeviceFault, Waiting, COPY_BYTES_PER_US
+from . import pm4, sdma
+from .pm4 import WAIT_FUNCTIONS, FUNC_GE
+from .codeobj import SYNTH_MAGIC, ENTRY_OFFSET
+from .meaning import program_address, kernarg_address
 
-__all__ = ["PM4_OPS", "SDMA_OPS", "FUNCS", "pm4_kind", "sdma_kind"]
+__all__ = ["PM4_OPS", "SDMA_OPS", "FUNCS", "pm4_kind", "sdma_kind", "PACKET_COST", "NOP_DWORD_COST", "AMD_CLOCK_MHZ"]
+
+# what a PM4 or SDMA packet costs, by its decoded name (emulated µs: docs/run.md's cost model)
+PACKET_COST = {"NOP": 0.02, "TYPE2_NOP": 0.01, "WAIT_REG_MEM": 0.3, "POLL_REGMEM": 0.3, "RELEASE_MEM": 0.8, "FENCE": 0.5,
+               "ACQUIRE_MEM": 0.4, "EVENT_WRITE": 0.2, "SET_SH_REG": 0.05, "SET_UCONFIG_REG": 0.05, "INDIRECT_BUFFER": 0.1,
+               "INDIRECT": 0.1, "DISPATCH_DIRECT": 4.0, "COPY_LINEAR": 1.0, "TIMESTAMP_GET_GLOBAL": 0.2, "TRAP": 0.2,
+               "WRITE_UNTILED": 0.3, "WRITE_DATA": 0.3, "CONSTANT_FILL": 0.5}
+NOP_DWORD_COST = 0.02           # a PM4 NOP also costs each dword it skips past its header
+AMD_CLOCK_MHZ = 100             # the GPU clock counter RELEASE_MEM / TIMESTAMP write (AMD's 100 MHz reference)
 
 _COMPARE = {"always": lambda v, r: True, "<": operator.lt, "<=": operator.le, "==": operator.eq, "!=": operator.ne,
             ">=": operator.ge, ">": operator.gt}

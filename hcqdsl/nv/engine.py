@@ -7,16 +7,17 @@ Everything else (NON_STALL_INTERRUPT, INVALIDATE_SHADER_CACHES_NO_WFI, ...) only
 from __future__ import annotations
 from tinygrad.runtime.autogen import nv_570 as nv
 from ..ir import U32_MAX
-from ..nv import pushbuf
-from ..nv.targets import get_target
-from ..nv.qmd import QMD
-from ..nv.meaning import qmd_chain, MAX_CHAIN, SEM_COMPARE
-from .cost import NV_GROUP_COST, NV_TIMER_MHZ, COPY_BYTES_PER_US
-from .device import DeviceFault
-from .engine import EngineKind, Prepared, Length
-from .reports import Waiting
+from ..target.engine import EngineKind, Prepared, Length, DeviceFault, Waiting, COPY_BYTES_PER_US
+from . import pushbuf
+from .targets import get_target
+from .qmd import QMD
+from .meaning import qmd_chain, MAX_CHAIN, SEM_COMPARE
 
-__all__ = ["nv_kind", "prepare", "launch_qmd"]
+__all__ = ["nv_kind", "prepare", "launch_qmd", "NV_GROUP_COST", "NV_TIMER_MHZ"]
+
+# what an NV method group costs, by the trigger it holds ("state": none, it only sets methods; emulated µs: docs/run.md)
+NV_GROUP_COST = {"semaphore": 0.5, "launch": 4.0, "dma": 1.0, "state": 0.05}
+NV_TIMER_MHZ = 1000             # the GPU timer an NV release writes at +8 counts nanoseconds (PTIMER)
 
 def _K(subc, m): return (subc << 16) | m
 SEM_LO, SEM_HI, PAY_LO, PAY_HI = (_K(0, m) for m in (nv.NVC56F_SEM_ADDR_LO, nv.NVC56F_SEM_ADDR_HI, nv.NVC56F_SEM_PAYLOAD_LO,
