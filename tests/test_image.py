@@ -16,6 +16,7 @@ from hcqdsl.lift.image import lift_image
 from hcqdsl.cli import main
 from program_files import NOT_LOWERED, PROGRAM
 from round_trip import round_trip
+from emitted import SCHEDULES, PLANNERS, JITS, scheduled, jit_emitted
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGETS = ("gfx1100", "gfx942", "gfx1201")
@@ -48,10 +49,8 @@ def test_tinygrad_shaped_programs_round_trip(tmp_path):
   assert n == 3
 
 def _emitted():
-  import test_emit, test_jit
-  out = [(f"{w}.{p}", lambda w=w, p=p: test_emit.emitted(w, p)[0]) for w, (_, slow) in test_emit.WORKLOADS.items()
-         if not slow for p in test_emit.PLANNERS]
-  return out + [(f"jit_{w}.{p}", lambda w=w, p=p: test_jit.emitted(w, 0, p)) for w in test_jit.WORKLOADS for p in ("hcqdsl", "tinygrad")]
+  out = [(f"{w}.{p}", lambda w=w, p=p: scheduled(w, p)[0]) for w, (_, slow) in SCHEDULES.items() if not slow for p in PLANNERS]
+  return out + [(f"jit_{w}.{p}", lambda w=w, p=p: jit_emitted(w, 0, p)) for w in JITS for p in ("hcqdsl", "tinygrad")]
 
 EMITTED = _emitted()
 
