@@ -72,7 +72,6 @@ class Unrolled:
     self.signals = signals          # [Signal]; id = index
     self.buffers = buffers          # [Buffer]; id = index
     self.sig_init = [s.init & U32_MAX for s in signals]
-    self.sig_device = [s.device.name if s.device is not None else None for s in signals]
     self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
     # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
     self.rebound = [b.per_launch == "rebound" for b in buffers]
@@ -218,7 +217,6 @@ class AccessTable:
     roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
              for s, a in zip(u.seqs, at)] if u.polls else None
     self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)]) if roles else np.zeros(rows, dtype=_I64)
-    self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
     self.idle: dict[int, np.ndarray] = {}   # launch index -> rows that write nothing in it
     for i, ops in u.idle.items():

@@ -19,7 +19,7 @@ from ..amd.pm4 import FUNC_EQ, DATA_SEL_CLOCK
 from ..target.layout import TIMESTAMP_OFFSET
 from ..lift.packets import DATA_BYTES
 
-__all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
+__all__ = ["capture", "Capture", "Ring", "user_frames"]
 
 # the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
 # capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
@@ -27,9 +27,6 @@ VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
-
-class NoAMDDevice(RuntimeError):
-  """The captured code never submitted to an AMD queue (no AMD device in use)."""
 
 def _tinygrad_dirs() -> tuple:
   """Directories whose frames are never the user's line: tinygrad's, its mock GPU's (a checkout's test/mockgpu and
