@@ -5,6 +5,7 @@ import bisect, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
+from ..lang.lexical import identifier
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Host, Expect, Wait, SignalWrite, Submit, HostWrite,
                   Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, POLL_SIZE, timeline_of)
 from ..target.image import Image, QueueImage, Patch, Region
@@ -14,7 +15,7 @@ from ..amd.pm4 import DATA_SEL_CLOCK
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
-from .packets import (group_packets, signal_addrs, written_range, polled_range, kernarg_at, hexname, epochs, ident, field_at, address_at, per_launch,
+from .packets import (group_packets, signal_addrs, written_range, polled_range, kernarg_at, hexname, epochs, field_at, address_at, per_launch,
                       ADDRESS)
 
 __all__ = ["lift_capture", "CaptureLift", "Submission", "Memory", "Access", "Dispatch", "LIFT_RTOL", "LIFT_ATOL"]
@@ -269,7 +270,7 @@ class CaptureLift:
     for d in self.dispatches.values():
       if d.prog in self.kname_of: continue
       k = self.m.kernels.get(d.prog, {})
-      base = ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else hexname("k", d.prog)
+      base = identifier(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else hexname("k", d.prog)
       al = self.alloc_of(d.prog)
       code_buf = self.static_names.get(al[0]) if al is not None and al[0] in uploaded else None
       key = (base, k.get("code") or d.prog, code_buf)
@@ -280,7 +281,7 @@ class CaptureLift:
     """The declaration of kernel `k` (the manifest's), its code object written into code_dir."""
     bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
     params = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(d.pointers))]
-    params += [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", ident(x["name"])) for x in d.scalars]
+    params += [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", identifier(x["name"])) for x in d.scalars]
     params += [Param("in", KERNARGS)] * self.kargs_read
     impl, kn = None, self.fresh(base)
     if k.get("code") and self.code_dir is not None:
@@ -318,7 +319,7 @@ class CaptureLift:
     for (ka, sname), d in self.dispatches.items():
       ps = kparams[self.kname_of[d.prog]]
       for i, v in enumerate(d.values):
-        fit = self.vars.fit(v, ident(d.scalars[i]["name"]))
+        fit = self.vars.fit(v, identifier(d.scalars[i]["name"]))
         var, add = fit or (None, v[0] & U32_MAX)
         self.mem_patches.setdefault(sname, []).append(Patch(ka + ps[len(d.pointers) + i][2], var, add))
     self.img = Image(self.m.queues[0].target, self.m.file, self.m.devices, [], regions, {n: a for a, n in self.signals.items()}, ibufs,

@@ -10,6 +10,7 @@ scalars (8 bytes each on tinygrad's mock NV GPU, whose capture says so in the si
 from __future__ import annotations
 import bisect
 from typing import Optional
+from ..lang.lexical import identifier
 from ..ir import (Device, Buffer, Signal, Kernel, Param, Host, Wait, SignalWrite, Submit, Expr, Ref, U32_MAX, NV_ARCHS, KEYWORDS,
                   vendor_of)
 from ..target.image import Image, QueueImage, Region
@@ -25,10 +26,6 @@ _MAX_CHAIN = 4096
 def is_nv_capture(m) -> bool:
   """A manifest with host steps whose queues are NV's."""
   return bool(m.host) and any(q.target in NV_ARCHS for q in m.queues)
-
-def _ident(s: str) -> str:
-  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(s)) or "k"
-  return out if not out[0].isdigit() else "k_" + out
 
 class _Allocs:
   def __init__(self, buffers: list):
@@ -117,10 +114,10 @@ class _Lift:
     for s in (x for x in sig if x.get("name") is not None):
       sz = s.get("bytes") or 4
       off += -off % sz
-      ps.append(Param("u32" if "uint" in (s.get("dtype") or "") else "i32", _ident(s["name"])))
+      ps.append(Param("u32" if "uint" in (s.get("dtype") or "") else "i32", identifier(s["name"], "k")))
       offs.append(off)
       off += sz
-    mname = _ident(kinfo.get("name") or kinfo.get("tinygrad_name") or f"k_{prog:x}")
+    mname = identifier(kinfo.get("name") or kinfo.get("tinygrad_name") or f"k_{prog:x}", "k")
     kn = next((k[0] for k in self.kernels.values() if k[3] == mname), None) or self.fresh(mname)
     self.kernels[prog] = (kn, ps, offs, mname, [x.get("bytes") or 1 for x in sig if x.get("name") is None])
     return self.kernels[prog]

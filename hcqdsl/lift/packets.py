@@ -1,7 +1,7 @@
 """What the packets of a raw stream (a dump's or a capture's ring, no source map) mean to a lift: statement-sized groups,
 the signals and buffer words they name, dispatches, indirect buffers spliced in from the manifest's memory."""
 from __future__ import annotations
-import functools, re, struct
+import functools, struct
 from typing import Optional
 import attrs
 from ..ir import Wait, SignalWrite, Epoch, Ref, Expr, U32_MAX, POLL_SIZE, epoch_of, epoch_wait
@@ -12,7 +12,7 @@ from ..amd.disasm import decoder
 from .schema import LAUNCH_VAR
 
 __all__ = ["group_packets", "signal_addrs", "written_range", "polled_range", "dispatch", "kernarg_at", "Mem", "follow", "hexname",
-           "epochs", "ident", "field_at", "address_at", "per_launch", "ADDRESS", "PER_LAUNCH", "DATA_BYTES"]
+           "epochs", "field_at", "address_at", "per_launch", "ADDRESS", "PER_LAUNCH", "DATA_BYTES"]
 
 # ---- where a packet's fields sit: from the decoders' layouts (pm4.py's specs, sdma.py's from tinygrad's headers)
 
@@ -157,7 +157,3 @@ def epochs(s, device: Optional[str]):
   s = attrs.evolve(s, value=Expr(Ref(epoch_of(d)), s.value.offset))
   return Epoch(comments=s.comments, comment=s.comment) if d == device and s == epoch_wait(d) else s
 
-def ident(name) -> str:
-  name = re.sub(r"\x1b\[[0-9;]*m", "", str(name or "v"))  # tinygrad's names may carry terminal colors
-  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name or "v")) or "v"
-  return out if not out[0].isdigit() else "v_" + out
