@@ -127,6 +127,10 @@ class Data:
   source: Optional[tuple[str, str]] = attrs.field(default=None, eq=False, repr=False, kw_only=True)   # (file, tensor name)
   @property
   def nbytes(self) -> int: return DTYPES[self.dtype][1] * len(self.values)
+  def to_bytes(self) -> bytes:
+    """The values' little-endian bytes, as the host stores them (the one rule: check, the memory plan and capture ask it)."""
+    import numpy as np
+    return np.array(self.values, dtype=np.dtype(DTYPES[self.dtype][0]).newbyteorder("<")).tobytes()
   def __eq__(self, other):  # nan == nan here: two programs with the same text are the same program
     if not isinstance(other, Data) or self.dtype != other.dtype or len(self.values) != len(other.values): return False
     if self.source is not None and self.source == other.source: return True

@@ -25,7 +25,7 @@ import collections, fnmatch, json, os, re, traceback
 from typing import Any
 import pytest
 from .ir import Span
-from .header import read_header, HeaderError
+from .header import read_header, header_lines, HeaderError
 from .diagnostics import Diagnostic, render_text, split_lines
 
 __all__ = ["parse_markers", "compare", "Marker", "HcqFile", "HcqCheckItem", "HcqRunItem", "SanitizePlugin"]
@@ -35,7 +35,6 @@ SEVERITY = {"E": "error", "W": "warning"}
 # a run of markers right after a `#`: `# E: race`, `# E: race W: visibility`, `# E: race, E: deadlock`
 _RUN = re.compile(r"#[ \t]*((?:[EW]:[ \t]*[A-Za-z][\w-]*[ \t,]*)+)")
 _ONE = re.compile(r"([EW]):[ \t]*([A-Za-z][\w-]*)")
-_HEADER = re.compile(r"^\s*#\s*hcq:(.*)$")  # header lines carry no markers
 
 def _comment_start(line: str) -> int:
   """Index of the `#` that opens the line's comment (outside "strings"), or -1."""
@@ -52,10 +51,10 @@ def _comment_start(line: str) -> int:
   return -1
 
 def parse_markers(text: str) -> list[Marker]:
-  out = []
+  out, headers = [], {n for n, _ in header_lines(text)}   # header lines carry no markers
   for n, line in enumerate(split_lines(text), 1):
     c = _comment_start(line)
-    if c < 0 or _HEADER.match(line): continue
+    if c < 0 or n in headers: continue
     for run in _RUN.finditer(line, c):
       for m in _ONE.finditer(run.group(1)):
         out.append(Marker(n, run.start(1) + m.start() + 1, SEVERITY[m.group(1)], m.group(2)))

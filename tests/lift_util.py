@@ -2,7 +2,9 @@
 the image's launches had been submitted by a runtime — dwords only, no names."""
 from __future__ import annotations
 from hcqdsl.ir import U32_MAX
+from hcqdsl import parse
 from hcqdsl.target.image import Image
+from hcqdsl.vendors import compile_program
 
 def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buffers: bool = True) -> dict:
   """Per launch: the host's steps with every queue's submission (queues no `submit` names go first, as the language
@@ -56,3 +58,29 @@ def manifest_from_image(img: Image, launches: int = 2, params: bool = True, buff
   if params:
     m["kernels"] = [{"prog_addr": hex(k["prog_addr"]), "params": [p[0] for p in k["params"] if p[0] in ("in", "out", "inout")]} for k in img.kernels]
   return m
+
+# two queues on one device waiting on each other: what a hang's dump looks like
+HANG = """device gpu0 = AMD:0 gfx1100
+signal a on gpu0
+signal b on gpu0
+queue q0 compute on gpu0 {
+  wait a >= 1
+  signal b = 26
+  wait a >= 27
+  signal b = 27
+}
+queue q1 copy on gpu0 {
+  wait b >= 27
+  signal a = 27
+}
+"""
+
+def hang_manifest(q0_read=None, q1=True, a=26, b=26, **extra):
+  img = compile_program(parse(HANG, "h.hcq"))
+  q0, q1i = img.queues
+  qs = [{"name": "q0", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": q0.dwords,
+         "read_ptr": q0.stmts[2].offset if q0_read is None else q0_read}]
+  if q1: qs.append({"name": "q1", "device": "gpu0", "target": "gfx1100", "engine": "copy",
+                    "dwords": " ".join(f"{x:08x}" for x in q1i.dwords), "read_ptr": 0, "write_ptr": len(q1i.dwords)})
+  return {"format": "hcqdsl-manifest", "version": 1, "queues": qs, **extra,
+          "signals": [{"addr": hex(img.signals["a"]), "value": a}, {"addr": img.signals["b"], "value": b}]}

@@ -14,10 +14,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 _libc.mmap.restype, _libc.mmap.argtypes = ctypes.c_void_p, (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
 _libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
 
-def unavailable():
-  if tinygrad_repo() is None: return "tinygrad's mock GPU not found: set TINYGRAD_REPO to a tinygrad checkout (its test/mockgpu/nv)"
-  return None
-
 def load_nvgpu():
   """nvgpu.py as a module, its `test.mockgpu` imports resolved in the checkout for the load only."""
   repo = tinygrad_repo()

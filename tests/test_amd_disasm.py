@@ -15,7 +15,7 @@ from hcqdsl.vendors import disasm_image
 from hcqdsl.lift.image import lift_queue, as_hcq
 from hcqdsl.ir import Wait, Epoch, Copy, Exec, Expr, Ref, Queue, U32_MAX
 from hcqdsl.cli import main
-from test_amd_encode import PROGRAM
+from program_files import PROGRAM
 
 u32s = st.lists(st.integers(0, U32_MAX), max_size=64)
 # dwords that look like packets (valid headers followed by junk) reach deeper than uniform noise

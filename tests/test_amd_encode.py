@@ -10,6 +10,7 @@ from hcqdsl.ir import AMD_ARCHS
 from hcqdsl.amd.targets import get_target
 from hcqdsl import parse
 from hcqdsl.vendors import compile_program
+from program_files import PROGRAM
 from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, U32_MAX
 
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x1_2345_6780, 0x7F00_DEAD_BEE0]
@@ -93,49 +94,6 @@ def test_max_copy_size():
   assert get_target("gfx1100").max_copy_size == get_target("gfx1201").max_copy_size == 0x40000000
 
 # ---- whole programs, symbolic values: replay the compiled program's statements on tinygrad's queues
-
-PROGRAM = """
-device g0 = AMD:0 {a0}
-device g1 = AMD:1 {a1}
-buffer a on g0 size 8M
-buffer b on g1 size 8M
-buffer h on host size 64K
-signal s0 on g0
-signal s1 on g1 = 3
-signal hs on host
-var kick
-var step
-kernel k2(in x, out y)
-kernel k1(inout z)
-queue c0 compute on g0 {{
-  epoch
-  wait s1 >= kick + 1
-  exec k2(a, a[4096:8192]) grid (4, 2) block (64, 1, 1)
-  barrier
-  exec k1(h[0:256])
-  timestamp s0
-  write a[16:20] = step + 2
-  write h[8:16] = 0x1234
-  poll a[60:64] & 0x01000000 == 0x01000000
-  poll h[0:4] == step
-  signal s0 = kick
-  signal hs = 7
-  wait hs >= step - 1
-  signal g0.timeline = g0.epoch
-}}
-queue x1 copy on g1 {{
-  epoch
-  wait s0 >= kick
-  copy b <- a
-  copy b[16:32] <- h[100:116]
-  barrier
-  timestamp s1
-  write b[0:8] = kick
-  write h[0:4] = 9
-  signal s1 = step + 5
-  signal g1.timeline = g1.epoch
-}}
-"""
 
 def _replay(img, p, qname):
   """Build tinygrad's queue for one of our compiled queues, values as tinygrad Variables."""

@@ -260,7 +260,7 @@ def test_run_refuses_nan_and_negative_limits(here, flag, value, msg):
 # ---- JSON inputs: manifests and witnesses (items 2-4)
 
 def _manifest(**extra):
-  from test_lift import hang_manifest
+  from lift_util import hang_manifest
   return hang_manifest(**extra)
 
 def test_deep_json(here):

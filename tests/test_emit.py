@@ -10,47 +10,22 @@ from hcqdsl.lang.format import format_program
 from hcqdsl.check import check
 from hcqdsl.vendors import compile_program
 from hcqdsl import emit as E
-from hcqdsl.tinygrad.script import load_function, call_script
-from hcqdsl.tinygrad.schedule import schedule
-from hcqdsl.tinygrad.planners import program
 from hcqdsl.tinygrad.amdcode import amd_code_unavailable
 sys.path.insert(0, str(pathlib.Path(__file__).parent))
 import emit_sim
+from emitted import EX, SCHEDULES, PLANNERS, scheduled
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-EX = ROOT / "examples" / "tinygrad"
-# name: (script:function, slow)
-WORKLOADS = {
-  "matmul_sum": ("matmul_sum.py:main", False),
-  "mlp_train": ("mlp_train.py:main", False),
-  "conv": ("conv.py:main", False),
-  "shard2": ("shard_matmul.py:main", False),
-  "shard4": ("shard_matmul.py:four", True),
-  "shard8": ("shard_matmul.py:eight", True),
-  "allreduce": ("allreduce.py:main", False),
-  "copy_chain": ("copy_chain.py:main", False),
-}
-PLANNERS = ("hcqdsl", "tinygrad")
-_sched: dict = {}
-
-def emitted(name: str, planner: str):
-  """(program parsed back from its text, the text); tinygrad schedules each workload once."""
-  if name not in _sched:
-    spec, _ = WORKLOADS[name]
-    fn = load_function(str(EX / spec))
-    _sched[name] = schedule(*call_script(fn))
-  text = format_program(program(_sched[name], planner, name))
-  return parse(text, f"{name}.{planner}.hcq"), text
 
 def cases():
   return [pytest.param(w, p, marks=[pytest.mark.slow] if slow else [], id=f"{w}-{p}")
-          for w, (_, slow) in WORKLOADS.items() for p in PLANNERS]
+          for w, (_, slow) in SCHEDULES.items() for p in PLANNERS]
 
 def errors(prog): return [d for d in check(prog, launches=2) if d.severity == "error"]
 
 @pytest.mark.parametrize("name,planner", cases())
 def test_checks_clean_and_compiles(name, planner):
-  prog, text = emitted(name, planner)
+  prog, text = scheduled(name, planner)
   assert not errors(prog), "\n".join(f"{d.code}: {d.message}" for d in errors(prog))
   assert format_program(prog) == text  # emitted text is already formatted
   for target in ("gfx942", "gfx1100", "gfx1201"): compile_program(prog, target)
@@ -59,7 +34,7 @@ def test_checks_clean_and_compiles(name, planner):
 
 @pytest.mark.parametrize("name,planner", cases())
 def test_reproduces_tinygrad(name, planner):
-  prog, _ = emitted(name, planner)
+  prog, _ = scheduled(name, planner)
   assert prog.expects
   for seed in range(10):
     mem = emit_sim.run(prog, seed)
@@ -75,7 +50,7 @@ def _runtime():
 @pytest.mark.parametrize("name,planner", cases())
 def test_runtime_matches_tinygrad(name, planner):
   """The emulator runs the compiled packets; the program's `expect` lines hold tinygrad's values."""
-  prog, _ = emitted(name, planner)
+  prog, _ = scheduled(name, planner)
   run = _runtime()
   for seed in range(10):
     res = run(prog, seed=seed)
@@ -101,7 +76,7 @@ def test_removing_a_needed_wait_is_an_error(name, planner):
   Its `epoch`, `wait E.timeline` and finalizer waits are the launch protocol (the device is done when its timeline says
   so), kept even where this program's data would not need them. tinygrad's plan also keeps waits that later waits
   imply; every multi-queue plan has waits whose removal check catches."""
-  prog, _ = emitted(name, planner)
+  prog, _ = scheduled(name, planner)
   res = needed_waits(prog)
   if planner == "hcqdsl":
     for qn, i, needed in res:
@@ -151,7 +126,7 @@ def test_api_emit_jit():
   assert not errors(prog)
 
 def test_comments_name_tinygrad_kernels():
-  _, text = emitted("matmul_sum", "hcqdsl")
+  _, text = scheduled("matmul_sum", "hcqdsl")
   assert "exec r_8_8_8(" in text and "# r_8_8_8" in text and "kernel r_8_8_8(out data0, in data1, in data2)" in text
 
 # ---- --amd-code: real gfx1100 code objects through tinygrad's AMD LLVM backend
@@ -180,7 +155,7 @@ def test_amd_code_objects(name, tmp_path):
   from hcqdsl.amd.codeobj import from_elf
   from hcqdsl.amd.targets import get_target
   from amd_standin import compute_queue, args_state
-  spec, _ = WORKLOADS[name]
+  spec, _ = SCHEDULES[name]
   out = tmp_path / f"{name}.hcq"
   r = subprocess.run([sys.executable, "-m", "hcqdsl", "emit", f"{EX}/{spec}", "-o", str(out), "--amd-code"],
                      capture_output=True, text=True, cwd=ROOT, env={**os.environ, "DEV": "CPU"})

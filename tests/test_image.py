@@ -4,8 +4,7 @@ objects), the programs `hcqdsl emit` makes of examples/tinygrad (schedules and T
 two-device programs; each family asserts how many it compared (generated programs: tests/test_lift.py's
 image_round_trip is this round_trip). The CLI pipeline end to end, the one schema against docs/amd.md."""
 from __future__ import annotations
-import glob, os, pathlib, tempfile
-from typing import Optional
+import glob, os, pathlib
 import pytest
 from conftest import cli
 from hcqdsl import parse
@@ -13,45 +12,15 @@ from hcqdsl.diagnostics import HcqError
 from hcqdsl.lang.format import format_program
 from hcqdsl.vendors import compile_program
 from hcqdsl.target.image import Image, describe
-from hcqdsl.amd.disasm import decoder
-from hcqdsl.vendors import disasm_image
-from hcqdsl.lift.image import lift_image, write_code_objects
+from hcqdsl.lift.image import lift_image
 from hcqdsl.cli import main
+from program_files import NOT_LOWERED, PROGRAM
+from round_trip import round_trip
+from emitted import SCHEDULES, PLANNERS, JITS, scheduled, jit_emitted
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TARGETS = ("gfx1100", "gfx942", "gfx1201")
 FILES = sorted(glob.glob(str(ROOT / "programs" / "*.hcq"))) + sorted(glob.glob(str(ROOT / "tests" / "**" / "*.hcq"), recursive=True))
-# programs whose errors stop the lowering on purpose (unknown names, ranges outside buffers, syntax in the wrong block)
-NOT_LOWERED = {"bounds_copy_lengths", "bounds_range_outside", "name_buffer_as_signal", "name_copy_on_compute",
-               "name_submit_twice", "name_unknown_signal", "overflow_literal", "syntax_exec_in_host", "syntax_submit_in_queue"}
-
-def layout(img: Image) -> tuple:
-  """All of an image but where its source was (file, statement lines and texts, the code objects' paths)."""
-  kernels = [dict(k, impl=dict(k["impl"], amd_code=None) if k["impl"] else None) for k in img.kernels]
-  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts])
-           for q in img.queues], img.regions, img.data, kernels, img.var_values, img.rewrites, img.signals, img.buffers,
-          img.vars, img.devices, [dict(h, line=0) for h in img.host], [dict(e, line=0) for e in img.expects], img.target)
-
-def round_trip(prog, target: str = "gfx1100", where: Optional[pathlib.Path] = None) -> Image:
-  """The whole pipeline on one program; the lifted program (and its code objects) are written to `where` (default: a
-  temporary directory) and compiled from there, as a user would. Returns the image compiled from the lifted text."""
-  if where is None:
-    with tempfile.TemporaryDirectory() as d: return round_trip(prog, target, pathlib.Path(d))
-  img = compile_program(prog, target)
-  back = Image.from_bytes(img.to_bytes())
-  assert back == img
-  listing = disasm_image(back)
-  for q in back.queues:   # compile emits only packets the decoder knows
-    assert not [p for p in decoder(q.engine, q.arch).decode(q.dwords) if p.raw], q.name
-  assert listing.count("\nqueue ") + listing.startswith("queue ") == len(back.queues)
-  where.mkdir(parents=True, exist_ok=True)
-  write_code_objects(back, where)
-  text = format_program(lift_image(back))
-  assert "cannot lift" not in text, text
-  (where / "lifted.hcq").write_text(text)
-  again = compile_program(parse(text, str(where / "lifted.hcq")), target)
-  assert layout(again) == layout(img)
-  return again
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: os.path.relpath(p, ROOT))
 def test_files_round_trip(path, tmp_path):
@@ -73,7 +42,6 @@ def test_files_compared():
   assert sum(1 for f in FILES if "amd_code" in f) == len(list(codes.glob("*/*.hcq"))) >= 10   # with real code objects
 
 def test_tinygrad_shaped_programs_round_trip(tmp_path):
-  from test_amd_encode import PROGRAM
   n = 0
   for a0, a1 in (("gfx1100", "gfx942"), ("gfx1201", "gfx1201"), ("gfx942", "gfx1100")):
     round_trip(parse(PROGRAM.format(a0=a0, a1=a1), "p.hcq"), "gfx1100", tmp_path / f"{a0}-{a1}")
@@ -81,10 +49,8 @@ def test_tinygrad_shaped_programs_round_trip(tmp_path):
   assert n == 3
 
 def _emitted():
-  import test_emit, test_jit
-  out = [(f"{w}.{p}", lambda w=w, p=p: test_emit.emitted(w, p)[0]) for w, (_, slow) in test_emit.WORKLOADS.items()
-         if not slow for p in test_emit.PLANNERS]
-  return out + [(f"jit_{w}.{p}", lambda w=w, p=p: test_jit.emitted(w, 0, p)) for w in test_jit.WORKLOADS for p in ("hcqdsl", "tinygrad")]
+  out = [(f"{w}.{p}", lambda w=w, p=p: scheduled(w, p)[0]) for w, (_, slow) in SCHEDULES.items() if not slow for p in PLANNERS]
+  return out + [(f"jit_{w}.{p}", lambda w=w, p=p: jit_emitted(w, 0, p)) for w in JITS for p in ("hcqdsl", "tinygrad")]
 
 EMITTED = _emitted()
 

@@ -13,37 +13,16 @@ from hcqdsl.vendors import compile_program
 from hcqdsl.tinygrad.env import EmitError
 from hcqdsl.tinygrad.jit import emit_jit
 from hcqdsl.runtime import run
+from emitted import EX, JITS, jit_module, jit_emitted
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-EX = ROOT / "examples" / "tinygrad"
-# name: (script, function returning (jit_fn, calls), launches): 6 calls, TinyJit's call 1 eager, calls 2..6 the launches
-WORKLOADS = {"decode": ("jit_decode.py", "main", 5), "two_device": ("jit_two_device.py", "main", 5),
-             "var_batch": ("jit_var_batch.py", "jit_calls", 5)}
-_progs: dict = {}
-
-def module(name: str):
-  script = WORKLOADS[name][0]
-  spec = importlib.util.spec_from_file_location(f"_jit_{name}", EX / script)
-  mod = importlib.util.module_from_spec(spec)
-  spec.loader.exec_module(mod)
-  return mod
-
-def emitted(name: str, seed: int = 0, planner: str = "hcqdsl"):
-  """The emitted program, parsed back from its text."""
-  if (name, seed, planner) not in _progs:
-    mod = module(name)
-    prog = emit_jit(*getattr(mod, WORKLOADS[name][1])(seed), planner=planner, title=name)
-    text = format_program(prog)
-    _progs[name, seed, planner] = parse(text, f"{name}.{seed}.{planner}.hcq")
-  return _progs[name, seed, planner]
-
 def errors(prog, launches): return [d for d in check(prog, launches=launches) if d.severity == "error"]
 
-CASES = [pytest.param(n, p, id=f"{n}-{p}") for n in WORKLOADS for p in ("hcqdsl", "tinygrad")]
+CASES = [pytest.param(n, p, id=f"{n}-{p}") for n in JITS for p in ("hcqdsl", "tinygrad")]
 
 @pytest.mark.parametrize("name,planner", CASES)
 def test_checks_clean_and_compiles(name, planner):
-  prog, n = emitted(name, 0, planner), WORKLOADS[name][2]
+  prog, n = jit_emitted(name, 0, planner), JITS[name][2]
   assert not errors(prog, n), [d.message for d in errors(prog, n)]
   if planner == "hcqdsl":  # no diagnostics at all: no wait the host's waits for the previous launch already imply
     assert not check(prog, launches=n), [d.message for d in check(prog, launches=n)]
@@ -55,12 +34,12 @@ def test_checks_clean_and_compiles(name, planner):
 def _output(prog):
   return next(b.name for b in prog.buffers if b.name.startswith("out"))
 
-@pytest.mark.parametrize("name,seed", [pytest.param(n, s, id=f"{n}-seed{s}") for n in WORKLOADS for s in (0, 1)] +
-                         [pytest.param(n, s, id=f"{n}-seed{s}", marks=pytest.mark.slow) for n in WORKLOADS for s in (2, 3)])
+@pytest.mark.parametrize("name,seed", [pytest.param(n, s, id=f"{n}-seed{s}") for n in JITS for s in (0, 1)] +
+                         [pytest.param(n, s, id=f"{n}-seed{s}", marks=pytest.mark.slow) for n in JITS for s in (2, 3)])
 def test_run_matches_tinygrad_jit(name, seed):
   """N launches on the emulator = tinygrad's TinyJit after N calls (its own JIT, fresh state, the same data)."""
-  prog, n = emitted(name, seed), WORKLOADS[name][2]
-  want = module(name).reference(seed)
+  prog, n = jit_emitted(name, seed), JITS[name][2]
+  want = jit_module(name).reference(seed)
   for sched in (None, 0, 1, 2):
     res = run(prog, launches=n, seed=sched)
     assert res.ok, res.summary()
@@ -81,7 +60,7 @@ def test_removing_a_needed_wait_is_an_error(name, planner):
   hcqdsl planner's data waits. Finalizer and timeline waits are the launch protocol, kept where this program's data
   would not need them; tinygrad's plan keeps waits later waits imply, but some queue wait of a multi-queue plan is
   needed."""
-  prog, n = emitted(name, 0, planner), WORKLOADS[name][2]
+  prog, n = jit_emitted(name, 0, planner), JITS[name][2]
   def needed(blk, i): return bool(errors(_without(prog, blk, i), n))
   host = prog.host
   hw = [i for i, st in enumerate(host.body) if isinstance(st, Wait)]
@@ -97,7 +76,7 @@ def test_removing_a_needed_wait_is_an_error(name, planner):
   elif len(prog.queues) > 1: assert any(needed(q, i) for q, i, _ in res)
 
 def test_decode_program_shape():
-  prog = emitted("decode")
+  prog = jit_emitted("decode")
   names = {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"}
   assert names == {"start_pos": (1, 2, 3, 4, 5)}   # call 1 (start_pos 0) ran eagerly
   assert [b.per_launch for b in prog.buffers if b.per_launch] == ["rebound"]   # the new token, every call
@@ -109,7 +88,7 @@ def test_decode_program_shape():
              if any(p.scalar for p in kernels[st.kernel.name].params))
 
 def test_var_batch_has_a_rewritten_buffer():
-  prog = emitted("var_batch")
+  prog = jit_emitted("var_batch")
   kinds = sorted(b.per_launch for b in prog.buffers if b.per_launch)
   assert kinds == ["rebound", "rewritten"]
 
@@ -134,7 +113,7 @@ def test_cli_emit_and_launch_limit(tmp_path):
 
 def test_api():
   import hcqdsl
-  mod = module("decode")
+  mod = jit_module("decode")
   prog = hcqdsl.emit_jit(*mod.main(0, 3))
   assert {v.name: v.values for v in prog.decls if type(v).__name__ == "Var"} == {"start_pos": (1, 2)}
 
@@ -263,7 +242,7 @@ def test_data_file(tmp_path):
   assert len(refs) >= 3 and all(l.count(",") < 5 * 16 for l in text.splitlines() if l.startswith("buffer"))
   from tinygrad.nn.state import safe_load
   st = safe_load(str(tmp_path / "d.safetensors"))
-  full = parse(format_program(emitted("decode")), "full.hcq")
+  full = parse(format_program(jit_emitted("decode")), "full.hcq")
   for b in full.buffers:
     if b.init is not None and len(b.init.values) > 16:
       np.testing.assert_array_equal(st[b.name].numpy(), np.asarray(b.init.values))
@@ -301,7 +280,7 @@ def test_gpt2_style_decode():
 def test_provenance_is_quoted_by_check():
   """Each exec and copy of a replay carries the user's line that realized it (its comment, `Node.origin`), and a race
   check finds on it names that line."""
-  prog = emitted("two_device")
+  prog = jit_emitted("two_device")
   cmds = [st for q in prog.queues for st in q.body if type(st).__name__ in ("Exec", "Copy")]
   assert {st.origin for st in cmds} == {"jit_two_device.py:18: acc.assign(acc + a * 2 + partial).realize()",
                                         "jit_two_device.py:19: return (acc * 1).realize()"}

@@ -281,3 +281,25 @@ def test_architecture_doc_names_every_module():
   rels = [f.relative_to(PKG).as_posix() for f in sorted(PKG.rglob("*.py"))]
   assert unnamed_modules(doc, rels) == []
   assert unnamed_modules("| `hcqdsl/lang/` | `parse.py` |\n", ["lang/parse.py", "lang/scan.py", "lang/__init__.py"]) == ["lang/scan.py"]
+
+# ---- test files import helpers, never each other
+
+SCRIPT_IMPORT = re.compile(r"^\s*(?:import|from)\s+(test_\w+)", re.M)
+
+def imports_of_tests(trees: dict) -> list:
+  """`file:line imports test_x` for every import of a test module in a test_*.py file: import statements (inside
+  functions too) and the scripts a test writes as text (a subprocess's `-c`). What tests share lives in helper modules."""
+  out = []
+  for name, tree in trees.items():
+    for n in ast.walk(tree):
+      mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""] if isinstance(n, ast.ImportFrom) and not n.level else []
+      if isinstance(n, ast.Constant) and isinstance(n.value, str): mods = SCRIPT_IMPORT.findall(n.value)
+      out += [f"{name}:{n.lineno} imports {m}" for m in mods if m.split(".")[0].startswith("test_")]
+  return sorted(out)
+
+def test_no_test_file_imports_another():
+  files = sorted(f for f in (ROOT / "tests").rglob("test_*.py") if "upstream" not in f.parts)   # upstream/: tinygrad's standalone tests
+  assert imports_of_tests({f.relative_to(ROOT).as_posix(): ast.parse(f.read_text()) for f in files}) == []
+  # the planted imports are spelled with {t} so that this file's own text holds none
+  planted = {"t.py": ast.parse("def f():\n  import {t}emit, emitted\nfrom {t}jit import x\nS = '''\nimport {t}sync as t\n'''\n".format(t="test_"))}
+  assert imports_of_tests(planted) == ["t.py:2 imports test_emit", "t.py:3 imports test_jit", "t.py:4 imports test_sync"]

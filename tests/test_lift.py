@@ -5,7 +5,6 @@ import pytest
 from hypothesis import given, settings, HealthCheck
 from conftest import cli
 import hcqdsl
-from hcqdsl.ir import Queue, Host
 from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image
 from hcqdsl.lift.manifest import lift_manifest, load_manifest, lift_file, ManifestError
@@ -13,9 +12,8 @@ from hcqdsl import parse, parse_with_diagnostics
 from hcqdsl.lang.format import format_program
 from hcqdsl.diagnostics import render_text
 import check_gen
-from lift_util import manifest_from_image
-from test_image import round_trip
-from hcqdsl.target.image import Image
+from lift_util import manifest_from_image, HANG, hang_manifest
+from round_trip import codes, image_round_trip
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -26,31 +24,6 @@ def _compilable():
     if prog is None or any(d.severity == "error" and d.code in ("syntax", "name", "bounds", "overflow") for d in diags): continue
     out.append(f)
   return out
-
-def keyed(prog) -> dict:
-  """line -> what the statement or declaration on it is, independent of layout and names of lines."""
-  keys = {}
-  for n, d in enumerate(prog.decls):
-    if isinstance(d, Queue):
-      keys[d.span.line] = ("queue", d.name)
-      for i, s in enumerate(d.body): keys[s.span.line] = ("stmt", d.name, i)
-    elif isinstance(d, Host):
-      for i, s in enumerate(d.body): keys[s.span.line] = ("host", i)
-    else: keys[d.span.line] = (type(d).__name__, getattr(d, "name", n))
-  return keys
-
-def codes(prog, launches: int = 2) -> list:
-  k = keyed(prog)
-  return sorted((k.get(d.span.line if d.span else 0, ()), d.code, d.severity) for d in hcqdsl.check(prog, launches))
-
-def image_round_trip(prog):
-  """test_image.round_trip (compile, write, read, disasm, lift, compile: the same image), and the lifted program
-  checks as the original does."""
-  img = compile_program(prog)
-  lifted = parse(format_program(lift_image(Image.from_bytes(img.to_bytes()))), "lifted.hcq")
-  round_trip(prog)
-  assert codes(lifted) == codes(prog)
-  return lifted
 
 PROGRAMS = _compilable()
 
@@ -163,31 +136,6 @@ def test_manifest_round_trip(path):
          [d.code for d in hcqdsl.check(lifted, 2) if d.span and d.span.line in {s.span.line for s in (lifted.host.body if lifted.host else ())}]
 
 # ---- hang triage
-
-HANG = """device gpu0 = AMD:0 gfx1100
-signal a on gpu0
-signal b on gpu0
-queue q0 compute on gpu0 {
-  wait a >= 1
-  signal b = 26
-  wait a >= 27
-  signal b = 27
-}
-queue q1 copy on gpu0 {
-  wait b >= 27
-  signal a = 27
-}
-"""
-
-def hang_manifest(q0_read=None, q1=True, a=26, b=26, **extra):
-  img = compile_program(parse(HANG, "h.hcq"))
-  q0, q1i = img.queues
-  qs = [{"name": "q0", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": q0.dwords,
-         "read_ptr": q0.stmts[2].offset if q0_read is None else q0_read}]
-  if q1: qs.append({"name": "q1", "device": "gpu0", "target": "gfx1100", "engine": "copy",
-                    "dwords": " ".join(f"{x:08x}" for x in q1i.dwords), "read_ptr": 0, "write_ptr": len(q1i.dwords)})
-  return {"format": "hcqdsl-manifest", "version": 1, "queues": qs, **extra,
-          "signals": [{"addr": hex(img.signals["a"]), "value": a}, {"addr": img.signals["b"], "value": b}]}
 
 TRIAGE = """\
 # hcq: launches=1

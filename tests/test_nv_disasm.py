@@ -11,14 +11,10 @@ from hcqdsl.vendors import compile_program, disasm_image
 from hcqdsl.nv import pushbuf
 from hcqdsl.nv.lift import lift_queue
 from hcqdsl.cli import main
-from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, SYMBOLIC, to_nv
+from program_files import PROGRAMS, NOT_LOWERED
+from nv_programs import NV_REFUSED, SYMBOLIC, to_nv, layout
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-def layout(img: Image) -> tuple:
-  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts])
-           for q in img.queues],
-          img.regions, img.data, img.kernels, img.var_values, img.signals, img.buffers, img.vars, img.devices)
 
 def relift(p, img: Image, source_map: bool = True):
   """The program with each queue's body replaced by what its methods and QMDs lift to."""

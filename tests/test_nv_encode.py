@@ -4,17 +4,19 @@ method on its own, the program QMD of a synthetic cubin, and every program in pr
 command dwords and the memory the queues write (constant bank 0, QMDs with their releases and dependent launches) over
 consecutive launches, per-launch values patched by tinygrad's `_apply_var_vals` and by our patch tables."""
 from __future__ import annotations
-import ctypes, glob, pathlib, struct
-import attrs, pytest
+import ctypes, pathlib, struct
+import pytest
 from tinygrad.uop.ops import UOp
 from tinygrad.dtype import dtypes
 from nv_standin import StandinDevice, Memory, program, signal, buf, compute_queue, copy_queue, NVArgsState
 from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
-from hcqdsl.ir import Device, Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, U32_MAX, NV_ARCHS
+from hcqdsl.ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, Ref, U32_MAX, NV_ARCHS
 from hcqdsl.nv import pushbuf, cubin
 from hcqdsl.nv.targets import get_target
 from hcqdsl.vendors import compile_program
+from program_files import PROGRAMS, NOT_LOWERED
+from nv_programs import NV_REFUSED, SYMBOLIC, to_nv
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ADDRS = [0x1000, 0x7FFF_FFF0, 0x80_2345_6780, 0xFF_FFFF_FFF0]
@@ -103,12 +105,6 @@ def test_targets_derive_what_nvdevice_derives(arch):
   assert (d.arch, d.sass_version, d.iface.compute_class) == (t.name, t.sass_version, t.compute_class)
 
 # ---- whole programs: each program of programs/ with its devices made NV, replayed on tinygrad's queues
-
-def to_nv(prog, archs):
-  """The program with device i an NV device of archs[i % len(archs)]."""
-  devs = iter(range(1 << 20))
-  return attrs.evolve(prog, decls=tuple(attrs.evolve(d, vendor="NV", arch=archs[next(devs) % len(archs)]) if isinstance(d, Device) else d
-                                        for d in prog.decls))
 
 def _replay(img, p, qname, devs, progs):
   """tinygrad's queue for one of our compiled queues: values as tinygrad Variables (uint64 ones for rebound addresses,
@@ -205,13 +201,6 @@ def matches_tinygrad(img, p, launches=range(1, 9)) -> int:
       for pk in pushbuf.decode(qi.dwords) if pk.name == "SEND_PCAS_A" for r in regions if r.addr <= pk.fields["qmd_addr"] < r.addr + r.size)
   return len(img.queues)
 
-PROGRAMS = sorted(glob.glob(str(ROOT / "programs" / "*.hcq")))
-# programs whose errors stop every lowering (test_image.py's NOT_LOWERED), and what NV refuses: tinygrad's NVCopyQueue has
-# no write, NV's poll_bit tests one bit
-NOT_LOWERED = {"bounds_copy_lengths", "bounds_range_outside", "name_buffer_as_signal", "name_copy_on_compute", "name_submit_twice",
-               "name_unknown_signal", "overflow_literal", "syntax_exec_in_host", "syntax_submit_in_queue"}
-NV_REFUSED = {"deadlock_poll_undone": "`write` on NV copy queue", "queue_write": "`write` on NV copy queue",
-              "rdma_poll": "`write` on NV copy queue"}
 CONFIGS = (("sm_89",), ("sm_120",), ("sm_86", "sm_90"))
 compared: dict = {}
 
@@ -238,59 +227,6 @@ def test_programs_compared():
   assert len(compared) == 3 * len({n for n, _ in compared})
 
 # ---- what the programs do not cover: QMD chaining and releases, symbolic launches, split copies, one-bit polls
-
-SYMBOLIC = """\
-device g0 = NV:0 {a0}
-device g1 = NV:1 {a1}
-buffer cache on g0 size 64K
-buffer x on g0 size 8M rebound = i32 [1], i32 [2], i32 [3], i32 [4], i32 [5], i32 [6], i32 [7], i32 [8]
-buffer y on g0 size 8M
-buffer flag on host size 64
-buffer z on g1 size 64K
-signal s0 on g0
-signal s1 on g1 = 3
-signal hs on host
-var pos = [0, 1, 1, 7, 3, 3, 0, 65535]
-var n
-kernel put(inout cache, in x, i32 at, u32 count)
-kernel one(inout z)
-queue c0 compute on g0 {{
-  epoch
-  exec put(cache[16:], x[64:], pos, n - 1) grid (pos + 1, 2, n) block (32, 3)
-  signal s0 = n
-  timestamp hs
-  signal hs = pos + 7
-  exec put(cache, x, 7, pos + 2) grid (4)
-  exec put(cache, x@2, 1, 2) block (1024)
-  exec put(cache[8:], y, n, n) grid (n) block (2, 2, 64)
-  signal s0 = n + 1
-  write flag[0:4] = pos
-  write flag[8:16] = n + 3
-  poll flag[16:20] & 0x80 == 0
-  poll flag[20:24] & 0x1 == 0x1
-  barrier
-  exec put(cache, y, 0, 0)
-  timestamp s0
-  signal g0.timeline = g0.epoch
-}}
-queue x0 copy on g0 {{
-  epoch
-  wait s0 >= n
-  copy y <- x
-  copy y[0:4] <- x[4096:4100]
-  copy flag[0:8] <- x@3[0:8]
-  barrier
-  timestamp hs
-  signal g0.timeline = g0.epoch
-}}
-queue c1 compute on g1 {{
-  wait s1 >= n + 2
-  exec one(z) grid (n, 2)
-  exec one(z[8:16])
-  signal s1 = n + 3
-  signal g1.timeline = g1.epoch
-}}
-"""
 
 @pytest.mark.parametrize("archs", [("sm_89", "sm_120"), ("sm_120", "sm_86"), ("sm_90", "sm_90")], ids="+".join)
 def test_symbolic_launches_match_tinygrad(archs):

@@ -12,9 +12,9 @@ from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image
 from hcqdsl.lang.format import format_program
 from hcqdsl.cli import main
-from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, to_nv
-from test_nv_disasm import layout
-from test_lift import codes
+from program_files import PROGRAMS, NOT_LOWERED
+from nv_programs import NV_REFUSED, to_nv, layout
+from round_trip import codes
 
 NV_PROGRAMS = [p for p in PROGRAMS if pathlib.Path(p).stem not in NOT_LOWERED | set(NV_REFUSED)]
 MIXES = [("sm_89", "sm_120"), ("sm_90", "sm_86"), ("sm_89", "gfx1100")]   # the last: NV and AMD devices in one program

@@ -9,12 +9,13 @@ from hcqdsl import parse
 from hcqdsl.ir import Kernel
 from hcqdsl.runtime import run
 from hcqdsl.vendors import compile_program
-from nv_mock import run_on_mock, unavailable
-from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, to_nv
-from test_nv_run import QMD_CHAIN
-from test_run_programs import markers, header
+from mock_gpu import needs_mock
+from nv_mock import run_on_mock
+from hcqdsl.header import read_header as header
+from program_files import PROGRAMS, NOT_LOWERED, markers
+from nv_programs import NV_REFUSED, QMD_CHAIN, to_nv
 
-pytestmark = pytest.mark.skipif(unavailable() is not None, reason=str(unavailable()))
+pytestmark = needs_mock
 
 def no_impls(p):
   return attrs.evolve(p, decls=tuple(attrs.evolve(d, impl=None) if isinstance(d, Kernel) else d for d in p.decls))

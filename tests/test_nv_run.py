@@ -7,8 +7,9 @@ import pathlib
 import pytest
 from hcqdsl import parse
 from hcqdsl.runtime import run
-from test_nv_encode import PROGRAMS, NOT_LOWERED, NV_REFUSED, to_nv
-from test_run_programs import markers, header
+from hcqdsl.header import read_header as header
+from program_files import PROGRAMS, NOT_LOWERED, markers
+from nv_programs import NV_REFUSED, QMD_CHAIN, to_nv
 
 def _both(path, archs=("sm_89",)):
   text = pathlib.Path(path).read_text()
@@ -41,37 +42,6 @@ def test_nv_clean_programs_meet_their_expects_under_seeds(path):
   for seed in range(6):
     r = run(nv, launches=header(text).get("launches", 2), seed=seed)
     assert r.ok and r.expects and all(e.ok for e in r.expects), r.summary()
-
-QMD_CHAIN = """\
-device g = NV:0 sm_89
-buffer a on g size 16 = i32 [1, 2, 3, 4]
-buffer b on g size 16
-buffer flag on g size 16
-signal s on g
-signal t on g
-signal u on g
-signal v on g
-var kick
-kernel twice(out y, in x) = c "void twice(int *y, int *x) { for (int i = 0; i < 4; i++) y[i] = 2 * x[i]; }"
-kernel inc(inout y) = c "void inc(int *y) { for (int i = 0; i < 4; i++) y[i] += 1; }"
-queue c compute on g {
-  epoch
-  exec twice(b, a)
-  signal s = kick
-  signal t = kick + 1
-  exec inc(b)
-  signal u = kick + 2
-  signal v = kick + 3
-  timestamp t
-  write flag[0:4] = 0x80
-  poll flag[0:4] & 0x80 == 0x80
-  signal g.timeline = g.epoch
-}
-host {
-  wait g.timeline >= g.epoch
-}
-expect b == i32 [3, 5, 7, 9]
-"""
 
 def test_qmd_releases_and_dependent_launches_run():
   r = run(parse(QMD_CHAIN, "q.hcq"), launches=3)

@@ -12,7 +12,7 @@ from hcqdsl.lang.format import format_stmt
 from hcqdsl.tinygrad.capture import Capture
 from hcqdsl.lift.manifest import lift_manifest, load_manifest
 from amd_standin import Arena, StandinHCQDevice, AMDComputeQueue, AMDCopyQueue
-from test_capture import _prog
+from capture_util import named_program
 
 PROG = """device gpu = AMD:0 gfx1100
 buffer poll on gpu size 64
@@ -133,7 +133,7 @@ def rdma_like(arena: Arena, bit: int = 1 << 24):
   reads the data and ends with the timeline write; the host waits for it."""
   d = StandinHCQDevice("gfx1100", 0, arena)
   src, dst, cq = arena.alloc(0x1000), arena.alloc(0x1000), arena.alloc(64)
-  p = _prog(d, 0x7000_0000_0100, "consume")
+  p = named_program(d, 0x7000_0000_0100, "consume")
   args = CLikeArgsState(arena.alloc(64), p, (dst,))
   copy = AMDCopyQueue(d, max_copy_size=d.max_copy_size).copy(dst, src, 0x1000).write(cq.offset(60, 4), bit)
   comp = AMDComputeQueue(d).poll_bit(cq.offset(60, 4), 1 << 24, mask=1 << 24).exec(p, args, (4, 1, 1), (64, 1, 1)) \
@@ -206,7 +206,7 @@ def test_rebound_words():
   """A rebound buffer's word is each launch's own memory (its data per launch); `x@3` is launch 3's in every launch.
   Launch 1's and 3's data already pass both polls, so nothing orders rd after wr there; the image round-trips
   (the address patched per launch for `x`, launch 3's fixed for `x@3`)."""
-  from test_lift import image_round_trip
+  from round_trip import image_round_trip
   assert _diags(REBOUND, 1) == ["p.hcq:13:3: error[race]: c reads d[0:16] at line 13 (launch 1) and p writes d[0:16] at line 7 "
                                 "(launch 1) with no happens-before order between them"]
   image_round_trip(hcqdsl.parse(REBOUND, "p.hcq"))

@@ -1,24 +1,14 @@
 """Every program in programs/: clean ones with expects run to their expected data under >= 20 seeds, deadlocking ones
 hang naming the waits `check` names, racy ones show differing final memory across seeds."""
-import pathlib, re
+import pathlib
 import pytest
 from hcqdsl import parse
 from hcqdsl.runtime import run, run_schedules
 from hcqdsl.check import check_text
+from hcqdsl.header import read_header as header
+from program_files import markers
 
 PROGRAMS = sorted((pathlib.Path(__file__).parent.parent / "programs").glob("*.hcq"))
-MARK = re.compile(r"#\s*E:\s*([a-z-]+)")
-
-def header(text: str) -> dict:
-  m = re.search(r"^#\s*hcq:(.*)$", text, re.M)
-  return {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", m.group(1))} if m else {}
-
-def markers(text: str) -> dict:
-  out: dict = {}
-  for i, line in enumerate(text.split("\n"), 1):
-    for code in MARK.findall(line): out.setdefault(code, set()).add(i)
-  return out
-
 def load(path):
   text = path.read_text()
   return text, parse(text, str(path)), header(text), markers(text)

@@ -130,9 +130,10 @@ def test_patches_apply_to_installed_tinygrad():
                           "tinygrad.runtime.graph.hcq.HCQGraph.__call__"])
 
 CHAIN_UNDER_LAG = """
-import sys; sys.path.insert(0, sys.argv[1])
+import sys, importlib.util
 import numpy as np
-import test_hcq_graph_device_sync as t
+spec = importlib.util.spec_from_file_location("hcq_graph_device_sync", sys.argv[1])   # the upstream test file, read as data
+t = importlib.util.module_from_spec(spec); spec.loader.exec_module(t)
 class Chain(t.TensorParallel):   # tests/mock_workloads/tensor_parallel.py's chain: no state, returns device 0's copy
   def _step(self, x):
     y = self.block((x + 1).contiguous())
@@ -151,8 +152,8 @@ print([m for g in tp.graphs() for m in t.kickoff_misses(g)])
 def test_tensor_parallel_chain_right_under_lag():
   """The earlier write-up's workload (tensor_parallel.py's chain) has the same missed sync, but its racing read only
   computes device 3's copy of the final sum, which nothing reads: with device 3 lagging every output is still right."""
-  r = subprocess.run([sys.executable, "-c", CHAIN_UNDER_LAG, str(UPSTREAM)], capture_output=True, text=True, timeout=900, env=env(),
-                     cwd=str(ROOT))
+  r = subprocess.run([sys.executable, "-c", CHAIN_UNDER_LAG, str(UPSTREAM / "test_hcq_graph_device_sync.py")], capture_output=True, text=True,
+                     timeout=900, env=env(), cwd=str(ROOT))
   assert r.returncode == 0, r.stderr
   right, misses = r.stdout.splitlines()[-2:]
   assert right == str([True] * 5)

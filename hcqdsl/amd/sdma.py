@@ -82,7 +82,6 @@ _OPS = {
   "TIMESTAMP_GET_GLOBAL": ("SDMA_OP_TIMESTAMP", "SDMA_SUBOP_TIMESTAMP_GET_GLOBAL"),
   "SRBM_WRITE": ("SDMA_OP_SRBM_WRITE", 0), "COND_EXE": ("SDMA_OP_COND_EXE", 0), "GCR_REQ": ("SDMA_OP_GCR_REQ", 0),
 }
-_FIELD_RE = re.compile(r"^SDMA_PKT_([A-Z0-9_]+?)_([A-Z0-9_]+)_([a-z0-9_]+)_offset$")
 
 def _layouts(mod) -> dict:
   """packet name -> [(dword, field, shift, mask)] from the header's per-field constants."""

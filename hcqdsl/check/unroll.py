@@ -11,7 +11,7 @@ from operator import itemgetter
 import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
                   Slice, Timestamp,
-                  Expr, U32_MAX, DTYPES, POLL_SIZE, epoch_wait)
+                  Expr, U32_MAX, POLL_SIZE, epoch_wait)
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
            "INT64_SAFE", "PLAIN", "POLL_READ", "STORE", "KERNARGS_BYTES", "kernargs_buffer", "polled_word"]
@@ -72,7 +72,6 @@ class Unrolled:
     self.signals = signals          # [Signal]; id = index
     self.buffers = buffers          # [Buffer]; id = index
     self.sig_init = [s.init & U32_MAX for s in signals]
-    self.sig_device = [s.device.name if s.device is not None else None for s in signals]
     self.buf_device = [b.device.name if b.device is not None else None for b in buffers]
     # a rebound buffer is new memory in each launch: its accesses in different launches never conflict
     self.rebound = [b.per_launch == "rebound" for b in buffers]
@@ -218,7 +217,6 @@ class AccessTable:
     roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
              for s, a in zip(u.seqs, at)] if u.polls else None
     self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)]) if roles else np.zeros(rows, dtype=_I64)
-    self.barriers = [s.where_kind(BARRIER).astype(_I64) for s in u.seqs]
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
     self.idle: dict[int, np.ndarray] = {}   # launch index -> rows that write nothing in it
     for i, ops in u.idle.items():
@@ -273,12 +271,7 @@ def _contents(b: Buffer, launch: int) -> bytes:
   """A buffer's bytes as its data gives them (launch k's for a per-launch buffer; zeros past the data)."""
   d = b.init if b.per_launch is None else b.launch_inits[launch - 1] if launch <= len(b.launch_inits) else None
   if d is None: return bytes(b.size)
-  raw = np.asarray(d.values, dtype=DTYPES[d.dtype][0]).tobytes()
-  return raw[:b.size].ljust(b.size, b"\0")
-
-def _bytes_of(d) -> bytes:
-  """A data list's bytes (little-endian, as the host stores them)."""
-  return np.asarray(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
+  return d.to_bytes()[:b.size].ljust(b.size, b"\0")
 
 class _Lowering:
   """What lowering a program's statements to ops needs, built once per unroll: names as ids, each kernel's parameter
@@ -353,7 +346,7 @@ class _Lowering:
       if sv and st.dst.launch is not None: sv = tuple((c, st.dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
     else:                     # the host's store of each launch's bytes
       n = min((d.nbytes for d in st.launch_inits), default=0)
-      def data(k: int, ds: tuple = st.launch_inits) -> bytes: return _bytes_of(ds[min(k, len(ds)) - 1])
+      def data(k: int, ds: tuple = st.launch_inits) -> bytes: return ds[min(k, len(ds)) - 1].to_bytes()
       sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 

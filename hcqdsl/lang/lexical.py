@@ -10,7 +10,7 @@ from typing import Optional
 
 __all__ = ["NAME", "DIGITS", "SIZED", "FLOAT", "STRING", "TERMINALS", "SIZE_SUFFIXES", "int_value", "int_text",
            "size_text", "range_text", "quote", "unquote", "comments", "LINE_END", "CONTROL", "has_control",
-           "control_positions", "is_binary"]
+           "control_positions", "is_binary", "identifier"]
 
 NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 DIGITS = r"0[xX][0-9A-Fa-f_]+|[0-9][0-9_]*"          # an integer as written, without a size suffix
@@ -96,3 +96,12 @@ def is_binary(text: str) -> bool:
   twentieth of its first 4K characters."""
   head = text[:4096]
   return "\0\0" in head or len(CONTROL.findall(head)) * 20 > len(head)
+
+_COLORS = re.compile(r"\x1b\[[0-9;]*m")
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+def identifier(name, lead: str = "v") -> str:
+  """`name` (a tinygrad kernel's or parameter's) made a NAME: terminal colors dropped (tinygrad's names carry them),
+  every other character but letters, digits and `_` written `_`; `lead` for no name, `lead_` before a leading digit."""
+  out = "".join(c if c in _NAME_CHARS else "_" for c in _COLORS.sub("", str(name or lead))) or lead
+  return out if not out[0].isdigit() else f"{lead}_{out}"

@@ -5,6 +5,7 @@ import bisect, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
+from ..lang.lexical import identifier
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Host, Expect, Wait, SignalWrite, Submit, HostWrite,
                   Ref, Expr, Slice, Data, KEYWORDS, KERNARGS, U32_MAX, timeline_of, vendor_of)
 from ..target.image import Image, QueueImage, Patch, Region
@@ -14,7 +15,7 @@ from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
 from ..amd.meaning import signal_addrs, meaning, field_at, per_launch, Registers
-from .packets import hexname, epochs, ident
+from .packets import hexname, epochs
 from ..amd.lift import group_packets
 
 __all__ = ["lift_capture", "CaptureLift", "AMDCaptureLift", "Submission", "Memory", "Access", "Launched", "CopyUse", "Dispatch",
@@ -309,7 +310,7 @@ class CaptureLift:
     for d in self.dispatches.values():
       if d.prog in self.kname_of: continue
       k = self.m.kernels.get(d.prog, {})
-      base = ident(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else hexname("k", d.prog)
+      base = identifier(k.get("tinygrad_name") or k.get("name")) if (k.get("tinygrad_name") or k.get("name")) else hexname("k", d.prog)
       al = self.alloc_of(d.prog)
       code_buf = self.static_names.get(al[0]) if al is not None and al[0] in uploaded else None
       key = (base, k.get("code") or d.prog, code_buf)
@@ -320,7 +321,7 @@ class CaptureLift:
     """The declaration of kernel `k` (the manifest's), its code object written into code_dir."""
     bmodes = [x.get("mode") if x.get("mode") in ("in", "out", "inout") else "inout" for x in k.get("signature") or [] if x.get("name") is None]
     params = [Param(bmodes[i] if i < len(bmodes) else "inout", f"a{i}") for i in range(len(d.pointers))]
-    params += [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", ident(x["name"])) for x in d.scalars]
+    params += [Param("u32" if "uint" in (x.get("dtype") or "") else "i32", identifier(x["name"])) for x in d.scalars]
     params += [Param("in", KERNARGS)] * self.kargs_read
     kn = self.fresh(base)
     return Kernel(kn, tuple(params), self.kernel_impl(k, kn, code_buf))
@@ -358,7 +359,7 @@ class CaptureLift:
     for (ka, sname), d in self.dispatches.items():
       ps = kparams[self.kname_of[d.prog]]
       for i, v in enumerate(d.values):
-        fit = self.vars.fit(v, ident(d.scalars[i]["name"]))
+        fit = self.vars.fit(v, identifier(d.scalars[i]["name"]))
         var, add = fit or (None, v[0] & U32_MAX)
         self.mem_patches.setdefault(sname, []).append(Patch(ka + ps[len(d.pointers) + i][2], var, add))
       self.mem_patches.setdefault(sname, []).extend(self.launch_patches(d))

@@ -2,13 +2,12 @@
 indirect buffers are spliced in from) and the names it gives what it finds. What a packet means is amd/meaning.py's,
 how AMD packets group into statements amd/lift.py's."""
 from __future__ import annotations
-import re
 from typing import Optional
 import attrs
 from ..ir import Wait, SignalWrite, Epoch, Ref, Expr, epoch_of, epoch_wait
 from .schema import LAUNCH_VAR
 
-__all__ = ["Mem", "hexname", "epochs", "ident"]
+__all__ = ["Mem", "hexname", "epochs"]
 
 class Mem:
   def __init__(self, chunks): self.chunks = sorted(chunks)
@@ -30,8 +29,3 @@ def epochs(s, device: Optional[str]):
   d = s.signal.name[:-len(".timeline")]
   s = attrs.evolve(s, value=Expr(Ref(epoch_of(d)), s.value.offset))
   return Epoch(comments=s.comments, comment=s.comment) if d == device and s == epoch_wait(d) else s
-
-def ident(name) -> str:
-  name = re.sub(r"\x1b\[[0-9;]*m", "", str(name or "v"))  # tinygrad's names may carry terminal colors
-  out = "".join(c if c.isalnum() or c == "_" else "_" for c in str(name or "v")) or "v"
-  return out if not out[0].isdigit() else "v_" + out

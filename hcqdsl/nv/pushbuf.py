@@ -9,13 +9,12 @@ from tinygrad.runtime.autogen import nv_570 as nv
 from ..ir import U32_MAX
 from ..amd.packet import Walker, Packet, raw_packet
 
-__all__ = ["SUBCHANNELS", "CLASSES", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods",
-           "method_names", "MAX_COPY", "SEM_OPS", "PCAS_ACTION"]
+__all__ = ["SUBCHANNELS", "flags", "header", "Compute", "Copy", "encoder", "Decoder", "decoder", "decode", "packet_length", "methods",
+           "MAX_COPY", "SEM_OPS", "PCAS_ACTION"]
 
 # subchannel -> the class tinygrad's queues address there (NVCommandQueue.setup binds compute to 1, copy to 4; the
 # channel's own host methods are subchannel 0)
 SUBCHANNELS = {0: "NVC56F", 1: "NVC6C0", 4: "NVC6B5"}
-CLASSES = {"NVC56F": "host", "NVC6C0": "compute", "NVC6B5": "copy"}
 MAX_COPY = 1 << 31   # NVCopyQueue.copy splits a copy in pieces of at most 2 GiB (LINE_LENGTH_IN)
 # SEM_EXECUTE's operations (the semaphore methods' compare or store)
 SEM_OPS = {getattr(nv, f"NVC56F_SEM_EXECUTE_OPERATION_{n}"): n.lower() for n in

@@ -34,7 +34,7 @@ class Target:
     # QMD.__init__: version 5 (0x60 dwords) from Blackwell's compute class on, else 3 (0x40 dwords)
     self.blackwell = self.compute_class >= nv.BLACKWELL_COMPUTE_A
     self.qmd_version, qmd_dwords = (5, 0x60) if self.blackwell else (3, 0x40)
-    self.qmd_size, self.qmd_prefix = 4 * qmd_dwords, QMD_PREFIX[self.qmd_version]
+    self.qmd_size = 4 * qmd_dwords
     # NVProgram.__init__: constant buffer 0's driver part (the kernel arguments follow it) is at least 224 dwords on
     # Blackwell (its driver parameters reach dword 223) and 12 before
     self.cbuf0_min = 224 if self.blackwell else 12

@@ -4,7 +4,6 @@ A device owns one virtual address space. The submit interpreter only ever:
   allocate(addr, size, name, device)   place a region at an address of the image's memory plan (or a ring)
   map(addr, size) -> np.ndarray        a writable CPU view (uint8) of mapped bytes
   write(addr, data) / read(addr, n)    bytes in and out
-  write_dwords(addr, idx, values)      scatter u32 values at dword indices (the patch path)
   create_queue(name, engine, device, arch, ring_size) -> Ring   a hardware queue with its ring and pointers
   doorbell(ring, wptr)                 publish a new write pointer (units: dwords for PM4, bytes for SDMA)
   read_ptr(ring) -> int                how far the engine has read (same units)
@@ -40,7 +39,6 @@ class Device:
   def map(self, addr: int, size: int) -> np.ndarray: raise NotImplementedError
   def write(self, addr: int, data) -> None: self.map(addr, len(data))[:] = np.frombuffer(bytes(data), np.uint8)
   def read(self, addr: int, size: int) -> bytes: return self.map(addr, size).tobytes()
-  def write_dwords(self, addr: int, idx: np.ndarray, values: np.ndarray) -> None: raise NotImplementedError
   def create_queue(self, name: str, engine: str, device: str, arch: str, ring_size: int, addr: Optional[int] = None) -> Ring:
     raise NotImplementedError
   def doorbell(self, ring: Ring, wptr: int) -> None: raise NotImplementedError

@@ -516,10 +516,6 @@ class Emulator(Device):
   def map(self, addr, size): return self.mem.view(addr, size)
   def write(self, addr, data): self.mem.write(addr, data)
   def read(self, addr, size): return self.mem.view(addr, size).tobytes()
-  def write_dwords(self, addr, idx, values):
-    r = self.mem.find(addr, 4)
-    r.u32[(addr - r.base >> 2) + idx] = values
-    self.mem.writes += 1
   def create_queue(self, name, engine, device, arch, ring_size, addr: Optional[int] = None) -> Ring:
     if addr is None: addr = self.ring_top.get(device, WINDOWS[vendor_of(arch)].ring_base(len(self.ring_top)))
     self.ring_top[device] = addr + ring_size

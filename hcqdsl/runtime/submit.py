@@ -82,7 +82,7 @@ class Indirect:
   vars whose value differs from the launch it last held, and a ring that gets per launch only an INDIRECT_BUFFER
   packet (tinygrad's bound `_submit`) and a fence: the queue's engine writes the launch number to the fence once it
   has read all of the copy's packets, and a copy is patched again only after its fence passed (docs/run.md)."""
-  def __init__(self, sub: "Submitter", qs: QueueState, addr: int, nvars: int):
+  def __init__(self, sub: "Submitter", qs: QueueState, addr: int):
     qi, dev = qs.qi, sub.dev
     self.n = qs.ndw if qs.pm4 else -(-qs.ndw // 8) * 8     # an SDMA IB is padded with NOPs to 8 dwords (tinygrad)
     stride = -(-4 * self.n // 256) * 256
@@ -159,7 +159,6 @@ class Submitter:
     for a, b in image.data: device.write(a, b)
     for q in image.queues:  # the resident command buffer: what a disassembler of device memory finds there
       if q.dwords: device.write(q.addr, np.array(q.dwords, dtype="<u4").tobytes())
-    dev_index = {d["name"]: d["index"] for d in image.devices}
     order = {d["name"]: i for i, d in enumerate(image.devices)}
     top: dict = {}
     self.queues: dict[str, QueueState] = {}
@@ -175,13 +174,12 @@ class Submitter:
       self.queues[q.name] = qs
       self.by_ring[id(ring)] = qs
       if indirect:
-        qs.ind = Indirect(self, qs, top[q.device], len(self.vars))
+        qs.ind = Indirect(self, qs, top[q.device])
         top[q.device] += -(-(256 + COPIES * 4 * qs.ind.n) // 256) * 256 + COPIES * 256
     if any(not qs.pm4 for qs in self.queues.values()):
       t = get_target(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4)).sdma
       self.sdma_nop = lambda n: t.SDMA_OP_NOP | t.SDMA_PKT_NOP_HEADER_COUNT(n - 1)
       self.sdma_nop_max = t.SDMA_PKT_NOP_HEADER_count_mask + 1   # dwords one NOP can cover (its count field)
-    self._dev_index = dev_index
 
   # ---- variables and patches
   def env_vector(self, launch: int) -> np.ndarray:

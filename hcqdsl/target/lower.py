@@ -13,7 +13,7 @@ from ..lang.format import format_stmt
 from ..check.static import check_static
 from .image import Image, QueueImage, Patch, SourceEntry
 from .layout import kernarg_layout
-from .plan import MemoryPlan, contents
+from .plan import MemoryPlan
 
 __all__ = ["Lowering", "QueueLowering", "require_static", "lowering_error", "arg_record", "impl_record"]
 
@@ -83,7 +83,7 @@ class Lowering:
   def host_write(self, s, sp) -> dict:
     a, n = self.plan.slice(s.dst)
     return {"op": "write", "buffer": s.dst.buffer.name, "addr": a, "size": n, "dtype": s.launch_inits[0].dtype if s.launch_inits else "u8",
-            "data": [contents(d) for d in s.launch_inits], "line": sp.line}
+            "data": [d.to_bytes() for d in s.launch_inits], "line": sp.line}
 
   HOST_STEPS = {Submit: host_submit, Wait: host_signal, SignalWrite: host_signal, HostWrite: host_write}
 

@@ -5,16 +5,13 @@ need."""
 from __future__ import annotations
 import struct
 from typing import Optional
-import numpy as np
-from ..ir import Program, Ref, Slice, DTYPES, BUFFER_ALIGN, U32_MAX, vendor_of
+from ..ir import Program, Ref, Slice, BUFFER_ALIGN, U32_MAX, vendor_of
 from .image import Region
 from .layout import HOST_BASE, WINDOWS, SIGNAL_SLOT
 
-__all__ = ["MemoryPlan", "ALIGN", "contents"]
+__all__ = ["MemoryPlan", "ALIGN"]
 
 ALIGN = {"signals": 0x1000, "buffer": BUFFER_ALIGN, "code": 0x1000, "kernargs": 64, "scratch": 0x1000, "cmdbuf": 0x1000}
-
-def contents(d) -> bytes: return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()
 
 class MemoryPlan:
   """Where everything lives: one bump allocator per memory (host, then each device's window), regions in allocation
@@ -56,16 +53,16 @@ class MemoryPlan:
       dev = b.device.name if b.device else None
       if b.per_launch == "rebound" and b.launch_inits:
         addrs = [self.region(f"{b.name}@{k + 1}", "buffer", dev, b.size, launch=k + 1) for k in range(len(b.launch_inits))]
-        self.data += [(a, contents(d)) for a, d in zip(addrs, b.launch_inits)]
+        self.data += [(a, d.to_bytes()) for a, d in zip(addrs, b.launch_inits)]
         self.buffers[b.name] = (addrs[0], b.size)
         self.rebound[b.name] = self.var_values[f"{b.name}.addr"] = addrs
         continue
       self.buffers[b.name] = (a := self.region(b.name, "buffer", dev, b.size), b.size)
       if b.per_launch == "rewritten" and b.launch_inits:
         # the listed bytes only: the host zero-fills the rest of the buffer (an image stays small for a big buffer)
-        self.rewrites += [(k + 1, a, contents(d)) for k, d in enumerate(b.launch_inits)]
+        self.rewrites += [(k + 1, a, d.to_bytes()) for k, d in enumerate(b.launch_inits)]
         self.data.append((a, self.rewrites[-len(b.launch_inits)][2]))
-      elif b.init is not None: self.data.append((a, contents(b.init)))
+      elif b.init is not None: self.data.append((a, b.init.to_bytes()))
 
   def signal(self, ref: Ref) -> int: return self.signals[ref.name]
 

@@ -9,15 +9,16 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, re, sys, traceback, types
+import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, traceback, types
 from typing import Optional
 import attrs
+from ..lang.lexical import identifier
 from ..ir import U32_MAX
 from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES
 
-__all__ = ["capture", "Capture", "Ring", "NoAMDDevice", "user_frames"]
+__all__ = ["capture", "Capture", "Ring", "user_frames"]
 
 # the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
 # capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
@@ -25,9 +26,6 @@ VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
-
-class NoAMDDevice(RuntimeError):
-  """The captured code never submitted to an AMD queue (no AMD device in use)."""
 
 def _tinygrad_dirs() -> tuple:
   """Directories whose frames are never the user's line: tinygrad's, its mock GPU's (a checkout's test/mockgpu and
@@ -582,7 +580,7 @@ class Capture:
     names: dict = {}
     kernels = []
     for a, k in self.kernels.items():
-      key, base = (k["name"], hashlib.sha1(k["lib"]).hexdigest()), _ident(k["name"])
+      key, base = (k["name"], hashlib.sha1(k["lib"]).hexdigest()), identifier(k["name"], "k")
       names.setdefault(key, base if not any(n == base for n in names.values()) else f"{base}_{1 + sum(n.startswith(base) for n in names.values())}")
       params = [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
                  **({"shape": s["shape"]} if "shape" in s else {})} for s in k["signature"]]
@@ -591,11 +589,6 @@ class Capture:
     return kernels
 
   def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
-
-def _ident(name: str) -> str:
-  name = re.sub(r"\x1b\[[0-9;]*m", "", name)  # tinygrad's names may carry terminal colors
-  out = "".join(c if c.isalnum() or c == "_" else "_" for c in name) or "kernel"
-  return out if not out[0].isdigit() else "k_" + out
 
 def capture(path=None, contents: bool = True) -> Capture:
   """`with hcqdsl.capture("run.json") as cap: ...` records every AMD queue submission tinygrad makes inside the block

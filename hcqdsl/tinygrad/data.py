@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Optional
 from ..ir import Data, DTYPES
 
-__all__ = ["DTYPE_OF", "buffer_bytes", "to_data", "data_bytes"]
+__all__ = ["DTYPE_OF", "buffer_bytes", "to_data"]
 
 # tinygrad dtype name -> .hcq dtype
 DTYPE_OF = {"float": "f32", "half": "f16", "double": "f64", "int": "i32", "uint": "u32", "char": "i8", "uchar": "u8",
@@ -21,8 +21,3 @@ def to_data(raw, dtype) -> Data:
   import numpy as np
   dt = DTYPE_OF.get(dtype.name, "u8")
   return Data(dt, raw.view(np.dtype(DTYPES[dt][0]).newbyteorder("<")))
-
-def data_bytes(d: Data) -> bytes:
-  """The little-endian bytes of Data's values."""
-  import numpy as np
-  return np.array(d.values, dtype=np.dtype(DTYPES[d.dtype][0]).newbyteorder("<")).tobytes()

@@ -49,7 +49,6 @@ class _VectorPlan:
     self.qobj: dict = {}
     self.qpos: dict = {}     # queue name -> order of first use (tie-break of the greedy cover)
     self.n_sig: dict = {}    # queue name -> signals placed after its commands so far
-    self.n_waits = 0
 
   def queue(self, dev, eng) -> _Q:
     """The (device, engine) queue, made on first use."""
@@ -88,7 +87,6 @@ class _VectorPlan:
     for p, i in waits:
       src = self.qobj[p]
       q.body.append(Wait(Ref(self.ensure_signal(src, i)), _epoch(src.dev), comment=f"# {why}: {p} past {_label(src, i)}"))
-      self.n_waits += 1
       cross |= src.dev != q.dev
     return cross
 

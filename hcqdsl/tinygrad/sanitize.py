@@ -16,7 +16,7 @@ from ..lang.format import format_program
 from ..check import parse, check
 from ..ir import Program, Submit, HostWrite, Wait, KERNARGS, vendor_of
 
-__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "is_hang", "hang_of", "advice", "ADVICE"]
+__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "hang_of", "advice", "ADVICE"]
 
 @attrs.define
 class Command:
@@ -58,8 +58,6 @@ def hang_of(e: Optional[BaseException]) -> Optional[BaseException]:
     seen.add(id(e))
     e = e.__cause__ or e.__context__
   return None
-
-def is_hang(e: BaseException) -> bool: return hang_of(e) is not None
 
 @attrs.define
 class Hang:

@@ -5,9 +5,10 @@ tinygrad schedules and runs the tensors on its CPU devices ("CPU", "CPU:1", ...)
 order of first use. Kernels, copies and buffers come from `Tensor.linear_with_vars()` -> `compile_linear()`; the
 schedule is run once on CPU to get the inputs' contents and tinygrad's results (docs/emit.md)."""
 from __future__ import annotations
-import re, time
+import time
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
+from ..lang.lexical import identifier
 from ..ir import Buffer, Kernel, Param, Impl, Expect, Exec, Copy, Ref, Expr, Slice
 from .env import EmitError, tinygrad
 from .data import buffer_bytes, to_data
@@ -51,10 +52,6 @@ class Timer:
   def __init__(self): self.inside = 0.0
   def __enter__(self): self._t0 = time.perf_counter()
   def __exit__(self, *exc): self.inside += time.perf_counter() - self._t0
-
-def _label(name: str) -> str:
-  from tinygrad.helpers import ansistrip
-  return re.sub(r"[^A-Za-z0-9_]", "_", ansistrip(name))
 
 def _on_sched_dev(d) -> bool:
   return all(str(x).split(":")[0] in ("CPU", "AMD") for x in (d if isinstance(d, tuple) else (d,)))
@@ -196,7 +193,7 @@ class _Scheduler:
     for ci, c in enumerate(calls):
       args, (outs, ins) = self.args_of[c]
       edevs = self.enq[c]
-      label = _label(get_call_name(c, args)) if c.src[0].op is Ops.PROGRAM else "copy"
+      label = identifier(get_call_name(c, args), "k") if c.src[0].op is Ops.PROGRAM else "copy"
       kname = None
       if c.src[0].op is Ops.PROGRAM:
         prg = c.src[0]
