@@ -37,11 +37,15 @@ class NVCaptureLift(CaptureLift):
 
   def decode(self, q: MQueue, dwords: list) -> list: return pushbuf.decoder(q.target).decode(dwords)
 
+  def __init__(self, *a, **kw):
+    super().__init__(*a, **kw)
+    self.decoded: dict = {}     # lifted queue -> its packets in each launch
+    self.target_of: dict = {}   # lifted queue -> its ring's arch
+
   def per_launch(self, s: Submission) -> list:
     """Each launch's packets of the submission (launch 1's are `s.packets`; the launches' shapes are equal)."""
-    decoded = self.__dict__.setdefault("decoded", {})
-    if s.name not in decoded: decoded[s.name] = [s.packets] + [self.decode(s.ring, d) for d in s.per[1:]]
-    return decoded[s.name]
+    if s.name not in self.decoded: self.decoded[s.name] = [s.packets] + [self.decode(s.ring, d) for d in s.per[1:]]
+    return self.decoded[s.name]
 
   def meanings(self, s: Submission, j: int) -> list:
     """The meaning of packet j of the submission in each launch."""
@@ -76,6 +80,7 @@ class NVCaptureLift(CaptureLift):
     return out
 
   def packet_uses(self, s: Submission) -> None:
+    self.target_of[s.name] = s.ring.target
     copies = {c.offset: c for c in self.copies(s)}
     t = get_target(s.ring.target)
     for j, p in enumerate(s.packets):
@@ -92,15 +97,20 @@ class NVCaptureLift(CaptureLift):
           if not 0 < qa - got.kernargs <= _MAX_BLOCK: continue
           self.found.append(Launched(s, got.program, kas, p.offset, t.args_offset, qa - got.kernargs + t.qmd_size, tuple(a for a, _ in per)))
 
+  def kernel_arguments(self) -> None:
+    super().kernel_arguments()
+    self.dispatches_of: dict = {}   # lifted queue -> its dispatches (whose QMDs release signals)
+    for d in self.dispatches.values(): self.dispatches_of.setdefault(d.queue, []).append(d)
+
   def signal_uses(self, s: Submission) -> list:
     """The semaphores the methods wait on and release, then those the QMDs release (timestamps are signals on NV: the
     same bytes, NVCommandQueue.timestamp)."""
     out = [(m.addr, False) for p in s.packets if (m := meaning(p)) is not None and m.kind in SIGNALS]
-    return out + [(r.addr, False) for d in self.dispatches.values() if d.queue == s.name for r in self.qmd_of(d, 0).releases]
+    return out + [(r.addr, False) for d in self.dispatches_of.get(s.name, ()) for r in self.qmd_of(d, 0).releases]
 
   def qmd_of(self, d: Dispatch, k: int):
     """The Launch of dispatch d's QMD as launch k's block holds it."""
-    t = get_target(self.qmap[next(x.ring.name for x in self.subs if x.name == d.queue)].target)
+    t = get_target(self.target_of[d.queue])
     at = d.qmds[k] - d.kargs[k]
     return launch(QMD.of(t, bytearray(d.blocks[k][at:at + t.qmd_size])))
 
