@@ -1,7 +1,7 @@
 """What the language server answers with, without the protocol (hcqdsl/editor/): names found where the IR says they
 are used, quick fixes that are the checker's own edits (the text after the edit parses to `apply_edit`'s program) and
 that remove their diagnostic, and a statement's listing that is the part of `hcqdsl disasm` its source map names."""
-import pathlib
+import os, pathlib, subprocess, sys
 import attrs
 import pytest
 from hcqdsl import parse
@@ -168,3 +168,8 @@ def _in_qmd(part: list, line: str) -> bool:
   q = next((i for i, x in enumerate(part) if x.startswith("  QMD")), None)
   return q is not None and part.index(line) > q
 
+def test_lsp_without_pygls_says_how_to_install_it():
+  code = "import sys; sys.modules['pygls'] = None\nfrom hcqdsl.cli import main\nsys.exit(main(['lsp']))"
+  r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=60)
+  assert (r.returncode, r.stdout) == (2, "")
+  assert r.stderr == 'hcqdsl: error: the language server needs pygls, which is not installed: pip install "hcqdsl[lsp]"\n'

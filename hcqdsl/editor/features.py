@@ -37,6 +37,8 @@ def register(ls: HcqServer) -> None:
 def _sync(ls: HcqServer) -> None:
   @ls.feature(T.TEXT_DOCUMENT_DID_OPEN)
   def did_open(ls: HcqServer, params: T.DidOpenTextDocumentParams):
+    old = ls.docs.pop(params.text_document.uri, None)   # (opened again: versions start over)
+    if old is not None and old.timer is not None: old.timer.cancel()
     ls.schedule(params.text_document.uri, 0)
 
   @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
