@@ -107,7 +107,7 @@ async def test_a_burst_of_edits_is_checked_once(client: LanguageClient):
   await asyncio.sleep(2 * DELAY)
   assert [v for u, v, _ in client.published[n:] if u == uri] == [11]
 
-async def test_hover_says_writers_waiters_accesses_and_the_packets(client: LanguageClient):
+async def test_hover_says_writers_waiters_accesses_and_the_packets(client: LanguageClient, tmp_path):
   path = PROGRAMS / "race_missing_epoch.hcq"
   uri = open_doc(client, path)
   async def hover(line, col):
@@ -118,8 +118,7 @@ async def test_hover_says_writers_waiters_accesses_and_the_packets(client: Langu
   buf = await hover(13, 12)  # `a` in `exec fill(a)`
   assert "- `c0` line 14: writes `a[0:4K]`" in buf and "- `c1` line 20: reads `a[0:4K]`" in buf
   stmt = await hover(14, 3)  # `signal done = kick`: what it compiles to
-  img = ROOT / "build" / "lsp_hover.img"
-  img.parent.mkdir(exist_ok=True)
+  img = tmp_path / "r.img"
   subprocess.run([sys.executable, "-m", "hcqdsl", "compile", str(path), "-o", str(img), "--no-check"], check=True, env=ENV, capture_output=True)
   listing = subprocess.run([sys.executable, "-m", "hcqdsl", "disasm", str(img)], check=True, env=ENV, capture_output=True, text=True).stdout
   words = stmt.split("```\n", 2)[2].rsplit("\n```", 1)[0]
