@@ -207,3 +207,29 @@ async def test_formatting_is_fmt(client: LanguageClient, tmp_path):
   assert got is None
   await asyncio.sleep(0.2)
   assert any("cannot format" in m.message and "3:3" in m.message for m in client.messages)
+
+async def test_answers_while_typing_map_lines_of_the_last_parse(client: LanguageClient, tmp_path):
+  """Requests that come while edits are unparsed are answered from the last parse with its lines mapped through the
+  edits (lines added above, a line edited), and what is on an edited line from a parse of the text now."""
+  src = (PROGRAMS / "timeline_finalizer.hcq").read_text()
+  p = tmp_path / "t.hcq"
+  p.write_text(src)
+  uri = open_doc(client, p)
+  await diagnostics_of(client, uri, 1)
+  lines = src.split("\n")
+  use = next(i for i, ln in enumerate(lines) if ln.strip() == "signal loaded = kick")
+  decl = next(i for i, ln in enumerate(lines) if ln.startswith("signal loaded"))
+  def edit(version, line, text, end=None):
+    rng = T.Range(start=T.Position(line=line, character=0), end=T.Position(line=line if end is None else end, character=0))
+    client.text_document_did_change(T.DidChangeTextDocumentParams(
+      text_document=T.VersionedTextDocumentIdentifier(uri=uri, version=version),
+      content_changes=[T.TextDocumentContentChangePartial(range=rng, text=text)]))
+  edit(2, 0, "# one\n# two\n")                       # two lines above everything
+  edit(3, use + 2, "  signal loaded = kick + 1\n", use + 3)   # the use itself rewritten
+  loc = await client.text_document_definition_async(T.DefinitionParams(
+    text_document=doc(uri), position=T.Position(line=use + 2, character=lines[use].index("loaded") + 1)))
+  assert loc.range.start.line == decl + 2
+  refs = await client.text_document_references_async(T.ReferenceParams(
+    text_document=doc(uri), position=T.Position(line=decl + 2, character=8), context=T.ReferenceContext(include_declaration=True)))
+  want = [i + 2 for i, ln in enumerate(lines) if "loaded" in ln and not ln.startswith("#")]
+  assert [r.range.start.line for r in refs] == want

@@ -6,7 +6,7 @@ import asyncio
 from typing import Optional
 from lsprotocol import types as T
 from ..ir import Device, Buffer, Signal, Var, Kernel, Queue, Host, split_lines
-from .names import Pos, KINDS
+from .names import Pos, Range, KINDS
 from .server import HcqServer, DELAY
 
 __all__ = ["serve", "register"]
@@ -43,6 +43,7 @@ def _sync(ls: HcqServer) -> None:
 
   @ls.feature(T.TEXT_DOCUMENT_DID_CHANGE)
   def did_change(ls: HcqServer, params: T.DidChangeTextDocumentParams):
+    ls.record(params.text_document.uri, params.text_document.version, params.content_changes)
     ls.schedule(params.text_document.uri, ls.delay)
 
   @ls.feature(T.TEXT_DOCUMENT_DID_SAVE)
@@ -55,68 +56,92 @@ def _sync(ls: HcqServer) -> None:
     if doc is not None and doc.timer is not None: doc.timer.cancel()
     ls.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=params.text_document.uri, diagnostics=[]))
 
+  @ls.feature(T.INITIALIZED)
+  async def initialized(ls: HcqServer, params: T.InitializedParams):
+    await ls.checker.start()   # the worker's start-up (an interpreter, the checker's imports) before the first file
+
   @ls.feature(T.SHUTDOWN)
   async def shutdown(ls: HcqServer, params):
     await ls.checker.close()
 
+class _Edited(Exception):
+  """What an answer needs is on a line edited since the parse it was computed from."""
+
+async def _answer(ls: HcqServer, uri: str, position: Optional[T.Position], compute):
+  """`await compute(parsed, pos, to_client)`: from the latest parse, its lines mapped to the text now (while the
+  user types, the parse of a big program is a keystroke or two behind); from a parse of the text now when the
+  position, or a range of the answer (`to_client` raises _Edited), is on a line edited since."""
+  for fresh in (False, True):
+    parsed = await ls.parsed(uri, fresh)
+    if parsed.names is None: return None
+    pos = Pos(0, 0)
+    if position is not None:
+      now = _server_pos(ls, uri, position)
+      line = ls.to_parse(uri, parsed, now.line)
+      if line is None: continue
+      pos = Pos(line, now.column)
+    def to_client(r, parsed=parsed) -> T.Range:
+      a, b = ls.to_now(uri, parsed, r.start.line), ls.to_now(uri, parsed, r.end.line)
+      if a is None or b is None: raise _Edited
+      got = ls.range(parsed.names.lines, r)
+      return T.Range(start=T.Position(line=a, character=got.start.character), end=T.Position(line=b, character=got.end.character))
+    try: return await compute(parsed, pos, to_client)
+    except _Edited: continue
+  return None
+
 def _navigation(ls: HcqServer) -> None:
   @ls.feature(T.TEXT_DOCUMENT_HOVER)
   async def hover(ls: HcqServer, params: T.HoverParams) -> Optional[T.Hover]:
-    from .hover import hover_name, hover_statement
     uri = params.text_document.uri
-    parsed = await ls.parsed(uri)
-    if parsed.names is None: return None
-    names, pos = parsed.names, _server_pos(ls, uri, params.position)
-    occ = names.at(pos)
-    if occ is not None: text, where = hover_name(names, occ.name, parsed.target), occ.range
-    else:
-      node = names.node_at(pos)
-      if node is None or type(node) in KINDS or type(node) is Host: return None
-      img, err = await ls.image(uri, parsed)
-      text, where = hover_statement(names, node, img, err), None
-    if text is None: return None
-    rng = ls.range(names.lines, where) if where is not None else None
-    return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text), range=rng)
+    async def compute(parsed, pos, to_client):
+      from .hover import hover_name, hover_statement
+      names = parsed.names
+      occ = names.at(pos)
+      if occ is not None: text, where = hover_name(names, occ.name, parsed.target), to_client(occ.range)
+      else:
+        node = names.node_at(pos)
+        if node is None or type(node) in KINDS or type(node) is Host: return None
+        img, err = await ls.image(uri, parsed)
+        text, where = hover_statement(names, node, img, err), None
+      return T.Hover(contents=T.MarkupContent(kind=T.MarkupKind.Markdown, value=text), range=where) if text is not None else None
+    return await _answer(ls, uri, params.position, compute)
 
   @ls.feature(T.TEXT_DOCUMENT_DEFINITION)
   async def definition(ls: HcqServer, params: T.DefinitionParams) -> Optional[T.Location]:
     uri = params.text_document.uri
-    parsed = await ls.parsed(uri)
-    if parsed.names is None: return None
-    occ = parsed.names.at(_server_pos(ls, uri, params.position))
-    decl = parsed.names.declaration(occ.name) if occ is not None else None
-    return T.Location(uri=uri, range=ls.range(parsed.names.lines, decl.range)) if decl is not None else None
+    async def compute(parsed, pos, to_client):
+      occ = parsed.names.at(pos)
+      decl = parsed.names.declaration(occ.name) if occ is not None else None
+      return T.Location(uri=uri, range=to_client(decl.range)) if decl is not None else None
+    return await _answer(ls, uri, params.position, compute)
 
   @ls.feature(T.TEXT_DOCUMENT_REFERENCES)
   async def references(ls: HcqServer, params: T.ReferenceParams) -> Optional[list[T.Location]]:
     uri = params.text_document.uri
-    parsed = await ls.parsed(uri)
-    if parsed.names is None: return None
-    names = parsed.names
-    occ = names.at(_server_pos(ls, uri, params.position))
-    if occ is None: return None
-    found = await asyncio.get_running_loop().run_in_executor(None, names.references, occ.name, params.context.include_declaration)
-    return [T.Location(uri=uri, range=ls.range(names.lines, o.range)) for o in found]
+    async def compute(parsed, pos, to_client):
+      occ = parsed.names.at(pos)
+      if occ is None: return None
+      found = await asyncio.get_running_loop().run_in_executor(None, parsed.names.references, occ.name, params.context.include_declaration)
+      return [T.Location(uri=uri, range=to_client(o.range)) for o in found]
+    return await _answer(ls, uri, params.position, compute)
 
   @ls.feature(T.TEXT_DOCUMENT_DOCUMENT_SYMBOL)
   async def symbols(ls: HcqServer, params: T.DocumentSymbolParams) -> Optional[list[T.DocumentSymbol]]:
-    uri = params.text_document.uri
-    parsed = await ls.parsed(uri)
-    if parsed.names is None: return None
-    return _symbols(ls, parsed.names)
+    async def compute(parsed, pos, to_client): return _symbols(parsed.names, to_client)
+    return await _answer(ls, params.text_document.uri, None, compute)
 
-def _symbols(ls: HcqServer, names) -> list[T.DocumentSymbol]:
+def _symbols(names, to_client) -> list[T.DocumentSymbol]:
   from ..lang.format import format_decl
   out = []
   for d in names.program.decls:
     kind = _SYMBOL.get(type(d))
     if kind is None or d.span is None: continue
     s = d.span
-    full = ls.range(names.lines, (Pos(s.line - 1, s.column - 1), Pos(s.end_line - 1, s.end_column - 1)))
+    full = to_client(Range(Pos(s.line - 1, s.column - 1), Pos(s.end_line - 1, s.end_column - 1)))
     if type(d) is Host: name, detail, sel = "host", f"{len(d.body)} statements", full
     else:
       occ = next((o for o in names.occurrences(d) if o.definition), None)
-      sel = ls.range(names.lines, occ.range) if occ is not None else full
+      sel = to_client(occ.range) if occ is not None else full
       name = d.name
       detail = (f"{d.engine} on {d.device.name}, {len(d.body)} statement{'s' * (len(d.body) != 1)}" if type(d) is Queue
                 else format_decl(d)[:120])

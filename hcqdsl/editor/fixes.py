@@ -70,20 +70,16 @@ def edit_changes(names: Names, edit: Edit) -> Optional[list[TextChange]]:
     return [TextChange(Range(at, at), "".join(f"{indent}{t}\n" for t in texts))]
   return [TextChange(Range(close, close), "".join(f"\n{indent}{t}" for t in texts) + "\n")]
 
-def _owner(names: Names, line1: int):
-  """The statement (else declaration) whose lines hold 1-based `line1`, the innermost."""
-  node = names.node_at(Pos(line1 - 1, 0))
-  if node is not None and node.span.line <= line1 <= node.span.end_line: return node
-  for ln in range(line1 - 1, max(line1 - 200, 0) - 1, -1):   # a statement ending on this line began above it
-    for n in reversed(names.by_line.get(ln, ())):
-      if n.span.line <= line1 <= n.span.end_line and type(n) not in (Queue, Host): return n
-  return None
+def _owner(names: Names, span):
+  """The statement (else declaration) a diagnostic's span begins in, the innermost."""
+  node = names.node_at(Pos(span.line - 1, span.column - 1))
+  return node if node is not None and node.span.line <= span.line <= node.span.end_line else None
 
 def _ignore(names: Names, d: Diagnostic) -> Optional[Fix]:
   """`# hcq: ignore[CODE]` at the end of the statement the diagnostic is on (the code added to an ignore comment
   already there)."""
   if d.span is None or d.code not in SUPPRESSIBLE: return None
-  node = _owner(names, d.span.line)
+  node = _owner(names, d.span)
   if node is None or type(node) in (Queue, Host): return None
   line_no = node.span.end_line - 1
   line = names.lines[line_no]

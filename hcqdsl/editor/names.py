@@ -25,7 +25,8 @@ class Pos:
 class Range:
   start: Pos
   end: Pos
-  def contains(self, p: Pos) -> bool: return self.start <= p <= self.end
+  def contains(self, p: Pos) -> bool:
+    return (self.start.line, self.start.column) <= (p.line, p.column) <= (self.end.line, self.end.column)
 
 @attrs.frozen
 class Occurrence:

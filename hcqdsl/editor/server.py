@@ -5,7 +5,8 @@ What runs where: the checking runs in editor/worker.py's process, one job at a t
 stale; the parse that navigation, hover and symbols need runs in a thread of this process, once per version of a
 document, and so does the compilation a statement's hover shows (once per version, when first asked)."""
 from __future__ import annotations
-import asyncio, json, sys, time
+import asyncio, json, sys
+from concurrent.futures import ThreadPoolExecutor
 from typing import Optional
 from urllib.parse import urlparse, unquote
 import attrs
@@ -13,6 +14,7 @@ from lsprotocol import types as T
 from pygls.lsp.server import LanguageServer
 from .. import __version__
 from ..header import read_header, HeaderError
+from ..ir import split_lines
 from .names import Names, Pos
 from .analysis import DELAY
 
@@ -36,6 +38,7 @@ class Doc:
   checked: Optional[dict] = None        # {"version": v, "diagnostics": [...]}
   image: Optional[tuple] = None         # (version, Image or None, error or None)
   timer: Optional[asyncio.TimerHandle] = None
+  edits: list = attrs.field(factory=list)   # (version, its edits) since the latest parse: HcqServer.record
 
 def uri_path(uri: str) -> str:
   u = urlparse(uri)
@@ -49,7 +52,7 @@ class Checker:
     self.job = 0
     self.lock = asyncio.Lock()
 
-  async def _start(self):
+  async def start(self):
     if self.proc is None or self.proc.returncode is not None:
       self.proc = await asyncio.create_subprocess_exec(sys.executable, "-m", "hcqdsl.editor.worker", stdin=asyncio.subprocess.PIPE,
                                                        stdout=asyncio.subprocess.PIPE, limit=1 << 30)
@@ -65,7 +68,7 @@ class Checker:
     self.cancel()   # a running job is stale now
     async with self.lock:
       if job != self.job: return None
-      proc = await self._start()
+      proc = await self.start()
       assert proc.stdin is not None and proc.stdout is not None
       try:
         proc.stdin.write((json.dumps({"id": job, "text": text, "path": path}) + "\n").encode())
@@ -88,7 +91,7 @@ class HcqServer(LanguageServer):
     self.delay = delay
     self.docs: dict[str, Doc] = {}
     self.checker = Checker()
-    self.timings: list = []   # (what, version, seconds): for benchmarks/lsp.py, read over `hcqdsl/timings`
+    self.parser = ThreadPoolExecutor(1, thread_name_prefix="hcqdsl-parse")
 
   def doc(self, uri: str) -> Doc:
     if uri not in self.docs: self.docs[uri] = Doc(uri, uri_path(uri))
@@ -107,14 +110,15 @@ class HcqServer(LanguageServer):
   async def check(self, uri: str) -> None:
     doc = self.doc(uri)
     version, text = self.text(uri)
-    t0 = time.perf_counter()
     result = await self.checker.check(text, doc.path)
     if result is None or uri not in self.docs or self.text(uri)[0] != version: return   # stale
     doc.checked = {"version": version, "diagnostics": result["diagnostics"]}
     lines = text.split("\n") if "\r" not in text else text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     diags = [self.diagnostic(uri, lines, d) for d in result["diagnostics"]]
     self.text_document_publish_diagnostics(T.PublishDiagnosticsParams(uri=uri, diagnostics=diags, version=version))
-    self.timings.append(("check", version, time.perf_counter() - t0))
+    # then navigation's parse of this text (not alongside the check: on two cores a big program's parse here slows the
+    # check as much; a request before this parses for itself)
+    asyncio.ensure_future(self.parsed(uri))
 
   def pos(self, lines: list[str], p) -> T.Position:
     """A [line, column in characters] (or Pos) in the client's units (UTF-16 unless it said otherwise)."""
@@ -135,15 +139,55 @@ class HcqServer(LanguageServer):
                         code_description=T.CodeDescription(href=d["href"]) if "href" in d else None)
 
   # ---- the parse navigation and hover use
-  async def parsed(self, uri: str) -> Parsed:
+  def record(self, uri: str, version: int, changes) -> None:
+    """The edits of a didChange (its content changes, in order): (first line, last line, lines of the new text), or
+    None for the whole text replaced; what maps a line of an older parse to the text now, and back."""
     doc = self.doc(uri)
-    version, text = self.text(uri)
-    if doc.parsed is not None and doc.parsed.version == version: return doc.parsed
-    if doc.parsing is None or doc.parsing[0] != version:
-      doc.parsing = (version, asyncio.get_running_loop().run_in_executor(None, _parse, text, doc.path, version))
-    parsed = await doc.parsing[1]
-    if self.text(uri)[0] == version: doc.parsed = parsed
-    return parsed
+    marks = []
+    for c in changes:
+      rng = getattr(c, "range", None)
+      marks.append(None if rng is None else (rng.start.line, rng.end.line, len(split_lines(c.text)) - 1))
+    doc.edits.append((version, marks))
+
+  def to_parse(self, uri: str, parsed: Parsed, line: int) -> Optional[int]:
+    """A line of the text now as a line of `parsed`'s text (None: it was edited since, or the text replaced)."""
+    for v, marks in reversed(self.doc(uri).edits):
+      if v <= parsed.version: break
+      for m in reversed(marks):
+        if m is None: return None
+        s, e, n = m
+        if line > s + n: line -= n - (e - s)
+        elif line >= s: return None
+    return line
+
+  def to_now(self, uri: str, parsed: Parsed, line: int) -> Optional[int]:
+    """A line of `parsed`'s text as a line of the text now (None: edited since)."""
+    for v, marks in self.doc(uri).edits:
+      if v <= parsed.version: continue
+      for m in marks:
+        if m is None: return None
+        s, e, n = m
+        if line > e: line += n - (e - s)
+        elif line >= s: return None
+    return line
+
+  async def parsed(self, uri: str, fresh: bool = True) -> Parsed:
+    """The document parsed: with `fresh`, a parse of the text as of this call (or newer); else the latest parse
+    there is (an older text's: `to_parse` and `to_now` map its lines), parsing only when there is none. One parse
+    runs at a time; a call that finds one running for an older text waits for it, then starts the next."""
+    doc = self.doc(uri)
+    want = self.text(uri)[0]
+    while True:
+      if doc.parsed is not None and (not fresh or doc.parsed.version >= want): return doc.parsed
+      if doc.parsing is None:
+        version, text = self.text(uri)
+        doc.parsing = (version, asyncio.get_running_loop().run_in_executor(self.parser, _parse, text, doc.path, version))
+      fut = doc.parsing[1]
+      parsed = await asyncio.shield(fut)
+      if doc.parsing is not None and doc.parsing[1] is fut: doc.parsing = None
+      if doc.parsed is None or parsed.version > doc.parsed.version:
+        doc.parsed = parsed
+        doc.edits = [(v, m) for v, m in doc.edits if v > parsed.version]
 
   async def image(self, uri: str, parsed: Parsed) -> tuple:
     """(image, None) of the document's version on its target, or (None, why not)."""
