@@ -18,7 +18,7 @@ import asyncio, os, statistics, subprocess, sys, tempfile, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 from lsprotocol import types as T   # noqa: E402
-from pytest_lsp import make_test_lsp_client, client_capabilities   # noqa: E402
+from pytest_lsp import client_capabilities   # noqa: E402
 from check_scaling import cli_text   # noqa: E402
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")

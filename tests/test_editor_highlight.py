@@ -96,3 +96,11 @@ def test_vim_loads_the_syntax_file_and_colours_a_program(tmp_path):
   assert out.exists(), r.stderr
   assert out.read_text().strip() == ("hcq:hcqDeclaration,hcqTarget,hcqTarget,hcqKeyword,hcqStatement,hcqImplicit,hcqNumber,"
                                      "hcqComment,hcqDirective")
+
+def test_vscode_extension_names_the_generated_grammar():
+  pkg = json.loads((ROOT / "editors/vscode/package.json").read_text())
+  [lang], [gram] = pkg["contributes"]["languages"], pkg["contributes"]["grammars"]
+  assert lang["extensions"] == [".hcq"] and gram["language"] == lang["id"] == "hcq" and gram["scopeName"] == highlight.SCOPE
+  assert (ROOT / "editors/vscode" / gram["path"]).resolve() == (ROOT / "editors/vscode/syntaxes/hcq.tmLanguage.json")
+  assert (ROOT / "editors/vscode" / lang["configuration"]).exists() and (ROOT / "editors/vscode" / pkg["main"]).exists()
+  assert pkg["contributes"]["configuration"]["properties"]["hcqdsl.command"]["default"] == ["hcqdsl", "lsp"]

@@ -160,8 +160,7 @@ def _editing(ls: HcqServer) -> None:
     out = []
     for d in doc.checked["diagnostics"]:
       diag = ls.diagnostic(uri, lines, d)
-      if (diag.range.end.line, diag.range.end.character) < (want.start.line, want.start.character) or \
-         (diag.range.start.line, diag.range.start.character) > (want.end.line, want.end.character): continue
+      if diag.range.end.line < want.start.line or diag.range.start.line > want.end.line: continue   # (the lines: a cursor on one)
       for f in d.get("fixes", ()):
         edits = [T.TextEdit(range=ls.range(lines, (a, b)), new_text=t) for a, b, t in f["changes"]]
         out.append(T.CodeAction(title=f["title"], kind=T.CodeActionKind.QuickFix, diagnostics=[diag], is_preferred=f["preferred"] or None,
