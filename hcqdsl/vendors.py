@@ -14,7 +14,7 @@ from .amd import disasm as amd_disasm
 from .nv.compile import NVLowering
 from .nv import disasm as nv_disasm
 
-__all__ = ["Backend", "BACKENDS", "compile_program", "disasm_image", "disasm_dwords"]
+__all__ = ["Backend", "BACKENDS", "compile_program", "disasm_image", "disasm_statement", "disasm_dwords"]
 
 @attrs.frozen
 class Backend:
@@ -24,10 +24,12 @@ class Backend:
   disasm_queue: Callable[[Image, QueueImage], list]
   disasm_dwords: Callable[[list, str, str], str]
   patched_memory: str
+  disasm_statement: Callable[[Image, QueueImage, int], list]   # one statement's packets (by the source map)
 
 BACKENDS = {
-  "AMD": Backend(AMDLowering, amd_disasm.disasm_queue, amd_disasm.disasm_dwords, "kernel arguments"),
-  "NV": Backend(NVLowering, nv_disasm.disasm_queue, lambda dwords, engine, arch: nv_disasm.disasm_dwords(dwords, arch), "kernel arguments, QMDs"),
+  "AMD": Backend(AMDLowering, amd_disasm.disasm_queue, amd_disasm.disasm_dwords, "kernel arguments", amd_disasm.disasm_statement),
+  "NV": Backend(NVLowering, nv_disasm.disasm_queue, lambda dwords, engine, arch: nv_disasm.disasm_dwords(dwords, arch), "kernel arguments, QMDs",
+                nv_disasm.disasm_statement),
 }
 
 def compile_program(program: Program, target: str = "gfx1100") -> Image:
@@ -51,6 +53,13 @@ def disasm_image(img: Image) -> str:
     for p in q.mem_patches: out.append(f"  {p.offset:#x} ({img.name_at(p.offset)}) = {p.expr()}")
     out.append("")
   return "\n".join(out)
+
+def disasm_statement(img: Image, queue: str, index: int) -> list[str]:
+  """The listing of statement `index` of queue `queue`'s body, by its vendor: the packets (AMD) or method groups and
+  QMD (NV) the image's source map says it compiled to, with the image's names and what the host patches per launch
+  (the language server's hover)."""
+  q = next(q for q in img.queues if q.name == queue)
+  return BACKENDS[vendor_of(q.arch)].disasm_statement(img, q, index)
 
 def disasm_dwords(dwords, engine: str, arch: str) -> str:
   """A listing of raw dwords of a queue of `engine` (compute, copy; an NV arch's: its pushbuffer methods) on `arch`

@@ -11,7 +11,7 @@ LAYERS = [("hcqdsl.ir",), ("hcqdsl.diagnostics", "hcqdsl.header", "hcqdsl.host_c
           ("hcqdsl.target",), ("hcqdsl.amd",),
           ("hcqdsl.nv",), ("hcqdsl.vendors",),
           ("hcqdsl.lift",), ("hcqdsl.tinygrad",), ("hcqdsl.runtime",), ("hcqdsl.graph", "hcqdsl.pytest_plugin"),
-          ("hcqdsl.cli",), ("hcqdsl", "hcqdsl.__main__")]
+          ("hcqdsl.editor",), ("hcqdsl.cli",), ("hcqdsl", "hcqdsl.__main__")]
 
 def layer(mod: str) -> int:
   best = None

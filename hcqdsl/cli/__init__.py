@@ -21,6 +21,7 @@ COMMANDS = {
   "sanitize": "run a tinygrad script and report the races and deadlocks of what it submits",
   "graph": "draw a program's queues and signals (DOT/SVG)",
   "diff": "launch by launch, what differs between two programs (e.g. emitted vs captured)",
+  "lsp": "the language server for editors (stdio; needs pygls: pip install \"hcqdsl[lsp]\")",
 }
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
