@@ -335,7 +335,7 @@ class Submitter:
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
     rewrites: dict = {}   # an image lists a rewrite's bytes; the host writes them and zeros to the buffer's end
     size_at = dict(img.buffers.values())
-    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b.ljust(size_at[a], b"\0")))
+    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b, size_at[a]))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))
@@ -344,9 +344,10 @@ class Submitter:
         for name in names:
           if name in done: continue
           if not done:  # a `rewritten` buffer: the host writes launch k's contents in place before its first submit
-            for a, b in rewrites.get(k, ()):
+            for a, b, size in rewrites.get(k, ()):
               self.dev.write(a, b)
-              yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", line, k)
+              if size > len(b): self.dev.zero(a + len(b), size - len(b))   # in place: a 1 GiB buffer is no 1 GiB bytes
+              yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * size / 4, f"rewrite {img.name_at(a)}", line, k)
           done.add(name)
           yield from self.submit(self.queues[name], k, vec, line)
       # queues that no submit covers go first (a bare submit covers every queue)
