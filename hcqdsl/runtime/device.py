@@ -146,7 +146,8 @@ class Memory:
     shared mapping: they read as zeros again, in the emulator and in a forked kernel worker alike), so zeroing the
     rest of a 1 GiB `rewritten` buffer costs neither 1 GiB of memory nor a pass over it."""
     r = self.find(addr, n)
-    off, m = addr - r.base, r.u8.base
+    off = addr - r.base
+    m: object = r.u8.base
     while isinstance(m, (np.ndarray, memoryview)): m = m.base if isinstance(m, np.ndarray) else m.obj   # _zeros' mmap
     self.writes += 1
     if n >= 2 * PAGE and isinstance(m, mmap.mmap) and hasattr(mmap, "MADV_REMOVE"):
