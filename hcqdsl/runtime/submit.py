@@ -50,7 +50,9 @@ class QueueState:
   """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
   def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict, device: Device):
     self.qi, self.name, self.ring, self.ring_u32 = qi, qi.name, ring, ring_u32
-    self.pm4 = qi.engine == "compute" or qi.arch in NV_ARCHS   # dword write pointers, commands may wrap (NV: methods)
+    # a ring whose pointer counts dwords (PM4, NV's methods) is read modulo its size, a command may wrap around its end;
+    # SDMA's (bytes) takes whole packets only (`bounds`)
+    self.pm4 = ring.unit == 4
     self.tmpl = np.array(qi.dwords, dtype=np.uint32)
     ps = qi.patches
     self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
