@@ -182,6 +182,7 @@ def passes(path: str) -> dict:
   from hcqdsl.check.unroll import unroll
   from hcqdsl.check.hb import happens_before
   from hcqdsl.check import passes as A
+  from hcqdsl.check.findings import Stuck, WaitStats
   from hcqdsl.diagnostics import render_text, summary
   text = open(path).read()
   gc.collect()
@@ -197,7 +198,8 @@ def passes(path: str) -> dict:
     d = timed("static", check_static, prog)
     u = timed("unroll", unroll, prog, 2)
     t = timed("hb", happens_before, u)
-    found = A.Findings(deadlocks=[(t.done, t.values)] if t.blocked else [], races=t.races, wstats=t.wstats, vis=t.vis_found)
+    found = A.Findings(deadlocks=[Stuck(t.done, t.values)] if t.blocked else [], races=t.races,
+                       wstats={k: WaitStats(*v) for k, v in t.wstats.items()}, vis=t.vis_found)
     for p in A.PASSES: d += timed(p.code, p.run, u, found)   # (the program is inside the exact fragment)
     d = timed("sort", _sorted, d)
     timed("text", render_text, d, {path: text}, 20)
