@@ -14,7 +14,7 @@ from typing import Optional
 import attrs
 from ..lang.lexical import identifier
 from ..ir import U32_MAX
-from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
+from ..lift.schema import MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES, pointer_dwords
 
@@ -556,7 +556,7 @@ class Capture:
       try: tl = int(d["_dev"].timeline_signal.value_addr)
       except (AttributeError, TypeError, ValueError): continue
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
-    return encode(MANIFEST.fields, {
+    return encode({
       "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
       "devices": sorted(self.devices.values(), key=lambda d: d["index"]),
       "queues": [r for r in self.rings.values() if r.dwords],   # (a ring whose doorbell rang with nothing new: no queue of this run)
