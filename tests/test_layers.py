@@ -208,7 +208,12 @@ def vendor_words() -> dict:
   from hcqdsl.amd.targets import get_target
   from hcqdsl.nv import pushbuf
   amd: set = set()
-  for a in AMD_ARCHS: amd |= set(pm4.decoder(a).ops.values()) | set(sdma.decoder(a).ops.values()) | set(get_target(a).sh_regs.values())
+  for a in AMD_ARCHS:
+    t = get_target(a)
+    amd |= set(pm4.decoder(a).ops.values()) | set(sdma.decoder(a).ops.values()) | set(t.sh_regs.values())
+    # and the constants of tinygrad's PM4 and SDMA headers, which a module reaches through the target without importing
+    # them (`get_target(a).pm4.PACKET3_INDIRECT_BUFFER`, `.sdma.SDMA_OP_NOP`)
+    amd |= {n for mod in (t.pm4, t.sdma) for n in vars(mod) if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", n) and n != "U32_MAX"}
   nv = set(pushbuf.method_names())
   nv |= {n.lower() for n in nv}
   # no one vendor's: a name both vendors' decoders use (NOP), and ATOMIC, which also names RDNA3 instruction families
