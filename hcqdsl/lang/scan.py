@@ -109,6 +109,10 @@ _SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _S
 _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)")   # _SLICE, ditto
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
+# the usual slice, `name[lo:hi]` cut into its three texts (checked by the caches, `_SNUM_TEXT`, `_NAME_TEXT`), else a row of ''
+_SLICE_PARTS = re.compile(r"^(?:([^\[\n.]++)\[([^:\n]*+):([^\]\n]*+)\]|.*+)$", re.M)
+_SNUM_TEXT = re.compile(_SNUM1)
+_NAME_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
 _NO_DIMS = (None, None)
 CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 _CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow
@@ -494,14 +498,16 @@ class Scanner:
     `name[lo:hi]` is cut by `str.partition`, its name and bounds found among the names and bound texts read before;
     the others by one regex over them all. The slices are built by C-level maps."""
     refs, ints, got = self.refs, self.ints, None
-    names, s1, rest = zip(*map(str.partition, texts, repeat("[")))
-    if all(s1) and "." not in "".join(names):     # (a ref with a `.`, `d.epoch`, is no buffer)
-      los, s2, his = zip(*map(str.partition, rest, repeat(":")))
-      if all(s2) and all(map(str.endswith, his, repeat("]"))):
-        try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
-                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True),
-                            repeat(None)))
-        except KeyError: pass    # a name or bound not read yet (or no name or bound): the regex
+    names, los, his = zip(*_SLICE_PARTS.findall("\n".join(texts)))   # (one row per text: texts hold no newline)
+    if "" not in names:            # all `name[lo:hi]` (a ref with a `.`, `d.epoch`, is no buffer)
+      new = set(los).union(his).difference(ints)
+      if new and all(map(_SNUM_TEXT.fullmatch, new)):   # bounds not read yet, each a plain number: learned here
+        for v in new: ints[v] = _int(v)
+      for v in set(names).difference(refs):
+        if _NAME_TEXT.fullmatch(v): self._ref(v)
+      try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his),
+                          repeat(True), repeat(None)))
+      except KeyError: pass    # a name or bound that is none, or written with blanks: the regex
     if got is None:
       parts = _SLICE_LINES.findall("\n".join(texts))
       if len(parts) != len(texts): raise _GiveUp
