@@ -110,3 +110,44 @@ def test_manifest_mutants_into_lift(tmp_path):
     if rc == 0:
       rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
       assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]
+
+# ---- NV images and manifests (issue 37 item 5): mutated, into every command that reads them
+
+def test_nv_image_mutants_into_disasm_and_lift(tmp_path):
+  import random
+  from fuzz import nv_images, edit_metadata, _mutate_meta
+  rng, bases, n = random.Random(1), [img.to_bytes() for img in nv_images()], 0
+  assert len(bases) >= 20
+  for _ in range(120):
+    b = rng.choice(bases)
+    try: b = edit_metadata(b, lambda m: _mutate_meta(rng, m)[0])
+    except (ValueError, TypeError): continue   # (a mutation the JSON cannot hold)
+    (tmp_path / "p.hcqimg").write_bytes(b)
+    for argv in (("disasm", str(tmp_path / "p.hcqimg")), ("lift", str(tmp_path / "p.hcqimg"), "-o", str(tmp_path / "p.hcq"))):
+      rc, text = cli_text(*argv)
+      assert rc in (0, 1, 2) and "Traceback" not in text and "internal error" not in text, (argv, text[-2000:])
+      n += 1
+  assert n >= 200
+
+def test_nv_manifest_mutants_into_lift(tmp_path):
+  import json, random
+  from fuzz import nv_images, nv_manifest, _mutate_meta, _MANIFEST_VALUES
+  import fuzz
+  rng, bases, lifted = random.Random(2), [nv_manifest(img) for img in nv_images()], 0
+  for m in bases[:3]:   # each lifts as it is, as tinygrad's NV runtime
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
+    assert rc == 0 and "NV:0" in (tmp_path / "m.hcq").read_text(), text[-2000:]
+  for _ in range(120):
+    m = json.loads(json.dumps(rng.choice(bases)))
+    values, fuzz._VALUES = fuzz._VALUES, _MANIFEST_VALUES
+    try: m, _ = _mutate_meta(rng, m)
+    finally: fuzz._VALUES = values
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
+    assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, text[-2000:]
+    if rc == 0:
+      lifted += 1
+      rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
+      assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]
+  assert lifted >= 10   # (seed 2: 15 of the 120 mutants still lift; the rest are refused naming their field)

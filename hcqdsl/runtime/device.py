@@ -16,7 +16,8 @@ import bisect, mmap, sys
 from typing import Optional
 import attrs
 import numpy as np
-from ..ir import U32_MAX, NV_ARCHS
+from ..ir import U32_MAX
+from ..vendors import wptr_bytes
 from ..target.engine import DeviceFault
 
 __all__ = ["Device", "Ring", "Memory", "MemRegion"]
@@ -29,9 +30,9 @@ class Ring:
   arch: str
   addr: int       # ring base address
   size: int       # bytes, a power of two
-  wptr: int = 0   # what the host has published (absolute, never wrapped)
-  @property
-  def unit(self) -> int: return 1 if self.engine == "copy" and self.arch not in NV_ARCHS else 4  # bytes per write-pointer unit (SDMA: 1)
+  wptr: int = 0   # what the host has published (absolute, never wrapped), in steps of `unit` bytes
+  unit: int = attrs.field(init=False)   # bytes one step of the write pointer covers (the vendor's WPTR_BYTES)
+  def __attrs_post_init__(self): self.unit = wptr_bytes(self.arch, self.engine)
 
 class Device:
   """Base class: the calls submit.py makes. See the module docstring."""
