@@ -296,15 +296,24 @@ def test_sanitize_json_unwritable_is_refused_before_the_tests(tmp_path):
   assert not (tmp_path / "ran").exists()   # refused before any test ran
 
 def test_sanitize_json_results_are_not_lost_when_the_write_fails(tmp_path):
+  """The report's directory removed while the tests ran (it was an INTERNALERROR after every test, the results lost)."""
+  import shutil, types
+  from hcqdsl.pytest_plugin import SanitizePlugin
   (tmp_path / "out").mkdir()
-  (tmp_path / "test_x.py").write_text("import shutil\ndef test_one(): shutil.rmtree('out')\n")   # the report's directory goes
-  r = _pytest(tmp_path, "--hcq-sanitize-json", "out/r.json", "test_x.py")
-  assert r.returncode == 0 and "INTERNALERROR" not in r.stdout + r.stderr, r.stdout[-2000:]
-  [line] = [x for x in r.stdout.splitlines() if "could not write" in x]
-  kept = line.rsplit(" ", 1)[1]
-  assert line == f"hcq-sanitize: could not write --hcq-sanitize-json {tmp_path / 'out' / 'r.json'}: No such file or directory; " \
-                 f"the JSON is in {kept}"
-  assert json.loads(pathlib.Path(kept).read_text())["summary"]["tests"] == 1
+  config = types.SimpleNamespace(invocation_params=types.SimpleNamespace(dir=tmp_path), args=["test_x.py"],
+                                 getoption=lambda name, default=None: "out/r.json" if name == "hcq_sanitize_json" else default)
+  plugin = SanitizePlugin(config)
+  plugin.results = [{"nodeid": "test_x.py::test_one", "outcome": "passed", "submissions": 2, "checks": 1, "findings": [],
+                     "warnings": 0, "incomplete": None, "error": None, "duration": 0.1}]
+  shutil.rmtree(tmp_path / "out")
+  plugin.pytest_sessionfinish(types.SimpleNamespace(config=types.SimpleNamespace()))
+  lines: list = []
+  plugin.pytest_terminal_summary(types.SimpleNamespace(write_line=lines.append))
+  kept = lines[-1].rsplit(" ", 1)[1]
+  assert lines == ["hcq-sanitize: 1 test sanitized, 2 submissions checked, 0 findings",
+                   f"hcq-sanitize: could not write --hcq-sanitize-json {tmp_path / 'out' / 'r.json'}: No such file or directory; "
+                   f"the JSON is in {kept}"]
+  assert json.loads(pathlib.Path(kept).read_text())["tests"] == plugin.results
   os.unlink(kept)
 
 # ---- item 5, hangs: bounded, and ended
@@ -316,9 +325,9 @@ def test_schedules_and_seeds_are_bounded(tmp_path):
   f.write_text("# hcq: seeds=100000000000000000000\n" + (PROGRAMS / "tutorial_fixed.hcq").read_text())
   assert cli("check", f) == (2, "", f"hcqdsl: error: {f}:1:1: bad `# hcq:` header: `seeds=100000000000000000000`: seeds must "
                                     "be at most 10,000\n")
-  (tmp_path / "test_s.hcq").write_text(f.read_text())
-  r = _pytest(tmp_path, "test_s.hcq")
-  assert r.returncode == 2 and "test_s.hcq: bad `# hcq:` header: line 1: `seeds=100000000000000000000`: seeds must be at most 10,000" in r.stdout
+  from hcqdsl.header import read_header, HeaderError   # (the one reader: the pytest plugin's scenario files too)
+  with pytest.raises(HeaderError, match="^line 1: `seeds=10001`: seeds must be at most 10,000$"): read_header("# hcq: seeds=10001\n")
+  assert read_header("# hcq: seeds=10000\n") == {"seeds": 10_000}
 
 def test_duplicate_devices_are_found_in_one_pass(monkeypatch):
   """20,000 devices took 51 s (every device compared with every earlier one); now one dict lookup each."""
