@@ -7,7 +7,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "hcqdsl"
 
 # bottom to top; a module may import its own layer and the ones below it
-LAYERS = [("hcqdsl.ir",), ("hcqdsl.diagnostics", "hcqdsl.header", "hcqdsl.host_cc", "hcqdsl.schema"), ("hcqdsl.lang",), ("hcqdsl.check",),
+LAYERS = [("hcqdsl.ir",), ("hcqdsl.diagnostics", "hcqdsl.header", "hcqdsl.host_cc", "hcqdsl.schema", "hcqdsl.files"), ("hcqdsl.lang",),
+          ("hcqdsl.check",),
           ("hcqdsl.target",), ("hcqdsl.amd",),
           ("hcqdsl.nv",), ("hcqdsl.vendors",),
           ("hcqdsl.lift",), ("hcqdsl.tinygrad",), ("hcqdsl.runtime",), ("hcqdsl.graph", "hcqdsl.pytest_plugin"),

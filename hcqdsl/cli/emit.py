@@ -25,7 +25,7 @@ def add_args(p: argparse.ArgumentParser):
 def run(a) -> int:
   from ..lang.format import format_program
   from ..lang.sidecar import move_out
-  from .util import UsageError, check_output
+  from .util import UsageError, check_output, write_output
   out = pathlib.Path(a.output) if a.output else None
   if a.max_values < 0: raise UsageError(f"--max-values must be at least 0, not {a.max_values}")
   if a.inline_max is not None and a.inline_max < 0: raise UsageError(f"--inline-max must be at least 0 (or `all`), not {a.inline_max}")
@@ -56,7 +56,7 @@ def run(a) -> int:
     if out is not None and a.inline_max is not None:   # big contents and expects go to OUT.safetensors
       prog = move_out(prog, str(out.with_suffix(".safetensors")), out.with_suffix(".safetensors").name, a.inline_max)
     text = format_program(prog)
-    if out is not None: out.write_text(text)
+    if out is not None: write_output(out, text)
     else: sys.stdout.write(text)
   except OSError as e: raise UsageError(f"{e.filename or out}: {e.strerror or e}")
   return 0

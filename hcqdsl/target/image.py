@@ -146,7 +146,10 @@ class Image:
     base = HEADER_SIZE + n + -(HEADER_SIZE + n) % 8
     return convert(IMAGE, m, _Pass(True, memoryview(b)[base:]))
 
-  def save(self, path) -> None: pathlib.Path(path).write_bytes(self.to_bytes())
+  def save(self, path) -> None:
+    """Write the image to `path` atomically (the old file stays whole when the write fails)."""
+    from ..files import write_atomic
+    write_atomic(path, self.to_bytes())
   @staticmethod
   def load(path) -> "Image": return Image.from_bytes(pathlib.Path(path).read_bytes())
 

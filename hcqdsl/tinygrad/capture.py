@@ -587,7 +587,10 @@ class Capture:
                       **({"code": k["lib"]} if self.contents and k["lib"] else {})})
     return kernels
 
-  def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
+  def save(self, path) -> None:
+    """Write the manifest to `path` atomically (the old file stays whole when the write fails)."""
+    from ..files import write_atomic
+    write_atomic(path, json.dumps(self.manifest(), indent=1) + "\n")
 
 def capture(path=None, contents: bool = True) -> Capture:
   """`with hcqdsl.capture("run.json") as cap: ...` records every AMD queue submission tinygrad makes inside the block
