@@ -231,6 +231,6 @@ def test_functions_users_write_emit_and_run(tmp_path, fn, values):
 
 def test_already_realized_is_a_clear_error(tmp_path):
   r, out = _cli_emit(tmp_path, "already_realized")
-  assert r.returncode == 2 and r.stderr == ("hcqdsl: error: the function returned tensors that are already realized, and calling "
-                                            "it again realizes nothing: nothing to emit (return the computation that makes them)\n")
+  assert r.returncode == 2 and r.stderr == ("hcqdsl: error: the function returned tensors that are already realized, and realized "
+                                            "nothing while it ran: nothing to emit (return the computation that makes them)\n")
   assert not out.exists()

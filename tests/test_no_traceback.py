@@ -223,3 +223,28 @@ def test_hostile_invocations_into_the_cli(tmp_path, monkeypatch):
     assert rc in (0, 1, 2) and "Traceback" not in text and "internal error" not in text, (argv, rc, text[-2000:])
     n += 1
   assert n == 21
+
+# ---- hostile scripts (issue 37): what a script does to the process that runs it. Each in a subprocess (they end it,
+# fork it, close its stdout), as a copy under tmp_path run there; one command each way a script is named
+HOSTILE_BODIES = {
+  "os-exit-0": "import os\ndef main():\n  os._exit(0)\nif __name__ == '__main__': main()\n",
+  "os-exit-3": "import os\ndef main():\n  os._exit(3)\nif __name__ == '__main__': main()\n",
+  "os-exit-thread": "import os, threading\ndef main():\n  t = threading.Thread(target=os._exit, args=(4,))\n  t.start(); t.join()\n"
+                    "if __name__ == '__main__': main()\n",
+  "bad-str": "class B(Exception):\n  def __str__(self): raise RuntimeError\ndef main(): raise B()\nif __name__ == '__main__': main()\n",
+  "bad-str-exit": "import sys\nclass C:\n  def __str__(self): raise RuntimeError\ndef main(): sys.exit(C())\nif __name__ == '__main__': main()\n",
+  "close-stdout": "import sys\ndef main():\n  sys.stdout.close(); sys.stderr.close()\nif __name__ == '__main__': main()\n",
+  "replace-stdout": "import io, sys\ndef main():\n  sys.stdout = io.StringIO(); sys.stderr = None\nif __name__ == '__main__': main()\n",
+  "fork": "import os\ndef main():\n  pid = os.fork()\n  if pid: os.waitpid(pid, 0)\nif __name__ == '__main__': main()\n",
+  "chdir": "import os\ndef main():\n  os.makedirs('d', exist_ok=True); os.chdir('d')\nif __name__ == '__main__': main()\n",
+}
+
+@pytest.mark.parametrize("name", list(HOSTILE_BODIES))
+def test_hostile_scripts_into_emit_capture_and_sanitize(name, tmp_path):
+  (tmp_path / "s.py").write_text(HOSTILE_BODIES[name])
+  for cmd, spec in (("emit", "s.py"), ("capture", "s.py:main"), ("sanitize", "s.py")):
+    rc, out, err = cli(cmd, *(["-o", "m.json"] if cmd == "capture" else []), spec, cwd=tmp_path, env={"DEV": "CPU"}, timeout=300)
+    text = out + err
+    assert rc in (1, 2) and "Traceback" not in text and "internal error" not in text, (cmd, rc, text[-2000:])
+    assert err.count("hcqdsl: error:") == 1, (cmd, err)   # reported once: by the process hcqdsl started
+  assert (tmp_path / "m.json").is_file()   # capture writes what it saw, whatever the script did

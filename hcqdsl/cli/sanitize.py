@@ -32,8 +32,13 @@ def run(a) -> int:
   t0 = time.perf_counter()
   def progress(line: str) -> None:   # long runs only: a short script's report comes before anyone waits for it
     if not a.quiet and time.perf_counter() - t0 > 5: sys.stderr.write(line + "\n")
-  s = Sanitizer(every_call=a.every_call, progress=progress, keep=a.keep)
-  rc, err = run_script(script, fn, args, s)
+  # --keep resolved before the script runs: it may change the working directory
+  s = Sanitizer(every_call=a.every_call, progress=progress, keep=os.path.abspath(a.keep) if a.keep is not None else None)
+  return run_script(script, fn, args, s, lambda rc, err: report(a, script, s, rc, err))
+
+def report(a, script, s, rc: int, err) -> int:
+  """The report once the script ended (also when it called os._exit), and the exit code."""
+  for w in s.capture.warnings(): sys.stderr.write(f"hcqdsl: warning: {w}\n")
   if rc == 3 and s.failure is None:   # hcqdsl's own failure while recording: nothing trustworthy to report
     sys.stderr.write(err + "\n")
     return 3

@@ -5,11 +5,15 @@ checker's messages carry), its related locations, and its quick fixes as text ed
 
 Positions are [line, column], 0-based, columns in characters."""
 from __future__ import annotations
-import gc
+import gc, pathlib
 from typing import Any, Optional
-from ..diagnostics import Diagnostic, RULES, DOCS_URI
+from ..diagnostics import Diagnostic, RULES
 from ..header import read_header, HeaderError
 from .names import Names, Pos
+
+# A rule's page, where it exists: the docs/ of the checkout the package runs from (an editable install); a wheel has
+# none, and then a diagnostic links nowhere rather than to a made-up address.
+DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs"
 
 __all__ = ["check_document", "to_plain", "DEFAULT_LAUNCHES", "MAX_DIAGNOSTICS", "SEVERITY", "DELAY"]
 
@@ -39,7 +43,7 @@ def to_plain(d: Diagnostic, path: str, names: Optional[Names]) -> dict[str, Any]
                          "code": d.code, "message": _message(d),
                          "related": [{"range": _range(r.span), "message": r.message} for r in d.related
                                      if r.span is not None and r.span.file == path]}
-  if d.code in RULES: out["href"] = DOCS_URI + RULES[d.code].doc
+  if d.code in RULES and DOCS.is_dir(): out["href"] = f"{DOCS.as_uri()}/{RULES[d.code].doc}"
   if d.cause is not None: out["cause"] = list(d.cause)
   if names is not None:
     out["fixes"] = [{"title": f.title, "preferred": f.preferred,

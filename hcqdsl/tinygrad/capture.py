@@ -97,6 +97,7 @@ class Capture:
   def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None):
     self.path, self.contents, self.stacks, self.on_step = path, contents, stacks, on_step
     self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
+    self.duplicates: list = []   # (tinygrad's name, the manifest's) of a second object of an open device (register_device)
     self.rings: dict = {}     # id(queue object) -> Ring
     self.host: list = []
     self.signals: dict = {}   # addr -> {"addr", "value", "device"?, "timeline"?, "mailbox"?}
@@ -120,13 +121,20 @@ class Capture:
 
   # ---- what tinygrad objects tell us
   def register_device(self, dev) -> str:
-    """The manifest's name of tinygrad device `dev` (gpuN, N its index), registered at its first use."""
+    """The manifest's name of tinygrad device `dev` (gpuN, N its index), registered at its first use. A second object
+    for a device tinygrad already opened (two script threads' first uses of `Device["AMD"]` racing: its cache is not
+    thread-safe, and each object has its own queues and timeline) is a device of its own, at the next free index
+    (`duplicates` names it)."""
     if id(dev) not in self.devices:
       name = str(getattr(dev, "device", "AMD"))
       index = getattr(dev, "device_id", None)
       if not isinstance(index, int):
         _, _, idx = name.partition(":")
         index = int(idx) if idx.isdigit() else 0
+      taken = {d["index"] for d in self.devices.values()}
+      if index in taken:
+        index = next(i for i in range(len(taken) + 1) if i not in taken)
+        self.duplicates.append((name, f"gpu{index}"))
       self.devices[id(dev)] = {"name": f"gpu{index}", "index": index, "arch": self.arch_of(dev), "tinygrad": name, "_dev": dev}
       mb = getattr(dev, "queue_event_mailbox_ptr", None)
       if isinstance(mb, int) and not (hasattr(dev, "is_am") and dev.is_am()):
@@ -545,6 +553,12 @@ class Capture:
 
   # ---- output
   def submissions(self) -> int: return self._submissions
+
+  def warnings(self) -> list:
+    """What the capture recorded differently from the script's own view (a device tinygrad opened twice), in words."""
+    return [f"tinygrad opened device {t} twice (the script's threads first used it at the same time: tinygrad's Device[] "
+            f"cache is not thread-safe); the second one, with queues and a timeline of its own, is {n} in the capture"
+            for t, n in self.duplicates]
 
   def skipped_dirs(self) -> tuple:
     """The directories (tinygrad's, its mock's, the test runner's) whose frames are never the user's line."""

@@ -9,21 +9,22 @@ from ..ir import Program
 from .env import EmitError, tinygrad
 from .schedule import MAX_VALUES, schedule
 from .planners import program
-from .jit import emit_jit as replay_jit, capture, returned_tensors
+from .jit import emit_jit as replay_jit, returned_tensors
+from .realizes import Realizes
 
 __all__ = ["emit", "emit_jit", "EmitError", "schedule_returned"]
 
-def schedule_returned(tensors, again, max_values: int = MAX_VALUES):
-  """The Schedule of the tensors a function returned. A function that realizes its own tensors (examples/gpt2.py's
-  `forward` ends in `.realize()`) leaves nothing to schedule: then `again()` (the function called once more) runs under
-  TinyJit's capture hook, and the schedule is everything it realizes, from the state the first call left."""
+def schedule_returned(tensors, ran=None, max_values: int = MAX_VALUES):
+  """The Schedule of the tensors a function returned, from its one call. A function that realizes its own tensors
+  (examples/gpt2.py's `forward` ends in `.realize()`) leaves nothing to schedule: then the schedule is what it realized
+  while it ran, recorded by `ran` (a realizes.Realizes active during the call), from the contents before each realize."""
   s = schedule(*tensors, max_values=max_values)
   if s.cmds: return s
-  try: linear, var_vals, ret, origins = capture(again, ())
-  except EmitError:
-    raise EmitError("the function returned tensors that are already realized, and calling it again realizes nothing: "
-                    "nothing to emit (return the computation that makes them)") from None
-  return schedule(*returned_tensors(ret), max_values=max_values, linear_vars=(linear, var_vals), origins=origins)
+  if ran is None or not ran.calls:
+    why = (" (its realizes ran inside a TinyJit of its own: return `(jit_fn, calls)` instead)" if ran is not None and ran.missed
+           else " (return the computation that makes them)")
+    raise EmitError(f"the function returned tensors that are already realized, and realized nothing while it ran: nothing to emit{why}")
+  return schedule(*tensors, max_values=max_values, ran=ran)
 
 def emit(*tensors, planner: str = "hcqdsl", max_values: int = MAX_VALUES, title: str = "") -> Program:
   """The .hcq Program that realizes `tensors` the way tinygrad schedules them (runs them once on tinygrad's CPU)."""
@@ -38,7 +39,8 @@ def emit_jit(fn, *args, planner: str = "hcqdsl", max_values: int = MAX_VALUES, *
     return replay_jit(fn, args[0], planner=planner, max_values=max_values)
   tinygrad()
   fn = getattr(fn, "fxn", fn)
-  s = schedule_returned(returned_tensors(fn(*args, **kwargs)), lambda: fn(*args, **kwargs), max_values)
+  with Realizes() as ran: out = fn(*args, **kwargs)   # called once: what it realizes itself is recorded as it runs
+  s = schedule_returned(returned_tensors(out), ran, max_values)
   return program(s, planner, getattr(fn, "__name__", ""))
 
 class _CallableModule(types.ModuleType):

@@ -15,7 +15,7 @@ from .data import buffer_bytes, to_data
 from .csource import c_source, scalar_type
 from .tolerance import reduction_length, tolerance
 
-__all__ = ["Cmd", "Schedule", "schedule", "Timer", "MAX_VALUES"]
+__all__ = ["Cmd", "Schedule", "schedule", "compile_schedule", "Timer", "MAX_VALUES"]
 
 MAX_VALUES = 256  # largest output emit writes an `expect` for
 
@@ -57,12 +57,14 @@ def _on_sched_dev(d) -> bool:
   return all(str(x).split(":")[0] in ("CPU", "AMD") for x in (d if isinstance(d, tuple) else (d,)))
 
 def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = None, linear_vars=None,
-             snapshot_all: bool = False, origins: Optional[list] = None) -> Schedule:
+             snapshot_all: bool = False, origins: Optional[list] = None, ran=None) -> Schedule:
   """Schedule, compile and run `tensors` with tinygrad; collect buffers, kernels and per-lane commands. `timings`, if
   given, gets the seconds spent inside tinygrad ("tinygrad") and in total ("total"). `linear_vars`: (LINEAR, var_vals)
   captured elsewhere (emit_jit) instead of `tensors`' own schedule; `snapshot_all`: initial contents for every buffer
   allocated before the schedule runs, not only those it reads before writing (state a JIT carries between calls);
-  `origins`: the user's line of each call of `linear_vars`' LINEAR (jit.capture), written with its command."""
+  `origins`: the user's line of each call of `linear_vars`' LINEAR (jit.capture), written with its command. `ran`: a
+  `realizes.Realizes` that recorded the schedules the function ran itself: they are the schedule, with the contents
+  it copied before each ran, and nothing is run again (`tensors` are what the function returned: their expects)."""
   t_start, timer = time.perf_counter(), Timer()
   tinygrad()
   from tinygrad import Tensor
@@ -70,9 +72,23 @@ def schedule(*tensors, max_values: int = MAX_VALUES, timings: Optional[dict] = N
   if not tensors: raise EmitError("nothing to emit: the function returned no tensors")
   if bad := [t for t in tensors if not isinstance(t, Tensor)]:
     raise EmitError(f"the function must return tensors, got {type(bad[0]).__name__} `{str(bad[0])[:40]}`")
-  s = _Scheduler(timer, origins).build(tensors, max_values, linear_vars, snapshot_all)
+  s = _Scheduler(timer, origins).build(tensors, max_values, linear_vars, snapshot_all, ran)
   if timings is not None: timings.update(tinygrad=timer.inside, total=time.perf_counter() - t_start)
   return s
+
+def compile_schedule(linear, origins=None) -> tuple:
+  """tinygrad's compiled calls of a LINEAR: (the calls on the schedule's devices, each kernel call's device-independent
+  AST by id(call) — compile_linear swaps the SINK for the CPU PROGRAM; --amd-code needs the SINK —, the uploads from
+  host memory, which run before the rest and whose results are initial contents, `origins` (one per call of the
+  LINEAR) by id(call))."""
+  from tinygrad.uop.ops import Ops
+  from tinygrad.engine.realize import compile_linear, get_call_arg_uops
+  pre = linear.src
+  linear = compile_linear(linear)
+  ast_of = {id(c): a.src[0] for a, c in zip(pre, linear.src) if a.src[0].op is Ops.SINK}
+  def upload(c): return c.src[0].op is Ops.COPY and not _on_sched_dev(get_call_arg_uops(c)[1].device)
+  origin_of = {id(c): o for c, o in zip(linear.src, origins or ()) if o}
+  return [c for c in linear.src if not upload(c)], ast_of, [c for c in linear.src if upload(c)], origin_of
 
 class _Scheduler:
   """One schedule's state: tinygrad's calls, the per-lane Buffers of their arguments, devices and buffers in order of
@@ -83,18 +99,23 @@ class _Scheduler:
     self.devices: list = []      # canonical tinygrad device names, index = AMD index
     self.dev_idx: dict = {}      # device string as tinygrad spells it -> index
 
-  def build(self, tensors, max_values, linear_vars, snapshot_all) -> Schedule:
+  def build(self, tensors, max_values, linear_vars, snapshot_all, ran=None) -> Schedule:
     from tinygrad import Tensor
     from tinygrad.uop.ops import Ops, UOp
     from tinygrad.engine.realize import run_linear
-    with self.timer: linear, var_vals = linear_vars if linear_vars is not None else Tensor.linear_with_vars(*tensors)
-    calls, ast_of = self.compile(linear)
+    if ran is not None:   # the function ran its schedules itself (realizes.py): recorded, with the contents before each ran
+      calls, ast_of, var_vals = ran.calls, ran.ast_of, ran.merged_vars()
+      self.origin_of = {id(c): o for c, o in zip(calls, ran.origins) if o}
+    else:
+      with self.timer: linear, var_vals = linear_vars if linear_vars is not None else Tensor.linear_with_vars(*tensors)
+      calls, ast_of = self.compile(linear)
     self.enq = {c: self.enqueue_devices(c) for c in calls}
     self.name_buffers(calls, tensors)
-    # snapshot inputs (anything read before written: uploads, realized tensors) before the schedule changes them
-    inits = {bid: buffer_bytes(base) for bid, (base, (_, read_first)) in self.bases.items()
-             if (read_first or snapshot_all) and base.is_allocated()}
-    with self.timer: run_linear(UOp(Ops.LINEAR, src=tuple(calls)), var_vals, jit=True)
+    if ran is not None: inits = {bid: ran.inits[bid][1] for bid, (_, (_, read_first)) in self.bases.items() if read_first and bid in ran.inits}
+    else:   # snapshot inputs (anything read before written: uploads, realized tensors) before the schedule changes them
+      inits = {bid: buffer_bytes(base) for bid, (base, (_, read_first)) in self.bases.items()
+               if (read_first or snapshot_all) and base.is_allocated()}
+      with self.timer: run_linear(UOp(Ops.LINEAR, src=tuple(calls)), var_vals, jit=True)
     buffers, buf_dev = self.buffer_decls(inits)
     kernels, asts, cmds, by_call = self.commands(calls, ast_of)
     names = self.names
@@ -105,19 +126,14 @@ class _Scheduler:
                     {names[bid] for bid, (_, (_, rf)) in self.bases.items() if rf and bid in inits})
 
   def compile(self, linear):
-    """tinygrad's compiled calls (uploads from host memory run here: they become initial contents) and each kernel
-    call's device-independent AST (compile_linear swaps the SINK for the CPU PROGRAM; --amd-code needs the SINK)."""
+    """tinygrad's compiled calls and their ASTs (compile_schedule); the uploads from host memory run here: they become
+    initial contents."""
     from tinygrad.uop.ops import Ops, UOp
-    from tinygrad.engine.realize import compile_linear, run_linear, get_call_arg_uops
-    pre = linear.src
-    with self.timer: linear = compile_linear(linear)
-    ast_of = {id(c): a.src[0] for a, c in zip(pre, linear.src) if a.src[0].op is Ops.SINK}
-    self.origin_of = {id(c): o for c, o in zip(linear.src, self.origins or ()) if o}
-    def upload(c): return c.src[0].op is Ops.COPY and not _on_sched_dev(get_call_arg_uops(c)[1].device)
-    uploads = [c for c in linear.src if upload(c)]
+    from tinygrad.engine.realize import run_linear
+    with self.timer: calls, ast_of, uploads, self.origin_of = compile_schedule(linear, self.origins)
     if uploads:
       with self.timer: run_linear(UOp(Ops.LINEAR, src=tuple(uploads)), jit=True)  # already compiled above
-    return [c for c in linear.src if not upload(c)], ast_of
+    return calls, ast_of
 
   def enqueue_devices(self, c) -> tuple:
     from tinygrad.uop.ops import Ops
