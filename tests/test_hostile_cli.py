@@ -68,6 +68,10 @@ def test_a_missing_file_does_not_stop_the_others(tmp_path):
   assert "error[deadlock]" in out and out.splitlines()[-1] == "failed: 1 error, 0 warnings over 3 launches, 4 queues"
   rc, out, err = cli("check", PROGRAMS / "tutorial_fixed.hcq", tmp_path / "nope.hcq", "--format", "sarif")
   assert rc == 2 and json.loads(out)["runs"][0]["results"] == []
+  (tmp_path / "ugly.hcq").write_text((PROGRAMS / "tutorial_fixed.hcq").read_text().replace("\n  ", "\n    "))
+  assert cli("fmt", tmp_path / "nope.hcq", tmp_path / "ugly.hcq") == (2, "", f"hcqdsl: error: {tmp_path / 'nope.hcq'}: no such file\n"
+                                                                          f"reformatted {tmp_path / 'ugly.hcq'}\n"
+                                                                          "1 file reformatted, 0 left unchanged\n")
 
 def test_format_json_on_every_command_that_reports(tmp_path, capsys):
   rc, out, _ = cli("run", PROGRAMS / "run_race.hcq", "--format", "json", "--schedules", "3", "--no-check")
