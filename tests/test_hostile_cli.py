@@ -374,8 +374,8 @@ def test_an_interrupted_run_ends_its_looping_kernel(tmp_path):
   e = {**os.environ, "PYTHONPATH": str(ROOT)}
   p = subprocess.Popen([sys.executable, "-m", "hcqdsl", "run", "loop.hcq", "--kernel-timeout", "1e10"], cwd=tmp_path, env=e,
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+  worker = None
   try:
-    worker = None
     for _ in range(600):   # the worker process is forked at the first kernel call
       kids = children(p.pid)
       if kids:
@@ -386,8 +386,11 @@ def test_an_interrupted_run_ends_its_looping_kernel(tmp_path):
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)
     rc = p.wait(timeout=30)
-  finally:
+  finally:   # (a failure here must not leave a looping kernel behind)
     if p.poll() is None: p.kill()
+    for pid in [worker] if worker is not None else children(p.pid):
+      try: os.kill(pid, signal.SIGKILL)
+      except ProcessLookupError: pass
   assert rc == 130 and not os.path.exists(f"/proc/{worker}")   # killed and reaped by run's cleanup
 
 # ---- item 5, internal errors
