@@ -56,7 +56,8 @@ def _check(a) -> int:
   for path in a.files:
     sources[path] = text = read_source(path)
     launches.add(n := launches_of(text, path, a.launches))
-    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states)
+    prog, d = check_source(text, path, n, var_values, pre=lambda p: check_vars(var_values, p, path), max_states=a.max_states,
+                           keep=a.kept)
     diags += d
     a.kept.append((prog, d))
     # the summary's "over N launches, Q queues" only when the analyses ran (no syntax or name errors stopped them)
