@@ -109,7 +109,7 @@ def test_roundtrip_as_hcq(name, text):
     img = compile_program(p, target)
     lifted_text = as_hcq(img)
     assert "cannot lift" not in lifted_text
-    # `disasm --as-hcq` is a whole program (issue 37: its queue blocks alone were 29 `name` errors): it parses alone and
+    # `disasm --as-hcq` is a whole program (issue 37: its queue blocks alone named undeclared names): it parses alone and
     # checks as the source does at that arch
     back = parse(lifted_text, "lifted.hcq")
     launches = read_header(text).get("launches", 2)
@@ -209,7 +209,7 @@ def test_no_retyped_packet_literals():
 
 def test_cli_disasm_as_hcq_output_checks(tmp_path):
   """`hcqdsl disasm --as-hcq IMG > P.hcq; hcqdsl check P.hcq`: clean where the source is (issue 37: the queue blocks
-  alone named devices, buffers, signals and kernels nothing declared, 29 `name` errors for the README's pipeline)."""
+  alone named devices, buffers, signals and kernels nothing declared: 28 `name` errors for run_pipeline.hcq)."""
   from conftest import cli
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   for src in ("programs/run_pipeline.hcq", "programs/copy_pipeline.hcq"):
