@@ -11,17 +11,21 @@ one happens-before pass.
 When `spin` (and gcc) are on PATH, the small sizes are also translated to Promela (hcqdsl.check.promela) and
 checked by SPIN for deadlock, and a table prints SPIN's time beside ours (cap: SPIN_CAP seconds, default 60).
 
-`--cli` times `hcqdsl check FILE` end to end (a subprocess: start-up, read, parse, static checks, analysis, text
-report), on the same generator's programs written as .hcq text, with every cross-queue read going to another device
-and written without its `barrier` (~17% of statements draw a `visibility` warning, ~1.5% `redundant-wait`), default
-text output (capped per code, summary line). Targets: <= 2.5 s at 100k statements, t(1M) <= 12 x t(100k), and (issue
-13) <= 10 s at 1M. It also splits one in-process run into its phases (parse, static checks, analysis, report).
+`--cli` (issue 37 item 6) runs `hcqdsl check --launches 1 FILE` as a user does (a subprocess: start-up, read, parse,
+static checks, analysis, text report) on the generator's clean programs (race- and deadlock-free, 16 queues on 8
+devices) written as .hcq text, at 100k, 250k, 500k and 1M statements, and records each process's user and system CPU
+time and peak RSS (os.wait4's rusage), best of REPS interleaved rounds, in a table. Targets: <= 3 s CPU and <= 1 GB
+at 1M, linear from 100k. It then splits one in-process run into its phases (start-up imports, parse, static checks,
+analysis, report). `--warnings` times instead the issue-13 program: every cross-queue read going to another device
+and written without its `barrier` (~17% of statements draw a `visibility` warning, ~1.5% `redundant-wait`), checked
+over 2 launches.
 
 Usage: python benchmarks/check_scaling.py [sizes...]     (default 10000 100000 1000000)
        python benchmarks/check_scaling.py --spin            (the SPIN table only)
        python benchmarks/check_scaling.py --no-spin [sizes] (no SPIN table)
-       python benchmarks/check_scaling.py --cli [sizes]     (the CLI end to end; default 100000 1000000)
+       python benchmarks/check_scaling.py --cli [sizes]     (the CLI end to end; default 100000 250000 500000 1000000)
        python benchmarks/check_scaling.py --cli --vs REV    (... and git revision REV's CLI, interleaved, with ratios)
+       python benchmarks/check_scaling.py --cli --warnings  (the issue-13 program with warnings, 2 launches)
        python benchmarks/check_scaling.py --passes [sizes]  (one in-process run of the --cli program, per pass)
 """
 from __future__ import annotations
@@ -145,7 +149,7 @@ def cli_text(n: int) -> str:
   from hcqdsl.lang.format import format_program
   return format_program(make(n, no_barrier=1.0, read=1.0, cross=True))
 
-def phases(path: str) -> dict:
+def phases(path: str, launches: int = 2) -> dict:
   """One in-process run of what `hcqdsl check PATH` does, timed per phase (GC off, as the CLI runs it)."""
   import gc
   from hcqdsl.lang.parse import parse_syntax
@@ -164,9 +168,9 @@ def phases(path: str) -> dict:
     t.append(clock())
     st = check_static(prog)
     t.append(clock())
-    d = _sorted(st + dyn(prog, launches=2))
+    d = _sorted(st + dyn(prog, launches=launches))
     t.append(clock())
-    out = render_text(d, {path: text}, 20) + summary(d, 2, len(prog.queues))
+    out = render_text(d, {path: text}, 20) + summary(d, launches, len(prog.queues))
     t.append(clock())
   finally: gc.enable()
   del prog, d, out
@@ -182,6 +186,7 @@ def passes(path: str) -> dict:
   from hcqdsl.check.unroll import unroll
   from hcqdsl.check.hb import happens_before
   from hcqdsl.check import passes as A
+  from hcqdsl.check.findings import Stuck, WaitStats
   from hcqdsl.diagnostics import render_text, summary
   text = open(path).read()
   gc.collect()
@@ -197,7 +202,8 @@ def passes(path: str) -> dict:
     d = timed("static", check_static, prog)
     u = timed("unroll", unroll, prog, 2)
     t = timed("hb", happens_before, u)
-    found = A.Findings(deadlocks=[(t.done, t.values)] if t.blocked else [], races=t.races, wstats=t.wstats, vis=t.vis_found)
+    found = A.Findings(deadlocks=[Stuck(t.done, t.values)] if t.blocked else [], races=t.races,
+                       wstats={k: WaitStats(*v) for k, v in t.wstats.items()}, vis=t.vis_found)
     for p in A.PASSES: d += timed(p.code, p.run, u, found)   # (the program is inside the exact fragment)
     d = timed("sort", _sorted, d)
     timed("text", render_text, d, {path: text}, 20)
@@ -220,51 +226,65 @@ def passes_main(sizes):
     os.unlink(path)
   os.rmdir(tmp)
 
-def cli_main(sizes, vs=None):
+def clean_text(n: int) -> str:
+  """The `--cli` program as .hcq text: the generator's clean program (as `main` checks it)."""
+  from hcqdsl.lang.format import format_program
+  return format_program(make(n))
+
+def run_cli(tree: str, argv: list) -> dict:
+  """`python -m hcqdsl ARGV` with `tree` first on the path: its wall time, user and system CPU time and peak RSS (this
+  process's rusage from os.wait4, not the children's running maximum), and the last line it printed."""
+  t0 = time.perf_counter()
+  p = subprocess.Popen([sys.executable, "-m", "hcqdsl", *argv], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=tree,
+                       env={**os.environ, "PYTHONPATH": tree})
+  out = p.stdout.read().decode() if p.stdout is not None else ""
+  _, status, ru = os.wait4(p.pid, 0)
+  p.returncode = os.waitstatus_to_exitcode(status)
+  return {"wall": time.perf_counter() - t0, "user": ru.ru_utime, "sys": ru.ru_stime, "rss": ru.ru_maxrss / 1024,
+          "last": (out.strip().splitlines() or [""])[-1]}
+
+def cli_main(sizes, vs=None, warnings=False):
   """With `vs` (a git revision), the same runs of that revision's `hcqdsl check` (a `git archive` of it), interleaved
   with this tree's, and the ratios: before/after figures from one run."""
-  print(f"load average {os.getloadavg()[0]:.2f}; hcqdsl check FILE (text, default flags), best of {REPS}")
+  argv = [] if warnings else ["--launches", "1"]
+  print(f"load average {os.getloadavg()[0]:.2f}; hcqdsl check {' '.join(argv)} FILE ({'the warnings program' if warnings else 'clean programs'}"
+        f", 16 queues on 8 devices), best of {REPS} interleaved rounds")
   tmp = tempfile.mkdtemp(prefix="check_cli_")
   files = {}
   for n in sizes:
     files[n] = os.path.join(tmp, f"p{n}.hcq")
-    with open(files[n], "w") as f: f.write(cli_text(n))
-  import resource
+    with open(files[n], "w") as f: f.write(cli_text(n) if warnings else clean_text(n))
   here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
   trees = {"this tree": here}
   if vs is not None:
     trees[vs] = other = os.path.join(tmp, "vs")
     os.mkdir(other)
     subprocess.run(f"git -C {here} archive {vs} | tar -x -C {other}", shell=True, check=True)
-  best, cpu, last = {}, {}, {}
+  best: dict = {}
   for _ in range(REPS):  # interleaved rounds, as above
     for n in sizes:
       for name, tree in trees.items():
-        r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        t0 = time.perf_counter()
-        r = subprocess.run([sys.executable, "-m", "hcqdsl", "check", files[n]], capture_output=True, text=True, cwd=tree,
-                           env={**os.environ, "PYTHONPATH": tree})
-        dt = time.perf_counter() - t0
-        r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        dc = r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime   # the child's CPU time: what a loaded box inflates least
-        k = (name, n)
-        best[k], cpu[k] = min(best.get(k, dt), dt), min(cpu.get(k, dc), dc)
-        last[k] = r.stdout.strip().splitlines()[-1]
-  print(f"{'statements':>11} {'MB':>6} {'tree':>10} {'wall s':>7} {'cpu s':>7}  summary line")
+        r, k = run_cli(tree, ["check", *argv, files[n]]), (name, n)
+        if k not in best: best[k] = r
+        else: best[k] = {**{x: min(best[k][x], r[x]) for x in ("wall", "user", "sys")}, "rss": max(best[k]["rss"], r["rss"]), "last": r["last"]}
+  print(f"{'statements':>11} {'MB':>5} {'tree':>10} {'user s':>7} {'sys s':>6} {'CPU s':>6} {'peak RSS MB':>11} {'wall s':>7}  summary line")
   for n in sizes:
     stmts = sum(1 for line in open(files[n]) if line.startswith("  "))
     for name in trees:
-      print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>6.1f} {name:>10} {best[name, n]:>7.2f} {cpu[name, n]:>7.2f}  {last[name, n]}")
+      b = best[name, n]
+      print(f"{stmts:>11,} {os.path.getsize(files[n]) / 1e6:>5.1f} {name:>10} {b['user']:>7.2f} {b['sys']:>6.2f} {b['user'] + b['sys']:>6.2f} "
+            f"{b['rss']:>11.0f} {b['wall']:>7.2f}  {b['last']}")
     if vs is not None:
-      print(f"{'':>11} {'':>6} {'ratio':>10} {best[vs, n] / best['this tree', n]:>6.2f}x {cpu[vs, n] / cpu['this tree', n]:>6.2f}x  ({vs} / this "
-            f"tree)")
-  b = {n: best["this tree", n] for n in sizes}
-  c = {n: cpu["this tree", n] for n in sizes}
-  if 100_000 in b and 1_000_000 in b:
-    print(f"t(1M)/t(100k) = {b[1_000_000] / b[100_000]:.2f} wall, {c[1_000_000] / c[100_000]:.2f} cpu (target <= 12)")
+      o, t = best[vs, n], best["this tree", n]
+      print(f"{'':>11} {'':>5} {'ratio':>10} {o['user'] / t['user']:>6.2f}x {'':>6} {(o['user'] + o['sys']) / (t['user'] + t['sys']):>5.2f}x "
+            f"{o['rss'] / t['rss']:>10.2f}x {o['wall'] / t['wall']:>6.2f}x  ({vs} / this tree)")
+  lo, hi = min(sizes), max(sizes)
+  if hi > lo:
+    u = {n: best["this tree", n]["user"] for n in sizes}
+    print(f"t({hi:,})/t({lo:,}) = {u[hi] / u[lo]:.2f} in user CPU for {hi / lo:.0f}x the statements")
   print("phases of one in-process run (cpu s):")
   for n in sizes:
-    ph = phases(files[n])
+    ph = phases(files[n], 2 if warnings else 1)
     print(f"{n:>11,} " + " ".join(f"{k} {v:.2f}" for k, v in ph.items()) + f"  (all but parse: {sum(ph.values()) - ph['parse']:.2f})")
   shutil.rmtree(tmp)
 
@@ -274,7 +294,7 @@ if __name__ == "__main__":
     args = sys.argv[1:]
     vs = args[args.index("--vs") + 1] if "--vs" in args else None
     if vs is not None: del args[args.index("--vs"):args.index("--vs") + 2]
-    cli_main([int(x) for x in args if x != "--cli"] or [100_000, 1_000_000], vs)
+    cli_main([int(x) for x in args if x not in ("--cli", "--warnings")] or [100_000, 250_000, 500_000, 1_000_000], vs, "--warnings" in args)
   elif "--passes" in sys.argv: passes_main([int(x) for x in sys.argv[1:] if x != "--passes"] or [100_000, 1_000_000])
   else:
     args = [x for x in sys.argv[1:] if x != "--no-spin"]

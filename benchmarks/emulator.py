@@ -5,7 +5,7 @@ Times only the engines (emulator.run), not compile or submit setup.
 import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from hcqdsl import parse  # noqa: E402
-from hcqdsl.amd.compile import compile_program  # noqa: E402
+from hcqdsl.vendors import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402
 from hcqdsl.runtime.submit import Submitter  # noqa: E402
 

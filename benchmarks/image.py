@@ -6,7 +6,7 @@ import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 sys.path.insert(0, os.path.dirname(__file__))
 from hcqdsl import parse  # noqa: E402
-from hcqdsl.amd.compile import compile_program  # noqa: E402
+from hcqdsl.vendors import compile_program  # noqa: E402
 from hcqdsl.target.image import Image  # noqa: E402
 from submit import program  # noqa: E402
 

@@ -7,10 +7,10 @@ import argparse, os, sys, time
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from hcqdsl import parse  # noqa: E402
-from hcqdsl.amd.compile import compile_program  # noqa: E402
+from hcqdsl.vendors import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402
 from hcqdsl.runtime.submit import Submitter  # noqa: E402
-from test_amd_encode import _symbolic_replay  # noqa: E402
+from amd_replay import symbolic_replay  # noqa: E402
 
 def program(n: int, arch: str, launches: int) -> str:
   """A decode step of n execs: each takes the position (a listed var), a rebound token and a dim over the position."""
@@ -31,7 +31,7 @@ def main():
   qi = img.queue("c")
   sub = Submitter(img, Emulator())
   qs = sub.queues["c"]
-  tq, symname, kernargs = _symbolic_replay(img, prog, "c")  # kernargs: tinygrad's kernel-argument memory, kept alive
+  tq, symname, kernargs = symbolic_replay(img, prog, "c")  # kernargs: tinygrad's kernel-argument memory, kept alive
   envs = [img.env(k) for k in range(1, a.launches + 1)]
   vecs = [sub.env_vector(k) for k in range(1, a.launches + 1)]
   tvals = [{symname[v]: x for v, x in e.items()} for e in envs]

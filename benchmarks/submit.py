@@ -20,10 +20,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 import numpy as np  # noqa: E402
 from hcqdsl import parse  # noqa: E402
-from hcqdsl.amd.compile import compile_program  # noqa: E402
+from hcqdsl.vendors import compile_program  # noqa: E402
 from hcqdsl.runtime.emulator import Emulator  # noqa: E402
 from hcqdsl.runtime.submit import Submitter, COPIES  # noqa: E402
-from test_amd_encode import _replay  # noqa: E402  (tinygrad queue for one of our compiled queues)
+from amd_replay import replay  # noqa: E402  (tinygrad queue for one of our compiled queues)
 from amd_standin import Arena, StandinHCQDevice  # noqa: E402
 
 def program(n: int, arch: str, seed: int = 0) -> str:
@@ -76,7 +76,7 @@ class Setup:
     self.bound, self.unbound = [], []
     for qi in self.img.queues:
       for out, bind in ((self.bound, True), (self.unbound, False)):
-        tq, symname = _replay(self.img, self.p, qi.name)
+        tq, symname = replay(self.img, self.p, qi.name)
         dev = StandinHCQDevice(qi.arch, len(out), self.arena, ring_dwords=ring_bytes // 4)
         if bind:
           tq.bind(dev)

@@ -8,10 +8,11 @@ from typing import Any, Optional, Sequence
 import attrs
 from .ir import Span, split_lines
 
-__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "HcqError", "render_text", "render_json", "render_sarif", "CODES", "has_errors",
+__all__ = ["Diagnostic", "LazyDiagnostic", "Related", "Edit", "TextEdit", "HcqError", "render_text", "render_json", "render_sarif", "CODES",
+           "has_errors",
            "head_lines",
            "split_lines", "printable", "summary", "did_you_mean",
-           "Rule", "RULES", "explain", "DOCS_URI"]
+           "Rule", "RULES", "explain"]
 
 # code -> one-line meaning (the spec's stable codes, plus warnings of the checker)
 CODES = {
@@ -148,7 +149,6 @@ RULES = {
                         _G + "signal s on g\nqueue a compute on g {\n  signal s = 1\n}\nhost {\n  wait s >= 1\n}\n",
                         "Delete the comment (or the codes in it that no longer apply).", "check.md#suppressing-a-diagnostic"),
 }
-DOCS_URI = "https://github.com/hcqdsl/hcqdsl/blob/main/docs/"
 
 def explain(code: str) -> str:
   """`hcqdsl check --explain CODE`: what it means, an example, the example fixed, how to fix it, where to read more."""
@@ -175,6 +175,24 @@ class Edit:
   stmts: tuple
   text: str
   replace: bool = False
+
+@attrs.frozen
+class TextEdit:
+  """An edit of a file's text: the text from (line, column) up to (end_line, end_column) — 1-based, the end
+  excluded; equal ends: an insertion — replaced by `text`. A fix (`Edit`) as text: hcqdsl/check/fixes.py makes them,
+  JSON and SARIF carry them, `check --fix` applies them."""
+  line: int
+  column: int
+  end_line: int
+  end_column: int
+  text: str
+  def to_json(self) -> dict[str, Any]:
+    return {"content": self.text, "location": {"line": self.line, "column": self.column},
+            "end_location": {"line": self.end_line, "column": self.end_column}}
+  def to_sarif(self) -> dict[str, Any]:
+    """A SARIF 2.1.0 `replacement` (an insertion's deletedRegion is empty: its end is its start)."""
+    return {"deletedRegion": {"startLine": self.line, "startColumn": self.column, "endLine": self.end_line, "endColumn": self.end_column},
+            "insertedContent": {"text": self.text}}
 
 @attrs.frozen
 class Diagnostic:
@@ -384,12 +402,21 @@ def _lines(items, indent: str) -> str:
   """A JSON list of `items`, one a line."""
   return f"[\n{indent}  " + f",\n{indent}  ".join(map(_encode, items)) + f"\n{indent}]" if items else "[]"
 
-def render_json(diags: Sequence[Diagnostic]) -> str:
-  """`{"diagnostics": [...]}`, one diagnostic a line."""
-  return '{"diagnostics": ' + _lines(list(map(Diagnostic.to_json, diags)), "") + "}"
+def render_json(diags: Sequence[Diagnostic], fixes=None) -> str:
+  """`{"diagnostics": [...]}`, one diagnostic a line. `fixes(d) -> [TextEdit]` (hcqdsl/check/fixes.py, which reads
+  the source): a diagnostic with a fix then carries `"fixes": [{"message", "edits": [{"content", "location",
+  "end_location"}]}]`."""
+  def one(d: Diagnostic) -> dict:
+    out = d.to_json()
+    if fixes is not None and d.fix is not None and (edits := fixes(d)):
+      out["fixes"] = [{"message": d.fix.text, "edits": [e.to_json() for e in edits]}]
+    return out
+  return '{"diagnostics": ' + _lines(list(map(one, diags)), "") + "}"
 
-def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None) -> str:
-  """SARIF 2.1.0, as GitHub code scanning loads it; `tool_version` defaults to hcqdsl's."""
+def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None, fixes=None) -> str:
+  """SARIF 2.1.0, as GitHub code scanning loads it; `tool_version` defaults to hcqdsl's. `fixes(d) -> [TextEdit]`: a
+  result with a fix carries SARIF's `fixes` (a description, and the file's replacements). No `informationUri` or
+  `helpUri`: the project has no public web page; each rule's help names the doc section instead."""
   if tool_version is None: from . import __version__ as tool_version
   def loc(span: Span, message: Optional[str] = None):
     l = {"physicalLocation": {"artifactLocation": {"uri": span.file},
@@ -405,12 +432,15 @@ def render_sarif(diags: Sequence[Diagnostic], tool_version: Optional[str] = None
     rel = [loc(x.span, x.message) for x in d.related if x.span]
     if rel: r["relatedLocations"] = [dict(x, id=i) for i, x in enumerate(rel)]
     if d.cause is not None: r["properties"] = {"cause": dict(zip(("code", "file", "line", "column"), d.cause))}
+    if fixes is not None and d.fix is not None and d.span is not None and (edits := fixes(d)):
+      r["fixes"] = [{"description": {"text": d.fix.text},
+                     "artifactChanges": [{"artifactLocation": {"uri": d.span.file}, "replacements": [e.to_sarif() for e in edits]}]}]
     results.append(r)
   rules = [{"id": c, "shortDescription": {"text": t}, "fullDescription": {"text": RULES[c].description},
-            "help": {"text": RULES[c].fix}, "helpUri": DOCS_URI + RULES[c].doc} for c, t in CODES.items()]
+            "help": {"text": f"{RULES[c].fix} More: docs/{RULES[c].doc}"}, "properties": {"doc": f"docs/{RULES[c].doc}"}}
+           for c, t in CODES.items()]
   head = json.dumps({"$schema": "https://json.schemastore.org/sarif-2.1.0.json", "version": "2.1.0",
-                     "runs": [{"tool": {"driver": {"name": "hcqdsl", "version": tool_version,
-                                                   "informationUri": "https://github.com/hcqdsl/hcqdsl", "rules": rules}},
+                     "runs": [{"tool": {"driver": {"name": "hcqdsl", "version": tool_version, "rules": rules}},
                                "results": []}]}, indent=2)
   # the results one a line (see render_json); the head is small
   at = head.rindex('"results": []') + len('"results": ')

@@ -4,7 +4,7 @@ use. Options, on any comment line that starts `# hcq:`: `launches=N`, `seeds=K`,
 from __future__ import annotations
 import re
 from typing import Any
-from .ir import AMD_ARCHS, MAX_LAUNCHES
+from .ir import AMD_ARCHS, MAX_LAUNCHES, MAX_SCHEDULES
 
 __all__ = ["HeaderError", "read_header", "header_lines", "header_launches"]
 
@@ -23,6 +23,7 @@ def _value(key: str, val: str, item: str, line: int):
     except ValueError: raise HeaderError(line, f"`{item}`: {key} takes an integer") from None
     if n < 1: raise HeaderError(line, f"`{item}`: {key} must be at least 1")
     if key == "launches" and n > MAX_LAUNCHES: raise HeaderError(line, f"`{item}`: launches must be at most {MAX_LAUNCHES}")
+    if key == "seeds" and n > MAX_SCHEDULES: raise HeaderError(line, f"`{item}`: seeds must be at most {MAX_SCHEDULES:,}")
     return n
   if key == "target":
     if val not in AMD_ARCHS: raise HeaderError(line, f"`{item}`: target is one of {', '.join(AMD_ARCHS)}")

@@ -69,9 +69,9 @@ def build_so(source: str, flags: list, fallback: list | None = None, prefix: str
   so = os.path.join(cache_dir(cache), f"{prefix}{digest(cc, ' '.join(flags), source)}.so")
   if not os.path.exists(so):
     src, tmp = so[:-3] + ".c", f"{so[:-3]}.{os.getpid()}.tmp"
-    with open(src, "w") as f: f.write(source)
+    with open(src, "w", encoding="utf-8") as f: f.write(source)   # (UTF-8 whatever the locale: a non-ASCII comment in LC_ALL=C)
     for fl in (flags, fallback) if fallback is not None else (flags,):
-      r = subprocess.run([cc, *fl, "-o", tmp, src, *libs], capture_output=True, text=True)
+      r = subprocess.run([cc, *fl, "-o", tmp, src, *libs], capture_output=True, encoding="utf-8", errors="replace")
       if r.returncode == 0: break
     if r.returncode != 0: raise CompileError(r.stderr.strip())
     os.replace(tmp, so)  # atomic: concurrent runs share the cache

@@ -14,7 +14,8 @@ __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "B
            "Program", "Node", "Stmt", "Decl", "DTYPES", "AMD_ARCHS", "NV_ARCHS", "TARGETS", "VENDORS", "DEFAULT_ARCHS", "vendor_of", "device_arch",
            "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
-           "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "DEVICE_INDEX_MAX",
+           "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "kernarg_layout", "NV_KERNARG_MAX", "nv_kernarg_error", "MAX_SCHEDULES",
+           "DEVICE_INDEX_MAX",
            "resolve", "resolve_var_args"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -33,6 +34,8 @@ BUFFER_ALIGN = 0x1000
 # the most consecutive launches a command analyses or runs (`--launches`, `# hcq: launches=N`, a witness): check unrolls
 # every launch and run emulates each, so 2**63 would never end
 MAX_LAUNCHES = 1 << 16
+# the most random schedules one `run --schedules K` (or a scenario's `# hcq: seeds=K`) emulates: each is a whole run
+MAX_SCHEDULES = 10_000
 # NV queues address 40 bits (the semaphore methods' SEM_ADDR_HI holds 8 bits, QMD pointers are addresses >> 8 in 32):
 # NV device i's memory is the window NV_WINDOW_BASE + i * NV_DEVICE_WINDOW (32 GiB), its buffers fit NV_MEMORY_WINDOW,
 # and with an NV device in the program the host's buffers (from 2**36) end below NV_WINDOW_BASE (docs/nv.md)
@@ -53,6 +56,31 @@ def device_arch(d, target: Optional[str] = None) -> str:
   vendor's default (an unknown vendor, a static error, AMD's). The one rule: compile, run and the checker's per-arch
   facts all ask it."""
   return d.arch or (target if target is not None and vendor_of(target) == d.vendor else DEFAULT_ARCHS.get(d.vendor, DEFAULT_ARCHS["AMD"]))
+def kernarg_layout(params) -> tuple:
+  """(byte offset of each argument in the kernel arguments, their size) for Params (a buffer: an 8-byte pointer, a
+  scalar: a 4-byte value) or byte sizes, each aligned to its size: tinygrad's layout (its kernels take buffers first,
+  then their variables), which compile writes and lift reads back."""
+  offs, top = [], 0
+  for p in params:
+    n = p if type(p) is int else 4 if p.scalar else 8
+    top += -top % n
+    offs.append(top)
+    top += n
+  return offs, top
+
+# An NV exec's arguments follow the driver's part of constant bank 0 (0x160 bytes, Blackwell's 0x380: nv/cubin.py) and
+# the QMD holds the bank's size in a 13-bit field (nv/qmd.py): the most bytes of arguments an NV exec passes, per arch
+# (sm_89: 7839, i.e. 979 buffers); tests/test_hostile_cli.py compiles the largest on each arch through nv/cubin.py and nv/qmd.py
+NV_KERNARG_MAX = {a: (1 << 13) - 1 - (0x380 if a == "sm_120" else 0x160) for a in NV_ARCHS}
+
+def nv_kernarg_error(kernel, arch: str) -> Optional[str]:
+  """Why an NV exec of `kernel` on `arch` cannot be encoded (its arguments past NV_KERNARG_MAX), else None: the one
+  message check's static pass and compile give."""
+  size = kernarg_layout(kernel.params)[1]
+  if size <= NV_KERNARG_MAX[arch]: return None
+  return (f"kernel `{kernel.name}` takes {size:,} bytes of arguments ({len(kernel.params):,} parameters): an NV exec passes at most "
+          f"{NV_KERNARG_MAX[arch]:,} on {arch} (constant bank 0's size is a 13-bit field of the QMD)")
+
 # dtype -> (numpy type code, size in bytes)
 DTYPES = {"u8": ("u1", 1), "i8": ("i1", 1), "u16": ("u2", 2), "i16": ("i2", 2), "u32": ("u4", 4), "i32": ("i4", 4),
           "u64": ("u8", 8), "i64": ("i8", 8), "f16": ("f2", 2), "f32": ("f4", 4), "f64": ("f8", 8)}

@@ -210,6 +210,8 @@ class SanitizePlugin:
   def __init__(self, config):
     self.config = config
     self.json_path = config.getoption("hcq_sanitize_json", None)
+    self.json_note = f"hcq-sanitize: JSON written to {self.json_path}"
+    if self.json_path: self.json_path = _json_output(self.json_path, config)
     self.results: list = []
     self.running: dict = {}   # nodeid -> the record of the test whose call is running or just ran
 
@@ -283,13 +285,38 @@ class SanitizePlugin:
     tr.write_line(f"hcq-sanitize: {_plural(t['tests'], 'test')} sanitized, {_plural(t['submissions'], 'submission')} "
                   f"checked, {_plural(t['findings'], 'finding')}")
     if t["errors"]: tr.write_line(f"hcq-sanitize: hcqdsl failed on {_plural(t['errors'], 'more test')}, not counted above (their reports say where)")
-    if self.json_path: tr.write_line(f"hcq-sanitize: JSON written to {self.json_path}")
+    if self.json_path: tr.write_line(self.json_note)
 
   def pytest_sessionfinish(self, session):
     if not self.json_path or hasattr(session.config, "workerinput"): return   # an xdist worker: the controller writes it
-    with open(self.json_path, "w") as f:
-      json.dump({"summary": self.summary(), "tests": self.results}, f, indent=1)
-      f.write("\n")
+    from .files import write_atomic
+    text = json.dumps({"summary": self.summary(), "tests": self.results}, indent=1) + "\n"
+    try: write_atomic(self.json_path, text)
+    except OSError as e:   # (checked writable before the tests ran; it changed since): the results go elsewhere, not lost
+      import tempfile
+      fd, kept = tempfile.mkstemp(prefix="hcq-sanitize-", suffix=".json")
+      with os.fdopen(fd, "w", encoding="utf-8") as f: f.write(text)
+      self.json_note = f"hcq-sanitize: could not write --hcq-sanitize-json {e.filename}: {e.strerror}; the JSON is in {kept}"
+
+def _json_output(path: str, config) -> str:
+  """The --hcq-sanitize-json path, checked before any test runs (its results would be lost at the end): writable,
+  and not a file it would destroy — a file given to pytest, or any existing file that is not an earlier report."""
+  from .files import check_writable, same_file
+  full = os.path.join(str(config.invocation_params.dir), path)
+  flag = f"--hcq-sanitize-json {path}"
+  for arg in config.args:
+    if same_file(full, os.path.join(str(config.invocation_params.dir), arg.split("::")[0])):
+      raise pytest.UsageError(f"{flag} is the test path {arg}: writing the report would overwrite it; give another file")
+  try: check_writable(full)
+  except OSError as e: raise pytest.UsageError(f"{flag}: {e.strerror}{f' ({e.filename})' if e.filename != full else ''}") from None
+  if os.path.isfile(full) and os.path.getsize(full):
+    try:
+      with open(full, "rb") as f: held = json.loads(f.read(1 << 26))
+      earlier = isinstance(held, dict) and set(held) == {"summary", "tests"}
+    except (OSError, ValueError): earlier = False
+    if not earlier:
+      raise pytest.UsageError(f"{flag} exists and is not an earlier hcq-sanitize report: writing would overwrite it; give another file")
+  return full
 
 def _runner_dirs() -> tuple:
   import _pytest, pluggy

@@ -14,7 +14,7 @@ from typing import Callable, NoReturn, Optional
 import attrs
 
 __all__ = ["Pass", "Invalid", "MISSING", "BAD", "convert", "Int", "Str", "Bool", "Num", "Opt", "List", "Row", "Map", "Obj",
-           "Rec", "Variant", "Keep", "describe", "too_deep", "got_json"]
+           "Rec", "Variant", "Keep", "Key", "describe", "table", "too_deep", "got_json"]
 
 MISSING = object()   # the value of an absent key, for a format that words it as a bad value (Pass.missing)
 BAD = object()       # what `fast` returns for a value that does not fit
@@ -194,8 +194,10 @@ class Map:
 
 class Obj:
   """A JSON object with these keys, converted in this order (keys in `optional` may be absent; `open`: other keys
-  are ignored, else refused); in memory a dict, or an instance of `make` (an attrs class whose fields are the keys).
-  `check(out, pass, path)`, once every key is converted: what the keys must satisfy together."""
+  are ignored when reading and not written when writing, where the value may also be any attrs record: its declared
+  attributes are written; else other keys are refused); in memory a dict, or an instance of `make` (an attrs class
+  whose fields are the keys). `check(out, pass, path)`, once every key is converted: what the keys must satisfy
+  together."""
   fast = None
   def __init__(self, fields: dict, optional=(), make=None, open: bool = False, check: Optional[Callable] = None):  # noqa: A002
     self.fields, self.optional, self.make, self.open, self.check = fields, set(optional), make, open, check
@@ -203,6 +205,7 @@ class Obj:
     if self.make is not None and not c.reading:
       if type(v) is not self.make: c.fail(at or f"the {c.NOUN}", f"a {self.make.__name__}", v)
       v = {k: getattr(v, k) for k in self.fields}
+    elif not c.reading and self.open and attrs.has(type(v)): v = {k: getattr(v, k) for k in self.fields if hasattr(v, k)}
     elif type(v) is not dict: c.fail(at or c.TOP, "an object", v)
     if not self.open:
       for k in v:
@@ -243,6 +246,38 @@ class Keep:
     if self.check is not None: self.check(out, c, at)
     return out
   def doc(self) -> str: return self.t.doc()
+
+class Key:
+  """A documented key of an object: converts as `t`; `text` says what it means, `since` which version of the format
+  introduced it, and `required` whether the docs call it required when the object's declaration cannot say so
+  (required for one shape of the object only: a manifest host step's keys, each for its `op`). `table` prints them."""
+  fast = None
+  def __init__(self, t, text: str, since: int = 1, required: bool = False):
+    self.t, self.text, self.since, self.required = t, text, since, required
+  def conv(self, v, c: Pass, at: str): return self.t.conv(v, c, at)
+  def doc(self) -> str: return self.t.doc()
+
+def _kind(t) -> str:
+  """What a documented key holds, for `table`: `object`, `list of objects`, else its type's doc()."""
+  t = t.t if isinstance(t, (Key, Keep)) else t
+  if isinstance(t, Obj): return "object"
+  if isinstance(t, List) and isinstance(t.t, Obj): return "list of objects"
+  return t.doc()
+
+def table(t) -> str:
+  """A declaration whose keys are `Key`s as a Markdown table: one row per key (`a[].b` for the keys of a list's
+  objects), what it holds, required (absent from its object's `optional`, or `Key.required`) and since which version."""
+  rows = ["| field | kind | meaning |", "| --- | --- | --- |"]
+  def walk(obj: Obj, at: str):
+    for k, key in obj.fields.items():
+      inner = key.t.t if isinstance(key.t, Keep) else key.t
+      path = f"{at}{k}" + ("[]" if isinstance(inner, List) else "")
+      flags = ", ".join(x for x in ("required" * (k not in obj.optional or key.required), f"since version {key.since}" * (key.since > 1)) if x)
+      rows.append(f"| `{path}` | {_kind(key)}{f' ({flags})' if flags else ''} | {key.text} |")
+      sub = inner.t if isinstance(inner, List) else inner
+      if isinstance(sub, Obj): walk(sub, path + ".")
+  walk(t, "")
+  return "\n".join(rows) + "\n"
 
 def _describe(t, ind: str) -> tuple:
   """(the one-line head of type t, the lines of its keys below it, indented by `ind` + 2)."""

@@ -10,25 +10,34 @@ from .ir import Program, vendor_of
 from .target.image import Image, QueueImage
 from .target.lower import Lowering
 from .amd.compile import AMDLowering
-from .amd import disasm as amd_disasm
+from .amd import disasm as amd_disasm, meaning as amd_meaning
 from .nv.compile import NVLowering
-from .nv import disasm as nv_disasm
+from .nv import disasm as nv_disasm, meaning as nv_meaning
 
-__all__ = ["Backend", "BACKENDS", "compile_program", "disasm_image", "disasm_dwords"]
+__all__ = ["Backend", "BACKENDS", "compile_program", "disasm_image", "disasm_statement", "disasm_dwords", "wptr_bytes"]
 
 @attrs.frozen
 class Backend:
   """What one vendor fills in: its queue lowering (target/lower.py's QueueLowering), its listing of an image's queue
-  and of raw dwords (engine, arch), and what the host patches in its memory when it submits a queue (for the listing)."""
+  and of raw dwords (engine, arch), what the host patches in its memory when it submits a queue (for the listing), and
+  the bytes one step of a ring's write pointer covers per engine (its meaning.WPTR_BYTES)."""
   lowering: type
   disasm_queue: Callable[[Image, QueueImage], list]
   disasm_dwords: Callable[[list, str, str], str]
   patched_memory: str
+  disasm_statement: Callable[[Image, QueueImage, int], list]   # one statement's packets (by the source map)
+  wptr_bytes: dict
 
 BACKENDS = {
-  "AMD": Backend(AMDLowering, amd_disasm.disasm_queue, amd_disasm.disasm_dwords, "kernel arguments"),
-  "NV": Backend(NVLowering, nv_disasm.disasm_queue, lambda dwords, engine, arch: nv_disasm.disasm_dwords(dwords, arch), "kernel arguments, QMDs"),
+  "AMD": Backend(AMDLowering, amd_disasm.disasm_queue, amd_disasm.disasm_dwords, "kernel arguments", amd_disasm.disasm_statement,
+                 amd_meaning.WPTR_BYTES),
+  "NV": Backend(NVLowering, nv_disasm.disasm_queue, lambda dwords, engine, arch: nv_disasm.disasm_dwords(dwords, arch), "kernel arguments, QMDs",
+                nv_disasm.disasm_statement, nv_meaning.WPTR_BYTES),
 }
+
+def wptr_bytes(arch: str, engine: str) -> int:
+  """The bytes one step of the write pointer of a ring of `engine` (compute, copy) on an `arch` device covers."""
+  return BACKENDS[vendor_of(arch)].wptr_bytes[engine]
 
 def compile_program(program: Program, target: str = "gfx1100") -> Image:
   """Lower `program`: each queue by its device's vendor (AMD: PM4/SDMA, NV: pushbuffers and QMDs, docs/nv.md). Each
@@ -51,6 +60,13 @@ def disasm_image(img: Image) -> str:
     for p in q.mem_patches: out.append(f"  {p.offset:#x} ({img.name_at(p.offset)}) = {p.expr()}")
     out.append("")
   return "\n".join(out)
+
+def disasm_statement(img: Image, queue: str, index: int) -> list[str]:
+  """The listing of statement `index` of queue `queue`'s body, by its vendor: the packets (AMD) or method groups and
+  QMD (NV) the image's source map says it compiled to, with the image's names and what the host patches per launch
+  (the language server's hover)."""
+  q = next(q for q in img.queues if q.name == queue)
+  return BACKENDS[vendor_of(q.arch)].disasm_statement(img, q, index)
 
 def disasm_dwords(dwords, engine: str, arch: str) -> str:
   """A listing of raw dwords of a queue of `engine` (compute, copy; an NV arch's: its pushbuffer methods) on `arch`

@@ -403,3 +403,32 @@ if __name__ == "__main__":
     n, fails = f(a.n, a.seed)
     print(f"{name}: {n} inputs, {len(fails)} failures ({time.perf_counter() - t0:.1f} s)")
     for x in fails[:5]: print("  ", x)
+
+# ---- NV images and manifests (issue 37): the same promise for the files NV's runtime and compiler give
+
+def nv_images() -> list:
+  """Every compilable `programs/*.hcq` compiled for NV (every device sm_89, or sm_89 and sm_120 alternating)."""
+  from hcqdsl import parse
+  from hcqdsl.diagnostics import HcqError
+  from hcqdsl.vendors import compile_program
+  from nv_programs import to_nv
+  out = []
+  for n, p in enumerate(PROGRAMS):
+    try: out.append(compile_program(to_nv(parse(open(p, encoding="utf-8").read(), p), ("sm_89",) if n % 2 else ("sm_89", "sm_120"))))
+    except (HcqError, ValueError): pass   # a program NV refuses (docs/nv.md) or that does not lower
+  return out
+
+def nv_manifest(img) -> dict:
+  """A version-2 manifest as a capture of tinygrad's NV runtime gives it, from an NV image: each queue submitted once,
+  the image's memory (kernel arguments and QMDs) read before the first step, and tinygrad's signature per kernel."""
+  def sig(m: str, n: str) -> dict:
+    ptr = m in ("in", "out", "inout")
+    return {"name": None if ptr else n, "dtype": "float" if ptr else "int", "bytes": 64 if ptr else 4, **({"mode": m} if ptr else {})}
+  return {"format": "hcqdsl-manifest", "version": 2, "devices": [dict(d) for d in img.devices],
+          "queues": [{"name": q.name, "device": q.device, "target": q.arch, "engine": q.engine, "dwords": q.dwords} for q in img.queues],
+          "signals": [{"addr": hex(a), "value": 0} for s, a in img.signals.items() if not s.endswith(".epoch")],
+          "buffers": [{"addr": hex(a), "size": sz, "name": b} for b, (a, sz) in img.buffers.items()],
+          "memory": [{"addr": hex(a), "hex": b.hex(), "step": 0} for a, b in img.data],
+          "kernels": [{"prog_addr": hex(k["prog_addr"]), "name": k["name"], "tinygrad_name": k["name"],
+                       "params": [sig(m, n) for m, n, _ in k["params"]]} for k in img.kernels],
+          "host": [{"op": "submit", "queue": q.name, "start": 0, "length": len(q.dwords), "signals": {}} for q in img.queues if q.dwords]}

@@ -52,7 +52,8 @@ def test_script_failures_agree(here, cmd, sid, script, fn, rc, emit_msg, run_msg
 
 def test_emit_output_errors(here):
   (here / "ok.py").write_text("from tinygrad import Tensor\ndef main():\n  return (Tensor.ones(4) + 1).realize()\n")
-  assert cli("emit", "ok.py", "-o", "no/such/dir/x.hcq") == (2, "", "hcqdsl: error: no/such/dir/x.hcq: No such file or directory\n")
+  # (refused before the script runs: its work would be lost at the end)
+  assert cli("emit", "ok.py", "-o", "no/such/dir/x.hcq") == (2, "", "hcqdsl: error: -o no/such/dir/x.hcq: no such directory (no/such/dir)\n")
   assert cli("emit", "ok.py:main", "-o", "ok.py") == \
     (2, "", "hcqdsl: error: -o ok.py is the input ok.py: writing it would overwrite the input; give another file\n")
   assert (here / "ok.py").read_text().startswith("from tinygrad")

@@ -17,7 +17,7 @@ def compare(text: str, launches: int) -> dict:
   # redundant waits: the new pass keeps only the statements with a redundant instance
   assert new.wstats == {k: v for k, v in old.wstats.items() if v[1]}, text
   # races: the same pairs of statements, each at the same first launches
-  assert {k: v[0] for k, v in new.races.items()} == {k: v[0] for k, v in old.races.items()}, text
+  assert {k: v.rank for k, v in new.races.items()} == {k: v[0] for k, v in old.races.items()}, text
   # visibility: the same reads (statement, first launch, access); the write named may be another witness
   assert {k: v[:3] for k, v in new.vis.items()} == {k: v[:3] for k, v in old.vis.items()}, text
   for i, p, acc, j, q, wacc, kind, k, kp, kacc in new.vis.values():

@@ -10,6 +10,7 @@ from hcqdsl.check.unroll import unroll
 from hcqdsl.check.hb import happens_before
 from hcqdsl.check.explore import explore
 from hcqdsl.check.passes import deadlock_diags, Findings, DeadlockAnalysis, RaceAnalysis
+from hcqdsl.check.findings import Stuck
 from check_gen import programs
 from reference import verdicts, from_diagnostics
 from oracle_campaign import CODES, agree, campaign
@@ -71,10 +72,10 @@ def compare_hb_explorer(text: str, launches: int, max_states: int = 60_000):
   if not e.complete: return None
   if t.exact:
     fast_dl = {key for key, _, _ in deadlock_diags(u, t.done, t.values)} if t.blocked else set()
-    slow_dl = {key for done, vals in e.deadlocks for key, _, _ in deadlock_diags(u, done, vals)}
+    slow_dl = {key for s in e.deadlocks for key, _, _ in deadlock_diags(u, s.done, s.values)}
     assert (fast_dl, set(t.races)) == (slow_dl, set(e.races)), text
     assert not e.signal_races and not e.nonmono, text
-    fast = Findings(deadlocks=[(t.done, t.values)] if t.blocked else [], races=t.races)
+    fast = Findings(deadlocks=[Stuck(t.done, t.values)] if t.blocked else [], races=t.races)
     slow = Findings(deadlocks=e.deadlocks, races=e.races)
     fast, slow = ([d for p in (DeadlockAnalysis(), RaceAnalysis()) for d in p.run(u, f)] for f in (fast, slow))
     assert _lines(fast) == _lines(slow), text

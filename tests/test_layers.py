@@ -7,11 +7,12 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 PKG = ROOT / "hcqdsl"
 
 # bottom to top; a module may import its own layer and the ones below it
-LAYERS = [("hcqdsl.ir",), ("hcqdsl.diagnostics", "hcqdsl.header", "hcqdsl.host_cc", "hcqdsl.schema"), ("hcqdsl.lang",), ("hcqdsl.check",),
+LAYERS = [("hcqdsl.ir",), ("hcqdsl.diagnostics", "hcqdsl.header", "hcqdsl.host_cc", "hcqdsl.schema", "hcqdsl.files"), ("hcqdsl.lang",),
+          ("hcqdsl.check",),
           ("hcqdsl.target",), ("hcqdsl.amd",),
           ("hcqdsl.nv",), ("hcqdsl.vendors",),
           ("hcqdsl.lift",), ("hcqdsl.tinygrad",), ("hcqdsl.runtime",), ("hcqdsl.graph", "hcqdsl.pytest_plugin"),
-          ("hcqdsl.cli",), ("hcqdsl", "hcqdsl.__main__")]
+          ("hcqdsl.editor",), ("hcqdsl.cli",), ("hcqdsl", "hcqdsl.__main__")]
 
 def layer(mod: str) -> int:
   best = None
@@ -208,7 +209,12 @@ def vendor_words() -> dict:
   from hcqdsl.amd.targets import get_target
   from hcqdsl.nv import pushbuf
   amd: set = set()
-  for a in AMD_ARCHS: amd |= set(pm4.decoder(a).ops.values()) | set(sdma.decoder(a).ops.values()) | set(get_target(a).sh_regs.values())
+  for a in AMD_ARCHS:
+    t = get_target(a)
+    amd |= set(pm4.decoder(a).ops.values()) | set(sdma.decoder(a).ops.values()) | set(t.sh_regs.values())
+    # and the constants of tinygrad's PM4 and SDMA headers, which a module reaches through the target without importing
+    # them (`get_target(a).pm4.PACKET3_INDIRECT_BUFFER`, `.sdma.SDMA_OP_NOP`)
+    amd |= {n for mod in (t.pm4, t.sdma) for n in vars(mod) if re.fullmatch(r"[A-Z][A-Z0-9]*_[A-Z0-9_]+", n) and n != "U32_MAX"}
   nv = set(pushbuf.method_names())
   nv |= {n.lower() for n in nv}
   # no one vendor's: a name both vendors' decoders use (NOP), and ATOMIC, which also names RDNA3 instruction families
@@ -298,7 +304,8 @@ def imports_of_tests(trees: dict) -> list:
   return sorted(out)
 
 def test_no_test_file_imports_another():
-  files = sorted(f for f in (ROOT / "tests").rglob("test_*.py") if "upstream" not in f.parts)   # upstream/: tinygrad's standalone tests
+  files = sorted(f for f in (ROOT / "tests").rglob("*.py") if "upstream" not in f.parts)   # upstream/: tinygrad's standalone tests
+  files += sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "tools").glob("*.py"))   # helpers live in non-test modules
   assert imports_of_tests({f.relative_to(ROOT).as_posix(): ast.parse(f.read_text()) for f in files}) == []
   # the planted imports are spelled with {t} so that this file's own text holds none
   planted = {"t.py": ast.parse("def f():\n  import {t}emit, emitted\nfrom {t}jit import x\nS = '''\nimport {t}sync as t\n'''\n".format(t="test_"))}

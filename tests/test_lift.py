@@ -406,8 +406,8 @@ def test_docs_describe_the_manifest():
 
 def test_capture_writes_what_the_declaration_reads():
   """encode (the writer) and load_manifest (the reader) meet in MANIFEST: a record written is read back."""
-  from hcqdsl.lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
-  m = encode(MANIFEST.fields, {"format": MANIFEST_KIND, "version": MANIFEST_VERSION,
+  from hcqdsl.lift.schema import MANIFEST_KIND, MANIFEST_VERSION, encode
+  m = encode({"format": MANIFEST_KIND, "version": MANIFEST_VERSION,
                                "devices": [{"name": "gpu0", "index": 0, "arch": "gfx1100", "_dev": 1}],
                                "queues": [{"name": "q", "device": "gpu0", "target": "gfx1100", "engine": "compute", "dwords": [0xc0001000, 0]}],
                                "signals": [{"addr": 1 << 40, "value": 5}], "memory": [{"addr": 0x1000, "hex": b"\x01\x02", "step": 0}],

@@ -2,7 +2,9 @@
 into every command that reads a program, in process; each must end with an exit code of 0, 1 or 2 and print no
 traceback or internal error."""
 import pytest
-from conftest import cli
+from conftest import cli, ROOT
+
+ROOT_PROGRAMS = ROOT / "programs"
 
 # one slot each: a buffer size, a byte offset, a byte range end, a signal's initial value, a wait and a signal value,
 # a var value, a launch dimension, a scalar kernel argument
@@ -110,6 +112,117 @@ def test_manifest_mutants_into_lift(tmp_path):
     if rc == 0:
       rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
       assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]
+
+# ---- NV images and manifests (issue 37 item 5): mutated, into every command that reads them
+
+def test_nv_image_mutants_into_disasm_and_lift(tmp_path):
+  import random
+  from fuzz import nv_images, edit_metadata, _mutate_meta
+  rng, bases, n = random.Random(1), [img.to_bytes() for img in nv_images()], 0
+  assert len(bases) >= 20
+  for _ in range(120):
+    b = rng.choice(bases)
+    try: b = edit_metadata(b, lambda m: _mutate_meta(rng, m)[0])
+    except (ValueError, TypeError): continue   # (a mutation the JSON cannot hold)
+    (tmp_path / "p.hcqimg").write_bytes(b)
+    for argv in (("disasm", str(tmp_path / "p.hcqimg")), ("lift", str(tmp_path / "p.hcqimg"), "-o", str(tmp_path / "p.hcq"))):
+      rc, text = cli_text(*argv)
+      assert rc in (0, 1, 2) and "Traceback" not in text and "internal error" not in text, (argv, text[-2000:])
+      n += 1
+  assert n >= 200
+
+def test_nv_manifest_mutants_into_lift(tmp_path):
+  import json, random
+  from fuzz import nv_images, nv_manifest, _mutate_meta, _MANIFEST_VALUES
+  import fuzz
+  rng, bases, lifted = random.Random(2), [nv_manifest(img) for img in nv_images()], 0
+  for m in bases[:3]:   # each lifts as it is, as tinygrad's NV runtime
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
+    assert rc == 0 and "NV:0" in (tmp_path / "m.hcq").read_text(), text[-2000:]
+  for _ in range(120):
+    m = json.loads(json.dumps(rng.choice(bases)))
+    values, fuzz._VALUES = fuzz._VALUES, _MANIFEST_VALUES
+    try: m, _ = _mutate_meta(rng, m)
+    finally: fuzz._VALUES = values
+    (tmp_path / "m.json").write_text(json.dumps(m))
+    rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
+    assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, text[-2000:]
+    if rc == 0:
+      lifted += 1
+      rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
+      assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]
+  assert lifted >= 10   # (seed 2: 15 of the 120 mutants still lift; the rest are refused naming their field)
+
+# ---- issue 37: NV method headers, and the CLI's hostile invocations (tests/test_hostile_cli.py has their messages)
+
+def test_nv_method_headers_into_disasm_and_rings():
+  """Every opcode, subchannel and a count of 0, 1, 2, 3 and 8191 (past the data) as an NV pushbuffer: disassembled and
+  run on an NV ring; a count of 0 was an IndexError in the decoder."""
+  import numpy as np
+  from hcqdsl.vendors import disasm_dwords
+  from hcqdsl.runtime.emulator import Emulator
+  n = 0
+  for op in range(8):
+    for subc in range(8):
+      for count in (0, 1, 2, 3, 8191):
+        for method in (0x0, 0x5C, 0x1B0):
+          dw = [(op << 29) | (count << 16) | (subc << 13) | (method >> 2), 0x10, 0x20]
+          for engine in ("compute", "copy"):
+            disasm_dwords(dw, "nv", "sm_89")
+            emu = Emulator(max_steps=10_000)
+            ring = emu.create_queue("q", engine, "gpu0", "sm_89", 4096, addr=0x80_0000_0000)
+            emu.write(ring.addr, np.array(dw, dtype="<u4").tobytes())
+            emu.doorbell(ring, 4 * len(dw) // ring.unit)
+            emu.run(iter(()))
+            assert emu.fault is None or ("internal" not in str(emu.fault) and "ring offset" in str(emu.fault)), (dw, str(emu.fault))
+            n += 1
+  assert n == 8 * 8 * 5 * 3 * 2
+
+def _hostile_invocations(tmp) -> list:
+  """(argv, environment, RLIMIT_FSIZE) of each cause of issue 37 this file covers, with the inputs written into tmp."""
+  P = ROOT_PROGRAMS
+  nv = "device g = NV:0 sm_89\nbuffer a on g size 64\nkernel k(" + ", ".join(f"in b{i}" for i in range(980)) + \
+       ")\nqueue q compute on g {\n  exec k(" + ", ".join(["a"] * 980) + ")\n}\n"
+  (tmp / "nv.hcq").write_text(nv)
+  (tmp / "big.hcq").write_text((P / "run_pipeline.hcq").read_text().replace("\n  ", "\n   ") + "# é\n" * 3000)
+  (tmp / "seeds.hcq").write_text("# hcq: seeds=100000000000000000000\n" + (P / "tutorial_fixed.hcq").read_text())
+  (tmp / "k.hcq").write_text('device g0 = AMD:0\nbuffer a on g0 size 64\nkernel k(out x) = c "/* é */ void k(int *x) { x[0] = 1; }"\n'
+                             'queue q compute on g0 {\n  exec k(a)\n}\n')
+  (tmp / "fork.hcq").write_text('device g0 = AMD:0\nbuffer a on g0 size 64\nkernel f(out x) = c "int fork(void); void f(int *x) '
+                                '{ fork(); x[0] += 1; }"\nqueue q compute on g0 {\n  exec f(a)\n}\n')
+  (tmp / "nvc0.txt").write_text("20000000\n20010000\n")
+  c = {"LC_ALL": "C", "PYTHONUTF8": "0", "PYTHONIOENCODING": ""}
+  devs = "".join(f"device d{i} = AMD:{i % 3000}\n" for i in range(6000))
+  (tmp / "devs.hcq").write_text(devs)
+  return [(["fmt", "big.hcq"], None, 4096), (["fmt", "big.hcq"], c, None), (["compile", "nv.hcq"], None, None),
+          (["check", "nv.hcq"], None, None), (["compile", "p.hcqimg"], None, None),
+          (["compile", P / "run_pipeline.hcq", "-o", "p.hcqimg"], None, 1024),
+          (["run", P / "run_race.hcq", "--schedules", str(10**20)], None, None), (["check", "seeds.hcq"], None, None),
+          (["run", "seeds.hcq"], None, None), (["run", "k.hcq"], c, None), (["run", "k.hcq", "--kernel-timeout", "1e10"], None, None),
+          (["run", "fork.hcq"], None, None), (["run", "fork.hcq", "--kernel-timeout", "0"], None, None),
+          (["disasm", "--engine", "nv", "nvc0.txt"], None, None), (["lift", "p.hcqimg", "-o", "no/such/x.hcq"], None, None),
+          (["check", "devs.hcq"], None, None), (["run", "--launch", "2", P / "run_race.hcq"], None, None),
+          (["check", "--formt", "json", "big.hcq"], None, None), (["check", "nope.hcq", "big.hcq"], None, None),
+          (["check", "--fix", "big.hcq", "--format", "sarif"], c, None), (["graph", P / "tutorial_deadlock.hcq", "-o", "d.svg"], None, None)]
+
+def test_hostile_invocations_into_the_cli(tmp_path, monkeypatch):
+  """In this process, but where a locale or a file-size limit is the input: there a fresh interpreter."""
+  import os, resource, subprocess, sys
+  cli("compile", ROOT_PROGRAMS / "tutorial_fixed.hcq", "-o", tmp_path / "p.hcqimg")
+  monkeypatch.chdir(tmp_path)
+  n = 0
+  for argv, env, limit in _hostile_invocations(tmp_path):
+    if env is None and limit is None: rc, out, err = cli(*argv)
+    else:
+      pre = (lambda lim=limit: resource.setrlimit(resource.RLIMIT_FSIZE, (lim, lim))) if limit else None
+      r = subprocess.run([sys.executable, "-m", "hcqdsl", *map(str, argv)], cwd=tmp_path, capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})}, preexec_fn=pre, timeout=300)
+      rc, out, err = r.returncode, r.stdout, r.stderr
+    text = out + err
+    assert rc in (0, 1, 2) and "Traceback" not in text and "internal error" not in text, (argv, rc, text[-2000:])
+    n += 1
+  assert n == 21
 
 # ---- hostile scripts (issue 37): what a script does to the process that runs it. Each in a subprocess (they end it,
 # fork it, close its stdout), as a copy under tmp_path run there; one command each way a script is named

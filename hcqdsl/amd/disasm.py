@@ -9,7 +9,7 @@ from ..ir import U32_MAX, TARGETS
 from ..target.image import Image, QueueImage
 from . import pm4, sdma
 
-__all__ = ["disasm_queue", "disasm_dwords", "disasm_packets", "decoder", "read_raw", "RawError"]
+__all__ = ["disasm_queue", "disasm_statement", "disasm_dwords", "disasm_packets", "decoder", "read_raw", "RawError"]
 
 # fields not worth a line: the opcode is the name, halves of joined 64-bit values are shown whole
 _HIDE = {"opcode", "op", "sub_op"}
@@ -59,6 +59,11 @@ def disasm_dwords(dwords, engine: str, target: str) -> str:
 def disasm_queue(img: Image, q: QueueImage) -> list[str]:
   """An AMD queue's listing: its packets, with the image's names and source map."""
   return disasm_packets(decoder(q.engine, q.arch).decode(q.dwords), img, q)
+
+def disasm_statement(img: Image, q: QueueImage, index: int) -> list[str]:
+  """The listing of statement `index` of an AMD queue's body: the packets its source map's entry covers."""
+  e = q.stmts[index]
+  return disasm_packets(decoder(q.engine, q.arch).decode(q.dwords, e.offset, e.offset + e.length), img, q)
 
 # ---------------------------------------------------------------- CLI
 

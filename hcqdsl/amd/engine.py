@@ -15,7 +15,7 @@ from ..target.engine import EngineKind, Prepared, Length, fault, DeviceFault, Wa
 from . import pm4, sdma
 from .pm4 import WAIT_FUNCTIONS, FUNC_GE
 from .codeobj import SYNTH_MAGIC, ENTRY_OFFSET
-from .meaning import program_address, kernarg_address
+from .meaning import program_address, kernarg_address, WPTR_BYTES
 
 __all__ = ["PM4_OPS", "SDMA_OPS", "FUNCS", "pm4_kind", "sdma_kind", "PACKET_COST", "NOP_DWORD_COST", "AMD_CLOCK_MHZ"]
 
@@ -221,10 +221,10 @@ def _prepare(table: dict[str, Callable]) -> Callable:
 def pm4_kind(arch: str) -> EngineKind:
   """A compute queue's engine: PM4 packets, dword write pointers."""
   enc = pm4.encoder(arch)
-  return EngineKind(pm4.decoder(arch), Length(pm4.packet_length, pm4.packet_length), _prepare(PM4_OPS), 4,
+  return EngineKind(pm4.decoder(arch), Length(pm4.packet_length, pm4.packet_length), _prepare(PM4_OPS), WPTR_BYTES["compute"],
                     enc.R_PGM_LO, enc.R_USER_DATA, enc.START_X[1] + 3)   # COMPUTE_NUM_THREAD_X/Y/Z: the workgroup size
 
 def sdma_kind(arch: str) -> EngineKind:
   """A copy queue's engine: SDMA packets, byte write pointers."""
   dec = sdma.decoder(arch)
-  return EngineKind(dec, Length(dec.packet_length, lambda h: dec.header_length(h) or -1), _prepare(SDMA_OPS), 1)
+  return EngineKind(dec, Length(dec.packet_length, lambda h: dec.header_length(h) or -1), _prepare(SDMA_OPS), WPTR_BYTES["copy"])

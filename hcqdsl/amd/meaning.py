@@ -15,7 +15,18 @@ from . import pm4, sdma
 
 __all__ = ["Meaning", "Rule", "Dispatch", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "MEMORY_WAITS", "STORES", "DATA_BYTES", "PER_LAUNCH",
            "meaning", "field_at", "address_at", "per_launch", "signal_addrs", "written_range", "polled_range", "program_address",
-           "kernarg_address", "kernarg_at", "dispatch", "Registers", "KernelRegisters", "kernel_registers", "splice", "IB_DEPTH"]
+           "kernarg_address", "kernarg_at", "dispatch", "Registers", "KernelRegisters", "kernel_registers", "splice", "IB_DEPTH",
+           "WPTR_BYTES", "pointer_dwords"]
+
+# bytes one step of a ring's write (and read) pointer covers, per engine: the CP counts a PM4 ring's pointer in dwords,
+# the SDMA engine its ring's in bytes (tinygrad's AMDQueueDesc.put_value: `+= len(cmds)` on compute queues, `+= 4 *
+# len(cmds)` on SDMA). Ring position of pointer p: p * WPTR_BYTES[engine] bytes from the ring's start (mod its size)
+WPTR_BYTES = {"compute": 4, "copy": 1}
+
+def pointer_dwords(engine: str, old: int, new: int) -> range:
+  """The dwords (counted from the ring's start, not wrapped) a ring's write pointer covers moving from `old` to `new`."""
+  b = WPTR_BYTES[engine]
+  return range(old * b >> 2, new * b >> 2)
 
 DATA_BYTES = {DATA_SEL_32: 4, DATA_SEL_64: 8}   # what a RELEASE_MEM of that data_sel stores
 

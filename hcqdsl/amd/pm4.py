@@ -54,6 +54,7 @@ class PM4:
     p, gc, self.t = t.pm4, t.gc, t
     gfx9, P3 = t.gen == 9, p.PACKET3
     self.WRM = P3(p.PACKET3_WAIT_REG_MEM, 5)
+    self.IB, self.IB_VALID = P3(p.PACKET3_INDIRECT_BUFFER, 2), p.INDIRECT_BUFFER_VALID
     self.WRM_MEM_GE = p.WAIT_REG_MEM_MEM_SPACE(1) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(FUNC_GE) | p.WAIT_REG_MEM_ENGINE(0)
     self.WRM_MEM_EQ = p.WAIT_REG_MEM_MEM_SPACE(1) | p.WAIT_REG_MEM_OPERATION(0) | p.WAIT_REG_MEM_FUNCTION(FUNC_EQ) | p.WAIT_REG_MEM_ENGINE(0)
     # HDP flush: write the request register, wait until the done register matches (operation 1 = write, wait, write)
@@ -128,6 +129,10 @@ class PM4:
   def write(self, out: list, addr: int, value: int, b64: bool = False):
     """RELEASE_MEM at end of pipe, no cache action, 32-bit low or 64-bit data, no interrupt (AMDComputeQueue.write)."""
     out += (self.RM, self.RM_EV, self.RM_SEL_64 if b64 else self.RM_SEL_32, addr & U32_MAX, addr >> 32, value & U32_MAX, value >> 32, 0)
+
+  def indirect(self, out: list, addr: int, ndw: int):
+    """INDIRECT_BUFFER: run `ndw` dwords at `addr` (AMDComputeQueue's bound submit, tinygrad's `_submit` with an IB)."""
+    out += (self.IB, addr & U32_MAX, addr >> 32, ndw | self.IB_VALID)
 
   def barrier(self, out: list):
     """HDP flush + ACQUIRE_MEM of every cache (AMDComputeQueue.memory_barrier)."""

@@ -36,6 +36,9 @@ class SDMA:
     self.TIMESTAMP = s.SDMA_OP_TIMESTAMP | s.SDMA_PKT_TIMESTAMP_GET_HEADER_SUB_OP(s.SDMA_SUBOP_TIMESTAMP_GET_GLOBAL)
     self.WRITE = s.SDMA_OP_WRITE
     self.COPY = s.SDMA_OP_COPY | s.SDMA_PKT_COPY_LINEAR_HEADER_SUB_OP(s.SDMA_SUBOP_COPY_LINEAR)
+    self.INDIRECT = s.SDMA_OP_INDIRECT | s.SDMA_PKT_INDIRECT_HEADER_VMID(0)
+    self.NOP, self.NOP_COUNT = s.SDMA_OP_NOP, s.SDMA_PKT_NOP_HEADER_COUNT
+    self.PADDING_MAX = s.SDMA_PKT_NOP_HEADER_count_mask + 1   # dwords one NOP can cover (its count field)
     self.COUNT = s.SDMA_PKT_COPY_LINEAR_COUNT_COUNT
 
   def wait(self, out: list, addr: int, value: int):
@@ -50,6 +53,14 @@ class SDMA:
   def write(self, out: list, addr: int, value: int, b64: bool = False):
     """WRITE (linear): one dword, or two for a 64-bit value (AMDCopyQueue.write; the count field is dwords - 1)."""
     out += (self.WRITE, addr & U32_MAX, addr >> 32, 1 if b64 else 0, value & U32_MAX) + ((value >> 32 & U32_MAX,) if b64 else ())
+
+  def indirect(self, out: list, addr: int, ndw: int):
+    """INDIRECT: run `ndw` dwords at `addr` (it must end on an 8-dword boundary: tinygrad pads it with NOPs)."""
+    out += (self.INDIRECT, addr & U32_MAX, addr >> 32, ndw, 0, 0)
+
+  def padding(self, ndw: int) -> int:
+    """The header of a NOP covering `ndw` dwords (itself and the ndw - 1 after it; at most PADDING_MAX)."""
+    return self.NOP | self.NOP_COUNT(ndw - 1)
 
   def barrier(self, out: list):
     """Nothing: SDMA writes are not cached by the engine (tinygrad has no copy-queue memory_barrier)."""

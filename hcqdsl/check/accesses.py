@@ -16,6 +16,7 @@ from .unroll import Unrolled, AccessTable, BARRIER, NOP, POLL, R, W, POLL_READ, 
 from ..ir import device_arch
 from .caches import SIGNAL_INVALIDATES_L2, STALE_READS
 from .clocks import Clocks
+from .findings import Party, RacePair
 
 __all__ = ["VisColumns", "accesses", "SCAN_CAP", "RACE_CAP"]
 
@@ -177,7 +178,7 @@ class _Races:
   how many partners each (statement, buffer) has (capped at RACE_CAP)."""
   def __init__(self, u: Unrolled, acc: Instances):
     self.u, self.acc, self.lens = u, acc, [len(s.ops) for s in u.seqs]
-    self.races: dict[tuple, tuple] = {}
+    self.races: dict[tuple, RacePair] = {}
     self.partners: dict[tuple, int] = {}
 
   def _access(self, r: int) -> tuple:
@@ -213,10 +214,9 @@ class _Races:
     rank = (max(kj, ki),) + ((kj, ki) if a <= b else (ki, kj))  # the same instance the explorer keeps
     first, second = (x, y) if (j, q) <= (i, p) else (y, x)
     old = self.races.get(key)
+    if old is None or rank < old.rank: self.races[key] = RacePair(rank, Party(*first), Party(*second))
     if old is None:
-      self.races[key] = (rank, first, second)
       for z in (a, b): self.partners[z + (aj[0],)] = self.partners.get(z + (aj[0],), 0) + 1
-    elif rank < old[0]: self.races[key] = (rank, first, second)
 
 def _ranges(starts, counts) -> np.ndarray:
   """The concatenation of arange(s, s + c) for each (s, c)."""

@@ -24,6 +24,7 @@ the happens-before pass, against a literal full-state explorer.
 from __future__ import annotations
 from typing import Optional
 import attrs
+from .findings import Stuck, Party, RacePair
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, SUBMIT, POLL, R
 
 __all__ = ["Exploration", "explore"]
@@ -39,8 +40,8 @@ class Exploration:
   """What exploring the skeleton found (the verdicts of the reference semantics, each at its first launch)."""
   complete: bool = True   # every reachable state was explored within the budget
   states: int = 0
-  deadlocks: list[tuple[tuple, tuple]] = attrs.field(factory=list)   # (done, values): per blocked wait statement, a state of its first launch
-  races: dict[tuple, tuple] = attrs.field(factory=dict)          # key -> (launch rank, (j, q, acc), (i, p, acc))
+  deadlocks: list[Stuck] = attrs.field(factory=list)   # per blocked wait statement, a state of its first launch
+  races: dict[tuple, RacePair] = attrs.field(factory=dict)
   signal_races: dict[tuple, tuple] = attrs.field(factory=dict)   # key -> (launch, (j, q), (i, p))
   # (write key, use key) -> ((write's launch, use's launch), (i, p), (j, q), signal, current value, new value): the
   # report names the lowering write's launch, so its first is kept
@@ -216,7 +217,7 @@ class _Search:
         if k not in self.dl_best or n < self.dl_best[k]:
           self.dl_best[k] = n
           better = True
-    if better: self.ex.deadlocks.append((done, vals))
+    if better: self.ex.deadlocks.append(Stuck(done, vals))
 
   def _next(self, cnt: tuple, vals: tuple, i: int) -> tuple[tuple, tuple]:
     """The state after sequence i passes its sync point."""
@@ -259,5 +260,5 @@ class _Search:
               # a rebound buffer is other memory in another launch (`x@k`: launch k's memory, whatever the launch)
               if u.rebound[a[0]] and memory(i, p, na, kA) != memory(j, q, nb, kB): continue
               lo_first = key(*A) <= key(*B)
-              _first(self.ex.races, (min(key(*A), key(*B)), max(key(*A), key(*B)), a[0]),
-                     (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)), (j, q, b), (i, p, a))
+              rk, rkey = (max(kA, kB),) + ((kA, kB) if lo_first else (kB, kA)), (min(key(*A), key(*B)), max(key(*A), key(*B)), a[0])
+              if (old := self.ex.races.get(rkey)) is None or rk < old.rank: self.ex.races[rkey] = RacePair(rk, Party(j, q, b), Party(i, p, a))

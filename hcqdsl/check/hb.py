@@ -34,6 +34,7 @@ from ..ir import U32_MAX
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, SUBMIT, POLL, INT64_SAFE
 from .clocks import ClockRows, Clocks, ClockLimit, MAX_CLOCK_BYTES
 from .accesses import accesses, VisColumns
+from .findings import RacePair
 
 __all__ = ["Trace", "Execution", "happens_before", "execute_direct", "execute_loop", "ClockLimit", "MAX_CLOCK_BYTES",
            "VisColumns"]
@@ -63,7 +64,7 @@ class Trace:
   violations: list[tuple]
   wstats: dict[tuple[int, int], tuple[int, int]]   # (seq, op index) -> (instances run, redundant) of the waits with a redundant one
   vc: list[list[int]]
-  races: dict[tuple, tuple]       # (statement, statement, buffer) -> (launch rank, (seq, pos, access), (seq, pos, access))
+  races: dict[tuple, RacePair]    # (statement, statement, buffer) -> its racing accesses
   vis_found: VisColumns
   ops: list[list[tuple]]          # each sequence's ops (what `vis` names the accesses by)
 

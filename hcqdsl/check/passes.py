@@ -8,6 +8,7 @@ import attrs
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait, device_arch
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW, polled_word
+from .findings import Stuck, RacePair, SignalRace, NonMonotonic, WaitStats
 if TYPE_CHECKING: from .accesses import VisColumns
 
 __all__ = ["Findings", "Pass", "PASSES", "IncompleteAnalysis", "OverflowAnalysis", "DeadlockAnalysis", "RaceAnalysis",
@@ -24,16 +25,13 @@ class Findings:
   """What the passes report on, from one source: the happens-before pass inside the exact fragment (`hb.Trace`), the
   explorer outside it, or, when exploring exceeded its budget, the one execution the pass made. A source that decides
   nothing of a kind leaves it empty (the explorer: no `redundant-wait` or `visibility`, which need the fragment)."""
-  # stuck states, (steps done per sequence, signal and polled-word values): the pass's one, or the explorer's
-  deadlocks: Sequence[tuple[Sequence[int], Sequence[int]]] = ()
-  # (statement, statement, buffer) -> (launch rank, (seq, pos, access), (seq, pos, access)): racing accesses
-  races: Mapping[tuple, tuple] = attrs.field(factory=dict)
-  # ((seq, pos), (seq, pos)): unordered writes of one signal
-  signal_races: Sequence[tuple[tuple[int, int], tuple[int, int]]] = ()
-  # (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)
-  nonmono: Sequence[tuple] = ()
-  # (seq, op index) -> (instances run, instances redundant): the wait statements with a redundant instance
-  wstats: Mapping[tuple[int, int], tuple[int, int]] = attrs.field(factory=dict)
+  deadlocks: Sequence[Stuck] = ()   # the stuck states: the pass's one, or the explorer's
+  # (statement, statement, buffer) -> its racing accesses
+  races: Mapping[tuple, RacePair] = attrs.field(factory=dict)
+  signal_races: Sequence[SignalRace] = ()
+  nonmono: Sequence[NonMonotonic] = ()
+  # (seq, op index) -> the wait statements with a redundant instance
+  wstats: Mapping[tuple[int, int], WaitStats] = attrs.field(factory=dict)
   # the visibility findings, one per statement (accesses.VisColumns)
   vis: Optional["VisColumns"] = None
   # why the verdict came from exploring (the program is outside the exact fragment): a note every dynamic pass's
@@ -391,8 +389,8 @@ class DeadlockAnalysis(Pass):
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     """Over the stuck states (done, values): the one the happens-before pass ends in, or the explorer's."""
     best: dict = {}
-    for done, values in found.deadlocks:
-      for key, k, d, grp, root in _deadlocks(u, done, values):
+    for stuck in found.deadlocks:
+      for key, k, d, grp, root in _deadlocks(u, stuck.done, stuck.values):
         if key not in best or k < best[key][0]: best[key] = (k, d, grp, root)
     # one report per cause: a cycle once (at its first member in source order), a wait no write can satisfy once;
     # the waits that are blocked only because of it (the host waiting for a queue of the cycle) go under it
@@ -454,10 +452,10 @@ class RaceAnalysis(Pass):
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     self.nxt: dict = {}
     out, limit = [], self.LIMIT
-    races = sorted(found.races.values(), key=lambda r: (r[0], r[1][0], r[1][1], r[2][0], r[2][1]))
-    for _, x, y in races[:limit]:
-      first, second = sorted((x, y), key=lambda a: _sortkey(u, a[0], a[1]))
-      (j, q, aj), (i, p, ai) = first, second
+    races = sorted(found.races.values(), key=lambda r: (r.rank, r.first.seq, r.first.pos, r.then.seq, r.then.pos))
+    for r in races[:limit]:
+      first, second = sorted((r.first, r.then), key=lambda a: _sortkey(u, a.seq, a.pos))
+      (j, q, aj), (i, p, ai) = (first.seq, first.pos, first.access), (second.seq, second.pos, second.access)
       b = u.buffers[ai[0]].name
       kj, ki = _launch(u, j, q), _launch(u, i, p)
       msg = (f"{_who(u, i)} {_RW[ai[3]]} {b}{_rng(u, ai)} {_where(u, i, p)} (launch {ki}) and {_who(u, j)} {_RW[aj[3]]} "
@@ -507,10 +505,10 @@ class SignalRaceAnalysis(Pass):
   code = "signal-race"
   dynamic = True
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
-    """Over `found.signal_races`: ((seq, pos), (seq, pos)) of unordered writes to one signal from two sequences."""
+    """Over `found.signal_races`: unordered writes to one signal from two sequences."""
     out, seen = [], set()
-    for a, b in found.signal_races:
-      a, b = sorted((a, b), key=lambda x: _sortkey(u, *x))
+    for r in found.signal_races:
+      a, b = sorted((r.first, r.second), key=lambda x: _sortkey(u, *x))
       key = (_key(u, *a), _key(u, *b))
       if key in seen: continue
       seen.add(key)
@@ -528,9 +526,10 @@ class NonMonotonicAnalysis(Pass):
   code = "non-monotonic"
   dynamic = True
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
-    """Over `found.nonmono`: (lowering write (seq, pos), other use (seq, pos), current value or None, new value or None)."""
+    """Over `found.nonmono`: a lowering write and the other use of its signal."""
     by: dict = {}
-    for w, o, cur, new in sorted(found.nonmono, key=lambda x: (_launch(u, *x[0]), _sortkey(u, *x[1]))):
+    for r in sorted(found.nonmono, key=lambda x: (_launch(u, *x.write), _sortkey(u, *x.other))):
+      w, o, cur, new = r.write, r.other, r.current, r.new
       by.setdefault(_key(u, *w), []).append((w, o, cur, new))
     out = []
     for uses in by.values():
@@ -574,7 +573,7 @@ class RedundantWaitAnalysis(Pass):
   code = "redundant-wait"
   def run(self, u: Unrolled, found: Findings) -> list[Diagnostic]:
     stmts = [s.stmts for s in u.seqs]
-    waits = [(i, st) for (i, idx), (n, red) in found.wstats.items() if n == red and n
+    waits = [(i, st) for (i, idx), w in found.wstats.items() if w.run == w.redundant and w.run
              and (st := stmts[i][idx]) is not None and type(st) is not Epoch and not (u.launches == 1 and _previous_launch(st))]
     who = [_who(u, i) for i in range(len(u.seqs))]
     def build(x):  # the text of the few shown: a program can draw tens of thousands

@@ -11,6 +11,7 @@ from ..diagnostics import Diagnostic
 from .unroll import unroll, Unrolled
 from .hb import happens_before, ClockLimit
 from .explore import explore
+from .findings import Stuck, SignalRace, NonMonotonic, WaitStats
 from .passes import word_name, Findings, PASSES, OverflowAnalysis
 
 __all__ = ["analyze", "MAX_STATES", "madvise_hugepage"]
@@ -67,17 +68,17 @@ def _findings(u: Unrolled, max_states: int) -> Findings:
   """What the passes report: the happens-before pass's, inside the exact fragment; else the explorer's, or, when the
   exploration exceeds `max_states`, the one execution's (an incomplete verdict)."""
   t = happens_before(u)
-  stuck = [(t.done, t.values)] if t.blocked else []
-  if t.exact: return Findings(deadlocks=stuck, races=t.races, wstats=t.wstats, vis=t.vis_found)
+  stuck = [Stuck(t.done, t.values)] if t.blocked else []
+  if t.exact: return Findings(deadlocks=stuck, races=t.races, wstats={k: WaitStats(*v) for k, v in t.wstats.items()}, vis=t.vis_found)
   why = _why(u, t.violations[0])
   e = explore(u, max_states)
   if e.complete:
-    return Findings(deadlocks=e.deadlocks, races=e.races, signal_races=[(a, b) for _, a, b in e.signal_races.values()],
-                    nonmono=[(w, o, cur, new) for _, w, o, _s, cur, new in e.nonmono.values()],
+    return Findings(deadlocks=e.deadlocks, races=e.races, signal_races=[SignalRace(a, b) for _, a, b in e.signal_races.values()],
+                    nonmono=[NonMonotonic(w, o, cur, new) for _, w, o, _s, cur, new in e.nonmono.values()],
                     note=f"this program is outside the fragment where happens-before is exact ({why}); "
                          f"the verdict comes from exploring all {e.states} reachable states of its synchronization skeleton")
-  return Findings(deadlocks=stuck, races=t.races, signal_races=[(a, b) for c, a, b, _ in t.violations if c == "signal-race"],
-                  nonmono=[(a, b, None, None) for c, a, b, _ in t.violations if c == "non-monotonic"], incomplete=True,
+  return Findings(deadlocks=stuck, races=t.races, signal_races=[SignalRace(a, b) for c, a, b, _ in t.violations if c == "signal-race"],
+                  nonmono=[NonMonotonic(a, b, None, None) for c, a, b, _ in t.violations if c == "non-monotonic"], incomplete=True,
                   note=f"this program is outside the fragment where happens-before is exact ({why}), and exploring it "
                        f"exceeded the budget of {max_states} states (`--max-states`): the verdict is incomplete (problems may "
                        f"be missing, and these come from one execution)")

@@ -20,8 +20,9 @@ def add_args(p) -> None:
 
 def run(a) -> int:
   from ..diagnostics import render_text
-  from .util import read_source, precheck_launches, parse_vars, check_vars, warn_check_errors, check_output
-  check_output(a.output, "-o", a.file)
+  from .util import read_source, precheck_launches, parse_vars, check_vars, warn_check_errors, check_output, write_output
+  out = a.output or str(pathlib.Path(a.file).with_suffix(".hcqimg"))
+  if not a.hex: check_output(out, "-o" if a.output else "the default output (-o)", a.file)
   text = read_source(a.file)
   var_values = parse_vars(a.var)
   from ..check import parse
@@ -37,11 +38,7 @@ def run(a) -> int:
     for q in img.queues:
       print(f"queue {q.name} {q.engine} {q.arch}: " + " ".join(f"{x:08x}" for x in img.patched(q, img.env(1, **var_values))))
     return 0
-  out = a.output or str(pathlib.Path(a.file).with_suffix(".hcqimg"))
-  try: img.save(out)
-  except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {out}: {e.strerror or e}\n")
-    return 2
+  write_output(out, img.to_bytes())
   sys.stderr.write(f"wrote {out}: {len(img.queues)} queue{'s' * (len(img.queues) != 1)}, "
                    f"{sum(len(q.dwords) for q in img.queues)} dwords, {sum(len(q.patches) for q in img.queues)} patches\n")
   return 0

@@ -1,13 +1,13 @@
 """`hcqdsl diff A.hcq B.hcq`: launch by launch, what differs between two programs (declarations, and each queue's
 commands with the launch's values resolved). Exit 0 when they run the same commands, 1 when they differ."""
 from __future__ import annotations
-from .util import UsageError, read_source, launches_of, launches_arg
+from .util import UsageError, read_source, launches_of, launches_arg, add_format_arg, output_format
 
 def add_args(p) -> None:
   p.add_argument("a", help="the first program (e.g. what `hcqdsl emit` derived from tinygrad's schedule)")
   p.add_argument("b", help="the second program (e.g. what `hcqdsl capture` + `lift` recorded from tinygrad's runtime)")
   p.add_argument("--launches", type=int, help="launches to compare (default: A's `# hcq: launches=N`, else 2)")
-  p.add_argument("--json", action="store_true", help="print the differences as JSON, one a line")
+  add_format_arg(p, "the differences as text, or JSON (`{\"differences\": [...]}`, one a line)", json_alias=True)
   p.add_argument("--match", action="store_true", help="pair devices by index and buffers by how the execs and copies use "
                  "them (a capture's lift names them by address), and compare only those commands")
 
@@ -18,6 +18,7 @@ def run(a) -> int:
   from ..diagnostics import render_text
   from ..ir import Program
   launches_arg(a.launches)
+  fmt = output_format(a)
   progs: list[Program] = []
   for path in (a.a, a.b):
     text = read_source(path)
@@ -33,6 +34,6 @@ def run(a) -> int:
       print(render_text(short, {path: read_source(path)}), end="")
       raise UsageError(f"{path} lists values for fewer than the {n} launches compared: give --launches at most what it lists")
   changes = diff_programs(progs[0], progs[1], launches=n, match=a.match)
-  if a.json: print('{"differences": [' + ",\n ".join(json.dumps(attrs.asdict(c)) for c in changes) + "]}")
+  if fmt == "json": print('{"differences": [' + ",\n ".join(json.dumps(attrs.asdict(c)) for c in changes) + "]}")
   else: print(render_changes(changes, a.a, a.b), end="")
   return 1 if changes else 0

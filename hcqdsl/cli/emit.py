@@ -26,6 +26,7 @@ def add_args(p: argparse.ArgumentParser):
 def run(a) -> int:
   from ..lang.format import format_program
   from ..lang.sidecar import move_out
+  from ..files import write_atomic
   from .util import UsageError, check_output
   out = pathlib.Path(a.output) if a.output else None
   target = out.absolute() if out else None   # resolved before the script runs: it may change the working directory
@@ -59,7 +60,9 @@ def run(a) -> int:
     if target is not None and a.inline_max is not None:   # big contents and expects go to OUT.safetensors
       prog = move_out(prog, str(target.with_suffix(".safetensors")), target.with_suffix(".safetensors").name, a.inline_max)
     text = format_program(prog)
-    if target is not None: target.write_text(text)
+    if target is not None:   # atomically (the old file whole if it fails), named as the user spelled it
+      try: write_atomic(str(target), text)
+      except OSError as e: raise UsageError(f"{out}: {e.strerror or e}") from None
     else: sys.stdout.write(text)
   except OSError as e:
     spelled = {str(target): out, str(target and target.with_suffix(".safetensors")): out and out.with_suffix(".safetensors")}

@@ -1,7 +1,8 @@
 """`hcqdsl fmt FILES`: rewrite programs in canonical form (like black)."""
 from __future__ import annotations
-import difflib, pathlib, sys
+import difflib, sys
 from ..diagnostics import render_text
+from ..files import write_atomic
 from .util import read_bytes
 
 
@@ -13,7 +14,7 @@ def add_args(p) -> None:
 def run(a) -> int:
   from ..check import parse_with_diagnostics
   from ..lang.format import format_program
-  rc, changed = 0, 0
+  rc, changed, unwritten = 0, 0, 0
   for path in a.files:
     b = read_bytes(path)
     try: text = b.decode("utf-8")
@@ -40,11 +41,16 @@ def run(a) -> int:
     if a.check or a.diff:
       if a.check: sys.stderr.write(f"would reformat {path}\n")
       continue
-    pathlib.Path(path).write_text(new)
+    try: write_atomic(path, new)   # (the old text stays whole when the write fails: a full disk, a size limit)
+    except OSError as e:
+      sys.stderr.write(f"hcqdsl: error: {path}: {e.strerror or e}; the file is left as it was\n")
+      changed, unwritten, rc = changed - 1, unwritten + 1, 2
+      continue
     sys.stderr.write(f"reformatted {path}\n")
   if a.check and changed: rc = max(rc, 1)
-  n = len(a.files) - changed
-  sys.stderr.write(f"{changed} file{'s' * (changed != 1)} {'would be ' if a.check or a.diff else ''}reformatted, {n} left unchanged\n")
+  n = len(a.files) - changed - unwritten
+  sys.stderr.write(f"{changed} file{'s' * (changed != 1)} {'would be ' if a.check or a.diff else ''}reformatted, {n} left unchanged"
+                   f"{f', {unwritten} could not be written' if unwritten else ''}\n")
   return rc
 
 DIFFLIB_LINES = 20_000   # difflib's matcher is quadratic here: 200,000 lines took 150 s

@@ -7,14 +7,14 @@ from ..graph import to_dot
 def add_args(p) -> None:
   from .util import add_var_arg
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), or OUT.svg / OUT.png / OUT.pdf through "
-                 "Graphviz `dot`; default: DOT text on stdout")
+  p.add_argument("-o", "--output", metavar="OUT", help="OUT.dot (DOT text), OUT.svg (through Graphviz `dot`, else hcqdsl's "
+                 "own layout), or OUT.png / OUT.pdf (through `dot`); default: DOT text on stdout")
   p.add_argument("--launches", type=int, help="launches to check and to follow signal edges over (default: the file's "
                  "`# hcq: launches=N`, else 2)")
   add_var_arg(p)
 
 def run(a) -> int:
-  from .util import read_source, launches_of, launches_arg, parse_vars, check_vars, UsageError, check_output
+  from .util import read_source, launches_of, launches_arg, parse_vars, check_vars, UsageError, check_output, write_output
   from ..lang.parse import parse_syntax
   from ..diagnostics import render_text
   from ..check import check
@@ -41,15 +41,18 @@ def run(a) -> int:
     return 0
   fmt = a.output.rsplit(".", 1)[-1].lower() if "." in a.output else "dot"
   if fmt in ("dot", "gv"):
-    try:
-      with open(a.output, "w") as f: f.write(dot)
-    except OSError as e: raise UsageError(f"{a.output}: {e.strerror or e}")
+    write_output(a.output, dot)
     return 0
   if fmt not in ("svg", "png", "pdf"): raise UsageError(f"{a.output}: write .dot, .svg, .png or .pdf")
   exe = shutil.which("dot")
-  if exe is None: raise UsageError(f"{a.output}: Graphviz `dot` is not installed (apt-get install graphviz), or write .dot")
-  r = subprocess.run([exe, f"-T{fmt}", "-o", a.output], input=dot.encode(), capture_output=True)
+  if exe is None and fmt == "svg":   # no Graphviz: hcqdsl's own layout of the same graph (hcqdsl/graph.py)
+    from ..graph import dot_to_svg
+    write_output(a.output, dot_to_svg(dot))
+    return 0
+  if exe is None: raise UsageError(f"{a.output}: Graphviz `dot` is not installed (apt-get install graphviz), or write .svg or .dot")
+  r = subprocess.run([exe, f"-T{fmt}"], input=dot.encode(), capture_output=True)
   if r.returncode != 0:
     sys.stderr.write(r.stderr.decode(errors="replace"))
     return 1
+  write_output(a.output, r.stdout)   # (whole or not at all, as every output)
   return 0

@@ -3,7 +3,7 @@ raw-dump manifest."""
 from __future__ import annotations
 import pathlib, sys
 from ..lift.manifest import lift_file
-from .util import UsageError, check_output
+from .util import UsageError, check_output, write_output
 
 
 def add_args(p) -> None:
@@ -31,9 +31,6 @@ def run(a) -> int:
   if not a.output:
     sys.stdout.write(text)
     return rc
-  try: pathlib.Path(a.output).write_text(text)
-  except OSError as e:
-    sys.stderr.write(f"hcqdsl: error: {a.output}: {e.strerror or e}\n")
-    return 2
+  write_output(a.output, text)
   sys.stderr.write(f"wrote {a.output}: {len(prog.queues)} queue{'s' * (len(prog.queues) != 1)}\n")
   return rc

@@ -1,18 +1,18 @@
 """`hcqdsl run FILE`: exit 0 when every expect holds, 1 on a failed expect, hang, fault, witnessed race or a program
 with errors, 2 on an unusable invocation."""
 from __future__ import annotations
-import json, pathlib, sys
-from ..ir import TARGETS
-from .util import (UsageError, read_source, launches_of, launches_arg, check_output, precheck_launches, parse_vars, check_vars, add_var_arg,
-                   add_no_check_arg,
-                   warn_check_errors)
+import json, sys
+from ..ir import TARGETS, MAX_SCHEDULES
+from .util import (UsageError, read_source, launches_of, launches_arg, check_output, write_output, precheck_launches, parse_vars, check_vars,
+                   add_var_arg, add_no_check_arg, add_format_arg, warn_check_errors)
 
 def add_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
   p.add_argument("--launches", type=int, help="consecutive launches (default: the file's `# hcq: launches=N`, else 1)")
   g = p.add_mutually_exclusive_group()
   g.add_argument("--seed", type=int, help="a random fair interleaving of the queues and the host (default: time order)")
-  g.add_argument("--schedules", type=int, metavar="K", help="run K seeds (0..K-1) and report final memory that differs")
+  g.add_argument("--schedules", type=int, metavar="K", help=f"run K seeds (0..K-1, K at most {MAX_SCHEDULES:,}) and report final "
+                 "memory that differs")
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
   p.add_argument("--replay", metavar="W.json", help="run the interleavings `hcqdsl check FILE --witness W.json` wrote: "
                  "each race happens (what each access saw and left) or each hang; exit 1 when one does")
@@ -30,6 +30,8 @@ def add_args(p) -> None:
   p.add_argument("--kernel-timeout", type=float, default=10.0, metavar="SECONDS",
                  help="wall-clock limit per C kernel call, which runs in a worker process so a crash or a hang is a "
                       "device fault at its exec (default 10; 0: run C kernels in this process, faster and unguarded)")
+  add_format_arg(p, "the report: text, or one JSON object (`runs`: each schedule's queues, signals, expects, fault or hang; "
+                 "`races`; a program with errors: `diagnostics`)")
   p.add_argument("--max-memory", metavar="SIZE", help="largest memory plan the emulator maps, e.g. 64G (default: this "
                  "machine's RAM; pages are allocated only when touched)")
 
@@ -43,13 +45,15 @@ def parse_size(text: str) -> int:
   return n
 
 def run(a) -> int:
-  from ..diagnostics import HcqError, render_text
+  from ..diagnostics import HcqError
   from ..runtime import run as run_program, compare
   launches_arg(a.launches)
   check_output(a.trace, "--trace", a.file, a.replay)
   for flag, v in (("--kernel-timeout", a.kernel_timeout), ("--timeout", a.timeout)):   # (nan and inf too: a wait without end)
     if not 0 <= v < float("inf"): raise UsageError(f"{flag} takes a finite number of seconds, at least 0, not {v}")
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
+  if a.schedules is not None and a.schedules > MAX_SCHEDULES:
+    raise UsageError(f"--schedules must be at most {MAX_SCHEDULES:,} (each schedule is a whole run), not {a.schedules}")
   text = read_source(a.file)
   a.launches = launches_of(text, a.file, a.launches, 1)
   var_values = parse_vars(a.var)
@@ -61,22 +65,24 @@ def run(a) -> int:
     from ..check import parse_with_diagnostics
     from ..diagnostics import has_errors
     prog, diags = parse_with_diagnostics(text, a.file)
-    if prog is None or has_errors(diags):
-      sys.stdout.write(render_text(diags, {a.file: text}))
-      return 1
+    if prog is None or has_errors(diags): return _errors(a, diags, text)
     check_vars(var_values, prog, a.file)
     if a.replay: return _replay(a, prog, kw)
     seeds = list(range(a.schedules)) if a.schedules else [a.seed]
     results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
   except HcqError as e:   # the run did not start (a memory plan too big, ...): that error alone, no advice about check
-    sys.stdout.write(render_text(e.diagnostics, {a.file: text}))
-    return 1
+    return _errors(a, e.diagnostics, text)
   sys.stdout.flush()
   if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file, a.launches), var_values)
   res = results[0]
   if a.trace and res.trace is not None:
-    try: pathlib.Path(a.trace).write_text(json.dumps(res.trace))
-    except OSError as e: raise UsageError(f"{a.trace}: {e.strerror or e}")
+    write_output(a.trace, json.dumps(res.trace))
+  if a.format == "json":
+    races = compare(results) if len(results) > 1 else []
+    ok = all(r.ok for r in results) and not races
+    print(json.dumps({"file": a.file, "ok": ok, "runs": [r.to_json() for r in results],
+                      "races": [r.to_json() for r in races]}, indent=1))
+    return 0 if ok else 1
   rc = 0
   if len(results) == 1: print(res.summary())
   else:
@@ -89,6 +95,13 @@ def run(a) -> int:
     if races or bad: rc = 1
   return 1 if rc or not res.ok else 0
 
+def _errors(a, diags, text: str) -> int:
+  """A program that cannot run: its errors (text, or `{"file", "ok": false, "diagnostics"}`), exit 1."""
+  from ..diagnostics import render_text, Diagnostic
+  if a.format == "json": print(json.dumps({"file": a.file, "ok": False, "diagnostics": [Diagnostic.to_json(d) for d in diags]}, indent=1))
+  else: sys.stdout.write(render_text(diags, {a.file: text}))
+  return 1
+
 def _replay(a, prog, kw) -> int:
   from ..runtime import replay
   from ..check.witness import load_witness, read_witness
@@ -97,10 +110,13 @@ def _replay(a, prog, kw) -> int:
   kw = {k: v for k, v in kw.items() if k not in ("launches", "var_values")}   # the witness's
   if a.trace: kw["trace"] = True
   done = replay(prog, w, **kw)
-  for r in done: print(r)
   happened = sum(r.happened for r in done)
-  print(f"{a.file}: {len(done)} witness{'es' * (len(done) != 1)} replayed, {happened} seen happening")
+  if a.format == "json":
+    print(json.dumps({"file": a.file, "happened": happened, "replays": [{"code": r.code, "happened": r.happened, "lines": r.lines}
+                                                                        for r in done]}, indent=1))
+  else:
+    for r in done: print(r)
+    print(f"{a.file}: {len(done)} witness{'es' * (len(done) != 1)} replayed, {happened} seen happening")
   if a.trace and done and done[0].result is not None and done[0].result.trace is not None:
-    try: pathlib.Path(a.trace).write_text(json.dumps(done[0].result.trace))
-    except OSError as e: raise UsageError(f"{a.trace}: {e.strerror or e}")
+    write_output(a.trace, json.dumps(done[0].result.trace))
   return 1 if happened else 0

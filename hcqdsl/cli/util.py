@@ -6,7 +6,8 @@ from ..ir import U32_MAX, MAX_LAUNCHES
 from ..diagnostics import did_you_mean
 from ..header import read_header, HeaderError
 
-__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "add_script_args", "script_of", "precheck_launches",
+__all__ = ["UsageError", "read_source", "launches_of", "launches_arg", "check_output", "write_output", "writable_output", "add_format_arg",
+           "output_format", "add_script_args", "script_of", "precheck_launches",
            "parse_vars", "check_vars", "did_you_mean", "add_var_arg", "add_no_check_arg",
            "warn_check_errors"]
 
@@ -32,17 +33,28 @@ def launches_of(text: str, path: str, given=None, default: int = 2) -> int:
   try: return read_header(text).get("launches", default)
   except HeaderError as e: raise UsageError(f"{path}:{e.line}:1: bad `# hcq:` header: {str(e).split(': ', 1)[1]}") from None
 
-def same_file(a: str, b: str) -> bool:
-  """Do the paths name one file (an output about to overwrite an input)?"""
-  import os
-  try: return os.path.samefile(a, b)
-  except OSError: return os.path.abspath(a) == os.path.abspath(b)
-
 def check_output(out, flag: str, *inputs) -> None:
-  """An output path that names an input would overwrite it: a usage error (the input is kept)."""
+  """An output path that names an input would overwrite it: a usage error (the input is kept). An output whose
+  directory is missing or not writable is one too, before any work is done."""
+  from ..files import same_file
+  if out is None: return
   for i in inputs:
-    if out is not None and i is not None and same_file(str(out), str(i)):
+    if i is not None and same_file(str(out), str(i)):
       raise UsageError(f"{flag} {out} is the input {i}: writing it would overwrite the input; give another file")
+  writable_output(out, flag)
+
+def writable_output(out, flag: str) -> None:
+  """A usage error when `out` cannot be written (`-o missing/dir/x.hcq`), said before the work whose result it is."""
+  from ..files import check_writable
+  try: check_writable(str(out))
+  except OSError as e: raise UsageError(f"{flag} {out}: {e.strerror}{f' ({e.filename})' if e.filename and str(e.filename) != str(out) else ''}")
+
+def write_output(path, data) -> None:
+  """Write an output atomically (hcqdsl/files.py: the old file stays whole when the write fails); a failure is a
+  usage error naming the file (exit 2)."""
+  from ..files import write_atomic
+  try: write_atomic(str(path), data)
+  except OSError as e: raise UsageError(f"{path}: {e.strerror or e}")
 
 def launches_arg(n):
   """`--launches N` as given (None: not given); outside 1 .. MAX_LAUNCHES a usage error (check unrolls every launch,
@@ -76,6 +88,21 @@ def check_vars(var_values: dict[str, int], program, file: str) -> None:
   """Every `--var` must name a var (or D.epoch) of the program: the same error in check, graph, run and compile."""
   from ..check import unknown_var
   if (why := unknown_var(attrs.evolve(program, file=file), var_values)) is not None: raise UsageError(f"--var: {why}", "name")
+
+def add_format_arg(p, what: str, choices=("text", "json"), json_alias: bool = False) -> None:
+  """`--format text|json` (and `sarif` where a command has it): every command that reports takes the same option.
+  `json_alias`: the old `--json` flag still works, deprecated (a warning says so)."""
+  p.add_argument("--format", choices=choices, default="text", help=f"{what}: {', '.join(choices[:-1])} or {choices[-1]} (default text)")
+  if json_alias: p.add_argument("--json", action="store_true", help="deprecated: the same as --format json")
+
+def output_format(a) -> str:
+  """The `--format` asked for (`--json`, deprecated, is `--format json`, with a warning on stderr)."""
+  import sys
+  if getattr(a, "json", False):
+    sys.stderr.write("hcqdsl: warning: --json is deprecated: use --format json\n")
+    if a.format not in ("text", "json"): raise UsageError(f"--json and --format {a.format} disagree: give --format alone")
+    return "json"
+  return a.format
 
 def add_var_arg(p) -> None:
   p.add_argument("--var", action="append", metavar="NAME=VALUE",

@@ -109,6 +109,10 @@ _SNUM1 = r"(?:0[xX][0-9A-Fa-f_]++|[0-9][0-9_]*+)[KMG]?+(?![A-Za-z0-9_.])"   # _S
 _SLICE_ONE = re.compile(rf"([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)")   # _SLICE, ditto
 # the slices of a chunk's new copies and execs, one a line: a slice, else (name '') anything
 _SLICE_LINES = re.compile(rf"^(?:([A-Za-z_][A-Za-z0-9_]*+)(?:{_W}\[{_W}({_SNUM1}|){_W}:{_W}({_SNUM1}|){_W}\]|)$|.*+$)", re.M)
+# the usual slice, `name[lo:hi]` cut into its three texts (checked by the caches, `_SNUM_TEXT`, `_NAME_TEXT`), else a row of ''
+_SLICE_PARTS = re.compile(r"^(?:([^\[\n.]++)\[([^:\n]*+):([^\]\n]*+)\]|.*+)$", re.M)
+_SNUM_TEXT = re.compile(_SNUM1)
+_NAME_TEXT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*+")
 _NO_DIMS = (None, None)
 CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 _CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow
@@ -151,6 +155,29 @@ _KIND = {"i": "wait", "g": "signal", "e": "exec", "p": "copy", "r": "barrier", "
 _BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
+
+@attrs.define
+class _RowState:
+  """Where `read_block`'s row loop is, between chunks of rows."""
+  ln: int                   # the line being read
+  col: int                  # the column the next row starts at
+  seen: bool = False        # a statement ended on this line (a comment after it is its)
+  first: bool = True        # still on the header's line (a comment there is the header's)
+  pending: tuple = ()       # own-line comments before the next statement
+  header_comment: Optional[str] = None
+  later: list = attrs.field(factory=list)   # the copies and execs waiting for `_later`
+
+@attrs.define
+class _OpenBlock:
+  """A queue or host block read line by line, from its header to its `}`."""
+  kind: str                 # queue | host
+  name: Optional[str]       # a queue's name, engine and device (None for the host)
+  engine: Optional[str]
+  device: Optional[Ref]
+  span: Span                # the header's
+  comment: Optional[str]    # the header line's comment
+  comments: tuple           # the own-line comments before the header
+  body: list = attrs.field(factory=list)   # the statements read so far
 
 def _split(vals: str) -> list:
   parts = vals.split(",")
@@ -235,7 +262,7 @@ class Scanner:
     self.args: dict = {}
     self.decls: list = []
     self.pending: list = []  # own-line comments waiting for the node they precede
-    self.block: Optional[list] = None   # [kind, name, engine, device, header span, comment, comments, body] of the open block
+    self.block: Optional[_OpenBlock] = None   # the block being read line by line
     self.dims: dict = {}
     self.ints: dict = {}
     self.bare: set = set()   # names written as a whole buffer (a var's name among them: `resolve_var_args` has work)
@@ -298,9 +325,9 @@ class Scanner:
           self._close(ln, end, comment)
           return ln
         if pending:
-          block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment))
+          block.body.append(self.read_statement(kw, body, Span(f, ln, col, ln, end), tuple(pending), comment))
           self.pending = []
-        else: block[7].append(self.read_statement(kw, body, Span(f, ln, col, ln, end), (), comment))
+        else: block.body.append(self.read_statement(kw, body, Span(f, ln, col, ln, end), (), comment))
         return ln
       if kw == "queue" or kw[:4] == "host":
         self._open(kw, body, Span(f, ln, col, ln, end), comment, True)
@@ -325,34 +352,32 @@ class Scanner:
     if end >= len(src) or src[end] != "}": return None
     f, out = self.file, []
     hl, hcol = ln, h.start(1) - pos + 1
-    # the row loop's state: line, the row's column, a statement on this line, the header's line, the comments before
-    # the next statement, the header's comment, the rows waiting for `_later`
-    st = [ln, start - pos + 1, False, True, (), None, []]
+    st = _RowState(ln, start - pos + 1)
     try:
       if h.group(2) is not None: name, engine, dev = self._name(h.group(2)), h.group(3), self._ref(h.group(4))
       p = start
       while True:
         q = end if end - p <= CHUNK else (src.rfind("\n", p, p + CHUNK) + 1 or end)
-        if st[3]: q = src.find("\n", p, q) + 1 or q         # the header's line alone: the row loop reads it
+        if st.first: q = src.find("\n", p, q) + 1 or q      # the header's line alone: the row loop reads it
         elif (r := src.rfind("\n", p, q) + 1) > p and "#" not in (seg := src[p:r]) and ";" not in seg:
-          nodes = self.read_columns(seg, st[0])                # whole lines, one statement at most on each
+          nodes = self.read_columns(seg, st.ln)                # whole lines, one statement at most on each
           if nodes is not None:
-            if st[4] and nodes:
-              nodes[0] = attrs.evolve(nodes[0], comments=st[4])
-              st[4] = ()
+            if st.pending and nodes:
+              nodes[0] = attrs.evolve(nodes[0], comments=st.pending)
+              st.pending = ()
             out += nodes
-            st[0] += seg.count("\n")
+            st.ln += seg.count("\n")
             p = r
         self._rows(src, p, q, out, st)
-        if st[6]:
-          self._later(out, st[6])
-          st[6] = []
+        if st.later:
+          self._later(out, st.later)
+          st.later = []
         if q == end: break
         p = q
     except (_GiveUp, ValueError): return None
     a = _AFTER.match(src, end + 1)
     if a is None: return None
-    ln, pend, hcomment = st[0], st[4], st[5]
+    ln, pend, hcomment = st.ln, st.pending, st.header_comment
     span = Span(f, hl, hcol, ln, end - src.rfind("\n", 0, end) + 1)
     ec = a.group(1).rstrip() if a.group(1) else None
     node: Queue | Host
@@ -369,7 +394,7 @@ class Scanner:
     f, append = self.file, out.append
     sigs, names, exprs, slices, args_of, dims_of = self.sigs, self.names, self.exprs, self.slices, self.args, self.dims
     stmt, span_ = self.read_statement, _span
-    ln, c0, seen, first, pend, hcomment, later = st
+    ln, c0, seen, first, pend, hcomment, later = st.ln, st.col, st.seen, st.first, st.pending, st.header_comment, st.later
     for lead, body, kw, a, sep, b, other, tw, cm, term in _ROW.findall(src, p, q):
       if body:
         col = c0 + len(lead)
@@ -432,7 +457,7 @@ class Scanner:
         seen = first = False
       elif term: c0 += len(lead) + len(body) + len(other) + len(tw) + 1
       else: break
-    st[:] = ln, c0, seen, first, pend, hcomment, later
+    st.ln, st.col, st.seen, st.first, st.pending, st.header_comment, st.later = ln, c0, seen, first, pend, hcomment, later
 
   def _later(self, out, later):
     """The copies and execs of a chunk whose slices or argument lists were new: their slices cut by one regex over
@@ -473,14 +498,16 @@ class Scanner:
     `name[lo:hi]` is cut by `str.partition`, its name and bounds found among the names and bound texts read before;
     the others by one regex over them all. The slices are built by C-level maps."""
     refs, ints, got = self.refs, self.ints, None
-    names, s1, rest = zip(*map(str.partition, texts, repeat("[")))
-    if all(s1) and "." not in "".join(names):     # (a ref with a `.`, `d.epoch`, is no buffer)
-      los, s2, his = zip(*map(str.partition, rest, repeat(":")))
-      if all(s2) and all(map(str.endswith, his, repeat("]"))):
-        try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los),
-                            map(ints.__getitem__, map(operator.getitem, his, repeat(_BUT_LAST))), repeat(True),
-                            repeat(None)))
-        except KeyError: pass    # a name or bound not read yet (or no name or bound): the regex
+    names, los, his = zip(*_SLICE_PARTS.findall("\n".join(texts)))   # (one row per text: texts hold no newline)
+    if "" not in names:            # all `name[lo:hi]` (a ref with a `.`, `d.epoch`, is no buffer)
+      new = set(los).union(his).difference(ints)
+      if new and all(map(_SNUM_TEXT.fullmatch, new)):   # bounds not read yet, each a plain number: learned here
+        for v in new: ints[v] = _int(v)
+      for v in set(names).difference(refs):
+        if _NAME_TEXT.fullmatch(v): self._ref(v)
+      try: got = list(map(_slice_node, map(refs.__getitem__, names), map(ints.__getitem__, los), map(ints.__getitem__, his),
+                          repeat(True), repeat(None)))
+      except KeyError: pass    # a name or bound that is none, or written with blanks: the regex
     if got is None:
       parts = _SLICE_LINES.findall("\n".join(texts))
       if len(parts) != len(texts): raise _GiveUp
@@ -628,19 +655,20 @@ class Scanner:
   def _open(self, kw, body, span, comment, brace):
     m = (_QUEUE if kw == "queue" else _HOST).match(body)
     if m is None or (m.group(m.re.groups) is not None) != brace: raise _GiveUp
-    if kw == "queue": self.block = ["queue", self._name(m.group(1)), m.group(2), self._ref(m.group(3)), span, comment, tuple(self.pending), []]
-    else: self.block = ["host", None, None, None, span, comment, tuple(self.pending), []]
+    if kw == "queue": self.block = _OpenBlock("queue", self._name(m.group(1)), m.group(2), self._ref(m.group(3)), span, comment, tuple(self.pending))
+    else: self.block = _OpenBlock("host", None, None, None, span, comment, tuple(self.pending))
     self.pending = []
 
   def _close(self, ln, end, comment):
     assert self.block is not None   # (a block is open)
-    kind, name, engine, dev, hs, hcomment, hcomments, stmts = self.block
-    span = Span(self.file, hs.line, hs.column, ln, end)
+    b = self.block
+    span = Span(self.file, b.span.line, b.span.column, ln, end)
     node: Queue | Host
-    if kind == "queue":
-      node = Queue(name, engine, dev, tuple(stmts), span=span, comments=hcomments, comment=hcomment,
+    if b.kind == "queue":
+      assert b.name is not None and b.engine is not None and b.device is not None   # (a queue's header names them)
+      node = Queue(b.name, b.engine, b.device, tuple(b.body), span=span, comments=b.comments, comment=b.comment,
                    end_comments=tuple(self.pending), end_comment=comment)
-    else: node = Host(tuple(stmts), span=span, comments=hcomments, comment=hcomment, end_comments=tuple(self.pending),
+    else: node = Host(tuple(b.body), span=span, comments=b.comments, comment=b.comment, end_comments=tuple(self.pending),
                       end_comment=comment)
     self.decls.append(node)
     self.pending = []
@@ -657,7 +685,7 @@ class Scanner:
       target = next((i for i in range(len(parts) - 1, -1, -1) if parts[i].strip(" \t")), -1)
       if target < 0 and not code.strip(" \t"): self.pending.append(comment)   # a comment line (with a `;` in it)
     f, block, pos, stmt = self.file, self.block, 0, self.read_statement
-    body_list = block[7] if block is not None else None
+    body_list = block.body if block is not None else None
     for i, part in enumerate(parts):
       body = part.strip(" \t")
       if body:
@@ -718,7 +746,7 @@ class Scanner:
       if "\t" in kw: kw = kw.partition("\t")[0]
       pending = self.pending
       if block is not None:
-        block[7].append(self.read_statement(kw, body, span, tuple(pending) if pending else (), c))
+        block.body.append(self.read_statement(kw, body, span, tuple(pending) if pending else (), c))
         if pending: self.pending = []
       elif kw == "queue" or kw == "host":
         header = (kw, body, span)

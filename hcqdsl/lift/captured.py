@@ -12,7 +12,8 @@ from ..target.image import Image, QueueImage, Patch, Region
 from ..amd.disasm import decoder
 from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
-from .schema import Manifest, MQueue, LAUNCH_VAR
+from .schema import Manifest, MQueue, LAUNCH_VAR, ManifestError
+from ..files import write_atomic
 from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
 from ..amd.meaning import signal_addrs, meaning, field_at, per_launch, Registers
 from .packets import hexname, epochs
@@ -645,7 +646,8 @@ class AMDCaptureLift(CaptureLift):
     """The kernel's code object, written into code_dir (`amd "k.co"`), reading its code buffer when a copy uploads it."""
     if k.get("code") and self.code_dir is not None:
       cpath = pathlib.Path(self.code_dir) / f"{name}.co"
-      cpath.write_bytes(k["code"])
+      try: write_atomic(cpath, k["code"])
+      except OSError as e: raise ManifestError(f"{cpath}: {e.strerror or e}") from None
       rel = str(cpath.resolve()) if self.program_dir is None else _relpath(cpath, self.program_dir)
       return Impl(None, None, (), None, rel, code_buf)
     return Impl(amd_code=f"{name}.co", code=code_buf) if code_buf is not None else None   # (no code written: a check only)

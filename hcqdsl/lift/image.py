@@ -12,6 +12,7 @@ from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Impl, Que
                   HostWrite, Submit, Ref, Expr, Slice, Data, U32_MAX, DTYPES,
                   timeline_of, epoch_of, vendor_of)
 from ..target.image import Image, QueueImage
+from ..files import write_atomic
 from ..amd import lift as amd_lift
 from ..nv import lift as nv_lift
 
@@ -123,7 +124,7 @@ def write_code_objects(img: Image, directory) -> list:
   out = []
   for path, b in files.items():
     if path.exists(): continue
-    try: path.write_bytes(b)
+    try: write_atomic(path, b)
     except OSError as e: raise ValueError(f"{path}: {e.strerror or e}") from None
     out.append(path)
   return out

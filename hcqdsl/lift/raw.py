@@ -5,11 +5,11 @@ import struct
 from typing import Optional
 import attrs
 from ..ir import (Program, Device, Buffer, Signal, Var, Kernel, Param, Queue, Host, Wait, SignalWrite, Submit, Ref, Expr,
-                  KEYWORDS, U32_MAX, timeline_of)
+                  KEYWORDS, U32_MAX, NV_ARCHS, timeline_of)
 from ..target.image import Image, QueueImage, Patch, Region
 from ..target.lifting import Unliftable
 from .image import lift_statements, queue_decl, lifted_program
-from .schema import Manifest, LAUNCH_VAR
+from .schema import Manifest, ManifestError, LAUNCH_VAR
 from ..amd.meaning import MEMORY_WAITS, meaning, signal_addrs, written_range, polled_range, dispatch, splice
 from .packets import Mem, hexname, epochs
 from ..amd.lift import lift_group, group_packets
@@ -188,7 +188,16 @@ class RawLift:
 def lift_raw(m: Manifest) -> Program:
   """A program from a raw dump. With read pointers: the work still to do at the dump (signals start at the snapshot;
   what ran already is listed as comments; check with launches=1). With host steps (version 1): the launches, with a var
-  `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1."""
+  `launch` wherever a dword changes by one per launch. Otherwise: every queue's whole stream, launches=1. A raw dump
+  is AMD's PM4 and SDMA: an NV queue or device is refused (ManifestError naming the field)."""
+  nv = [f"queues[{i}].target" for i, q in enumerate(m.queues) if q.target in NV_ARCHS] + \
+       [f"devices[{i}].arch" for i, d in enumerate(m.devices) if d["arch"] in NV_ARCHS]
+  if nv:
+    arch = next(q.target for q in m.queues if q.target in NV_ARCHS) if nv[0].startswith("queues") else \
+      next(d["arch"] for d in m.devices if d["arch"] in NV_ARCHS)
+    raise ManifestError(f"{m.file}: {nv[0]}: `{arch}` is an NV arch, and a manifest without a capture's host steps (or with read "
+                        f"pointers) is a raw dump of AMD's PM4/SDMA rings; an NV queue is lifted from its image (`hcqdsl lift "
+                        f"P.hcqimg`) or from a capture of tinygrad's NV runtime (`hcqdsl capture`)")
   return RawLift(m).program()
 
 def _mark_stuck(decls: list, values: dict) -> list:

@@ -1,16 +1,17 @@
-"""The manifest: the JSON file a raw dump or a capture is described by. Its format is one declaration, MANIFEST (below):
-`load_manifest` reads every key through it (checking each value, a bad one an error naming the file and its JSON path),
-`encode` writes through it (`hcqdsl capture`'s `Capture.manifest()`), and docs/lift.md's table of fields is its
-`describe()`."""
+"""The manifest: the JSON file a raw dump or a capture is described by. Its format is one declaration, MANIFEST (below),
+in hcqdsl/schema.py's types as the image's and the witness's are: `load_manifest` reads every key through it (checking
+each value, a bad one an error naming the file and its JSON path), `encode` writes through it (`hcqdsl capture`'s
+`Capture.manifest()`), and docs/lift.md's table of fields is its `describe()`. What the keys must satisfy together
+(devices named by queues, pointers within the ring, a host step's keys for its `op`) is checked after."""
 from __future__ import annotations
-import json, pathlib, re
-from typing import NoReturn, Optional
+import json, math, pathlib, re
+from typing import Callable, NoReturn, Optional
 import attrs
 from ..ir import TARGETS, KEYWORDS, U32_MAX, DEVICE_INDEX_MAX
 from ..amd.disasm import read_raw
-from ..schema import too_deep
+from ..schema import Pass, Invalid, convert, too_deep, table, List, Obj, Keep, Key
 
-__all__ = ["Manifest", "MQueue", "ManifestError", "Field", "MANIFEST", "load_manifest", "encode", "describe",
+__all__ = ["Manifest", "MQueue", "ManifestError", "MANIFEST", "load_manifest", "encode", "describe",
            "MANIFEST_KIND", "MANIFEST_VERSION", "READABLE_VERSIONS", "MAX_QUEUE_FILE", "LAUNCH_VAR", "U64"]
 
 U64 = (1 << 64) - 1
@@ -24,114 +25,260 @@ class ManifestError(ValueError):
 
 # ---------------------------------------------------------------- the declaration
 
-# kind -> (what a value is, for the docs; how it is written from its in-memory form). Every integer kind reads a JSON
-# number or a "0x..." string (addresses do not fit a double everywhere)
-KINDS: dict[str, tuple] = {
-  "int": ("integer", lambda v: v), "addr": ("address (written \"0x...\")", hex), "str": ("string", lambda v: v),
-  "name": ("identifier", lambda v: v), "bool": ("true or false", lambda v: v), "hex": ("hex bytes", lambda b: b.hex()),
-  "dwords": ("hex dwords (whitespace-separated, `0x` optional, `#` comments) or a list of integers",
-             lambda dw: " ".join(f"{x:08x}" for x in dw)),
-  "values": ("object of \"0x...\" address: integer", lambda d: {hex(a): v for a, v in d.items()}),
-  "inputs": ("per input: null, or per device null or [address, size]",
-             lambda rows: [None if r is None else [None if x is None else [hex(x[0]), x[1]] for x in r] for r in rows]),
-  "json": ("JSON", lambda v: v), "list": ("list of objects", None), "object": ("object", None)}
+class _Pass(Pass):
+  """One pass over a manifest: reading (JSON -> values) or writing (values -> JSON). `base`: the directory a queue's
+  `file` is relative to. Errors read `FILE: PATH: what is wrong`."""
+  NOUN, TOP = "manifest", "(top level)"
+  def __init__(self, reading: bool, file: str = "<manifest>", base: pathlib.Path = pathlib.Path(".")):
+    super().__init__(reading)
+    self.file, self.base = file, base
+  def fail(self, at: str, what: str, v) -> NoReturn: raise Invalid(at or self.TOP, f"expected {what}, got {type(v).__name__}")
+  def missing(self, t, at: str, key: str) -> NoReturn: raise Invalid(f"{at}.{key}" if at else key, "missing")
+  def error(self, e: Invalid) -> ManifestError: return ManifestError(f"{self.file}: {e.at or self.TOP}: {e.what}")
 
-@attrs.frozen
-class Field:
-  """One key of the manifest."""
-  key: str                 # the JSON key
-  kind: str                # one of KINDS
-  doc: str                 # what it means (docs/lift.md)
-  required: bool = False   # a manifest without it is refused
-  since: int = 1           # the manifest version that introduced it
-  fields: tuple = ()       # kind list / object: the keys of each item (a host step's: of every op)
+def _bad(at: str, msg: str) -> NoReturn: raise Invalid(at, msg)
 
-  def read(self, v: "_V", default=None):
-    """The value of this key of the JSON object `v` (checked against its kind; `default` when absent)."""
-    if self.kind == "hex": return _hex_bytes(v, self.key)
-    if self.kind == "name": return _name(v, self.key, default, self.required)
-    kind = {"addr": "int", "name": "str"}.get(self.kind, self.kind)
-    return v.get(self.key, kind, self.required, default)
+class _Int:
+  """A non-negative integer: a JSON number or a "0x..." (or decimal) string; an address is written "0x..."."""
+  fast = None
+  def __init__(self, addr: bool = False): self.addr = addr
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return hex(v) if self.addr else v
+    if isinstance(v, str):
+      try: v = int(v.replace("_", ""), 0)
+      except ValueError: _bad(at, f"expected an integer (or a \"0x...\" string), got {v!r}")
+    if type(v) is not int: _bad(at, f"expected an integer, got {json.dumps(v)}")
+    if v < 0: _bad(at, f"expected a non-negative integer, got {v}")
+    return v
+  def doc(self) -> str: return "address (written \"0x...\")" if self.addr else "integer"
 
-  def write(self, value):
-    """The JSON of an in-memory value (a dict, or an attrs record, per item of a list or object)."""
-    if self.kind == "list": return [encode(self.fields, x) for x in value] if self.fields else list(value)
-    if self.kind == "object": return encode(self.fields, value)
-    return KINDS[self.kind][1](value)
+class _Str:
+  """A non-empty string; `refuse(value, path)` says what else it must be (or raises)."""
+  fast = None
+  def __init__(self, refuse=None, text: str = "string"): self.refuse, self.text = refuse, text
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return v
+    if type(v) is not str or not v: _bad(at, f"expected a non-empty string, got {json.dumps(v)}")
+    if self.refuse is not None: self.refuse(v, at)
+    return v
+  def doc(self) -> str: return self.text
 
-  def __getitem__(self, key: str) -> "Field": return next(f for f in self.fields if f.key == key)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+def _identifier(v: str, at: str) -> None:
+  if not _IDENT.match(v): _bad(at, f"`{v}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
+def _one_of(noun: str, among) -> object:
+  def refuse(v: str, at: str) -> None:
+    if v not in among: _bad(at, f"unknown {noun} `{v}` (one of {', '.join(among)})")
+  return refuse
+_ENGINES = {"compute": "compute", "pm4": "compute", "copy": "copy", "sdma": "copy"}
+def _engine(v: str, at: str) -> None:
+  if v not in _ENGINES: _bad(at, f"expected compute (pm4) or copy (sdma), got `{v}`")
+def _format(v: str, at: str) -> None:
+  if v != MANIFEST_KIND: _bad(at, f"expected \"{MANIFEST_KIND}\", got {json.dumps(v)}")
 
-F = Field
-_ADDR_HEX = (F("addr", "addr", "where", True), F("hex", "hex", "the bytes there (trailing zeros may be left out; `\"\"`: zeros)", True))
-MANIFEST = F("", "object", "the manifest", fields=(
-  F("format", "str", f"`\"{MANIFEST_KIND}\"`", True),
-  F("version", "int", f"{' or '.join(map(str, READABLE_VERSIONS))} (written: {MANIFEST_VERSION})", True),
-  F("producer", "object", "what wrote it", since=2, fields=(
-    F("tool", "str", "`hcqdsl capture`"),
-    F("path", "str", "which of tinygrad's paths submitted: `hcq` (HWQueue objects, default), `hcq2` (the submitter program)"))),
-  F("devices", "list", "the GPUs; a device a queue names that is not listed is declared with the queue's target and the next index", fields=(
-    F("name", "name", "its name in the program", True), F("index", "int", "the `AMD:N` number", True),
-    F("arch", "str", f"one of {', '.join(TARGETS)}", True), F("tinygrad", "str", "tinygrad's name of it (`AMD:1`)", since=2))),
-  F("queues", "list", "the rings", True, fields=(
-    F("name", "name", "default `<engine><i>_<device>`"), F("device", "name", "the device's name", True),
-    F("target", "str", "the device's arch", True), F("engine", "str", "`compute` (PM4; also `pm4`) or `copy` (SDMA; also `sdma`)", True),
-    F("dwords", "dwords", "the ring or stream (this or `file` is required)"),
-    F("file", "str", "a path relative to the manifest holding hex text or little-endian binary dwords"),
-    F("read_ptr", "int", "the dword counter of the first packet the engine has not finished: giving it for any queue makes the lift a "
-                         "hang triage; ring indices work too (a write pointer below it has wrapped once)"),
-    F("write_ptr", "int", "the dword counter one past the last dword written (tinygrad's `put_value`; SDMA's byte counter / 4); "
-                          "default: the dwords given. Larger than the ring: positions are taken modulo the ring's size"),
-    F("start", "int", "where decoding starts (a packet boundary); default 0 while the ring has not wrapped, else `read_ptr`"),
-    F("base", "int", "the ring's address"))),
-  F("signals", "list", "signal memory: a snapshot (triage) or the values when the capture began", fields=(
-    F("addr", "addr", "the value's address", True), F("value", "int", "its value (32-bit in version 1, 64-bit since 2)", True),
-    F("name", "name", "its name in the program"), F("device", "name", "the device whose memory holds it (default: host memory)"),
-    F("timeline", "bool", "it is `device`'s timeline signal"),
-    F("mailbox", "bool", "a KFD interrupt mailbox (a write there orders nothing)", since=2))),
-  F("buffers", "list", "allocations kernel arguments and copies point into", fields=(
-    F("addr", "addr", "its address", True), F("size", "int", "bytes, at least 1", True), F("name", "name", "its name in the program"),
-    F("device", "name", "the device whose memory it is (default: host memory)"))),
-  F("memory", "list", "memory contents: kernarg blocks (an `exec`'s arguments), indirect buffers (lifted in place of the "
-                      "INDIRECT_BUFFER / SDMA INDIRECT packet); with `step`, read before that host step ran",
-    fields=_ADDR_HEX + (F("step", "int", "the host step it was read before", since=2),)),
-  F("final", "list", "contents when the capture ended (the lift's `expect`s)", since=2, fields=_ADDR_HEX),
-  F("kernels", "list", "the programs, by entry point", fields=(
-    F("prog_addr", "addr", "the entry point (COMPUTE_PGM_LO/HI << 8)", True), F("name", "name", "its name in the program"),
-    F("tinygrad_name", "str", "tinygrad's name of it", since=2),
-    F("params", "json", "`in`/`out`/`inout` per pointer argument; since version 2 also tinygrad's signature: per argument "
-                        "{name (null: a buffer), dtype, bytes, mode, shape}"),
-    F("code", "hex", "its code object (ELF)", since=2))),
-  F("host", "list", "the host's steps in order (by `op`)", fields=(
-    F("op", "str", "`submit`, `signal`, `wait`, `write` (since 2)", True),
-    F("queue", "str", "submit: the queue", True), F("start", "int", "submit: its first dword", True), F("length", "int", "submit: its dwords", True),
-    F("signals", "values", "submit: the values of the signals it uses, read before it ran", since=2),
-    F("addr", "addr", "signal, wait: the signal; write: where", True), F("value", "int", "signal, wait: the value (a wait compares 64 bits)", True),
-    F("init", "bool", "signal: tinygrad creating the signal", since=2), F("hex", "hex", "write: the bytes stored", True, since=2),
-    F("size", "int", "write: its bytes when `hex` is empty (not recorded)", since=2),
-    F("staged", "bool", "write: a copy-in chunk of classic HCQ's staging buffers", since=2),
-    F("stack", "json", "the user's call stack: [file, line, function, source] per frame, outermost first", since=2))),
-  F("graph_calls", "list", "each HCQGraph call", since=2, fields=(
-    F("step", "int", "the host step it came before", True), F("graph", "int", "which graph", True),
-    F("inputs", "inputs", "its inputs (tinygrad's input_uops; a MultiBuffer's per device)", True)))))
+class _Bool:
+  fast = None
+  def conv(self, v, c: _Pass, at: str):
+    if c.reading and type(v) is not bool: _bad(at, f"expected true or false, got {json.dumps(v)}")
+    return v
+  def doc(self) -> str: return "true or false"
 
-def encode(fields: tuple, obj) -> dict:
-  """The JSON object of `obj` (a dict or an attrs record) by `fields`: each declared key it has, in declared order
-  (what it holds beyond them is not written)."""
-  get = (lambda k: obj.get(k, _ABSENT)) if isinstance(obj, dict) else (lambda k: getattr(obj, k, _ABSENT))
-  return {f.key: f.write(v) for f in fields if (v := get(f.key)) is not _ABSENT}
-_ABSENT = object()
+class _Hex:
+  """Bytes as hex text (`""`: none)."""
+  fast = None
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return v.hex()
+    if v == "": return b""   # memory that reads as zeros (trailing zeros dropped)
+    if type(v) is not str: _bad(at, f"expected a non-empty string, got {json.dumps(v)}")
+    try: return bytes.fromhex(v.replace(" ", "").replace("\n", ""))
+    except ValueError: _bad(at, "expected hex bytes")
+  def doc(self) -> str: return "hex bytes"
+
+class _Dwords:
+  """A queue's dwords: hex text (disasm's reader: whitespace-separated, `0x` optional, `#` comments) or a list of
+  32-bit integers; written as hex text."""
+  fast = None
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return " ".join(f"{x:08x}" for x in v)
+    if type(v) is list:
+      for j, x in enumerate(v):
+        if type(x) is not int or not 0 <= x <= U32_MAX: _bad(f"{at}[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
+      return v
+    if type(v) is not str or not v: _bad(at, f"expected a non-empty string, got {json.dumps(v)}")
+    try: return _raw_dwords(v.encode())
+    except (ValueError, UnicodeEncodeError) as e: _bad(at, f"expected hex dwords: {e}")
+  def doc(self) -> str: return "hex dwords (whitespace-separated, `0x` optional, `#` comments) or a list of integers"
+
+class _Values:
+  """Signal values by address: {"0x...": integer}."""
+  fast = None
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return {hex(a): x for a, x in v.items()}
+    if type(v) is not dict: _bad(at, "expected an object of address: value")
+    try: return {int(a, 0): int(x) for a, x in v.items()}
+    except (TypeError, ValueError, OverflowError): _bad(at, "expected \"0x...\" addresses and integer values")
+  def doc(self) -> str: return "object of \"0x...\" address: integer"
+
+class _Inputs:
+  """An HCQGraph call's inputs: per input null, or per device null or [address, size]."""
+  fast = None
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return [None if r is None else [None if x is None else [hex(x[0]), x[1]] for x in r] for r in v]
+    if type(v) is not list: _bad(at, f"expected a list, got {type(v).__name__}")
+    out: list = []
+    for i, row in enumerate(v):
+      if row is None or type(row) is not list:
+        if row is not None: _bad(f"{at}[{i}]", f"expected a list of [addr, size] per device, got {json.dumps(row)}")
+        out.append(None)
+        continue
+      bufs: list = []
+      for j, x in enumerate(row):
+        if x is None:
+          bufs.append(None)
+          continue
+        pair = {"addr": x[0], "size": x[1]} if isinstance(x, list) and len(x) == 2 else x
+        if type(pair) is not dict: _bad(f"{at}[{i}][{j}]", f"expected [addr, size], got {json.dumps(x)}")
+        got = []
+        for k in ("addr", "size"):
+          if k not in pair: _bad(f"{at}[{i}][{j}].{k}", "missing")
+          got.append(_Int().conv(pair[k], c, f"{at}[{i}][{j}].{k}"))
+        bufs.append(tuple(got))
+      out.append(bufs)
+    return out
+  def doc(self) -> str: return "per input: null, or per device null or [address, size]"
+
+class _Json:
+  fast = None
+  def conv(self, v, c: _Pass, at: str): return v
+  def doc(self) -> str: return "JSON"
+
+class _Params:
+  """A kernel's `params`: `in`/`out`/`inout` per pointer argument, or (version 2) tinygrad's signature, an object per
+  argument whose `bytes` is what the lift lays the kernel arguments out by."""
+  fast = None
+  def conv(self, v, c: _Pass, at: str):
+    if not c.reading: return v
+    if type(v) is not list: _bad(at, f"expected a list, got {type(v).__name__}")
+    if c.kept.get("version", 1) >= 2 and v and all(type(x) is dict for x in v):
+      for j, x in enumerate(v): _signature_entry(x, f"{at}[{j}]")
+      return v
+    for j, x in enumerate(v):
+      if x not in ("in", "out", "inout"): _bad(f"{at}[{j}]", f"expected in, out or inout, got {json.dumps(x)}")
+    return v
+  def doc(self) -> str: return "JSON"
+
+def _signature_entry(x: dict, at: str) -> None:
+  """One argument of tinygrad's signature: name (null: a buffer), dtype, bytes, mode, shape."""
+  n = x.get("bytes")
+  if n is not None and (type(n) is not int or not 0 <= n <= U32_MAX):
+    _bad(f"{at}.bytes", f"expected null or an integer in 0..{U32_MAX}, got "
+                        f"{json.dumps(n) if not (type(n) is float and math.isnan(n)) else 'NaN'}")
+  for k in ("name", "dtype", "mode"):
+    if x.get(k) is not None and type(x[k]) is not str: _bad(f"{at}.{k}", f"expected null or a string, got {json.dumps(x[k])}")
+  if x.get("mode") is not None and x["mode"] not in ("in", "out", "inout"):
+    _bad(f"{at}.mode", f"expected in, out or inout, got {json.dumps(x['mode'])}")
+
+def _readable(ver: int, c: _Pass, at: str) -> None:
+  if ver not in READABLE_VERSIONS: _bad(at, f"this hcqdsl reads manifest versions {' and '.join(map(str, READABLE_VERSIONS))}, got {ver}")
+
+class _Op(_Str):
+  """A host step's `op`: the ops of the manifest's version."""
+  def conv(self, v, c: _Pass, at: str):
+    v = super().conv(v, c, at)
+    if c.reading and v not in HOST_KEYS or (v == "write" and c.kept.get("version", 1) < 2):
+      _bad(at, f"expected {'submit, signal, wait or write' if c.kept.get('version', 1) >= 2 else 'submit, signal or wait'}, got `{v}`")
+    return v
+
+# a host step's keys its `op` requires, in the order they are checked
+HOST_KEYS = {"submit": ("queue", "start", "length"), "signal": ("value", "addr"), "wait": ("value", "addr"), "write": ("addr", "hex")}
+
+def _host_step(out: dict, c: _Pass, at: str) -> None:
+  if not c.reading: return
+  for k in HOST_KEYS[out["op"]]:
+    if k not in out: _bad(f"{at}.{k}", "missing")
+
+def _queue_dwords(out: dict, c: _Pass, at: str) -> None:
+  """A queue's dwords: `dwords`, or read from `file` (relative to the manifest)."""
+  if not c.reading: return
+  if "dwords" in out and "file" in out: _bad(at, "give `dwords` or `file`, not both")
+  if "file" not in out:
+    if "dwords" not in out: _bad(f"{at}.dwords", "missing (give `dwords`: hex text or a list of integers, or `file`)")
+    return
+  path = c.base / out["file"]
+  try:
+    with open(path, "rb") as f: raw = f.read(MAX_QUEUE_FILE + 1)   # (bounded: a device like /dev/zero never ends)
+  except OSError as e: _bad(f"{at}.file", f"{path}: {e.strerror or e}")
+  if len(raw) > MAX_QUEUE_FILE: _bad(f"{at}.file", f"{path}: more than {MAX_QUEUE_FILE} bytes (a queue's dwords are far fewer)")
+  try: out["dwords"] = _raw_dwords(raw)
+  except ValueError as e: _bad(f"{at}.file", f"{path}: {e}")
+
+def _obj(required: tuple = (), check=None, **keys) -> Obj:
+  """An object of documented keys (other keys ignored), those in `required` required."""
+  return Obj(keys, optional=tuple(k for k in keys if k not in required), open=True, check=check)
+
+K, INT, ADDR, NAME, STR, BOOL, HEX = Key, _Int(), _Int(addr=True), _Str(_identifier, "identifier"), _Str(), _Bool(), _Hex()
+_ADDR_HEX = dict(addr=K(ADDR, "where"), hex=K(HEX, "the bytes there (trailing zeros may be left out; `\"\"`: zeros)"))
+MANIFEST = _obj(("format", "version", "queues"),
+  format=K(_Str(_format), f"`\"{MANIFEST_KIND}\"`"),
+  version=K(Keep("version", INT, _readable), f"{' or '.join(map(str, READABLE_VERSIONS))} (written: {MANIFEST_VERSION})"),
+  producer=K(_obj(tool=K(STR, "`hcqdsl capture`"),
+                  path=K(STR, "which of tinygrad's paths submitted: `hcq` (HWQueue objects, default), `hcq2` (the submitter program)")),
+             "what wrote it", since=2),
+  devices=K(List(_obj(("name", "index", "arch"), name=K(NAME, "its name in the program"), index=K(INT, "the `AMD:N` number"),
+                      arch=K(_Str(_one_of("arch", TARGETS)), f"one of {', '.join(TARGETS)}"),
+                      tinygrad=K(STR, "tinygrad's name of it (`AMD:1`)", since=2))),
+            "the GPUs; a device a queue names that is not listed is declared with the queue's target and the next index"),
+  queues=K(List(_obj(("device", "target", "engine"), _queue_dwords,
+    name=K(NAME, "default `<engine><i>_<device>`"), device=K(NAME, "the device's name"),
+    target=K(_Str(_one_of("target", TARGETS)), "the device's arch"),
+    engine=K(_Str(_engine), "`compute` (PM4; also `pm4`) or `copy` (SDMA; also `sdma`)"),
+    dwords=K(_Dwords(), "the ring or stream (this or `file` is required)"),
+    file=K(STR, "a path relative to the manifest holding hex text or little-endian binary dwords"),
+    read_ptr=K(INT, "the dword counter of the first packet the engine has not finished: giving it for any queue makes the lift a "
+                    "hang triage; ring indices work too (a write pointer below it has wrapped once)"),
+    write_ptr=K(INT, "the dword counter one past the last dword written (tinygrad's `put_value` in dwords: SDMA's byte counter / 4); "
+                     "default: the dwords given. Larger than the ring: positions are taken modulo the ring's size"),
+    start=K(INT, "where decoding starts (a packet boundary); default 0 while the ring has not wrapped, else `read_ptr`"),
+    base=K(INT, "the ring's address"))), "the rings"),
+  signals=K(List(_obj(("addr", "value"), addr=K(ADDR, "the value's address"), value=K(INT, "its value (32-bit in version 1, 64-bit since 2)"),
+    name=K(NAME, "its name in the program"), device=K(NAME, "the device whose memory holds it (default: host memory)"),
+    timeline=K(BOOL, "it is `device`'s timeline signal"),
+    mailbox=K(BOOL, "a KFD interrupt mailbox (a write there orders nothing)", since=2))),
+    "signal memory: a snapshot (triage) or the values when the capture began"),
+  buffers=K(List(_obj(("addr", "size"), addr=K(ADDR, "its address"), size=K(INT, "bytes, at least 1"), name=K(NAME, "its name in the program"),
+    device=K(NAME, "the device whose memory it is (default: host memory)"))), "allocations kernel arguments and copies point into"),
+  memory=K(List(_obj(("addr", "hex"), **_ADDR_HEX, step=K(INT, "the host step it was read before", since=2))),
+           "memory contents: kernarg blocks (an `exec`'s arguments), indirect buffers (lifted in place of the INDIRECT_BUFFER / SDMA "
+           "INDIRECT packet); with `step`, read before that host step ran"),
+  final=K(List(_obj(("addr", "hex"), **_ADDR_HEX)), "contents when the capture ended (the lift's `expect`s)", since=2),
+  kernels=K(List(_obj(("prog_addr",), prog_addr=K(ADDR, "the entry point (COMPUTE_PGM_LO/HI << 8)"), name=K(NAME, "its name in the program"),
+    tinygrad_name=K(STR, "tinygrad's name of it", since=2),
+    params=K(_Params(), "`in`/`out`/`inout` per pointer argument; since version 2 also tinygrad's signature: per argument "
+                        "{name (null: a buffer), dtype, bytes (null or 0..2**32-1), mode, shape}"),
+    code=K(HEX, "its code object (ELF)", since=2))), "the programs, by entry point"),
+  host=K(List(_obj(("op",), _host_step,
+    op=K(_Op(), "`submit`, `signal`, `wait`, `write` (since 2)"),
+    queue=K(STR, "submit: the queue", required=True), start=K(INT, "submit: its first dword", required=True),
+    length=K(INT, "submit: its dwords", required=True),
+    signals=K(_Values(), "submit: the values of the signals it uses, read before it ran", since=2),
+    addr=K(ADDR, "signal, wait: the signal; write: where", required=True),
+    value=K(INT, "signal, wait: the value (a wait compares 64 bits)", required=True),
+    init=K(BOOL, "signal: tinygrad creating the signal", since=2), hex=K(HEX, "write: the bytes stored", since=2, required=True),
+    size=K(INT, "write: its bytes when `hex` is empty (not recorded)", since=2),
+    staged=K(BOOL, "write: a copy-in chunk of classic HCQ's staging buffers", since=2),
+    stack=K(_Json(), "the user's call stack: [file, line, function, source] per frame, outermost first", since=2))),
+    "the host's steps in order (by `op`)"),
+  graph_calls=K(List(_obj(("step", "graph", "inputs"), step=K(INT, "the host step it came before"), graph=K(INT, "which graph"),
+    inputs=K(_Inputs(), "its inputs (tinygrad's input_uops; a MultiBuffer's per device)"))), "each HCQGraph call", since=2))
+
+def encode(obj) -> dict:
+  """The JSON object of a manifest in memory (dicts or attrs records: each declared key it has, in declared order;
+  what it holds beyond them is not written)."""
+  return convert(MANIFEST, obj, _Pass(False))
 
 def describe() -> str:
   """MANIFEST as docs/lift.md's table: one row per key (a test keeps the two equal)."""
-  rows = ["| field | kind | meaning |", "| --- | --- | --- |"]
-  def walk(fields: tuple, at: str):
-    for f in fields:
-      path = f"{at}{f.key}" + ("[]" if f.kind == "list" else "")
-      flags = ", ".join(x for x in ("required" * f.required, f"since version {f.since}" * (f.since > 1)) if x)
-      rows.append(f"| `{path}` | {KINDS[f.kind][0]}{f' ({flags})' if flags else ''} | {f.doc} |")
-      walk(f.fields, path + ".")
-  walk(MANIFEST.fields, "")
-  return "\n".join(rows) + "\n"
+  return table(MANIFEST)
 
 # ---------------------------------------------------------------- what a manifest reads into
 
@@ -169,49 +316,7 @@ class Manifest:
 
 # ---------------------------------------------------------------- reading
 
-class _V:
-  """Typed access to one JSON object with its path, for error messages."""
-  def __init__(self, file: str, obj, path: str): self.file, self.obj, self.path = file, obj, path
-  def fail(self, key: str, msg: str) -> NoReturn:
-    where = ".".join(x for x in (self.path, key) if x) or "(top level)"
-    raise ManifestError(f"{self.file}: {where}: {msg}")
-  def get(self, key: str, kind: str, required=False, default=None):
-    if not isinstance(self.obj, dict): self.fail("", f"expected an object, got {type(self.obj).__name__}")
-    if key not in self.obj:
-      if required: self.fail(key, "missing")
-      return default
-    v = self.obj[key]
-    if kind == "int":
-      if isinstance(v, str):
-        try: v = int(v.replace("_", ""), 0)
-        except ValueError: self.fail(key, f"expected an integer (or a \"0x...\" string), got {v!r}")
-      if not isinstance(v, int) or isinstance(v, bool): self.fail(key, f"expected an integer, got {json.dumps(v)}")
-      if v < 0: self.fail(key, f"expected a non-negative integer, got {v}")
-      return v
-    if kind == "str":
-      if not isinstance(v, str) or not v: self.fail(key, f"expected a non-empty string, got {json.dumps(v)}")
-      return v
-    if kind == "bool":
-      if not isinstance(v, bool): self.fail(key, f"expected true or false, got {json.dumps(v)}")
-      return v
-    if kind == "list":
-      if not isinstance(v, list): self.fail(key, f"expected a list, got {type(v).__name__}")
-      return [_V(self.file, x, f"{self.path}{'.' if self.path else ''}{key}[{i}]") for i, x in enumerate(v)]
-    return v   # json, values, inputs, dwords: read by their section
-
-_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
-_ENGINES = {"compute": "compute", "pm4": "compute", "copy": "copy", "sdma": "copy"}
-
-def _name(v: _V, key: str, default: Optional[str], required: bool = False) -> Optional[str]:
-  n = v.get(key, "str", required, default)
-  if n is not None and not _IDENT.match(n): v.fail(key, f"`{n}` is not an identifier ([A-Za-z_][A-Za-z0-9_]*)")
-  return n
-
-def _hex_bytes(v: _V, key: str) -> bytes:
-  if isinstance(v.obj, dict) and v.obj.get(key) == "": return b""  # memory that reads as zeros (trailing zeros dropped)
-  s = v.get(key, "str", required=True)
-  try: return bytes.fromhex(s.replace(" ", "").replace("\n", ""))
-  except ValueError: v.fail(key, "expected hex bytes")
+_Fail = Callable[[str, str], NoReturn]   # raises the ManifestError at a path
 
 def _raw_dwords(b: bytes) -> list:
   """One queue's dwords: hex text or little-endian binary (disasm's reader; a `compile --hex` line prefix is allowed)."""
@@ -240,194 +345,129 @@ def _parse(source, file: Optional[str]) -> tuple:
 def load_manifest(source, file: Optional[str] = None) -> Manifest:
   """A manifest from a path, JSON text or an already-parsed dict. Raises ManifestError naming the bad field."""
   source, file, base = _parse(source, file)
-  top, T = _V(file, source, ""), MANIFEST
-  if T["format"].read(top) != MANIFEST_KIND: top.fail("format", f"expected \"{MANIFEST_KIND}\", got {json.dumps(source['format'])}")
-  if (ver := T["version"].read(top)) not in READABLE_VERSIONS:
-    top.fail("version", f"this hcqdsl reads manifest versions {' and '.join(map(str, READABLE_VERSIONS))}, got {ver}")
-  devices, by_name = _devices(top)
-  queues = _queues(top, base, devices, by_name)
-  signals, buffers = _signals(top, ver, by_name), _buffers(top, by_name)
+  c = _Pass(True, file, base)
+  m = convert(MANIFEST, source, c)
+  def fail(at: str, msg: str) -> NoReturn: raise ManifestError(f"{file}: {at}: {msg}")
+  ver = m["version"]
+  devices, by_name = _devices(m.get("devices", []), fail)
+  queues = _queues(m["queues"], devices, by_name, fail)
+  signals, buffers = _signals(m.get("signals", []), ver, by_name, fail), _buffers(m.get("buffers", []), by_name, fail)
   memory, steps = [], []
-  for m in T["memory"].read(top, []):
-    ent = (T["memory"]["addr"].read(m), T["memory"]["hex"].read(m))
-    if "step" in m.obj: steps.append(ent + (T["memory"]["step"].read(m),))
-    else: memory.append(ent)
-  final = [(T["final"]["addr"].read(m), T["final"]["hex"].read(m)) for m in T["final"].read(top, [])]
-  kernels = _kernels(top, ver)
-  host = _host(top, ver, queues, steps) if "host" in top.obj else None
-  graph_calls = _graph_calls(top, file)
-  prod = source.get("producer") if isinstance(source.get("producer"), dict) else {}
+  for x in m.get("memory", []):
+    if "step" in x: steps.append((x["addr"], x["hex"], x["step"]))
+    else: memory.append((x["addr"], x["hex"]))
+  final = [(x["addr"], x["hex"]) for x in m.get("final", [])]
+  kernels = _kernels(m.get("kernels", []), ver)
+  host = _host(m["host"], ver, queues, steps, fail) if "host" in m else None
+  graph_calls = [(g["step"], g["graph"], g["inputs"]) for g in m.get("graph_calls", [])]
   _rename_keywords(devices, queues, signals, buffers, host)
   return Manifest(file, devices, queues, signals, buffers, memory, kernels, host, ver, steps, final,
-                  {a for a, s in signals.items() if s.get("mailbox")}, str(prod.get("path", "hcq")), graph_calls)
+                  {a for a, s in signals.items() if s.get("mailbox")}, str(m.get("producer", {}).get("path", "hcq")), graph_calls)
 
-def _devices(top: _V) -> tuple:
-  D = MANIFEST["devices"]
+def _devices(ds: list, fail: _Fail) -> tuple:
   devices: list = []
   by_name: dict = {}   # name -> the device's entry
-  for d in D.read(top, []):
-    arch = D["arch"].read(d)
-    if arch not in TARGETS: d.fail("arch", f"unknown arch `{arch}` (one of {', '.join(TARGETS)})")
-    dev = {"name": D["name"].read(d), "index": D["index"].read(d), "arch": arch}
-    if dev["index"] > DEVICE_INDEX_MAX: d.fail("index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
-    if dev["name"] in by_name: d.fail("name", f"device `{dev['name']}` listed twice")
+  for i, d in enumerate(ds):
+    dev = {"name": d["name"], "index": d["index"], "arch": d["arch"]}
+    if dev["index"] > DEVICE_INDEX_MAX: fail(f"devices[{i}].index", f"{dev['index']} is past the largest device index, {DEVICE_INDEX_MAX}")
+    if dev["name"] in by_name: fail(f"devices[{i}].name", f"device `{dev['name']}` listed twice")
     if (o := next((x for x in devices if x["index"] == dev["index"]), None)) is not None:
-      d.fail("index", f"{dev['index']} is already device `{o['name']}`'s index")
+      fail(f"devices[{i}].index", f"{dev['index']} is already device `{o['name']}`'s index")
     devices.append(dev)
     by_name[dev["name"]] = dev
   return devices, by_name
 
-def _queues(top: _V, base: pathlib.Path, devices: list, by_name: dict) -> list:
-  Q, queues, qnames = MANIFEST["queues"], [], set()
-  qs = Q.read(top)
-  if not qs: top.fail("queues", "no queues")
+def _queues(qs: list, devices: list, by_name: dict, fail: _Fail) -> list:
+  queues, qnames = [], set()
+  if not qs: fail("queues", "no queues")
   for i, q in enumerate(qs):
-    target = Q["target"].read(q)
-    if target not in TARGETS: q.fail("target", f"unknown target `{target}` (one of {', '.join(TARGETS)})")
-    eng = Q["engine"].read(q)
-    if eng not in _ENGINES: q.fail("engine", f"expected compute (pm4) or copy (sdma), got `{eng}`")
-    dev = Q["device"].read(q)
+    target, dev, at = q["target"], q["device"], f"queues[{i}]"
     if dev not in by_name:
       by_name[dev] = {"name": dev, "index": 1 + max((d["index"] for d in devices), default=-1), "arch": target}
-      if by_name[dev]["index"] > DEVICE_INDEX_MAX: q.fail("device", f"`{dev}` would be device index {by_name[dev]['index']}, past {DEVICE_INDEX_MAX}")
+      if by_name[dev]["index"] > DEVICE_INDEX_MAX:
+        fail(f"{at}.device", f"`{dev}` would be device index {by_name[dev]['index']}, past {DEVICE_INDEX_MAX}")
       devices.append(by_name[dev])
-    elif by_name[dev]["arch"] != target: q.fail("target", f"device `{dev}` is {by_name[dev]['arch']}, not {target}")
-    engine = _ENGINES[eng]
-    name = Q["name"].read(q, f"{engine}{i}_{dev}")
-    if name in qnames: q.fail("name", f"queue `{name}` listed twice")
+    elif by_name[dev]["arch"] != target: fail(f"{at}.target", f"device `{dev}` is {by_name[dev]['arch']}, not {target}")
+    engine = _ENGINES[q["engine"]]
+    name = q.get("name", f"{engine}{i}_{dev}")
+    if name in qnames: fail(f"{at}.name", f"queue `{name}` listed twice")
     qnames.add(name)
-    dw = _dwords(q, base)
-    rp, wp, st = Q["read_ptr"].read(q), Q["write_ptr"].read(q), Q["start"].read(q)
-    wp, st = _pointers(q, len(dw), rp, wp, st)
-    queues.append(MQueue(name, dev, target, engine, dw, rp, wp, st, Q["base"].read(q)))
+    dw = q["dwords"]
+    rp, wp, st = q.get("read_ptr"), q.get("write_ptr"), q.get("start")
+    wp, st = _pointers(at, fail, len(dw), rp, wp, st)
+    queues.append(MQueue(name, dev, target, engine, dw, rp, wp, st, q.get("base")))
   return queues
 
-def _dwords(q: _V, base: pathlib.Path) -> list:
-  """A queue's dwords: `dwords` (hex text or integers) or `file`."""
-  if "dwords" in q.obj and "file" in q.obj: q.fail("", "give `dwords` or `file`, not both")
-  if "file" in q.obj:
-    path = base / MANIFEST["queues"]["file"].read(q)
-    try:
-      with open(path, "rb") as f: raw = f.read(MAX_QUEUE_FILE + 1)   # (bounded: a device like /dev/zero never ends)
-    except OSError as e: q.fail("file", f"{path}: {e.strerror or e}")
-    if len(raw) > MAX_QUEUE_FILE: q.fail("file", f"{path}: more than {MAX_QUEUE_FILE} bytes (a queue's dwords are far fewer)")
-    try: return _raw_dwords(raw)
-    except ValueError as e: q.fail("file", f"{path}: {e}")
-  if isinstance(q.obj.get("dwords"), list):
-    dw = [x.obj for x in q.get("dwords", "list")]
-    for j, x in enumerate(dw):
-      if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= U32_MAX:
-        q.fail(f"dwords[{j}]", f"expected a 32-bit unsigned integer, got {json.dumps(x)}")
-    return dw
-  if "dwords" in q.obj:
-    try: return _raw_dwords(q.get("dwords", "str").encode())
-    except (ValueError, UnicodeEncodeError) as e: q.fail("dwords", f"expected hex dwords: {e}")
-  q.fail("dwords", "missing (give `dwords`: hex text or a list of integers, or `file`)")
-
-def _pointers(q: _V, n: int, rp: Optional[int], wp: Optional[int], st: Optional[int]) -> tuple:
+def _pointers(at: str, fail: _Fail, n: int, rp: Optional[int], wp: Optional[int], st: Optional[int]) -> tuple:
   """(write_ptr, start), checked against the read pointer and the `n` dwords given (ring indices: wp past rp)."""
   if wp is not None and rp is not None and rp > wp:
     if rp < n and wp < n: wp += n  # ring indices: the write pointer wrapped past the ring's end
-    else: q.fail("read_ptr", f"{rp} is past write_ptr {wp}")
+    else: fail(f"{at}.read_ptr", f"{rp} is past write_ptr {wp}")
   if wp is not None and n and wp - (lo := st if st is not None else rp if rp is not None else max(0, wp - n)) > n:
-    q.fail("write_ptr", f"{wp - lo} dwords between start/read_ptr and write_ptr, but the ring holds {n}")
-  if wp is None and (rp is not None and rp > n): q.fail("read_ptr", f"{rp} is past the {n} dwords given (give write_ptr for a ring)")
-  if st is not None and ((rp is not None and st > rp) or (wp is not None and st > wp)): q.fail("start", f"{st} is past read_ptr/write_ptr")
+    fail(f"{at}.write_ptr", f"{wp - lo} dwords between start/read_ptr and write_ptr, but the ring holds {n}")
+  if wp is None and (rp is not None and rp > n): fail(f"{at}.read_ptr", f"{rp} is past the {n} dwords given (give write_ptr for a ring)")
+  if st is not None and ((rp is not None and st > rp) or (wp is not None and st > wp)): fail(f"{at}.start", f"{st} is past read_ptr/write_ptr")
   return wp, st
 
-def _signals(top: _V, ver: int, by_name: dict) -> dict:
-  S, signals = MANIFEST["signals"], {}
-  for s in S.read(top, []):
-    a, v = S["addr"].read(s), S["value"].read(s)
-    if v > (U32_MAX if ver == 1 else U64): s.fail("value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
-    dev = S["device"].read(s)
-    if dev is not None and dev not in by_name: s.fail("device", f"unknown device `{dev}`")
-    tl = S["timeline"].read(s, False)
-    if tl and dev is None: s.fail("timeline", "a timeline signal needs its `device`")
-    signals[a] = {"value": v & U32_MAX, "name": S["name"].read(s), "device": dev, "timeline": tl, "mailbox": S["mailbox"].read(s, False)}
+def _signals(ss: list, ver: int, by_name: dict, fail: _Fail) -> dict:
+  signals = {}
+  for i, s in enumerate(ss):
+    a, v, dev = s["addr"], s["value"], s.get("device")
+    if v > (U32_MAX if ver == 1 else U64): fail(f"signals[{i}].value", f"{v} is not a {32 if ver == 1 else 64}-bit signal value")
+    if dev is not None and dev not in by_name: fail(f"signals[{i}].device", f"unknown device `{dev}`")
+    tl = s.get("timeline", False)
+    if tl and dev is None: fail(f"signals[{i}].timeline", "a timeline signal needs its `device`")
+    signals[a] = {"value": v & U32_MAX, "name": s.get("name"), "device": dev, "timeline": tl, "mailbox": s.get("mailbox", False)}
   return signals
 
-def _buffers(top: _V, by_name: dict) -> list:
-  B, buffers = MANIFEST["buffers"], []
-  for b in B.read(top, []):
-    dev = B["device"].read(b)
-    if dev is not None and dev not in by_name: b.fail("device", f"unknown device `{dev}`")
-    size = B["size"].read(b)
-    if size < 1: b.fail("size", "must be at least 1")
-    buffers.append({"addr": B["addr"].read(b), "size": size, "name": B["name"].read(b), "device": dev})
+def _buffers(bs: list, by_name: dict, fail: _Fail) -> list:
+  buffers = []
+  for i, b in enumerate(bs):
+    dev = b.get("device")
+    if dev is not None and dev not in by_name: fail(f"buffers[{i}].device", f"unknown device `{dev}`")
+    if b["size"] < 1: fail(f"buffers[{i}].size", "must be at least 1")
+    buffers.append({"addr": b["addr"], "size": b["size"], "name": b.get("name"), "device": dev})
   return buffers
 
-def _kernels(top: _V, ver: int) -> dict:
-  K, kernels = MANIFEST["kernels"], {}
-  for k in K.read(top, []):
-    if not isinstance(k.obj, dict): k.fail("", f"expected an object, got {type(k.obj).__name__}")
-    params, sig = None, None
-    if "params" in k.obj:
-      params = [p.obj for p in k.get("params", "list")]
-      if ver >= 2 and all(isinstance(p, dict) for p in params):  # a capture: tinygrad's signature (buffers, then scalars)
-        sig, params = params, None
-      for j, p in enumerate(params or ()):
-        if p not in ("in", "out", "inout"): k.fail(f"params[{j}]", f"expected in, out or inout, got {json.dumps(p)}")
-    kernels[K["prog_addr"].read(k)] = {"name": K["name"].read(k), "params": params, "signature": sig,
-      "code": K["code"].read(k) if "code" in k.obj else None, "tinygrad_name": K["tinygrad_name"].read(k)}
+def _kernels(ks: list, ver: int) -> dict:
+  kernels = {}
+  for k in ks:
+    params, sig = k.get("params"), None
+    if params is not None and ver >= 2 and params and all(type(p) is dict for p in params):  # a capture: tinygrad's signature
+      sig, params = params, None
+    kernels[k["prog_addr"]] = {"name": k.get("name"), "params": params, "signature": sig, "code": k.get("code"),
+                               "tinygrad_name": k.get("tinygrad_name")}
   return kernels
 
-def _host(top: _V, ver: int, queues: list, steps: list) -> list:
+def _host(hs: list, ver: int, queues: list, steps: list, fail: _Fail) -> list:
   """The host's steps; a `write` with its bytes is also a memory reading (`steps`) from the next step on."""
-  H, host = MANIFEST["host"], []
-  for h in H.read(top):
-    op = H["op"].read(h)
-    extra = {"stack": h.obj["stack"]} if "stack" in h.obj else {}
-    if op == "submit": host.append(_submit(h, queues) | extra)
+  host = []
+  for i, h in enumerate(hs):
+    op, at = h["op"], f"host[{i}]"
+    extra = {"stack": h["stack"]} if "stack" in h else {}
+    if op == "submit": host.append(_submit(h, at, queues, fail) | extra)
     elif op in ("signal", "wait"):
-      v = H["value"].read(h)
+      v = h["value"]
       if v > (U32_MAX if ver == 1 and op == "signal" else U64):   # the host's waits compare 64 bits in every version
-        h.fail("value", f"{v} is not a {32 if ver == 1 and op == 'signal' else 64}-bit {'signal value' if op == 'signal' else 'host wait value'}")
-      host.append({"op": op, "addr": H["addr"].read(h), "value": v, **({"init": True} if h.obj.get("init") is True else {}), **extra})
-    elif op == "write" and ver >= 2:   # the host's store of bytes into host memory (a staging refill)
-      a, b = H["addr"].read(h), H["hex"].read(h)
-      if (n := H["size"].read(h)) is not None:   # `size`: the bytes were not recorded (sanitize), only the range
-        if b and len(b) != n: h.fail("size", f"{n}, but `hex` holds {len(b)} bytes")
-        if n > U32_MAX: h.fail("size", f"{n} bytes: a host write is at most {U32_MAX} bytes")
+        fail(f"{at}.value", f"{v} is not a {32 if ver == 1 and op == 'signal' else 64}-bit {'signal value' if op == 'signal' else 'host wait value'}")
+      host.append({"op": op, "addr": h["addr"], "value": v, **({"init": True} if h.get("init") is True else {}), **extra})
+    else:   # write (version 2): the host's store of bytes into host memory (a staging refill)
+      a, b = h["addr"], h["hex"]
+      if (n := h.get("size")) is not None:   # `size`: the bytes were not recorded (sanitize), only the range
+        if b and len(b) != n: fail(f"{at}.size", f"{n}, but `hex` holds {len(b)} bytes")
+        if n > U32_MAX: fail(f"{at}.size", f"{n} bytes: a host write is at most {U32_MAX} bytes")
       host.append({"op": "write", "addr": a, "data": b, "size": len(b) if n is None else n, **extra,
-                   **({"staged": True} if h.obj.get("staged") is True else {})})
-      if h.obj.get("hex"): steps.append((a, b, len(host)))   # what the memory holds from the next step on
-    else: h.fail("op", f"expected {'submit, signal, wait or write' if ver >= 2 else 'submit, signal or wait'}, got `{op}`")
+                   **({"staged": True} if h.get("staged") is True else {})})
+      if b: steps.append((a, b, len(host)))   # what the memory holds from the next step on
   return host
 
-def _submit(h: _V, queues: list) -> dict:
-  H = MANIFEST["host"]
-  qn = H["queue"].read(h)
+def _submit(h: dict, at: str, queues: list, fail: _Fail) -> dict:
+  qn = h["queue"]
   q = next((q for q in queues if q.name == qn), None)
-  if q is None: h.fail("queue", f"unknown queue `{qn}`")
-  s0, ln = H["start"].read(h), H["length"].read(h)
-  if s0 + ln > len(q.dwords): h.fail("length", f"dwords {s0}..{s0 + ln} are past the {len(q.dwords)} dwords of `{qn}`")
-  snap = h.obj.get("signals", {})
-  if not isinstance(snap, dict): h.fail("signals", "expected an object of address: value")
-  try: snap = {int(a, 0): int(v) for a, v in snap.items()}
-  except (TypeError, ValueError): h.fail("signals", "expected \"0x...\" addresses and integer values")
-  return {"op": "submit", "queue": qn, "start": s0, "length": ln, "signals": snap}
-
-def _graph_calls(top: _V, file: str) -> list:
-  G, out = MANIFEST["graph_calls"], []
-  for g in G.read(top, []):
-    inputs: list = []
-    for row in g.get("inputs", "list", required=True):
-      if row.obj is None:
-        inputs.append(None)
-        continue
-      if not isinstance(row.obj, list): row.fail("", f"expected a list of [addr, size] per device, got {json.dumps(row.obj)}")
-      bufs: list = []
-      for j, x in enumerate(row.obj):
-        if x is None:
-          bufs.append(None)
-          continue
-        pair = _V(file, {"addr": x[0], "size": x[1]} if isinstance(x, list) and len(x) == 2 else x, f"{row.path}[{j}]")
-        if not isinstance(pair.obj, dict): pair.fail("", f"expected [addr, size], got {json.dumps(x)}")
-        bufs.append((pair.get("addr", "int", required=True), pair.get("size", "int", required=True)))
-      inputs.append(bufs)
-    out.append((G["step"].read(g), G["graph"].read(g), inputs))
-  return out
+  if q is None: fail(f"{at}.queue", f"unknown queue `{qn}`")
+  s0, ln = h["start"], h["length"]
+  if s0 + ln > len(q.dwords): fail(f"{at}.length", f"dwords {s0}..{s0 + ln} are past the {len(q.dwords)} dwords of `{qn}`")
+  return {"op": "submit", "queue": qn, "start": s0, "length": ln, "signals": h.get("signals", {})}
 
 def _rename_keywords(devices: list, queues: list, signals: dict, buffers: list, host) -> None:
   """Device and queue names that are .hcq keywords (a queue named `queue`) or the lift's var `launch` cannot be names in

@@ -8,7 +8,7 @@ what each statement becomes."""
 from __future__ import annotations
 import struct
 from typing import Optional
-from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, U32_MAX, resolve, epoch_wait
+from ..ir import Wait, SignalWrite, Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Expr, U32_MAX, resolve, epoch_wait, nv_kernarg_error
 from ..target.layout import kernarg_layout, kernargs_region
 from ..target.plan import MemoryPlan
 from ..target.lower import Lowering, QueueLowering, lowering_error, arg_record, impl_record
@@ -37,6 +37,7 @@ class NVCodeLoader:
     if k.impl is not None and k.impl.amd_code:
       raise lowering_error("name", f"kernel `{kname}` is an AMD code object (`amd \"{k.impl.amd_code}\"`): device `{dev}` is NV", span or k.span)
     t = get_target(self.arch[dev])
+    if (why := nv_kernarg_error(k, self.arch[dev])) is not None: raise lowering_error("bounds", why, span or k.span)
     offs, size = kernarg_layout(k.params)
     code = cubin.load(cubin.synthetic(t, kname, size), kname, synthetic=True)
     a = self.plan.region(f"{kname}.code@{dev}", "code", dev, cubin.round_up(len(code.image), 0x1000) + 0x1000, kernel=kname)

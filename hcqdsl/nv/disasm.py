@@ -6,12 +6,13 @@ image's queues, each by its vendor's disasm_queue."""
 from __future__ import annotations
 from typing import Optional
 from ..target.image import Image, QueueImage
+from ..target.layout import kernargs_region
 from ..amd import disasm as amd_disasm
 from . import pushbuf
 from .qmd import QMD
 from .targets import get_target
 
-__all__ = ["disasm_queue", "disasm_dwords", "disasm_qmd", "qmds"]
+__all__ = ["disasm_queue", "disasm_statement", "disasm_dwords", "disasm_qmd", "qmds"]
 
 def qmds(img: Image, q: QueueImage) -> list:
   """(address, QMD) of each QMD of an NV compute queue's execs, in exec order: after constant bank 0 in each of its
@@ -62,6 +63,18 @@ def disasm_queue(img: Image, q: QueueImage) -> list[str]:
   out = amd_disasm.disasm_packets(pushbuf.decoder(q.arch).decode(q.dwords), img, q)
   patched = {p.offset: p for p in q.mem_patches}
   for qa, qmd in (qmds(img, q) if q.engine == "compute" else ()): out += disasm_qmd(img, qa, qmd, patched)
+  return out
+
+def disasm_statement(img: Image, q: QueueImage, index: int) -> list[str]:
+  """The listing of statement `index` of an NV queue's body: the method groups its source map's entry covers, then
+  the QMD an exec wrote (at the end of its kernel-argument region)."""
+  e = q.stmts[index]
+  out = amd_disasm.disasm_packets(pushbuf.decoder(q.arch).decode(q.dwords, e.offset, e.offset + e.length), img, q)
+  r = next((r for r in img.regions if r.name == kernargs_region(q.name, index)), None)
+  if r is None or q.engine != "compute": return out
+  patched = {p.offset: p for p in q.mem_patches}
+  for qa, qmd in qmds(img, q):
+    if r.addr <= qa < r.addr + r.size: out += disasm_qmd(img, qa, qmd, patched)
   return out
 
 def disasm_dwords(dwords, arch: str = "") -> str:

@@ -11,7 +11,7 @@ from ..target.engine import EngineKind, Prepared, Length, DeviceFault, Waiting, 
 from . import pushbuf
 from .targets import get_target
 from .qmd import QMD
-from .meaning import qmd_chain, MAX_CHAIN, SEM_COMPARE
+from .meaning import qmd_chain, MAX_CHAIN, SEM_COMPARE, WPTR_BYTES
 
 __all__ = ["nv_kind", "prepare", "launch_qmd", "NV_GROUP_COST", "NV_TIMER_MHZ"]
 
@@ -138,5 +138,5 @@ def prepare(p, c) -> Prepared:
 
 def nv_kind(arch: str) -> EngineKind:
   """An NV queue's engine (compute or copy: the pushbuffer's subchannels say which class a method is for), dword
-  write pointers."""
-  return EngineKind(pushbuf.decoder(arch), Length(pushbuf.packet_length, pushbuf.packet_length), prepare, 4)
+  write pointers (both engines' alike)."""
+  return EngineKind(pushbuf.decoder(arch), Length(pushbuf.packet_length, pushbuf.packet_length), prepare, WPTR_BYTES["compute"])

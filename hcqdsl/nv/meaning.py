@@ -10,7 +10,11 @@ from ..ir import U32_MAX, POLL_SIZE
 from .qmd import QMD
 
 __all__ = ["Meaning", "Rule", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "SEM_COMPARE", "SETUP_METHODS", "STATEMENT_TAILS",
-           "meaning", "copy_length", "Release", "Launch", "launch", "qmd_chain", "MAX_CHAIN"]
+           "meaning", "copy_length", "Release", "Launch", "launch", "qmd_chain", "MAX_CHAIN", "WPTR_BYTES"]
+
+# bytes one step of a queue's write pointer covers in hcqdsl's model of NV's queues (runtime/submit.py, the engine):
+# both engines' pushbuffers are rings of method dwords, their pointers counting dwords
+WPTR_BYTES = {"compute": 4, "copy": 4}
 
 KINDS = ("wait", "signal", "write", "poll", "compare", "dispatch", "copy", "length", "barrier")
 SIGNALS = ("wait", "signal")            # the kinds that name a signal, as the lifts classify them

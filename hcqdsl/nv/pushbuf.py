@@ -191,8 +191,9 @@ class Decoder(Walker):
     for j, lo, hi in _JOIN:   # a 64-bit value stands for its halves
       if lo in fields and hi in fields: fields[j] = fields.pop(lo) | (fields.pop(hi) << 32)
     if "send_pcas_a" in fields: fields["qmd_addr"] = fields["send_pcas_a"] << 8
-    name = names[0] if len(set(names)) == 1 else f"{names[0]}..{names[-1]}"
-    return Packet(i, name if names else names_of.get(m0, f"METHOD_{m0:#x}"), packet_length(h), fields, tuple(dw[i:i + packet_length(h)]))
+    # (a count of 0: a header with no data dwords, which sets nothing; named by its method)
+    name = names_of.get(m0, f"METHOD_{m0:#x}") if not names else names[0] if len(set(names)) == 1 else f"{names[0]}..{names[-1]}"
+    return Packet(i, name, packet_length(h), fields, tuple(dw[i:i + packet_length(h)]))
 
 @functools.cache
 def decoder(target: str = "") -> Decoder:

@@ -16,7 +16,8 @@ import bisect, mmap, sys
 from typing import Optional
 import attrs
 import numpy as np
-from ..ir import U32_MAX, NV_ARCHS
+from ..ir import U32_MAX
+from ..vendors import wptr_bytes
 from ..target.engine import DeviceFault
 
 __all__ = ["Device", "Ring", "Memory", "MemRegion"]
@@ -29,9 +30,9 @@ class Ring:
   arch: str
   addr: int       # ring base address
   size: int       # bytes, a power of two
-  wptr: int = 0   # what the host has published (absolute, never wrapped)
-  @property
-  def unit(self) -> int: return 1 if self.engine == "copy" and self.arch not in NV_ARCHS else 4  # bytes per write-pointer unit (SDMA: 1)
+  wptr: int = 0   # what the host has published (absolute, never wrapped), in steps of `unit` bytes
+  unit: int = attrs.field(init=False)   # bytes one step of the write pointer covers (the vendor's WPTR_BYTES)
+  def __attrs_post_init__(self): self.unit = wptr_bytes(self.arch, self.engine)
 
 class Device:
   """Base class: the calls submit.py makes. See the module docstring."""
@@ -39,6 +40,7 @@ class Device:
   def map(self, addr: int, size: int) -> np.ndarray: raise NotImplementedError
   def write(self, addr: int, data) -> None: self.map(addr, len(data))[:] = np.frombuffer(bytes(data), np.uint8)
   def read(self, addr: int, size: int) -> bytes: return self.map(addr, size).tobytes()
+  def zero(self, addr: int, size: int) -> None: self.map(addr, size)[:] = 0
   def create_queue(self, name: str, engine: str, device: str, arch: str, ring_size: int, addr: Optional[int] = None) -> Ring:
     raise NotImplementedError
   def doorbell(self, ring: Ring, wptr: int) -> None: raise NotImplementedError
@@ -139,6 +141,23 @@ class Memory:
   def view(self, addr: int, n: int) -> np.ndarray:
     r = self.find(addr, n)
     return r.u8[addr - r.base:addr - r.base + n]
+
+  def zero(self, addr: int, n: int) -> None:
+    """n bytes at addr set to zero. The whole pages among them are given back to the kernel (MADV_REMOVE on the
+    shared mapping: they read as zeros again, in the emulator and in a forked kernel worker alike), so zeroing the
+    rest of a 1 GiB `rewritten` buffer costs neither 1 GiB of memory nor a pass over it."""
+    r = self.find(addr, n)
+    off = addr - r.base
+    m: object = r.u8.base
+    while isinstance(m, (np.ndarray, memoryview)): m = m.base if isinstance(m, np.ndarray) else m.obj   # _zeros' mmap
+    self.writes += 1
+    if n >= 2 * PAGE and isinstance(m, mmap.mmap) and hasattr(mmap, "MADV_REMOVE"):
+      start = r.u8.ctypes.data - np.frombuffer(m, np.uint8).ctypes.data + off   # the bytes' offset in the mapping
+      lo, hi = -(-start // PAGE) * PAGE, (start + n) // PAGE * PAGE
+      r.u8[off:off + lo - start] = 0
+      r.u8[off + hi - start:off + n] = 0
+      m.madvise(mmap.MADV_REMOVE, lo, hi - lo)
+    else: r.u8[off:off + n] = 0
 
   def cell(self, addr: int) -> tuple:
     """(the region's 32-bit memoryview, dword index) of an aligned, mapped dword: a handle that stays valid (regions

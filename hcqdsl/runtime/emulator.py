@@ -515,6 +515,7 @@ class Emulator(Device):
   def allocate(self, addr, size, name, device=None): self.mem.add(addr, size, name, device)
   def map(self, addr, size): return self.mem.view(addr, size)
   def write(self, addr, data): self.mem.write(addr, data)
+  def zero(self, addr, size): self.mem.zero(addr, size)
   def read(self, addr, size): return self.mem.view(addr, size).tobytes()
   def create_queue(self, name, engine, device, arch, ring_size, addr: Optional[int] = None) -> Ring:
     if addr is None: addr = self.ring_top.get(device, WINDOWS[vendor_of(arch)].ring_base(len(self.ring_top)))

@@ -60,6 +60,18 @@ class RunResult:
   def ok(self) -> bool: return self.hang is None and self.fault is None and all(e.ok for e in self.expects)
   def buffer(self, name: str, dtype: str = "u8") -> np.ndarray:
     return np.frombuffer(self.memory[name], np.dtype(DTYPES[dtype][0]).newbyteorder("<"))
+  def to_json(self) -> dict:
+    """What `summary` says, as JSON (`hcqdsl run --format json`): per queue its packets and time, the final signals,
+    each expect, the fault or the hang's blocked queues (buffer contents are left out: `buffer(name)` reads them)."""
+    from .reports import report_json
+    return {"file": self.file, "launches": self.launches, "seed": self.seed, "ok": self.ok, "time_us": round(self.time_us, 3),
+            "host_steps": self.host_steps,
+            "queues": [{"name": q.name, "engine": q.engine, "device": q.device, "packets": q.packets, "time_us": round(q.time_us, 3),
+                        "by_name": dict(q.by_name)} for q in self.queues.values()],
+            "signals": dict(self.signals), "expects": [attrs.asdict(e) for e in self.expects],
+            "fault": None if self.fault is None else report_json(self.fault),
+            "hang": None if self.hang is None else {"blocked": [report_json(b) for b in self.hang.blocked]}}
+
   def summary(self) -> str:
     # the time is this one schedule's: another interleaving (another seed) takes another time
     sched = f"seed {self.seed}" if self.seed is not None else "the time-ordered schedule"
@@ -84,6 +96,8 @@ class Race:
   buffer: str
   offsets: list         # first differing byte offsets
   values: dict          # seed -> bytes at those offsets
+  def to_json(self) -> dict:
+    return {"buffer": self.buffer, "offsets": list(self.offsets), "values": {str(s): v.hex() for s, v in self.values.items()}}
   def __str__(self):
     vals = "; ".join(f"seed {s}: {' '.join(f'{b:02x}' for b in v)}" for s, v in self.values.items())
     return f"race witnessed: `{self.buffer}` differs between schedules at byte{'s' * (len(self.offsets) != 1)} " \

@@ -14,7 +14,7 @@ Built-ins (dtype default f32; `n` = elements of the shortest argument involved):
 Anything else (wrong parameter count, unknown name) is a KernelError, reported as a device fault at dispatch.
 """
 from __future__ import annotations
-import ctypes, os, select, signal, struct
+import ctypes, os, select, signal, struct, time
 from typing import Callable, Optional
 import numpy as np
 from ..ir import DTYPES
@@ -32,8 +32,12 @@ class KernelFault(KernelError):
     self.signame, self.addr = signame, addr
 
 # the worker's fault handler: on SIGSEGV/SIGBUS it writes 2, the signal number and the faulting address (si_addr) to
-# the response pipe and exits; async-signal-safe (write, _exit) and on its own stack
+# the response pipe and exits; async-signal-safe (write, _exit) and on its own stack. The fork guard: while a kernel
+# runs (hcq_kernel_enter .. hcq_kernel_leave), the child of a fork() exits at once, inside fork, so it never returns into
+# the kernel nor into hcqdsl's code (a second emulator, or a second reader of the worker's pipe running every kernel
+# twice); hcq_kernel_leave says how many forks the kernel made, and the call is a fault at its exec
 _GUARD_C = r"""
+#include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,12 +55,30 @@ void hcq_guard_install(int fd) {
   struct sigaction sa; sa.sa_sigaction = hcq_fault; sa.sa_flags = SA_SIGINFO | SA_ONSTACK; sigemptyset(&sa.sa_mask);
   hcq_fd = fd; sigaction(SIGSEGV, &sa, 0); sigaction(SIGBUS, &sa, 0);
 }
+static volatile int hcq_in_kernel = 0, hcq_forks = 0, hcq_registered = 0;
+static void hcq_fork_parent(void) { if (hcq_in_kernel) hcq_forks++; }
+static void hcq_fork_child(void) { if (hcq_in_kernel) _exit(0); }
+void hcq_kernel_enter(void) {
+  if (!hcq_registered) { pthread_atfork(0, hcq_fork_parent, hcq_fork_child); hcq_registered = 1; }
+  hcq_forks = 0; hcq_in_kernel = 1;
+}
+int hcq_kernel_leave(void) { hcq_in_kernel = 0; return hcq_forks; }
 """
+
+FORKED = "forked a child process: a kernel may not create processes (the child exited at once, inside fork)"
 
 def _guard_installer():
   """The compiled `hcq_guard_install(fd)`, or None (no compiler: a crash is then reported without its address)."""
   try: return compile_c(_GUARD_C, "hcq_guard_install", 1, argtypes=[ctypes.c_int])
   except KernelError: return None
+
+def _fork_guard() -> tuple:
+  """(enter(), leave() -> forks made) around a C kernel's call (the fork guard above). C kernels exist only where a
+  compiler does, so the guard compiles wherever one runs."""
+  lib = compile_c(_GUARD_C, "hcq_kernel_enter", 0).lib
+  leave = lib.hcq_kernel_leave
+  leave.argtypes, leave.restype = [], ctypes.c_int
+  return lib.hcq_kernel_enter, leave
 
 def _dt(t: str) -> np.dtype: return np.dtype(DTYPES[t][0]).newbyteorder("<")
 def _as(v: np.ndarray, dt: np.dtype) -> np.ndarray: return v[:len(v) - len(v) % dt.itemsize].view(dt)
@@ -143,6 +165,7 @@ class Worker:
         os.close(req_w)
         os.close(resp_r)
         if install is not None: install(resp_w)
+        enter, leave = _fork_guard()
         def read(n: int) -> bytes:
           b = b""
           while len(b) < n:
@@ -157,8 +180,9 @@ class Worker:
           if has_dims:
             d = struct.unpack("<6I", read(24))
             dims[0][:], dims[1][:] = d[:3], d[3:]
+          enter()
           fn(*[ctypes.c_void_p(v) if k else v for k, v in zip(kinds, vals)])
-          os.write(resp_w, b"\1")
+          os.write(resp_w, b"\3" if leave() else b"\1")
       except EOFError: pass
       finally: os._exit(0)
     os.close(req_r)
@@ -174,9 +198,13 @@ class Worker:
     msg = struct.pack(f"<III{len(args)}s{len(args)}Q", fid, len(args), dims is not None, kinds, *vals)
     if dims is not None: msg += struct.pack("<6I", *dims[0], *dims[1])
     os.write(self.req, msg)
-    ready, _, _ = select.select([self.resp], [], [], self.timeout_s)
+    ready: list = []
+    deadline = time.monotonic() + self.timeout_s
+    while not ready and (left := deadline - time.monotonic()) > 0:   # (select takes at most ~9e9 s: waited in steps)
+      ready, _, _ = select.select([self.resp], [], [], min(left, 3600.0))
     got = os.read(self.resp, 1) if ready else b""
     if got == b"\1": return
+    if got == b"\3": raise KernelError(FORKED)
     fault = os.read(self.resp, 9) if got == b"\2" else b""
     pid = self.pid
     assert pid is not None   # (forked above)
@@ -191,9 +219,13 @@ class Worker:
     raise KernelError(f"crashed ({signal.Signals(sig).name if sig else f'exit status {os.WEXITSTATUS(status)}'})")
 
   def close(self):
+    """End the worker. It is killed, not asked: a call cut short (an interrupt, an error of the caller's) may have
+    left it inside a kernel that never returns, and nothing it holds needs a clean exit (the memory is the emulator's)."""
     if self.pid is None: return
     os.close(self.req)
-    os.close(self.resp)  # the child reads EOF and exits
+    os.close(self.resp)
+    try: os.kill(self.pid, signal.SIGKILL)
+    except ProcessLookupError: pass
     os.waitpid(self.pid, 0)
     self.pid = None
 
@@ -212,9 +244,12 @@ def make_kernel(k, cache_dir: Optional[str] = None, worker: Optional[Worker] = N
       def run_w(views): worker.call(fid, views, kf.dims if dims is not None else None)
       kf = KernelFn(k.name, run_w, wants_dims=dims is not None)
       return kf
+    enter, leave = _fork_guard()
     def run_c(views):  # buffers are byte views, scalar parameters ints
       if dims is not None: dims[0][:], dims[1][:] = kf.dims   # type: ignore[call-overload]  # ctypes takes any sequence; typeshed: list
+      enter()
       fn(*[v if type(v) is int else ctypes.c_void_p(v.ctypes.data) for v in views])
+      if leave(): raise KernelError(FORKED)
     kf = KernelFn(k.name, run_c, wants_dims=dims is not None)
     return kf
   if impl is not None and impl.builtin is not None:

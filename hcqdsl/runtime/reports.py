@@ -7,7 +7,15 @@ from typing import Optional
 import attrs
 from ..amd.packet import Packet
 
-__all__ = ["Fault", "Blocked", "Hang"]
+__all__ = ["Fault", "Blocked", "Hang", "report_json"]
+
+def report_json(x) -> dict:
+  """A Fault or Blocked as JSON (`run --format json`): its fields, the packet by its name and dwords."""
+  out = attrs.asdict(x, recurse=False)
+  p = out.pop("packet")
+  out["packet"] = None if p is None else {"name": p.name, "dwords": list(p.dwords[:16]), "note": p.note or None}
+  if out.get("ib") is not None: out["ib"] = list(out["ib"])
+  return out
 
 @attrs.define
 class Fault:

@@ -23,7 +23,6 @@ import bisect
 from typing import Optional
 import numpy as np
 from ..ir import U32_MAX, NV_ARCHS, vendor_of
-from ..amd.targets import get_target
 from ..target.image import Image, QueueImage
 from ..target.layout import WINDOWS   # rings sit at its ring_offset inside each device's window
 from .device import Device, Ring
@@ -50,7 +49,9 @@ class QueueState:
   """One queue: its host-side patched template, patch table as arrays, ring and the source map of what it put there."""
   def __init__(self, qi: QueueImage, ring: Ring, ring_u32: np.ndarray, var_index: dict, device: Device):
     self.qi, self.name, self.ring, self.ring_u32 = qi, qi.name, ring, ring_u32
-    self.pm4 = qi.engine == "compute" or qi.arch in NV_ARCHS   # dword write pointers, commands may wrap (NV: methods)
+    # a ring whose pointer counts dwords (PM4, NV's methods) is read modulo its size, a command may wrap around its end;
+    # SDMA's (bytes) takes whole packets only (`bounds`)
+    self.pm4 = ring.unit == 4
     self.tmpl = np.array(qi.dwords, dtype=np.uint32)
     ps = qi.patches
     self.poffs = np.array([p.offset for p in ps], dtype=np.intp)
@@ -107,16 +108,14 @@ class Indirect:
       if p.var is not None: sites.setdefault((sub.var_index[p.var], p.add, 32 if p.encoding == "hi" else 0), []).append(p.offset)
     self.groups = sorted((v, add, sh, offs if len(offs) <= SMALL else None, np.array(offs, dtype=np.intp), len(offs))
                          for (v, add, sh), offs in sites.items())
-    t = get_target(qi.arch)
-    if qs.pm4:
-      p = t.pm4
-      def ib(a): return [p.PACKET3(p.PACKET3_INDIRECT_BUFFER, 2), a & U32_MAX, a >> 32, self.n | p.INDIRECT_BUFFER_VALID]
-    else:
-      d = t.sdma
-      def ib(a): return [d.SDMA_OP_INDIRECT | d.SDMA_PKT_INDIRECT_HEADER_VMID(0), a & U32_MAX, a >> 32, self.n, 0, 0]
     from ..amd import pm4, sdma
+    enc = (pm4 if qs.pm4 else sdma).encoder(qi.arch)
+    def ib(a: int) -> list:
+      out: list[int] = []
+      enc.indirect(out, a, self.n)
+      return out
     fence: list[int] = []
-    (pm4 if qs.pm4 else sdma).encoder(qi.arch).signal(fence, self.fence, 0x5EED_F00D)
+    enc.signal(fence, self.fence, 0x5EED_F00D)
     self.value_at = len(ib(0)) + fence.index(0x5EED_F00D)   # the fence's value dword; the dword after it is 0
     # per copy: its INDIRECT_BUFFER packet and the fence, the value filled in per launch
     # 8 zero dwords (SDMA NOPs) ahead of each, for the padding that ends an SDMA INDIRECT on an 8-dword boundary
@@ -177,9 +176,9 @@ class Submitter:
         qs.ind = Indirect(self, qs, top[q.device])
         top[q.device] += -(-(256 + COPIES * 4 * qs.ind.n) // 256) * 256 + COPIES * 256
     if any(not qs.pm4 for qs in self.queues.values()):
-      t = get_target(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4)).sdma
-      self.sdma_nop = lambda n: t.SDMA_OP_NOP | t.SDMA_PKT_NOP_HEADER_COUNT(n - 1)
-      self.sdma_nop_max = t.SDMA_PKT_NOP_HEADER_count_mask + 1   # dwords one NOP can cover (its count field)
+      from ..amd import sdma
+      enc = sdma.encoder(next(qs.qi.arch for qs in self.queues.values() if not qs.pm4))
+      self.sdma_nop, self.sdma_nop_max = enc.padding, enc.PADDING_MAX
 
   # ---- variables and patches
   def env_vector(self, launch: int) -> np.ndarray:
@@ -335,7 +334,7 @@ class Submitter:
     bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
     rewrites: dict = {}   # an image lists a rewrite's bytes; the host writes them and zeros to the buffer's end
     size_at = dict(img.buffers.values())
-    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b.ljust(size_at[a], b"\0")))
+    for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b, size_at[a]))
     for k in range(1, launches + 1):
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))
@@ -344,9 +343,10 @@ class Submitter:
         for name in names:
           if name in done: continue
           if not done:  # a `rewritten` buffer: the host writes launch k's contents in place before its first submit
-            for a, b in rewrites.get(k, ()):
+            for a, b, size in rewrites.get(k, ()):
               self.dev.write(a, b)
-              yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"rewrite {img.name_at(a)}", line, k)
+              if size > len(b): self.dev.zero(a + len(b), size - len(b))   # in place: a 1 GiB buffer is no 1 GiB bytes
+              yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * size / 4, f"rewrite {img.name_at(a)}", line, k)
           done.add(name)
           yield from self.submit(self.queues[name], k, vec, line)
       # queues that no submit covers go first (a bare submit covers every queue)

@@ -61,7 +61,7 @@ class EngineKind:
   decoder: Any           # .decode_one(dwords, 0) -> amd.packet.Packet
   length: Length
   prepare: Callable
-  unit: int              # bytes per write-pointer unit: PM4 and NV count dwords, SDMA bytes
+  unit: int              # bytes one step of the ring's write pointer covers (the vendor's meaning.WPTR_BYTES)
   pgm_lo: int = -1
   user_data: int = -1
   num_thread: int = -1

@@ -146,7 +146,10 @@ class Image:
     base = HEADER_SIZE + n + -(HEADER_SIZE + n) % 8
     return convert(IMAGE, m, _Pass(True, memoryview(b)[base:]))
 
-  def save(self, path) -> None: pathlib.Path(path).write_bytes(self.to_bytes())
+  def save(self, path) -> None:
+    """Write the image to `path` atomically (the old file stays whole when the write fails)."""
+    from ..files import write_atomic
+    write_atomic(path, self.to_bytes())
   @staticmethod
   def load(path) -> "Image": return Image.from_bytes(pathlib.Path(path).read_bytes())
 
@@ -221,9 +224,21 @@ HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, 
                            "write": Obj({"op": Str(("write",)), "line": LINE, "buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE,
                                          "dtype": Str(tuple(DTYPES)), "data": List(Blob())})})
 
+def _arities(out: dict, c: _Pass, at: str) -> None:
+  """Each exec's kernel arguments (a kernargs region's `args`, one per parameter) as many as its kernel's parameters:
+  the lift declares the kernel by `params` and the exec by `args`."""
+  if not c.reading: return
+  kernels = {(k["name"], k["device"]): (j, len(k["params"])) for j, k in enumerate(out["kernels"])}
+  for i, r in enumerate(out["regions"]):
+    if r.kind != "kernargs" or "args" not in r.meta or (got := kernels.get((r.meta.get("kernel"), r.device))) is None: continue
+    j, n = got
+    if n != len(r.meta["args"]):
+      c.bad(f"kernels[{j}].params holds {n} parameter{'s' * (n != 1)} of `{r.meta['kernel']}`, but regions[{i}].meta.args "
+            f"(the kernel arguments of its exec `{r.name}`) holds {len(r.meta['args'])}")
+
 # The metadata, in the order it is converted: names are defined before they are used (devices, vars, signals,
 # buffers, then queues for the host steps).
-IMAGE = Rec(Image,
+IMAGE = Rec(Image, check=_arities,
   target=Str(TARGETS), file=Str(),
   devices=List(Obj({"name": Str(defines="devices"), "index": Int(0, DEVICE_INDEX_MAX), "arch": Str(TARGETS)})),
   vars=List(Str(defines="vars")),

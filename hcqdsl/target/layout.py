@@ -3,7 +3,7 @@ windows and ring bases (WINDOWS), which the memory plan (plan.py) and the runtim
 The limits a program must fit (window sizes, buffer space, alignment) are the language's (hcqdsl/ir.py), checked
 statically; this is where `compile` and the runtime place things inside them."""
 import attrs
-from ..ir import DEVICE_WINDOW, MEMORY_WINDOW, NV_WINDOW_BASE, NV_DEVICE_WINDOW
+from ..ir import DEVICE_WINDOW, MEMORY_WINDOW, NV_WINDOW_BASE, NV_DEVICE_WINDOW, kernarg_layout   # (the layout: ir.py, which the checker asks too)
 
 __all__ = ["SIGNAL_SLOT", "TIMESTAMP_OFFSET", "HOST_BASE", "Windows", "WINDOWS", "kernarg_layout", "kernargs_region"]
 
@@ -30,18 +30,6 @@ WINDOWS = {
   "NV": Windows(NV_WINDOW_BASE, NV_DEVICE_WINDOW, 7 * NV_DEVICE_WINDOW // 8),
 }
 assert MEMORY_WINDOW <= WINDOWS["AMD"].ring_offset // 2   # buffers end well below the rings
-
-def kernarg_layout(params) -> tuple:
-  """(byte offset of each argument in the kernel arguments, their size) for Params (a buffer: an 8-byte pointer, a
-  scalar: a 4-byte value) or byte sizes, each aligned to its size: tinygrad's layout (its kernels take buffers first,
-  then their variables), which compile writes and lift reads back."""
-  offs, top = [], 0
-  for p in params:
-    n = p if type(p) is int else 4 if p.scalar else 8
-    top += -top % n
-    offs.append(top)
-    top += n
-  return offs, top
 
 def kernargs_region(queue: str, index: int) -> str:
   """The name of the kernel-argument region of the exec at `index` of `queue`'s body (compile names it, a replay

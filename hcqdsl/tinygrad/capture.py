@@ -14,9 +14,9 @@ from typing import Optional
 import attrs
 from ..lang.lexical import identifier
 from ..ir import U32_MAX
-from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
+from ..lift.schema import MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
-from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES
+from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES, pointer_dwords
 
 __all__ = ["capture", "Capture", "Ring", "user_frames"]
 
@@ -423,11 +423,10 @@ class Capture:
     ring = self.ring(desc, dev, engine, idx)
     ring_dw = desc.ring
     n = len(ring_dw)
-    unit = 1 if engine == "compute" else 4  # the compute write pointer counts dwords, SDMA's bytes
     old, new = ring.put, int(desc.put_value)
     ring.put = new
     if new <= old: return
-    self.submit(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev, "hcq")
+    self.submit(ring, [int(ring_dw[i % n]) & U32_MAX for i in pointer_dwords(engine, old, new)], dev, "hcq")
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)
@@ -571,7 +570,7 @@ class Capture:
       try: tl = int(d["_dev"].timeline_signal.value_addr)
       except (AttributeError, TypeError, ValueError): continue
       if tl in self.signals: self.signals[tl].update(timeline=True, device=d["name"])
-    return encode(MANIFEST.fields, {
+    return encode({
       "format": MANIFEST_KIND, "version": MANIFEST_VERSION, "producer": {"tool": "hcqdsl capture", "path": self.path_kind or "hcq"},
       "devices": sorted(self.devices.values(), key=lambda d: d["index"]),
       "queues": [r for r in self.rings.values() if r.dwords],   # (a ring whose doorbell rang with nothing new: no queue of this run)
@@ -602,7 +601,10 @@ class Capture:
                       **({"code": k["lib"]} if self.contents and k["lib"] else {})})
     return kernels
 
-  def save(self, path) -> None: pathlib.Path(path).write_text(json.dumps(self.manifest(), indent=1) + "\n")
+  def save(self, path) -> None:
+    """Write the manifest to `path` atomically (the old file stays whole when the write fails)."""
+    from ..files import write_atomic
+    write_atomic(path, json.dumps(self.manifest(), indent=1) + "\n")
 
 def capture(path=None, contents: bool = True) -> Capture:
   """`with hcqdsl.capture("run.json") as cap: ...` records every AMD queue submission tinygrad makes inside the block

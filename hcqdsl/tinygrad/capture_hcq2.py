@@ -13,6 +13,7 @@ which `Buffer.as_memoryview` runs before every such copy): the host passes that 
 from __future__ import annotations
 import ctypes, sys, types
 from typing import Optional
+from ..amd.meaning import pointer_dwords
 
 __all__ = ["install", "Hcq2Recorder"]
 
@@ -99,9 +100,8 @@ class Hcq2Recorder:
           if new <= old: continue
           ring.put = new
           base, n = _addr(q.ring), q.ring.nbytes // 4
-          unit = 1 if engine == "compute" else 4
           words = (ctypes.c_uint32 * n).from_address(base)
-          self.cap.submit(ring, [int(words[(p // unit) % n]) for p in range(old, new, unit)], dev, "hcq2")
+          self.cap.submit(ring, [int(words[i % n]) for i in pointer_dwords(engine, old, new)], dev, "hcq2")
     finally: self.polling = False
 
   # ---- the hooks: each runs tinygrad's own function with the same arguments

@@ -1,0 +1,2 @@
+" .hcq files are hcqdsl programs
+autocmd BufRead,BufNewFile *.hcq setfiletype hcq
