@@ -250,10 +250,12 @@ def cli_main(sizes, vs=None, warnings=False):
   print(f"load average {os.getloadavg()[0]:.2f}; hcqdsl check {' '.join(argv)} FILE ({'the warnings program' if warnings else 'clean programs'}"
         f", 16 queues on 8 devices), best of {REPS} interleaved rounds")
   tmp = tempfile.mkdtemp(prefix="check_cli_")
-  files = {}
-  for n in sizes:
-    files[n] = os.path.join(tmp, f"p{n}.hcq")
-    with open(files[n], "w") as f: f.write(cli_text(n) if warnings else clean_text(n))
+  files = {n: os.path.join(tmp, f"p{n}.hcq") for n in sizes}
+  # written by another process: a child's peak RSS (ru_maxrss) starts at this process's size when it forks, so this one
+  # must stay small (it never holds a program)
+  gen = "import sys, check_scaling as c\nfor n, p in zip(sys.argv[1::2], sys.argv[2::2]): open(p, 'w').write(c.%s(int(n)))"
+  subprocess.run([sys.executable, "-c", gen % ("cli_text" if warnings else "clean_text"), *(str(x) for n in sizes for x in (n, files[n]))],
+                 check=True, cwd=os.path.dirname(os.path.abspath(__file__)))
   here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
   trees = {"this tree": here}
   if vs is not None:
@@ -283,7 +285,7 @@ def cli_main(sizes, vs=None, warnings=False):
     u = {n: best["this tree", n]["user"] for n in sizes}
     print(f"t({hi:,})/t({lo:,}) = {u[hi] / u[lo]:.2f} in user CPU for {hi / lo:.0f}x the statements")
   print("phases of one in-process run (cpu s):")
-  for n in sizes:
+  for n in sizes:   # (after the CLI runs: this process grows by the program)
     ph = phases(files[n], 2 if warnings else 1)
     print(f"{n:>11,} " + " ".join(f"{k} {v:.2f}" for k, v in ph.items()) + f"  (all but parse: {sum(ph.values()) - ph['parse']:.2f})")
   shutil.rmtree(tmp)

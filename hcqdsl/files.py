@@ -25,7 +25,7 @@ def check_writable(path) -> None:
   d = os.path.dirname(os.path.abspath(p))
   if os.path.isdir(p): raise IsADirectoryError(21, "is a directory", os.fspath(path))
   if not os.path.isdir(d): raise FileNotFoundError(2, "no such directory", os.path.dirname(os.fspath(path)) or ".")
-  if os.path.exists(p) and not stat.S_ISREG(os.stat(p).st_mode):
+  if os.path.exists(p):   # (a file in a directory it cannot create files in is written in place: write_atomic)
     if not os.access(p, os.W_OK): raise PermissionError(13, "permission denied", os.fspath(path))
     return
   if not os.access(d, os.W_OK | os.X_OK): raise PermissionError(13, "permission denied (its directory is not writable)", os.fspath(path))
@@ -33,20 +33,22 @@ def check_writable(path) -> None:
 def write_atomic(path, data: Union[str, bytes]) -> None:
   """Write `data` (text is always UTF-8, whatever the locale) to `path` in full or not at all: into a temporary file
   beside it, then renamed over it (keeping an existing file's permissions; a new one gets the umask's). A symlink's
-  target is written; a device or FIFO (`/dev/stdout`) is written directly, it has nothing to lose. Raises OSError with
-  `filename` set; the old file is then as it was and no temporary file is left."""
+  target is written; a device or FIFO (`/dev/stdout`) is written directly, it has nothing to lose, and so is a file in
+  a directory that takes no new file (no temporary file can go there). Raises OSError with `filename` set; the old
+  file is then as it was (but in that last case) and no temporary file is left."""
   b = data.encode("utf-8") if isinstance(data, str) else bytes(data)
   p = _target(path)
   try: st = os.stat(p)
   except FileNotFoundError: st = None
   except OSError as e: raise _named(e, path)
   if st is not None and stat.S_ISDIR(st.st_mode): raise IsADirectoryError(21, "is a directory", os.fspath(path))
-  if st is not None and not stat.S_ISREG(st.st_mode):
+  if st is not None and not os.access(p, os.W_OK): raise PermissionError(13, "Permission denied", os.fspath(path))   # (a rename would pass it)
+  d = os.path.dirname(os.path.abspath(p))
+  if st is not None and (not stat.S_ISREG(st.st_mode) or not os.access(d, os.W_OK | os.X_OK)):
     try:
       with open(p, "wb") as f: f.write(b)
     except OSError as e: raise _named(e, path)
     return
-  d = os.path.dirname(os.path.abspath(p))
   try: fd, tmp = tempfile.mkstemp(dir=d, prefix=f".{os.path.basename(p)}.", suffix=".tmp")
   except OSError as e: raise _named(e, path)
   try:

@@ -137,6 +137,11 @@ class HcqFile(pytest.File):
       yield item
 
 class _Item(pytest.Item):
+  # no fixtures, said the way pytest's own Function items say it: pytest-lsp 1.0's pytest_runtest_call wrapper returns
+  # without yielding (pluggy's "did not yield" error) on an item with no `funcargs`, so every .hcq test failed where
+  # pytest-lsp is installed (the `test` extra has it)
+  funcargs: dict = {}
+
   @property
   def file(self) -> HcqFile:
     assert isinstance(self.parent, HcqFile)

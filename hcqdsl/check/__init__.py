@@ -55,11 +55,12 @@ def unknown_var(program: Program, var_values) -> Optional[str]:
   return None
 
 def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True,
-          max_states: Optional[int] = None, causes: bool = True) -> list[Diagnostic]:
+          max_states: Optional[int] = None, causes: bool = True, keep: Optional[list] = None) -> list[Diagnostic]:
   """Every diagnostic for `program` over `launches` consecutive launches. When `syntax` or `name` errors are present
   only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses.
   With `causes`, errors that follow from one cause name it in their `cause` (check/causes.py). Raises ValueError
-  when `var_values` names something that is not a var of the program."""
+  when `var_values` names something that is not a var of the program. `keep`: a list the analysis's big intermediate
+  results are appended to, for a caller that frees them later or never (the CLI's hard exit)."""
   if (why := unknown_var(program, var_values)) is not None: raise ValueError(f"var_values: {why}")
   diags = check_static(program) if static else []
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
@@ -68,7 +69,7 @@ def check(program: Program, launches: int = 2, var_values: Optional[dict] = None
   from .pipeline import analyze, MAX_STATES
   states = MAX_STATES if max_states is None else max_states
   found = _suppress(program, _consistent(_sorted(diags + analyze(program, launches=launches, var_values=var_values,
-                                                                    max_states=states))))
+                                                                    max_states=states, keep=keep))))
   if not causes: return found
   from .causes import RootCauses
   return RootCauses().run(program, found, lambda p: check(p, launches, var_values, static, states, causes=False))
@@ -128,14 +129,14 @@ def _consistent(diags: list[Diagnostic]) -> list[Diagnostic]:
                                    any(e.code in _CONTRADICTED[d.code] and inside(e.span, d.span) for e in at.get((d.span.file, d.span.line), ())))]
 
 def check_source(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,
-                 pre=None, max_states: Optional[int] = None) -> tuple[Optional[Program], list[Diagnostic]]:
+                 pre=None, max_states: Optional[int] = None, keep: Optional[list] = None) -> tuple[Optional[Program], list[Diagnostic]]:
   """Parse and check; returns (the program, or None when it does not parse, and every diagnostic). `pre(program)`,
   if given, runs between parsing and the analyses (the CLI checks `--var` names there). Never raises on any text."""
   prog, diags = parse_syntax(text, filename)
   if prog is None: return None, diags
   if any(d.code == "syntax" for d in diags): return prog, _sorted([d for d in diags + check_static(prog) if d.code in ("syntax", "name")])
   if pre is not None: pre(prog)
-  found = check(prog, launches, var_values, max_states=max_states)
+  found = check(prog, launches, var_values, max_states=max_states, keep=keep)
   return prog, _sorted(diags + found) if diags else found
 
 def check_text(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,

@@ -2,8 +2,8 @@
 run, or differences from `diff`), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback).
 
 The conventions of ruff, mypy and rustc (README, "CLI conventions"): options are never abbreviated (`--launch` is not
-`--launches`), an unknown option is reported with its subcommand's usage, `-` reads standard input, every command that
-reports takes `--format text|json` (check also `sarif`)."""
+`--launches`), an unknown option is reported with its subcommand's usage, `check -` reads standard input and `check DIR`
+every .hcq under DIR, every command that reports takes `--format text|json` (check also `sarif`)."""
 from __future__ import annotations
 import argparse, importlib, os, sys
 from typing import Optional
@@ -84,7 +84,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     return 3
   if from_shell and a.command == "check":
     # like mypy's hard_exit: freeing a million-statement program object by object takes a second; the process ends
-    # here anyway (check writes no files; its output is flushed)
+    # here anyway (the files check writes, --fix and --witness, are written and closed by now; its output is flushed)
     try:
       sys.stdout.flush()
       sys.stderr.flush()

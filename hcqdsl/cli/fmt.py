@@ -3,7 +3,7 @@ from __future__ import annotations
 import difflib, sys
 from ..diagnostics import render_text
 from ..files import write_atomic
-from .util import read_bytes
+from .util import read_bytes, UsageError
 
 
 def add_args(p) -> None:
@@ -14,23 +14,27 @@ def add_args(p) -> None:
 def run(a) -> int:
   from ..check import parse_with_diagnostics
   from ..lang.format import format_program
-  rc, changed, unwritten = 0, 0, 0
+  rc, changed, unwritten, unread = 0, 0, 0, 0
   for path in a.files:
-    b = read_bytes(path)
+    try: b = read_bytes(path)
+    except UsageError as e:   # a missing file: said, and the others still formatted (exit 2 at the end)
+      sys.stderr.write(f"hcqdsl: error: {e}\n")
+      unread, rc = unread + 1, 2
+      continue
     try: text = b.decode("utf-8")
     except UnicodeDecodeError as e:   # writing the file back would replace its bytes with U+FFFD: left as it is
       line = b.count(b"\n", 0, e.start) + 1
       col = len(b[b.rfind(b"\n", 0, e.start) + 1:e.start].decode("utf-8", errors="replace")) + 1
       sys.stderr.write(f"{path}:{line}:{col}: error: not UTF-8 (byte {b[e.start]:#04x}); a program is UTF-8 text\n")
       sys.stderr.write(f"error: cannot format {path}\n")
-      rc = 1
+      rc = max(rc, 1)
       continue
     # errors of the syntax or the static checks (names, bounds, literals): the file is left as it is
     prog, diags = parse_with_diagnostics(text, path)
     if prog is None or any(d.severity == "error" for d in diags):
       sys.stderr.write(render_text([d for d in diags if d.severity == "error"], {path: text}))
       sys.stderr.write(f"error: cannot format {path}\n")
-      rc = 1
+      rc = max(rc, 1)
       continue
     new = format_program(prog)
     if text.startswith("\ufeff"): new = "\ufeff" + new   # a UTF-8 BOM stays
@@ -48,7 +52,7 @@ def run(a) -> int:
       continue
     sys.stderr.write(f"reformatted {path}\n")
   if a.check and changed: rc = max(rc, 1)
-  n = len(a.files) - changed - unwritten
+  n = len(a.files) - changed - unwritten - unread
   sys.stderr.write(f"{changed} file{'s' * (changed != 1)} {'would be ' if a.check or a.diff else ''}reformatted, {n} left unchanged"
                    f"{f', {unwritten} could not be written' if unwritten else ''}\n")
   return rc

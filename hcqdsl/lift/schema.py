@@ -433,7 +433,7 @@ def _kernels(ks: list, ver: int) -> dict:
   kernels = {}
   for k in ks:
     params, sig = k.get("params"), None
-    if params is not None and ver >= 2 and params and all(type(p) is dict for p in params):  # a capture: tinygrad's signature
+    if params is not None and ver >= 2 and all(type(p) is dict for p in params):  # a capture: tinygrad's signature (as before: [] too)
       sig, params = params, None
     kernels[k["prog_addr"]] = {"name": k.get("name"), "params": params, "signature": sig, "code": k.get("code"),
                                "tinygrad_name": k.get("tinygrad_name")}
