@@ -163,3 +163,32 @@ def test_train_step(tmp_path):
   prog, text = _lift_check_run(man, out, tmp_path, 2)
   assert len([s for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Exec)]) >= 8, text[:3000]  # forward, backward, update
   assert any(b.per_launch == "rebound" for b in prog.buffers)   # each call's batch
+
+TWO_UPLOADS = '''
+import sys
+import numpy as np
+from tinygrad import Tensor
+a = Tensor(np.arange(16, dtype=np.float32)).realize()
+b = Tensor(np.arange(16, dtype=np.float32) + 1).realize()
+out = ((a * b).contiguous() + 1).numpy()
+np.save(sys.argv[1], out)
+'''
+
+@pytest.mark.parametrize("nv", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["amd", "nv"])
+def test_a_plain_realize_lifts_every_step(tmp_path, nv):
+  """A plain realize whose two uploads look alike: the default lift covers every step — both kernels, no step left out
+  (issue 37: it folded the two uploads into 2 launches of one copy, 0 execs, and warned)."""
+  from mock_gpu import hcqdsl as run_hcqdsl, NV
+  (tmp_path / "two.py").write_text(TWO_UPLOADS)
+  r = run_hcqdsl("capture", "-o", tmp_path / "m.json", tmp_path / "two.py", tmp_path / "out.npy", **(NV if nv else {}))
+  assert r.returncode == 0, r.stderr
+  from conftest import cli
+  r = cli("lift", tmp_path / "m.json", "-o", tmp_path / "l.hcq", "--strict")
+  assert r.returncode == 0 and "not lifted" not in r.stderr, r.stderr
+  text = (tmp_path / "l.hcq").read_text()
+  assert text.startswith("# hcq: launches=1\n") and text.count("\n  exec ") == 2, text[:3000]
+  prog = hcqdsl.parse(text, str(tmp_path / "l.hcq"))
+  assert not [d for d in hcqdsl.check(prog, 1) if d.severity == "error"]
+  if not nv:   # (the mock NV GPU runs no kernels: its numbers are zeros)
+    res = hcqdsl.run(prog, launches=1)
+    assert res.ok and np.load(tmp_path / "out.npy").tobytes() in b"".join(bytes(res.memory[b.name]) for b in prog.buffers)

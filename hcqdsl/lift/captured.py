@@ -166,7 +166,8 @@ class CaptureLift:
     self.ev: list = host   # the host's steps of launches
     ev = host
     self.mem_at = sorted(m.steps, key=lambda x: x[2])
-    found = None if self.whole else period([self.shape(e, i) for i, e in enumerate(ev)])
+    self.launching: set = set()   # the steps whose submission dispatches (step_shape adds them)
+    found = None if self.whole else period([self.shape(e, i) for i, e in enumerate(ev)], self.launching)
     self.start, self.P, self.K = start, P, K = found or (0, len(ev), 1)
     self.end = start + K * P
     if self.whole: self.notes.append("the run as it happened: every step of the capture in one launch")
@@ -619,6 +620,7 @@ class AMDCaptureLift(CaptureLift):
     out, regs = [], Registers()
     for p in packets:
       d, m = regs.see(p), meaning(p)
+      if d is not None: self.launching.add(step)
       out.append((p.name, d.program if d is not None else m.size if m is not None and m.kind == "copy" else None))
     return tuple(out)
 

@@ -1,6 +1,6 @@
 """Images back to .hcq: `lift_image` recovers the whole program an image was compiled from (names, vars, host steps,
-kernels and expects from its metadata, queue statements from its packets); `lift_queue` / `as_hcq` only the queue
-statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
+kernels and expects from its metadata, queue statements from its packets), `as_hcq` the same as text; `lift_queue`
+only a queue's statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
 A queue is lifted by its vendor's lifter (`LIFTERS`: hcqdsl/amd/lift.py, hcqdsl/nv/lift.py); `lift_statements` attaches
 what is no statement as comments, for the lifts of raw dumps and captures (lift/raw.py, lift/captured.py) too."""
 from __future__ import annotations
@@ -36,14 +36,11 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   return LIFTERS[vendor_of(q.arch)].statements(img, q)
 
 def as_hcq(img: Image) -> str:
-  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`), each queue lifted by its vendor's lifter."""
-  from ..lang.format import format_stmt
-  out = [f"# lifted from {img.file} ({img.target})"]
-  for q in img.queues:
-    out.append(f"queue {q.name} {q.engine} on {q.device} {{")
-    out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in lift_queue(img, q)]
-    out.append("}")
-  return "\n".join(out) + "\n"
+  """The image as a program (`hcqdsl disasm --as-hcq`): `lift_image`'s — the devices, buffers, signals, vars and
+  kernels the queues name, each queue lifted by its vendor's lifter, the host block, the expects — as text, so that it
+  parses and checks as it is. The code objects it names are not written (`hcqdsl lift` writes them)."""
+  from ..lang.format import format_program
+  return format_program(lift_image(img, by="hcqdsl disasm --as-hcq"))
 
 def attach_comments(items: list) -> list:
   """Lifted statements and comment strings: each run of comments attached to the statement after it (trailing ones
@@ -149,7 +146,7 @@ def trimmed_data(b: bytes, size: int) -> Optional[Data]:
   if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
   return _init_data(b + bytes(-len(b) % 4))
 
-def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
+def lift_image(img: Image, code_dir: Optional[str] = None, by: str = "hcqdsl lift") -> Program:
   """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
   same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets. A kernel with
   a real code object names its file (code_objects' names; in `code_dir`, relative to the program, when given)."""
@@ -210,4 +207,4 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
     target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
     vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
     decls.append(Expect(target, Data(e["dtype"], vals), e["approx"], e.get("rtol"), e.get("atol")))
-  return lifted_program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
+  return lifted_program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by {by}"])

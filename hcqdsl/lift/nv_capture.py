@@ -65,7 +65,9 @@ class NVCaptureLift(CaptureLift):
     for p in packets:
       m = meaning(p)
       extra: object = None
-      if m is not None and m.kind == "dispatch": extra = tuple(got.program for _, got in self.qmd_launches(m.addr, q, step))
+      if m is not None and m.kind == "dispatch":
+        extra = tuple(got.program for _, got in self.qmd_launches(m.addr, q, step))
+        self.launching.add(step)
       elif m is not None and m.kind == "length": extra = m.value
       out.append((p.name, extra))
     return tuple(out)

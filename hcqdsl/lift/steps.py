@@ -23,9 +23,11 @@ def launch_steps(ev: list, whole: bool = False) -> list:
     keep.append(i)
   return keep
 
-def period(shapes: list) -> Optional[tuple]:
+def period(shapes: list, launching: Optional[set] = None) -> Optional[tuple]:
   """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
-  fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
+  fewest steps per block, then the latest start), each containing a submission — with `launching` (the steps whose
+  submission dispatches a kernel), one that dispatches: a launch of a TinyJit's graph runs kernels, while two
+  identical uploads in a row are no launch; None when nothing repeats."""
   n, best = len(shapes), None
   for P in range(1, n // 2 + 1):
     run = 0  # run[i]: how many consecutive j >= i have shapes[j] == shapes[j + P], computed right to left
@@ -34,7 +36,7 @@ def period(shapes: list) -> Optional[tuple]:
       runs[i] = runs[i + 1] + 1 if shapes[i] == shapes[i + P] else 0
     for i in range(n - 2 * P + 1):
       K = 1 + runs[i] // P
-      if K < 2 or not any(s[0] == "submit" for s in shapes[i:i + P]): continue
+      if K < 2 or not any(s[0] == "submit" and (launching is None or i + j in launching) for j, s in enumerate(shapes[i:i + P])): continue
       key = (K * P, -P, i)  # on a tie the latest phase: its last launch is the one the program ended with
       if best is None or key > best[0]: best = (key, (i, P, K))
     del run
