@@ -210,7 +210,7 @@ def test_no_retyped_packet_literals():
 def test_cli_disasm_as_hcq_output_checks(tmp_path):
   """`hcqdsl disasm --as-hcq IMG > P.hcq; hcqdsl check P.hcq`: clean where the source is (issue 37: the queue blocks
   alone named devices, buffers, signals and kernels nothing declared: 28 `name` errors for run_pipeline.hcq)."""
-  from conftest import cli
+  from cli_run import cli
   root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
   for src in ("programs/run_pipeline.hcq", "programs/copy_pipeline.hcq"):
     img = tmp_path / "p.hcqimg"

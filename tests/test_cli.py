@@ -2,7 +2,7 @@
 check errors from compile/run, and a description for every argument."""
 import argparse, json, pathlib
 import pytest
-from conftest import cli
+from cli_run import cli
 from hcqdsl.cli import build_parser, COMMANDS
 from hcqdsl.diagnostics import Diagnostic, render_text, split_lines, printable
 import hcqdsl.diagnostics as diagnostics_mod

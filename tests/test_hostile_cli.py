@@ -3,7 +3,7 @@ fixes), and one exact-message test per cause of the hostile sweep this helper ow
 all, bounds on what would run for hours, internal errors, a forking C kernel). docs/reliability.md lists them."""
 import json, os, pathlib, re, resource, signal, subprocess, sys, time
 import pytest
-from conftest import cli, ROOT
+from cli_run import cli, ROOT
 import hcqdsl
 from hcqdsl.host_cc import find_cc
 

@@ -4,7 +4,7 @@ test per cause. Every script here is a copy under tmp_path, run with its working
 changes is inside the test's own temporary directory."""
 import subprocess, sys
 import pytest
-from conftest import cli
+from cli_run import cli
 from mock_gpu import needs_mock, env as mock_env
 
 COMMANDS = ("emit", "capture", "sanitize")

@@ -3,7 +3,7 @@ from __future__ import annotations
 import glob, json, pathlib
 import pytest
 from hypothesis import given, settings, HealthCheck
-from conftest import cli
+from cli_run import cli
 import hcqdsl
 from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image

@@ -182,7 +182,7 @@ def test_a_plain_realize_lifts_every_step(tmp_path, nv):
   (tmp_path / "two.py").write_text(TWO_UPLOADS)
   r = run_hcqdsl("capture", "-o", tmp_path / "m.json", tmp_path / "two.py", tmp_path / "out.npy", **(NV if nv else {}))
   assert r.returncode == 0, r.stderr
-  from conftest import cli
+  from cli_run import cli
   r = cli("lift", tmp_path / "m.json", "-o", tmp_path / "l.hcq", "--strict")
   assert r.returncode == 0 and "not lifted" not in r.stderr, r.stderr
   text = (tmp_path / "l.hcq").read_text()

@@ -2,7 +2,7 @@
 into every command that reads a program, in process; each must end with an exit code of 0, 1 or 2 and print no
 traceback or internal error."""
 import pytest
-from conftest import cli, ROOT
+from cli_run import cli, ROOT
 
 ROOT_PROGRAMS = ROOT / "programs"
 
