@@ -4,7 +4,7 @@ from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
                 declare_implicit, MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW,
-                device_arch, NV_KERNARG_MAX, nv_kernarg_error, MAX_LAUNCHES, in_launches, launches_text)
+                device_arch, NV_KERNARG_MAX, nv_kernarg_error, MAX_LAUNCHES, launches_text)
 from ..diagnostics import Diagnostic, did_you_mean
 from itertools import islice
 from typing import Any, Optional
