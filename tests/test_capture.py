@@ -111,17 +111,24 @@ def test_capture_api_writes_manifest(tmp_path):
   assert len(prog.queues) == 3 and prog.host is not None
 
 def test_capture_without_repeating_launches():
-  """A submission after the graph's launches: the steps that repeat are the launches, the rest is left out with a
-  note; with nothing that repeats (one launch) the lift is one launch of every step, and it still checks clean."""
+  """A submission after the graph's launches: the steps that repeat are the launches; the default lift lifts the rest
+  as a last launch of its own (`launches 3`), `folded_only` leaves it out with a note; with nothing that repeats (one
+  launch) the lift is one launch of every step, and it still checks clean."""
   arena = Arena()
   with Capture() as cap:
     d0, d1 = hcqgraph(arena, launches=2)
     s = HCQSignal(arena.alloc(16), 0)
     AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
     s.wait(0)
-  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  text = format_program(lift_manifest(load_manifest(cap.manifest()), folded_only=True))
   assert text.startswith("# hcq: launches=2\n") and "after the last repeated launch are not lifted" in text
   assert [d for d in hcqdsl.check(parse(text, "c.hcq"), 2) if d.severity == "error"] == []
+  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  prog = parse(text, "c.hcq")
+  assert text.startswith("# hcq: launches=3\n") and "not lifted" not in text
+  assert [q.launches for q in prog.queues] == [(1, 2)] * 3 + [(3, 3)] and [h.launches for h in prog.hosts] == [(1, 2), (3, 3)]
+  assert [str(st) for st in prog.queues[-1].body][-1].startswith("SignalWrite")   # the submission after the launches
+  assert [d for d in hcqdsl.check(prog, 3) if d.severity == "error"] == []
   with Capture() as cap: hcqgraph(Arena(), launches=1)
   text = format_program(lift_manifest(load_manifest(cap.manifest())))
   assert "# note: the host's steps do not repeat" in text and text.startswith("# hcq: launches=1\n")
