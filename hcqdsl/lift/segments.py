@@ -14,10 +14,10 @@ reads it)."""
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Program, Buffer, Signal, Var, Host, Device, Exec, Copy, Write, Poll, Slice
+from ..ir import Program, Buffer, Signal, Var, Host, HostWrite, Device, Exec, Copy, Write, Poll, Slice, Ref
 from .image import lifted_program
 from .schema import Manifest, LAUNCH_VAR
-from .steps import Naming
+from .steps import Naming, bytes_data
 
 __all__ = ["lift_default", "AFTER_EVERY_STEP"]
 
@@ -55,6 +55,8 @@ def lift_default(cls, m: Manifest, code_dir=None, program_dir=None, trace: Optio
   decls = _declarations([by[id(p)][0] for p, _ in parts], N, base, K)
   decls += [Var(n, _listed(tuple(v), N, base, K)) for v, n in body.vars.lists.items()] + [Var(LAUNCH_VAR)] * body.vars.uses_launch
   decls += list(naming.kernels.values())
+  firsts = _first_writes(parts[0][0], body) if pre else []
+  if firsts: by[id(parts[0][0])] = by[id(parts[0][0])][:2] + (by[id(parts[0][0])][2] + [w for w, _ in firsts],)
   for part, launches in parts:
     _, queues, host = by[id(part)]
     clause = launches if launches != (1, N) else None
@@ -80,7 +82,8 @@ def lift_default(cls, m: Manifest, code_dir=None, program_dir=None, trace: Optio
                  "(no statement of those launches reads it)" if pre else
                  f"a listed var or rebound buffer of the repeated launches lists all {N} launches: launch {N}'s entry repeats "
                  f"launch {N - 1}'s (no statement of that launch reads it)")
-  if trace is not None: trace.update(launches=N, left_out=[x for part, _ in parts for x in part.left_out])
+  if trace is not None:
+    trace.update(launches=N, left_out=[x for part, _ in parts for x in part.left_out], **_instances(parts, body, [st for _, st in firsts]))
   orig = body.orig
   what = [f"launch 1: steps 1..{keep[body.start - 1] + 1} as they happened"] if pre else []
   what.append(f"launches {base + 1}..{base + K}: steps {orig(body.start) + 1}..{orig(body.end - 1) + 1}, {K} repeated launches folded")
@@ -88,6 +91,38 @@ def lift_default(cls, m: Manifest, code_dir=None, program_dir=None, trace: Optio
   head = [f"# hcq: launches={N}", f"# lifted from {m.file} by hcqdsl lift (every step of tinygrad's {body.vendor} runtime: "
           f"{'; '.join(what)})"] + [f"# note: {x}" for x in notes]
   return lifted_program(decls, m.file, head)
+
+def _instances(parts: list, body, firsts: list) -> dict:
+  """Which capture steps the program's statements stand for, per launch: `instances` {queue: {launch: [its submission's
+  step, the submission's first dword in the ring's stream]}} (a statement's `# @N` is its dword in launch 1's
+  submission: N - start is its place in every launch's), `host_instances` [per host block: [per statement: {launch: [steps]}]]."""
+  queues: dict = {}
+  host: list = []
+  for part, (first, last) in parts:
+    P = part.P if part is body else 0
+    for s in part.subs:
+      queues[s.name] = {k: [part.orig(s.step + (k - first) * P), part.ev[s.step + (k - first) * P]["start"]] for k in range(first, last + 1)}
+    steps = [{k: [part.orig(i + (k - first) * P) for i in st] for k in range(first, last + 1)} for st in part.host_steps]
+    if part is not body and first == 1: steps += [{1: [step]} for step in firsts]   # (the first writes `_first_writes` adds)
+    if steps: host.append(steps)
+  return {"instances": queues, "host_instances": host}
+
+def _first_writes(pre, body) -> list:
+  """(HostWrite, the capture step it stands for): the host's writes, at the end of launch 1, of the kernel-argument
+  blocks the repeated launches read with the same bytes every launch (HCQGraph's, built in the captured call: the
+  folded lift takes them for initial memory) that no dispatch of launch 1 read with those bytes last — as `--whole`
+  writes a graph's first (classic HCQ: `kargs_read`), so a missing HDP flush before the first launch shows."""
+  if not body.kargs_read: return []
+  last: dict = {}
+  for (ka, _), d in sorted(pre.dispatches.items(), key=lambda x: x[1].step): last[ka] = d.blocks[0]
+  out, done = [], set()
+  for (ka, _), d in sorted(body.dispatches.items(), key=lambda x: x[1].step):
+    if d.kargs in body.kgroups or len(set(d.blocks)) > 1 or ka in done or last.get(ka) == d.blocks[0]: continue
+    done.add(ka)
+    nm, off, _ = body.buf_for(d.kargs)
+    out.append((HostWrite(Slice(Ref(nm), off, off + len(d.blocks[0]), True), (bytes_data(d.blocks[0]),),
+                          comment="# the repeated launches' kernel arguments, written before their first launch"), body.orig(d.step)))
+  return out
 
 def _per_launch_memory(body) -> list:
   """The address ranges the repeated launches use as per-launch memory: each launch's memory of a rebound buffer, the
