@@ -498,11 +498,58 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
   host's writes it implies (a `rewritten` buffer's contents before the launch's first submit, the patched kernel
   arguments of the queues it submits), and the implicit submit of the queues no `submit` names before its first
   statement; and {op index: the launches in which that kernel-argument write writes nothing}. With `launches`
-  clauses, who submits a queue is decided per launch (`Seq.gates`), and what is absent from a launch said (`op_off`)."""
-  N = lw.launches
+  clauses, who submits a queue is decided per launch (`Seq.gates`), and what is absent from a launch said (`op_off`):
+  `_host_partial`."""
   body = [(st, h.launches) for h in program.hosts for st in h.body]
-  partial = any(r is not None for _, r in body) or any(s.off for s in seqs[1:])
-  per = [_coverage(program, seqs, body, k) for k in range(1, N + 1)] if partial else [_coverage(program, seqs, body, None)] * N
+  if any(r is not None for _, r in body) or any(s.off for s in seqs[1:]): return _host_partial(program, seqs, lw, body)
+  queues = program.queues
+  q_id = {q.name: i + 1 for i, q in enumerate(queues)}
+  covered: dict[int, int] = {}  # queue seq -> the submit statement covering it (the same in every launch)
+  for n, (st, _) in enumerate(body):
+    if isinstance(st, Submit):
+      names = [r.name for r in st.queues] if st.queues else [q.name for q in queues]
+      for x in names:
+        if x in q_id and q_id[x] not in covered: covered[q_id[x]] = n
+  stmts: list = []
+  ops: list[tuple] = []
+  rewritten = [b for b in program.buffers if b.per_launch == "rewritten"]
+  buf_id = {b.name: i for i, b in enumerate(program.buffers)}
+  idle: dict[int, frozenset[int]] = {}
+  def submit(qs: tuple, st):
+    if rewritten and not any(op[0] == SUBMIT for op in ops):
+      # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
+      for b in rewritten:
+        x = buf_id[b.name]
+        def contents(k: int, b: Buffer = b) -> bytes: return _contents(b, k)
+        sv = lw.stores(x, 0, b.size, contents)
+        stmts.append(b)
+        ops.append((ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)))
+    # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
+    # then submits; an implicit submit is shown at the queue it submits
+    for x in qs:
+      for kb in lw.kargs_of.get(seqs[x].name, ()):
+        if lw.same.get(kb): idle.setdefault(len(ops), lw.same[kb])
+        stmts.append(st if st is not None else seqs[x].queue)
+        ops.append((ACCESS, ((kb, 0, KERNARGS_BYTES, W),)))
+    for x in qs: seqs[x].gate = len(ops)
+    stmts.append(st)
+    ops.append((SUBMIT, qs))
+  rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
+  if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
+  for n, (st, _) in enumerate(body):
+    if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
+    else:
+      stmts.append(st)
+      ops += lw.lower((st,), None)
+  return Seq(0, "host", None, None, stmts, ops), idle
+
+def _host_partial(program: Program, seqs: list, lw: _Lowering, body: list) -> tuple[Seq, dict[int, frozenset[int]]]:
+  """`_host` of a program with `launches` clauses: the host's statements of every block, each absent from the launches
+  outside its block's (`op_off`); each launch's submits decided over the blocks and queues of that launch, a queue
+  handed over per launch by the submit that covers it there (`Seq.gates`)."""
+  N = lw.launches
+  every = set(range(1, N + 1))
+  per = [_coverage(program, seqs, body, k) for k in range(1, N + 1)]
   stmts: list = []
   ops: list[tuple] = []
   op_off: dict[int, frozenset[int]] = {}
@@ -513,7 +560,7 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
   def first_submit(k: int) -> Optional[int]:   # launch k's first submit: the implicit one, else its first `submit`
     cov, rest = per[k - 1]
     return -1 if rest else next((n for n, (st, r) in enumerate(body) if isinstance(st, Submit) and in_launches(r, k)), None)
-  firsts = [first_submit(k) for k in range(1, N + 1)] if partial else [first_submit(1)] * N
+  firsts = [first_submit(k) for k in range(1, N + 1)]
   def add(st, op, off):
     if off: op_off[len(ops)] = frozenset(off)
     stmts.append(st)
@@ -529,18 +576,18 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
       x = buf_id[b.name]
       def contents(k: int, b: Buffer = b) -> bytes: return _contents(b, k)
       sv = lw.stores(x, 0, b.size, contents)
-      add(b, (ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)), set(range(1, N + 1)) - set(first))
+      add(b, (ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)), every - set(first))
     # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
     # then submits; an implicit submit is shown at the queue it submits
     mine = {x: {k for k in here if (x in per[k - 1][1] if n == -1 else per[k - 1][0].get(x) == n)} for x in qs}
     for x in qs:
       for kb in lw.kargs_of.get(seqs[x].name, ()):
         if lw.same.get(kb): idle.setdefault(len(ops), lw.same[kb])
-        add(st if st is not None else seqs[x].queue, (ACCESS, ((kb, 0, KERNARGS_BYTES, W),)), set(range(1, N + 1)) - mine[x])
+        add(st if st is not None else seqs[x].queue, (ACCESS, ((kb, 0, KERNARGS_BYTES, W),)), every - mine[x])
     for x in qs:
       for k in mine[x]: gates[x][k - 1] = len(ops)
-    add(st, (SUBMIT, qs), set(range(1, N + 1)) - set(here))
-  submit(-1, None)  # queues no submit covers are submitted before the first host statement
+    add(st, (SUBMIT, qs), every - set(here))
+  submit(-1, None)  # queues no submit covers are submitted before the first host statement of the launch
   for n, (st, r) in enumerate(body):
     if isinstance(st, Submit): submit(n, st)
     else:
