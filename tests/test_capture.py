@@ -177,3 +177,26 @@ def test_mock_tier_skip_names_how_to_enable(monkeypatch, tmp_path):
   assert mock_gpu.unavailable() == ("tinygrad's mock GPU not found: set TINYGRAD_REPO to a tinygrad checkout (its test/mockgpu "
                                     "and extra/ are the mock GPU), or put one at ../shared/peers/tinygrad; the mock needs "
                                     "`apt-get install clang libllvm19`")
+
+def test_cli_lift_every_step_by_default(tmp_path):
+  """`hcqdsl lift` of a capture with a step after its repeated launches: every step by default (nothing left out,
+  `--strict` is content), `--folded-only` leaves that step out and says so (`--strict`: exit 1), `--whole` and
+  `--folded-only` do not go together."""
+  arena = Arena()
+  with hcqdsl.tinygrad.capture(tmp_path / "m.json"):
+    d0, d1 = hcqgraph(arena, launches=2)
+    s = HCQSignal(arena.alloc(16), 0)
+    AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
+    s.wait(0)
+  def lift(*args):
+    return subprocess.run([sys.executable, "-m", "hcqdsl", "lift", "--strict", str(tmp_path / "m.json"), *args], capture_output=True, text=True)
+  r = lift("-o", str(tmp_path / "l.hcq"))
+  assert r.returncode == 0 and r.stderr == f"wrote {tmp_path / 'l.hcq'}: 4 queues\n", r.stderr
+  text = (tmp_path / "l.hcq").read_text()
+  assert text.startswith("# hcq: launches=3\n") and "queue comp_gpu0_2 compute on gpu0 launches 3 {" in text
+  r = lift("--folded-only")
+  assert r.returncode == 1 and r.stdout.startswith("# hcq: launches=2\n# hcq: unlifted=2\n")
+  assert r.stderr.startswith("hcqdsl: error: not lifted, so no check sees it: steps 23..24 (after the last repeated launch) (the "
+                             "default lift and `--whole` lift every step)"), r.stderr
+  r = lift("--whole", "--folded-only")
+  assert r.returncode == 2 and "--folded-only: not allowed with argument --whole" in r.stderr, r.stderr
