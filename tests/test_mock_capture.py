@@ -204,17 +204,18 @@ def test_a_plain_realize_lifts_every_step(tmp_path, nv):
 # the default lift finds what `--whole` (the run as it happened) and `--folded-only` (the repeated launches) find: every
 # finding of either is one of its own (tests/lift_verdicts.py: findings compared by the capture steps their statements
 # stand for); tinygrad as it is, and with bugs injected (tests/mock_workloads/buggy_*.py)
-VERDICTS = [("stale_copy", False, {}, {"stale-input"}), ("buggy_graph", False, {"BUG": "dep"}, {"race"}),
-            pytest.param("buggy_graph", False, {"BUG": "barrier"}, {"visibility"}, marks=pytest.mark.slow),
-            pytest.param("buggy_graph", False, {"BUG": "kick"}, {"deadlock", "race", "signal-race", "non-monotonic"}, marks=pytest.mark.slow),
-            pytest.param("buggy_graph", False, {"BUG": "dep", "DEV": "MOCK+NV"}, {"race"}, marks=pytest.mark.slow),
-            pytest.param("stale_copy", False, {"DEV": "MOCK+NV"}, {"stale-input"}, marks=pytest.mark.slow),
-            pytest.param("buggy_hcq2", True, {"BUG": "dep"}, {"race"}, marks=pytest.mark.slow),
-            pytest.param("buggy_hcq2", True, {"BUG": "refill", "WORKLOAD": "train_step"}, {"race"}, marks=pytest.mark.slow),
-            pytest.param("allreduce", False, {"STALE": "1"}, {"stale-input"}, marks=pytest.mark.slow)]
+VERDICTS = [pytest.param("stale_copy", False, {}, {"stale-input"}, id="stale_copy"),
+            pytest.param("buggy_graph", False, {"BUG": "dep"}, {"race"}, id="buggy_graph-dep"),
+            pytest.param("buggy_graph", False, {"BUG": "barrier"}, {"visibility"}, marks=pytest.mark.slow, id="buggy_graph-barrier"),
+            pytest.param("buggy_graph", False, {"BUG": "kick"}, {"deadlock", "race", "signal-race", "non-monotonic"}, marks=pytest.mark.slow,
+                         id="buggy_graph-kick"),
+            pytest.param("buggy_graph", False, {"BUG": "dep", "DEV": "MOCK+NV"}, {"race"}, marks=pytest.mark.slow, id="buggy_graph-dep-nv"),
+            pytest.param("stale_copy", False, {"DEV": "MOCK+NV"}, {"stale-input"}, marks=pytest.mark.slow, id="stale_copy-nv"),
+            pytest.param("buggy_hcq2", True, {"BUG": "dep"}, {"race"}, marks=pytest.mark.slow, id="buggy_hcq2-dep"),
+            pytest.param("buggy_hcq2", True, {"BUG": "refill", "WORKLOAD": "train_step"}, {"race"}, marks=pytest.mark.slow, id="buggy_hcq2-refill"),
+            pytest.param("allreduce", False, {"STALE": "1"}, {"stale-input"}, marks=pytest.mark.slow, id="allreduce-stale")]
 
-@pytest.mark.parametrize("workload,hcq2,env,codes", VERDICTS, ids=lambda x: x if isinstance(x, str) else ",".join(f"{k}={v}" for k, v in x.items())
-                         if isinstance(x, dict) else None)
+@pytest.mark.parametrize("workload,hcq2,env,codes", VERDICTS)
 def test_default_lift_finds_what_whole_and_folded_find(tmp_path, workload, hcq2, env, codes):
   from lift_verdicts import compare
   man, _ = capture(workload, tmp_path, hcq2=hcq2, **env)
