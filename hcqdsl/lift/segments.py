@@ -30,67 +30,79 @@ def lift_default(cls, m: Manifest, code_dir=None, program_dir=None, trace: Optio
   body = cls(m, code_dir, program_dir, trace, naming=naming)
   body.merged = True
   body.prepare()   # (first: the repeated launches' queues keep their names)
-  keep, K = body.keep, body.K
-  pre = body.start > 0                 # steps before the first repeated launch
-  post = body.end < len(body.ev)       # steps after the last one
+  pre, post = body.start > 0, body.end < len(body.ev)   # steps before the first repeated launch, after the last one
   if not pre and not post: return body.program_rest()
-  base = int(pre)
-  body.base = body.vars.base = base
-  N = base + K + int(post)
-  parts = []   # (lift, its launches)
-  if pre:   # (steps the folded lift drops just before the first launch, its staged chunks, are that launch's)
-    p = cls(m, code_dir, program_dir, None, whole=True, steps=(0, keep[body.start - 1] + 1), naming=naming)
-    p.prepare()
-    parts.append((p, (1, 1)))
-  parts.append((body, (base + 1, base + K)))
-  if post:
-    p = cls(m, code_dir, program_dir, None, whole=True, steps=(keep[body.end - 1] + 1, body.n_all), naming=naming, base=base + K)
-    p.prepare()
-    parts.append((p, (N, N)))
-  _chain(parts, m)
-  lifted = []   # per part: (declarations, queues, host block)
-  for part, _ in sorted(parts, key=lambda x: x[1]):   # (named in program order: the warm-up's names first)
-    lifted.append((part,) + part.lift_parts())
-  by = {id(p): (d, q, h) for p, d, q, h in lifted}
-  decls = _declarations([by[id(p)][0] for p, _ in parts], N, base, K)
+  parts = _parts(cls, m, code_dir, program_dir, naming, body, pre, post)
+  N, base, K = parts[-1][1][1], int(pre), body.K
+  lifted = {}   # id(part) -> (declarations, queues, host block)
+  for part, _ in parts: lifted[id(part)] = part.lift_parts()   # (named in program order: the warm-up's names first)
+  decls = _declarations([lifted[id(p)][0] for p, _ in parts], N, base, K)
   decls += [Var(n, _listed(tuple(v), N, base, K)) for v, n in body.vars.lists.items()] + [Var(LAUNCH_VAR)] * body.vars.uses_launch
   decls += list(naming.kernels.values())
   firsts = _first_writes(parts[0][0], body) if pre else []
-  if firsts: by[id(parts[0][0])] = by[id(parts[0][0])][:2] + (by[id(parts[0][0])][2] + [w for w, _ in firsts],)
   for part, launches in parts:
-    _, queues, host = by[id(part)]
-    clause = launches if launches != (1, N) else None
-    if part is body and base: queues = [attrs.evolve(q, body=tuple(_shifted(st, base) for st in q.body)) for q in queues]
-    blocks = [attrs.evolve(q, launches=clause) for q in queues] + ([Host(tuple(host), clause)] if host else [])
-    if blocks: blocks[0] = attrs.evolve(blocks[0], comments=(_part_comment(part, body, launches),) + blocks[0].comments)
-    decls += blocks
-  expects: dict = {}
+    _, queues, host = lifted[id(part)]
+    if firsts and launches == (1, 1): host = host + [w for w, _ in firsts]
+    decls += _blocks(part, body, queues, host, launches, N)
+  decls += _expects(parts, body)
+  if trace is not None:
+    trace.update(launches=N, left_out=[x for part, _ in parts for x in part.left_out], **_instances(parts, body, [st for _, st in firsts]))
+  return lifted_program(decls, m.file, _header(m, parts, body, N, any(type(d) is Buffer and d.per_launch for d in decls)))
+
+def _parts(cls, m: Manifest, code_dir, program_dir, naming: Naming, body, pre: bool, post: bool) -> list:
+  """[(part, its launches)]: the steps before the repeated launches (launch 1), the repeated launches, the steps after
+  them (the last launch), each prepared; hcq2's rings chained over all of them."""
+  keep, K, base = body.keep, body.K, int(pre)
+  body.base = body.vars.base = base
+  N = base + K + int(post)
+  parts = []
+  if pre:   # (steps the folded lift drops just before the first launch, its staged chunks, are that launch's)
+    parts.append((cls(m, code_dir, program_dir, None, whole=True, steps=(0, keep[body.start - 1] + 1), naming=naming), (1, 1)))
+  parts.append((body, (base + 1, base + K)))
+  if post:
+    parts.append((cls(m, code_dir, program_dir, None, whole=True, steps=(keep[body.end - 1] + 1, body.n_all), naming=naming,
+                      base=base + K), (N, N)))
+  for part, _ in parts:
+    if part is not body: part.prepare()
+  _chain(parts, m)
+  return parts
+
+def _blocks(part, body, queues: list, host: list, launches: tuple, N: int) -> list:
+  """A part's queues and host block with its launches' clause, under a comment saying what they are."""
+  clause = launches if launches != (1, N) else None
+  if part is body and body.base: queues = [attrs.evolve(q, body=tuple(_shifted(st, body.base) for st in q.body)) for q in queues]
+  blocks = [attrs.evolve(q, launches=clause) for q in queues] + ([Host(tuple(host), clause)] if host else [])
+  if blocks: blocks[0] = attrs.evolve(blocks[0], comments=(_part_comment(part, body, launches),) + blocks[0].comments)
+  return blocks
+
+def _expects(parts: list, body) -> list:
+  """Each part's expects (the contents after the capture's last step), once per buffer — but for memory the repeated
+  launches hold a rebound buffer's launch memory in (tinygrad reuses an earlier call's input for a later one): a buffer
+  of its own here, so its bytes at the end are the other buffer's."""
+  out: dict = {}
   per_launch = _per_launch_memory(body)
   for part, _ in parts:
     addr = {nm: a for a, nm in part.static_names.items()}
     for e in part.expects(AFTER_EVERY_STEP):
       a = addr.get(e.target.buffer.name)
-      # memory the repeated launches hold a rebound buffer's launch memory in (tinygrad reuses an earlier call's input
-      # for a later one): a buffer of its own here, so its bytes at the end are the other buffer's — no expect
       if a is not None and any(lo < a + part.static[a].size and a < hi for lo, hi in per_launch): continue
-      expects.setdefault(e.target.buffer.name, e)
-  decls += list(expects.values())
+      out.setdefault(e.target.buffer.name, e)
+  return list(out.values())
+
+def _header(m: Manifest, parts: list, body, N: int, listed: bool) -> list:
+  """`# hcq: launches=N`, which steps each launch is, the parts' notes and what the lists' extra entries are."""
+  keep, K, pre, post = body.keep, body.K, parts[0][0] is not body, parts[-1][0] is not body
+  base, orig = int(pre), body.orig
   notes = list(dict.fromkeys(x for part, _ in parts for x in part.notes))
-  if body.vars.lists or any(type(d) is Buffer and d.per_launch for d in decls):
-    notes.append(f"a listed var or rebound buffer of the repeated launches lists all {N} launches: launch 1's entry repeats "
-                 f"launch 2's{f' and launch {N}' + chr(39) + 's launch ' + str(N - 1) + chr(39) + 's' if post else ''} "
-                 "(no statement of those launches reads it)" if pre else
-                 f"a listed var or rebound buffer of the repeated launches lists all {N} launches: launch {N}'s entry repeats "
-                 f"launch {N - 1}'s (no statement of that launch reads it)")
-  if trace is not None:
-    trace.update(launches=N, left_out=[x for part, _ in parts for x in part.left_out], **_instances(parts, body, [st for _, st in firsts]))
-  orig = body.orig
+  if body.vars.lists or listed:
+    extra = (["launch 1's entry repeats launch 2's"] if pre else []) + ([f"launch {N}'s repeats launch {N - 1}'s"] if post else [])
+    notes.append(f"a listed var or rebound buffer of the repeated launches lists all {N} launches: {' and '.join(extra)} "
+                 "(no statement of those launches reads it)")
   what = [f"launch 1: steps 1..{keep[body.start - 1] + 1} as they happened"] if pre else []
   what.append(f"launches {base + 1}..{base + K}: steps {orig(body.start) + 1}..{orig(body.end - 1) + 1}, {K} repeated launches folded")
   if post: what.append(f"launch {N}: steps {keep[body.end - 1] + 2}..{body.n_all} as they happened")
-  head = [f"# hcq: launches={N}", f"# lifted from {m.file} by hcqdsl lift (every step of tinygrad's {body.vendor} runtime: "
+  return [f"# hcq: launches={N}", f"# lifted from {m.file} by hcqdsl lift (every step of tinygrad's {body.vendor} runtime: "
           f"{'; '.join(what)})"] + [f"# note: {x}" for x in notes]
-  return lifted_program(decls, m.file, head)
 
 def _instances(parts: list, body, firsts: list) -> dict:
   """Which capture steps the program's statements stand for, per launch: `instances` {queue: {launch: [its submission's
