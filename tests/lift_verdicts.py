@@ -106,19 +106,22 @@ def compare(manifest) -> dict:
   found = {mode: findings(got[mode][1], steps[mode]) for mode in got}
   template = steps["default"].template()
   both = {mode: missed(found[mode], found["default"], template) for mode in ("whole", "folded")}
+  before = missed(found["whole"], found["folded"], steps["folded"].template())   # (what the folded lift, the old default, missed)
   return {"counts": {mode: collections.Counter(c for c, _, _ in f) for mode, f in found.items()},
-          "missed": {mode: x[0] for mode, x in both.items()}, "after_deadlock": {mode: x[1] for mode, x in both.items()}}
+          "missed": {mode: x[0] for mode, x in both.items()}, "after_deadlock": {mode: x[1] for mode, x in both.items()},
+          "folded_missed": before[0] + before[1]}
 
 def main(argv) -> int:
   bad = 0
-  print("| capture | " + " | ".join(CODES) + " | missed (whole, folded) | whole's after a deadlock |")
-  print("| --- | " + " | ".join("---" for _ in CODES) + " | --- | --- |")
+  print("| capture | " + " | ".join(CODES) + " | missed (whole, folded) | whole's after a deadlock | whole's the folded lift misses |")
+  print("| --- | " + " | ".join("---" for _ in CODES) + " | --- | --- | --- |")
   for m in argv:
     r = compare(m)
     cells = [" / ".join(str(r["counts"][mode][c]) for mode in ("default", "whole", "folded")) for c in CODES]
     miss = (len(r["missed"]["whole"]), len(r["missed"]["folded"]))
     bad += sum(miss)
-    print(f"| {pathlib.Path(m).stem} | " + " | ".join(cells) + f" | {miss[0]}, {miss[1]} | {len(r['after_deadlock']['whole'])} |", flush=True)
+    print(f"| {pathlib.Path(m).stem} | " + " | ".join(cells) + f" | {miss[0]}, {miss[1]} | {len(r['after_deadlock']['whole'])} | "
+          f"{len(r['folded_missed'])} |", flush=True)
     for mode in ("whole", "folded"):
       for x in r["missed"][mode][:5]: print(f"  missed ({mode}): {x}")
   return 1 if bad else 0
