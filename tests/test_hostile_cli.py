@@ -385,7 +385,8 @@ def test_an_interrupted_run_ends_its_looping_kernel(tmp_path):
     assert worker is not None
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)
-    rc = p.wait(timeout=30)
+    p.communicate(timeout=120)   # (reads its pipes while waiting: a run that writes much must not block on them)
+    rc = p.returncode
     left = os.path.exists(f"/proc/{worker}")   # (looked at before the cleanup below)
   finally:   # (a failure here must not leave a looping kernel behind)
     if p.poll() is None: p.kill()
