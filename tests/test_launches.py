@@ -244,3 +244,14 @@ def test_diff_compares_a_queue_in_its_launches_only():
   c = hcqdsl.parse(RUNS.format(vendor="AMD").replace("launches 2.. {\n  wait", "launches 2 {\n  wait"), "c.hcq")
   assert diff_programs(a, a, 3, match=True) == []
   assert [(x.launch, x.a, x.b) for x in diff_programs(a, c, 3, match=True)] == [(3, "exec k(b[4:8])", None)]
+
+def test_graph_runs_a_block_in_its_launches_only():
+  """`hcqdsl graph`'s run of the program: a queue outside its launches waits for no submit, and its statements are not
+  run there (w1's wait for launch - 1 would block launch 1's picture otherwise)."""
+  from hcqdsl.graph import signal_edges
+  prog = hcqdsl.parse(RUNS.format(vendor="AMD"), "runs.hcq")
+  edges, submits, blocked, _ = signal_edges(prog, 3)
+  assert blocked == {} and not any(submits.values()), (blocked, submits)
+  # w0's signal is waited for by w1 in launch 2 and the host in launch 1; w1's by c in launch 3 and the host
+  assert edges == {(1, 1, 0, 1): {(1, 1)}, (1, 1, 0, 5): {(1, 1), (1, 2), (1, 3)}, (1, 1, 2, 0): {(1, 2)},
+                   (2, 2, 0, 4): {(3, 3), (2, 2)}, (2, 2, 3, 0): {(3, 3)}}, edges
