@@ -200,8 +200,8 @@ def test_sanitize_reports_a_hang_as_a_deadlock():
 
 def test_sanitize_checks_every_graph_launch(tmp_path):
   """A 3-call TinyJit (call 1 eager, call 2 captured into an HCQGraph and launched, call 3 a replay) over a 3-device
-  copy ring: every submission is in the checked program, nothing is left out; the folded lift of the same capture
-  leaves steps out and says so (`lift --strict` exits 1), `lift --whole` does not."""
+  copy ring: every submission is in the checked program, nothing is left out; `lift --folded-only` of the same capture
+  leaves steps out and says so (`lift --strict` exits 1), the default lift and `lift --whole` do not."""
   r = run_hcqdsl("sanitize", "--format", "json", "--keep", tmp_path, WORKLOADS / "copy_ring.py")
   assert r.returncode == 0, r.stdout + r.stderr
   rep = report(r)
@@ -209,8 +209,10 @@ def test_sanitize_checks_every_graph_launch(tmp_path):
   prog = hcqdsl.parse((tmp_path / "sanitized.hcq").read_text(), "sanitized.hcq")
   assert len(prog.queues) == rep["submissions"], (len(prog.queues), rep["submissions"])   # one queue per submission
   man, _ = capture("copy_ring", tmp_path)
-  r = run_hcqdsl("lift", "--strict", man)
-  assert r.returncode == 1 and "not lifted, so no check sees it: steps 1.." in r.stderr and "`--whole` lifts every step" in r.stderr, r.stderr
+  r = run_hcqdsl("lift", "--strict", "--folded-only", man)
+  assert r.returncode == 1 and "not lifted, so no check sees it: steps 1.." in r.stderr and "`--whole` lift every step" in r.stderr, r.stderr
+  r = run_hcqdsl("lift", "--strict", man, "-o", tmp_path / "default.hcq")
+  assert r.returncode == 0 and "not lifted" not in r.stderr, r.stderr
   r = run_hcqdsl("lift", "--strict", "--whole", man, "-o", tmp_path / "whole.hcq")
   assert r.returncode == 0 and "not lifted" not in r.stderr, r.stderr
   assert len(hcqdsl.parse((tmp_path / "whole.hcq").read_text(),

@@ -123,7 +123,7 @@ def _check(a) -> int:
     line = summary(diags, max(launches) if queues is not None and launches else None, queues)
     unlifted = sum(read_header(t).get("unlifted", 0) for t in sources.values() if "unlifted=" in t)
     out.write(line + (f"; NOT CHECKED: {unlifted:,} captured step{'s' * (unlifted != 1)} the lift left out (its `# note:` lines; "
-                      f"`hcqdsl lift --whole` lifts every step)" if unlifted else "") + "\n")
+                      f"`hcqdsl lift` without `--folded-only` lifts every step)" if unlifted else "") + "\n")
   if unusable: return 2
   # a verdict cut short by --max-states is not a pass
   return 1 if has_errors(diags) or "incomplete" in map(attrgetter("code"), diags) else 0

@@ -78,13 +78,13 @@ def _raw_comment(g: list, why: str, label) -> str:
   if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
   return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
 
-def queue_decl(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
-  """A queue of lifted statements (strings among them are comments) with `head` comments first."""
+def queue_decl(name: str, engine: str, device: str, items: list, head: tuple = (), launches: Optional[tuple] = None) -> Queue:
+  """A queue of lifted statements (strings among them are comments) with `head` comments first (`launches`: its clause)."""
   stmts = [s for s in items if not isinstance(s, str)]
   tail = tuple(s for s in items if isinstance(s, str))
   if head and stmts: stmts[0] = attrs.evolve(stmts[0], comments=head + stmts[0].comments)
   elif head: tail = head + tail
-  return Queue(name, engine, Ref(device), tuple(stmts), end_comments=tail)
+  return Queue(name, engine, Ref(device), tuple(stmts), launches, end_comments=tail)
 
 def lifted_program(decls: list, file: str, header: list) -> Program:
   """The program of `decls` with `header` comment lines on top (at the end when there are no declarations)."""
@@ -185,10 +185,16 @@ def lift_image(img: Image, code_dir: Optional[str] = None, by: str = "hcqdsl lif
   key = 0
   for q in img.queues:
     key = next((s.line for s in q.stmts if s.line), key)
-    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, LIFTERS[vendor_of(q.arch)].items(img, q))))
-  if img.host:
+    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, LIFTERS[vendor_of(q.arch)].items(img, q), launches=q.launches)))
+  # the host blocks: each run of steps with one `launches` clause (the steps of two adjacent blocks with the same clause
+  # lift as one block: it compiles to the same steps)
+  runs: list = []
+  for h in img.host:
+    if not runs or runs[-1][0] != h.get("launches"): runs.append((h.get("launches"), []))
+    runs[-1][1].append(h)
+  for n, (launches, steps) in enumerate(runs):
     body: list = []
-    for h in img.host:
+    for h in steps:
       if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
       elif h["op"] == "write":
         base, size = img.buffers[h["buffer"]]
@@ -199,7 +205,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None, by: str = "hcqdsl lif
       else:
         e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
         body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
-    blocks.append((min(h["line"] for h in img.host), -1, Host(tuple(body))))
+    blocks.append((min(h["line"] for h in steps), n - len(runs), Host(tuple(body), launches)))
   decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
   for e in img.expects:
     a, size = img.buffers[e["buffer"]]

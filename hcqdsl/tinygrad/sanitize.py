@@ -295,7 +295,7 @@ class Sanitizer:
     if not man.get("graph_calls"): return []
     m = load_manifest(man, "<sanitize>")
     info: dict = {}
-    prog = lift_manifest(m, None, None, info)
+    prog = lift_manifest(m, None, None, info, folded_only=True)
     text = format_program(prog)
     folded = parse(text, "<captured, launches folded>")
     found = [d for d in check(folded, info.get("launches", 1)) if d.code == "stale-input"]
