@@ -293,3 +293,38 @@ def test_sanitize_reports_the_stale_jit_copy():
   rep = report(r)
   [f] = [f for f in rep["findings"] if f["code"] == "stale-input"]
   assert f["commands"][0]["text"].startswith("copy ") and f["commands"][0]["stack"][-1][0].endswith("stale_copy.py"), f
+
+# ---- issue 39: sanitize's own options after the script, JSON stdout, the console script's frame
+def test_sanitize_options_after_the_script(tmp_path):
+  """`hcqdsl sanitize s.py:main --format json --keep out/`: the options are sanitize's (a JSON report, out/ written), the
+  script's prints go to stderr, not into the JSON; an option that is not sanitize's is refused before `--`, and after
+  `--` everything is the script's."""
+  script = tmp_path / "s.py"
+  script.write_text("import sys\nfrom tinygrad import Tensor\ndef main():\n  print('the script prints', sys.argv[1:])\n"
+                    "  (Tensor([1.0, 2.0]) + 1).realize()\n")
+  r = run_hcqdsl("sanitize", f"{script}:main", "--format", "json", "--keep", tmp_path / "out", "x.npy")
+  assert r.returncode == 0, r.stdout + r.stderr
+  rep = json.loads(r.stdout)   # one object: nothing the script printed
+  assert rep["ok"] and rep["submissions"] > 0, rep
+  assert "the script prints ['x.npy']" in r.stderr and (tmp_path / "out" / "capture.json").is_file()
+  r = run_hcqdsl("sanitize", script, "--lr", "3")
+  assert r.returncode == 2 and r.stderr.strip() == (f"hcqdsl: error: --lr: not an option of `hcqdsl sanitize`; the script's own "
+                                                    f"options go after `--` (hcqdsl sanitize {script} -- --lr ...)"), r.stderr
+  r = run_hcqdsl("sanitize", f"{script}:main", "-q", "--", "--lr", "3", "--format")
+  assert r.returncode == 0 and "the script prints ['--lr', '3', '--format']" in r.stdout, r.stdout + r.stderr
+  assert r.stdout.splitlines()[-1].startswith("ok: "), r.stdout
+
+def test_sanitize_stacks_leave_out_the_console_script(tmp_path):
+  """Run through the installed console script (`hcqdsl`, whose frame is `bin/hcqdsl:8 in <module>: sys.exit(main())`),
+  a command's stack starts at the user's script."""
+  import os, subprocess, sys
+  from mock_gpu import env
+  exe = os.path.join(os.path.dirname(sys.executable), "hcqdsl")
+  if not os.path.exists(exe): pytest.skip("no `hcqdsl` console script beside this Python (pip install -e .)")
+  r = subprocess.run([exe, "sanitize", "--format", "json", "--keep", str(tmp_path), str(WORKLOAD)], capture_output=True, text=True,
+                     env=env(BUG="dep"), timeout=600)
+  f = next(f for f in report(r)["findings"] if f["code"] == "race")
+  for c in f["commands"]:
+    assert c["stack"][0][0] == str(WORKLOAD) and not any(fr[0] == exe for fr in c["stack"]), c["stack"]
+  steps = json.loads((tmp_path / "capture.json").read_text())["host"]
+  assert all(fr[0] != exe for h in steps for fr in h.get("stack", ())), "the console script's frame in a step's stack"

@@ -42,8 +42,9 @@ def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:
 def main(argv: Optional[list[str]] = None) -> int:
   from_shell = argv is None
   argv = sys.argv[1:] if argv is None else list(argv)
-  ap = build_parser(next((x for x in argv if not x.startswith("-")), None))
-  a = ap.parse_args(argv)
+  ap = build_parser(cmd := next((x for x in argv if not x.startswith("-")), None))
+  from .util import mark_script_dashes
+  a = ap.parse_args(mark_script_dashes(argv, cmd))
   try: rc = a.run(a)
   except UsageError as e:
     sys.stderr.write(f"hcqdsl: error{f'[{e.code}]' if e.code else ''}: {e}\n")

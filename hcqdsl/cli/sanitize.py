@@ -2,7 +2,7 @@
 races and deadlocks with the kernel names and the script's lines of both commands (docs/sanitize.md). The findings
 are printed whatever the script did — a script is sanitized *because* it fails —, followed by its own error."""
 from __future__ import annotations
-import os, sys, time
+import contextlib, os, sys, time
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
 from .util import add_script_args, script_of, UsageError
@@ -33,7 +33,7 @@ def run(a) -> int:
   def progress(line: str) -> None:   # long runs only: a short script's report comes before anyone waits for it
     if not a.quiet and time.perf_counter() - t0 > 5: sys.stderr.write(line + "\n")
   s = Sanitizer(every_call=a.every_call, progress=progress, keep=a.keep)
-  rc, err = run_script(script, fn, args, s)
+  with (_stdout_to_stderr() if a.format == "json" else contextlib.nullcontext()): rc, err = run_script(script, fn, args, s)
   if rc == 3 and s.failure is None:   # hcqdsl's own failure while recording: nothing trustworthy to report
     sys.stderr.write(err + "\n")
     return 3
@@ -56,3 +56,18 @@ def run(a) -> int:
     os._exit(1)
   if s.findings or s.hang is not None or rc: return 1
   return 1 if a.strict and s.incomplete else 0
+
+@contextlib.contextmanager
+def _stdout_to_stderr():
+  """While the script runs, what it prints (Python's and C's writes to file descriptor 1) goes to stderr: `--format json`
+  prints one object on stdout, and a tool reading it must not find the script's prints mixed in."""
+  sys.stdout.flush()
+  saved = os.dup(1)
+  try:
+    os.dup2(2, 1)
+    yield
+  finally:
+    try: sys.stdout.flush()
+    except (OSError, ValueError): pass
+    os.dup2(saved, 1)
+    os.close(saved)

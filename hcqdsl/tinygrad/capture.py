@@ -9,7 +9,7 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, traceback, types
+import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, types
 from typing import Optional
 import attrs
 from ..lang.lexical import identifier
@@ -18,7 +18,7 @@ from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES
 
-__all__ = ["capture", "Capture", "Ring", "user_frames"]
+__all__ = ["capture", "Capture", "Ring", "user_frames", "user_stack", "source"]
 
 # the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
 # capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
@@ -46,17 +46,53 @@ def _tinygrad_dirs() -> tuple:
 def _resolved(filename: str) -> str:
   return str(pathlib.Path(filename).resolve()) if not filename.startswith("<") else filename
 
+USER, OWN, OTHER = 0, 1, 2   # a frame's file: the user's, hcqdsl's own, or one that is never the user's line
+_KINDS: dict = {}            # skipped directories -> {file name: its kind}
+
+def _kind(filename: str, skip: tuple) -> int:
+  kinds = _KINDS.setdefault(skip, {})
+  k = kinds.get(filename)
+  if k is None:
+    p = _resolved(filename)
+    k = kinds[filename] = (OWN if p.startswith(_OWN) else OTHER if p.startswith(skip) or p.startswith("<") or
+                           ("/lib/python3" in p and "site-packages" not in p) else USER)
+  return k
+
+_STACKS: dict = {}   # every stack recorded, interned: the same tuple object for the same frames (a loop's steps share one)
+
+def user_stack(skip: tuple = (), depth: int = 1) -> tuple:
+  """The user's frames of the current call stack, outermost first, as an interned tuple of (file, line, function): the
+  innermost user frame and the user frames outside it up to the first frame of hcqdsl's own (the CLI that ran the script,
+  `hcqdsl sanitize`'s console script and runpy above it, or the pytest plugin: never the user's); tinygrad's, its mock
+  GPU's, the test runner's, Python's and hcqdsl's frames are left out. A walk of the frames, no source read (`source`
+  reads a line when it is shown). `depth`: frames of the caller's own to skip."""
+  f: Optional[types.FrameType] = sys._getframe(depth + 1)
+  out: list = []
+  while f is not None:
+    code = f.f_code
+    k = _kind(code.co_filename, skip)
+    if k == USER: out.append((code.co_filename, f.f_lineno, code.co_name))
+    elif k == OWN and out: break
+    f = f.f_back
+  key = tuple(reversed(out))
+  return _STACKS.setdefault(key, key)
+
+def source(file: str, line: int) -> str:
+  """The source line (stripped) of a frame, for a report."""
+  import linecache
+  return linecache.getline(file, line).strip()
+
 def user_frames(skip: tuple = (), stack: Optional[list] = None) -> list:
-  """The call stack (or `stack`: (file, line, function, source) tuples, outermost first) without tinygrad's, hcqdsl's
-  and Python's own frames, outermost first: [(file, line, function, source line)]. The last one is the user's line
-  that caused what is being recorded."""
-  frames = stack if stack is not None else [(f.filename, f.lineno, f.name, f.line) for f in traceback.extract_stack()[:-1]]
-  out = []
-  for file, line, name, src in frames:
-    p = _resolved(file)
-    if p.startswith(_OWN + skip) or p.startswith("<") or ("/lib/python3" in p and "site-packages" not in p): continue
-    out.append((file, line, name, (src or "").strip()))
-  return out
+  """The user's frames (user_stack's rule) of the call stack, or of `stack` ((file, line, function, source) tuples,
+  outermost first), outermost first, with their source lines: [(file, line, function, source line)]. The last one is
+  the user's line that caused what is being recorded."""
+  if stack is None: return [(f, ln, n, source(f, ln)) for f, ln, n in user_stack(skip, 2)]
+  out: list = []
+  for file, line, name, src in reversed(stack):
+    k = _kind(file, skip)
+    if k == USER: out.append((file, line, name, (src or "").strip()))
+    elif k == OWN and out: break
+  return out[::-1]
 
 class _Allocations:
   """Every allocation tinygrad made on an AMD device (and its host buffers): address, size, device, CPU-readable."""
@@ -387,7 +423,7 @@ class Capture:
     setattr(obj, name, new)
 
   def _step(self, ent: dict) -> None:
-    if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
+    if self.stacks: ent["stack"] = user_stack(self._skip)
     self._submissions += ent["op"] == "submit"
     self.host.append(ent)
     if self.on_step is not None: self.on_step(self, ent)
@@ -564,7 +600,8 @@ class Capture:
       "signals": list(self.signals.values()),
       "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),
-      "host": self.host, "graph_calls": self.graph_calls})
+      "host": [dict(h, stack=[[f, ln, n, source(f, ln)] for f, ln, n in h["stack"]]) if "stack" in h else h for h in self.host],
+      "graph_calls": self.graph_calls})
 
   def _final(self) -> list:
     """The contents of each allocation used when the capture ended (its trailing zeros dropped)."""
