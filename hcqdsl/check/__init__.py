@@ -55,11 +55,12 @@ def unknown_var(program: Program, var_values) -> Optional[str]:
   return None
 
 def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True,
-          max_states: Optional[int] = None, causes: bool = True) -> list[Diagnostic]:
+          max_states: Optional[int] = None, causes: bool = True, keep: Optional[dict] = None) -> list[Diagnostic]:
   """Every diagnostic for `program` over `launches` consecutive launches. When `syntax` or `name` errors are present
   only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses.
   With `causes`, errors that follow from one cause name it in their `cause` (check/causes.py). Raises ValueError
-  when `var_values` names something that is not a var of the program."""
+  when `var_values` names something that is not a var of the program. `keep`: a dict that gets the unrolled program and
+  the happens-before trace of the analysis (pipeline.analyze), when it runs."""
   if (why := unknown_var(program, var_values)) is not None: raise ValueError(f"var_values: {why}")
   diags = check_static(program) if static else []
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
@@ -68,7 +69,7 @@ def check(program: Program, launches: int = 2, var_values: Optional[dict] = None
   from .pipeline import analyze, MAX_STATES
   states = MAX_STATES if max_states is None else max_states
   found = _suppress(program, _consistent(_sorted(diags + analyze(program, launches=launches, var_values=var_values,
-                                                                    max_states=states))))
+                                                                    max_states=states, keep=keep))))
   if not causes: return found
   from .causes import RootCauses
   return RootCauses().run(program, found, lambda p: check(p, launches, var_values, static, states, causes=False))

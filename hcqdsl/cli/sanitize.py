@@ -17,7 +17,9 @@ def add_args(p) -> None:
                       (("--keep",), dict(metavar="DIR",
                                          help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to "
                                               "DIR/capture.json")),
-                      (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
+                      (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr")),
+                      (("--warnings", "-v"), dict(action="store_true", dest="verbose",
+                                                  help="list every warning (default: per kind, its count and first places)"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
 def run(a) -> int:
@@ -47,7 +49,7 @@ def run(a) -> int:
       return rc
     sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
     return 2
-  sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
+  sys.stdout.write((s.to_json() if a.format == "json" else s.report(a.verbose)) + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
   if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)

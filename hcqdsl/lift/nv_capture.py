@@ -168,7 +168,8 @@ class NVCaptureLift(CaptureLift):
                 submitted={s.name: (s.ring.target, s.per[0], blocks.get(s.name, [])) for s in self.subs},
                 pointers={d.prog: len(d.pointers) for d in self.dispatches.values()})
 
-def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False):
+def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False, run=None):
   """The program an NV capture ran (module docstring). `trace` gets what sanitize and tools/nv_gpu_check.py read (the
-  steps of each queue and host statement, the names of captured addresses, the submitted methods)."""
-  return NVCaptureLift(m, code_dir, program_dir, trace, whole).program()
+  steps of each queue and host statement, the names of captured addresses, the submitted methods); `run`: a window of
+  a longer run (lift/captured.py's RunState)."""
+  return NVCaptureLift(m, code_dir, program_dir, trace, whole, run).program()

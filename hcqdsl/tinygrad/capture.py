@@ -127,11 +127,21 @@ class Capture:
   """Installs the recording wrappers while active (`with Capture() as cap:`); `cap.manifest()` is the manifest dict,
   `cap.save(path)` writes it. `contents`: also record buffer contents (before each submission that touches them, and
   at the end), so the lift carries data and `expect`s; `stacks`: record the user's call stack of each host step (for
-  sanitize's reports). `on_step(cap, step)` is called after each host step is recorded. Nesting is refused."""
+  sanitize's reports). `on_step(cap, step)` is called after each host step is recorded. `handover`: each step holds
+  its own dwords (`dw`), the memory read before it (`mem`: [(addr, bytes)]) and the allocations it used (`uses`:
+  [(addr, size, device)]), for `on_step`; `bounded`: that, and nothing of a step is kept once `on_step` has it
+  (sanitize's checking as the run goes: its memory is the run's live part, not its length), so `manifest()` has no
+  steps. Every step has its index (`i`) and the tinygrad call it was made in (`call`, counted by whoever sets
+  `cap.call`). Nesting is refused."""
   _active: Optional["Capture"] = None
 
-  def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None):
-    self.path, self.contents, self.stacks, self.on_step = path, contents, stacks, on_step
+  def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None, bounded: bool = False, handover: bool = False):
+    self.path, self.contents, self.stacks, self.on_step, self.bounded = path, contents, stacks, on_step, bounded
+    self.handover = handover or bounded
+    self._mem_mark = 0        # handover: the readings before this are an earlier step's
+    self.call = 0             # the tinygrad call being made (the sanitizer counts them)
+    self._nsteps = 0
+    self._uses: list = []     # bounded: the allocations used since the last step
     self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
     self.rings: dict = {}     # id(queue object) -> Ring
     self.host: list = []
@@ -236,7 +246,8 @@ class Capture:
     if a is None: return None
     owner = a[2]["owner"]
     dev = self.register_device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
-    self.used[a[0]] = (a[1], dev)
+    if self.handover: self._uses.append((a[0], a[1], dev))
+    if not self.bounded: self.used[a[0]] = (a[1], dev)
     return a
 
   @staticmethod
@@ -294,7 +305,7 @@ class Capture:
     if blk is None: return
     self.use(ka)
     self.memory.append((ka, blk, step))
-    self.last[(ka, len(blk))] = blk
+    if self.contents: self.last[(ka, len(blk))] = blk
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
       if (a := self.use(ptr)) is not None and self.contents:
@@ -321,7 +332,7 @@ class Capture:
     """HCQGraph.__call__: the graph's inputs at this call, as tinygrad hands them over (`input_uops`: one buffer per
     input, a MultiBuffer's per device), with their contents. The lift reads from them which memory is a launch's input,
     so a command that kept an earlier call's input address (an input replacement missed) is recognized as such."""
-    step = len(self.host)
+    step = self.steps()
     gid = self._graphs.setdefault(id(graph), (len(self._graphs), graph))[0]
     inputs: list = []
     for u in input_uops:
@@ -364,19 +375,20 @@ class Capture:
     if ring.engine == "copy" and self.path_kind == "hcq":
       for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
         self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
-    self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, len(self.host)))
+    self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, self.steps()))
 
   def submitted(self, ring: Ring, dw: list, signals: dict) -> None:
     """A submission of `dw` to `ring`, what it refers to already recorded (`use`, `remember`, `register_signal`), with
     the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods)."""
     ent = {"op": "submit", "queue": ring.name, "start": len(ring.dwords), "length": len(dw)}
     if signals: ent["signals"] = signals
-    ring.dwords += dw
+    if self.handover: ent["dw"] = dw
+    if not self.bounded: ring.dwords += dw
     self._step(ent)
 
   def steps(self) -> int:
     """The host steps recorded so far (the next one's index)."""
-    return len(self.host)
+    return self._nsteps
 
   def add_allocation(self, buf, vram: Optional[bool] = None) -> None:
     """Record an allocation (again), `vram` overriding what its flags say (an NV buffer's metadata has none)."""
@@ -424,8 +436,15 @@ class Capture:
 
   def _step(self, ent: dict) -> None:
     if self.stacks: ent["stack"] = user_stack(self._skip)
+    ent["i"], ent["call"] = self._nsteps, self.call
+    self._nsteps += 1
     self._submissions += ent["op"] == "submit"
-    self.host.append(ent)
+    if self.handover:
+      ent["mem"], ent["uses"] = [(a, b) for a, b, _ in self.memory[self._mem_mark:]], self._uses
+      self._uses = []
+      if self.bounded: self.memory = []
+      self._mem_mark = len(self.memory)
+    if not self.bounded: self.host.append(ent)
     if self.on_step is not None: self.on_step(self, ent)
 
   def _staged(self, dw: list, ring: Ring, dev) -> list:
@@ -600,7 +619,8 @@ class Capture:
       "signals": list(self.signals.values()),
       "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),
-      "host": [dict(h, stack=[[f, ln, n, source(f, ln)] for f, ln, n in h["stack"]]) if "stack" in h else h for h in self.host],
+      "host": [{k: v for k, v in h.items() if k not in ("i", "call")} | ({"stack": [[f, ln, n, source(f, ln)] for f, ln, n in h["stack"]]}
+                                                                          if "stack" in h else {}) for h in self.host],
       "graph_calls": self.graph_calls})
 
   def _final(self) -> list:
