@@ -19,7 +19,9 @@ def add_args(p) -> None:
                                               "DIR/capture.json")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr")),
                       (("--warnings", "-v"), dict(action="store_true", dest="verbose",
-                                                  help="list every warning (default: per kind, its count and first places)"))])
+                                                  help="list every warning (default: per kind, its count and first places)")),
+                      (("--stats",), dict(action="store_true", help="print hcqdsl's own CPU time per submission (inside its hooks), "
+                                                                       "the checks made and the most steps kept live, on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
 def run(a) -> int:
@@ -50,6 +52,7 @@ def run(a) -> int:
     sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
     return 2
   sys.stdout.write((s.to_json() if a.format == "json" else s.report(a.verbose)) + "\n")
+  if a.stats: sys.stderr.write(s.stats_line() + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
   if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)

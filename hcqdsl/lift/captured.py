@@ -1,7 +1,7 @@
 """The lift of a capture (manifest version 2, `hcqdsl capture`): the program tinygrad ran — its repeating launches
 folded, or (`whole`) the run as it happened."""
 from __future__ import annotations
-import bisect, os, pathlib
+import bisect, collections, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
@@ -100,9 +100,9 @@ class RunState:
   chained there: the caller leaves out what that adds), and a ring whose last submission before the window was dropped
   but for its ring-order write has that write as a queue of its own (`stubs`, `fifo_R_stub`: signal fifo_R = N)."""
   steps: list                                            # the window's step -> the run's step
-  decided: dict = attrs.field(factory=dict)              # (run step, kernel-argument address) -> the write is a statement
+  decided: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)   # (run step, kernel-argument address) -> the write is a statement
   written: dict = attrs.field(factory=dict)              # kernel-argument address -> [(run step, bytes)] written, in order
-  nth: dict = attrs.field(factory=dict)                  # a submission's run step -> its count on its ring (1-based)
+  nth: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)       # a submission's run step -> its count on its ring (1-based)
   chained: set = attrs.field(factory=set)                # rings submitted more than once so far
   stubs: dict = attrs.field(factory=dict)                # ring -> the count its dropped last submission signals
 
@@ -119,12 +119,18 @@ class RunState:
 
   def forget(self, before: int) -> None:
     """Drop what no step from `before` on needs: decisions of earlier steps, and all but the last write at each
-    address before it."""
-    self.decided = {k: v for k, v in self.decided.items() if k[0] >= before}
-    for ka, hist in list(self.written.items()):
-      i = next((n for n, (st, _) in enumerate(hist) if st >= before), len(hist))
-      if i > 1: self.written[ka] = hist[i - 1:]
-    self.nth = {k: v for k, v in self.nth.items() if k >= before}
+    address before it. (Decisions and counts come in the order of their steps, nearly: the oldest are dropped from
+    the front until one is needed.)"""
+    d: collections.OrderedDict
+    for d in (self.decided, self.nth):
+      while d:
+        k = next(iter(d))
+        if (k[0] if isinstance(k, tuple) else k) >= before: break
+        d.popitem(last=False)
+    for ka, hist in self.written.items():
+      if len(hist) > 1 and hist[1][0] < before:
+        i = next((n for n, (st, _) in enumerate(hist) if st >= before), len(hist))
+        del hist[:i - 1]
 
 class CaptureLift:
   """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set).

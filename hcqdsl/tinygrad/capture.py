@@ -9,14 +9,16 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, types
+import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, time, types
 from typing import Optional
 import attrs
+import numpy as np
 from ..lang.lexical import identifier
 from ..ir import U32_MAX
 from ..lift.schema import MANIFEST, MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES
+from .shapes import Shapes, Shape
 
 __all__ = ["capture", "Capture", "Ring", "user_frames", "user_stack", "source"]
 
@@ -25,6 +27,8 @@ __all__ = ["capture", "Capture", "Ring", "user_frames", "user_stack", "source"]
 VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
+# sanitize checks what it computes the fast way against the slow way (tests; docs/sanitize.md, "Cost")
+VERIFY = bool(__import__("os").environ.get("HCQDSL_SANITIZE_VERIFY"))
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
 
 def _tinygrad_dirs() -> tuple:
@@ -94,10 +98,33 @@ def user_frames(skip: tuple = (), stack: Optional[list] = None) -> list:
     elif k == OWN and out: break
   return out[::-1]
 
+@functools.lru_cache(maxsize=64)
+def ring_words(addr: int, n: int) -> np.ndarray:
+  """A ring's memory (n dwords at addr) as an array, read in place."""
+  return np.ctypeslib.as_array((ctypes.c_uint32 * n).from_address(addr))
+
+class Meter:
+  """hcqdsl's own CPU time inside its hooks (`hcqdsl sanitize --stats`, docs/sanitize.md "Cost"): thread CPU time, from
+  entering hcqdsl's code to leaving it — what tinygrad and its mock do in between is not counted —, by what the program
+  is doing: `graph` inside a TinyJit replay (tinygrad's CapturedJit: its HCQGraph launches), else `eager`; and the
+  submissions made in each."""
+  def __init__(self):
+    self.depth, self.t0, self.kind = 0, 0.0, "eager"
+    self.cpu = {"graph": 0.0, "eager": 0.0}
+    self.submissions = {"graph": 0, "eager": 0}
+  def __enter__(self) -> "Meter":
+    if self.depth == 0: self.t0 = time.thread_time()
+    self.depth += 1
+    return self
+  def __exit__(self, *exc) -> None:
+    self.depth -= 1
+    if self.depth == 0: self.cpu[self.kind] += time.thread_time() - self.t0
+
 class _Allocations:
   """Every allocation tinygrad made on an AMD device (and its host buffers): address, size, device, CPU-readable."""
-  def __init__(self): self.starts, self.items = [], []
+  def __init__(self): self.starts, self.items, self.version = [], [], 0
   def add(self, addr: int, size: int, info: dict):
+    self.version += 1
     i = bisect.bisect_left(self.starts, addr)
     if i < len(self.starts) and self.starts[i] == addr:
       self.items[i] = (addr, size, info)
@@ -139,7 +166,14 @@ class Capture:
     self.path, self.contents, self.stacks, self.on_step, self.bounded = path, contents, stacks, on_step, bounded
     self.handover = handover or bounded
     self._mem_mark = 0        # handover: the readings before this are an earlier step's
+    # sanitize (handover): submissions read by shapes (shapes.py: decoded once per shape), allocations and kernel-argument
+    # blocks by address as last seen, each signal's value read once (the whole run's lift reads its first reading)
+    self.shapes: Optional[Shapes] = Shapes(self.read) if self.handover else None
+    self._found: dict = {}    # address -> its allocation (start, size, info), or None (reset when allocations change)
+    self._blocks: dict = {}   # kernel-argument address -> (bytes, the allocations its pointers use)
+    self._read_once: set = set()
     self.call = 0             # the tinygrad call being made (the sanitizer counts them)
+    self.meter = Meter()      # hcqdsl's CPU time in its hooks
     self._nsteps = 0
     self._uses: list = []     # bounded: the allocations used since the last step
     self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
@@ -218,8 +252,16 @@ class Capture:
       addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
     if addr is not None and addr in self.kernels: self._set_modes(addr, outs, ins)
 
+  def find(self, addr: int) -> Optional[tuple]:
+    """The allocation holding `addr` (remembered per address until allocations change)."""
+    if self._found.get(-1) != self.allocs.version: self._found = {-1: self.allocs.version}
+    try: return self._found[addr]
+    except KeyError:
+      a = self._found[addr] = self.allocs.find(addr)
+      return a
+
   def read(self, addr: int, n: int) -> Optional[bytes]:
-    a = self.allocs.find(addr)
+    a = self.find(addr)
     if a is None or not a[2]["readable"] or n <= 0: return None
     n = min(n, a[0] + a[1] - addr)
     return ctypes.string_at(addr, n)
@@ -242,7 +284,7 @@ class Capture:
 
   def use(self, addr: int) -> Optional[tuple]:
     """The allocation holding `addr` (start, size, info), marked used: the manifest lists it (None: no allocation)."""
-    a = self.allocs.find(addr)
+    a = self.find(addr)
     if a is None: return None
     owner = a[2]["owner"]
     dev = self.register_device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
@@ -289,6 +331,12 @@ class Capture:
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
+    if self.shapes is not None and k is not None and (last := self._blocks.get(ka)) is not None and last[2] is k:
+      blk = self.read(ka, len(last[0]))   # (sanitize: a block as it was at its last dispatch uses what it used then)
+      if blk == last[0]:
+        self.memory.append((ka, last[0], step))   # (the same bytes object: what reads it can tell it is unchanged)
+        self._uses += last[1]
+        return
     if k is None and prog not in self._unknown:
       if (h := next((h for f in self.program_finders if (h := f(prog)) is not None), None)) is not None: self.kernels[prog] = h
       else:
@@ -303,6 +351,7 @@ class Capture:
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
     blk = self.read(ka, size)
     if blk is None: return
+    mark = len(self._uses)
     self.use(ka)
     self.memory.append((ka, blk, step))
     if self.contents: self.last[(ka, len(blk))] = blk
@@ -313,6 +362,7 @@ class Capture:
         # are the initial state of the others), a big one from the pointer over the argument's bytes
         if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
         else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
+    if self.shapes is not None and k is not None: self._blocks[ka] = (blk, self._uses[mark:], k)
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
@@ -366,24 +416,61 @@ class Capture:
     """Queue object `key`'s write pointer when the capture started: what the ring held before is no submission of it."""
     self._puts[id(key)] = put
 
-  def submit(self, ring: Ring, new: list, dev, path: str) -> None:
+  def submit(self, ring: Ring, new, dev, path: str) -> None:
     """A submission: `new`, the dwords between the ring's previous and new write pointer, before the GPU runs them (the
     indirect buffers they point at are read and spliced in, the memory and signals they use recorded as of now).
     `path`: the runtime that submitted (the manifest's producer: hcq, hcq2)."""
     self.path_kind = self.path_kind or path
+    if self.shapes is not None:   # (sanitize: by shapes)
+      self._submit_shaped(ring, new if isinstance(new, np.ndarray) else np.asarray(new, dtype=np.uint32), dev)
+      return
     dw = self._expand(new, ring.engine, ring.target)
     if ring.engine == "copy" and self.path_kind == "hcq":
       for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
         self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
     self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, self.steps()))
 
-  def submitted(self, ring: Ring, dw: list, signals: dict) -> None:
+  def _submit_shaped(self, ring: Ring, words: np.ndarray, dev) -> None:
+    """A submission read by shapes (shapes.py): the same side effects as `submit`'s scan — the host's staged writes
+    first, the allocations used, the signals registered and read (each once), the dispatches' kernel arguments."""
+    assert self.shapes is not None
+    dw, shape, facts = self.shapes.submission(ring.name, ring.engine, ring.target, words)
+    if VERIFY:   # (tests: the shape's facts are a fresh decode's)
+      _, fresh = self.shapes.splice(ring.engine, ring.target, words)
+      assert np.array_equal(fresh, dw), f"{ring.name}: expanded dwords differ from a fresh splice"
+      assert Shape(ring.engine, ring.target, words, None, fresh).facts == facts, f"{ring.name}: facts differ from a fresh decode"
+    if ring.engine == "copy" and self.path_kind == "hcq":
+      bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
+      spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
+      for _, f in facts:
+        if f.kind == "copy" and any(a <= f.addr and f.addr + f.size <= a + sz for a, sz in spans): self.host_write(f.addr, None, f.size, staged=True)
+    step, sigs, named = self.steps(), {}, dict[int, None]()
+    for _, f in facts:
+      if f.kind == "use":
+        if self.use(f.addr) is not None and self.contents: self.remember(f.addr, f.size, step)
+      elif f.kind == "dispatch": self._dispatch(f.addr, f.kargs, step)
+      elif f.kind == "signal" and f.addr not in named:
+        a = f.addr
+        if a not in self.signals:
+          if self.find(a) is None: continue
+          self.register_signal(a)
+        named[a] = None
+        if self.bounded and a in self._read_once: continue
+        if (v := self._read_u64(a)) is not None:
+          sigs[a] = v
+          self._read_once.add(a)
+    self.submitted(ring, dw, sigs, tuple(named), (shape.id, facts))
+
+  def submitted(self, ring: Ring, dw, signals: dict, named: tuple = (), shaped: Optional[tuple] = None) -> None:
     """A submission of `dw` to `ring`, what it refers to already recorded (`use`, `remember`, `register_signal`), with
-    the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods)."""
+    the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods).
+    `named`: every signal it names (a bounded capture reads a signal's value once, so `signals` may leave some out);
+    `shaped`: (its shape's number, its facts) when shapes.py read it."""
     ent = {"op": "submit", "queue": ring.name, "start": len(ring.dwords), "length": len(dw)}
     if signals: ent["signals"] = signals
-    if self.handover: ent["dw"] = dw
-    if not self.bounded: ring.dwords += dw
+    if self.handover: ent["dw"], ent["named"] = dw, named or tuple(signals)
+    if shaped is not None: ent["shape"], ent["facts"] = shaped   # (shapes.py: the shape's number, what the packets refer to)
+    if not self.bounded: ring.dwords.extend(dw.tolist() if isinstance(dw, np.ndarray) else dw)
     self._step(ent)
 
   def steps(self) -> int:
@@ -439,6 +526,9 @@ class Capture:
     ent["i"], ent["call"] = self._nsteps, self.call
     self._nsteps += 1
     self._submissions += ent["op"] == "submit"
+    if ent["op"] == "submit":
+      self.meter.submissions[self.meter.kind] += 1
+      ent["kind"] = self.meter.kind
     if self.handover:
       ent["mem"], ent["uses"] = [(a, b) for a, b, _ in self.memory[self._mem_mark:]], self._uses
       self._uses = []
@@ -474,6 +564,10 @@ class Capture:
     old, new = ring.put, int(desc.put_value)
     ring.put = new
     if new <= old: return
+    if self.shapes is not None and isinstance(getattr(ring_dw, "addr", None), int):   # (sanitize: the ring's memory as an array)
+      words = ring_words(ring_dw.addr, n)[(np.arange(old, new, unit) // unit) % n]
+      self.submit(ring, words, dev, "hcq")
+      return
     self.submit(ring, [int(ring_dw[(p // unit) % n]) & U32_MAX for p in range(old, new, unit)], dev, "hcq")
 
   def _on_host_write(self, sig, value):
@@ -496,10 +590,13 @@ class Capture:
   def wrap(self, cls, name: str, before=None, after=None) -> None:
     """cls.name calls `before` and `after` around tinygrad's own (same arguments) until the capture ends."""
     orig = cls.__dict__[name]
+    meter = self.meter
     def wrapped(obj, *args, **kw):
-      if before is not None: before(obj, *args, **kw)
+      if before is not None:
+        with meter: before(obj, *args, **kw)
       ret = orig(obj, *args, **kw)
-      if after is not None: after(obj, *args, **kw)
+      if after is not None:
+        with meter: after(obj, *args, **kw)
       return ret
     setattr(wrapped, "__wrapped__", orig)
     setattr(cls, name, wrapped)
@@ -542,7 +639,7 @@ class Capture:
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
       def fset(sig, v, _set=prop.fset):
-        self._on_host_write(sig, v)
+        with self.meter: self._on_host_write(sig, v)
         _set(sig, v)
       setattr(HCQSignal, "value", property(prop.fget, fset, prop.fdel, prop.__doc__))
       self._saved.append((HCQSignal, "value", prop))
@@ -568,7 +665,8 @@ class Capture:
     orig = realize.get_runtime
     def get_runtime(device, ast, *a, **kw):
       rt = orig(device, ast, *a, **kw)
-      try: self._on_runtime(device, ast, rt)
+      try:
+        with self.meter: self._on_runtime(device, ast, rt)
       except Exception: pass
       return rt
     setattr(get_runtime, "__wrapped__", orig)

@@ -28,7 +28,7 @@ class _Block:
   call: dict
   steps: list = attrs.field(factory=list)
   def shape(self) -> tuple:
-    return tuple((e["op"], e.get("queue"), len(e.get("dw") or ())) for e in self.steps if not e.get("dropped"))
+    return tuple((e["op"], e.get("queue"), len(e["dw"]) if "dw" in e else 0) for e in self.steps if not e.get("dropped"))
 
 @attrs.define
 class _Template:

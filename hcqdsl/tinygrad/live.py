@@ -11,8 +11,8 @@ can forget: the queues and the host's steps that happen before everything still 
 check's live part. `unused-signal` is decided over the whole run (a signal no statement of the run waits on), from
 what each check saw."""
 from __future__ import annotations
-import re
-from typing import Optional
+import collections, re
+from typing import Callable, Optional
 import attrs
 from ..lang.lexical import identifier
 from ..lift.manifest import lift_manifest, Manifest, MQueue, RunState
@@ -22,7 +22,8 @@ from ..check.frontier import frontier
 from ..check.unroll import WAIT, WRITE
 from ..ir import Program, Submit, HostWrite, Wait, Timestamp, KERNARGS, U32_MAX
 from .findings import Command, Finding
-from .capture import source
+from .capture import source, VERIFY
+from .canon import Canon, canon
 
 __all__ = ["Live", "Occurrence", "Window", "coordinates", "manifest_of"]
 
@@ -87,8 +88,8 @@ def manifest_of(cap, records: list, kernels: dict, values: Optional[dict] = None
       rd = e.get("signals") or {}
       host.append({"op": "submit", "queue": e["queue"], "start": len(dw), "length": len(e["dw"]),
                    "signals": {a: v for a, v in rd.items() if a not in values}})
-      dw.extend(e["dw"])
-      sigs.update(dict.fromkeys(rd))
+      dw.extend(e["dw"].tolist() if hasattr(e["dw"], "tolist") else e["dw"])
+      sigs.update(dict.fromkeys(e.get("named") or rd))
     elif e["op"] == "write":
       data = e.get("hex") or b""
       host.append({"op": "write", "addr": e["addr"], "data": data, "size": e.get("size", len(data)),
@@ -214,6 +215,7 @@ class Live:
     self.front: list = []      # run steps of submissions whose host step is dropped and whose queue is not (submitted first)
     self.host: list = []       # run steps of the host's steps not dropped (the new ones included), in order
     self.new = 0               # steps added since the last check
+    self.new_kinds: dict = {}  # and their submissions by kind (the meter's: graph, eager)
     self.old: dict = {}        # run step -> keys of its statements an earlier check ran
     self.value: dict = {}      # signal address -> its value after the dropped writes
     self.run = RunState([])
@@ -226,9 +228,18 @@ class Live:
     self.first_wait: dict = {}   # ring -> the Occurrence held
     self.released: list = []     # held Occurrences whose ring was submitted again
     self.checks = 0
+    self.templates_hit = 0       # checks a template answered
+    self.live_max = 0            # the most steps live at once
     self.incomplete: dict = {}   # what a check could not check, in words -> how many times
     self.last_window: Optional[Window] = None
     self._kernels: dict = {}   # prog address -> the manifest's kernel entry (made once)
+    self._kid: dict = {}       # id(kernel record) -> its number
+    self._sid: dict = {}       # a step's structure -> its number
+    self.by_shape: dict = {}   # shape number -> what canon.py read of the last submission of that shape
+    self.dispatches: collections.OrderedDict = collections.OrderedDict()   # (program, kernel arguments) -> canon.py's reading
+    self.last_blocks: dict = {}
+    self.templates: collections.OrderedDict = collections.OrderedDict()   # key (canon.py) -> Outcome
+    self.known: Callable[[Finding], bool] = lambda f: True   # is this bug reported already (the sanitizer's Findings)?
 
   # ---- the steps, as they come
   def add(self, cap, e: dict) -> None:
@@ -246,6 +257,8 @@ class Live:
     self.rec[i] = e
     self.host.append(i)
     self.new += 1
+    if "kind" in e: self.new_kinds[e["kind"]] = self.new_kinds.get(e["kind"], 0) + 1
+    if len(self.rec) > self.live_max: self.live_max = len(self.rec)
 
   def live_steps(self) -> int: return len(self.rec)
 
@@ -272,37 +285,65 @@ class Live:
           if "mode" in s: x["mode"] = s["mode"]
     return self._kernels
 
+  def kernel_id(self, k: dict) -> int:
+    """A number per kernel record of the capture (a window's key names a kernel by it)."""
+    return self._kid.setdefault(id(k), len(self._kid))
+
+  def struct_id(self, struct: tuple) -> int:
+    """A number per step structure (canon.py), so a window's key holds numbers, not the structures again."""
+    i = self._sid.get(struct)
+    if i is None: i = self._sid[struct] = len(self._sid)
+    return i
+
   def check(self, final: bool = False) -> list:
     """Check the live part (`final`: the run is over — the waits still blocked are deadlocks, a signal nothing waited on
-    is unused); returns what it found that no earlier check reported, and forgets what it can."""
+    is unused); returns what it found that no earlier check reported, and forgets what it can. A live part whose key
+    (canon.py) is a template's is not lifted: the template's outcome is read back in its terms."""
     order = self.front + self.host
     self.new = 0
     if not order: return self.unused() if final else []
-    m, steps = self.manifest(order)
-    if not m.host or not m.queues:
-      self.forget_all(order)
+    cn, key = canon(self, order, final)
+    t = self.templates.get(key) if key is not None else None
+    if t is not None and not VERIFY and self.reusable(t, cn):
+      self.templates.move_to_end(key)
+      self.templates_hit += 1
+      return self.commit(t, cn, final, own=False)
+    out = self.outcome(order, cn, final)
+    if out is None:
+      self.checks += 1
       return self.unused() if final else []
+    if VERIFY and t is not None: _same(t, out, cn)
+    if key is not None and out.reusable:
+      self.templates[key] = out
+      while len(self.templates) > TEMPLATES: self.templates.popitem(last=False)
+    return self.commit(out, cn, final)
+
+  def reusable(self, t: "Outcome", cn: Canon) -> bool:
+    """A template's reports, read back in this window, count only bugs already reported (a new one is checked, so its
+    report quotes its own program)."""
+    return all(self.known(self.rebuilt(f, cn)) for f, _ in t.reports)
+
+  def outcome(self, order: list, cn: Canon, final: bool) -> Optional["Outcome"]:
+    """Lift and check the live part; what to report, hold, note and forget, in the window's canonical terms."""
+    m, steps = self.manifest(order)
+    if not m.host or not m.queues: return None
     self.run.steps = steps
     info: dict = {}
     prog = lift_manifest(m, None, None, info, whole=True, run=self.run)
-    for a, n in (info.get("signals") or {}).items(): self.whole_name.setdefault(a, n)
     text = format_program(prog)
     prog = parse(text, "<sanitize>")
     box: dict = {}
     diags = check(prog, 1, keep=box)
-    self.checks += 1
     win = self.last_window = Window(self, prog, text, info, steps, final)
-    for x in info.get("left_out") or []: self.incomplete[x] = self.incomplete.get(x, 0) + 1
+    out = Outcome([], [], [], list(info.get("left_out") or []), None)
     if (n := sum(": cannot lift (" in ln for ln in win.lines)):
-      x = f"{n} packet group{'s' * (n != 1)} the lift could not read (kept as `cannot lift` comments)"
-      self.incomplete[x] = self.incomplete.get(x, 0) + 1
+      out.incomplete.append(f"{n} packet group{'s' * (n != 1)} the lift could not read (kept as `cannot lift` comments)")
     u, t = box.get("unrolled"), box.get("trace")
     ran = self.ran(win, u, t.done if t is not None else None)
-    out, self.released = self.released + self.reported(win, diags, ran, final), []
-    self.signal_uses(win, u, ran, info)
-    if t is not None and t.clocks is not None and not final: self.forget(win, u, t, info, ran)
-    else: self.forget_all(order)
-    return out + (self.unused() if final else [])
+    self.reported(win, diags, ran, final, out, cn)
+    self.signal_uses(win, u, info, out, cn)
+    if t is not None and t.clocks is not None and not final: out.forget = self.frontier(win, u, t, info, ran, cn, out)
+    return out
 
   def ran(self, win: Window, u, done) -> set:
     """The coordinates of the statements this check's execution ran."""
@@ -314,99 +355,165 @@ class Live:
         if st is not None and st.span is not None and (c := win.coord.get(st.span.line)) is not None: out.add(c)
     return out
 
-  def reported(self, win: Window, diags: list, ran: set, final: bool) -> list:
+  def reported(self, win: Window, diags: list, ran: set, final: bool, out: "Outcome", cn: Canon) -> None:
     """The diagnostics this check is the first to see: every statement involved ran here (a deadlock's wait: at the
     end), and one of them had not run in an earlier check."""
-    out = []
     old = self.old
     for d in diags:
       if d.code == "unused-signal" or (d.code == "deadlock" and not final): continue
       f, events = win.finding(d)
       if d.code != "deadlock" and not all(ev in ran for ev in events): continue
       if events and all(ev[1] in old.get(ev[0], ()) for ev in events): continue
-      g = events[0][0] if events else (win.steps[0] if win.steps else 0)
-      o = Occurrence(f, events, self.rec[g].get("call", 0) if g in self.rec else 0)
+      f, at = _positioned(f, cn), tuple((cn.pos[g], k) for g, k in events)
+      g = events[0][0] if events else None
       if d.code == "redundant-wait" and events[0][1] == ("chain", "wait") and self.run.nth.get(g) == 1 and \
-         self.rings.get(ring := self.rec[g]["queue"], 0) == 1:
-        self.first_wait[ring] = o   # (its ring submitted once so far: the whole run's lift may not chain it)
+         self.rings.get(self.rec[g]["queue"], 0) == 1:
+        out.holds.append((cn.pos[g], f, at))   # (its ring submitted once so far: the whole run's lift may not chain it)
         continue
-      out.append(o)
-    return out
+      out.reports.append((f, at))
 
-  def signal_uses(self, win: Window, u, ran: set, info: dict) -> None:
-    """What this check saw of each signal's waits and writes (for `unused-signal` over the whole run)."""
+  def signal_uses(self, win: Window, u, info: dict, out: "Outcome", cn: Canon) -> None:
+    """What this check saw of each signal's waits and of its first new writes (for `unused-signal` over the run)."""
     if u is None: return
     addr = {n: a for a, n in (info.get("signals") or {}).items()}
-    for sid, sig in enumerate(u.signals):
-      a = addr.get(sig.name)
-      if a is None: continue
-      if a not in self.uses: self.uses[a] = _SignalUse(exempt=sig.name.endswith(".timeline"))
+    seen: dict = {}   # canonical signal -> [its name here, waited, host's first write, a queue's first write]
+    for sig in u.signals:
+      if (a := addr.get(sig.name)) is not None and a in cn.sig_of: seen[cn.sig_of[a]] = [sig.name.replace(f"{a:x}", "{}"), False, None, None]
     for j, s in enumerate(u.seqs):
       for idx, op in enumerate(s.ops):
         if op[0] not in (WAIT, WRITE): continue
         a = addr.get(u.signals[op[1]].name)
-        if a is None: continue
-        use = self.uses[a]
-        if op[0] == WAIT: use.waited = True
+        if a is None or (c := cn.sig_of.get(a)) is None: continue
+        if op[0] == WAIT: seen[c][1] = True
         elif (st := s.stmts[idx]) is not None and type(st) is not Timestamp and st.span is not None:
-          c = win.coord.get(st.span.line)
-          if c is None or c[1] in self.old.get(c[0], ()): continue
-          slot = "host" if j == 0 else "queue"
-          if getattr(use, slot) is None:
-            cmd = win.command(st.span)
-            setattr(use, slot, (Finding("unused-signal", f"{u.signals[op[1]].name} is written but no queue or host statement waits on it",
-                                        [cmd] if cmd else [], severity="warning"), c))
+          co = win.coord.get(st.span.line)
+          slot = 2 if j == 0 else 3
+          if co is None or co[1] in self.old.get(co[0], ()) or seen[c][slot] is not None: continue
+          cmd = win.command(st.span)
+          f = Finding("unused-signal", f"{u.signals[op[1]].name} is written but no queue or host statement waits on it",
+                      [cmd] if cmd else [], severity="warning")
+          seen[c][slot] = (_positioned(f, cn), (cn.pos[co[0]], co[1]))
+    out.uses = [(c, *x) for c, x in seen.items()]
+
+  def frontier(self, win: Window, u, t, info: dict, ran: set, cn: Canon, out: "Outcome") -> tuple:
+    """What check/frontier.py says nothing still to come can be unordered with — whole queues and a prefix of the
+    host's steps —, with the signals' values after the dropped writes, in the window's positions and ranks."""
+    qstep = {name: win.steps[seg[0][2]] for name, seg in (info.get("queues") or {}).items()}
+    hcq2 = self.cap.path_kind == "hcq2"   # (its submissions end with the ring's order: a write only the ring's next one waits for)
+    fr = frontier(u, t.done, t.clocks, {j: 1 for j, s in enumerate(u.seqs) if hcq2 and s.name in qstep})
+    stubs = info.get("stubs") or {}
+    gone_stubs = tuple(stubs[u.seqs[j].name] for j in fr.dropped if u.seqs[j].name in stubs)
+    dropped = tuple(cn.pos[qstep[u.seqs[j].name]] for j in fr.dropped if u.seqs[j].name in qstep)
+    stubbed = tuple(cn.pos[qstep[u.seqs[j].name]] for j in fr.stubbed if u.seqs[j].name in qstep)
+    host_stmt = {id(st): k for k, st in enumerate(win.prog.host.body)} if win.prog.host is not None else {}
+    hops = u.seqs[0].stmts
+    cut: Optional[int] = None   # the position of the first host step kept (None: every one goes)
+    if fr.host < len(hops):
+      st = hops[fr.host]
+      k = host_stmt.get(id(st)) if st is not None else None
+      ws = (info.get("host") or [])[k] if k is not None else None
+      cut = cn.pos[win.steps[ws[0]]] if ws else len(self.front)
+    addr = {n: a for a, n in (info.get("signals") or {}).items()}
+    values = {}
+    for sid, sig in enumerate(u.signals):
+      if (a := addr.get(sig.name)) is None or (c := cn.sig_of.get(a)) is None: continue
+      v = fr.values.get(sid, u.sig_init[sid])
+      r = cn.rank(c, v)
+      if r >= len(cn.values[c]) or cn.values[c][r] != v: out.reusable = False   # (a value the key did not see: no template)
+      values[c] = (r, v)
+    return (dropped, stubbed, cut, tuple(sorted((cn.pos[g], k) for g, k in ran if g in cn.pos)), values, gone_stubs)
+
+  # ---- committing an outcome (the check's own, or a template's read back)
+  def rebuilt(self, f: Finding, cn: Canon) -> Finding:
+    """A Finding of an outcome in this window: its commands at this window's steps (their stacks)."""
+    cmds = []
+    for c in f.commands:
+      g = cn.order[c.step] if c.step is not None and c.step < len(cn.order) else None
+      e = self.rec.get(g) if g is not None else None
+      stack = [[fl, ln, n, source(fl, ln)] for fl, ln, n in e.get("stack", ())] if e is not None else c.stack
+      cmds.append(attrs.evolve(c, stack=stack, step=g))
+    return attrs.evolve(f, commands=cmds)
+
+  def occurrence(self, f: Finding, at: tuple, cn: Canon) -> Occurrence:
+    events = tuple((cn.order[p], k) for p, k in at)
+    g = events[0][0] if events else None
+    return Occurrence(self.rebuilt(f, cn), events, self.rec[g].get("call", 0) if g in self.rec else 0)
+
+  def commit(self, out: "Outcome", cn: Canon, final: bool, own: bool = True) -> list:
+    """Report, hold, note and forget as `out` says (in this window's terms; `own`: the window's own check's outcome,
+    whose values are its own, else a template's, whose values are ranks here)."""
+    self.checks += 1
+    occs = [self.occurrence(f, at, cn) for f, at in out.reports]
+    for pos, f, at in out.holds: self.first_wait[self.rec[cn.order[pos]]["queue"]] = self.occurrence(f, at, cn)
+    occs, self.released = self.released + occs, []
+    for x in out.incomplete: self.incomplete[x] = self.incomplete.get(x, 0) + 1
+    for c, name, waited, host, queue in out.uses:
+      a = cn.signals[c]
+      self.whole_name.setdefault(a, name.replace("{}", f"{a:x}"))
+      use = self.uses.setdefault(a, _SignalUse(exempt=name.endswith(".timeline")))
+      use.waited |= waited
+      if use.host is None and host is not None: use.host = (self.rebuilt(host[0], cn), (cn.order[host[1][0]], host[1][1]))
+      if use.queue is None and queue is not None: use.queue = (self.rebuilt(queue[0], cn), (cn.order[queue[1][0]], queue[1][1]))
+    if out.forget is not None and not final: self.forget(out.forget, cn, own)
+    return occs + (self.unused() if final else [])
+
+  def forget(self, fg: tuple, cn: Canon, own: bool = True) -> None:
+    """Drop the queues and the host's prefix the frontier says can go; the signals' values after the dropped writes
+    become the next check's initial values; what ran is old."""
+    dropped, stubbed, cut, ran, values, gone_stubs = fg
+    order = cn.order
+    for r in gone_stubs: self.run.stubs.pop(r, None)
+    for p in stubbed:   # dropped but for its last write (hcq2's ring order): kept as a queue of its own
+      g = order[p]
+      self.run.stubs[self.rec[g]["queue"]] = self.run.nth[g]
+    gone = {order[p] for p in dropped + stubbed}
+    nf = len(self.front)
+    host_gone = self.host if cut is None else [g for g in self.host if cn.pos[g] < cut]
+    self.host = [] if cut is None else [g for g in self.host if cn.pos[g] >= cut]
+    self.front = sorted(g for g in self.front + [g for g in host_gone if self.rec[g]["op"] == "submit"] if g not in gone)
+    del nf
+    live = set(self.front) | set(self.host)
+    for g in [g for g in self.rec if g not in live]:
+      del self.rec[g]
+      self.old.pop(g, None)
+    for p, key in ran:
+      if (g := order[p]) in live: self.old.setdefault(g, set()).add(key)
+    for c, (r, v) in values.items(): self.value[cn.signals[c]] = v if own else cn.value(c, r)
+    if live: self.run.forget(min(live))
 
   def unused(self) -> list:
     """`unused-signal` over the whole run: each signal written and never waited on, at its first write (the host's,
     else the first queue's), as the check of the whole run reports it."""
     out = []
-    for a, use in self.uses.items():
+    for use in self.uses.values():
       if use.waited or use.exempt or (first := use.host or use.queue) is None: continue
       f, c = first
       out.append(Occurrence(f, (c,), self.rec[c[0]].get("call", 0) if c[0] in self.rec else 0))
     return out
 
-  # ---- forgetting
-  def forget(self, win: Window, u, t, info: dict, ran: set) -> None:
-    """Drop what check/frontier.py says nothing still to come can be unordered with: whole queues and a prefix of the
-    host's steps; the signals' values after the dropped writes become the next check's initial values."""
-    qstep = {name: win.steps[seg[0][2]] for name, seg in (info.get("queues") or {}).items()}
-    hcq2 = self.cap.path_kind == "hcq2"   # (its submissions end with the ring's order: a write only the ring's next one waits for)
-    fr = frontier(u, t.done, t.clocks, {j: 1 for j, s in enumerate(u.seqs) if hcq2 and s.name in qstep})
-    stubs = info.get("stubs") or {}
-    for j in fr.dropped:
-      if u.seqs[j].name in stubs: self.run.stubs.pop(stubs[u.seqs[j].name], None)
-    for j in fr.stubbed:   # dropped but for its last write: kept as a queue of its own
-      g = qstep[u.seqs[j].name]
-      self.run.stubs[self.rec[g]["queue"]] = self.run.nth[g]
-    dropped_subs = {qstep[u.seqs[j].name] for j in fr.dropped | fr.stubbed if u.seqs[j].name in qstep}
-    # the host's steps before the first statement not dropped (and every step when all are)
-    host_stmt = {id(st): k for k, st in enumerate(win.prog.host.body)} if win.prog.host is not None else {}
-    hops = u.seqs[0].stmts
-    cut: Optional[int] = None
-    if fr.host < len(hops):
-      st = hops[fr.host]
-      k = host_stmt.get(id(st)) if st is not None else None
-      ws = (info.get("host") or [])[k] if k is not None else None
-      cut = win.steps[ws[0]] if ws else None
-    if cut is None and fr.host < len(hops): cut = self.host[0] if self.host else None
-    host_gone = [g for g in self.host if cut is None or g < cut]
-    self.host = [g for g in self.host if cut is not None and g >= cut]
-    submits = [g for g in host_gone if self.rec[g]["op"] == "submit"]
-    self.front = sorted(g for g in self.front + submits if g not in dropped_subs)
-    live = set(self.front) | set(self.host)
-    for g in [g for g in self.rec if g not in live]:
-      del self.rec[g]
-      self.old.pop(g, None)
-    for g, key in ran:
-      if g in live: self.old.setdefault(g, set()).add(key)
-    addr = {n: a for a, n in (info.get("signals") or {}).items()}
-    for sid, sig in enumerate(u.signals):
-      if (a := addr.get(sig.name)) is not None: self.value[a] = fr.values.get(sid, u.sig_init[sid])
-    if live: self.run.forget(min(live))
+TEMPLATES = 256   # the window outcomes kept (the least recently used go first)
 
-  def forget_all(self, order: list) -> None:
-    """Everything checked is kept (a check the happens-before pass did not reach gives no clocks to drop by); what ran
-    is old."""
-    del order
+@attrs.define
+class Outcome:
+  """What one check of a window reports, holds, notes and forgets, in its canonical terms (canon.py: positions of its
+  steps, its signals, the ranks of their values): what a later window with the same key commits without a check."""
+  reports: list            # (Finding with its commands' `step` a position, ((position, key), ...) of its statements)
+  holds: list              # (position of the submission, Finding, statements): hcq2's first chain waits, held
+  uses: list               # (signal, its name here, waited, (Finding, statement) of the host's first new write, of a queue's)
+  incomplete: list         # what was not checked, in words
+  forget: Optional[tuple]  # (dropped, stubbed, host cut, ran, values: signal -> (rank, value), stub rings dropped); None: nothing
+  reusable: bool = True    # False: its values are not all the key's (it is not kept as a template)
+
+def _positioned(f: Finding, cn: Canon) -> Finding:
+  """`f` with its commands' steps as positions of the window (Outcome's terms)."""
+  return attrs.evolve(f, commands=[attrs.evolve(c, step=cn.pos.get(c.step) if c.step is not None else None) for c in f.commands])
+
+def _same(t: Outcome, out: Outcome, cn: Canon) -> None:
+  """(HCQDSL_SANITIZE_VERIFY) a template's outcome is what checking the window gives: the same reports and holds (codes
+  and statements), signal uses, notes and what is forgotten."""
+  def rep(o): return sorted((f.code, at) for f, at in o.reports), sorted((f.code, at) for _, f, at in o.holds)
+  def uses(o): return sorted((c, w, h[1] if h else None, q[1] if q else None) for c, _, w, h, q in o.uses)
+  def fg(o): return None if o.forget is None else o.forget[:4] + ({c: r for c, (r, _) in o.forget[4].items()}, o.forget[5])
+  for what, a, b in (("reports", rep(t), rep(out)), ("signal uses", uses(t), uses(out)), ("notes", sorted(t.incomplete), sorted(out.incomplete)),
+                     ("frontier", fg(t), fg(out))):
+    assert a == b, f"sanitize: a template's {what} differ from the check's at steps {cn.order[:3]}..: {str(a)[:2000]} != {str(b)[:2000]}"

@@ -88,6 +88,7 @@ class Sanitizer:
     self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
     self.capture = Capture(contents=False, stacks=True, on_step=self._on_step, bounded=keep is None, handover=True)
     self.live = Live(self.capture)
+    self.live.known = lambda f: Findings.key(f) in self.found.by_key
     self.graphs = GraphInputs(self.capture, self.live.kernels)
     self._graph_calls = 0         # the capture's graph_calls handed to `graphs` so far
     self.found = Findings()       # every problem of the run, one per bug
@@ -132,7 +133,8 @@ class Sanitizer:
     if self.failure is not None and exc[0] is None: raise self.failure
     if self.failure is None and self.capture.submissions() and not isinstance(exc[1], (SanitizerError, KeyboardInterrupt)):
       had = bool(self.findings)
-      try: self._check(final=True)
+      try:
+        with self.capture.meter: self._check(final=True)
       except Exception as e:
         if exc[0] is None: raise
         self.failure = e
@@ -154,7 +156,7 @@ class Sanitizer:
     references): a call is counted when the outermost one starts, and the run is checked when it returns."""
     from tinygrad.engine import realize, jit
     import tinygrad.tensor as tensor
-    orig = realize.run_linear
+    orig, meter = realize.run_linear, self.capture.meter
     def run_linear(*a, **kw):
       if self._depth == 0:
         self.calls += 1
@@ -162,13 +164,21 @@ class Sanitizer:
       self._depth += 1
       try: ret = orig(*a, **kw)
       finally: self._depth -= 1
-      if self._depth == 0: self._checkpoint()
+      if self._depth == 0:
+        with meter: self._checkpoint()
       return ret
     setattr(run_linear, "__wrapped__", orig)
     for mod in (realize, jit, tensor):
       if getattr(mod, "run_linear", None) is orig:
         self._saved.append((mod, orig))
         setattr(mod, "run_linear", run_linear)   # tinygrad modules hold their own references
+    replay = jit.CapturedJit.__dict__["__call__"]
+    def captured_call(*a, **kw):   # a TinyJit replay: what hcqdsl does meanwhile is the graph's (--stats)
+      kind, meter.kind = meter.kind, "graph"
+      try: return replay(*a, **kw)
+      finally: meter.kind = kind
+    setattr(captured_call, "__wrapped__", replay)
+    self.capture.replace(jit.CapturedJit, "__call__", captured_call)
 
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
@@ -191,6 +201,9 @@ class Sanitizer:
 
   def _checkpoint(self) -> None:
     if self.failure is not None or not self.live.new: return
+    # (the live part is checked once its new steps are as many as those kept from before, so that each step's share
+    # of re-reading what is kept stays bounded; `every_call`: after every call)
+    if not self.every_call and self.live.new < self.live.live_steps() - self.live.new: return
     had = bool(self.findings)
     try: self._check()
     except Exception as e:  # hcqdsl's own failure: reported as hcqdsl's when the block ends, never as the user's line
@@ -207,7 +220,13 @@ class Sanitizer:
 
   def _check(self, final: bool = False) -> None:
     had = bool(self.findings)
+    meter, kinds, t0 = self.capture.meter, self.live.new_kinds, time.thread_time()
+    self.live.new_kinds = {}
     occs = self.live.check(final) + (self.graphs.finish() if final else self.graphs.take())
+    if (n := sum(kinds.values())):   # (a check's time is the share of the submissions it covered, by their kind)
+      dt = time.thread_time() - t0
+      meter.cpu[meter.kind] -= dt
+      for k, c in kinds.items(): meter.cpu[k] += dt * c / n
     self.checked = True
     self.checked_submissions = self.capture.submissions()
     self.incomplete = list(self.live.incomplete)
@@ -238,6 +257,25 @@ class Sanitizer:
     except OSError as e: self.incomplete.append(f"the lifted program could not be written to {keep}: {e.strerror or e}")
 
   # ---- the report
+  def stats(self) -> dict:
+    """hcqdsl's own CPU time (thread time inside its hooks: recording, checking; not tinygrad's nor its mock's), in
+    all and per submission, for the submissions made in a TinyJit replay (`graph`) and the others (`eager`); the
+    checks made, and the most steps kept live at once (memory)."""
+    m = self.capture.meter
+    per = {k: (m.cpu[k] / m.submissions[k] if m.submissions[k] else None) for k in m.cpu}
+    return {"cpu_s": sum(m.cpu.values()), "cpu_s_by_kind": dict(m.cpu), "submissions_by_kind": dict(m.submissions),
+            "cpu_us_per_submission": {k: None if v is None else v * 1e6 for k, v in per.items()}, "checks": self.checks,
+            "templates": self.live.templates_hit, "live_steps_max": self.live.live_max}
+
+  def stats_line(self) -> str:
+    st = self.stats()
+    def per(k: str) -> str:
+      n, us = st["submissions_by_kind"][k], st["cpu_us_per_submission"][k]
+      return f"{us:,.0f} µs per {'replayed graph' if k == 'graph' else 'eager'} submission ({n:,})" if n else f"no {k} submission"
+    return (f"hcqdsl sanitize --stats: hcqdsl's own CPU time {st['cpu_s']:.3f} s (recording and checking, inside its hooks); "
+            f"{per('graph')}; {per('eager')}; {st['checks']:,} checks ({st['templates']:,} by a template); at most "
+            f"{st['live_steps_max']:,} steps live")
+
   def coverage(self) -> dict:
     """What the run's checks covered: devices, queues, submissions, checks, the hazard kinds checked."""
     return {"devices": len(self.capture.devices), "queues": len(self.capture.rings), "submissions": self.capture.submissions(),
@@ -294,7 +332,7 @@ class Sanitizer:
   def to_json(self) -> str:
     return json.dumps({"ok": self.ok, "findings": [f.to_json() for f in self.findings], "warnings": [w.to_json() for w in self.warnings],
                        "submissions": self.capture.submissions(), "checks": self.checks, "calls": self.calls,
-                       "coverage": self.coverage(), "detected_at": self.detected_at,
+                       "coverage": self.coverage(), "stats": self.stats(), "detected_at": self.detected_at,
                        "incomplete": self.incomplete, "hang": attrs.asdict(self.hang) if self.hang else None,
                        "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
                        "program": str(self.kept) if self.kept else None})
