@@ -324,3 +324,39 @@ def test_sanitize_stacks_leave_out_the_console_script(tmp_path):
     assert c["stack"][0][0] == str(WORKLOAD) and not any(fr[0] == exe for fr in c["stack"]), c["stack"]
   steps = json.loads((tmp_path / "capture.json").read_text())["host"]
   assert all(fr[0] != exe for h in steps for fr in h.get("stack", ())), "the console script's frame in a step's stack"
+
+# ---- issue 39: switched on by the environment, from an installed wheel
+def test_hcq_sanitize_env_from_an_installed_wheel(tmp_path):
+  """`HCQ_SANITIZE=1 python train.py` with hcqdsl installed from its wheel (not editable) into a fresh venv: the
+  `hcqdsl_sanitize.pth` the wheel puts beside the package starts the sanitizer when the program imports tinygrad; the
+  report comes at exit on stderr and the exit status is 1 on a finding; `HCQ_SANITIZE=json:FILE` writes the JSON report;
+  unset, nothing of hcqdsl is imported."""
+  import os, subprocess, sys, sysconfig
+  from mock_gpu import env, tinygrad_repo, ROOT
+  venv = tmp_path / "venv"
+  subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+  py = str(venv / "bin" / "python")
+  r = subprocess.run([py, "-m", "pip", "install", "-q", "--no-deps", str(ROOT)], capture_output=True, text=True, timeout=900)
+  assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+  site = next((venv / "lib").glob("python3*/site-packages"))
+  assert (site / "hcqdsl_sanitize.pth").is_file() and (site / "hcqdsl" / "__init__.py").is_file()
+  (site / "zz_deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")   # tinygrad, numpy, lark, attrs (this venv's)
+  def run(code_or_script, **extra) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in env(**extra).items() if k != "HCQ_SANITIZE"}
+    e["PYTHONPATH"] = str(tinygrad_repo())   # (not the source tree: the wheel's hcqdsl)
+    e.update({k: v for k, v in extra.items() if k == "HCQ_SANITIZE"})
+    args = [py, str(code_or_script)] if os.path.exists(str(code_or_script)) else [py, "-c", code_or_script]
+    return subprocess.run(args, capture_output=True, text=True, env=e, timeout=600, cwd=str(tmp_path))
+  probe = "import sys, tinygrad, hcqdsl; print(hcqdsl.__file__, 'hcqdsl.tinygrad.autostart' in sys.modules)"
+  r = run("import sys, tinygrad; print(any(m.startswith('hcqdsl') for m in sys.modules))")
+  assert r.stdout.strip() == "False", r.stdout + r.stderr
+  r = run(probe, HCQ_SANITIZE="1")
+  assert r.stdout.split() == [str(site / "hcqdsl" / "__init__.py"), "True"], r.stdout + r.stderr
+  r = run(WORKLOAD, BUG="dep", HCQ_SANITIZE="1")
+  assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-3000:]
+  assert "hcqdsl sanitize: race: " in r.stderr and r.stderr.strip().splitlines()[-1].startswith("failed: "), r.stderr[-3000:]
+  out = tmp_path / "report.json"
+  r = run(WORKLOAD, HCQ_SANITIZE=f"json:{out}")
+  assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+  rep = json.loads(out.read_text())
+  assert rep["ok"] and rep["submissions"] > 0 and f"(the report: {out})" in r.stderr, r.stderr[-2000:]
