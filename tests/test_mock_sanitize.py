@@ -360,3 +360,72 @@ def test_hcq_sanitize_env_from_an_installed_wheel(tmp_path):
   assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
   rep = json.loads(out.read_text())
   assert rep["ok"] and rep["submissions"] > 0 and f"(the report: {out})" in r.stderr, r.stderr[-2000:]
+
+# ---- issue 39: templates, the frontier, one report per bug
+CHANGED_REPLAY = """
+import json, sys, numpy as np, hcqdsl
+from tinygrad import Tensor
+with hcqdsl.sanitize(keep=sys.argv[1], every_call=True) as s:
+  for i in range(14):
+    x = Tensor(np.full(16, i, np.float32)).realize()
+    y = (x * 2 + (5 if i == 8 else 1)).realize()   # call 8: the same steps but for one command (another kernel)
+    y.numpy()
+print(json.dumps({"log": list(s.live.log), "ok": s.ok, "live": s.live.live_steps(), "most": s.live.live_max}))
+"""
+
+@pytest.mark.parametrize("verify", [False, True], ids=["templates", "verified"])
+def test_sanitize_templates_and_a_changed_replay(tmp_path, verify):
+  """A loop whose calls repeat: after the first checks every later one is answered by a template (the key of its live
+  part seen before: canon.py) — but the call with one changed command, which is checked as new, and the checks after
+  it until its steps are forgotten. What they find is what `lift --whole` + `check` of the run finds; with
+  HCQDSL_SANITIZE_VERIFY=1 every template hit is checked too and must give the template's outcome (else an error)."""
+  import subprocess, sys
+  from mock_gpu import env
+  (tmp_path / "s.py").write_text(CHANGED_REPLAY)
+  extra = {"HCQDSL_SANITIZE_VERIFY": "1"} if verify else {}
+  r = subprocess.run([sys.executable, str(tmp_path / "s.py"), str(tmp_path / "kept")], capture_output=True, text=True,
+                     env=env(**extra), timeout=600)
+  assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+  out = json.loads(r.stdout.strip().splitlines()[-1])
+  assert out["ok"], out
+  log = [(kind, tuple(calls)) for kind, calls, _ in out["log"]]
+  hit = "verified" if verify else "template"
+  # each loop turn is three tinygrad calls (x's realize, y's, the copy out): turn 8's changed kernel is call 3 * 8 + 2
+  changed = [kind for kind, (lo, hi) in log if lo <= 26 <= hi]
+  assert changed == ["checked"], log
+  before = [kind for kind, (lo, hi) in log if hi < 25]
+  after = [kind for kind, (lo, hi) in log if lo > 28]
+  assert hit in before[len(before) // 2:] and hit in after, log
+  found, whole = verdicts(tmp_path / "kept")
+  assert found == whole, (found - whole, whole - found)
+  assert out["most"] < 60, out   # the live part stays small: what happens before everything to come is forgotten
+
+def test_sanitize_memory_is_the_live_part(tmp_path):
+  """The frontier (check/frontier.py) forgets what happens before everything still to come: the steps kept live stay as
+  many at 24 calls as at 6 (tinygrad's data-parallel step: the host waits for each device at its next call)."""
+  most = {}
+  for calls in (6, 24):
+    r = run_hcqdsl("sanitize", "--format", "json", "--stats", WORKLOADS / "dp_adam.py", NDEV="2", CALLS=str(calls))
+    assert r.returncode == 0, r.stderr[-2000:]
+    rep = report(r)
+    most[calls] = rep["stats"]["live_steps_max"]
+    assert rep["ok"] and rep["stats"]["templates"] > 0, rep["stats"]
+  assert most[24] == most[6], most
+
+def test_sanitize_one_report_per_bug(tmp_path):
+  """HCQGraph's dropped dependency races in every replay: one finding, counted over the calls it was seen in (`× N
+  calls` in text), not one per call; warnings are listed by kind, and all of them with -v."""
+  r = run_hcqdsl("sanitize", "--format", "json", WORKLOAD, BUG="dep", CALLS="10")
+  assert r.returncode == 1, r.stdout[-2000:] + r.stderr[-2000:]
+  rep = report(r)
+  races = [f for f in rep["findings"] if f["code"] == "race"]
+  # (each copy the copy queue no longer orders is its own race: kernel E_4_4 against one copy, r_2_4_8 against another)
+  assert 1 <= len(races) <= 2 and all(f["count"] >= 8 and f["first_call"] < f["last_call"] for f in races), races
+  r = run_hcqdsl("sanitize", WORKLOAD, BUG="dep", CALLS="10")
+  assert r.stdout.count("hcqdsl sanitize: race: ") == len(races), r.stdout
+  assert all(f"(× {f['count']} calls: {f['first_call']}..{f['last_call']})" in r.stdout for f in races), r.stdout
+  kinds = {w["code"] for w in rep["warnings"]}
+  assert kinds and all(f"warning: {k}: " in r.stdout for k in kinds), r.stdout
+  v = run_hcqdsl("sanitize", "-v", WORKLOAD, BUG="dep", CALLS="10")
+  assert sum(ln.startswith("    this wait never orders anything") for ln in v.stdout.splitlines()) == \
+    sum(1 for w in rep["warnings"] if w["code"] == "redundant-wait"), v.stdout

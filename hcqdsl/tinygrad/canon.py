@@ -72,7 +72,7 @@ def canon(live, order: list, final: bool) -> tuple:
   lohi = np.concatenate([r[2] for r in rs]).reshape(-1, 2) if rs else np.zeros((0, 2), dtype=np.int64)
   desc: dict = {}
   for r in rs:
-    for b, d in zip(r[1].tolist(), r[5]): desc.setdefault(b, d)
+    for b, d in r[5].items(): desc.setdefault(b, d)
   adesc = [desc[b] for b in ab[np.argsort(afirst, kind="stable")].tolist()]
   ends_c = np.concatenate([ra, ra, np.arange(len(adesc)), np.arange(len(adesc))])
   ends_v = np.concatenate([lohi[:, 0], lohi[:, 1], np.zeros(len(adesc), dtype=np.int64), np.asarray([d[0] if d[0] != "raw" else d[1]
@@ -80,8 +80,8 @@ def canon(live, order: list, final: bool) -> tuple:
   orank, _ = _ranks(ends_c, ends_v, len(adesc))
   n = len(ra)
   mem = np.stack([ra, orank[:n], orank[n:2 * n]]) if n else np.zeros((3, 0), dtype=np.int64)
-  sids = tuple(live.struct_id(r[0]) for r in rs)
-  olds = tuple(tuple(sorted(live.old.get(g, ()))) for g in order)
+  sids = tuple(r[6] for r in rs)
+  olds = tuple(live.old_key(g) for g in order)
   counts = np.asarray([[len(r[1]), len(r[3])] for r in rs], dtype=np.int64)
   rings = {e["queue"] for e in recs if e["op"] == "submit"} | set(live.run.stubs)
   base_n = {q: live.run.stubs[q] if q in live.run.stubs else min(live.run.nth.get(g, 1) for g, e in zip(order, recs)
@@ -123,8 +123,8 @@ def _initial(live, recs: list, a: int) -> int:
 
 def _refs(live, g: int, e: dict) -> Optional[tuple]:
   """One step's (structure, its ranges' allocations, their (start, end) offsets, the signals it names with a value,
-  those values, each allocation's description): what its key is made of, read once and kept with the step (`_refs`),
-  as arrays. None: a submission with no shape."""
+  those values, each allocation's description, the structure's number): what its key is made of, read once and kept
+  with the step (`_refs`), as arrays. None: a submission with no shape."""
   if e["op"] == "submit" and "shape" not in e: return None
   own = sorted(e.get("uses") or ())
   arefs: list = []
@@ -144,7 +144,8 @@ def _refs(live, g: int, e: dict) -> Optional[tuple]:
   else: struct = _submission(live, g, e, mem, arefs, vrefs)
   i64 = np.int64
   out = (struct, np.asarray([x[0] for x in arefs], dtype=i64), np.asarray([y for x in arefs for y in x[2:]], dtype=i64),
-         np.asarray([a for a, _ in vrefs], dtype=i64), np.asarray([v for _, v in vrefs], dtype=i64), tuple(x[1] for x in arefs))
+         np.asarray([a for a, _ in vrefs], dtype=i64), np.asarray([v for _, v in vrefs], dtype=i64), {x[0]: x[1] for x in arefs},
+         live.struct_id(struct))
   e["_refs"] = out
   return out
 

@@ -229,6 +229,9 @@ class Live:
     self.released: list = []     # held Occurrences whose ring was submitted again
     self.checks = 0
     self.templates_hit = 0       # checks a template answered
+    # the last checks: ("template" | "checked" | "verified" (HCQDSL_SANITIZE_VERIFY: a template hit checked too), the
+    # tinygrad calls of its new steps (first, last), the steps it covered)
+    self.log: collections.deque = collections.deque(maxlen=4096)
     self.live_max = 0            # the most steps live at once
     self.incomplete: dict = {}   # what a check could not check, in words -> how many times
     self.last_window: Optional[Window] = None
@@ -289,6 +292,13 @@ class Live:
     """A number per kernel record of the capture (a window's key names a kernel by it)."""
     return self._kid.setdefault(id(k), len(self._kid))
 
+  def old_key(self, g: int) -> tuple:
+    """The keys of step g's statements an earlier check ran, sorted (made once per change)."""
+    o = self.old.get(g)
+    if not o: return ()
+    if type(o) is not tuple: o = self.old[g] = tuple(sorted(o))
+    return o
+
   def struct_id(self, struct: tuple) -> int:
     """A number per step structure (canon.py), so a window's key holds numbers, not the structures again."""
     i = self._sid.get(struct)
@@ -300,14 +310,17 @@ class Live:
     is unused); returns what it found that no earlier check reported, and forgets what it can. A live part whose key
     (canon.py) is a template's is not lifted: the template's outcome is read back in its terms."""
     order = self.front + self.host
-    self.new = 0
+    new, self.new = self.new, 0
     if not order: return self.unused() if final else []
     cn, key = canon(self, order, final)
     t = self.templates.get(key) if key is not None else None
+    calls = (min(self.rec[g].get("call", 0) for g in order[-new:]), max(self.rec[g].get("call", 0) for g in order[-new:])) if new else (0, 0)
     if t is not None and not VERIFY and self.reusable(t, cn):
       self.templates.move_to_end(key)
       self.templates_hit += 1
+      self.log.append(("template", calls, len(order)))
       return self.commit(t, cn, final, own=False)
+    self.log.append(("verified" if t is not None else "checked", calls, len(order)))
     out = self.outcome(order, cn, final)
     if out is None:
       self.checks += 1
@@ -476,8 +489,11 @@ class Live:
     for g in [g for g in self.rec if g not in live]:
       del self.rec[g]
       self.old.pop(g, None)
+    fresh: dict = {}
     for p, key in ran:
-      if (g := order[p]) in live: self.old.setdefault(g, set()).add(key)
+      if (g := order[p]) in live: fresh.setdefault(g, set()).add(key)
+    for g, keys in fresh.items():
+      if not keys.issubset(self.old.get(g, ())): self.old[g] = set(self.old.get(g, ())) | keys
     for c, (r, v) in values.items(): self.value[cn.signals[c]] = v if own else cn.value(c, r)
     if live: self.run.forget(min(live))
 

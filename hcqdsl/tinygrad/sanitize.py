@@ -86,7 +86,7 @@ class Sanitizer:
   def __init__(self, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None):
     self.raise_on_error, self.every_call = raise_on_error, every_call or raise_on_error
     self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
-    self.capture = Capture(contents=False, stacks=True, on_step=self._on_step, bounded=keep is None, handover=True)
+    self.capture = Capture(contents=False, stacks=True, on_step=self._on_step, bounded=True, retain=keep is not None)
     self.live = Live(self.capture)
     self.live.known = lambda f: Findings.key(f) in self.found.by_key
     self.graphs = GraphInputs(self.capture, self.live.kernels)
@@ -189,7 +189,7 @@ class Sanitizer:
     while self._graph_calls < len(calls):   # an HCQGraph call came before this step
       self.graphs.graph_call(calls[self._graph_calls])
       self._graph_calls += 1
-    if cap.bounded:
+    if not cap.retain:
       calls.clear()
       self._graph_calls = 0
     self.graphs.step(e)
@@ -264,14 +264,16 @@ class Sanitizer:
     m = self.capture.meter
     per = {k: (m.cpu[k] / m.submissions[k] if m.submissions[k] else None) for k in m.cpu}
     return {"cpu_s": sum(m.cpu.values()), "cpu_s_by_kind": dict(m.cpu), "submissions_by_kind": dict(m.submissions),
-            "cpu_us_per_submission": {k: None if v is None else v * 1e6 for k, v in per.items()}, "checks": self.checks,
+            "cpu_us_per_submission": {k: None if v is None else v * 1e6 for k, v in per.items()},
+            "cpu_us_per_submission_later_half": m.recent(), "checks": self.checks,
             "templates": self.live.templates_hit, "live_steps_max": self.live.live_max}
 
   def stats_line(self) -> str:
     st = self.stats()
     def per(k: str) -> str:
-      n, us = st["submissions_by_kind"][k], st["cpu_us_per_submission"][k]
-      return f"{us:,.0f} µs per {'replayed graph' if k == 'graph' else 'eager'} submission ({n:,})" if n else f"no {k} submission"
+      n, us, late = st["submissions_by_kind"][k], st["cpu_us_per_submission"][k], st["cpu_us_per_submission_later_half"][k]
+      return (f"{us:,.0f} µs per {'replayed graph' if k == 'graph' else 'eager'} submission ({n:,}; "
+              f"{f'{late:,.0f} µs' if late is not None else 'none'} in the run's later half)") if n else f"no {k} submission"
     return (f"hcqdsl sanitize --stats: hcqdsl's own CPU time {st['cpu_s']:.3f} s (recording and checking, inside its hooks); "
             f"{per('graph')}; {per('eager')}; {st['checks']:,} checks ({st['templates']:,} by a template); at most "
             f"{st['live_steps_max']:,} steps live")
