@@ -138,11 +138,15 @@ class _Allocations:
   """Every allocation tinygrad made on an AMD device (and its host buffers): address, size, device, CPU-readable."""
   def __init__(self):
     self.starts, self.items, self.version = [], [], 0
-    self.added: list = []   # (version, addr, size) of the latest allocations (what may change an address's allocation)
+    # the latest allocations (what may change an address's allocation): their version, start and end, as rows
+    self.added, self.nadded = np.zeros((64, 3), dtype=np.int64), 0
   def add(self, addr: int, size: int, info: dict):
     self.version += 1
-    self.added.append((self.version, addr, size))
-    if len(self.added) > 1024: del self.added[:512]
+    if self.nadded == len(self.added):
+      if self.nadded >= 4096: self.added, self.nadded = self.added[2048:].copy(), self.nadded - 2048
+      self.added = np.concatenate([self.added, np.zeros_like(self.added)])
+    self.added[self.nadded] = (self.version, addr, addr + size)
+    self.nadded += 1
     i = bisect.bisect_left(self.starts, addr)
     if i < len(self.starts) and self.starts[i] == addr:
       self.items[i] = (addr, size, info)
@@ -452,13 +456,14 @@ class Capture:
         self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
     self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, self.steps()))
 
-  def untouched(self, version: int, uses: list) -> bool:
-    """No allocation made since `version` overlaps one of `uses` (their allocations are what they were then)."""
+  def untouched(self, version: int, spans: np.ndarray) -> bool:
+    """No allocation made since `version` overlaps one of `spans` ((start, end) rows: what they were then)."""
     if version == self.allocs.version: return True
-    added = self.allocs.added
-    if not added or added[0][0] > version + 1: return False   # (forgotten: too many since)
-    new = [(a, n) for v, a, n in added if v > version]
-    return not any(a < s0 + n0 and s0 < a + n for a, n in new for s0, n0, _ in uses)
+    added = self.allocs.added[:self.allocs.nadded]
+    if not len(added) or added[0, 0] > version + 1: return False   # (forgotten: too many since)
+    new = added[int(np.searchsorted(added[:, 0], version, side="right")):, 1:]
+    if not len(spans) or not len(new): return True
+    return not bool(((new[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < new[:, None, 1])).any())
 
   def _submit_shaped(self, ring: Ring, words: np.ndarray, dev) -> None:
     """A submission read by shapes (shapes.py): the same side effects as `submit`'s scan — the host's staged writes
@@ -468,7 +473,8 @@ class Capture:
     assert self.shapes is not None
     dw, shape, facts = self.shapes.submission(ring.name, ring.engine, ring.target, words)
     done = self._shape_done.get(shape.id) if self.bounded else None
-    if done is not None and done[0] is facts and self.untouched(done[1], done[2]):
+    if done is not None and done[0] is facts and self.untouched(done[1], done[5]):
+      self._shape_done[shape.id] = (facts, self.allocs.version) + done[2:]   # (untouched up to now)
       self._staged_facts(ring, facts, dev)
       step = self.steps()
       self._uses += done[2]
@@ -501,7 +507,9 @@ class Capture:
         if (v := self._read_u64(a)) is not None:
           sigs[a] = v
           self._read_once.add(a)
-    if self.bounded: self._shape_done[shape.id] = (facts, self.allocs.version, own, tuple(named), dispatches)
+    if self.bounded:
+      spans = np.asarray([(a, a + n) for a, n, _ in own], dtype=np.int64).reshape(-1, 2)
+      self._shape_done[shape.id] = (facts, self.allocs.version, own, tuple(named), dispatches, spans)
     self.submitted(ring, dw, sigs, tuple(named), (shape.id, facts))
 
   def _staged_facts(self, ring: Ring, facts: list, dev) -> None:
