@@ -166,6 +166,7 @@ def _submission(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
     return struct[:-1] + ((struct[-1][:-1] + (writes,)) if writes is not None else struct[-1],)
   out = _submission_read(live, g, e, mem, arefs, vrefs)
   sig_facts = [f for _, f in e["facts"] if f.kind == "signal"]
+  if len(live.by_shape) > 4096: live.by_shape.pop(next(iter(live.by_shape)))   # (shapes replaced long ago)
   live.by_shape[e["shape"]] = (e["facts"], blocks_seen, e.get("uses"), (out, list(arefs), [f.addr for f in sig_facts],
                                                                            [f.value_at for f in sig_facts], live.last_blocks))
   return out

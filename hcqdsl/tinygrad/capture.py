@@ -27,6 +27,7 @@ __all__ = ["capture", "Capture", "Ring", "user_frames", "user_stack", "source"]
 VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
+KEPT = 8192   # what a bounded capture keeps per address or shape, at most (the oldest go first)
 # sanitize checks what it computes the fast way against the slow way (tests; docs/sanitize.md, "Cost")
 VERIFY = bool(__import__("os").environ.get("HCQDSL_SANITIZE_VERIFY"))
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
@@ -388,7 +389,9 @@ class Capture:
         # are the initial state of the others), a big one from the pointer over the argument's bytes
         if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
         else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
-    if self.shapes is not None and k is not None: self._blocks[ka] = (blk, self._uses[mark:], k)
+    if self.shapes is not None and k is not None:
+      self._blocks[ka] = (blk, self._uses[mark:], k)
+      if len(self._blocks) > KEPT: self._blocks.pop(next(iter(self._blocks)))   # (the oldest: an eager loop's bump allocator moves on)
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
@@ -510,6 +513,7 @@ class Capture:
     if self.bounded:
       spans = np.asarray([(a, a + n) for a, n, _ in own], dtype=np.int64).reshape(-1, 2)
       self._shape_done[shape.id] = (facts, self.allocs.version, own, tuple(named), dispatches, spans)
+      if len(self._shape_done) > KEPT: self._shape_done.pop(next(iter(self._shape_done)))
     self.submitted(ring, dw, sigs, tuple(named), (shape.id, facts))
 
   def _staged_facts(self, ring: Ring, facts: list, dev) -> None:

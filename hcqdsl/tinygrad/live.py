@@ -238,6 +238,7 @@ class Live:
     self._kernels: dict = {}   # prog address -> the manifest's kernel entry (made once)
     self._kid: dict = {}       # id(kernel record) -> its number
     self._sid: dict = {}       # a step's structure -> its number
+    self._serial = 0
     self.by_shape: dict = {}   # shape number -> what canon.py read of the last submission of that shape
     self.dispatches: collections.OrderedDict = collections.OrderedDict()   # (program, kernel arguments) -> canon.py's reading
     self.last_blocks: dict = {}
@@ -299,10 +300,15 @@ class Live:
     if type(o) is not tuple: o = self.old[g] = tuple(sorted(o))
     return o
 
-  def struct_id(self, struct: tuple) -> int:
+  def struct_id(self, struct: tuple) -> tuple:
     """A number per step structure (canon.py), so a window's key holds numbers, not the structures again."""
     i = self._sid.get(struct)
-    if i is None: i = self._sid[struct] = len(self._sid)
+    if i is None:
+      if len(self._sid) >= 1 << 16:   # (a run whose steps keep changing: the numbers start again, and so do the templates)
+        self._sid.clear()
+        self.templates.clear()
+        self._serial += 1
+      i = self._sid[struct] = (self._serial, len(self._sid))
     return i
 
   def check(self, final: bool = False) -> list:
