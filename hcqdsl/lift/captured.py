@@ -1,7 +1,7 @@
 """The lift of a capture (manifest version 2, `hcqdsl capture`): the program tinygrad ran — its repeating launches
 folded, or (`whole`) the run as it happened."""
 from __future__ import annotations
-import bisect, collections, os, pathlib
+import bisect, collections, hashlib, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
@@ -101,20 +101,25 @@ class RunState:
   but for its ring-order write has that write as a queue of its own (`stubs`, `fifo_R_stub`: signal fifo_R = N)."""
   steps: list                                            # the window's step -> the run's step
   decided: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)   # (run step, kernel-argument address) -> the write is a statement
-  written: dict = attrs.field(factory=dict)              # kernel-argument address -> [(run step, bytes)] written, in order
+  written: dict = attrs.field(factory=dict)              # kernel-argument address -> [(run step, digest of the bytes)] written, in order
+  several: set = attrs.field(factory=set)                # the addresses with more than one write kept
   nth: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)       # a submission's run step -> its count on its ring (1-based)
   chained: set = attrs.field(factory=set)                # rings submitted more than once so far
   stubs: dict = attrs.field(factory=dict)                # ring -> the count its dropped last submission signals
 
   def kernarg_write(self, step: int, ka: int, block: bytes) -> bool:
-    """Is the host's write of `block` at `ka` before the submission at run step `step` a statement?"""
+    """Is the host's write of `block` at `ka` before the submission at run step `step` a statement? (Blocks are kept
+    as 16-byte digests: the last one at each address is kept as long as the run, one per address of the
+    kernel-argument memory.)"""
     if (step, ka) not in self.decided:
       hist = self.written.setdefault(ka, [])
+      digest = hashlib.blake2b(block, digest_size=16).digest()
       last = next((b for st, b in reversed(hist) if st < step), None)
-      self.decided[step, ka] = emit = last != block
+      self.decided[step, ka] = emit = last != digest
       if emit:
-        hist.append((step, block))
+        hist.append((step, digest))
         hist.sort(key=lambda x: x[0])
+        if len(hist) > 1: self.several.add(ka)
     return self.decided[step, ka]
 
   def forget(self, before: int) -> None:
@@ -127,10 +132,12 @@ class RunState:
         k = next(iter(d))
         if (k[0] if isinstance(k, tuple) else k) >= before: break
         d.popitem(last=False)
-    for ka, hist in self.written.items():
-      if len(hist) > 1 and hist[1][0] < before:
+    for ka in list(self.several):
+      hist = self.written[ka]
+      if hist[1][0] < before:
         i = next((n for n, (st, _) in enumerate(hist) if st >= before), len(hist))
         del hist[:i - 1]
+      if len(hist) < 2: self.several.discard(ka)
 
 class CaptureLift:
   """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set).
