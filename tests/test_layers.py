@@ -301,7 +301,7 @@ def imports_of_tests(trees: dict) -> list:
       mods = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""] if isinstance(n, ast.ImportFrom) and not n.level else []
       if isinstance(n, ast.Constant) and isinstance(n.value, str): mods = SCRIPT_IMPORT.findall(n.value)
       # conftest too: tests/upstream has one, and whichever pytest loaded last is the module `conftest` (a lazy
-      # `from conftest import cli` failed in CI); shared helpers live in their own modules (cli_run.py)
+      # `from cli_run import cli` failed in CI); shared helpers live in their own modules (cli_run.py)
       out += [f"{name}:{n.lineno} imports {m}" for m in mods if m.split(".")[0].startswith("test_") or m.split(".")[0] == "conftest"]
   return sorted(out)
 

@@ -67,6 +67,7 @@ class Trace:
   races: dict[tuple, RacePair]    # (statement, statement, buffer) -> its racing accesses
   vis_found: VisColumns
   ops: list[list[tuple]]          # each sequence's ops (what `vis` names the accesses by)
+  clocks: Optional[Clocks] = None   # the execution's clocks (check/frontier.py reads what is ordered before what)
 
   @property
   def exact(self) -> bool: return not self.violations
@@ -83,8 +84,9 @@ class Trace:
 
 def happens_before(u: Unrolled) -> Trace:
   x = execute_direct(u) or execute_loop(u)
-  races, vis = accesses(u, x.done, x.polled, Clocks.of(x.clock, x.held, _big(u)))
-  return Trace(x.done, x.values, x.blocked, x.violations, x.wstats, x.vc, races, vis, [s.ops for s in u.seqs])
+  clocks = Clocks.of(x.clock, x.held, _big(u))
+  races, vis = accesses(u, x.done, x.polled, clocks)
+  return Trace(x.done, x.values, x.blocked, x.violations, x.wstats, x.vc, races, vis, [s.ops for s in u.seqs], clocks)
 
 def _big(u: Unrolled) -> int:
   """Above every position: (sequence, position) and (column, value) pack into one int as `a * big + b`."""

@@ -1,7 +1,7 @@
 """The lift of a capture (manifest version 2, `hcqdsl capture`): the program tinygrad ran — its repeating launches
 folded, or (`whole`) the run as it happened."""
 from __future__ import annotations
-import bisect, os, pathlib
+import bisect, collections, hashlib, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
@@ -21,7 +21,7 @@ from .packets import hexname, epochs
 from ..amd.lift import group_packets
 
 __all__ = ["lift_capture", "CaptureLift", "AMDCaptureLift", "Submission", "Memory", "Access", "Launched", "CopyUse", "Dispatch",
-           "LIFT_RTOL", "LIFT_ATOL"]
+           "LIFT_RTOL", "LIFT_ATOL", "RunState"]
 
 # the tolerance of a lifted float32 expect: hcqdsl's RDNA3 executor and tinygrad's emulator round transcendentals (exp2,
 # log2, rcp, sqrt) differently by an ulp or two, and chains of kernels (an optimizer step) grow that; values near zero
@@ -91,6 +91,56 @@ class Dispatch:
   arg_base: int = 0  # the arguments' byte offset in the block
   qmds: tuple = ()   # NV: the QMD's address in each launch
 
+@attrs.define
+class RunState:
+  """What the whole-run lift of a window of a longer run (sanitize's windows, docs/sanitize.md, "Memory") takes from
+  the run around it, so that each step lifts as in the lift of the whole run: the run's step of each of the window's
+  steps; whether the host's write of each dispatch's kernel arguments is a statement (the whole run's rule: when the
+  block differs from the last one written there, in the run's order — decided once per dispatch, the first time it is
+  lifted, from the writes decided before it); on hcq2, each submission's count on its ring: every ring's submissions
+  are chained by the ring's own signal, numbered as in the whole run (a ring submitted once in the whole run is not
+  chained there: the caller leaves out what that adds), and a ring whose last submission before the window was dropped
+  but for its ring-order write has that write as a queue of its own (`stubs`, `fifo_R_stub`: signal fifo_R = N)."""
+  steps: list                                            # the window's step -> the run's step
+  decided: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)   # (run step, kernel-argument address) -> the write is a statement
+  written: dict = attrs.field(factory=dict)              # kernel-argument address -> [(run step, digest of the bytes)] written, in order
+  several: set = attrs.field(factory=set)                # the addresses with more than one write kept
+  nth: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)       # a submission's run step -> its count on its ring (1-based)
+  chained: set = attrs.field(factory=set)                # rings submitted more than once so far
+  stubs: dict = attrs.field(factory=dict)                # ring -> the count its dropped last submission signals
+
+  def kernarg_write(self, step: int, ka: int, block: bytes) -> bool:
+    """Is the host's write of `block` at `ka` before the submission at run step `step` a statement? (Blocks are kept
+    as 16-byte digests: the last one at each address is kept as long as the run, one per address of the
+    kernel-argument memory.)"""
+    if (step, ka) not in self.decided:
+      hist = self.written.setdefault(ka, [])
+      digest = hashlib.blake2b(block, digest_size=16).digest()
+      last = next((b for st, b in reversed(hist) if st < step), None)
+      self.decided[step, ka] = emit = last != digest
+      if emit:
+        hist.append((step, digest))
+        hist.sort(key=lambda x: x[0])
+        if len(hist) > 1: self.several.add(ka)
+    return self.decided[step, ka]
+
+  def forget(self, before: int) -> None:
+    """Drop what no step from `before` on needs: decisions of earlier steps, and all but the last write at each
+    address before it. (Decisions and counts come in the order of their steps, nearly: the oldest are dropped from
+    the front until one is needed.)"""
+    d: collections.OrderedDict
+    for d in (self.decided, self.nth):
+      while d:
+        k = next(iter(d))
+        if (k[0] if isinstance(k, tuple) else k) >= before: break
+        d.popitem(last=False)
+    for ka in list(self.several):
+      hist = self.written[ka]
+      if hist[1][0] < before:
+        i = next((n for n, (st, _) in enumerate(hist) if st >= before), len(hist))
+        del hist[:i - 1]
+      if len(hist) < 2: self.several.discard(ka)
+
 class CaptureLift:
   """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set).
   The phases are the vendors'; what a vendor's packets mean — how a stream decodes, what a submission's packets use
@@ -99,10 +149,11 @@ class CaptureLift:
   vendor = ""   # the runtime's vendor (the header's words)
   merged = False   # the repeated launches of the default lift, which lifts the steps around them as parts of their own
   def __init__(self, m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False,
-               steps: Optional[tuple] = None, naming: Optional[Naming] = None, base: int = 0):
+               steps: Optional[tuple] = None, naming: Optional[Naming] = None, base: int = 0, run: Optional[RunState] = None):
     """`steps` (a, b): lift the capture's host steps a..b-1 only (a part of the default lift, lift/segments.py), with
-    `naming` shared by the parts and `base` program launches before this part's first."""
-    self.m, self.code_dir, self.program_dir, self.trace, self.whole = m, code_dir, program_dir, trace, whole
+    `naming` shared by the parts and `base` program launches before this part's first. `run`: the capture is a window
+    of a longer run (sanitize's), lifted whole as the whole run's lift lifts those steps (RunState)."""
+    self.m, self.code_dir, self.program_dir, self.trace, self.whole, self.run = m, code_dir, program_dir, trace, whole or run is not None, run
     self.notes: list = []      # `# note:` lines of the header
     self.left_out: list = []   # what the lifted program does not check, in words (sanitize and `lift` say so on their summary)
     self.qmap = {q.name: q for q in m.queues}
@@ -220,12 +271,14 @@ class CaptureLift:
       self.used.add(name)
       q = self.qmap[e["queue"]]
       per = [q.dwords[ev[i + k * P]["start"]:ev[i + k * P]["start"] + e["length"]] for k in range(K)]
-      self.subs.append(Submission(name, q, i, e["start"], e["length"], n, per, self.decode(q, per[0])))
+      nth = self.run.nth.get(self.run_step(i), n) if self.run is not None else n   # (a window of a run: the run's count)
+      self.subs.append(Submission(name, q, i, e["start"], e["length"], nth, per, self.decode(q, per[0])))
     # classic HCQ orders a ring's submissions itself (each waits for the timeline value the previous one signals);
     # hcq2's finalizer is a submission of its own that signals the timeline for the batch before it: the ring's order
     # (its FIFO: each packet runs after the previous one finished) is kept by a signal of the ring's own
     for r, c in self.count.items(): self.naming.rings[r] = self.naming.rings.get(r, 0) + c
     self.chained = {r for r, c in self.count.items() if c > 1} if self.m.path == "hcq2" else set()
+    if self.run is not None and self.m.path == "hcq2": self.chained = set(self.count) | set(self.run.stubs)
     if self.chained:
       self.notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...), "
                         "ordered as the ring runs them by a signal of the ring's own (`fifo_comp_gpu0`), which no packet writes")
@@ -429,7 +482,12 @@ class CaptureLift:
       decls.append(Signal(n, dev(self.m.signals.get(a, {}).get("device")), v & U32_MAX))
     self.fifo_names = {r: self.naming.fifo.get(r) or self.fresh(f"fifo_{r}") for r in sorted(self.chained)}
     self.naming.fifo.update(self.fifo_names)
-    return decls + [Signal(n, Ref(self.qmap[r].device)) for r, n in self.fifo_names.items()]
+    # (a window of a run: the ring's submissions before the window's first have signalled their counts, the last one's
+    # write a queue of its own when it stayed)
+    stubs = self.run.stubs if self.run is not None else {}
+    base = {r: stubs[r] - 1 if r in stubs else min(s.nth for s in self.subs if s.ring.name == r) - 1
+            for r in self.chained} if self.run is not None else {}
+    return decls + [Signal(n, Ref(self.qmap[r].device), base.get(r, 0)) for r, n in self.fifo_names.items()]
 
   def queues(self) -> list:
     """Each submission's statements: launch 1's dwords, with PER_LAUNCH's dwords that change per launch patched (values
@@ -442,12 +500,19 @@ class CaptureLift:
       items = [epochs(x, s.ring.device) for x in self.lift_queue(s, qi)]
       if s.ring.name in self.chained: items = self.chain(s, items)
       out.append(queue_decl(s.name, s.ring.engine, s.ring.device, items))
+    self.stub_queues = {}   # (a window of a run) ring -> the queue of its last dropped submission's ring-order write
+    for r, n in sorted(self.run.stubs.items() if self.run is not None else ()):
+      q, nm = self.qmap.get(r), self.fresh(f"fifo_{r}_stub")
+      if q is None or r not in self.fifo_names: continue
+      self.stub_queues[r] = nm
+      out.insert(0, queue_decl(nm, q.engine, q.device, [SignalWrite(Ref(self.fifo_names[r]), Expr(None, n),
+                                                                          comment="# the ring's order: its last submission before")]))
     return out
 
   def chain(self, s: Submission, items: list) -> list:
     """Submission n of a ring submitted S times per launch, in launch k: waits for (k-1)*S + n-1 on the ring's own
     signal, signals (k-1)*S + n."""
-    S, n, fifo = self.count[s.ring.name], s.nth, self.fifo_names[s.ring.name]
+    S, n, fifo = self.count[s.ring.name] if self.run is None else 0, s.nth, self.fifo_names[s.ring.name]
     n += self.fifo_start.get(s.ring.name, 0)   # (after an earlier part's submissions of the ring)
     def fx(vals):
       f = self.vars.fit(vals, "fifo")
@@ -465,7 +530,9 @@ class CaptureLift:
     out: dict = {}
     last: dict = {}
     for (ka, sname), d in sorted(self.dispatches.items(), key=lambda x: x[1].step) if self.kargs_read else ():
-      if d.kargs not in self.kgroups and (len(set(d.blocks)) == 1 if self.K > 1 else last.get(ka) == d.blocks[0]): continue
+      if self.run is not None:   # a window of a run: the run's decision
+        if not self.run.kernarg_write(self.run_step(d.step), ka, d.blocks[0]): continue
+      elif d.kargs not in self.kgroups and (len(set(d.blocks)) == 1 if self.K > 1 else last.get(ka) == d.blocks[0]): continue
       last[ka] = d.blocks[0]
       nm, off, _ = self.buf_for(d.kargs)
       out.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(d.blocks[0]), True), tuple(bytes_data(b) for b in d.blocks)))
@@ -478,7 +545,8 @@ class CaptureLift:
     self.host_steps: list = []
     def add(stmt, i):
       host.append(stmt)
-      self.host_steps.append([i])
+      self.host_steps.append([i] if i is not None else [])
+    if getattr(self, "stub_queues", None): add(Submit(tuple(Ref(n) for n in self.stub_queues.values())), None)
     for i in range(self.start, self.start + P):
       e = ev[i]
       if e["op"] == "submit":
@@ -545,7 +613,9 @@ class CaptureLift:
     if self.trace is not None:
       self.trace.update(start=orig(start), period=self.P, launches=K, steps=[orig(i) for i in range(start, start + self.P)],
                         left_out=self.left_out, queues={s.name: [(0, s.length, orig(s.step), s.start)] for s in self.subs},
-                        host=[[orig(i) for i in st] for st in self.host_steps], **self.trace_extra())
+                        host=[[orig(i) for i in st] for st in self.host_steps],
+                        **{"signals": dict(self.signals), "programs": {n: p for p, n in reversed(self.kname_of.items())},
+                           "stubs": {n: r for r, n in getattr(self, "stub_queues", {}).items()}, **self.trace_extra()})
     # the launch steps in no statement: the initial state, the steps after the last launch (a signal's creation is its
     # initial value and a folded lift's staged writes are its rebound buffers: both are in the program)
     unlifted = start + len(self.ev) - end
@@ -554,6 +624,11 @@ class CaptureLift:
        f"steps {orig(start) + 1}..{orig(end - 1) + 1} of {self.n_all})"] + [f"# note: {x}" for x in dict.fromkeys(self.notes)]
 
   # ---- what the phases share
+  def run_step(self, i: int) -> int:
+    """The run's step of launch step `i` (a window of a run: RunState.steps)."""
+    o = self.orig(i)
+    return self.run.steps[o] if self.run is not None else o
+
   def orig(self, i: int) -> int:
     """The capture's step number of launch step `i` (steps that are no launch's were dropped)."""
     return self.keep[i] if i < len(self.keep) else self.n_all
@@ -725,7 +800,7 @@ class AMDCaptureLift(CaptureLift):
 
 
 def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False,
-                 folded_only: bool = False) -> Program:
+                 folded_only: bool = False, run: Optional[RunState] = None) -> Program:
   """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: every step, the repeating part of
   the host's steps (TinyJit calls, HCQGraph launches) folded into launches, the steps before it as launch 1 and those
   after it as the last launch (lift/segments.py) — per-launch values as `launch + c` or listed vars, kernel-argument
@@ -733,8 +808,9 @@ def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[d
   as one queue per submission, kernels by tinygrad's names with their code objects, expects from the contents after
   the last step. `folded_only`: the repeated launches alone, what came before them their initial state (signal values
   and buffer contents as they were when the first repeated step ran), the steps after them left out. `whole`: the run
-  as it happened — every step of the capture in one launch (what `sanitize` checks)."""
-  if whole or folded_only: return AMDCaptureLift(m, code_dir, program_dir, trace, whole).program()
+  as it happened — every step of the capture in one launch (what `sanitize` checks). `run`: the capture is a window
+  of a longer run, lifted whole as the whole run's lift lifts those steps (RunState)."""
+  if whole or folded_only or run is not None: return AMDCaptureLift(m, code_dir, program_dir, trace, whole, run=run).program()
   return lift_default(AMDCaptureLift, m, code_dir, program_dir, trace)
 
 def _relpath(p: pathlib.Path, base) -> str:

@@ -171,9 +171,11 @@ class NVCaptureLift(CaptureLift):
                 submitted={s.name: (s.ring.target, s.per[0], blocks.get(s.name, [])) for s in self.subs},
                 pointers={d.prog: len(d.pointers) for d in self.dispatches.values()})
 
-def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False, folded_only: bool = False):
+def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False, folded_only: bool = False,
+                    run=None):
   """The program an NV capture ran (module docstring; the default lift, `folded_only` and `whole` as lift/captured.py's
   lift_capture). `trace` gets what sanitize and tools/nv_gpu_check.py read (the steps of each queue and host statement,
-  the names of captured addresses, the submitted methods)."""
-  if whole or folded_only: return NVCaptureLift(m, code_dir, program_dir, trace, whole).program()
+  the names of captured addresses, the submitted methods); `run`: a window of a longer run (lift/captured.py's
+  RunState)."""
+  if whole or folded_only or run is not None: return NVCaptureLift(m, code_dir, program_dir, trace, whole, run=run).program()
   return lift_default(NVCaptureLift, m, code_dir, program_dir, trace)
