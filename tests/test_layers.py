@@ -310,5 +310,7 @@ def test_no_test_file_imports_another():
   files += sorted((ROOT / "benchmarks").glob("*.py")) + sorted((ROOT / "tools").glob("*.py"))   # helpers live in non-test modules
   assert imports_of_tests({f.relative_to(ROOT).as_posix(): ast.parse(f.read_text()) for f in files}) == []
   # the planted imports are spelled with {t} so that this file's own text holds none
-  planted = {"t.py": ast.parse("def f():\n  import {t}emit, emitted\nfrom {t}jit import x\nS = '''\nimport {t}sync as t\n'''\ndef g():\n  from {c} import cli\n".format(t="test_", c="conf" + "test"))}
-  assert imports_of_tests(planted) == ["t.py:2 imports test_emit", "t.py:3 imports test_jit", "t.py:4 imports test_sync", "t.py:8 imports conftest"]
+  planted = {"t.py": ast.parse("def f():\n  import {t}emit, emitted\nfrom {t}jit import x\nS = '''\nimport {t}sync as t\n'''\n"
+                               "def g():\n  from {c} import cli\n".format(t="test_", c="conf" + "test"))}
+  assert imports_of_tests(planted) == ["t.py:2 imports test_emit", "t.py:3 imports test_jit", "t.py:4 imports test_sync",
+                                       "t.py:8 imports conftest"]

@@ -130,7 +130,8 @@ def _check(a) -> int:
 
 def kept(a) -> dict:
   """A dict for one analysis's intermediate results, held in `a.unrolled` until the process's hard exit."""
-  a.unrolled.append(keep := {})
+  keep: dict = {}
+  a.unrolled.append(keep)
   return keep
 
 def _one(a, path: str, name: str, var_values: dict) -> tuple:

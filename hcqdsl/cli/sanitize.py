@@ -3,6 +3,7 @@ races and deadlocks with the kernel names and the script's lines of both command
 are printed whatever the script did — a script is sanitized *because* it fails —, followed by its own error."""
 from __future__ import annotations
 import os, sys, time
+from typing import Optional
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
 from .util import add_script_args, script_of, UsageError
@@ -73,7 +74,9 @@ class StdoutToStderr:
   """While the script runs, what it prints (Python's and C's writes to file descriptor 1) goes to stderr: `--format json`
   prints one object on stdout, and a tool reading it must not find the script's prints mixed in. `restore` puts file
   descriptor 1 back (the report, also from inside the script's os._exit); leaving the block does too."""
-  def __init__(self, on: bool): self.on, self.saved = on, None
+  def __init__(self, on: bool):
+    self.on = on
+    self.saved: Optional[int] = None
   def __enter__(self):
     if self.on:
       sys.stdout.flush()
