@@ -7,6 +7,7 @@
     hcqdsl.disasm_image(img); hcqdsl.as_hcq(img)  # the listing; the queues lifted back (either vendor, by each device)
     hcqdsl.run(prog, launches=3, seed=1)          # the built-in AMD emulator
     hcqdsl.replay(prog, hcqdsl.witnesses(prog, hcqdsl.check(prog), 2))   # check's races and hangs, seen happen
+    hcqdsl.explore(prog, 50, launches=2)          # 50 schedules: check's witnesses, then PCT (`run --schedules 50`)
     hcqdsl.emit(*tensors)                         # a Program from a tinygrad schedule
     hcqdsl.to_dot(prog)                           # the picture
     hcqdsl.lift_file("dump.json")                 # a Program from an image or a raw dump manifest (docs/lift.md)
@@ -23,7 +24,8 @@ from .check import parse, parse_file, parse_with_diagnostics, check, check_text
 
 # stages that pull in numpy, the AMD tables or tinygrad load on first use: name -> module
 _LAZY = {"compile_program": "vendors", "Image": "target.image", "disasm_image": "vendors", "as_hcq": "lift.image",
-         "run": "runtime", "run_schedules": "runtime", "replay": "runtime", "witnesses": "check.witness", "RunResult": "runtime", "to_dot": "graph",
+         "run": "runtime", "run_schedules": "runtime", "explore": "runtime", "replay": "runtime", "witnesses": "check.witness",
+         "RunResult": "runtime", "to_dot": "graph",
          "emit_jit": "tinygrad.emit",
          "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
          "lift_file": "lift.manifest", "Capture": "tinygrad.capture",
