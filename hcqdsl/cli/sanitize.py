@@ -17,6 +17,8 @@ def add_args(p) -> None:
                       (("--keep",), dict(metavar="DIR",
                                          help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to "
                                               "DIR/capture.json")),
+                      (("--confirm",), dict(action="store_true", help="run the script again on tinygrad's mock GPU with each finding's "
+                                            "witness order forced and compare what it reads back: confirmed, not-observed or not-tried")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
@@ -47,6 +49,9 @@ def run(a) -> int:
       return rc
     sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
     return 2
+  if a.confirm and s.findings and s.failure is None:
+    from ..tinygrad.confirm import confirm
+    confirm(s, script, fn, args, progress=progress, keep=a.keep)
   sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")

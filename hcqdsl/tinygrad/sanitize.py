@@ -26,6 +26,8 @@ class Command:
   device: str          # tinygrad's device name, e.g. AMD:1
   what: str            # in tinygrad's terms: kernel name with argument modes and shapes, or a copy
   stack: list          # the user's frames at the submission, outermost first: [file, line, function, source]
+  ring: Optional[str] = None     # the capture's ring it was submitted to (comp_gpu0), and its first dword's offset in
+  offset: Optional[int] = None   # that ring's stream (the lift's `# @N`): where `--confirm` finds it in another run
   def where(self) -> str:
     return f"{self.stack[-1][0]}:{self.stack[-1][1]}" if self.stack else "(no user frame: submitted by tinygrad itself)"
 
@@ -34,6 +36,7 @@ class Finding:
   code: str            # race, deadlock, signal-race, ... (hcqdsl.diagnostics.CODES)
   message: str         # check's message on the lifted program
   commands: list       # of Command: the one reported and the other one involved (when there is one)
+  confirmation: Optional[dict] = None   # `--confirm`'s verdict (tinygrad/confirm.py): {"status": confirmed | not-observed | not-tried, ...}
   def format(self) -> str:
     out = [f"hcqdsl sanitize: {self.code}: {self.message}"]
     for i, c in enumerate(self.commands):
@@ -43,6 +46,9 @@ class Finding:
         out.append("    stack (most recent call last):")
         out += [f"      {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") for f in c.stack]
       out.append(f"    lifted as `{c.text}`")
+    if self.confirmation is not None:
+      from .confirm import describe
+      out += describe(self.confirmation)
     return "\n".join(out)
   def to_json(self) -> dict: return attrs.asdict(self)
 
@@ -92,6 +98,11 @@ ADVICE = {
 def advice(code: str) -> str:
   """`hcqdsl sanitize --explain CODE`: what a finding in tinygrad's generated commands means and whose it is."""
   return ADVICE.get(code, f"`{code}`: see `hcqdsl check --explain {code}` (the lifted program is tinygrad's, not yours).")
+
+def ring_at(host: list, step: Optional[int], at) -> tuple:
+  """(ring, offset) of a lifted command: the capture's ring its submission (host step `step`) went to, and its `# @N`."""
+  ring = host[step].get("queue") if step is not None and step < len(host) and host[step].get("op") == "submit" else None
+  return ring, int(at.group(1)) if at else None
 
 class SanitizerError(RuntimeError):
   """Raised (with `raise_on_error=True`) out of the tinygrad call that enqueued work with an error, so the traceback
@@ -267,7 +278,8 @@ class Sanitizer:
           params.append(f"{p.mode} {s.get('dtype') or ''}[{shape}]" if not p.scalar else f"{s.get('name') or p.name}: {p.mode}")
         what = f"kernel {(sk or {}).get('tinygrad_name') or kname}({', '.join(params)})"
       elif stmt.startswith("copy "): what = f"copy ({stmt[5:]})"
-      return Command(stmt, q.name, devname.get(q.device.name, q.device.name), what + (f" ({note})" if note else ""), stack_of(step))
+      return Command(stmt, q.name, devname.get(q.device.name, q.device.name), what + (f" ({note})" if note else ""), stack_of(step),
+                     *ring_at(host, step, at))
     findings, warnings = [], []
     for d in diags:
       hdp = d.code == "visibility" and (d.extra or {}).get("cause") == "hdp"

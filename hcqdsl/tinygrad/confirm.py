@@ -1,0 +1,208 @@
+"""`hcqdsl sanitize --confirm`: prove or weigh each finding by running the script again on tinygrad's mock GPU with the
+finding's witness order forced, and comparing what the program reads back (docs/sanitize.md, "Confirming a finding").
+
+A race's witness (check/witness.py) names two commands: the one reported (later in the lifted program) runs to its end
+before the other starts. Each is found in another run of the script by its place in what tinygrad submitted — its
+ring and the offset of its first dword in that ring's stream, the lift's `# @N` (mock_order.Place) — and the script runs
+twice more (rerun.py, each in a process of its own with the random seeds fixed): once with the witness's order forced
+(the other command's queue held before it until the reported one has run: mock_order.Hold), once with the program's
+order forced the same way (the reported command's queue held until the other has run). What the script reads back
+(every tensor it reads, and every live tensor's buffers when it ends: readback.py) and its own result (its asserts) are
+compared:
+
+- `confirmed`: the two orders give different numbers (which output, how many values, the first index, both values);
+- `not-observed`: the witness's order ran and every output matched (and why, when it can be told: the value the racing
+  command computed is overwritten, or never read, before the program ends);
+- `not-tried`: why not (the order cannot run with what tinygrad submitted, one of the two is a host step, the mock NV GPU
+  runs no kernels, the run submitted different commands, ...).
+
+A `stale-input` finding (a TinyJit replay reading an earlier call's input) is confirmed by running the script with
+TinyJit's graph off (`JIT=2`: every call resolves its inputs) and comparing with a run with the graph. A `deadlock` is
+confirmed by the run's own hang. The JSON of a finding carries `confirmation`: {"status", "why" or "differences", ...}."""
+from __future__ import annotations
+import json, os, pathlib, subprocess, sys, tempfile, time
+from typing import Callable, Optional
+from .readback import compare
+
+__all__ = ["confirm", "describe", "place_of", "LIMIT", "STATUSES"]
+
+STATUSES = ("confirmed", "not-observed", "not-tried")
+LIMIT = 8          # races confirmed per run (each takes a run of the script, beside one shared); the others are `not-tried`
+TIMEOUT = 1800     # seconds one run of the script may take
+
+def describe(c: dict) -> list:
+  """A confirmation as the report's lines, under its finding."""
+  st = c.get("status")
+  if st == "confirmed":
+    out = [f"  confirmed: {c.get('how', 'the witness order ran')}, and the numbers differ:"]
+    for d in c.get("differences", [])[:4]:
+      idx = f"[{', '.join(map(str, d['index']))}]" if d.get("index") else ""
+      out.append(f"    {d['what']}: {d['values']} of {d['total']} values differ, first at {idx or 'the start'}: "
+                 f"{d['got']} {c.get('got_as', 'in the witness order')}, {d['want']} {c.get('want_as', 'in the program order')}")
+    if len(c.get("differences", [])) > 4: out.append(f"    ... and {len(c['differences']) - 4} more outputs differ")
+    if c.get("error"): out.append(f"    the script's own result: {c['error']}")
+    return out
+  if st == "not-observed":
+    return [f"  not observed: {c.get('how', 'the witness order ran')}, and every output matched" + (f": {c['why']}" if c.get("why") else "")]
+  return [f"  not tried: {c.get('why', '')}"]
+
+# ---------------------------------------------------------------- where a command is
+
+def _ring(capture, name: str):
+  return next((r for r in capture.rings.values() if r.name == name), None)
+
+def place_of(capture, cmd) -> Optional[dict]:
+  """The mock_order.Place (as a dict) of a finding's command: its ring's tinygrad device and queue, its dwords."""
+  if cmd.ring is None or cmd.offset is None: return None
+  r = _ring(capture, cmd.ring)
+  if r is None or not 0 <= cmd.offset < len(r.dwords): return None
+  dev = next((d for d in capture.devices.values() if d["name"] == r.device), None)
+  if dev is None: return None
+  from ..amd.meaning import decoder
+  from ..amd.lift import group_packets
+  pk = decoder(r.engine, r.target).decode(r.dwords[cmd.offset:cmd.offset + 4096])
+  groups = group_packets(pk, r.engine)
+  n = sum(len(p.dwords) for p in groups[0]) if groups else 1
+  idx = int(r.name[4:r.name.index("_")]) if r.engine == "copy" and r.name[4:r.name.index("_")].isdigit() else 0
+  return {"device": dev["tinygrad"], "engine": r.engine, "index": idx, "start": cmd.offset, "end": cmd.offset + n,
+          "header": int(r.dwords[cmd.offset])}
+
+# ---------------------------------------------------------------- running the script again
+
+class Runs:
+  """The script's runs made for confirmations (each in a process of its own), cached by what they force."""
+  def __init__(self, script: pathlib.Path, fn: str, args: list, env: Optional[dict] = None, progress: Optional[Callable] = None,
+               keep: Optional[pathlib.Path] = None):
+    self.script, self.fn, self.args, self.keep = script, fn, args, keep
+    self.env = dict(os.environ if env is None else env)
+    self.env.setdefault("HCQDEV_WAIT_TIMEOUT_MS", "10000")   # the mock runs synchronously: a wait that has not passed will not
+    self.progress = progress
+    self.cache: dict = {}
+    self.count, self.seconds = 0, 0.0
+
+  def run(self, orders: Optional[list] = None, **env) -> dict:
+    key = json.dumps([orders, env], sort_keys=True)
+    if key in self.cache: return self.cache[key]
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="hcqdsl-confirm-") as tmp:
+      spec, out = pathlib.Path(tmp) / "spec.json", pathlib.Path(tmp) / "out.json"
+      spec.write_text(json.dumps({"script": str(self.script), "fn": self.fn, "args": self.args, "orders": orders or []}))
+      e = dict(self.env, **env)
+      here = str(pathlib.Path(__file__).resolve().parents[2])   # (hcqdsl itself, wherever the user runs from)
+      e["PYTHONPATH"] = os.pathsep.join(x for x in [here] + e.get("PYTHONPATH", "").split(os.pathsep) if x)
+      try:
+        p = subprocess.run([sys.executable, "-m", "hcqdsl.tinygrad.rerun", str(spec), str(out)], capture_output=True, text=True,
+                           timeout=TIMEOUT, env=e)
+        res = json.loads(out.read_text()) if out.is_file() else \
+          {"failure": f"the run ended without a result (exit {p.returncode}): {(p.stderr.strip().splitlines() or [''])[-1]}"}
+      except subprocess.TimeoutExpired: res = {"failure": f"the run took more than {TIMEOUT} s"}
+    self.count += 1
+    self.seconds += time.perf_counter() - t0
+    if self.keep is not None:   # each run's orders and what it read back, to look at (`sanitize --keep DIR`)
+      try:
+        self.keep.mkdir(parents=True, exist_ok=True)
+        (self.keep / f"confirm_run{self.count}.json").write_text(json.dumps({"orders": orders, "env": env, "result": res}, indent=1))
+      except OSError: pass
+    if self.progress is not None: self.progress(f"hcqdsl sanitize --confirm: run {self.count} of the script done ({self.seconds:.1f} s)")
+    self.cache[key] = res
+    return res
+
+# ---------------------------------------------------------------- verdicts
+
+def _hung(res: dict) -> bool:
+  return bool(res.get("error")) and ("Wait timeout" in res["error"] or "hang detected" in res["error"])
+
+def _places(capture, f) -> tuple:
+  """(first, then) places of a race between two queue commands, or (None, why not)."""
+  a, b = f.commands[0], f.commands[1] if len(f.commands) > 1 else None
+  if b is None: return None, "the finding names one command: there is no order to force"
+  if "host" in (a.queue, b.queue):
+    return None, ("one of the two is the host's step: the mock runs the host's steps as tinygrad's Python runs them, and "
+                  "holding the host is not supported")
+  first, then = place_of(capture, a), place_of(capture, b)
+  if first is None or then is None: return None, "the commands' places in the rings were not recorded (a lift without offsets)"
+  return (first, then), None
+
+def _held_wrong(res: dict, name: str, k: Optional[int]) -> Optional[str]:
+  """Why run `res` (`name`) cannot be compared: hcqdsl failed, it submitted other commands, order k did not run, hung."""
+  if res.get("failure"): return f"the run with {name} failed in hcqdsl: {res['failure']}"
+  h = res.get("hold") or {}
+  if h.get("wrong"): return f"the run with {name} submitted other commands than the sanitized run ({h['wrong']})"
+  if k is not None:
+    o = (h.get("orders") or [{}])[k]
+    if o.get("infeasible"): return f"{name} cannot run with what tinygrad submitted: {o['infeasible']}"
+    if not o.get("ran"): return f"{name} did not run: the awaited command was never reached"
+  if _hung(res): return f"with {name} forced tinygrad hung: {res['error']}"
+  return None
+
+def _races(runs: Runs, capture, races: list, why_dead: Callable) -> None:
+  """Each race's confirmation. The reference run forces the program's order of every race (what tinygrad computes with
+  each missing order present); race k's run forces its witness's order instead and the program's for the others, so
+  another race that happens on the mock anyway does not hide this one."""
+  placed = []
+  for f in races:
+    pl, why = _places(capture, f)
+    if pl is None: f.confirmation = {"status": "not-tried", "why": why}
+    else: placed.append((f, pl))
+  if not placed: return
+  program = [{"held": first, "until": then} for _, (first, then) in placed]
+  ref = runs.run(program)
+  if (bad := _held_wrong(ref, "the program's order of every race", None)) is not None:
+    for f, _ in placed: f.confirmation = {"status": "not-tried", "why": bad}
+    return
+  for k, (f, (first, then)) in enumerate(placed):
+    a, b = f.commands[0], f.commands[1]
+    witness = runs.run(program[:k] + [{"held": then, "until": first}] + program[k + 1:])
+    how = f"{b.queue}'s `{b.text}` held until {a.queue}'s `{a.text}` had run"
+    if (bad := _held_wrong(witness, "the witness's order", k)) is not None:
+      f.confirmation = {"status": "not-tried", "why": bad}
+      continue
+    diffs = [d.to_json() for d in compare(witness, ref)]
+    if diffs or witness.get("error") != ref.get("error"):
+      f.confirmation = {"status": "confirmed", "how": how, "differences": diffs, "got_as": "in the witness's order",
+                        "want_as": "in the program's order", "error": witness.get("error") if witness.get("error") != ref.get("error") else None}
+      continue
+    f.confirmation = {"status": "not-observed", "how": how}
+    if (why := why_dead(f)) is not None: f.confirmation["why"] = why
+
+def _stale(runs: Runs) -> dict:
+  graph, plain = runs.run(), runs.run(JIT="2")
+  for res, name in ((graph, "the run with TinyJit's graph"), (plain, "the run with the graph off (JIT=2)")):
+    if res.get("failure"): return {"status": "not-tried", "why": f"{name} failed in hcqdsl: {res['failure']}"}
+  diffs = [d.to_json() for d in compare(graph, plain)]
+  how = "the script ran with TinyJit's graph and with it off (JIT=2, every call resolves its inputs)"
+  if diffs or graph.get("error") != plain.get("error"):
+    return {"status": "confirmed", "how": how, "differences": diffs, "got_as": "with the graph", "want_as": "with the graph off",
+            "error": graph.get("error") if graph.get("error") != plain.get("error") else None}
+  return {"status": "not-observed", "how": how, "why": "the inputs the replays read in place of their own hold the same values"}
+
+_NOT_TRIED = {
+  "visibility": "tinygrad's mock GPU has no HDP or caches: a missing memory barrier cannot change what it computes there",
+  "signal-race": "no witness order is forced for a signal written twice without order (only races and deadlocks have witnesses)",
+  "non-monotonic": "no witness order is forced for a signal moving backwards (only races and deadlocks have witnesses)",
+}
+
+def confirm(s, script, fn: str = "", args: Optional[list] = None, env: Optional[dict] = None, progress: Optional[Callable] = None,
+            limit: int = LIMIT, why_dead: Optional[Callable] = None, keep=None) -> Runs:
+  """Set `confirmation` on each of Sanitizer `s`'s findings by running `script` (`fn`, `args`: as sanitize ran it) again
+  on the mock GPU (module docstring). `why_dead(finding)`: why a race's value cannot be seen (None: unknown). `keep`: a
+  directory each run's orders and what it read back are written to (confirm_runN.json)."""
+  runs = Runs(pathlib.Path(script), fn, list(args or []), env, progress, pathlib.Path(keep) if keep is not None else None)
+  archs = [str(d["arch"]) for d in s.capture.devices.values()]
+  nv = bool(archs) and all(a.startswith("sm") for a in archs)
+  races: list = []
+  for f in s.findings:
+    if nv:
+      f.confirmation = {"status": "not-tried", "why": "tinygrad's mock NV GPU runs no kernels: an order forced there changes no "
+                                                      "number (its queues, semaphores and copies are real: the race can be ordered, not seen)"}
+    elif f.code == "stale-input": f.confirmation = _stale(runs)
+    elif f.code == "deadlock":
+      f.confirmation = ({"status": "confirmed", "how": "the run hung", "differences": [], "error": s.hang.message} if s.hang is not None else
+                        {"status": "not-tried", "why": "the run did not hang; no order is forced for a deadlock (check finds the wait "
+                                                       "nothing can release in every order)"})
+    elif f.code == "race":
+      if len(races) >= limit: f.confirmation = {"status": "not-tried", "why": f"--confirm tries the first {limit} races (a run of the script each)"}
+      else: races.append(f)
+    else: f.confirmation = {"status": "not-tried", "why": _NOT_TRIED.get(f.code, f"no order is forced for `{f.code}`")}
+  _races(runs, s.capture, races, why_dead or (lambda _: None))
+  return runs
