@@ -13,6 +13,7 @@
     hcqdsl.lift_file("dump.json")                 # a Program from an image or a raw dump manifest (docs/lift.md)
     with hcqdsl.capture("run.json"): ...          # record what tinygrad submits to AMD queues, as a manifest
     with hcqdsl.sanitize() as s: ...              # ... and check it: s.findings, s.report() (docs/sanitize.md)
+    hcqdsl.sanitize_script("train.py", confirm_findings=True)   # ... a script, each finding's witness forced on the mock
 """
 __version__ = "0.1.0"   # the one place (pyproject.toml reads it; `--version` and SARIF print it)
 
@@ -29,7 +30,7 @@ _LAZY = {"compile_program": "vendors", "Image": "target.image", "disasm_image": 
          "emit_jit": "tinygrad.emit",
          "lift_image": "lift.image", "lift_manifest": "lift.manifest", "load_manifest": "lift.manifest",
          "lift_file": "lift.manifest", "Capture": "tinygrad.capture",
-         "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize"}
+         "sanitize": "tinygrad.sanitize", "Sanitizer": "tinygrad.sanitize", "sanitize_script": "tinygrad.confirm"}
 _MODULES = {"emit": "tinygrad.emit", "capture": "tinygrad.capture"}  # callable modules: `hcqdsl.emit(*tensors)`, `hcqdsl.capture(path)`
 
 _TINYGRAD = ("emit", "emit_jit")  # the user builds tensors next: tinygrad's CPU device and compiler are set up first

@@ -19,6 +19,8 @@ def add_args(p) -> None:
                                               "DIR/capture.json")),
                       (("--confirm",), dict(action="store_true", help="run the script again on tinygrad's mock GPU with each finding's "
                                             "witness order forced and compare what it reads back: confirmed, not-observed or not-tried")),
+                      (("--confirm-limit",), dict(type=int, default=None, metavar="N",
+                                                  help="--confirm: the races tried (a run of the script each; default 8)")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
@@ -31,6 +33,7 @@ def run(a) -> int:
     return 0
   if a.script is None: raise UsageError("sanitize takes SCRIPT.py[:FN] (or --explain CODE)")
   script, fn, args = script_of(a)
+  if a.confirm_limit is not None and (a.confirm_limit < 0 or not a.confirm): raise UsageError("--confirm-limit N (N >= 0) goes with --confirm")
   t0 = time.perf_counter()
   def progress(line: str) -> None:   # long runs only: a short script's report comes before anyone waits for it
     if not a.quiet and time.perf_counter() - t0 > 5: sys.stderr.write(line + "\n")
@@ -50,8 +53,8 @@ def run(a) -> int:
     sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
     return 2
   if a.confirm and s.findings and s.failure is None:
-    from ..tinygrad.confirm import confirm
-    confirm(s, script, fn, args, progress=progress, keep=a.keep)
+    from ..tinygrad.confirm import confirm, LIMIT
+    confirm(s, script, fn, args, progress=progress, keep=a.keep, limit=LIMIT if a.confirm_limit is None else a.confirm_limit)
   sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")

@@ -23,28 +23,12 @@ from __future__ import annotations
 import json, os, pathlib, subprocess, sys, tempfile, time
 from typing import Callable, Optional
 from .readback import compare
+from .confirmation import describe, STATUSES
 
-__all__ = ["confirm", "describe", "place_of", "LIMIT", "STATUSES"]
+__all__ = ["confirm", "sanitize_script", "describe", "place_of", "why_unseen", "Runs", "LIMIT", "STATUSES"]
 
-STATUSES = ("confirmed", "not-observed", "not-tried")
 LIMIT = 8          # races confirmed per run (each takes a run of the script, beside one shared); the others are `not-tried`
 TIMEOUT = 1800     # seconds one run of the script may take
-
-def describe(c: dict) -> list:
-  """A confirmation as the report's lines, under its finding."""
-  st = c.get("status")
-  if st == "confirmed":
-    out = [f"  confirmed: {c.get('how', 'the witness order ran')}, and the numbers differ:"]
-    for d in c.get("differences", [])[:4]:
-      idx = f"[{', '.join(map(str, d['index']))}]" if d.get("index") else ""
-      out.append(f"    {d['what']}: {d['values']} of {d['total']} values differ, first at {idx or 'the start'}: "
-                 f"{d['got']} {c.get('got_as', 'in the witness order')}, {d['want']} {c.get('want_as', 'in the program order')}")
-    if len(c.get("differences", [])) > 4: out.append(f"    ... and {len(c['differences']) - 4} more outputs differ")
-    if c.get("error"): out.append(f"    the script's own result: {c['error']}")
-    return out
-  if st == "not-observed":
-    return [f"  not observed: {c.get('how', 'the witness order ran')}, and every output matched" + (f": {c['why']}" if c.get("why") else "")]
-  return [f"  not tried: {c.get('why', '')}"]
 
 # ---------------------------------------------------------------- where a command is
 
@@ -135,10 +119,10 @@ def _held_wrong(res: dict, name: str, k: Optional[int]) -> Optional[str]:
   if _hung(res): return f"with {name} forced tinygrad hung: {res['error']}"
   return None
 
-def _races(runs: Runs, capture, races: list, why_dead: Callable) -> None:
+def _races(runs: Runs, capture, races: list, why_dead: Callable, limit: int) -> None:
   """Each race's confirmation. The reference run forces the program's order of every race (what tinygrad computes with
   each missing order present); race k's run forces its witness's order instead and the program's for the others, so
-  another race that happens on the mock anyway does not hide this one."""
+  another race that happens on the mock anyway does not hide this one. The first `limit` races get a run of their own."""
   placed = []
   for f in races:
     pl, why = _places(capture, f)
@@ -151,6 +135,9 @@ def _races(runs: Runs, capture, races: list, why_dead: Callable) -> None:
     for f, _ in placed: f.confirmation = {"status": "not-tried", "why": bad}
     return
   for k, (f, (first, then)) in enumerate(placed):
+    if k >= limit:
+      f.confirmation = {"status": "not-tried", "why": f"--confirm tries the first {limit} races (a run of the script each)"}
+      continue
     a, b = f.commands[0], f.commands[1]
     witness = runs.run(program[:k] + [{"held": then, "until": first}] + program[k + 1:])
     how = f"{b.queue}'s `{b.text}` held until {a.queue}'s `{a.text}` had run"
@@ -182,6 +169,51 @@ _NOT_TRIED = {
   "non-monotonic": "no witness order is forced for a signal moving backwards (only races and deadlocks have witnesses)",
 }
 
+def _statement(s, c):
+  """The lifted statement of finding command `c` in the sanitizer's last checked program (found by its `# @N`)."""
+  if c.offset is None or s.program is None or s.text is None: return None
+  q = next((q for q in s.program.queues if q.name == c.queue), None)
+  if q is None: return None
+  lines = s.text.splitlines()
+  return next((st for st in q.body if st.span is not None and f"@{c.offset}" in lines[st.span.line - 1].split("#", 1)[-1].split()), None)
+
+def _touches(st, kernels: dict, sizes: dict) -> list:
+  """(buffer, lo, hi, writes) of each memory access of an exec or copy."""
+  from ..ir import Exec, Copy, Slice
+  if isinstance(st, Copy):
+    return [(x.buffer.name, *x.bounds(sizes.get(x.buffer.name, 0)), w) for x, w in ((st.src, False), (st.dst, True))]
+  if isinstance(st, Exec) and (k := kernels.get(st.kernel.name)) is not None:
+    return [(a.buffer.name, *a.bounds(sizes.get(a.buffer.name, 0)), p.writes) for a, p in zip(st.args, k.params)
+            if isinstance(a, Slice) and not p.scalar]
+  return []
+
+def why_unseen(s, f) -> Optional[str]:
+  """Why a race's value could not show, read off the lifted program: what the racing reader wrote is overwritten before
+  any later command reads it, or nothing submitted after it reads it (None: it is read; the reason is elsewhere)."""
+  from ..ir import Submit
+  sts = [_statement(s, c) for c in f.commands[:2]]
+  if any(st is None for st in sts) or s.program is None or s.program.host is None: return None
+  kernels, sizes = {k.name: k for k in s.program.kernels}, {b.name: b.size for b in s.program.buffers}
+  order = {r.name: i for i, st in enumerate(s.program.host.body) if isinstance(st, Submit) for r in st.queues}
+  queue_of = {id(st): q.name for q in s.program.queues for st in q.body}
+  def key(st): return (order.get(queue_of.get(id(st)), -1), st.span.line)
+  def overlap(x, y) -> bool: return x[0] == y[0] and x[1] < y[2] and y[1] < x[2]
+  # the reader: the command reading what the other writes
+  reader = next((st for st, other in ((sts[0], sts[1]), (sts[1], sts[0])) for r in _touches(st, kernels, sizes) if not r[3]
+                 for w in _touches(other, kernels, sizes) if w[3] and overlap(r, w)), None)
+  if reader is None: return None
+  outs = [(b, lo, hi) for b, lo, hi, w in _touches(reader, kernels, sizes) if w]
+  if not outs: return None
+  later = sorted((st for q in s.program.queues for st in q.body if st.span is not None and key(st) > key(reader)), key=key)
+  for st in later:
+    for b, lo, hi, w in _touches(st, kernels, sizes):
+      if any(b == ob and lo < ohi and olo < hi for ob, olo, ohi in outs):
+        if not w: return None
+        return (f"what {queue_of.get(id(reader))}'s racing command wrote ({', '.join(f'{b}[{lo}:{hi}]' for b, lo, hi in outs)}) is overwritten "
+                f"by {queue_of.get(id(st))}'s `{s.text.splitlines()[st.span.line - 1].split('#')[0].strip()}` before anything reads it")
+  return (f"nothing submitted after the racing command reads what it wrote ({', '.join(f'{b}[{lo}:{hi}]' for b, lo, hi in outs)}): "
+          "the program never reads it back")
+
 def confirm(s, script, fn: str = "", args: Optional[list] = None, env: Optional[dict] = None, progress: Optional[Callable] = None,
             limit: int = LIMIT, why_dead: Optional[Callable] = None, keep=None) -> Runs:
   """Set `confirmation` on each of Sanitizer `s`'s findings by running `script` (`fn`, `args`: as sanitize ran it) again
@@ -200,9 +232,18 @@ def confirm(s, script, fn: str = "", args: Optional[list] = None, env: Optional[
       f.confirmation = ({"status": "confirmed", "how": "the run hung", "differences": [], "error": s.hang.message} if s.hang is not None else
                         {"status": "not-tried", "why": "the run did not hang; no order is forced for a deadlock (check finds the wait "
                                                        "nothing can release in every order)"})
-    elif f.code == "race":
-      if len(races) >= limit: f.confirmation = {"status": "not-tried", "why": f"--confirm tries the first {limit} races (a run of the script each)"}
-      else: races.append(f)
+    elif f.code == "race": races.append(f)
     else: f.confirmation = {"status": "not-tried", "why": _NOT_TRIED.get(f.code, f"no order is forced for `{f.code}`")}
-  _races(runs, s.capture, races, why_dead or (lambda _: None))
+  _races(runs, s.capture, races, why_dead or (lambda f: why_unseen(s, f)), limit)
   return runs
+
+def sanitize_script(script, fn: str = "", args: Optional[list] = None, confirm_findings: bool = True, keep=None, **kw):
+  """`hcqdsl sanitize [--confirm] SCRIPT.py[:FN] ARGS` as an API: the script run under a Sanitizer (`kw` go to it), then,
+  with `confirm_findings`, each finding confirmed (`confirm`). Returns (the Sanitizer, the script's exit code, its error
+  line or None, the confirmation runs or None)."""
+  from .script import run_script
+  from .sanitize import Sanitizer
+  s = Sanitizer(keep=keep, **kw)
+  rc, err = run_script(pathlib.Path(script), fn, list(args or []), s)
+  runs = confirm(s, script, fn, args, keep=keep) if confirm_findings and s.findings and s.failure is None else None
+  return s, rc, err, runs

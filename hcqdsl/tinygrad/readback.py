@@ -1,6 +1,7 @@
 """What a tinygrad program reads back, recorded so two runs of it can be compared (`sanitize --confirm`): every
-tensor's data it asks for — `.numpy()`, `.item()`, `.tolist()`, `.data()` all go through `Tensor._buffer` — with the
-user's line, and when it ends, the contents of every live realized tensor's buffers (each device's shard of a
+tensor's data it asks for — `.numpy()`, `.item()`, `.tolist()`, `.data()` all go through `Tensor._buffer`, then the
+buffer's `as_memoryview`, whose result is recorded (nothing is read, so nothing is submitted, that the program does not
+read itself) — with the user's line, and when it ends, the contents of every live realized tensor's buffers (each device's shard of a
 multi-device tensor on its own: a replica only one device holds wrong is seen), named by the user's line that created
 the tensor. `compare` says where two recordings differ, in the program's terms."""
 from __future__ import annotations
@@ -62,15 +63,21 @@ class ReadBack:
 
   def install(self) -> "ReadBack":
     import tinygrad.tensor as tt
-    orig = tt.Tensor.__dict__["_buffer"]
+    from tinygrad.device import Buffer
+    orig, orig_mv = tt.Tensor.__dict__["_buffer"], Buffer.__dict__["as_memoryview"]
+    pending: dict = {}   # id(Buffer) -> (site, shape, dtype, device): the tensor whose data the program is about to read
     rb = self
     def _buffer(t):
       b = orig(t)
-      try: rb.reads.append(_entry(user_site(2), t.shape, t.dtype, t.device, bytes(b.as_memoryview())))
-      except Exception: pass   # (a buffer that cannot be read back: the program reads it differently)
+      pending[id(b)] = (user_site(2), t.shape, t.dtype, t.device)
       return b
+    def as_memoryview(b, *a, **kw):   # the program's own read (a read of ours would submit a copy of its own)
+      mv = orig_mv(b, *a, **kw)
+      if (p := pending.pop(id(b), None)) is not None: rb.reads.append(_entry(p[0], p[1], p[2], p[3], bytes(mv)))
+      return mv
     setattr(tt.Tensor, "_buffer", _buffer)
-    self._saved.append((tt.Tensor, "_buffer", orig))
+    setattr(Buffer, "as_memoryview", as_memoryview)
+    self._saved += [(tt.Tensor, "_buffer", orig), (Buffer, "as_memoryview", orig_mv)]
     self._sites = _Sites(orig_all := tt.all_tensors)
     for mod in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("tinygrad")]:
       if getattr(mod, "all_tensors", None) is orig_all:   # (tinygrad/engine/jit.py holds its own reference: its held buffers)

@@ -47,7 +47,7 @@ class Finding:
         out += [f"      {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") for f in c.stack]
       out.append(f"    lifted as `{c.text}`")
     if self.confirmation is not None:
-      from .confirm import describe
+      from .confirmation import describe
       out += describe(self.confirmation)
     return "\n".join(out)
   def to_json(self) -> dict: return attrs.asdict(self)
@@ -341,6 +341,8 @@ class Sanitizer:
            f"of tinygrad's {self.vendors()} runtime"
            f" ({self.checks} check{'s' * (self.checks != 1)})")
     if self.incomplete: out += f"; NOT CHECKED: {'; '.join(self.incomplete)}"
+    if (c := [f.confirmation["status"] for f in self.findings if f.confirmation]):   # (`--confirm`: tinygrad/confirm.py)
+      out += "; --confirm: " + ", ".join(f"{c.count(k)} {k}" for k in dict.fromkeys(c))
     return out
 
   def report(self) -> str:

@@ -1,0 +1,145 @@
+"""`hcqdsl sanitize --confirm` (hcqdsl/tinygrad/confirm.py): each finding's witness order forced on tinygrad's mock GPU
+in another run of the script, and what the script reads back compared. Every status on the mock: a dropped wait
+confirmed (classic HCQGraph, BUG=dep), a real stale copy confirmed (tinygrad 0.14's missed input replacement), hcq2's
+unordered cross-device copy confirmed, a race on a dead value not-observed with why, the mock NV GPU not-tried, a
+correct script with no finding and no run. Without the mock: how two recordings compare, and how the reasons read."""
+from __future__ import annotations
+import base64, types
+import numpy as np
+import pytest
+from mock_gpu import needs_mock, hcqdsl as run_hcqdsl, report, WORKLOADS, NV
+
+USER_LINE = f"{WORKLOADS / 'multi_device.py'}:20"
+
+def _statuses(rep: dict) -> list: return [f["confirmation"]["status"] for f in rep["findings"]]
+
+@needs_mock
+def test_a_dropped_wait_is_confirmed():
+  # HCQGraph's copy queue without its wait for the kernel that writes its source: the copy reads the previous call's
+  r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", "--format", "json", WORKLOADS / "buggy_graph.py", BUG="dep")
+  assert r.returncode == 1, r.stderr
+  rep = report(r)
+  assert _statuses(rep) == ["confirmed"] + ["not-tried"] * (len(rep["findings"]) - 1) and len(rep["findings"]) == 6
+  c = rep["findings"][0]["confirmation"]
+  d = c["differences"][0]
+  assert d["what"].startswith(f"read 2, float[2, 8] on AMD:1 at {USER_LINE} (`out = step(Tensor(xn).realize()).numpy()`)")
+  assert (d["values"], d["total"], d["index"]) == (8, 16, [0, 4]) and float(d["want"]) == 5.0 and float(d["got"]) != 5.0
+  assert c["how"].startswith("comp_gpu0_6's `exec E_4_4(") and "held until copy0_gpu0_12's `copy " in c["how"]
+  assert rep["findings"][1]["confirmation"] == {"status": "not-tried", "why": "--confirm tries the first 1 races (a run of the script each)"}
+  r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", WORKLOADS / "buggy_graph.py", BUG="dep")
+  assert "  confirmed: comp_gpu0_6's `exec E_4_4(" in r.stdout and ": 8 of 16 values differ, first at [0, 4]: " in r.stdout
+  assert r.stdout.splitlines()[-1].endswith("; --confirm: 1 confirmed, 5 not-tried")
+
+@needs_mock
+def test_a_stale_jit_copy_is_confirmed():
+  # docs/findings/stale-jit-copy.md: the graph's copy reads call 1's input; with the graph off (JIT=2) every call is right
+  r = run_hcqdsl("sanitize", "--confirm", "--format", "json", WORKLOADS / "stale_copy.py")
+  rep = report(r)
+  assert [f["code"] for f in rep["findings"]] == ["stale-input"] and _statuses(rep) == ["confirmed"]
+  diffs = rep["findings"][0]["confirmation"]["differences"]
+  assert [(d["values"], d["total"], d["got"], d["want"]) for d in diffs] == [(8, 8, "101.0", f"{k}01.0") for k in (2, 3, 4)]
+  assert all(d["what"].startswith(f"read {k}, float[8] on AMD:1 at {WORKLOADS / 'stale_copy.py'}:32") for d, k in zip(diffs, (3, 4, 5)))
+
+@needs_mock
+@pytest.mark.slow
+def test_hcq2_unordered_copy_is_confirmed():
+  # docs/findings/hcq2-cross-device-reuse.md's assign case: device 1 reads t, device 0's copy queue then writes t
+  r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", "--format", "json", WORKLOADS / "hcq2_assign.py", hcq2=True)
+  rep = report(r)
+  assert _statuses(rep) == ["confirmed", "not-tried"]
+  d = rep["findings"][0]["confirmation"]["differences"][0]
+  assert d["what"].startswith(f"read 2, float[16] on AMD:1 at {WORKLOADS / 'hcq2_assign.py'}:16")
+  assert (d["values"], d["total"], d["got"], d["want"]) == (16, 16, "5.0", "3.0")   # call 1 reads t's next value (2 * 2 + 1)
+
+@needs_mock
+def test_a_race_on_a_dead_value_is_not_observed():
+  # the same race, the result of the racing kernel never read: the witness order runs and nothing differs, and why
+  r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", "--format", "json", WORKLOADS / "hcq2_assign.py", hcq2=True, READ="0")
+  rep = report(r)
+  assert r.returncode == 1 and _statuses(rep) == ["not-observed", "not-tried"]
+  c = rep["findings"][0]["confirmation"]
+  assert c["how"].startswith("comp_gpu1_5's `exec E_4_4(") and " held until copy0_gpu0_4's `copy " in c["how"]
+  assert c["why"].startswith("what comp_gpu1_5's racing command wrote (b_") and " is overwritten by comp_gpu1_8's `exec E_4_4(" in c["why"]
+  assert c["why"].endswith("before anything reads it")
+
+@needs_mock
+def test_a_correct_script_has_nothing_to_confirm():
+  r = run_hcqdsl("sanitize", "--confirm", WORKLOADS / "multi_device.py")
+  assert r.returncode == 0 and r.stdout.splitlines()[-1].startswith("ok: 0 errors") and "--confirm" not in r.stdout + r.stderr
+
+@needs_mock
+def test_the_mock_nv_gpu_is_not_tried():
+  r = run_hcqdsl("sanitize", "--confirm", "--format", "json", WORKLOADS / "buggy_graph.py", BUG="dep", **NV)
+  rep = report(r)
+  assert rep["findings"] and set(_statuses(rep)) == {"not-tried"} and "--confirm: run" not in r.stderr
+  assert rep["findings"][0]["confirmation"]["why"].startswith("tinygrad's mock NV GPU runs no kernels")
+
+def test_usage():
+  from conftest import cli
+  assert cli("sanitize", "--confirm-limit", "2", str(WORKLOADS / "multi_device.py")).returncode == 2
+
+# ---- without the mock
+
+def _rec(reads=(), final=()) -> dict:
+  def e(vals, line, **more):
+    a = np.asarray(vals, np.float32)
+    return {"file": "s.py", "line": line, "source": "x.numpy()", "shape": list(a.shape), "dtype": "float", "fmt": "f", "device": "AMD:1",
+            "data": base64.b64encode(a.tobytes()).decode(), **more}
+  return {"reads": [e(v, 3) for v in reads], "final": [e(v, 7, shard=i, shards=2, tensor_shape=["4"]) for i, v in enumerate(final)]}
+
+def test_compare_names_the_output_the_values_and_the_index():
+  from hcqdsl.tinygrad.readback import compare
+  want = _rec([[[1, 2], [3, 4]], [5]], [[0, 0], [1, 1]])
+  assert compare(want, want) == []
+  got = _rec([[[1, 2], [3, 9]], [5]], [[0, 0], [1, 7]])
+  d1, d2 = compare(got, want)
+  assert (d1.what, d1.values, d1.total, d1.index, d1.got, d1.want) == ("read 1, float[2, 2] on AMD:1 at s.py:3 (`x.numpy()`)", 1, 4, [1, 1], "9.0", "4.0")
+  assert d2.what == "the tensor created at s.py:7 (`x.numpy()`) (float[4], shard 1 of 2 on AMD:1) when the program ended" and d2.index == [1]
+  nan = _rec([[float("nan")]])
+  assert compare(nan, nan) == []                                   # bit for bit: the same NaN is the same
+  assert compare(_rec([[1], [2]]), _rec([[1]]))[0].what == "the number of reads (2 against 1)"
+
+def test_a_confirmation_reads_as_lines():
+  from hcqdsl.tinygrad.confirmation import describe
+  c = {"status": "confirmed", "how": "A held until B had run", "got_as": "in the witness's order", "want_as": "in the program's order",
+       "differences": [{"what": "read 2", "values": 8, "total": 16, "index": [0, 4], "got": "1.5", "want": "5.0"}]}
+  assert describe(c) == ["  confirmed: A held until B had run, and the numbers differ:",
+                         "    read 2: 8 of 16 values differ, first at [0, 4]: 1.5 in the witness's order, 5.0 in the program's order"]
+  assert describe({"status": "not-observed", "how": "A held", "why": "w"}) == ["  not observed: A held, and every output matched: w"]
+  assert describe({"status": "not-tried", "why": "w"}) == ["  not tried: w"]
+
+def test_why_a_value_is_unseen_is_read_off_the_lifted_program():
+  import hcqdsl
+  from hcqdsl.tinygrad.confirm import why_unseen
+  from hcqdsl.tinygrad.sanitize import Command, Finding
+  text = """device g0 = AMD:0 gfx1100
+buffer t on g0 size 64
+buffer y on g0 size 64
+buffer src on g0 size 64
+buffer res on g0 size 64
+kernel k(out o, in i)
+queue c0 compute on g0 {
+  exec k(y, t)  # @10
+}
+queue x0 copy on g0 {
+  copy t <- src  # @20
+}
+queue c1 compute on g0 {
+  exec k(y, src)  # @30
+}
+queue x1 copy on g0 {
+  copy res <- y  # @40
+}
+host {
+  submit c0
+  submit x0
+  submit c1
+  submit x1
+}
+"""
+  s = types.SimpleNamespace(program=hcqdsl.parse(text, "p.hcq"), text=text)
+  f = Finding("race", "", [Command("copy t <- src", "x0", "AMD", "", [], "copy0_gpu0", 20), Command("exec k(y, t)", "c0", "AMD", "", [], "comp_gpu0", 10)])
+  assert why_unseen(s, f) == "what c0's racing command wrote (y[0:64]) is overwritten by c1's `exec k(y, src)` before anything reads it"
+  s2 = types.SimpleNamespace(program=hcqdsl.parse(text.replace("exec k(y, src)", "exec k(res, src)"), "p.hcq"),
+                             text=text.replace("exec k(y, src)", "exec k(res, src)"))
+  assert why_unseen(s2, f) is None   # x1 copies `out` out: it is read
