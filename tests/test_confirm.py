@@ -26,6 +26,13 @@ def test_a_dropped_wait_is_confirmed():
   assert (d["values"], d["total"], d["index"]) == (8, 16, [0, 4]) and float(d["want"]) == 5.0 and float(d["got"]) != 5.0
   assert c["how"].startswith("comp_gpu0_6's `exec E_4_4(") and "held until copy0_gpu0_12's `copy " in c["how"]
   assert rep["findings"][1]["confirmation"] == {"status": "not-tried", "why": "--confirm tries the first 1 races (a run of the script each)"}
+  # what the memory is, and whose code should order the two (tinygrad/memnames.py)
+  (mem,) = rep["findings"][0]["memory"]
+  assert mem["what"].startswith("a float buffer of 16 elements on AMD, a view at byte 0 of a memory planner's arena, allocated at ")
+  assert rep["findings"][0]["what_to_do"].startswith("tinygrad's HCQGraph (runtime/graph/hcq.py) built both commands for a TinyJit replay: "
+                                                     "`_resolve_deps` gives each queue its waits")
+  assert rep["findings"][0]["what_to_do"].endswith("it should have made copy0_gpu0_12 (copy on AMD) wait for comp_gpu0_6 "
+                                                   "(kernel E_4_4(out float[16], in float[16]) on AMD)")
   r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", WORKLOADS / "buggy_graph.py", BUG="dep")
   assert "  confirmed: comp_gpu0_6's `exec E_4_4(" in r.stdout and ": 8 of 16 values differ, first at [0, 4]: " in r.stdout
   assert r.stdout.splitlines()[-1].endswith("; --confirm: 1 confirmed, 5 not-tried")
@@ -61,6 +68,10 @@ def test_a_race_on_a_dead_value_is_not_observed():
   assert c["how"].startswith("comp_gpu1_5's `exec E_4_4(") and " held until copy0_gpu0_4's `copy " in c["how"]
   assert c["why"].startswith("what comp_gpu1_5's racing command wrote (b_") and " is overwritten by comp_gpu1_8's `exec E_4_4(" in c["why"]
   assert c["why"].endswith("before anything reads it")
+  f = rep["findings"][0]
+  line, src = f"{WORKLOADS / 'hcq2_assign.py'}:10", "t = Tensor(np.zeros(16, np.float32), device=d1).contiguous().realize()"
+  assert f["memory"][0]["what"] == f"a float buffer of 16 elements on AMD:1, allocated at {line} (`{src}`); held by the tensor `{src}` (float[16]) made at {line}"
+  assert f["what_to_do"].startswith("tinygrad's hcq2 planner (runtime/support/hcq2.py) built both: `_finalize_batch` orders")
 
 @needs_mock
 def test_a_correct_script_has_nothing_to_confirm():
@@ -145,3 +156,19 @@ host {
   s2 = types.SimpleNamespace(program=hcqdsl.parse(text.replace("exec k(y, src)", "exec k(res, src)"), "p.hcq"),
                              text=text.replace("exec k(y, src)", "exec k(res, src)"))
   assert why_unseen(s2, f) is None   # x1 copies `out` out: it is read
+
+def test_whose_code_builds_the_missing_order():
+  from hcqdsl.tinygrad.memnames import MemoryNames
+  from hcqdsl.tinygrad.sanitize import Command, Finding
+  cap = types.SimpleNamespace(path_kind="hcq", host=[{"op": "submit", "queue": "comp_gpu0", "start": 0, "length": 10},
+                                                    {"op": "submit", "queue": "copy0_gpu0", "start": 0, "length": 10}], steps=lambda: 2)
+  f = Finding("race", "", [Command("copy a <- b", "copy0_gpu0", "AMD", "copy (a <- b)", [], "copy0_gpu0", 3),
+                           Command("exec k(b)", "comp_gpu0", "AMD", "kernel k(out float[4])", [], "comp_gpu0", 4)])
+  names = MemoryNames(cap)
+  assert names.whose(f).startswith("tinygrad's eager path submitted them") and names.whose(f).endswith(
+    "copy0_gpu0 (copy on AMD) should wait for comp_gpu0 (kernel k(out float[4]) on AMD)")
+  names.graph_windows.append((1, 2))   # the copy was submitted inside an HCQGraph call
+  assert names.whose(f).startswith("tinygrad's HCQGraph (runtime/graph/hcq.py)")
+  cap.path_kind = "hcq2"
+  assert names.whose(f).startswith("tinygrad's hcq2 planner")
+  assert names.whose(Finding("deadlock", "", f.commands)) is None

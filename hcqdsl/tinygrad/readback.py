@@ -10,7 +10,7 @@ from types import FrameType
 from typing import Optional
 import attrs
 
-__all__ = ["ReadBack", "Difference", "compare", "user_site"]
+__all__ = ["ReadBack", "Difference", "compare", "user_site", "TensorSites", "install_sites", "restore_sites"]
 
 _SKIP: tuple = ()
 
@@ -18,8 +18,7 @@ def _skip_dirs() -> tuple:
   global _SKIP
   if not _SKIP:
     import tinygrad
-    _SKIP = (str(pathlib.Path(tinygrad.__file__).resolve().parent), str(pathlib.Path(__file__).resolve().parents[1]),
-             "/lib/python3", "<")
+    _SKIP = (str(pathlib.Path(tinygrad.__file__).resolve().parent), str(pathlib.Path(__file__).resolve().parents[1]), "<")
   return _SKIP
 
 def user_site(depth: int = 2) -> tuple:
@@ -29,12 +28,12 @@ def user_site(depth: int = 2) -> tuple:
   skip = _skip_dirs()
   while f is not None:
     fn = f.f_code.co_filename
-    if not fn.startswith(skip) and "site-packages" not in fn and "/mockgpu/" not in fn:
+    if not fn.startswith(skip) and "site-packages" not in fn and "/lib/python3" not in fn and "/mockgpu/" not in fn:
       return fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip()
     f = f.f_back
   return "?", 0, ""
 
-class _Sites(dict):
+class TensorSites(dict):
   """tinygrad's `all_tensors` (weakref -> None) that also remembers where each tensor was created."""
   def __init__(self, orig: dict):
     super().__init__(orig)
@@ -48,6 +47,26 @@ class _Sites(dict):
     self.site.pop(ref, None)
     return super().pop(ref, *default)
 
+def install_sites(saved: list) -> TensorSites:
+  """Swap tinygrad's `all_tensors` for a TensorSites in every tinygrad module holding it (tinygrad/engine/jit.py keeps
+  its own reference: the buffers its JIT holds); `saved` gets what restore_sites puts back."""
+  import tinygrad.tensor as tt
+  sites = TensorSites(orig := tt.all_tensors)
+  for mod in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("tinygrad")]:
+    if getattr(mod, "all_tensors", None) is orig:
+      saved.append((mod, "all_tensors", orig))
+      setattr(mod, "all_tensors", sites)
+  return sites
+
+def restore_sites(saved: list, sites: Optional[TensorSites]) -> None:
+  """Put back what install_sites (and other wrappers saved in `saved`) replaced; tinygrad's dict gets the live tensors."""
+  if sites is not None and any(name == "all_tensors" for _, name, _ in saved):
+    orig = next(o for _, name, o in saved if name == "all_tensors")
+    orig.clear()
+    orig.update(dict(sites))
+  for obj, name, orig in reversed(saved): setattr(obj, name, orig)
+  saved.clear()
+
 def _entry(site: tuple, shape, dtype, device, data: bytes, **more) -> dict:
   return {"file": site[0], "line": site[1], "source": site[2], "shape": [int(x) if isinstance(x, int) else str(x) for x in shape],
           "dtype": str(getattr(dtype, "name", dtype)), "fmt": getattr(dtype, "fmt", None) or "B", "device": str(device),
@@ -59,7 +78,7 @@ class ReadBack:
     self.reads: list = []
     self.final: list = []
     self._saved: list = []
-    self._sites: Optional[_Sites] = None
+    self._sites: Optional[TensorSites] = None
 
   def install(self) -> "ReadBack":
     import tinygrad.tensor as tt
@@ -78,20 +97,11 @@ class ReadBack:
     setattr(tt.Tensor, "_buffer", _buffer)
     setattr(Buffer, "as_memoryview", as_memoryview)
     self._saved += [(tt.Tensor, "_buffer", orig), (Buffer, "as_memoryview", orig_mv)]
-    self._sites = _Sites(orig_all := tt.all_tensors)
-    for mod in [m for m in list(sys.modules.values()) if getattr(m, "__name__", "").startswith("tinygrad")]:
-      if getattr(mod, "all_tensors", None) is orig_all:   # (tinygrad/engine/jit.py holds its own reference: its held buffers)
-        self._saved.append((mod, "all_tensors", orig_all))
-        setattr(mod, "all_tensors", self._sites)
+    self._sites = install_sites(self._saved)
     return self
 
   def restore(self) -> None:
-    if self._sites is not None and any(name == "all_tensors" for _, name, _ in self._saved):
-      orig = next(o for _, name, o in self._saved if name == "all_tensors")
-      orig.clear()
-      orig.update(dict(self._sites))
-    for obj, name, orig in reversed(self._saved): setattr(obj, name, orig)
-    self._saved.clear()
+    restore_sites(self._saved, self._sites)
 
   def finish(self) -> None:
     """Record every live realized tensor's buffers (once per buffer, named by the earliest tensor created over it)."""

@@ -11,6 +11,7 @@ import json, pathlib, re, time
 from typing import Optional
 import attrs
 from .capture import Capture, user_frames
+from .memnames import MemoryNames
 from ..lift.manifest import load_manifest, lift_manifest
 from ..lang.format import format_program
 from ..check import parse, check
@@ -37,6 +38,8 @@ class Finding:
   message: str         # check's message on the lifted program
   commands: list       # of Command: the one reported and the other one involved (when there is one)
   confirmation: Optional[dict] = None   # `--confirm`'s verdict (tinygrad/confirm.py): {"status": confirmed | not-observed | not-tried, ...}
+  memory: list = attrs.field(factory=list)   # [{"name", "what"}]: the memory it names, in tinygrad's terms (tinygrad/memnames.py)
+  what_to_do: Optional[str] = None           # whose code should build the missing order, for this finding
   def format(self) -> str:
     out = [f"hcqdsl sanitize: {self.code}: {self.message}"]
     for i, c in enumerate(self.commands):
@@ -46,6 +49,8 @@ class Finding:
         out.append("    stack (most recent call last):")
         out += [f"      {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") for f in c.stack]
       out.append(f"    lifted as `{c.text}`")
+    out += [f"  memory: {m['name']} is {m['what']}" for m in self.memory]
+    if self.what_to_do: out.append(f"  what to do: {self.what_to_do}")
     if self.confirmation is not None:
       from .confirmation import describe
       out += describe(self.confirmation)
@@ -126,6 +131,7 @@ class Sanitizer:
     self.raise_on_error, self.every_call = raise_on_error, every_call or raise_on_error
     self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
     self.capture = Capture(contents=False, stacks=True)
+    self.names = MemoryNames(self.capture)   # what each buffer is to tinygrad (tinygrad/memnames.py)
     self.findings: list = []
     self.warnings: list = []
     self.incomplete: list = []   # what was captured and not checked, in words
@@ -165,6 +171,7 @@ class Sanitizer:
       except Exception as e:
         if exc[0] is None: raise
         self.failure = e
+    self.names.annotate(self.findings)
     if exc[0] is None and self.raise_on_error and self.findings and not self.detected_at: raise SanitizerError(self.report())
     return False
 
@@ -183,6 +190,7 @@ class Sanitizer:
     references) so the capture is checked when the outermost call returns."""
     from tinygrad.engine import realize, jit
     import tinygrad.tensor as tensor
+    self.names.install()
     orig = realize.run_linear
     def run_linear(*a, **kw):
       self._depth += 1
@@ -199,6 +207,7 @@ class Sanitizer:
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
     self._saved.clear()
+    self.names.restore()
 
   def _checkpoint(self) -> None:
     n = self.capture.submissions()
@@ -211,7 +220,9 @@ class Sanitizer:
       return
     if self.findings:
       self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
-      if self.raise_on_error: raise SanitizerError(self.report())
+      if self.raise_on_error:
+        self.names.annotate(self.findings)
+        raise SanitizerError(self.report())
 
   def vendors(self) -> str:
     """AMD, NV or `AMD and NV`: whose queues were submitted to (the devices' architectures)."""
