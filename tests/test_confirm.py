@@ -70,7 +70,8 @@ def test_a_race_on_a_dead_value_is_not_observed():
   assert c["why"].endswith("before anything reads it")
   f = rep["findings"][0]
   line, src = f"{WORKLOADS / 'hcq2_assign.py'}:10", "t = Tensor(np.zeros(16, np.float32), device=d1).contiguous().realize()"
-  assert f["memory"][0]["what"] == f"a float buffer of 16 elements on AMD:1, allocated at {line} (`{src}`); held by the tensor `{src}` (float[16]) made at {line}"
+  assert f["memory"][0]["what"] == (f"a float buffer of 16 elements on AMD:1, allocated at {line} (`{src}`); "
+                                    f"held by the tensor `{src}` (float[16]) made at {line}")
   assert f["what_to_do"].startswith("tinygrad's hcq2 planner (runtime/support/hcq2.py) built both: `_finalize_batch` orders")
 
 @needs_mock
