@@ -2,7 +2,7 @@
 races and deadlocks with the kernel names and the script's lines of both commands (docs/sanitize.md). The findings
 are printed whatever the script did — a script is sanitized *because* it fails —, followed by its own error."""
 from __future__ import annotations
-import os, sys, time
+import json, os, sys, time
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
 from .util import add_script_args, script_of, UsageError
@@ -19,6 +19,8 @@ def add_args(p) -> None:
                                               "DIR/capture.json")),
                       (("--confirm",), dict(action="store_true", help="run the script again on tinygrad's mock GPU with each finding's "
                                             "witness order forced and compare what it reads back: confirmed, not-observed or not-tried")),
+                      (("--reproduce",), dict(metavar="DIR", help="for each confirmed finding, write a standalone tinygrad unittest "
+                                              "to DIR that fails with the wrong numbers, minimized (implies --confirm)")),
                       (("--confirm-limit",), dict(type=int, default=None, metavar="N",
                                                   help="--confirm: the races tried (a run of the script each; default 8)")),
                       (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
@@ -33,6 +35,7 @@ def run(a) -> int:
     return 0
   if a.script is None: raise UsageError("sanitize takes SCRIPT.py[:FN] (or --explain CODE)")
   script, fn, args = script_of(a)
+  a.confirm = a.confirm or a.reproduce is not None
   if a.confirm_limit is not None and (a.confirm_limit < 0 or not a.confirm): raise UsageError("--confirm-limit N (N >= 0) goes with --confirm")
   t0 = time.perf_counter()
   def progress(line: str) -> None:   # long runs only: a short script's report comes before anyone waits for it
@@ -55,7 +58,20 @@ def run(a) -> int:
   if a.confirm and s.findings and s.failure is None:
     from ..tinygrad.confirm import confirm, LIMIT
     confirm(s, script, fn, args, progress=progress, keep=a.keep, limit=LIMIT if a.confirm_limit is None else a.confirm_limit)
-  sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
+  repros = None
+  if a.reproduce is not None and s.findings and s.failure is None:
+    from ..tinygrad.reproduce import reproduce
+    repros = reproduce(s, script, fn, args, a.reproduce, progress=progress)
+  if a.format == "json":
+    out = json.loads(s.to_json())
+    if repros is not None: out["reproductions"] = [r.to_json() for r in repros]
+    sys.stdout.write(json.dumps(out) + "\n")
+  else:
+    sys.stdout.write(s.report() + "\n")
+    for r in repros or []:
+      sys.stdout.write(f"reproduction: {r.path} ({r.statements[1]} of the script's {r.statements[0]} statements, {r.trials} candidates, "
+                       f"{r.seconds:.0f} s): fails on this tinygrad: {r.failure}\n" if r.path and r.failure else
+                       f"reproduction: none for `{r.finding[:80]}`: {r.why}\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
   if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)

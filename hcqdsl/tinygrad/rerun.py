@@ -19,7 +19,7 @@ def _seeds() -> None:
     np.random.seed(0)
   except ImportError: pass
   from tinygrad import Tensor
-  Tensor._seed = 0   # (tinygrad's default is the time: two runs would draw different numbers)
+  Tensor.manual_seed(0)   # (tinygrad's default seed is the time: two runs would draw different numbers)
 
 def main(argv: list) -> int:
   spec = json.loads(pathlib.Path(argv[0]).read_text())
