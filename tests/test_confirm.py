@@ -173,3 +173,53 @@ def test_whose_code_builds_the_missing_order():
   cap.path_kind = "hcq2"
   assert names.whose(f).startswith("tinygrad's hcq2 planner")
   assert names.whose(Finding("deadlock", "", f.commands)) is None
+
+# ---- --reproduce (tinygrad/reproduce.py)
+
+def test_delta_debugging_finds_a_one_minimal_subset():
+  from hcqdsl.tinygrad.reproduce import ddmin
+  calls = []
+  def needs(items):   # the failure needs 3 and 7 together
+    calls.append(list(items))
+    return 3 in items and 7 in items
+  got, made = ddmin(list(range(10)), needs, 100)
+  assert got == [3, 7] and made == len(calls) and made < 30
+  assert ddmin(list(range(10)), needs, 2)[1] == 2   # the budget holds
+
+def test_the_script_as_statements_and_shorter_loops():
+  from hcqdsl.tinygrad.reproduce import statements, shorter_loops
+  src = '"""doc"""\nimport numpy as np\n\n@deco\ndef f(x):\n  return x\n\nif __name__ == "__main__":\n  for i in range(3):\n    print(f(i))\n'
+  st = statements(src)
+  assert st == ["import numpy as np", "@deco\ndef f(x):\n  return x", "for i in range(3):\n  print(f(i))"]
+  assert [c[2].splitlines()[0] for c in shorter_loops(st)] == ["for i in range(1):", "for i in range(2):"]
+
+def test_a_reproduction_is_a_standalone_tinygrad_test():
+  import ast
+  from hcqdsl.tinygrad.reproduce import test_source
+  reads = [{"source": "print(out.numpy())", "fmt": "f", "data": base64.b64encode(np.arange(4, dtype=np.float32).tobytes()).decode()}]
+  text = test_source("race: a and b", "doc", ["from tinygrad import Tensor", "out = Tensor([1.0]).realize()"], reads, "lag",
+                     {"device": "AMD:1", "engine": "compute", "index": 0}, "DEV=MOCKKFD+AMD python -m pytest test/t.py")
+  tree = ast.parse(text)
+  imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+              for a in (n.names if isinstance(n, ast.Import) else [ast.alias(n.module or "")])}
+  assert imported <= {"gc", "sys", "threading", "time", "unittest", "numpy", "tinygrad", "test"}, imported   # only tinygrad (and its mock)
+  assert "WANT = [\n  ('print(out.numpy())', 'float32', [0.0, 1.0, 2.0, 3.0]),\n]" in text
+  assert "restore = lag_queue('AMD:1', 'compute', 0)" in text and text.rstrip().endswith("unittest.main()")
+
+@needs_mock
+@pytest.mark.slow   # (about 2 minutes: the sanitized run, its confirmation, 24 candidates of two runs each)
+def test_a_reproduction_fails_unpatched_and_passes_patched(tmp_path):
+  import subprocess, sys
+  from mock_gpu import env, ROOT
+  r = run_hcqdsl("sanitize", "--reproduce", tmp_path, "--confirm-limit", "1", "--format", "json", WORKLOADS / "hcq2_assign.py", hcq2=True)
+  (rep,) = report(r)["reproductions"]
+  assert rep["failure"].startswith("read 2 (`if read: print(out.numpy()[:4])    # 2 * it + 1`): 16 of 16 values wrong, first at [0]: ")
+  assert rep["failure"].endswith("got 5.0, want 3.0")
+  assert rep["statements"][1] < rep["statements"][0]
+  test = rep["path"]
+  def run(*patch):
+    return subprocess.run([sys.executable, str(ROOT / "tests" / "upstream" / "patched.py"), *patch, test], capture_output=True, text=True,
+                          env=env(hcq2=True), timeout=600)
+  unpatched, patched = run(), run("--patch", str(ROOT / "docs" / "findings" / "hcq2-cross-device-reuse.patch"))
+  assert unpatched.returncode == 1 and "AssertionError: read 2" in unpatched.stderr, unpatched.stderr[-2000:]
+  assert patched.returncode == 0, patched.stderr[-2000:]

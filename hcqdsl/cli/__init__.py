@@ -1,4 +1,4 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph|diff`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph|diff|fuzz`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
 run, or differences from `diff`), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback)."""
 from __future__ import annotations
 import argparse, importlib, os, sys
@@ -21,6 +21,7 @@ COMMANDS = {
   "sanitize": "run a tinygrad script and report the races and deadlocks of what it submits",
   "graph": "draw a program's queues and signals (DOT/SVG)",
   "diff": "launch by launch, what differs between two programs (e.g. emitted vs captured)",
+  "fuzz": "random multi-device tinygrad programs on the mock GPU: sanitized, confirmed, grouped by cause",
 }
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:

@@ -218,13 +218,14 @@ def _want_rows(reads: list) -> str:
     except TypeError: dt = np.dtype("B")
     b = base64.b64decode(r["data"])
     vals = np.frombuffer(b[:len(b) - len(b) % dt.itemsize], dt)
-    rows.append(f"  ({r['line']}, {str(dt)!r}, {vals.tolist()!r}),")
+    rows.append(f"  ({r.get('source') or ''!r}, {str(dt)!r}, {vals.tolist()!r}),")
   return "\n".join(rows)
 
 def test_source(title: str, doc: str, body: list, reads: list, mode: str, lag: Optional[dict], run_line: str) -> str:
   """The test file: a docstring, imports, WANT (line, dtype, values per read), program() (the statements), the helpers,
   one test. `mode`: "lag" (race: the queue lags) or "graph" (stale-input: the graph's replays, WANT from JIT=2)."""
   prog = "def program():\n" + textwrap.indent("\n".join(body) or "pass", "  ") + "\n"
+  against = "with no lag" if mode == "lag" else "with the graph off (JIT=2)"
   if mode == "lag":
     assert lag is not None
     test = (f'''  @unittest.skipUnless(on_mock(), "needs tinygrad's mock AMD GPU (DEV=MOCKKFD+AMD)")
@@ -247,19 +248,20 @@ def test_source(title: str, doc: str, body: list, reads: list, mode: str, lag: O
     self.check(reads)
 '''
   check = '''  def check(self, reads: list):
-    for i, (got, (line, dt, want)) in enumerate(zip(reads, WANT)):
+    for i, (line, dt, want) in enumerate(WANT[:len(reads)]):
+      got = reads[i]
       want = np.array(want, dt)
       bad = ~np.isclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-6, equal_nan=True) if got.shape == want.shape else None
       if bad is None or bad.any():
         first = int(np.argmax(bad)) if bad is not None else 0
-        self.fail(f"read {i + 1} (line {line} of the program): " + (f"{int(bad.sum())} of {bad.size} values wrong, first at [{first}]: "
+        self.fail(f"read {i + 1} (`{line}`): " + (f"{int(bad.sum())} of {bad.size} values wrong, first at [{first}]: "
                   f"got {got[first]}, want {want[first]}" if bad is not None else f"{got.size} values, want {want.size}"))
     self.assertEqual(len(reads), len(WANT), "the program read back a different number of values")
 '''
   return (f'"""{title}\n\n{doc}\n\nStandalone: needs only tinygrad; drop it into tinygrad\'s test/ and run\n  {run_line}"""\n'
           "import gc, sys, threading, time, unittest\nimport numpy as np\nfrom tinygrad import Tensor, Device\nfrom tinygrad.device import Buffer\n"
           "from tinygrad.dtype import _to_np_dtype\n\n"
-          f"# what the program reads back, in order: (its line, dtype, values){' with no lag' if mode == 'lag' else ' with the graph off (JIT=2)'}\n"
+          f"# what the program reads back, in order: (the line that reads, dtype, values) {against}\n"
           f"WANT = [\n{_want_rows(reads)}\n]\n\n{prog}{_HELPERS}\nclass TestReproduction(unittest.TestCase):\n"
           "  def setUp(self):\n    Tensor.manual_seed(0)\n    np.random.seed(0)\n\n"
           f"{check}\n{test}\nif __name__ == \"__main__\":\n  unittest.main()\n")
