@@ -20,12 +20,12 @@ A `stale-input` finding (a TinyJit replay reading an earlier call's input) is co
 TinyJit's graph off (`JIT=2`: every call resolves its inputs) and comparing with a run with the graph. A `deadlock` is
 confirmed by the run's own hang. The JSON of a finding carries `confirmation`: {"status", "why" or "differences", ...}."""
 from __future__ import annotations
-import json, os, pathlib, subprocess, sys, tempfile, time
+import json, os, pathlib, re, subprocess, sys, tempfile, time, types
 from typing import Callable, Optional
 from .readback import compare
 from .confirmation import describe, STATUSES
 
-__all__ = ["confirm", "sanitize_script", "describe", "place_of", "why_unseen", "Runs", "LIMIT", "STATUSES"]
+__all__ = ["confirm", "sanitize_script", "describe", "place_of", "why_unseen", "stale_unseen", "Runs", "LIMIT", "STATUSES"]
 
 LIMIT = 8          # races confirmed per run (each takes a run of the script, beside one shared); the others are `not-tried`
 TIMEOUT = 1800     # seconds one run of the script may take
@@ -152,7 +152,7 @@ def _races(runs: Runs, capture, races: list, why_dead: Callable, limit: int) -> 
     f.confirmation = {"status": "not-observed", "how": how}
     if (why := why_dead(f)) is not None: f.confirmation["why"] = why
 
-def _stale(runs: Runs) -> dict:
+def _stale(runs: Runs, why_dead: Callable) -> dict:
   graph, plain = runs.run(), runs.run(JIT="2")
   for res, name in ((graph, "the run with TinyJit's graph"), (plain, "the run with the graph off (JIT=2)")):
     if res.get("failure"): return {"status": "not-tried", "why": f"{name} failed in hcqdsl: {res['failure']}"}
@@ -161,7 +161,9 @@ def _stale(runs: Runs) -> dict:
   if diffs or graph.get("error") != plain.get("error"):
     return {"status": "confirmed", "how": how, "differences": diffs, "got_as": "with the graph", "want_as": "with the graph off",
             "error": graph.get("error") if graph.get("error") != plain.get("error") else None}
-  return {"status": "not-observed", "how": how, "why": "the inputs the replays read in place of their own hold the same values"}
+  out = {"status": "not-observed", "how": how}
+  if (why := why_dead()) is not None: out["why"] = why
+  return out
 
 _NOT_TRIED = {
   "visibility": "tinygrad's mock GPU has no HDP or caches: a missing memory barrier cannot change what it computes there",
@@ -187,32 +189,67 @@ def _touches(st, kernels: dict, sizes: dict) -> list:
             if isinstance(a, Slice) and not p.scalar]
   return []
 
-def why_unseen(s, f) -> Optional[str]:
-  """Why a race's value could not show, read off the lifted program: what the racing reader wrote is overwritten before
-  any later command reads it, or nothing submitted after it reads it (None: it is read; the reason is elsewhere)."""
+def _program_index(s) -> tuple:
+  """(kernels, buffer sizes, statement -> its queue's name, statement -> its order key) of the sanitizer's program: the
+  order key is its queue's submission (the host's Submit order), then its line."""
   from ..ir import Submit
-  sts = [_statement(s, c) for c in f.commands[:2]]
-  if any(st is None for st in sts) or s.program is None or s.program.host is None: return None
-  kernels, sizes = {k.name: k for k in s.program.kernels}, {b.name: b.size for b in s.program.buffers}
-  order = {r.name: i for i, st in enumerate(s.program.host.body) if isinstance(st, Submit) for r in st.queues}
-  queue_of = {id(st): q.name for q in s.program.queues for st in q.body}
-  def key(st): return (order.get(queue_of.get(id(st)), -1), st.span.line)
-  def overlap(x, y) -> bool: return x[0] == y[0] and x[1] < y[2] and y[1] < x[2]
-  # the reader: the command reading what the other writes
-  reader = next((st for st, other in ((sts[0], sts[1]), (sts[1], sts[0])) for r in _touches(st, kernels, sizes) if not r[3]
-                 for w in _touches(other, kernels, sizes) if w[3] and overlap(r, w)), None)
-  if reader is None: return None
+  prog = s.program
+  kernels, sizes = {k.name: k for k in prog.kernels}, {b.name: b.size for b in prog.buffers}
+  order = {r.name: i for i, st in enumerate(prog.host.body) if isinstance(st, Submit) for r in st.queues}
+  queue_of = {id(st): q.name for q in prog.queues for st in q.body}
+  return kernels, sizes, queue_of, lambda st: (order.get(queue_of.get(id(st)), -1), st.span.line)
+
+def _unread(s, reader, what: str) -> Optional[str]:
+  """Why what `reader` (a lifted statement) writes cannot show: a later command overwrites it before any reads it, or
+  none reads it (None: one reads it)."""
+  kernels, sizes, queue_of, key = _program_index(s)
   outs = [(b, lo, hi) for b, lo, hi, w in _touches(reader, kernels, sizes) if w]
   if not outs: return None
   later = sorted((st for q in s.program.queues for st in q.body if st.span is not None and key(st) > key(reader)), key=key)
+  ranges = ", ".join(f"{b}[{lo}:{hi}]" for b, lo, hi in outs)
   for st in later:
     for b, lo, hi, w in _touches(st, kernels, sizes):
       if any(b == ob and lo < ohi and olo < hi for ob, olo, ohi in outs):
         if not w: return None
-        return (f"what {queue_of.get(id(reader))}'s racing command wrote ({', '.join(f'{b}[{lo}:{hi}]' for b, lo, hi in outs)}) is overwritten "
-                f"by {queue_of.get(id(st))}'s `{s.text.splitlines()[st.span.line - 1].split('#')[0].strip()}` before anything reads it")
-  return (f"nothing submitted after the racing command reads what it wrote ({', '.join(f'{b}[{lo}:{hi}]' for b, lo, hi in outs)}): "
-          "the program never reads it back")
+        return (f"what {what} wrote ({ranges}) is overwritten by {queue_of.get(id(st))}'s "
+                f"`{s.text.splitlines()[st.span.line - 1].split('#')[0].strip()}` before anything reads it")
+  return f"nothing submitted after {what} reads what it wrote ({ranges}): the program never reads it back"
+
+def why_unseen(s, f) -> Optional[str]:
+  """Why a race's value could not show, read off the lifted program: what the racing reader wrote is overwritten before
+  any later command reads it, or nothing submitted after it reads it (None: it is read; the reason is elsewhere)."""
+  sts = [_statement(s, c) for c in f.commands[:2]]
+  if any(st is None for st in sts) or s.program is None or s.program.host is None: return None
+  kernels, sizes, queue_of, _ = _program_index(s)
+  def overlap(x, y) -> bool: return x[0] == y[0] and x[1] < y[2] and y[1] < x[2]
+  # the reader: the command reading what the other writes
+  reader = next((st for st, other in ((sts[0], sts[1]), (sts[1], sts[0])) for r in _touches(st, kernels, sizes) if not r[3]
+                 for w in _touches(other, kernels, sizes) if w[3] and overlap(r, w)), None)
+  return None if reader is None else _unread(s, reader, f"{queue_of.get(id(reader))}'s racing command")
+
+def stale_unseen(s, f) -> Optional[str]:
+  """Why a stale input read could not show: every replay's command that reads the earlier call's input (in the run as
+  it happened: a command submitted from the second graph call on that reads that call's input memory) writes what
+  nothing reads (None: one is read, or the commands cannot be told)."""
+  m = re.search(r"\bin_([0-9a-f]+)@1\b", f.message)
+  names = getattr(s, "names", None)
+  if m is None or s.program is None or s.program.host is None or names is None or len(names.graph_windows) < 2: return None
+  buf = f"b_{m.group(1)}"
+  start = names.graph_windows[1][0]
+  kernels, sizes, queue_of, _ = _program_index(s)
+  lines = s.text.splitlines()
+  readers = []
+  for q in s.program.queues:
+    for st in q.body:
+      if st.span is None or not any(b == buf and not w for b, _, _, w in _touches(st, kernels, sizes)): continue
+      at = re.search(r"#\s*@(\d+)", lines[st.span.line - 1])
+      ring = re.sub(r"_\d+$", "", q.name)
+      step = names.step_of(types.SimpleNamespace(ring=ring, offset=int(at.group(1)))) if at else None
+      if step is not None and step >= start: readers.append(st)
+  whys = [_unread(s, st, f"{queue_of.get(id(st))}'s `{lines[st.span.line - 1].split('#')[0].strip()}` (it reads the earlier input)")
+          for st in readers]
+  if not readers or any(w is None for w in whys): return None
+  return f"{whys[0]}" + (f" (and the same for the {len(readers) - 1} later replays)" if len(readers) > 1 else "")
 
 def confirm(s, script, fn: str = "", args: Optional[list] = None, env: Optional[dict] = None, progress: Optional[Callable] = None,
             limit: int = LIMIT, why_dead: Optional[Callable] = None, keep=None) -> Runs:
@@ -227,7 +264,7 @@ def confirm(s, script, fn: str = "", args: Optional[list] = None, env: Optional[
     if nv:
       f.confirmation = {"status": "not-tried", "why": "tinygrad's mock NV GPU runs no kernels: an order forced there changes no "
                                                       "number (its queues, semaphores and copies are real: the race can be ordered, not seen)"}
-    elif f.code == "stale-input": f.confirmation = _stale(runs)
+    elif f.code == "stale-input": f.confirmation = _stale(runs, lambda: stale_unseen(s, f))
     elif f.code == "deadlock":
       f.confirmation = ({"status": "confirmed", "how": "the run hung", "differences": [], "error": s.hang.message} if s.hang is not None else
                         {"status": "not-tried", "why": "the run did not hang; no order is forced for a deadlock (check finds the wait "
