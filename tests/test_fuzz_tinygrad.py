@@ -4,7 +4,7 @@ from __future__ import annotations
 import ast, json, os, subprocess, sys
 import pytest
 from hcqdsl.tinygrad.fuzz import generate, cause_of, summary, ProgramResult
-from mock_gpu import needs_mock, hcqdsl as run_hcqdsl, ROOT
+from mock_gpu import needs_mock, hcqdsl as run_hcqdsl
 
 def test_programs_are_seeded_and_reproducible():
   a = [generate(3, i) for i in range(20)]
