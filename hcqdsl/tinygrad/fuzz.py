@@ -38,7 +38,7 @@ class _Gen:
     for _ in range(depth):
       ops = ["add", "mul", "relu", "contiguous", "realize"]
       if place == "one": ops += ["to", "shard", "shard", "slice", "replicate", "matmul"]
-      else: ops += ["gather", "reduce_back"] + (["matmul"] if place == "rep" else [])
+      elif place == "rep": ops += ["matmul"]
       op = r.choice(ops)
       if op == "add": x = f"({x} + {r.choice((1, 2, 0.5))})"
       elif op == "mul": x = f"({x} * {r.choice((2, 3, -1))})"
@@ -50,8 +50,6 @@ class _Gen:
       elif op == "replicate": x, place = f"{x}.to(devs)", "rep"
       elif op == "matmul":   # W is sharded on its columns: the tensor-parallel layer
         x, place = (f"({x}.to(devs) @ W)" if place == "one" else f"({x} @ W)"), "1"
-      elif op == "gather": x, place = f"{x}.to(devs[{r.randrange(self.ndev)}])", "one"   # (a sharded tensor gathered to one device)
-      elif op == "reduce_back": x, place = f"({x} @ W.T.contiguous().shard(devs, axis=0)).to(devs[0])" if place == "1" else f"{x}.to(devs[0])", "one"
       elif op == "slice": x = f"{x}[:, {(k := r.choice((2, 4, 6)))}:].pad(((0, 0), (0, {k})))"   # a view
     return x, place
 
@@ -70,7 +68,8 @@ class _Gen:
     z, p2 = self.expr("y", p1, r.randint(1, 4))
     if p2 == "one": z, p2 = f"({z}).to(devs)", "rep"
     body.append(f"z = ({z}).contiguous()")
-    if state: body += ["S.assign(S + z)", "out = z.to(devs[0]).contiguous()", "Tensor.realize(S, out)"]
+    # (S and out realized together crash tinygrad 0.14's scheduler when out gathers a sharded z: docs/fuzz.md)
+    if state: body += ["S.assign(S + z).realize()", "out = z.to(devs[0]).contiguous()"]
     else:
       body.append("out = z.to(devs[0]).contiguous()")
       if r.random() < 0.5: body.append("out = (out + out.sum(axis=1, keepdim=True)).contiguous()   # a reduction")
