@@ -99,7 +99,7 @@ MANIFEST = F("", "object", "the manifest", fields=(
     F("prog_addr", "addr", "the entry point (COMPUTE_PGM_LO/HI << 8)", True), F("name", "name", "its name in the program"),
     F("tinygrad_name", "str", "tinygrad's name of it", since=2),
     F("params", "json", "`in`/`out`/`inout` per pointer argument; since version 2 also tinygrad's signature: per argument "
-                        "{name (null: a buffer), dtype, bytes, mode, shape}"),
+                        "{name (null: a buffer), dtype, bytes, mode, shape, extent (the bytes its kernel touches from the pointer on)}"),
     F("code", "hex", "its code object (ELF)", since=2))),
   F("host", "list", "the host's steps in order (by `op`)", fields=(
     F("op", "str", "`submit`, `signal`, `wait`, `write` (since 2)", True),
