@@ -58,9 +58,15 @@ class _Gen:
     state = r.random() < 0.5
     jit = r.random() < 0.8
     x, place = "x", "one"
-    pick = r.random()
-    if pick < 0.3: x, place = f"x.shard(devs, axis={(a := r.choice((0, 1)))})", str(a)   # a shard of the JIT input
-    elif pick < 0.5: x = "x[1:].pad(((0, 1), (0, 0)))"                               # a slice of the JIT input
+    pick, sharded_input = r.random(), False
+    # how the step first uses its input: views of a JIT input are what TinyJit must replace on every call
+    if pick < 0.2: x, place = f"x.shard(devs, axis={(a := r.choice((0, 1)))})", str(a)   # a shard of the JIT input
+    elif pick < 0.35: x = "x[1:].pad(((0, 1), (0, 0)))"                              # a slice of the JIT input
+    elif pick < 0.5: x, place = "(x.to(devs) @ W)", "1"                              # the tensor-parallel layer of the input
+    elif pick < 0.6:                                                                 # a copy of a slice of the input
+      k = r.choice((2, 4, 6))
+      x = f"x[{k}:].to(devs[{r.randrange(1, n)}]).pad((({k}, 0), (0, 0)))"
+    elif pick < 0.7: x, place, sharded_input = "x", "0", True                        # an input sharded by the caller
     body = []
     y, p1 = self.expr(x, place, r.randint(2, 5))
     body.append(f"y = {y}")
@@ -82,9 +88,9 @@ class _Gen:
     if state: lines.append(f"S = Tensor(np.zeros(({ROWS}, {COLS}), np.float32)).shard(devs, axis={s_axis}).realize()   # state")
     lines += [""] + (["@TinyJit"] if jit else []) + ["def step(x):"] + [f"  {b}" for b in body] + [""]
     where = "devs[0]" if r.random() < 0.5 else f"devs[{r.randrange(n)}]"
-    lines += [f"for i in range({r.randint(3, 5)}):",
-              f"  x = Tensor(rng.standard_normal(({ROWS}, {COLS}), dtype=np.float32), device={where}).realize()",
-              "  out = step(x)"]
+    make = (f"Tensor(rng.standard_normal(({ROWS}, {COLS}), dtype=np.float32)).shard(devs, axis=0)" if sharded_input else
+            f"Tensor(rng.standard_normal(({ROWS}, {COLS}), dtype=np.float32), device={where})")
+    lines += [f"for i in range({r.randint(3, 5)}):", f"  x = {make}.realize()", "  out = step(x)"]
     if r.random() < 0.3: lines.append("  gc.collect()   # the last call's memory back to the allocator")
     lines.append("  print(i, out.numpy().sum())")
     if state: lines.append("print([S.to(d).numpy().sum() for d in devs] if S.uop.axis is None else S.numpy().sum())   # every replica")
