@@ -4,7 +4,7 @@ confirmed (classic HCQGraph, BUG=dep), a real stale copy confirmed (tinygrad 0.1
 unordered cross-device copy confirmed, a race on a dead value not-observed with why, the mock NV GPU not-tried, a
 correct script with no finding and no run. Without the mock: how two recordings compare, and how the reasons read."""
 from __future__ import annotations
-import base64, json, types
+import base64, re, json, types
 import numpy as np
 import pytest
 from mock_gpu import needs_mock, hcqdsl as run_hcqdsl, report, WORKLOADS, NV
@@ -19,23 +19,25 @@ def test_a_dropped_wait_is_confirmed():
   r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", "--format", "json", WORKLOADS / "buggy_graph.py", BUG="dep")
   assert r.returncode == 1, r.stderr
   rep = report(r)
-  assert _statuses(rep) == ["confirmed"] + ["not-tried"] * (len(rep["findings"]) - 1) and len(rep["findings"]) == 6
+  # (one report per bug: the dropped wait's race in every replay is one finding, with the calls it was seen in)
+  assert _statuses(rep) == ["confirmed"] + ["not-tried"] * (len(rep["findings"]) - 1) and len(rep["findings"]) == 2
   c = rep["findings"][0]["confirmation"]
   d = c["differences"][0]
   assert d["what"].startswith(f"read 2, float[2, 8] on AMD:1 at {USER_LINE} (`out = step(Tensor(xn).realize()).numpy()`)")
   assert (d["values"], d["total"], d["index"]) == (8, 16, [0, 4]) and float(d["want"]) == 5.0 and float(d["got"]) != 5.0
-  assert c["how"].startswith("comp_gpu0_6's `exec E_4_4(") and "held until copy0_gpu0_12's `copy " in c["how"]
+  # (queues by the names the report's lifted program gives them: `comp_gpu0`, or `comp_gpu0_6` for a ring's 6th submission)
+  assert re.match(r"comp_gpu0(_\d+)?'s `exec E_4_4\(", c["how"]) and re.search(r"held until copy0_gpu0(_\d+)?'s `copy ", c["how"]), c["how"]
   assert rep["findings"][1]["confirmation"] == {"status": "not-tried", "why": "--confirm tries the first 1 races (a run of the script each)"}
   # what the memory is, and whose code should order the two (tinygrad/memnames.py)
   (mem,) = rep["findings"][0]["memory"]
   assert mem["what"].startswith("a float buffer of 16 elements on AMD, a view at byte 0 of a memory planner's arena, allocated at ")
   assert rep["findings"][0]["what_to_do"].startswith("tinygrad's HCQGraph (runtime/graph/hcq.py) built both commands for a TinyJit replay: "
                                                      "`_resolve_deps` gives each queue its waits")
-  assert rep["findings"][0]["what_to_do"].endswith("it should have made copy0_gpu0_12 (copy on AMD) wait for comp_gpu0_6 "
-                                                   "(kernel E_4_4(out float[16], in float[16]) on AMD)")
+  assert re.search(r"it should have made copy0_gpu0(_\d+)? \(copy on AMD\) wait for comp_gpu0(_\d+)? "
+                   r"\(kernel E_4_4\(out float\[16\], in float\[16\]\) on AMD\)$", rep["findings"][0]["what_to_do"])
   r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", WORKLOADS / "buggy_graph.py", BUG="dep")
-  assert "  confirmed: comp_gpu0_6's `exec E_4_4(" in r.stdout and ": 8 of 16 values differ, first at [0, 4]: " in r.stdout
-  assert r.stdout.splitlines()[-1].endswith("; --confirm: 1 confirmed, 5 not-tried")
+  assert re.search(r"  confirmed: comp_gpu0(_\d+)?'s `exec E_4_4\(", r.stdout) and ": 8 of 16 values differ, first at [0, 4]: " in r.stdout
+  assert r.stdout.splitlines()[-1].endswith("; --confirm: 1 confirmed, 1 not-tried")
 
 @needs_mock
 def test_a_stale_jit_copy_is_confirmed():
@@ -63,10 +65,11 @@ def test_a_race_on_a_dead_value_is_not_observed():
   # the same race, the result of the racing kernel never read: the witness order runs and nothing differs, and why
   r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", "--format", "json", WORKLOADS / "hcq2_assign.py", hcq2=True, READ="0")
   rep = report(r)
-  assert r.returncode == 1 and _statuses(rep) == ["not-observed", "not-tried"]
+  assert r.returncode == 1 and _statuses(rep) == ["not-observed"]   # (its occurrences in each call: one finding)
   c = rep["findings"][0]["confirmation"]
-  assert c["how"].startswith("comp_gpu1_5's `exec E_4_4(") and " held until copy0_gpu0_4's `copy " in c["how"]
-  assert c["why"].startswith("what comp_gpu1_5's racing command wrote (b_") and " is overwritten by comp_gpu1_8's `exec E_4_4(" in c["why"]
+  assert re.match(r"comp_gpu1(_\d+)?'s `exec E_4_4\(", c["how"]) and re.search(r" held until copy0_gpu0(_\d+)?'s `copy ", c["how"]), c["how"]
+  assert re.match(r"what comp_gpu1(_\d+)?'s racing command wrote \(b_", c["why"]) and \
+    re.search(r" is overwritten by comp_gpu1(_\d+)?'s `exec E_4_4\(", c["why"]), c["why"]
   assert c["why"].endswith("before anything reads it")
   f = rep["findings"][0]
   line, src = f"{WORKLOADS / 'hcq2_assign.py'}:10", "t = Tensor(np.zeros(16, np.float32), device=d1).contiguous().realize()"

@@ -86,6 +86,11 @@ def source(file: str, line: int) -> str:
   """The source line (stripped) of a frame, for a report."""
   import linecache
   return linecache.getline(file, line).strip()
+def useful_extent(extent: Optional[int], size: Optional[int]) -> bool:
+  """An extent worth recording: less than the argument's bytes (a bound at or past them says nothing more; an index
+  tinygrad cannot bound reads as a huge vmax)."""
+  return extent is not None and 0 < extent < (size if isinstance(size, int) and size > 0 else U32_MAX)
+
 def param_extents(ast) -> dict:
   """Buffer argument -> the bytes its kernel touches from the argument's pointer on, from tinygrad's kernel (a PROGRAM's
   SINK: every use of a PARAM is a SHRINK(PARAM, start, width) or an INDEX(PARAM, i), whose bounds tinygrad knows):
@@ -297,7 +302,7 @@ class Capture:
     bufs = [s for s in self.kernels[addr]["signature"] if s.get("name") is None]
     for i, s in enumerate(bufs):
       s["mode"] = "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
-      if extents and extents.get(i) is not None: s["extent"] = extents[i]
+      if extents and useful_extent(extents.get(i), s.get("bytes")): s["extent"] = extents[i]
 
   def _on_runtime(self, device, ast, rt) -> None:
     info = getattr(ast, "arg", None)
@@ -351,6 +356,7 @@ class Capture:
     return a
 
   param_extents = staticmethod(param_extents)   # (for the recorders of the recorder interface: capture_hcq2.py)
+  useful_extent = staticmethod(useful_extent)
 
   @staticmethod
   def sig_entry(s) -> dict:

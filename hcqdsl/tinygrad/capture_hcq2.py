@@ -202,7 +202,8 @@ class Hcq2Recorder:
       if sig is not None:
         for i, s in enumerate(x for x in sig if x.get("name") is None):
           s["mode"] = mode(i)
-          if extents.get(i) is not None: s["extent"] = extents[i]   # (the bytes its kernel touches: a view's kernel reads part of it)
+          # (the bytes its kernel touches: a view's kernel reads part of it)
+          if self.cap.useful_extent(extents.get(i), s.get("bytes")): s["extent"] = extents[i]
       else:
         sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
         sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"}

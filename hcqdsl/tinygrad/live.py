@@ -289,12 +289,14 @@ class Live:
       ent = self._kernels.get(a)
       if ent is None or ent["_sig"] is not k["signature"] or len(ent["signature"] or ()) != len(k["signature"]):
         sig = [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
-                **({"shape": s["shape"]} if "shape" in s else {})} for s in k["signature"]]
+                **({"shape": s["shape"]} if "shape" in s else {}), **({"extent": s["extent"]} if "extent" in s else {})}
+               for s in k["signature"]]
         ent = self._kernels[a] = {"name": identifier(k["name"], "k"), "params": None, "signature": sig, "code": None,
                                   "tinygrad_name": k["name"], "_sig": k["signature"]}
-      elif any(s.get("mode") != x.get("mode") for s, x in zip(k["signature"], ent["signature"])):   # (modes learned later)
-        for s, x in zip(k["signature"], ent["signature"]):
-          if "mode" in s: x["mode"] = s["mode"]
+      elif any(s.get("mode") != x.get("mode") or s.get("extent") != x.get("extent") for s, x in zip(k["signature"], ent["signature"])):
+        for s, x in zip(k["signature"], ent["signature"]):   # (modes and extents learned later)
+          for key in ("mode", "extent"):
+            if key in s: x[key] = s[key]
     return self._kernels
 
   def kernel_id(self, k: dict) -> int:
