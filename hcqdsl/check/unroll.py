@@ -5,6 +5,7 @@ statement, and its step at 1-based position `pos` is op `(pos-1) % len(ops)` of 
 Sequence 0 is always the host (it holds the implicit submit of queues no `submit` names), queues follow in order.
 """
 from __future__ import annotations
+from collections import deque
 from typing import Callable, Optional, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
@@ -12,6 +13,8 @@ import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
                   Slice, Timestamp,
                   Expr, U32_MAX, POLL_SIZE, epoch_wait)
+from ..lang import rows as R_
+from ..lang.rows import Rows, Column, Pool, starts
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
            "INT64_SAFE", "PLAIN", "POLL_READ", "STORE", "KERNARGS_BYTES", "kernargs_buffer", "polled_word"]
@@ -170,6 +173,7 @@ class Unrolled:
 _I64 = np.int64
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
 
+
 def _ranked(accs, rows: int) -> np.ndarray:
   """The access columns of a program with byte offsets past int64 (a buffer of 2**63 bytes, a `bounds` error the
   analyses still run past): each offset replaced by its rank among all of them, which keeps every overlap test (the
@@ -296,7 +300,7 @@ class _Lowering:
     # the polled words: one cell per (buffer, offset) some `poll` reads
     self.cells: dict[tuple[int, int], int] = {}
     for q in program.queues:
-      for st in q.body:
+      for st in Rows.of(q).nodes_made:   # (a poll is never a column row)
         if type(st) is Poll and (bi := self.binfo.get(st.src.buffer.name)) is not None:
           self.cells.setdefault((bi[0], 0 if st.src.start is None else st.src.start), len(self.cells))
     self.by_buf: dict[int, list[tuple[int, int]]] = {}   # buffer id -> [(offset, cell)]
@@ -350,16 +354,84 @@ class _Lowering:
       sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
-  def lower(self, body: Sequence, q: Optional[Queue]) -> list[tuple]:
+  def lower_rows(self, rows: Rows, q: Queue) -> list[tuple]:
+    """The ops of a queue's statements: its column rows (lang/rows.py) a column at a time, when none of them needs more
+    than its own fields (no kernel arguments the host patches: an order between statements), its node rows by
+    `lower`; else every statement by `lower`."""
+    cols = [(c.rows, self.lower_column(k, c, q, rows.pool)) for k, c in rows.columns.items()]
+    if any(o is None for _, o in cols): return self.lower(rows.nodes(), q)
+    ops: list = [None] * len(rows)
+    for at, o in cols: deque(map(ops.__setitem__, at, o or ()), 0)
+    if rows.nodes_made: deque(map(ops.__setitem__, rows.node_rows, self.lower(rows.nodes_made, q, rows.node_rows)), 0)
+    return ops
+
+  def lower_column(self, kind: int, c: Column, q: Queue, pool: Pool) -> Optional[list[tuple]]:
+    """The ops of one column of rows, as `lower` makes them (tests/test_check_analyze.py holds the two equal), each
+    distinct name looked up once; None when a row needs `lower` (a patched kernel argument, an unknown name)."""
+    n = len(c)
+    if kind == R_.BARRIER: return [_BARRIER] * n
+    if kind == R_.EPOCH:
+      w = epoch_wait(q.device.name)
+      assert w.value.var is not None   # (it waits for D.epoch - 1)
+      return [(WAIT, self.sig_id[w.signal.name], w.value.var.name, w.value.offset)] * n
+    if kind == R_.WAIT or kind == R_.SIGNAL:
+      sig = {i: self.sig_id.get(pool.names[i]) for i in set(c.x)}
+      if None in sig.values(): return None
+      var = {i: None if i < 0 else pool.names[i] for i in set(c.y)}
+      return list(zip(repeat(WAIT if kind == R_.WAIT else WRITE, n), map(sig.__getitem__, c.x), map(var.__getitem__, c.y), c.z))
+    if (ends := self.ranges(c, pool)) is None: return None
+    bi, lo, hi = ends
+    if kind == R_.COPY:   # (each row's destination, then its source)
+      return list(zip(repeat(ACCESS, n), zip(zip(bi[1::2], lo[1::2], hi[1::2], repeat(R)), zip(bi[0::2], lo[0::2], hi[0::2], repeat(W)))))
+    return self.lower_execs(c, pool, bi, lo, hi)
+
+  def ranges(self, c: Column, pool: Pool) -> Optional[tuple[list, list, list]]:
+    """The buffer ids, starts and ends of a column's slices (a missing bound the buffer's start or end); None when a
+    slice names no buffer."""
+    info: dict[int, tuple[int, int]] = {}
+    for i in set(c.buf):
+      if (b := self.binfo.get(pool.names[i])) is None: return None
+      info[i] = b
+    bi = list(map(info.__getitem__, c.buf))
+    lo = [0 if x < 0 else x for x in c.lo] if -1 in c.lo else c.lo
+    hi = [b[1] if x < 0 else x for b, x in zip(bi, c.hi)] if -1 in c.hi else c.hi
+    return [b[0] for b in bi], lo, hi
+
+  def lower_execs(self, c: Column, pool: Pool, bi: list, lo: list, hi: list) -> Optional[list[tuple]]:
+    """The ops of a column of execs (their arguments all slices), kernel by kernel: the argument in each buffer
+    parameter's position an access in its mode, the kernel's code buffer last; None when an argument is a rebound
+    buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
+    if any(pool.names[i] in self.rebound for i in set(c.buf)): return None
+    out: list = [None] * len(c)
+    firsts = starts(c.y)
+    for k in set(c.x):
+      name = pool.names[k]
+      ms = self.kmodes.get(name)
+      if ms is None: return None
+      at = range(len(c)) if len(set(c.x)) == 1 else [i for i, x in enumerate(c.x) if x == k]
+      if any(c.y[i] != len(ms) for i in at): return None
+      first = firsts if type(at) is range else list(map(firsts.__getitem__, at))
+      per: list = []   # per parameter with a mode: the accesses of the arguments in its position
+      for p, m in enumerate(ms):
+        if m is None: continue
+        ix = list(map(p.__add__, first))
+        per.append(zip(map(bi.__getitem__, ix), map(lo.__getitem__, ix), map(hi.__getitem__, ix), repeat(m)))
+      if name in self.kcode: per.append(repeat(self.kcode[name], len(at)))
+      deque(map(out.__setitem__, at, zip(repeat(ACCESS), zip(*per) if per else repeat((), len(at)))), 0)
+    return out
+
+  def lower(self, body: Sequence, q: Optional[Queue], where: Optional[Sequence[int]] = None) -> list[tuple]:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
-    statements are told apart by exact type and nothing is called per statement that need not be)."""
+    statements are told apart by exact type and nothing is called per statement that need not be). `where`: the
+    op index of each statement (its row in its block), when they are not all of the block from its start."""
     ops: list[tuple] = []
     app = ops.append
     sig_id, binfo, kmodes, rebound = self.sig_id, self.binfo, self.kmodes, self.rebound
     kcode, explicit, access = self.kcode, self.explicit, self.access
     def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
       if not 0 < sl.launch <= self.nlists.get(sl.buffer.name, 0): return   # no such memory: the static `bounds` error says so
-      self.pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
+      at = len(ops) if where is None else where[len(ops)]
+      self.pins.setdefault(q.name if q is not None else None, {})[(at, n)] = sl.launch - 1
     for st in body:
       t = type(st)
       if t is Wait or t is SignalWrite:
@@ -422,7 +494,10 @@ class _Lowering:
 def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
   envs = _envs(program, launches, var_values)
   lw = _Lowering(program, launches, envs)
-  qseqs = [Seq(i + 1, q.name, q.device.name, q, list(q.body), lw.lower(q.body, q)) for i, q in enumerate(program.queues)]
+  qseqs = []
+  for i, q in enumerate(program.queues):
+    rows = Rows.of(q)
+    qseqs.append(Seq(i + 1, q.name, q.device.name, q, rows if rows.columns else rows.nodes_made, lw.lower_rows(rows, q)))
   seqs: list[Optional[Seq]] = [None, *qseqs]   # the host's is made last (it names the queues')
   host = program.host
   seqs[0], idle = _host(program, seqs, lw)

@@ -1,0 +1,116 @@
+"""A block body stored as columns (hcqdsl/lang/rows.py): the parser's fast path reads a body into rows of ints, which
+`Queue.body` builds into the nodes when first read, and which the static checks and unroll read as they are. These
+hold that nothing a user sees depends on it: the nodes are the same objects however they are reached, the program
+equals, hashes, evolves and pickles as the tuple it stands for, and the checker's column readings (static checks,
+unroll's lowering) give what the statement-by-statement code gives, on random programs of every kind of statement."""
+import pickle
+import attrs
+import pytest
+from hypothesis import given, settings, HealthCheck, strategies as st
+import hcqdsl.lang.scan
+from hcqdsl import check, parse
+from hcqdsl.ir import Queue, Host, Wait, stored_body
+from hcqdsl.lang.parse import parse_syntax
+from hcqdsl.lang.rows import Rows
+from hcqdsl.check import unroll as unroll_module
+from hcqdsl.check.unroll import unroll
+from check_gen import programs as check_programs
+from strategies import programs as any_programs
+from layouts import layouts
+
+BIG = ("device g = AMD:0\nbuffer a on g size 64K\nbuffer h on host size 64\nsignal s on g\nsignal t on g\nvar k\n"
+       "kernel one(in x)\nkernel two(out x, in y)\nqueue c compute on g {\n" +
+       "".join(f"  wait t >= {i}\n  exec two(a[{8 * i}:{8 * i + 4}], h[0:4])\n  signal s = k + {i}\n  barrier\n  exec one(a[{8 * i}:{8 * i + 4}])\n"
+               f"  exec two(a[{8 * i + 4}:{8 * i + 8}], h) grid ({i + 1}, 1, 1)\n  epoch\n" for i in range(200)) + "}\nqueue x copy on g {\n" +
+       "".join(f"  copy a[{32768 + 8 * i}:{32776 + 8 * i}] <- h[:8]\n  signal t = {i}\n" for i in range(200)) + "}\n")
+
+def scanned(text):
+  prog, diags = parse_syntax(text, "t.hcq")
+  assert prog is not None and not diags
+  return prog
+
+def test_a_big_body_is_stored_as_rows_and_built_once():
+  prog = scanned(BIG)
+  for q in prog.queues:
+    rows = stored_body(q)
+    assert type(rows) is Rows and rows.columns and len(rows) == len(q.body)
+  q = prog.queues[0]
+  rows = stored_body(q)
+  some = [rows[i] for i in (5, 0, 1399, 5, -1)]   # built one by one, before the body
+  assert some[0] is some[3] and some[2] is some[4]
+  body = q.body
+  assert body is q.body and type(body) is tuple
+  assert [body[i] for i in (5, 0, 1399, 5, -1)] == some and all(a is b for a, b in zip([body[i] for i in (5, 0, 1399, 5, -1)], some))
+  assert all(rows[i] is body[i] for i in range(len(body)))
+  with pytest.raises(IndexError): rows[len(body)]
+
+def test_rows_are_the_grammars_program():
+  # the nodes built from the columns are the grammar's, spans included (tests/test_scan.py does this on every layout)
+  from hcqdsl.lang.dump import program_to_json
+  def lark(text):
+    orig = hcqdsl.lang.scan.scan
+    hcqdsl.lang.scan.scan = lambda t, f, clean=False: None
+    try: return parse_syntax(text, "t.hcq")[0]
+    finally: hcqdsl.lang.scan.scan = orig
+  assert program_to_json(scanned(BIG)) == program_to_json(lark(BIG))
+
+def test_a_block_of_rows_behaves_as_its_tuple():
+  a, b = scanned(BIG), scanned(BIG)
+  qa, qb = a.queues[0], b.queues[0]
+  assert type(stored_body(qb)) is Rows
+  plain = attrs.evolve(qa, body=tuple(qa.body))
+  assert type(stored_body(plain)) is tuple
+  assert qb == plain and hash(qb) == hash(plain) and repr(qb) == repr(plain)
+  assert pickle.loads(pickle.dumps(scanned(BIG).queues[0])) == plain
+  assert attrs.evolve(scanned(BIG).queues[0], name="z") == attrs.evolve(plain, name="z")
+  with pytest.raises(attrs.exceptions.FrozenInstanceError): qa.body = ()
+
+def test_a_tuple_body_is_read_into_rows_once():
+  prog = parse(BIG, "t.hcq")
+  plain = attrs.evolve(prog, decls=tuple(attrs.evolve(d, body=tuple(d.body)) if isinstance(d, (Queue, Host)) else d for d in prog.decls))
+  q = plain.queues[0]
+  body = q.body
+  rows = Rows.of(q)
+  assert rows.columns and Rows.of(q) is rows and stored_body(q) is rows
+  assert q.body is body and all(rows[i] is body[i] for i in range(len(body)))
+
+def _tuples(prog):
+  """The program with every body stored as its tuple (read into columns by Rows.from_nodes when checked)."""
+  return attrs.evolve(prog, decls=tuple(attrs.evolve(d, body=tuple(d.body)) if isinstance(d, (Queue, Host)) else d for d in prog.decls))
+
+def _lowered(u):
+  return ([s.ops for s in u.seqs], [b.name for b in u.buffers], u.pinned, u.idle, [s.gate for s in u.seqs])
+
+seen = {"programs": 0, "columns": 0}
+
+@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(check_programs(symbolic=True), check_programs(polls=True, symbolic=True), check_programs(max_body=12)), st.integers(1, 3))
+def test_columns_lower_and_check_as_the_statements(text, launches):
+  prog = scanned(text)
+  loop = unroll_module._Lowering.lower_column
+  try:
+    unroll_module._Lowering.lower_column = lambda self, *a: None   # every statement through `lower`
+    by_loop = _lowered(unroll(scanned(text), launches))
+  finally: unroll_module._Lowering.lower_column = loop
+  assert _lowered(unroll(prog, launches)) == by_loop, text
+  assert _lowered(unroll(_tuples(scanned(text)), launches)) == by_loop, text
+  assert check(prog, launches) == check(_tuples(scanned(text)), launches), text
+  seen["programs"] += 1
+  seen["columns"] += any(type(stored_body(q)) is Rows for q in prog.queues)
+
+def test_columns_compared():
+  # runs after the property test in this module: programs with column rows were compared
+  assert seen["programs"] == 150 and seen["columns"] >= 100, seen
+
+@settings(max_examples=100, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(any_programs(), st.data())
+def test_every_layout_checks_as_its_tuple(prog, data):
+  text = data.draw(layouts(prog))[0]
+  fast = parse_syntax(text, "t.hcq")[0]
+  assert fast is not None
+  assert check(fast, 2) == check(_tuples(parse_syntax(text, "t.hcq")[0]), 2), text
+
+def test_big_program_checks_as_its_tuple():
+  found = check(scanned(BIG), 1)
+  assert found == check(_tuples(scanned(BIG)), 1) and {d.code for d in found} == {"redundant-wait", "unused-signal"}
+  assert [type(s) for s in scanned(BIG).queues[0].body[:2]] == [Wait, type(scanned(BIG).queues[0].body[1])]
