@@ -79,7 +79,13 @@ def _tuples(prog):
   return attrs.evolve(prog, decls=tuple(attrs.evolve(d, body=tuple(d.body)) if isinstance(d, (Queue, Host)) else d for d in prog.decls))
 
 def _lowered(u):
-  return ([s.ops for s in u.seqs], [b.name for b in u.buffers], u.pinned, u.idle, [s.gate for s in u.seqs])
+  """What unroll made, its numpy columns (made with the ops from the columns, else read from the ops) included."""
+  sync = u.sync_columns()
+  acc = u.access_table()
+  return ([list(s.ops) for s in u.seqs], [b.name for b in u.buffers], u.pinned, u.idle, [s.gate for s in u.seqs],
+          [s.where_kind(0, 1, 2, 3, 4, 5, 6).tolist() for s in u.seqs], [s.where_kind(2).tolist() for s in u.seqs],
+          None if sync is None else (sync[0].tolist(), [[c.tolist() for c in x] for x in sync[1]]),
+          [getattr(acc, f).tolist() for f in ("seq", "idx", "sub", "rid", "mode", "buf", "role", "pin")])
 
 seen = {"programs": 0, "columns": 0}
 

@@ -5,10 +5,12 @@ statement, and its step at 1-based position `pos` is op `(pos-1) % len(ops)` of 
 Sequence 0 is always the host (it holds the implicit submit of queues no `submit` names), queues follow in order.
 """
 from __future__ import annotations
+import itertools
 from collections import deque
 from typing import Callable, Optional, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
+import attrs
 import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
                   Slice, Timestamp,
@@ -42,12 +44,24 @@ INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python int
 R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
 _MODE = {"in": R, "out": W, "inout": RW}
 
+@attrs.define
+class OpColumns:
+  """A sequence's ops as numpy columns, made by the lowering of column rows (lang/rows.py) as it makes the ops, so the
+  analyses that take them at once (`Unrolled.sync_columns`, `AccessTable`) do not read a million op tuples back.
+  `kinds`: each op's kind; `sync`: its waits and writes as (op indices, kinds, signals, vars as columns of
+  `sync_columns`' E, offsets); `acc`: its ACCESS ops' accesses as (op indices, index in the op's accesses, buffer,
+  start, end, mode), None when some op also stores into polled words (the table reads the ops then)."""
+  kinds: np.ndarray
+  sync: tuple
+  acc: Optional[tuple]
+
 class Seq:
-  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "_kinds")
-  def __init__(self, index, name, device, queue, stmts, ops):
+  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "_kinds", "cols")
+  def __init__(self, index, name, device, queue, stmts, ops, cols: Optional[OpColumns] = None):
     self.index, self.name, self.device, self.queue, self.stmts, self.ops = index, name, device, queue, stmts, ops
     self.gate = -1  # queues: index in the host's ops of the submit that hands this queue over, each launch
-    self._kinds = None
+    self.cols = cols
+    self._kinds = None if cols is None else cols.kinds
   def __repr__(self): return f"Seq({self.name})"
 
   def where_kind(self, *kinds) -> np.ndarray:
@@ -62,6 +76,10 @@ class Seq:
       at = [n for n in self.where_kind(WAIT, WRITE, SUBMIT, POLL, ACCESS).tolist() if self.ops[n][0] != ACCESS or len(self.ops[n]) > 2]
     else: at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
     return at, _gather(self.ops, at)
+
+def var_names(envs: list[dict]) -> list[str]:
+  """The vars of a program's launches, in the order of `Unrolled.sync_columns`' columns (from 1)."""
+  return sorted({n for env in envs for n in env})
 
 def _gather(xs: list, at: list) -> tuple:
   if len(at) > 1: return itemgetter(*at)(xs)
@@ -109,12 +127,15 @@ class Unrolled:
     indices, kinds, signals, vars, offsets)), where a var is a column of E (0: none) and E[k] holds launch k+1's
     values (column 0 is 0). None when a value or an offset is too big for int64 arithmetic (those take the ops)."""
     if self._sync is None:
-      names = sorted({n for env in self.envs for n in env})
+      names = var_names(self.envs)
       vid = {n: x + 1 for x, n in enumerate(names)}
       ok = all(-INT64_SAFE < env[n] < INT64_SAFE for env in self.envs for n in names)
       E = np.array([[0] + [env[n] for n in names] for env in self.envs] if ok else [], dtype=_I64).reshape(-1, len(names) + 1)
       cols = []
       for s in self.seqs:
+        if s.cols is not None and ok:
+          cols.append(s.cols.sync)
+          continue
         at = s.where_kind(WAIT, WRITE)
         ops = _gather(s.ops, at.tolist())
         n = len(ops)
@@ -190,17 +211,12 @@ class AccessTable:
   """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
   sequence, op index, index in the op's accesses, range id, mode, buffer, role."""
   def __init__(self, u: Unrolled):
-    at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
-    accs = [tuple((op[6],) if op[0] == POLL else op[1] for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
-    counts = [_col(map(len, a)) for a in accs]
-    self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), _col(int(c.sum()) for c in counts))
-    self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
-    n = np.concatenate(counts)
-    self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
-    rows = int(n.sum())
-    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
-    except OverflowError: cols = _ranked(accs, rows)
-    buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
+    pieces = None if u.polls else _column_accesses(u)
+    if pieces is not None:
+      self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), [len(p[0]) for p in pieces])
+      self.idx, self.sub, buf, lo, hi, self.mode = (np.concatenate([p[f] for p in pieces]) for f in range(6))
+      rows = len(self.seq)
+    else: buf, lo, hi, rows = self._from_ops(u)
     # a range id per distinct (buffer, lo, hi)
     order = np.lexsort((hi, lo, buf))
     new = np.ones(len(order), dtype=bool)
@@ -218,9 +234,13 @@ class AccessTable:
     self.pin = np.full(rows, -1, dtype=_I64)
     for i, ps in u.pinned.items():
       for (n, m), k in ps.items(): self.pin[(self.seq == i) & (self.idx == n) & (self.sub == m)] = k
-    roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
-             for s, a in zip(u.seqs, at)] if u.polls else None
-    self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)]) if roles else np.zeros(rows, dtype=_I64)
+    if u.polls:
+      at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
+      counts = [_col(1 if op[0] == POLL else len(op[1]) for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
+      roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
+               for s, a in zip(u.seqs, at)]
+      self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)])
+    else: self.role = np.zeros(rows, dtype=_I64)
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
     self.idle: dict[int, np.ndarray] = {}   # launch index -> rows that write nothing in it
     for i, ops in u.idle.items():
@@ -228,6 +248,21 @@ class AccessTable:
         for k in ks:
           m = self.idle.setdefault(k - 1, np.zeros(len(self.seq), dtype=bool))
           m |= (self.seq == i) & (self.idx == n)
+
+  def _from_ops(self, u: Unrolled) -> tuple:
+    """seq, idx, sub and mode from the ops themselves; returns (buffer, start, end, rows)."""
+    at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
+    accs = [tuple((op[6],) if op[0] == POLL else op[1] for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
+    counts = [_col(map(len, a)) for a in accs]
+    self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), _col(int(c.sum()) for c in counts))
+    self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
+    n = np.concatenate(counts)
+    self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
+    rows = int(n.sum())
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    except OverflowError: cols = _ranked(accs, rows)
+    buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
+    return buf, lo, hi, rows
 
   def neighbours(self, launches: int) -> tuple:
     """CSR over range instances (range id + nrange * launch for a rebound buffer's ranges, the range id otherwise):
@@ -259,6 +294,29 @@ class AccessTable:
     ptr = np.zeros(nr * launches + 1, dtype=_I64)
     np.cumsum(np.concatenate(counts), out=ptr[1:])
     return ptr, np.concatenate(entries)
+
+def _sorted(pieces: list, width: int, keys: int) -> tuple:
+  """Columns made in pieces, concatenated and sorted by their first `keys` columns (op index first)."""
+  if not pieces: return tuple(np.zeros(0, dtype=_I64) for _ in range(width))
+  cols = [np.concatenate([p[f] for p in pieces]) for f in range(width)]
+  order = np.lexsort(tuple(cols[:keys][::-1]))
+  return tuple(c[order] for c in cols)
+
+def _column_accesses(u: Unrolled) -> Optional[list[tuple]]:
+  """Per sequence (op indices, index in the op, buffer, start, end, mode) of its accesses: the lowering's columns,
+  else read from its ops; None when a byte offset is past int64 (AccessTable ranks them)."""
+  out = []
+  for s in u.seqs:
+    if s.cols is not None and s.cols.acc is not None:
+      out.append(s.cols.acc)
+      continue
+    at = s.where_kind(ACCESS)
+    accs = [op[1] for op in _gather(s.ops, at.tolist())]
+    n = _col(map(len, accs))
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(accs)), dtype=_I64, count=4 * int(n.sum())).reshape(-1, 4).T
+    except OverflowError: return None
+    out.append((np.repeat(at, n), np.arange(len(cols[0]), dtype=_I64) - np.repeat(np.cumsum(n) - n, n), *cols))
+  return out
 
 def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[dict]:
   out = []
@@ -309,6 +367,7 @@ class _Lowering:
     self.nlists = {b.name: len(b.launch_inits) for b in self.buffers if b.per_launch == "rebound"}
     # on NV a `timestamp s` is a release of 0 into s (tinygrad's NVCommandQueue.timestamp: signal(s, 0)), the timer at +8
     self.nv = {d.name for d in program.devices if d.vendor == "NV"}
+    self.vid: dict[Optional[str], int] = {n: x + 1 for x, n in enumerate(var_names(envs))}   # a var's column in `Unrolled.sync_columns`
 
   def stores(self, b: int, lo: int, hi: int, data: Callable[[int], bytes]) -> tuple:
     """What a store of bytes [lo, hi) of buffer b does to the polled words it touches: per cell, the bits it keeps and
@@ -354,36 +413,73 @@ class _Lowering:
       sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
-  def lower_rows(self, rows: Rows, q: Queue) -> list[tuple]:
-    """The ops of a queue's statements: its column rows (lang/rows.py) a column at a time, when none of them needs more
-    than its own fields (no kernel arguments the host patches: an order between statements), its node rows by
-    `lower`; else every statement by `lower`."""
-    cols = [(c.rows, self.lower_column(k, c, q, rows.pool)) for k, c in rows.columns.items()]
-    if any(o is None for _, o in cols): return self.lower(rows.nodes(), q)
-    ops: list = [None] * len(rows)
-    for at, o in cols: deque(map(ops.__setitem__, at, o or ()), 0)
-    if rows.nodes_made: deque(map(ops.__setitem__, rows.node_rows, self.lower(rows.nodes_made, q, rows.node_rows)), 0)
-    return ops
+  def lower_rows(self, rows: Rows, q: Queue) -> tuple[list[tuple], Optional[OpColumns]]:
+    """The ops of a queue's statements, and their numpy columns: its column rows (lang/rows.py) a column at a time,
+    when none of them needs more than its own fields (no kernel arguments the host patches: an order between
+    statements), its node rows by `lower`; else every statement by `lower` (and no columns)."""
+    done = [(c.rows, self.lower_column(k, c, q, rows.pool)) for k, c in rows.columns.items()]
+    if any(x is None for _, x in done): return self.lower(rows.nodes(), q), None
+    n = len(rows)
+    ops: list = [None] * n
+    kinds = np.empty(n, dtype=np.int8)
+    sync, acc = [], []
+    for at, x in done:
+      assert x is not None
+      o, kind, sy, ac = x
+      deque(map(ops.__setitem__, at, o), 0)
+      kinds[at] = kind
+      if sy is not None: sync.append((np.asarray(at, dtype=_I64), *sy))
+      if ac is not None: acc.append(ac)
+    stored = False
+    if rows.nodes_made:
+      at = rows.node_rows
+      made = self.lower(rows.nodes_made, q, at)
+      deque(map(ops.__setitem__, at, made), 0)
+      kinds[at] = [op[0] for op in made]
+      try:
+        sy = [(i, op[0], op[1], self.vid.get(op[2], 0), op[3]) for i, op in zip(at, made) if op[0] <= WRITE]
+        if sy: sync.append(tuple(np.array(c, dtype=_I64) for c in zip(*sy)))
+        ac = [(i, m, *a) for i, op in zip(at, made) if op[0] == ACCESS for m, a in enumerate(op[1])]
+        if ac: acc.append(tuple(np.array(c, dtype=_I64) for c in zip(*ac)))
+      except OverflowError: return ops, None
+      stored = any(op[0] == POLL or (op[0] == ACCESS and len(op) > 2) for op in made)
+    return ops, OpColumns(kinds, _sorted(sync, 5, 1), None if stored else _sorted(acc, 6, 2))
 
-  def lower_column(self, kind: int, c: Column, q: Queue, pool: Pool) -> Optional[list[tuple]]:
-    """The ops of one column of rows, as `lower` makes them (tests/test_check_analyze.py holds the two equal), each
-    distinct name looked up once; None when a row needs `lower` (a patched kernel argument, an unknown name)."""
+  def lower_column(self, kind: int, c: Column, q: Queue, pool: Pool) -> Optional[tuple]:
+    """One column of rows lowered as `lower` lowers each (tests/test_rows.py holds the two equal), each distinct name
+    looked up once: (its ops, their kind, its sync columns (kinds, signals, vars, offsets) or None, its accesses (op
+    index, index in the op, buffer, start, end, mode) or None); None when a row needs `lower` (a patched kernel
+    argument, an unknown name)."""
     n = len(c)
-    if kind == R_.BARRIER: return [_BARRIER] * n
-    if kind == R_.EPOCH:
-      w = epoch_wait(q.device.name)
-      assert w.value.var is not None   # (it waits for D.epoch - 1)
-      return [(WAIT, self.sig_id[w.signal.name], w.value.var.name, w.value.offset)] * n
-    if kind == R_.WAIT or kind == R_.SIGNAL:
-      sig = {i: self.sig_id.get(pool.names[i]) for i in set(c.x)}
-      if None in sig.values(): return None
-      var = {i: None if i < 0 else pool.names[i] for i in set(c.y)}
-      return list(zip(repeat(WAIT if kind == R_.WAIT else WRITE, n), map(sig.__getitem__, c.x), map(var.__getitem__, c.y), c.z))
+    if kind == R_.BARRIER: return [_BARRIER] * n, BARRIER, None, None
+    if kind == R_.EPOCH or kind == R_.WAIT or kind == R_.SIGNAL:
+      if kind == R_.EPOCH:
+        w = epoch_wait(q.device.name)
+        assert w.value.var is not None   # (it waits for D.epoch - 1)
+        var: list[Optional[str]] = [w.value.var.name] * n
+        sig, off = [self.sig_id[w.signal.name]] * n, [w.value.offset] * n
+      else:
+        ids: dict[int, int] = {}
+        for i in set(c.x):
+          if (x := self.sig_id.get(pool.names[i])) is None: return None
+          ids[i] = x
+        sig, off = list(map(ids.__getitem__, c.x)), c.z
+        names: dict[int, Optional[str]] = {i: None if i < 0 else pool.names[i] for i in set(c.y)}
+        var = list(map(names.__getitem__, c.y))
+      k = WRITE if kind == R_.SIGNAL else WAIT
+      vid = self.vid
+      return (list(zip(repeat(k, n), sig, var, off)), k,
+              (np.full(n, k, dtype=_I64), np.array(sig, dtype=_I64), np.fromiter(map(vid.get, var, repeat(0)), dtype=_I64, count=n),
+               np.array(off, dtype=_I64)), None)
     if (ends := self.ranges(c, pool)) is None: return None
     bi, lo, hi = ends
-    if kind == R_.COPY:   # (each row's destination, then its source)
-      return list(zip(repeat(ACCESS, n), zip(zip(bi[1::2], lo[1::2], hi[1::2], repeat(R)), zip(bi[0::2], lo[0::2], hi[0::2], repeat(W)))))
-    return self.lower_execs(c, pool, bi, lo, hi)
+    if kind == R_.COPY:   # (each row's destination, then its source; an op reads the source first)
+      ops = list(zip(repeat(ACCESS, n), zip(zip(bi[1::2], lo[1::2], hi[1::2], repeat(R)), zip(bi[0::2], lo[0::2], hi[0::2], repeat(W)))))
+      def swap(x) -> np.ndarray: return np.array(x, dtype=_I64).reshape(n, 2)[:, ::-1].ravel()
+      return ops, ACCESS, None, (np.repeat(np.asarray(c.rows, dtype=_I64), 2), np.tile(np.arange(2, dtype=_I64), n), swap(bi), swap(lo),
+                                 swap(hi), np.tile(np.array([R, W], dtype=_I64), n))
+    got = self.lower_execs(c, pool, bi, lo, hi)
+    return None if got is None else (got[0], ACCESS, None, got[1])
 
   def ranges(self, c: Column, pool: Pool) -> Optional[tuple[list, list, list]]:
     """The buffer ids, starts and ends of a column's slices (a missing bound the buffer's start or end); None when a
@@ -397,28 +493,34 @@ class _Lowering:
     hi = [b[1] if x < 0 else x for b, x in zip(bi, c.hi)] if -1 in c.hi else c.hi
     return [b[0] for b in bi], lo, hi
 
-  def lower_execs(self, c: Column, pool: Pool, bi: list, lo: list, hi: list) -> Optional[list[tuple]]:
-    """The ops of a column of execs (their arguments all slices), kernel by kernel: the argument in each buffer
-    parameter's position an access in its mode, the kernel's code buffer last; None when an argument is a rebound
-    buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
+  def lower_execs(self, c: Column, pool: Pool, bi: list, lo: list, hi: list) -> Optional[tuple[list, tuple]]:
+    """The ops of a column of execs (their arguments all slices) and their accesses, kernel by kernel: the argument in
+    each buffer parameter's position an access in its mode, the kernel's code buffer last; None when an argument is
+    a rebound buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
     if any(pool.names[i] in self.rebound for i in set(c.buf)): return None
     out: list = [None] * len(c)
-    firsts = starts(c.y)
+    firsts, rows = starts(c.y), np.asarray(c.rows, dtype=_I64)
+    B, L, H = (np.array(x, dtype=_I64) for x in (bi, lo, hi))
+    acc: list[tuple] = []
     for k in set(c.x):
       name = pool.names[k]
       ms = self.kmodes.get(name)
       if ms is None: return None
-      at = range(len(c)) if len(set(c.x)) == 1 else [i for i, x in enumerate(c.x) if x == k]
-      if any(c.y[i] != len(ms) for i in at): return None
+      at: Sequence[int] = range(len(c)) if len(set(c.x)) == 1 else list(itertools.compress(range(len(c)), map(k.__eq__, c.x)))
+      if list(map(c.y.__getitem__, at)).count(len(ms)) != len(at): return None
       first = firsts if type(at) is range else list(map(firsts.__getitem__, at))
       per: list = []   # per parameter with a mode: the accesses of the arguments in its position
+      where, fs = rows[np.asarray(at, dtype=_I64)], np.asarray(first, dtype=_I64)
       for p, m in enumerate(ms):
         if m is None: continue
         ix = list(map(p.__add__, first))
         per.append(zip(map(bi.__getitem__, ix), map(lo.__getitem__, ix), map(hi.__getitem__, ix), repeat(m)))
-      if name in self.kcode: per.append(repeat(self.kcode[name], len(at)))
+        acc.append((where, np.full(len(at), len(per) - 1, dtype=_I64), B[fs + p], L[fs + p], H[fs + p], np.full(len(at), m, dtype=_I64)))
+      if name in self.kcode:
+        per.append(repeat(self.kcode[name], len(at)))
+        acc.append((where, np.full(len(at), len(per) - 1, dtype=_I64), *(np.full(len(at), v, dtype=_I64) for v in self.kcode[name])))
       deque(map(out.__setitem__, at, zip(repeat(ACCESS), zip(*per) if per else repeat((), len(at)))), 0)
-    return out
+    return out, _sorted(acc, 6, 2)
 
   def lower(self, body: Sequence, q: Optional[Queue], where: Optional[Sequence[int]] = None) -> list[tuple]:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
@@ -497,7 +599,7 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   qseqs = []
   for i, q in enumerate(program.queues):
     rows = Rows.of(q)
-    qseqs.append(Seq(i + 1, q.name, q.device.name, q, rows if rows.columns else rows.nodes_made, lw.lower_rows(rows, q)))
+    qseqs.append(Seq(i + 1, q.name, q.device.name, q, rows if rows.columns else rows.nodes_made, *lw.lower_rows(rows, q)))
   seqs: list[Optional[Seq]] = [None, *qseqs]   # the host's is made last (it names the queues')
   host = program.host
   seqs[0], idle = _host(program, seqs, lw)
