@@ -98,6 +98,8 @@ def test_columns_lower_and_check_as_the_statements(text, launches):
     unroll_module._Lowering.lower_column = lambda self, *a: None   # every statement through `lower`
     by_loop = _lowered(unroll(scanned(text), launches))
   finally: unroll_module._Lowering.lower_column = loop
+  one = unroll(scanned(text), launches)
+  assert [[s.ops[i] for i in range(len(s.ops))] for s in one.seqs] == by_loop[0], text   # made one by one
   assert _lowered(unroll(prog, launches)) == by_loop, text
   assert _lowered(unroll(_tuples(scanned(text)), launches)) == by_loop, text
   assert check(prog, launches) == check(_tuples(scanned(text)), launches), text

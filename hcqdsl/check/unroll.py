@@ -77,11 +77,65 @@ class Seq:
     else: at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
     return at, _gather(self.ops, at)
 
+class Ops(Sequence):
+  """A queue's ops, made from its OpColumns when read: `ops[i]` makes one, iteration (or many single reads) all, as
+  `_Lowering.lower` makes them (tests/test_rows.py holds them equal). The happens-before pass and the passes read a
+  million-statement program's ops at the statements they report, and its columns for the rest."""
+  __slots__ = ("n", "cols", "var_of", "made", "_all", "_asked")
+  ONE_BY_ONE = 256   # single reads before the rest are made at once
+
+  def __init__(self, n: int, cols: OpColumns, var_of: list, made: dict):
+    self.n, self.cols, self.var_of, self.made = n, cols, var_of, made   # var_of: a var column's name (0: None); made: node rows' ops
+    self._all: Optional[list] = None
+    self._asked = 0
+
+  def __len__(self) -> int: return self.n
+  def __iter__(self): return iter(self.all())
+  def __eq__(self, other): return list(self) == list(other) if isinstance(other, (list, Ops)) else NotImplemented
+  __hash__ = None   # type: ignore[assignment]
+
+  def __getitem__(self, i):
+    if self._all is not None or type(i) is not int: return self.all()[i]
+    if i < 0: i += self.n
+    if not 0 <= i < self.n: raise IndexError(i)
+    if (op := self.made.get(i)) is not None: return op
+    self._asked += 1
+    if self._asked > self.ONE_BY_ONE: return self.all()[i]
+    kind = int(self.cols.kinds[i])
+    if kind == WAIT or kind == WRITE:
+      at, k, sig, var, off = self.cols.sync
+      j = int(np.searchsorted(at, i))
+      return (kind, int(sig[j]), self.var_of[var[j]], int(off[j]))
+    if kind == BARRIER: return _BARRIER
+    assert kind == ACCESS and self.cols.acc is not None   # (other kinds are node rows)
+    idx, _, buf, lo, hi, mode = self.cols.acc
+    a, b = np.searchsorted(idx, [i, i + 1]).tolist()
+    return (ACCESS, tuple(zip(buf[a:b].tolist(), lo[a:b].tolist(), hi[a:b].tolist(), mode[a:b].tolist())))
+
+  def all(self) -> list:
+    """Every op (made once)."""
+    if self._all is None:
+      out: list = [None] * self.n
+      at, kind, sig, var, off = self.cols.sync
+      deque(map(out.__setitem__, at.tolist(), zip(kind.tolist(), sig.tolist(), map(self.var_of.__getitem__, var.tolist()), off.tolist())), 0)
+      kinds = self.cols.kinds
+      deque(map(out.__setitem__, np.flatnonzero(kinds == BARRIER).tolist(), repeat(_BARRIER)), 0)
+      if self.cols.acc is not None:
+        idx, _, buf, lo, hi, mode = self.cols.acc
+        ops = np.flatnonzero(kinds == ACCESS)
+        n = np.diff(np.searchsorted(idx, np.r_[ops, self.n])).tolist()
+        it = zip(buf.tolist(), lo.tolist(), hi.tolist(), mode.tolist())
+        deque(map(out.__setitem__, ops.tolist(), zip(repeat(ACCESS), map(tuple, map(itertools.islice, repeat(it), n)))), 0)
+      for i, op in self.made.items(): out[i] = op
+      self._all = out
+    return self._all
+
 def var_names(envs: list[dict]) -> list[str]:
   """The vars of a program's launches, in the order of `Unrolled.sync_columns`' columns (from 1)."""
   return sorted({n for env in envs for n in env})
 
-def _gather(xs: list, at: list) -> tuple:
+def _gather(xs, at: list) -> tuple:
+  if type(xs) is Ops: xs = xs.all()
   if len(at) > 1: return itemgetter(*at)(xs)
   return (xs[at[0]],) if at else ()
 
@@ -368,6 +422,7 @@ class _Lowering:
     # on NV a `timestamp s` is a release of 0 into s (tinygrad's NVCommandQueue.timestamp: signal(s, 0)), the timer at +8
     self.nv = {d.name for d in program.devices if d.vendor == "NV"}
     self.vid: dict[Optional[str], int] = {n: x + 1 for x, n in enumerate(var_names(envs))}   # a var's column in `Unrolled.sync_columns`
+    self.var_of: list[Optional[str]] = [None, *var_names(envs)]   # and back
 
   def stores(self, b: int, lo: int, hi: int, data: Callable[[int], bytes]) -> tuple:
     """What a store of bytes [lo, hi) of buffer b does to the polled words it touches: per cell, the bits it keeps and
@@ -413,73 +468,68 @@ class _Lowering:
       sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
-  def lower_rows(self, rows: Rows, q: Queue) -> tuple[list[tuple], Optional[OpColumns]]:
+  def lower_rows(self, rows: Rows, q: Queue) -> tuple[Sequence[tuple], Optional[OpColumns]]:
     """The ops of a queue's statements, and their numpy columns: its column rows (lang/rows.py) a column at a time,
     when none of them needs more than its own fields (no kernel arguments the host patches: an order between
-    statements), its node rows by `lower`; else every statement by `lower` (and no columns)."""
+    statements), its node rows by `lower`; else every statement by `lower` (a list, and no columns). The ops of
+    columns are made from the columns when read (`Ops`)."""
     done = [(c.rows, self.lower_column(k, c, q, rows.pool)) for k, c in rows.columns.items()]
     if any(x is None for _, x in done): return self.lower(rows.nodes(), q), None
     n = len(rows)
-    ops: list = [None] * n
     kinds = np.empty(n, dtype=np.int8)
-    sync, acc = [], []
+    sync, acc, made = [], [], {}
     for at, x in done:
       assert x is not None
-      o, kind, sy, ac = x
-      deque(map(ops.__setitem__, at, o), 0)
+      kind, sy, ac = x
       kinds[at] = kind
       if sy is not None: sync.append((np.asarray(at, dtype=_I64), *sy))
       if ac is not None: acc.append(ac)
     stored = False
     if rows.nodes_made:
       at = rows.node_rows
-      made = self.lower(rows.nodes_made, q, at)
-      deque(map(ops.__setitem__, at, made), 0)
-      kinds[at] = [op[0] for op in made]
+      ops = self.lower(rows.nodes_made, q, at)
+      kinds[at] = [op[0] for op in ops]
       try:
-        sy = [(i, op[0], op[1], self.vid.get(op[2], 0), op[3]) for i, op in zip(at, made) if op[0] <= WRITE]
+        sy = [(i, op[0], op[1], self.vid.get(op[2], 0), op[3]) for i, op in zip(at, ops) if op[0] <= WRITE]
         if sy: sync.append(tuple(np.array(c, dtype=_I64) for c in zip(*sy)))
-        ac = [(i, m, *a) for i, op in zip(at, made) if op[0] == ACCESS for m, a in enumerate(op[1])]
+        ac = [(i, m, *a) for i, op in zip(at, ops) if op[0] == ACCESS for m, a in enumerate(op[1])]
         if ac: acc.append(tuple(np.array(c, dtype=_I64) for c in zip(*ac)))
-      except OverflowError: return ops, None
-      stored = any(op[0] == POLL or (op[0] == ACCESS and len(op) > 2) for op in made)
-    return ops, OpColumns(kinds, _sorted(sync, 5, 1), None if stored else _sorted(acc, 6, 2))
+      except OverflowError: return self.lower(rows.nodes(), q), None
+      stored = any(op[0] == POLL or (op[0] == ACCESS and len(op) > 2) for op in ops)
+      made = dict(zip(at, ops))
+    accs = _sorted(acc, 6, 2)
+    cols = OpColumns(kinds, _sorted(sync, 5, 1), None if stored else accs)
+    lazy = Ops(n, OpColumns(kinds, cols.sync, accs), self.var_of, made)
+    return (lazy.all() if stored else lazy), cols   # (stores into polled words: the table reads the ops)
 
   def lower_column(self, kind: int, c: Column, q: Queue, pool: Pool) -> Optional[tuple]:
-    """One column of rows lowered as `lower` lowers each (tests/test_rows.py holds the two equal), each distinct name
-    looked up once: (its ops, their kind, its sync columns (kinds, signals, vars, offsets) or None, its accesses (op
-    index, index in the op, buffer, start, end, mode) or None); None when a row needs `lower` (a patched kernel
-    argument, an unknown name)."""
+    """One column of rows lowered as `lower` lowers each, each distinct name looked up once: (their ops' kind, their sync
+    columns (kinds, signals, vars, offsets) or None, their accesses (op index, index in the op, buffer, start, end,
+    mode) or None); None when a row needs `lower` (a patched kernel argument, an unknown name)."""
     n = len(c)
-    if kind == R_.BARRIER: return [_BARRIER] * n, BARRIER, None, None
+    if kind == R_.BARRIER: return BARRIER, None, None
     if kind == R_.EPOCH or kind == R_.WAIT or kind == R_.SIGNAL:
+      k = WRITE if kind == R_.SIGNAL else WAIT
       if kind == R_.EPOCH:
         w = epoch_wait(q.device.name)
         assert w.value.var is not None   # (it waits for D.epoch - 1)
-        var: list[Optional[str]] = [w.value.var.name] * n
-        sig, off = [self.sig_id[w.signal.name]] * n, [w.value.offset] * n
-      else:
-        ids: dict[int, int] = {}
-        for i in set(c.x):
-          if (x := self.sig_id.get(pool.names[i])) is None: return None
-          ids[i] = x
-        sig, off = list(map(ids.__getitem__, c.x)), c.z
-        names: dict[int, Optional[str]] = {i: None if i < 0 else pool.names[i] for i in set(c.y)}
-        var = list(map(names.__getitem__, c.y))
-      k = WRITE if kind == R_.SIGNAL else WAIT
-      vid = self.vid
-      return (list(zip(repeat(k, n), sig, var, off)), k,
-              (np.full(n, k, dtype=_I64), np.array(sig, dtype=_I64), np.fromiter(map(vid.get, var, repeat(0)), dtype=_I64, count=n),
-               np.array(off, dtype=_I64)), None)
+        return k, (np.full(n, k, dtype=_I64), np.full(n, self.sig_id[w.signal.name], dtype=_I64),
+                   np.full(n, self.vid[w.value.var.name], dtype=_I64), np.full(n, w.value.offset, dtype=_I64)), None
+      ids: dict[int, int] = {}
+      for i in set(c.x):
+        if (x := self.sig_id.get(pool.names[i])) is None: return None
+        ids[i] = x
+      var = {i: 0 if i < 0 else self.vid[pool.names[i]] for i in set(c.y)}
+      return k, (np.full(n, k, dtype=_I64), np.fromiter(map(ids.__getitem__, c.x), dtype=_I64, count=n),
+                 np.fromiter(map(var.__getitem__, c.y), dtype=_I64, count=n), np.array(c.z, dtype=_I64)), None
     if (ends := self.ranges(c, pool)) is None: return None
     bi, lo, hi = ends
     if kind == R_.COPY:   # (each row's destination, then its source; an op reads the source first)
-      ops = list(zip(repeat(ACCESS, n), zip(zip(bi[1::2], lo[1::2], hi[1::2], repeat(R)), zip(bi[0::2], lo[0::2], hi[0::2], repeat(W)))))
       def swap(x) -> np.ndarray: return np.array(x, dtype=_I64).reshape(n, 2)[:, ::-1].ravel()
-      return ops, ACCESS, None, (np.repeat(np.asarray(c.rows, dtype=_I64), 2), np.tile(np.arange(2, dtype=_I64), n), swap(bi), swap(lo),
-                                 swap(hi), np.tile(np.array([R, W], dtype=_I64), n))
+      return ACCESS, None, (np.repeat(np.asarray(c.rows, dtype=_I64), 2), np.tile(np.arange(2, dtype=_I64), n), swap(bi), swap(lo),
+                            swap(hi), np.tile(np.array([R, W], dtype=_I64), n))
     got = self.lower_execs(c, pool, bi, lo, hi)
-    return None if got is None else (got[0], ACCESS, None, got[1])
+    return None if got is None else (ACCESS, None, got)
 
   def ranges(self, c: Column, pool: Pool) -> Optional[tuple[list, list, list]]:
     """The buffer ids, starts and ends of a column's slices (a missing bound the buffer's start or end); None when a
@@ -493,12 +543,11 @@ class _Lowering:
     hi = [b[1] if x < 0 else x for b, x in zip(bi, c.hi)] if -1 in c.hi else c.hi
     return [b[0] for b in bi], lo, hi
 
-  def lower_execs(self, c: Column, pool: Pool, bi: list, lo: list, hi: list) -> Optional[tuple[list, tuple]]:
-    """The ops of a column of execs (their arguments all slices) and their accesses, kernel by kernel: the argument in
-    each buffer parameter's position an access in its mode, the kernel's code buffer last; None when an argument is
-    a rebound buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
+  def lower_execs(self, c: Column, pool: Pool, bi: list, lo: list, hi: list) -> Optional[tuple]:
+    """The accesses of a column of execs (their arguments all slices), kernel by kernel: the argument in each buffer
+    parameter's position an access in its mode, the kernel's code buffer last; None when an argument is a rebound
+    buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
     if any(pool.names[i] in self.rebound for i in set(c.buf)): return None
-    out: list = [None] * len(c)
     firsts, rows = starts(c.y), np.asarray(c.rows, dtype=_I64)
     B, L, H = (np.array(x, dtype=_I64) for x in (bi, lo, hi))
     acc: list[tuple] = []
@@ -508,19 +557,14 @@ class _Lowering:
       if ms is None: return None
       at: Sequence[int] = range(len(c)) if len(set(c.x)) == 1 else list(itertools.compress(range(len(c)), map(k.__eq__, c.x)))
       if list(map(c.y.__getitem__, at)).count(len(ms)) != len(at): return None
-      first = firsts if type(at) is range else list(map(firsts.__getitem__, at))
-      per: list = []   # per parameter with a mode: the accesses of the arguments in its position
-      where, fs = rows[np.asarray(at, dtype=_I64)], np.asarray(first, dtype=_I64)
+      first = np.asarray(firsts if type(at) is range else list(map(firsts.__getitem__, at)), dtype=_I64)
+      where, sub = rows[np.asarray(at, dtype=_I64)], 0
       for p, m in enumerate(ms):
         if m is None: continue
-        ix = list(map(p.__add__, first))
-        per.append(zip(map(bi.__getitem__, ix), map(lo.__getitem__, ix), map(hi.__getitem__, ix), repeat(m)))
-        acc.append((where, np.full(len(at), len(per) - 1, dtype=_I64), B[fs + p], L[fs + p], H[fs + p], np.full(len(at), m, dtype=_I64)))
-      if name in self.kcode:
-        per.append(repeat(self.kcode[name], len(at)))
-        acc.append((where, np.full(len(at), len(per) - 1, dtype=_I64), *(np.full(len(at), v, dtype=_I64) for v in self.kcode[name])))
-      deque(map(out.__setitem__, at, zip(repeat(ACCESS), zip(*per) if per else repeat((), len(at)))), 0)
-    return out, _sorted(acc, 6, 2)
+        acc.append((where, np.full(len(at), sub, dtype=_I64), B[first + p], L[first + p], H[first + p], np.full(len(at), m, dtype=_I64)))
+        sub += 1
+      if name in self.kcode: acc.append((where, np.full(len(at), sub, dtype=_I64), *(np.full(len(at), v, dtype=_I64) for v in self.kcode[name])))
+    return _sorted(acc, 6, 2)
 
   def lower(self, body: Sequence, q: Optional[Queue], where: Optional[Sequence[int]] = None) -> list[tuple]:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
