@@ -16,7 +16,7 @@ from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Cop
                   Slice, Timestamp,
                   Expr, U32_MAX, POLL_SIZE, epoch_wait)
 from ..lang import rows as R_
-from ..lang.rows import Rows, Column, Pool, starts
+from ..lang.rows import Rows, Column, Pool
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
            "INT64_SAFE", "PLAIN", "POLL_READ", "STORE", "KERNARGS_BYTES", "kernargs_buffer", "polled_word"]
@@ -349,6 +349,15 @@ class AccessTable:
     np.cumsum(np.concatenate(counts), out=ptr[1:])
     return ptr, np.concatenate(entries)
 
+def _table(pool: Pool, ids: set, of: Callable, extra: int = 0) -> Optional[np.ndarray]:
+  """pool id -> of(its name), for the ids given (the others 0), as a numpy lookup table; None when `of` gives None.
+  `extra` more entries at the end (0), for id -1."""
+  t = np.zeros(len(pool.names) + extra, dtype=_I64)
+  for i in ids:
+    if (x := of(pool.names[i])) is None: return None
+    t[i] = x
+  return t
+
 def _sorted(pieces: list, width: int, keys: int) -> tuple:
   """Columns made in pieces, concatenated and sorted by their first `keys` columns (op index first)."""
   if not pieces: return tuple(np.zeros(0, dtype=_I64) for _ in range(width))
@@ -473,7 +482,7 @@ class _Lowering:
     when none of them needs more than its own fields (no kernel arguments the host patches: an order between
     statements), its node rows by `lower`; else every statement by `lower` (a list, and no columns). The ops of
     columns are made from the columns when read (`Ops`)."""
-    done = [(c.rows, self.lower_column(k, c, q, rows.pool)) for k, c in rows.columns.items()]
+    done = [(at := np.array(c.rows, dtype=_I64), self.lower_column(k, c, at, q, rows.pool)) for k, c in rows.columns.items()]
     if any(x is None for _, x in done): return self.lower(rows.nodes(), q), None
     n = len(rows)
     kinds = np.empty(n, dtype=np.int8)
@@ -482,30 +491,31 @@ class _Lowering:
       assert x is not None
       kind, sy, ac = x
       kinds[at] = kind
-      if sy is not None: sync.append((np.asarray(at, dtype=_I64), *sy))
+      if sy is not None: sync.append((at, *sy))
       if ac is not None: acc.append(ac)
     stored = False
     if rows.nodes_made:
-      at = rows.node_rows
-      ops = self.lower(rows.nodes_made, q, at)
-      kinds[at] = [op[0] for op in ops]
+      nat = rows.node_rows
+      ops = self.lower(rows.nodes_made, q, nat)
+      kinds[nat] = [op[0] for op in ops]
       try:
-        sy = [(i, op[0], op[1], self.vid.get(op[2], 0), op[3]) for i, op in zip(at, ops) if op[0] <= WRITE]
+        sy = [(i, op[0], op[1], self.vid.get(op[2], 0), op[3]) for i, op in zip(nat, ops) if op[0] <= WRITE]
         if sy: sync.append(tuple(np.array(c, dtype=_I64) for c in zip(*sy)))
-        ac = [(i, m, *a) for i, op in zip(at, ops) if op[0] == ACCESS for m, a in enumerate(op[1])]
+        ac = [(i, m, *a) for i, op in zip(nat, ops) if op[0] == ACCESS for m, a in enumerate(op[1])]
         if ac: acc.append(tuple(np.array(c, dtype=_I64) for c in zip(*ac)))
       except OverflowError: return self.lower(rows.nodes(), q), None
       stored = any(op[0] == POLL or (op[0] == ACCESS and len(op) > 2) for op in ops)
-      made = dict(zip(at, ops))
+      made = dict(zip(nat, ops))
     accs = _sorted(acc, 6, 2)
     cols = OpColumns(kinds, _sorted(sync, 5, 1), None if stored else accs)
     lazy = Ops(n, OpColumns(kinds, cols.sync, accs), self.var_of, made)
     return (lazy.all() if stored else lazy), cols   # (stores into polled words: the table reads the ops)
 
-  def lower_column(self, kind: int, c: Column, q: Queue, pool: Pool) -> Optional[tuple]:
-    """One column of rows lowered as `lower` lowers each, each distinct name looked up once: (their ops' kind, their sync
-    columns (kinds, signals, vars, offsets) or None, their accesses (op index, index in the op, buffer, start, end,
-    mode) or None); None when a row needs `lower` (a patched kernel argument, an unknown name)."""
+  def lower_column(self, kind: int, c: Column, at: np.ndarray, q: Queue, pool: Pool) -> Optional[tuple]:
+    """One column of rows (at op indices `at`) lowered as `lower` lowers each, each distinct name looked up once:
+    (their ops' kind, their sync columns (kinds, signals, vars, offsets) or None, their accesses (op index, index in
+    the op, buffer, start, end, mode) or None); None when a row needs `lower` (a patched kernel argument, an unknown
+    name)."""
     n = len(c)
     if kind == R_.BARRIER: return BARRIER, None, None
     if kind == R_.EPOCH or kind == R_.WAIT or kind == R_.SIGNAL:
@@ -515,50 +525,47 @@ class _Lowering:
         assert w.value.var is not None   # (it waits for D.epoch - 1)
         return k, (np.full(n, k, dtype=_I64), np.full(n, self.sig_id[w.signal.name], dtype=_I64),
                    np.full(n, self.vid[w.value.var.name], dtype=_I64), np.full(n, w.value.offset, dtype=_I64)), None
-      ids: dict[int, int] = {}
-      for i in set(c.x):
-        if (x := self.sig_id.get(pool.names[i])) is None: return None
-        ids[i] = x
-      var = {i: 0 if i < 0 else self.vid[pool.names[i]] for i in set(c.y)}
-      return k, (np.full(n, k, dtype=_I64), np.fromiter(map(ids.__getitem__, c.x), dtype=_I64, count=n),
-                 np.fromiter(map(var.__getitem__, c.y), dtype=_I64, count=n), np.array(c.z, dtype=_I64)), None
+      sig = _table(pool, set(c.x), self.sig_id.get)
+      if sig is None: return None
+      var = _table(pool, {i for i in set(c.y) if i >= 0}, self.vid.get, extra=1)   # (var -1, none: the table's last, 0)
+      assert var is not None   # (a var the parser read is a var of the program: the static checks said so)
+      return k, (np.full(n, k, dtype=_I64), sig[np.array(c.x, dtype=_I64)], var[np.array(c.y, dtype=_I64)], np.array(c.z, dtype=_I64)), None
     if (ends := self.ranges(c, pool)) is None: return None
-    bi, lo, hi = ends
+    B, L, H = ends
     if kind == R_.COPY:   # (each row's destination, then its source; an op reads the source first)
-      def swap(x) -> np.ndarray: return np.array(x, dtype=_I64).reshape(n, 2)[:, ::-1].ravel()
-      return ACCESS, None, (np.repeat(np.asarray(c.rows, dtype=_I64), 2), np.tile(np.arange(2, dtype=_I64), n), swap(bi), swap(lo),
-                            swap(hi), np.tile(np.array([R, W], dtype=_I64), n))
-    got = self.lower_execs(c, pool, bi, lo, hi)
+      def swap(x) -> np.ndarray: return x.reshape(n, 2)[:, ::-1].ravel()
+      return ACCESS, None, (np.repeat(at, 2), np.tile(np.arange(2, dtype=_I64), n), swap(B), swap(L), swap(H),
+                            np.tile(np.array([R, W], dtype=_I64), n))
+    got = self.lower_execs(c, at, pool, B, L, H)
     return None if got is None else (ACCESS, None, got)
 
-  def ranges(self, c: Column, pool: Pool) -> Optional[tuple[list, list, list]]:
+  def ranges(self, c: Column, pool: Pool) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """The buffer ids, starts and ends of a column's slices (a missing bound the buffer's start or end); None when a
     slice names no buffer."""
-    info: dict[int, tuple[int, int]] = {}
-    for i in set(c.buf):
-      if (b := self.binfo.get(pool.names[i])) is None: return None
-      info[i] = b
-    bi = list(map(info.__getitem__, c.buf))
-    lo = [0 if x < 0 else x for x in c.lo] if -1 in c.lo else c.lo
-    hi = [b[1] if x < 0 else x for b, x in zip(bi, c.hi)] if -1 in c.hi else c.hi
-    return [b[0] for b in bi], lo, hi
+    bi = _table(pool, set(c.buf), lambda name: None if (b := self.binfo.get(name)) is None else b[0])
+    size = _table(pool, set(c.buf), lambda name: None if (b := self.binfo.get(name)) is None else b[1])
+    if bi is None or size is None: return None
+    buf = np.array(c.buf, dtype=_I64)
+    lo, hi = np.array(c.lo, dtype=_I64), np.array(c.hi, dtype=_I64)
+    lo[lo < 0] = 0
+    if (m := hi < 0).any(): hi[m] = size[buf[m]]
+    return bi[buf], lo, hi
 
-  def lower_execs(self, c: Column, pool: Pool, bi: list, lo: list, hi: list) -> Optional[tuple]:
+  def lower_execs(self, c: Column, rows: np.ndarray, pool: Pool, B: np.ndarray, L: np.ndarray, H: np.ndarray) -> Optional[tuple]:
     """The accesses of a column of execs (their arguments all slices), kernel by kernel: the argument in each buffer
     parameter's position an access in its mode, the kernel's code buffer last; None when an argument is a rebound
     buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
     if any(pool.names[i] in self.rebound for i in set(c.buf)): return None
-    firsts, rows = starts(c.y), np.asarray(c.rows, dtype=_I64)
-    B, L, H = (np.array(x, dtype=_I64) for x in (bi, lo, hi))
+    argc, ker = np.array(c.y, dtype=_I64), np.array(c.x, dtype=_I64)
+    firsts = np.cumsum(argc) - argc
     acc: list[tuple] = []
     for k in set(c.x):
       name = pool.names[k]
       ms = self.kmodes.get(name)
       if ms is None: return None
-      at: Sequence[int] = range(len(c)) if len(set(c.x)) == 1 else list(itertools.compress(range(len(c)), map(k.__eq__, c.x)))
-      if list(map(c.y.__getitem__, at)).count(len(ms)) != len(at): return None
-      first = np.asarray(firsts if type(at) is range else list(map(firsts.__getitem__, at)), dtype=_I64)
-      where, sub = rows[np.asarray(at, dtype=_I64)], 0
+      at = np.flatnonzero(ker == k)
+      if (argc[at] != len(ms)).any(): return None
+      first, where, sub = firsts[at], rows[at], 0
       for p, m in enumerate(ms):
         if m is None: continue
         acc.append((where, np.full(len(at), sub, dtype=_I64), B[first + p], L[first + p], H[first + p], np.full(len(at), m, dtype=_I64)))

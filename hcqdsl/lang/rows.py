@@ -4,8 +4,9 @@ program would be three million objects, ~1 µs each to build in CPython).
 
 The statements of the common kinds written the usual way — `wait`, `signal`, an `exec` whose arguments are all
 buffers, `copy`, `barrier`, `epoch`, on a line of their own without a comment — are rows of a `Column` per kind:
-their row numbers in the body, their one-line spans, and their fields as ints: names by number in the file's `Pool`,
-values as (var, offset), slices as (buffer, start, end, ranged) with -1 for a missing bound. Every other statement
+their row numbers in the body and their fields as ints: names by number in the file's `Pool`, values as (var,
+offset), slices as (buffer, start, end, ranged) with -1 for a missing bound. Their spans are found from the text when
+a node is built (`Spans`: where each chunk of lines was read). Every other statement
 is a node the parser built (`Rows.node_rows`, `Rows.nodes_made`). The queue or host holding the body stores the
 `Rows` (ir.stored_body) and builds the tuple of nodes from it when `body` is first read; a row's node is built once
 (`rows[i]` builds one, and the tuple reuses it), so a node is the same object however it was reached. The stages
@@ -87,16 +88,51 @@ class Pool:
   def slice(self, buf: int, lo: int, hi: int, ranged: int) -> Slice:
     return _slice(self.ref(buf), None if lo < 0 else lo, None if hi < 0 else hi, bool(ranged), None)
 
+class Spans:
+  """Where a body's column rows were written: the chunks of whole lines the parser read them from (the first row's
+  number and line, the text), each row's one-line span found from its line's text when asked (from its first to
+  past its last non-blank character): a million rows keep no position of their own."""
+  __slots__ = ("row0", "chunks", "hold", "_lines")
+
+  def __init__(self):
+    self.row0: list[int] = []
+    self.chunks: list[tuple] = []          # (first line, text, start, end, the line of each row or None: row i on line i)
+    self.hold = False                      # every chunk's lines kept (while all rows are built)
+    self._lines: dict[int, list[str]] = {}   # the lines of the chunks read last
+
+  def add(self, row0: int, line0: int, text: str, start: int, end: int, line_of: Optional[list[int]]) -> None:
+    self.row0.append(row0)
+    self.chunks.append((line0, text, start, end, line_of))
+
+  def of(self, rows: list[int]) -> tuple[list[int], list[int], list[int]]:
+    """(line, column, end column) of each of `rows` (ascending)."""
+    lines: list[int] = []
+    cols: list[int] = []
+    stops: list[int] = []
+    for c, r0 in enumerate(self.row0):
+      a = bisect_left(rows, r0)
+      b = bisect_left(rows, self.row0[c + 1]) if c + 1 < len(self.row0) else len(rows)
+      if a == b: continue
+      line0, text, start, end, line_of = self.chunks[c]
+      if (ls := self._lines.get(c)) is None:
+        ls = text[start:end].split("\n")
+        if not self.hold and len(self._lines) > 1: self._lines = {}
+        self._lines[c] = ls
+      at = [r - r0 for r in rows[a:b]]
+      if line_of is not None: at = [line_of[i] for i in at]
+      ts = [ls[i] for i in at]
+      lines += [line0 + i for i in at]
+      cols += [len(t) - len(t.lstrip(" \t")) + 1 for t in ts]
+      stops += [len(t.rstrip(" \t")) + 1 for t in ts]
+    return lines, cols, stops
+
 @attrs.define(slots=True, eq=False)
 class Column:
-  """The rows of one kind, in body order: row numbers (0-based, increasing), spans (line, column .. stop) and ints.
+  """The rows of one kind, in body order: row numbers (0-based, increasing) and ints.
   `x`, `y`, `z`: a wait's or signal's signal, var (-1: none) and offset; an exec's kernel, argument count and
   launch dimensions (Pool.dims; -1: none). `buf`, `lo`, `hi`, `ranged`: the slices, flat (a copy's destination and
   source, an exec's arguments in order), a missing bound -1. The fields a kind has not are empty."""
   rows: list[int]
-  line: list[int]
-  col: list[int]
-  stop: list[int]
   x: list[int] = attrs.field(factory=list)
   y: list[int] = attrs.field(factory=list)
   z: list[int] = attrs.field(factory=list)
@@ -111,9 +147,9 @@ class Column:
   def slices(self, pool: Pool) -> list[Slice]:
     return list(map(pool.slice, self.buf, self.lo, self.hi, self.ranged))
 
-  def make(self, kind: int, file: str, pool: Pool) -> Iterator:
+  def make(self, kind: int, file: str, pool: Pool, spans: Spans) -> Iterator:
     """The nodes of the rows, in order."""
-    f, pos = _MAKE[kind], (repeat(file), self.line, self.col, self.stop)
+    f, pos = _MAKE[kind], (repeat(file), *spans.of(self.rows))
     if kind == WAIT or kind == SIGNAL:
       return map(f, *pos, map(pool.ref, self.x), map(pool.expr, self.y, self.z), _EMPTY, _NONE)
     if kind == COPY:
@@ -126,9 +162,9 @@ class Column:
       return map(f, *pos, map(pool.ref, self.x), args, [d[0] for d in dims], [d[1] for d in dims], _EMPTY, _NONE)
     return map(f, *pos, _EMPTY, _NONE)
 
-  def one(self, kind: int, file: str, pool: Pool, j: int):
+  def one(self, kind: int, file: str, pool: Pool, spans: Spans, j: int):
     """The node of the column's row j."""
-    f, pos = _MAKE[kind], (file, self.line[j], self.col[j], self.stop[j])
+    f, pos = _MAKE[kind], (file, *(x[0] for x in spans.of([self.rows[j]])))
     if kind == WAIT or kind == SIGNAL:
       return f(*pos, pool.ref(self.x[j]), pool.expr(self.y[j], self.z[j]), (), None)
     if kind == BARRIER or kind == EPOCH: return f(*pos, (), None)
@@ -145,10 +181,10 @@ class Column:
 class Rows:
   """The statements of one block body: column rows by kind (`columns`) and node rows (`node_rows`, `nodes_made`).
   A sequence of the statements: `len`, `rows[i]` (its node, built once), iteration (every node)."""
-  __slots__ = ("file", "n", "pool", "columns", "node_rows", "nodes_made", "_built", "_one")
+  __slots__ = ("file", "n", "pool", "spans", "columns", "node_rows", "nodes_made", "_built", "_one")
 
-  def __init__(self, file: str, n: int, pool: Pool, columns: dict, node_rows: list, nodes_made: list):
-    self.file, self.n, self.pool = file, n, pool
+  def __init__(self, file: str, n: int, pool: Pool, spans: Spans, columns: dict, node_rows: list, nodes_made: list):
+    self.file, self.n, self.pool, self.spans = file, n, pool, spans
     self.columns: dict[int, Column] = columns   # kind -> its rows (only kinds with rows)
     self.node_rows, self.nodes_made = node_rows, nodes_made
     self._built: Optional[tuple] = None   # every node, once built
@@ -200,10 +236,9 @@ class Rows:
         continue
       node_rows.append(i)
       nodes.append(st)
-    rb.add_chunk(len(body), [(k, rows, repeat(0, len(rows)), repeat(0, len(rows)), repeat(0, len(rows)), f) for k, (rows, f) in cols.items()],
-                 node_rows, nodes)
+    rb.add_chunk(len(body), [(k, rows, f) for k, (rows, f) in cols.items()], node_rows, nodes)
     r = rb.finish()
-    if type(r) is tuple: r = cls(file, len(body), pool, {}, node_rows, nodes)
+    if type(r) is tuple: r = cls(file, len(body), pool, Spans(), {}, node_rows, nodes)
     r._built = body
     return r
 
@@ -218,7 +253,7 @@ class Rows:
     for kind, c in self.columns.items():
       j = bisect_left(c.rows, i)
       if j < len(c.rows) and c.rows[j] == i:
-        x = self._one[i] = c.one(kind, self.file, self.pool, j)
+        x = self._one[i] = c.one(kind, self.file, self.pool, self.spans, j)
         return x
     return self.nodes_made[bisect_left(self.node_rows, i)]
 
@@ -226,7 +261,9 @@ class Rows:
     """Every statement as its node, in order: what `body` reads."""
     if self._built is None:
       out: list = [None] * self.n
-      for kind, c in self.columns.items(): deque(map(out.__setitem__, c.rows, c.make(kind, self.file, self.pool)), 0)
+      self.spans.hold = True
+      for kind, c in self.columns.items(): deque(map(out.__setitem__, c.rows, c.make(kind, self.file, self.pool, self.spans)), 0)
+      self.spans.hold, self.spans._lines = False, {}
       deque(map(out.__setitem__, self.node_rows, self.nodes_made), 0)
       for i, x in self._one.items(): out[i] = x
       self._built = tuple(out)
@@ -236,7 +273,7 @@ class Rows:
 class RowsBuilder:
   """A body's rows as the parser reads them: runs of nodes and chunks of columns, in order."""
   def __init__(self, file: str, pool: Pool):
-    self.file, self.pool, self.n = file, pool, 0
+    self.file, self.pool, self.n, self.spans = file, pool, 0, Spans()
     self.parts: dict[int, Column] = {}   # kind -> its column being filled
     self.node_rows: list[int] = []
     self.nodes: list = []
@@ -246,17 +283,16 @@ class RowsBuilder:
     self.nodes += nodes
     self.n += len(nodes)
 
-  def add_chunk(self, n: int, columns: list, node_rows, nodes) -> None:
-    """A chunk of `n` rows: its columns, each (kind, rows, line, col, stop, {field: ints}), and its node rows; row
-    numbers counted from the chunk's start."""
-    for kind, rows, line, col, stop, fields in columns:
+  def add_chunk(self, n: int, columns: list, node_rows, nodes, where: Optional[tuple] = None) -> None:
+    """A chunk of `n` rows: its columns, each (kind, rows, {field: ints}), and its node rows, row numbers counted from
+    the chunk's start; `where` it was read: (first line, text, start, end, the line of each row when not row i on
+    line i), for the column rows' spans."""
+    for kind, rows, fields in columns:
       c = self.parts.get(kind)
-      if c is None: c = self.parts[kind] = Column([], [], [], [])
+      if c is None: c = self.parts[kind] = Column([])
       c.rows += map(self.n.__add__, rows) if self.n else rows
-      c.line += line
-      c.col += col
-      c.stop += stop
       for f, v in fields.items(): getattr(c, f).extend(v)
+    if where is not None and columns: self.spans.add(self.n, *where)
     self.node_rows += map(self.n.__add__, node_rows)
     self.nodes += nodes
     self.n += n
@@ -265,7 +301,7 @@ class RowsBuilder:
     """The body: a tuple when there are only node rows, else the Rows (node rows in order)."""
     if not self.parts: return tuple(self.nodes)
     order = sorted(range(len(self.nodes)), key=self.node_rows.__getitem__)
-    return Rows(self.file, self.n, self.pool, dict(sorted(self.parts.items())), list(map(self.node_rows.__getitem__, order)),
+    return Rows(self.file, self.n, self.pool, self.spans, dict(sorted(self.parts.items())), list(map(self.node_rows.__getitem__, order)),
                 list(map(self.nodes.__getitem__, order)))
 
 _BIG = 1 << 62   # a value or bound an int column holds (the checker's numpy columns take int64)

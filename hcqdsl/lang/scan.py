@@ -184,6 +184,19 @@ def scan(text: str, file: str, clean: bool = False) -> Optional[Program]:
   finally:
     if enabled: gc.enable()
 
+def _layout(seg: str, n: int) -> tuple:
+  """(lead, at, w, rows, cols, stops) of read_columns' `n` lines: with each line the same `w` blanks then a statement
+  (`fmt`'s layout; a blank line only when w is 0) the rows are the lines without those blanks (lead "", at 0, no cols or stops: a
+  span is found from its row's text); else as `_columns` finds them."""
+  first = seg[:seg.find("\n")]
+  w = len(first) - len(first.lstrip(" \t"))
+  rows = seg[w:-1].split("\n" + seg[:w]) if first[w:] else []
+  if len(rows) == n and " \n" not in seg and "\t\n" not in seg: return "", 0, w, rows, None, None
+  lines = seg.split("\n")
+  lines.pop()
+  lead, at, rows, cols, stops = _columns(seg, lines)
+  return lead, at, w, rows, cols, stops
+
 def _columns(seg: str, lines: list) -> tuple:
   """(lead, w, rows, cols, stops) of read_columns' lines: with every line the same blanks then a statement (`fmt`'s
   layout) the rows are the lines, their statements at column w + 1 after `lead`; else each row is its line stripped
@@ -366,8 +379,9 @@ class Scanner:
           if chunk is not None:
             rb.add_nodes(out)
             out = []
-            rb.add_chunk(*chunk)
-            if chunk[0]: st.pending = ()
+            rows, cols, node_rows, nodes, line_of = chunk
+            rb.add_chunk(rows, cols, node_rows, nodes, (st.ln, src, p, r, line_of))
+            if rows: st.pending = ()
             st.ln += seg.count("\n")
             p = r
         self._rows(src, p, q, out, st)
@@ -559,26 +573,30 @@ class Scanner:
     at most a line, so the lines are read a column at a time. The lines are grouped by their kind (`_KIND`), each
     kind's fields cut by `str.partition` over the group and looked up in the caches of checked texts (a signal, kernel
     or value not seen yet read once by `read_statement`; slices cut together by `_slice_ints`): its rows become a
-    column of ints (rows.Column), no node built. A row that is not its kind's usual text is read by `read_statement`
-    into a node row; so is the first row when own-line comments (`pending`) come before it. Returns the chunk for
-    RowsBuilder.add_chunk: (rows, [(kind, rows, line, col, stop, fields)], node rows, nodes); None (a
-    `read_statement` gave up) to read `seg` row by row."""
-    lines = seg.split("\n")
-    lines.pop()
-    n, f = len(lines), self.file
-    lead, w, rows_of, cols, stops = _columns(seg, lines)
+    column of ints (rows.Column), no node or span built. A row that is not its kind's usual text is read by
+    `read_statement` into a node row; so is the first row when own-line comments (`pending`) come before it. Returns
+    the chunk for RowsBuilder.add_chunk: (rows, [(kind, rows, fields)], node rows, nodes, each row's line in `seg` or
+    None when row i is on line i); None (a `read_statement` gave up) to read `seg` row by row."""
+    n, f = seg.count("\n"), self.file
+    lead, at, w, rows_of, cols, stops = _layout(seg, n)
     groups: collections.defaultdict[str, list[int]] = collections.defaultdict(list)   # a row's third letter (_KIND) -> its rows
     # (typeshed: operator.getitem of a str and a slice is a Sequence[str], not the str it is)
-    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))  # type: ignore[arg-type]
+    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(at + 2, at + 3)))), range(n)))  # type: ignore[arg-type]
     heads, slow, made, pool = self.heads, [], {}, self.pool
     done: dict = {}          # the rows `read_statement` read
 
     def read(i):
       """Row `i` by `read_statement`; its head and fields go to the caches, so the rows like it are found there."""
       if i in done: return done[i]
-      body = rows_of[i][w:]
+      body = rows_of[i][at:]
+      if cols is None:   # (a row of fmt's layout, or with more blanks before it)
+        c0 = w + 1 + len(body) - len(body := body.lstrip(" \t"))
+        span = _span(f, ln + i, c0, ln + i, c0 + len(body))
+      else:
+        assert stops is not None
+        span = _span(f, ln + i, cols[i], ln + i, stops[i])
       word = body.partition(" ")[0].partition("\t")[0]
-      node = done[i] = self.read_statement(word, body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
+      node = done[i] = self.read_statement(word, body, span, (), None)
       if type(node) is Wait:
         h, sep, _ = body.partition(" >= ")
         x = node.signal
@@ -610,21 +628,21 @@ class Scanner:
         if kind is None:
           slow += rows
           continue
-        if (got := self._column_fields(kind, list(map(rows_of.__getitem__, rows)), rows, lead, w, learn)) is None: return None
+        if (got := self._column_fields(kind, list(map(rows_of.__getitem__, rows)), rows, lead, at, learn)) is None: return None
         fields, bad = got
         if top is not None and rows[0] == top: bad = [0, *(bad or ())]
         if bad:
           slow += map(rows.__getitem__, bad)
           rows, fields = _without(rows, fields, bad, kind == "exec")
           if not rows: continue
-        chunk.append((_KIND_CODE[kind], list(number(rows)), map(operator.add, rows, repeat(ln)), map(cols.__getitem__, rows),
-                      map(stops.__getitem__, rows), fields))
+        chunk.append((_KIND_CODE[kind], list(number(rows)), fields))
       for i in slow:
         if rows_of[i]: made[i] = read(i)   # (else a blank line)
     except (_GiveUp, ValueError): return None
     if top is not None: made[top] = attrs.evolve(made[top], comments=pending)
-    at = sorted(made)
-    return num[-1] if num is not None else n, chunk, list(number(at)), list(map(made.__getitem__, at))
+    done_at = sorted(made)
+    line_of = [i for i in range(n) if rows_of[i]] if num is not None else None
+    return num[-1] if num is not None else n, chunk, list(number(done_at)), list(map(made.__getitem__, done_at)), line_of
 
   def _column_fields(self, kind, bs, rows, lead, w, learn):
     """(the ints of one kind's rows `bs`, {field: list} as rows.Column holds them; the indices of those that are not
