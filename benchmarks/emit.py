@@ -9,8 +9,15 @@ time includes resolving call arguments to Buffers, `UOp.buffer`: run_linear does
 launches), side by side in one run, each in its own process: tinygrad's own TinyJit over the calls, then `hcqdsl emit
 -o` (the program and its safetensors data file), `hcqdsl check` and `hcqdsl run` of what it wrote; wall time and peak
 RSS of each. 8 512 is the 26M-parameter decode of issue 23, 12 768 50257 GPT-2 small's shape (124M parameters).
-  python benchmarks/emit.py --decode 8 512"""
-import argparse, os, pathlib, sys, time
+  python benchmarks/emit.py --decode 8 512
+
+--step LAYERS DIM [VOCAB]: one decode step of the same model without a TinyJit (gpt2_decode.py's `step`: the forward
+realizes its own result), end to end as a user runs it, each in its own process: the script under plain tinygrad (the
+model built, the step run, the token read back), then `hcqdsl emit SCRIPT.py -o` of the same function, then `hcqdsl run`
+of what it wrote (issue 37: emit called such a function twice); wall and CPU time (user + system) of each, best of
+--repeat rounds.
+  python benchmarks/emit.py --step 8 512 --repeat 3"""
+import argparse, os, pathlib, resource, sys, time
 os.environ.setdefault("DEV", "CPU")
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -87,11 +94,58 @@ def decode(layers: int, dim: int, vocab: int):
   print(f"\nemit / tinygrad wall time: {rows['hcqdsl'][0] / rows['tinygrad'][0]:.2f}x; text {sizes[0] / 1e6:.2f} MB, "
         f"data file {sizes[1] / 1e6:.1f} MB")
 
+STEP = """
+import sys
+sys.path.insert(0, {ex!r})
+from gpt2_decode import Transformer, MAX_CTX
+import numpy as np
+from tinygrad import Tensor, Variable
+def main():
+  model = Transformer({layers}, {dim}, max(1, {dim} // 64), np.random.default_rng(0), {vocab})
+  return model(Tensor([1]).realize(), Variable("start_pos", 0, MAX_CTX - 1).bind(0))
+if __name__ == "__main__": print(int(main().item()))
+"""
+
+def cpu_of(argv: list) -> tuple:
+  """(wall seconds, CPU seconds — user + system — of the child, its completed result)."""
+  c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+  wall, r = measure(argv)
+  c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+  return wall, (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime), r
+
+def step(layers: int, dim: int, vocab: int, rounds: int):
+  """One decode step without a TinyJit: tinygrad's plain run of the script, then `hcqdsl emit` and `hcqdsl run`,
+  `rounds` times in turn (best of each: the machine is shared, noise only ever adds)."""
+  import tempfile
+  tmp = pathlib.Path(tempfile.mkdtemp(prefix="hcqdsl-bench-"))
+  script, out = tmp / "step.py", tmp / "step.hcq"
+  script.write_text(STEP.format(ex=str(ROOT / "examples" / "tinygrad"), layers=layers, dim=dim, vocab=vocab))
+  params = layers * 12 * dim * dim + (vocab + 16) * dim
+  print(f"gpt2_decode.py's step: {layers} layers, dim {dim}, vocab {vocab}: {params / 1e6:.1f}M parameters, one call; "
+        f"best of {rounds} rounds\n")
+  plain = [sys.executable, "-c", "import runpy, sys, resource; sys.argv = [sys.argv[1]]; runpy.run_path(sys.argv[0], run_name='__main__'); "
+           "sys.stderr.write(f'PEAK {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}\\n')", str(script)]
+  rows: dict = {"tinygrad": [], "emit": [], "run": []}
+  for _ in range(rounds):
+    rows["tinygrad"].append(cpu_of(plain))
+    rows["emit"].append(cpu_of([sys.executable, "-c", CLI, "emit", str(script), "-o", str(out)]))
+    rows["run"].append(cpu_of([sys.executable, "-c", CLI, "run", str(out), "--no-check"]))
+  best = {k: (min(w for w, _, _ in v), min(c for _, c, _ in v), v[-1][2]) for k, v in rows.items()}
+  tg = best["tinygrad"]
+  print("| step | wall s | CPU s | peak RSS MB |")
+  print("| --- | --- | --- | --- |")
+  for k, what in (("tinygrad", f"tinygrad, plain run (token {tg[2].stdout.strip()})"), ("emit", "hcqdsl emit -o"),
+                  ("run", f"hcqdsl run ({(best['run'][2].stdout.strip().splitlines() or [''])[-1][:40]})")):
+    w, c, r = best[k]
+    ratio, cratio = (f" ({w / tg[0]:.2f}x)", f" ({c / tg[1]:.2f}x)") if k == "emit" else ("", "")
+    print(f"| {what} | {w:.1f}{ratio} | {c:.1f}{cratio} | {r.stderr.split('PEAK ')[-1].strip()} |")
 def main():
   ap = argparse.ArgumentParser()
   ap.add_argument("--repeat", type=int, default=5)
   ap.add_argument("--decode", type=int, nargs="+", metavar="LAYERS DIM [VOCAB]")
+  ap.add_argument("--step", type=int, nargs="+", metavar="LAYERS DIM [VOCAB]")
   a = ap.parse_args()
+  if a.step: return step(a.step[0], a.step[1], a.step[2] if len(a.step) > 2 else 64, a.repeat)
   if a.decode: return decode(a.decode[0], a.decode[1], a.decode[2] if len(a.decode) > 2 else 64)
   from tinygrad import Tensor
   ex = ROOT / "examples" / "tinygrad"

@@ -38,15 +38,20 @@ CURRENT, RSS_LOG = "/tmp/hcqdsl-suite.current", "/tmp/hcqdsl-suite.rss"
 def _rss_self() -> int:
   return int(pathlib.Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
+def _cpu() -> float:
+  t = os.times()
+  return t.user + t.system + t.children_user + t.children_system
+
 def pytest_runtest_logstart(nodeid, location):
   pathlib.Path(CURRENT).write_text(nodeid)
-  global _before
-  _before = _rss_self()
+  global _before, _cpu_before
+  _before, _cpu_before = _rss_self(), _cpu()
 
 def pytest_runtest_logfinish(nodeid, location):
-  with open(RSS_LOG, "a") as f: f.write(f"{(_rss_self() - _before) / 2**20:.1f} {_rss_self() / 2**20:.0f} {nodeid}\n")
+  with open(RSS_LOG, "a") as f:
+    f.write(f"{(_rss_self() - _before) / 2**20:.1f} {_rss_self() / 2**20:.0f} {_cpu() - _cpu_before:.2f} {nodeid}\n")
 
-_before = 0
+_before, _cpu_before = 0, 0.0
 
 def main() -> int:
   ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -82,10 +87,14 @@ def main() -> int:
   print(f"  {summary.strip('= ')}")
   print(f"  wall {wall:.0f} s, CPU (the whole process tree) {cpu:.0f} s, peak tree RSS {peak / 2**30:.2f} GiB at {peak_at:.0f} s ({peak_test})")
   print(f"  load average now {os.getloadavg()[0]:.1f} (other work on the box stretches wall time, not CPU time); log: {a.log}")
-  rows = [ln.split(" ", 2) for ln in pathlib.Path(RSS_LOG).read_text().splitlines() if ln.count(" ") >= 2]
+  rows = [ln.split(" ", 3) for ln in pathlib.Path(RSS_LOG).read_text().splitlines() if ln.count(" ") >= 3]
   if rows:
     print(f"  pytest's own RSS at the end {rows[-1][1]} MiB; the tests that grew it most (MiB, RSS after):")
-    for grow, after, node in sorted(rows, key=lambda r: -float(r[0]))[:12]: print(f"    {float(grow):7.1f} {after:>6} {node}")
+    for grow, after, _, node in sorted(rows, key=lambda r: -float(r[0]))[:12]: print(f"    {float(grow):7.1f} {after:>6} {node}")
+    files: dict = {}
+    for _, _, cpu, node in rows: files[node.split("::")[0]] = files.get(node.split("::")[0], 0.0) + float(cpu)
+    print("  CPU seconds by test file (pytest and its children; the 15 dearest):")
+    for f, cpu in sorted(files.items(), key=lambda kv: -kv[1])[:15]: print(f"    {cpu:7.1f} {f}")
   return rc
 
 if __name__ == "__main__":

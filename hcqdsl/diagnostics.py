@@ -60,7 +60,8 @@ RULES = {
                _G + "signal ready on g\nqueue q compute on g {\n  wait ready >= 1\n}\n",
                "Use the declared name the message suggests, or declare the one you meant.", "language.md#diagnostics"),
   "bounds": Rule("A byte range outside its buffer (or empty, or reversed), a copy whose sides differ in length, data "
-                 "longer than its buffer, a memory plan the target cannot address.",
+                 "longer than its buffer, a memory plan the target cannot address, a `launches` range that is empty, starts at 0 "
+                 "or lies past the launches asked for.",
                  _G + "buffer a on g size 4K\nkernel fill(out dst)\nqueue q compute on g {\n  exec fill(a[2K:6K])\n}\n",
                  _G + "buffer a on g size 4K\nkernel fill(out dst)\nqueue q compute on g {\n  exec fill(a[2K:4K])\n}\n",
                  "Keep ranges inside the buffer (`a[lo:hi]` with hi <= its size), or make the buffer bigger.",
@@ -167,14 +168,27 @@ class Related:
 
 @attrs.frozen
 class Edit:
-  """A concrete fix: insert `stmts` (IR statements) into the block of queue `block` (or "host") before its statement
-  number `index` (0-based; the block's length: at its end), or replace that statement with them (`replace`). `text`
-  says it in words, with the line where the edit goes."""
+  """A concrete fix: insert `stmts` (IR statements) into the block of queue `block` (or "host", the first host block;
+  "host 2" the second: `host_block`) before its statement number `index` (0-based; the block's length: at its end), or
+  replace that statement with them (`replace`). `text` says it in words, with the line where the edit goes."""
   block: str
   index: int
   stmts: tuple
   text: str
   replace: bool = False
+
+def host_block(n: int) -> str:
+  """An Edit's name of the program's host block n (0-based): `host`, then `host 2`, `host 3`, ..."""
+  return "host" if n == 0 else f"host {n + 1}"
+
+def edit_block(program, name: str):
+  """The block (queue, or host block) an Edit names; None if there is none (a host block the edit would make)."""
+  from .ir import Queue, Host
+  hosts = [d for d in program.decls if isinstance(d, Host)]
+  if name == "host" or name.startswith("host "):
+    n = 0 if name == "host" else int(name.split()[1]) - 1
+    return hosts[n] if n < len(hosts) else None
+  return next((d for d in program.decls if isinstance(d, Queue) and d.name == name), None)
 
 @attrs.frozen
 class TextEdit:

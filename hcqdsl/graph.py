@@ -45,9 +45,11 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
     for i in range(S):
       while done[i] < totals[i]:
         k, idx = divmod(done[i], lens[i])
-        if i and idx == 0 and (k + 1) not in submitted[i]: break  # not submitted for this launch yet
+        # not submitted for this launch yet (a queue outside its `launches` needs no submit: it is not there)
+        if i and idx == 0 and (k + 1) not in submitted[i] and (k + 1) not in seqs[i].off: break
         op = seqs[i].ops[idx]
-        if op[0] == WAIT:
+        if seqs[i].partial and seqs[i].absent(idx, k + 1): pass   # (not there in this launch)
+        elif op[0] == WAIT:
           s, need = op[1], u.value(op, k + 1)
           if value[s] < need: break
           vals, who = hist[s]
@@ -60,8 +62,9 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
             hist[s][0].append(val)
             hist[s][1].append((i, idx, k + 1))
           value[s] = val
-        elif op[0] == SUBMIT:
-          for q in op[1]: submitted[q].add(k + 1)
+        elif op[0] == SUBMIT:   # (each queue by the submit that hands it over in this launch)
+          for q in op[1]:
+            if u.gate_pos(q, k + 1) == k * lens[0] + idx + 1: submitted[q].add(k + 1)
         elif op[0] == POLL:   # passes on the word's value now; drawn from the store that put it there
           x = u.slot(op[1], op[5], k + 1)
           if words[x] & op[4] != u.value(op, k + 1): break
@@ -82,7 +85,7 @@ def signal_edges(program: Program, launches: int = 1, var_values: Optional[dict]
         blocked[i] = (idx, k + 1, u.value(op, k + 1))
   for idx, op in enumerate(seqs[0].ops):
     if op[0] == SUBMIT:
-      for q in op[1]: submits[(idx, q)] = any(l not in submitted[q] for l in range(1, launches + 1))
+      for q in op[1]: submits[(idx, q)] = any(l not in submitted[q] and l not in seqs[q].off for l in range(1, launches + 1))
   return edges, submits, blocked, u
 
 def _q(s: str) -> str: return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'

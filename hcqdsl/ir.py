@@ -15,7 +15,7 @@ __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "B
            "KEYWORDS", "KERNARGS", "U32_MAX", "U64_MAX", "NO_SPAN", "SCALARS", "PER_LAUNCH",
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "kernarg_layout", "NV_KERNARG_MAX", "nv_kernarg_error", "MAX_SCHEDULES",
-           "DEVICE_INDEX_MAX",
+           "DEVICE_INDEX_MAX", "in_launches", "launches_text",
            "resolve", "resolve_var_args", "stored_body", "store_body"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
@@ -327,18 +327,30 @@ Stmt = (Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Timestam
 
 # ---- blocks and the program
 
+def in_launches(launches: Optional[tuple], k: int) -> bool:
+  """Does a block with `launches` (a `queue`'s or `host`'s clause: (first, last), last None for `first..`; None: every
+  launch) take part in launch k?"""
+  return launches is None or (launches[0] <= k and (launches[1] is None or k <= launches[1]))
+
+def launches_text(launches: tuple) -> str:
+  """A clause's range as written: `3`, `2..7`, `2..`."""
+  first, last = launches
+  return str(first) if first == last else f"{first}..{'' if last is None else last}"
+
 @attrs.frozen
 class Queue(Node):
   name: str
   engine: str  # compute | copy
   device: Ref
   body: tuple  # of statements
+  launches: Optional[tuple] = None   # `launches 2..7`: (first, last), last None for `2..`; None: every launch
   end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)       # own-line comments before `}`
   end_comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)    # after `}`
 
 @attrs.frozen
 class Host(Node):
   body: tuple
+  launches: Optional[tuple] = None   # as a queue's: the launches its statements run in
   end_comments: tuple = attrs.field(default=(), eq=False, repr=False, kw_only=True)
   end_comment: Optional[str] = attrs.field(default=None, eq=False, repr=False, kw_only=True)
 
@@ -425,14 +437,20 @@ class Program:
     """(launches, the name that limits them): the fewest values any var list or per-launch buffer gives; None: no lists."""
     lists = [(len(v), n) for n, v in self.var_lists.items()] + \
             [(len(b.launch_inits), b.name) for b in self.of(Buffer) if b.per_launch is not None] + \
-            [(len(s.launch_inits), s.dst.buffer.name) for h in self.of(Host) for s in h.body if type(s) is HostWrite]
+            [(n, s.dst.buffer.name) for h in self.of(Host) for s in h.body if type(s) is HostWrite
+             for n in [(h.launches[0] - 1 if h.launches else 0) + len(s.launch_inits)]   # (its block's launches, from the first)
+             if h.launches is None or h.launches[1] is None or n < h.launches[1]]
     return min(lists) if lists else None
   @property
   def kernels(self) -> list[Kernel]: return list(self.of(Kernel))
   @property
   def queues(self) -> list[Queue]: return list(self.of(Queue))
   @property
-  def host(self) -> Optional[Host]: return next(self.of(Host), None)
+  def host(self) -> Optional[Host]:
+    """The first host block (a program may have several: within a launch they run in program order, `hosts`)."""
+    return next(self.of(Host), None)
+  @property
+  def hosts(self) -> list[Host]: return list(self.of(Host))
   @property
   def expects(self) -> list[Expect]: return list(self.of(Expect))
   def lookup(self) -> dict[str, Node]:

@@ -22,7 +22,7 @@ submissions, checks, findings (Finding.to_json), warnings (a count), incomplete,
 """
 from __future__ import annotations
 import collections, fnmatch, json, os, re, traceback
-from typing import Any
+from typing import Any, Optional
 import pytest
 from .ir import Span
 from .header import read_header, header_lines, HeaderError
@@ -103,8 +103,9 @@ def pytest_addoption(parser):
               help="with --hcq-sanitize (implied): write each test's submissions and findings to FILE as JSON")
 
 def pytest_configure(config):
-  if config.getoption("hcq_sanitize", False) or config.getoption("hcq_sanitize_json", None):
-    config.pluginmanager.register(SanitizePlugin(config), "hcqdsl-sanitize")
+  env = _env_setting()   # HCQ_SANITIZE=1 is --hcq-sanitize, HCQ_SANITIZE=json:FILE --hcq-sanitize-json FILE
+  if config.getoption("hcq_sanitize", False) or config.getoption("hcq_sanitize_json", None) or env:
+    config.pluginmanager.register(SanitizePlugin(config, env), "hcqdsl-sanitize")
   config.addinivalue_line("markers", "hcq_check: a .hcq scenario's `check` against its inline markers")
   config.addinivalue_line("markers", "hcq_run: a .hcq scenario's `expect`s verified on the emulator")
 
@@ -212,9 +213,9 @@ class SanitizePlugin:
   """Registered by `--hcq-sanitize`. The call phase of each test runs inside a Sanitizer (fixtures' setup and teardown
   do not; a unittest TestCase's setUp and tearDown do, they run in the call). What the sanitizer saw is kept on the
   call's report (`report.hcq_sanitize`, a JSON-able dict), so the summary and the JSON file are made from reports."""
-  def __init__(self, config):
+  def __init__(self, config, env: Optional[tuple] = None):
     self.config = config
-    self.json_path = config.getoption("hcq_sanitize_json", None)
+    self.json_path = config.getoption("hcq_sanitize_json", None) or (env[1] if env and env[0] == "json" else None)
     self.json_note = f"hcq-sanitize: JSON written to {self.json_path}"
     if self.json_path: self.json_path = _json_output(self.json_path, config)
     self.results: list = []
@@ -322,6 +323,13 @@ def _json_output(path: str, config) -> str:
     if not earlier:
       raise pytest.UsageError(f"{flag} exists and is not an earlier hcq-sanitize report: writing would overwrite it; give another file")
   return full
+
+def _env_setting() -> Optional[tuple]:
+  """HCQ_SANITIZE's setting (hcqdsl/tinygrad/autostart.py), or None; a bad value is a usage error of the run."""
+  if os.environ.get("HCQ_SANITIZE", "").strip() in ("", "0"): return None
+  from .tinygrad.autostart import setting, SettingError
+  try: return setting()
+  except SettingError as e: raise pytest.UsageError(str(e)) from None
 
 def _runner_dirs() -> tuple:
   import _pytest, pluggy

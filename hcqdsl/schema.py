@@ -199,12 +199,15 @@ class Obj:
   whose fields are the keys). `check(out, pass, path)`, once every key is converted: what the keys must satisfy
   together."""
   fast = None
-  def __init__(self, fields: dict, optional=(), make=None, open: bool = False, check: Optional[Callable] = None):  # noqa: A002
-    self.fields, self.optional, self.make, self.open, self.check = fields, set(optional), make, open, check
+  def __init__(self, fields: dict, optional=(), make=None, open: bool = False, check: Optional[Callable] = None,  # noqa: A002
+               sparse=()):
+    """`sparse`: optional keys left out when None (a record's field with a default of None, written only when set, so
+    files that do not use it stay as they were)."""
+    self.fields, self.optional, self.make, self.open, self.check, self.sparse = fields, set(optional), make, open, check, set(sparse)
   def conv(self, v, c: Pass, at: str):
     if self.make is not None and not c.reading:
       if type(v) is not self.make: c.fail(at or f"the {c.NOUN}", f"a {self.make.__name__}", v)
-      v = {k: getattr(v, k) for k in self.fields}
+      v = {k: getattr(v, k) for k in self.fields if k not in self.sparse or getattr(v, k) is not None}
     elif not c.reading and self.open and attrs.has(type(v)): v = {k: getattr(v, k) for k in self.fields if hasattr(v, k)}
     elif type(v) is not dict: c.fail(at or c.TOP, "an object", v)
     if not self.open:
@@ -217,10 +220,11 @@ class Obj:
     if self.check is not None: self.check(out, c, at)
     return self.make(**out) if self.make is not None and c.reading else out
 
-def Rec(cls, check: Optional[Callable] = None, open: bool = False, **fields) -> Obj:  # noqa: A002
-  """An attrs class as a JSON object: every field declared, in conversion order; fields with a default may be absent."""
+def Rec(cls, check: Optional[Callable] = None, open: bool = False, sparse=(), **fields) -> Obj:  # noqa: A002
+  """An attrs class as a JSON object: every field declared, in conversion order; fields with a default may be absent
+  (those in `sparse` are left out when None)."""
   assert list(sorted(fields)) == sorted(f.name for f in attrs.fields(cls)), cls
-  return Obj(fields, {f.name for f in attrs.fields(cls) if f.default is not attrs.NOTHING}, cls, open, check)
+  return Obj(fields, {f.name for f in attrs.fields(cls) if f.default is not attrs.NOTHING}, cls, open, check, sparse)
 
 class Variant:
   """An object whose `tag` key picks its shape (each shape an Obj that declares the tag too)."""
@@ -291,7 +295,7 @@ def _describe(t, ind: str) -> tuple:
   if isinstance(t, Variant):
     body = []
     for name, shape in t.shapes.items():
-      head, lines = _describe(Obj({k: v for k, v in shape.fields.items() if k != t.tag}), sub)
+      head, lines = _describe(Obj({k: v for k, v in shape.fields.items() if k != t.tag}, shape.optional), sub)
       body += [f"{sub}{t.tag} = {name}: {head}"] + lines
     return f"object by `{t.tag}`", body
   if isinstance(t, (List, Opt)):

@@ -6,7 +6,7 @@ lift/image.py's LIFTERS (the AMD packet lifter lives in hcqdsl/lift)."""
 from __future__ import annotations
 from typing import Callable
 import attrs
-from .ir import Program, vendor_of
+from .ir import Program, vendor_of, launches_text
 from .target.image import Image, QueueImage
 from .target.lower import Lowering
 from .amd.compile import AMDLowering
@@ -53,7 +53,8 @@ def disasm_image(img: Image) -> str:
   out = []
   for q in img.queues:
     b = BACKENDS[vendor_of(q.arch)]
-    out.append(f"queue {q.name} {q.engine} on {q.device} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
+    clause = f" launches {launches_text(q.launches)}" if q.launches is not None else ""
+    out.append(f"queue {q.name} {q.engine} on {q.device}{clause} ({q.arch}, {q.packet_format}) @ {q.addr:#x}: {len(q.dwords)} dwords, "
                f"{len(q.patches)} patched" + (f", {len(q.mem_patches)} kernel-argument dwords patched" if q.mem_patches else ""))
     out += b.disasm_queue(img, q)
     if q.mem_patches: out.append(f"  memory the host patches when it submits {q.name} ({b.patched_memory}):")

@@ -12,14 +12,20 @@ STORES = [("[60:64]", "1"), ("[60:64]", "0"), ("[60:64]", "kick"), ("[56:64]", "
 
 @st.composite
 def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = False, max_host: int = 4, padding: int = 0,
-             polls: bool = False):
+             polls: bool = False, clauses: int = 0):
   """Program text: 1-2 devices, 2-4 queues, 1-3 signals, 1-2 buffers of 64 bytes, sometimes a host block with waits,
   resets and submits. Biased towards statements that make waits satisfiable, so all verdicts show up. `symbolic`:
   also listed var values, rebound and rewritten buffers, and a kernel taking a var as a scalar argument (its kernel
   arguments are patched by the host at each submit). `padding`: up to that many extra queues of only accesses (up to 4
   each) to the shared buffers: many racing accesses, which never block. `polls`: also `poll`s on compute queues and
   `write`s into the polled words, and buffers whose data sets a polled word. One statement per line (the oracle keys
-  verdicts by line)."""
+  verdicts by line). `clauses`: `launches` clauses within launches 1..clauses on some queues, and the host block
+  sometimes split in two blocks with clauses of their own."""
+  def clause() -> str:
+    if not clauses or draw(st.integers(0, 2)) == 0: return ""
+    first = draw(st.integers(1, clauses))
+    last = draw(st.sampled_from([first, None] + list(range(first, clauses + 1))))
+    return f" launches {first}" + ("" if last == first else f"..{'' if last is None else last}")
   ndev = draw(st.integers(1, 2))
   nq = draw(st.integers(2, max_queues))
   nsig = draw(st.integers(1, 3))
@@ -64,7 +70,7 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
         else: body.append(f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}({b}{draw(st.sampled_from(SLICES))})")
       elif kind == "epoch": body.append("epoch")
       else: body.append("barrier")
-    out.append(f"queue q{n} {'copy' if copyq else 'compute'} on gpu{dev} {{\n  " + "\n  ".join(body) + "\n}")
+    out.append(f"queue q{n} {'copy' if copyq else 'compute'} on gpu{dev}{clause()} {{\n  " + "\n  ".join(body) + "\n}")
   for n in range(draw(st.integers(0, padding))):
     body = [f"exec {draw(st.sampled_from(['rd', 'wr', 'rw']))}(b{draw(st.integers(0, nbuf - 1))}{draw(st.sampled_from(SLICES))})"
             for _ in range(draw(st.integers(1, 4)))]
@@ -82,5 +88,7 @@ def programs(draw, max_queues: int = 4, max_body: int = 4, symbolic: bool = Fals
         pick = draw(st.lists(st.sampled_from(left), max_size=2, unique=True)) if left else []
         named |= set(pick)
         hb.append("submit " + ", ".join(pick) if pick else "submit")
-    out.append("host {\n  " + "\n  ".join(hb) + "\n}")
+    cut = draw(st.integers(0, len(hb))) if clauses and draw(st.booleans()) else None
+    if cut is None: out.append(f"host{clause()} {{\n  " + "\n  ".join(hb) + "\n}")
+    else: out += [f"host{clause()} {{\n  " + "\n  ".join(part) + "\n}" for part in (hb[:cut], hb[cut:])]
   return "\n".join(out) + "\n"

@@ -55,3 +55,23 @@ def manifest(path) -> dict: return json.loads(pathlib.Path(path).read_text())
 def report(r: subprocess.CompletedProcess) -> dict:
   """`sanitize --format json`'s report: the last line of stdout (the user's script prints what it prints first)."""
   return json.loads(r.stdout.strip().splitlines()[-1])
+
+def verdicts(kept) -> tuple:
+  """(sanitize's, the whole run's): each problem found, as (code, the capture steps and keys of its statements), counted —
+  sanitize's from `--keep DIR`'s occurrences.json, the other from `hcqdsl lift --whole` + `check` of DIR/capture.json,
+  by the same coordinates (hcqdsl.tinygrad.live.coordinates): the two must be equal, warning for warning."""
+  import collections
+  import hcqdsl
+  from hcqdsl.lift.manifest import lift_file
+  from hcqdsl.tinygrad.live import coordinates
+  kept = pathlib.Path(kept)
+  info: dict = {}
+  text = hcqdsl.format(lift_file(kept / "capture.json", str(kept / "whole.hcq"), whole=True, trace=info))
+  prog = hcqdsl.parse(text, "whole.hcq")
+  co = coordinates(prog, text, info, list(range(len(manifest(kept / "capture.json")["host"]))))
+  whole: collections.Counter = collections.Counter()
+  for d in hcqdsl.check(prog, 1):
+    whole[(d.code, tuple((co[s.line][0], tuple(co[s.line][1])) for s in [d.span] + [r.span for r in d.related or ()]
+                         if s is not None and s.line in co))] += 1
+  occ = json.loads((kept / "occurrences.json").read_text())
+  return collections.Counter((c, tuple((g, tuple(k)) for g, k in ev)) for c, ev in occ), whole

@@ -45,23 +45,27 @@ def _steps(program: Program, launches: int):
       v = st.value.offset + (env[st.value.var.name] if st.value.var is not None else 0)
       return ("poll", (r[0], r[1]), (v, st.mask), (r,), line, ())
     return ("nop", None, None, (), line, ())
-  host = list(program.host.body) if program.host is not None else []
-  named = set()
-  subs = []   # per host statement: the queues its submit hands over (a queue: its first submit, or a bare one)
-  for st in host:
-    if isinstance(st, Submit):
-      qs = [q.name for q in queues if q.name not in named and (not st.queues or q.name in {r.name for r in st.queues})]
-      named |= set(qs)
-      subs.append(tuple(qs))
-    else: subs.append(None)
-  implicit = tuple(q.name for q in queues if q.name not in named)
+  # `launches` clauses: a block takes part in the launches of its range only; the host blocks run in program order
+  def runs(block, k): return block.launches is None or (block.launches[0] <= k and (block.launches[1] is None or k <= block.launches[1]))
   hsteps = []
   for k in range(1, launches + 1):
+    host = [st for h in program.hosts if runs(h, k) for st in h.body]
+    here = [q for q in queues if runs(q, k)]
+    named = set()
+    subs = []   # per host statement: the queues its submit hands over (a queue: its first submit, or a bare one)
+    for st in host:
+      if isinstance(st, Submit):
+        qs = [q.name for q in here if q.name not in named and (not st.queues or q.name in {r.name for r in st.queues})]
+        named |= set(qs)
+        subs.append(tuple(qs))
+      else: subs.append(None)
+    implicit = tuple(q.name for q in here if q.name not in named)
     launch = ([("submit", None, None, (), None, implicit)] if implicit else [])
     launch += [("submit", None, None, (), st.span.line, subs[n]) if isinstance(st, Submit) else step(st, None, k)
                for n, st in enumerate(host)]
     hsteps.append(launch)
-  seqs = [("host", hsteps)] + [(q.name, [[step(st, q, k) for st in q.body] for k in range(1, launches + 1)]) for q in queues]
+  seqs = [("host", hsteps)] + [(q.name, [[step(st, q, k) for st in q.body] if runs(q, k) else [] for k in range(1, launches + 1)])
+                               for q in queues]
   # the polled words' initial values: their buffer's data, zero past it
   words = {}
   for q in queues:

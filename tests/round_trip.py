@@ -15,7 +15,8 @@ from hcqdsl.lift.image import lift_image, write_code_objects
 def layout(img: Image) -> tuple:
   """All of an image but where its source was (file, statement lines and texts, the code objects' paths)."""
   kernels = [dict(k, impl=dict(k["impl"], amd_code=None) if k["impl"] else None) for k in img.kernels]
-  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts])
+  return ([(q.name, q.engine, q.device, q.arch, q.addr, q.dwords, q.patches, q.mem_patches, [(s.offset, s.length) for s in q.stmts],
+            q.launches)
            for q in img.queues], img.regions, img.data, kernels, img.var_values, img.rewrites, img.signals, img.buffers,
           img.vars, img.devices, [dict(h, line=0) for h in img.host], [dict(e, line=0) for e in img.expects], img.target)
 
@@ -47,8 +48,8 @@ def keyed(prog) -> dict:
     if isinstance(d, Queue):
       keys[d.span.line] = ("queue", d.name)
       for i, s in enumerate(d.body): keys[s.span.line] = ("stmt", d.name, i)
-    elif isinstance(d, Host):
-      for i, s in enumerate(d.body): keys[s.span.line] = ("host", i)
+    elif isinstance(d, Host):   # (the host's statements counted over every host block)
+      for s in d.body: keys[s.span.line] = ("host", sum(k[0] == "host" for k in keys.values()))
     else: keys[d.span.line] = (type(d).__name__, getattr(d, "name", n))
   return keys
 

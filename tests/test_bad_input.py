@@ -2,7 +2,7 @@
 names the file, line and column where there is one. One test per cause, with the exact message."""
 import json, os, random, struct, time
 import pytest
-from conftest import cli
+from cli_run import cli
 import hcqdsl
 
 HUGE = 2**63

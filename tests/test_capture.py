@@ -111,17 +111,24 @@ def test_capture_api_writes_manifest(tmp_path):
   assert len(prog.queues) == 3 and prog.host is not None
 
 def test_capture_without_repeating_launches():
-  """A submission after the graph's launches: the steps that repeat are the launches, the rest is left out with a
-  note; with nothing that repeats (one launch) the lift is one launch of every step, and it still checks clean."""
+  """A submission after the graph's launches: the steps that repeat are the launches; the default lift lifts the rest
+  as a last launch of its own (`launches 3`), `folded_only` leaves it out with a note; with nothing that repeats (one
+  launch) the lift is one launch of every step, and it still checks clean."""
   arena = Arena()
   with Capture() as cap:
     d0, d1 = hcqgraph(arena, launches=2)
     s = HCQSignal(arena.alloc(16), 0)
     AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
     s.wait(0)
-  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  text = format_program(lift_manifest(load_manifest(cap.manifest()), folded_only=True))
   assert text.startswith("# hcq: launches=2\n") and "after the last repeated launch are not lifted" in text
   assert [d for d in hcqdsl.check(parse(text, "c.hcq"), 2) if d.severity == "error"] == []
+  text = format_program(lift_manifest(load_manifest(cap.manifest())))
+  prog = parse(text, "c.hcq")
+  assert text.startswith("# hcq: launches=3\n") and "not lifted" not in text
+  assert [q.launches for q in prog.queues] == [(1, 2)] * 3 + [(3, 3)] and [h.launches for h in prog.hosts] == [(1, 2), (3, 3)]
+  assert [str(st) for st in prog.queues[-1].body][-1].startswith("SignalWrite")   # the submission after the launches
+  assert [d for d in hcqdsl.check(prog, 3) if d.severity == "error"] == []
   with Capture() as cap: hcqgraph(Arena(), launches=1)
   text = format_program(lift_manifest(load_manifest(cap.manifest())))
   assert "# note: the host's steps do not repeat" in text and text.startswith("# hcq: launches=1\n")
@@ -170,3 +177,26 @@ def test_mock_tier_skip_names_how_to_enable(monkeypatch, tmp_path):
   assert mock_gpu.unavailable() == ("tinygrad's mock GPU not found: set TINYGRAD_REPO to a tinygrad checkout (its test/mockgpu "
                                     "and extra/ are the mock GPU), or put one at ../shared/peers/tinygrad; the mock needs "
                                     "`apt-get install clang libllvm19`")
+
+def test_cli_lift_every_step_by_default(tmp_path):
+  """`hcqdsl lift` of a capture with a step after its repeated launches: every step by default (nothing left out,
+  `--strict` is content), `--folded-only` leaves that step out and says so (`--strict`: exit 1), `--whole` and
+  `--folded-only` do not go together."""
+  arena = Arena()
+  with hcqdsl.tinygrad.capture(tmp_path / "m.json"):
+    d0, d1 = hcqgraph(arena, launches=2)
+    s = HCQSignal(arena.alloc(16), 0)
+    AMDComputeQueue(d0).wait(d0.timeline_signal, 2).signal(s, 1).submit(d0)
+    s.wait(0)
+  def lift(*args):
+    return subprocess.run([sys.executable, "-m", "hcqdsl", "lift", "--strict", str(tmp_path / "m.json"), *args], capture_output=True, text=True)
+  r = lift("-o", str(tmp_path / "l.hcq"))
+  assert r.returncode == 0 and r.stderr == f"wrote {tmp_path / 'l.hcq'}: 4 queues\n", r.stderr
+  text = (tmp_path / "l.hcq").read_text()
+  assert text.startswith("# hcq: launches=3\n") and "queue comp_gpu0_2 compute on gpu0 launches 3 {" in text
+  r = lift("--folded-only")
+  assert r.returncode == 1 and r.stdout.startswith("# hcq: launches=2\n# hcq: unlifted=2\n")
+  assert r.stderr.startswith("hcqdsl: error: not lifted, so no check sees it: steps 23..24 (after the last repeated launch) (the "
+                             "default lift and `--whole` lift every step)"), r.stderr
+  r = lift("--whole", "--folded-only")
+  assert r.returncode == 2 and "--folded-only: not allowed with argument --whole" in r.stderr, r.stderr

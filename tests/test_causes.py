@@ -1,7 +1,7 @@
 """Root causes first (check/causes.py): consequences grouped under the cause whose checked fix removes them, fix notes
 at the line where the edit goes, and no statement with an error and a warning that contradicts it."""
 import json, pathlib
-from conftest import cli
+from cli_run import cli
 import hcqdsl
 from hcqdsl.check import check_text, parse
 from hcqdsl.check.causes import apply_edit

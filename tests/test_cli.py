@@ -2,7 +2,7 @@
 check errors from compile/run, and a description for every argument."""
 import argparse, json, pathlib
 import pytest
-from conftest import cli
+from cli_run import cli
 from hcqdsl.cli import build_parser, COMMANDS
 from hcqdsl.diagnostics import Diagnostic, render_text, split_lines, printable
 import hcqdsl.diagnostics as diagnostics_mod
@@ -36,7 +36,7 @@ def test_check_summary_says_what_a_lift_left_out(tmp_path, capsys):
   rc, out, _ = cli("check", f)
   last = out.splitlines()[-1]
   assert rc == 0 and last.startswith("ok: 0 errors, 0 warnings over ") and last.endswith(
-    "queues; NOT CHECKED: 35 captured steps the lift left out (its `# note:` lines; `hcqdsl lift --whole` lifts every step)"), last
+    "queues; NOT CHECKED: 35 captured steps the lift left out (its `# note:` lines; `hcqdsl lift` without `--folded-only` lifts every step)"), last
 
 def test_syntax_error_summary_counts_no_queues(tmp_path, capsys):
   f = tmp_path / "bad.hcq"

@@ -175,6 +175,20 @@ async def test_document_symbols_are_the_declarations_queues_and_host(client: Lan
   q = next(s for s in syms if s.kind == T.SymbolKind.Class)
   assert q.detail.startswith(("compute on", "copy on")) and "statement" in q.detail
 
+async def test_symbols_say_a_blocks_launches(tmp_path, client: LanguageClient):
+  """Blocks with a `launches` clause (several host blocks among them): each is a symbol, its launches in the detail,
+  and the program checks clean over the launches its header asks for."""
+  text = ("# hcq: launches=3\ndevice g = AMD:0\nsignal s on g\nqueue w0 compute on g launches 1 {\n  signal s = 1\n}\n"
+          "queue w1 compute on g launches 2.. {\n  wait s >= 1\n}\nhost launches 1 {\n  submit w0\n}\nhost launches 2.. {\n  submit w1\n}\n")
+  path = tmp_path / "clauses.hcq"
+  path.write_text(text)
+  uri = open_doc(client, path)
+  assert [d for d in await diagnostics_of(client, uri, 1) if d.severity == T.DiagnosticSeverity.Error] == []
+  syms = await client.text_document_document_symbol_async(T.DocumentSymbolParams(text_document=doc(uri)))
+  assert [(s.name, s.detail) for s in syms if s.kind in (T.SymbolKind.Class, T.SymbolKind.Namespace)] == [
+    ("w0", "compute on g, 1 statement, launches 1"), ("w1", "compute on g, 1 statement, launches 2.."),
+    ("host", "1 statements, launches 1"), ("host", "1 statements, launches 2..")]
+
 async def test_quick_fixes_are_the_checkers_fix_and_the_ignore_comment(client: LanguageClient):
   path = PROGRAMS / "jit_rewritten_no_host_wait.hcq"
   text = path.read_text()

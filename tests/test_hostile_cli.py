@@ -3,7 +3,7 @@ fixes), and one exact-message test per cause of the hostile sweep this helper ow
 all, bounds on what would run for hours, internal errors, a forking C kernel). docs/reliability.md lists them."""
 import json, os, pathlib, re, resource, signal, subprocess, sys, time
 import pytest
-from conftest import cli, ROOT
+from cli_run import cli, ROOT
 import hcqdsl
 from hcqdsl.host_cc import find_cc
 
@@ -385,7 +385,8 @@ def test_an_interrupted_run_ends_its_looping_kernel(tmp_path):
     assert worker is not None
     time.sleep(0.3)
     p.send_signal(signal.SIGINT)
-    rc = p.wait(timeout=30)
+    p.communicate(timeout=120)   # (reads its pipes while waiting: a run that writes much must not block on them)
+    rc = p.returncode
     left = os.path.exists(f"/proc/{worker}")   # (looked at before the cleanup below)
   finally:   # (a failure here must not leave a looping kernel behind)
     if p.poll() is None: p.kill()

@@ -2,7 +2,7 @@
 file and the field, never a traceback or a program that does not check. One exact-message test per cause."""
 import json
 import pytest
-from conftest import cli, ROOT
+from cli_run import cli, ROOT
 from fuzz import nv_images, nv_manifest, edit_metadata
 
 @pytest.fixture(scope="module")

@@ -4,7 +4,7 @@ test per cause. Every script here is a copy under tmp_path, run with its working
 changes is inside the test's own temporary directory."""
 import subprocess, sys
 import pytest
-from conftest import cli
+from cli_run import cli
 from mock_gpu import needs_mock, env as mock_env
 
 COMMANDS = ("emit", "capture", "sanitize")
@@ -155,6 +155,11 @@ def test_outputs_are_resolved_before_the_script_changes_directory(tmp_path):
   assert (tmp_path / "out.hcq").is_file() and not (tmp_path / "elsewhere" / "out.hcq").exists()
   rc, _, _ = run(tmp_path, CHDIR, "capture", "-o", "m.json", "s.py")
   assert rc == 2 and (tmp_path / "m.json").is_file() and not (tmp_path / "elsewhere" / "m.json").exists()
+  # the script's own line, though its relative path no longer names it from the new directory
+  failing = CHDIR.replace("  return (Tensor.ones(4) * 2).contiguous()", "  raise ValueError('after chdir')")
+  assert run(tmp_path, failing, "emit", "s.py") == (1, "", "hcqdsl: error: s.py:7: the script failed: ValueError: after chdir\n")
+  rc, _, err = run(tmp_path, failing, "sanitize", "s.py")
+  assert (rc, err.splitlines()[0]) == (1, "hcqdsl: error: s.py:7: ValueError: after chdir")
 
 FORK = '''
 import os, sys

@@ -6,7 +6,7 @@ image_round_trip is this round_trip). The CLI pipeline end to end, the one schem
 from __future__ import annotations
 import glob, os, pathlib
 import pytest
-from conftest import cli
+from cli_run import cli
 from hcqdsl import parse
 from hcqdsl.diagnostics import HcqError
 from hcqdsl.lang.format import format_program

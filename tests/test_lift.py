@@ -3,7 +3,7 @@ from __future__ import annotations
 import glob, json, pathlib
 import pytest
 from hypothesis import given, settings, HealthCheck
-from conftest import cli
+from cli_run import cli
 import hcqdsl
 from hcqdsl.vendors import compile_program
 from hcqdsl.lift.image import lift_image
@@ -418,3 +418,15 @@ def test_capture_writes_what_the_declaration_reads():
   r = load_manifest(m)
   assert r.queues[0].dwords == [0xc0001000, 0] and r.signals[1 << 40]["value"] == 5 and r.steps == [(0x1000, b"\x01\x02", 0), (0x1000, b"\x03", 2)]
   assert r.host[1] == {"op": "write", "addr": 0x1000, "data": b"\x03", "size": 1, "staged": True}
+
+def test_a_repeat_without_a_dispatch_is_no_launch():
+  """Two identical uploads in a row then the kernels (a plain realize of two inputs) repeat a copy, not a launch: folded
+  on them, the lift was 2 launches of one copy with the kernels left out (issue 37: 0 execs, a warning); a launch of a
+  TinyJit's graph dispatches, so a repetition must."""
+  from hcqdsl.lift.steps import period
+  up, wait = ("submit", "copy0_gpu0", (("COPY_LINEAR", 64),)), ("wait", 0x1000, False)
+  shapes = [up, wait, up, wait, ("submit", "comp_gpu0", (("DISPATCH_DIRECT", 0x7000),)), ("submit", "comp_gpu0", (("DISPATCH_DIRECT", 0x8000),))]
+  assert period(shapes) == (0, 2, 2)
+  assert period(shapes, launching={4, 5}) is None
+  graph = [up, ("submit", "comp_gpu0", (("DISPATCH_DIRECT", 0x7000),)), wait] * 3
+  assert period(graph, launching={1, 4, 7}) == (0, 3, 3)

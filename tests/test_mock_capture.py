@@ -76,7 +76,13 @@ def test_hcq2_realize(tmp_path):
   assert manifest(man)["producer"]["path"] == "hcq2"
   _lift_check_run(man, out, tmp_path, 1)
 
-def _host_writes(prog) -> list: return [s for s in prog.host.body if isinstance(s, hcqdsl.ir.HostWrite)]
+def _repeated_host(prog):
+  """The host block of the repeated launches (the default lift's `host launches 2..K+1`; the only one without clauses)."""
+  return max(prog.hosts, key=lambda h: 0 if h.launches is None else (h.launches[1] or 1 << 16) - h.launches[0])
+
+def _host_writes(prog) -> list: return [s for s in _repeated_host(prog).body if isinstance(s, hcqdsl.ir.HostWrite)]
+
+def _launches(text: str) -> int: return int(text.splitlines()[0].split("=")[1])
 
 @pytest.mark.slow
 def test_hcq2_jit_new_inputs(tmp_path):
@@ -84,7 +90,9 @@ def test_hcq2_jit_new_inputs(tmp_path):
   a host `write` with each launch's bytes, so `run` reproduces tinygrad's numbers."""
   man, out = capture("jit_inputs", tmp_path, hcq2=True)
   prog, text = _lift_check_run(man, out, tmp_path, 3)
-  assert text.startswith("# hcq: launches=3\n") and "fifo_" in text  # the batch and its finalizer: one ring, in ring order
+  # 3 launches of the graph (the default lift: between the steps before and after them); the batch and its finalizer:
+  # one ring, in ring order
+  assert (2, 4) in {q.launches for q in prog.queues} and "fifo_" in text
   assert {k.name for k in prog.kernels} == {"E_4_4", "E_4_4_2"}
   (w,) = _host_writes(prog)
   assert w.dst.buffer.name in {b.name for b in prog.buffers if b.device is None} and len({d.values for d in w.launch_inits}) == 3, text[:3000]
@@ -92,9 +100,9 @@ def test_hcq2_jit_new_inputs(tmp_path):
 def _drop_guard_races(prog, text, write, launches: int) -> list:
   """The races `check` reports on the host's `write` once the host statement just before it (the host's wait that
   orders it after the copy that read the buffer's previous bytes) is deleted."""
-  body = list(prog.host.body)
+  body = list(_repeated_host(prog).body)
   guard = body[body.index(write) - 1]
-  assert isinstance(guard, hcqdsl.ir.Wait), hcqdsl.format(prog.host)
+  assert isinstance(guard, hcqdsl.ir.Wait), hcqdsl.format(_repeated_host(prog))
   broken = hcqdsl.parse("\n".join(ln for i, ln in enumerate(text.splitlines(), 1) if i != guard.span.line), "broken.hcq")
   return [d for d in hcqdsl.check(broken, launches) if d.code == "race" and "the host writes" in d.message]
 
@@ -108,7 +116,7 @@ def test_hcq2_two_inputs(tmp_path):
   writes = _host_writes(prog)
   assert len(writes) == 2 and len({w.dst.buffer.name for w in writes}) == 1, text[-3000:]   # x, then y, into one buffer
   assert all(len({d.values for d in w.launch_inits}) == len(w.launch_inits) for w in writes)  # each call's own bytes
-  races = _drop_guard_races(prog, text, writes[1], 2)
+  races = _drop_guard_races(prog, text, writes[1], _launches(text))
   assert races and races[0].related and "copy0_gpu0" in races[0].message and writes[1].dst.buffer.name in races[0].message, races
 
 @pytest.mark.slow
@@ -119,7 +127,7 @@ def test_hcq2_train_step(tmp_path):
   prog, text = _lift_check_run(man, out, tmp_path, 2)
   writes = _host_writes(prog)
   assert len(writes) == 2 and {d.nbytes for w in writes for d in w.launch_inits} == {4 * 8 * 4, 4 * 4 * 4}, text[-3000:]
-  assert _drop_guard_races(prog, text, writes[1], 2)
+  assert _drop_guard_races(prog, text, writes[1], _launches(text))
 
 def test_hcq2_timestamps(tmp_path):
   """With PROFILE=1 hcq2 brackets every kernel and copy of a batch with two timestamps (`_finalize_batch`: `ts_ins[:1] +
@@ -163,3 +171,57 @@ def test_train_step(tmp_path):
   prog, text = _lift_check_run(man, out, tmp_path, 2)
   assert len([s for q in prog.queues for s in q.body if isinstance(s, hcqdsl.ir.Exec)]) >= 8, text[:3000]  # forward, backward, update
   assert any(b.per_launch == "rebound" for b in prog.buffers)   # each call's batch
+
+TWO_UPLOADS = '''
+import sys
+import numpy as np
+from tinygrad import Tensor
+a = Tensor(np.arange(16, dtype=np.float32)).realize()
+b = Tensor(np.arange(16, dtype=np.float32) + 1).realize()
+out = ((a * b).contiguous() + 1).numpy()
+np.save(sys.argv[1], out)
+'''
+
+@pytest.mark.parametrize("nv", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["amd", "nv"])
+def test_a_plain_realize_lifts_every_step(tmp_path, nv):
+  """A plain realize whose two uploads look alike: the default lift covers every step — both kernels, no step left out
+  (issue 37: it folded the two uploads into 2 launches of one copy, 0 execs, and warned)."""
+  from mock_gpu import hcqdsl as run_hcqdsl, NV
+  (tmp_path / "two.py").write_text(TWO_UPLOADS)
+  r = run_hcqdsl("capture", "-o", tmp_path / "m.json", tmp_path / "two.py", tmp_path / "out.npy", **(NV if nv else {}))
+  assert r.returncode == 0, r.stderr
+  from cli_run import cli
+  r = cli("lift", tmp_path / "m.json", "-o", tmp_path / "l.hcq", "--strict")
+  assert r.returncode == 0 and "not lifted" not in r.stderr, r.stderr
+  text = (tmp_path / "l.hcq").read_text()
+  assert text.startswith("# hcq: launches=1\n") and text.count("\n  exec ") == 2, text[:3000]
+  prog = hcqdsl.parse(text, str(tmp_path / "l.hcq"))
+  assert not [d for d in hcqdsl.check(prog, 1) if d.severity == "error"]
+  if not nv:   # (the mock NV GPU runs no kernels: its numbers are zeros)
+    res = hcqdsl.run(prog, launches=1)
+    assert res.ok and np.load(tmp_path / "out.npy").tobytes() in b"".join(bytes(res.memory[b.name]) for b in prog.buffers)
+
+# the default lift finds what `--whole` (the run as it happened) and `--folded-only` (the repeated launches) find: every
+# finding of either is one of its own (tests/lift_verdicts.py: findings compared by the capture steps their statements
+# stand for); tinygrad as it is, and with bugs injected (tests/mock_workloads/buggy_*.py)
+VERDICTS = [pytest.param("stale_copy", False, {}, {"stale-input"}, id="stale_copy"),
+            pytest.param("buggy_graph", False, {"BUG": "dep"}, {"race"}, id="buggy_graph-dep"),
+            pytest.param("buggy_graph", False, {"BUG": "barrier"}, {"visibility"}, marks=pytest.mark.slow, id="buggy_graph-barrier"),
+            pytest.param("buggy_graph", False, {"BUG": "kick"}, {"deadlock", "race", "signal-race", "non-monotonic"}, marks=pytest.mark.slow,
+                         id="buggy_graph-kick"),
+            pytest.param("buggy_graph", False, {"BUG": "dep", "DEV": "MOCK+NV"}, {"race"}, marks=pytest.mark.slow, id="buggy_graph-dep-nv"),
+            pytest.param("stale_copy", False, {"DEV": "MOCK+NV"}, {"stale-input"}, marks=pytest.mark.slow, id="stale_copy-nv"),
+            pytest.param("buggy_hcq2", True, {"BUG": "dep"}, {"race"}, marks=pytest.mark.slow, id="buggy_hcq2-dep"),
+            pytest.param("buggy_hcq2", True, {"BUG": "refill", "WORKLOAD": "train_step"}, {"race"}, marks=pytest.mark.slow, id="buggy_hcq2-refill"),
+            pytest.param("allreduce", False, {"STALE": "1"}, {"stale-input"}, marks=pytest.mark.slow, id="allreduce-stale")]
+
+@pytest.mark.parametrize("workload,hcq2,env,codes", VERDICTS)
+def test_default_lift_finds_what_whole_and_folded_find(tmp_path, workload, hcq2, env, codes):
+  from lift_verdicts import compare
+  man, _ = capture(workload, tmp_path, hcq2=hcq2, **env)
+  r = compare(man)
+  assert {c for c, n in r["counts"]["default"].items() if n} == codes, r["counts"]
+  assert r["missed"] == {"whole": [], "folded": []}, r["missed"]
+  # --whole also reports, after a deadlock, what the ring's later submissions would do: the ring runs them in order,
+  # which the default lift keeps and --whole does not (each submission a queue of its own)
+  assert not r["after_deadlock"]["whole"] or "deadlock" in codes, r["after_deadlock"]

@@ -2,7 +2,7 @@
 into every command that reads a program, in process; each must end with an exit code of 0, 1 or 2 and print no
 traceback or internal error."""
 import pytest
-from conftest import cli, ROOT
+from cli_run import cli, ROOT
 
 ROOT_PROGRAMS = ROOT / "programs"
 
@@ -96,12 +96,14 @@ def test_witness_mutants_into_run_replay(tmp_path):
       n += 1
   assert n == 491
 
-def test_manifest_mutants_into_lift(tmp_path):
-  import json, random
-  from fuzz import _manifests, _mutate_meta, _MANIFEST_VALUES
+def manifest_mutants_into_lift(tmp_path, rng, bases: list, count: int) -> int:
+  """`count` mutants of the manifests `bases` into lift, and what lifts into check: never a traceback, and a lifted
+  program is valid .hcq (no syntax or name error). How many lifted."""
+  import json
+  from fuzz import _mutate_meta, _MANIFEST_VALUES
   import fuzz
-  rng, bases = random.Random(0), _manifests()
-  for _ in range(150):
+  lifted = 0
+  for _ in range(count):
     m = json.loads(json.dumps(rng.choice(bases)))
     values, fuzz._VALUES = fuzz._VALUES, _MANIFEST_VALUES
     try: m, _ = _mutate_meta(rng, m)
@@ -110,8 +112,15 @@ def test_manifest_mutants_into_lift(tmp_path):
     rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
     assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, text[-2000:]
     if rc == 0:
+      lifted += 1
       rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
       assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]
+  return lifted
+
+def test_manifest_mutants_into_lift(tmp_path):
+  import random
+  from fuzz import _manifests
+  manifest_mutants_into_lift(tmp_path, random.Random(0), _manifests(), 150)
 
 # ---- NV images and manifests (issue 37 item 5): mutated, into every command that reads them
 
@@ -133,26 +142,14 @@ def test_nv_image_mutants_into_disasm_and_lift(tmp_path):
 
 def test_nv_manifest_mutants_into_lift(tmp_path):
   import json, random
-  from fuzz import nv_images, nv_manifest, _mutate_meta, _MANIFEST_VALUES
-  import fuzz
-  rng, bases, lifted = random.Random(2), [nv_manifest(img) for img in nv_images()], 0
+  from fuzz import nv_images, nv_manifest
+  bases = [nv_manifest(img) for img in nv_images()]
   for m in bases[:3]:   # each lifts as it is, as tinygrad's NV runtime
     (tmp_path / "m.json").write_text(json.dumps(m))
     rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
     assert rc == 0 and "NV:0" in (tmp_path / "m.hcq").read_text(), text[-2000:]
-  for _ in range(120):
-    m = json.loads(json.dumps(rng.choice(bases)))
-    values, fuzz._VALUES = fuzz._VALUES, _MANIFEST_VALUES
-    try: m, _ = _mutate_meta(rng, m)
-    finally: fuzz._VALUES = values
-    (tmp_path / "m.json").write_text(json.dumps(m))
-    rc, text = cli_text("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
-    assert rc in (0, 1) and "Traceback" not in text and "internal error" not in text, text[-2000:]
-    if rc == 0:
-      lifted += 1
-      rc, text = cli_text("check", str(tmp_path / "m.hcq"), "--launches", "1")
-      assert rc in (0, 1) and "error[syntax]" not in text and "error[name]" not in text, text[-2000:]
-  assert lifted >= 10   # (seed 2: 15 of the 120 mutants still lift; the rest are refused naming their field)
+  # (seed 2: 15 of the 120 mutants still lift; the rest are refused naming their field)
+  assert manifest_mutants_into_lift(tmp_path, random.Random(2), bases, 120) >= 10
 
 # ---- issue 37: NV method headers, and the CLI's hostile invocations (tests/test_hostile_cli.py has their messages)
 

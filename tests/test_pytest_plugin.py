@@ -380,3 +380,19 @@ def test_tinygrad_tests_under_sanitize(tmp_path, hcq2):
       kinds[k] += 1
   assert not unknown, "\n".join(unknown)
   assert set(kinds) <= KNOWN[hcq2], kinds
+
+def test_sanitize_switched_on_by_the_environment(pytester, fake, monkeypatch):
+  """HCQ_SANITIZE=1 (what switches the sanitizer on for `python train.py`) is `--hcq-sanitize` under pytest, and
+  HCQ_SANITIZE=json:FILE is `--hcq-sanitize-json FILE`; a value that is neither is refused."""
+  pytester.makepyfile(test_x=FAKE_TESTS)
+  monkeypatch.setenv("HCQ_SANITIZE", "1")
+  r = rp(pytester)
+  r.assert_outcomes(passed=2, failed=2, skipped=1)
+  lines(r, ["hcq-sanitize: 4 tests sanitized, 4 submissions checked, 2 findings"])
+  out = pytester.path / "env.json"
+  monkeypatch.setenv("HCQ_SANITIZE", f"json:{out}")
+  rp(pytester).assert_outcomes(passed=2, failed=2, skipped=1)
+  assert json.loads(out.read_text())["summary"]["findings"] == 2
+  monkeypatch.setenv("HCQ_SANITIZE", "yes")
+  r = rp(pytester)
+  assert r.ret == pytest.ExitCode.USAGE_ERROR and "HCQ_SANITIZE='yes': give 1" in r.stderr.str(), r.stderr.str()

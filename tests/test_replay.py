@@ -3,7 +3,7 @@ order on the emulator and shows what each access saw and left (or the hang); als
 import json, pathlib
 import attrs
 from hypothesis import given, settings, HealthCheck, strategies as st
-from conftest import cli
+from cli_run import cli
 from check_gen import programs
 import hcqdsl
 from hcqdsl.check.witness import read_witness, describe

@@ -1,6 +1,6 @@
 """Issue 25's smaller items, each with the exact message a user now gets."""
 import pytest
-from conftest import cli
+from cli_run import cli
 import hcqdsl
 from hcqdsl.check import check_text
 from hcqdsl.diagnostics import Diagnostic

@@ -3,7 +3,7 @@ its fixed form does not), per-line `# hcq: ignore[CODE]` with unused ones report
 descriptions and a helpUri whose anchor is a heading of the doc it names."""
 import json, pathlib, re
 import pytest
-from conftest import cli
+from cli_run import cli
 from hcqdsl.check import check_text
 from hcqdsl.diagnostics import CODES, RULES, render_sarif
 

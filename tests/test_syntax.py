@@ -1,7 +1,7 @@
 import pathlib
 import pytest
 from hypothesis import given, settings, strategies as st, HealthCheck
-from conftest import cli
+from cli_run import cli
 import hcqdsl
 from hcqdsl import parse, format, HcqError
 from hcqdsl.lang.parse import parse_syntax

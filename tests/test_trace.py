@@ -83,3 +83,24 @@ def test_trace_names_processes_threads_and_links_writes_to_waits(tmp_path):
   counters = {e["name"] for e in ev if e["ph"] == "C"}
   assert "signal ready" in counters and "signal gpu0.timeline" in counters
   assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) > 4
+
+def test_a_hangs_trace_shows_the_blocked_waits(tmp_path):
+  """Each queue (or the host) blocked in a hang is a `blocked` slice on its track up to the hang, named by its
+  statement, with what it waits for and what could release it (issue 37: before, a hang's trace ended at the last
+  packet that ran, and the waits that never passed were not in it)."""
+  out = tmp_path / "t.json"
+  assert main(["run", "programs/run_deadlock.hcq", "--trace", str(out), "--no-check"]) == 1
+  trace = json.loads(out.read_text())
+  validate(trace)
+  ev = trace["traceEvents"]
+  names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e["name"] == "thread_name"}
+  blocked = {names[e["pid"], e["tid"]]: e for e in ev if e.get("cat") == "hang" and e["ph"] == "X"}
+  assert {q: (e["name"], e["args"]["waits"], e["args"]["line"]) for q, e in blocked.items()} == {
+    "q0": ("blocked: wait t >= 1", "waits t >= 1, value now 0", 8), "q1": ("blocked: wait s >= 1", "waits s >= 1, value now 0", 13)}
+  assert blocked["q0"]["args"]["release"] == "could be released by q1's `signal t = 1` at line 14 (q1 is blocked at line 13)"
+  hang = next(e for e in ev if e["ph"] == "i" and e["name"] == "hang")
+  assert all(e["ts"] <= hang["ts"] < e["ts"] + e["dur"] for e in blocked.values())
+  # a host blocked in a wait that times out: its slice is on the host's track
+  r = run(parse_with_diagnostics(pathlib.Path("programs/host_wait_64bit.hcq").read_text(), "h.hcq")[0], launches=1, trace=True)
+  assert r.hang is not None and [e["name"] for e in r.trace["traceEvents"] if e.get("cat") == "hang" and e["ph"] == "X"] == \
+         [f"blocked: {r.hang.blocked[0].stmt}"]

@@ -10,7 +10,8 @@ What it writes (one file per program and output, so a difference names its progr
 - compile/NAME.ARCH.txt: for every AMD and NV arch (every device rewritten to it, and NV's two-arch mix), the image's
   sha256, its disassembly and its lift (`as_hcq`), or the error the compiler raised;
 - isa/rdna3_c.txt: the C the RDNA3 translator writes for every opcode with pseudocode (or why it cannot);
-- lift/MANIFEST.{folded,whole}.hcq: with `--captures DIR`, the lifts of every capture manifest (*.json) in DIR.
+- lift/MANIFEST.{default,folded,whole}.hcq: with `--captures DIR`, the lifts of every capture manifest (*.json) in DIR
+  (the default lift: every step; `--folded-only`; `--whole`).
 """
 from __future__ import annotations
 import argparse, hashlib, pathlib, sys
@@ -64,8 +65,8 @@ def lifts(out: pathlib.Path, captures: pathlib.Path) -> None:
   from hcqdsl import format as fmt
   from hcqdsl.lift.manifest import lift_file
   for m in sorted(captures.glob("*.json")):
-    for mode, whole in (("folded", False), ("whole", True)):
-      try: text = fmt(lift_file(str(m), whole=whole))
+    for mode, kw in (("default", {}), ("folded", {"folded_only": True}), ("whole", {"whole": True})):
+      try: text = fmt(lift_file(str(m), **kw))
       except Exception as e: text = f"error: {type(e).__name__}: {e}\n"  # noqa: BLE001  (recorded, compared)
       (out / "lift" / f"{m.stem}.{mode}.hcq").write_text(text)
 

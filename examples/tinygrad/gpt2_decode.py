@@ -54,6 +54,12 @@ def main(seed: int = 0, steps: int = STEPS, layers: int = 2, dim: int = 32, head
       tok = int(last["tok"].item())
   return TinyJit(jitted), calls()
 
+def step(seed: int = 0, layers: int = 2, dim: int = 32, heads: int = 4, vocab: int = VOCAB):
+  """One decode step without a TinyJit, as gpt2.py runs a prompt's first token: the forward realizes its own result
+  (the KV cache write, the argmax), so `hcqdsl emit gpt2_decode.py:step` emits what that one call realized."""
+  model = Transformer(layers, dim, heads, np.random.default_rng(seed), vocab)
+  return model(Tensor([1]).realize(), Variable("start_pos", 0, MAX_CTX - 1).bind(0))
+
 def reference(seed: int = 0, steps: int = STEPS, **kw):
   """tinygrad's own TinyJit over the same calls: the tokens it decodes."""
   jit, calls = main(seed, steps, **kw)

@@ -188,6 +188,7 @@ class Dispatch:
   block: Optional[tuple] = None
   block_at: Optional[int] = None
   kernargs_at: int = 0   # the dword offset of the kernel-argument pointer (lo, hi): where a launch's pointer sits
+  program_at: int = 0    # the dword offset of COMPUTE_PGM_LO (then PGM_HI): where the program address sits
 
 def program_address(pgm) -> int:
   """The program address COMPUTE_PGM_LO, COMPUTE_PGM_HI (`pgm`: their two values) hold."""
@@ -212,8 +213,9 @@ def dispatch(g: list) -> Optional[Dispatch]:
   grid = tuple(d.fields.get(f, 1) for f in ("dim_x", "dim_y", "dim_z"))   # a malformed one (raw) has no fields
   sx = sets.get(START_REG)
   block, block_at = (tuple(start[3:6]), sx.offset + sx.length - len(start) + 3) if sx is not None and start and len(start) >= 6 else (None, None)
+  sp = sets[PGM_REG]
   return Dispatch(program_address(pgm), kernarg_address(user), grid, d.offset + pm4.field_at("DISPATCH_DIRECT", "dim_x"), block, block_at,
-                  kernarg_at(sets[USER_DATA_REG]))
+                  kernarg_at(sets[USER_DATA_REG]), sp.offset + sp.length - len(pgm))
 
 class Registers:
   """The registers a stream's SET_SH_REGs have set so far, packet by packet: `see(p)` each packet in order; at a

@@ -55,12 +55,12 @@ def unknown_var(program: Program, var_values) -> Optional[str]:
   return None
 
 def check(program: Program, launches: int = 2, var_values: Optional[dict] = None, static: bool = True,
-          max_states: Optional[int] = None, causes: bool = True, keep: Optional[list] = None) -> list[Diagnostic]:
+          max_states: Optional[int] = None, causes: bool = True, keep: Optional[dict] = None) -> list[Diagnostic]:
   """Every diagnostic for `program` over `launches` consecutive launches. When `syntax` or `name` errors are present
   only they are reported (the program has no meaning); `bounds` and `overflow` do not stop the other analyses.
   With `causes`, errors that follow from one cause name it in their `cause` (check/causes.py). Raises ValueError
-  when `var_values` names something that is not a var of the program. `keep`: a list the analysis's big intermediate
-  results are appended to, for a caller that frees them later or never (the CLI's hard exit)."""
+  when `var_values` names something that is not a var of the program. `keep`: a dict that gets the unrolled program and
+  the happens-before trace of the analysis (pipeline.analyze), when it runs."""
   if (why := unknown_var(program, var_values)) is not None: raise ValueError(f"var_values: {why}")
   diags = check_static(program) if static else []
   if any(d.code in ("syntax", "name") and d.severity == "error" for d in diags):
@@ -129,7 +129,7 @@ def _consistent(diags: list[Diagnostic]) -> list[Diagnostic]:
                                    any(e.code in _CONTRADICTED[d.code] and inside(e.span, d.span) for e in at.get((d.span.file, d.span.line), ())))]
 
 def check_source(text: str, filename: str = "<input>", launches: int = 2, var_values: Optional[dict] = None,
-                 pre=None, max_states: Optional[int] = None, keep: Optional[list] = None) -> tuple[Optional[Program], list[Diagnostic]]:
+                 pre=None, max_states: Optional[int] = None, keep: Optional[dict] = None) -> tuple[Optional[Program], list[Diagnostic]]:
   """Parse and check; returns (the program, or None when it does not parse, and every diagnostic). `pre(program)`,
   if given, runs between parsing and the analyses (the CLI checks `--var` names there). Never raises on any text."""
   prog, diags = parse_syntax(text, filename)

@@ -9,8 +9,8 @@ names its root in `cause` (text prints it once under the root, JSON and SARIF ke
 from __future__ import annotations
 from typing import Optional
 import attrs
-from ..ir import Program, Queue, Host, Wait
-from ..diagnostics import Diagnostic, Edit
+from ..ir import Program, Host, Wait
+from ..diagnostics import Diagnostic, Edit, edit_block
 
 __all__ = ["RootCauses", "apply_edit"]
 
@@ -21,8 +21,9 @@ MAX_EDITS = 8
 def apply_edit(program: Program, edit: Edit) -> Program:
   """The program with `edit` made (a host block made for an edit of a program that has none)."""
   decls, done = list(program.decls), False
+  block = edit_block(program, edit.block)
   for n, d in enumerate(decls):
-    if (isinstance(d, Queue) and d.name == edit.block) or (isinstance(d, Host) and edit.block == "host"):
+    if d is block and block is not None:
       body = d.body[:edit.index] + edit.stmts + d.body[edit.index + edit.replace:]
       decls[n], done = attrs.evolve(d, body=body), True
   if not done and edit.block == "host": decls.append(Host(edit.stmts))

@@ -17,7 +17,8 @@ from __future__ import annotations
 from difflib import SequenceMatcher
 from typing import Callable, Optional
 import attrs
-from ..ir import Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS, epoch_wait
+from ..ir import (Program, Slice, Expr, Exec, Copy, Write, Poll, U32_MAX, Wait, SignalWrite, Epoch, Barrier, Timestamp, KERNARGS, epoch_wait,
+                  in_launches)
 from .unroll import unroll
 
 __all__ = ["Change", "diff_programs", "render_changes"]
@@ -95,9 +96,9 @@ def _pairs(qa: list, qb: list) -> list:
     out.append((q, m))
   return out + [(None, q) for q in rest_b]
 
-def _data_commands(p: Program) -> dict:
+def _data_commands(p: Program, clauses: Optional[dict] = None) -> dict:
   """(device index, engine) -> the execs and copies of that device's queues of that engine, in declaration order;
-  copies with a side in host memory left out."""
+  copies with a side in host memory left out (`clauses` gets, per key, each one's queue's `launches` clause)."""
   index = {d.name: d.index for d in p.devices}
   host = {b.name for b in p.buffers if b.device is None}
   # a lifted capture's exec also names its kernel-argument block (its last argument, `in kernargs`): memory of the
@@ -109,7 +110,12 @@ def _data_commands(p: Program) -> dict:
       if type(st) is Exec and st.kernel.name in explicit: st = attrs.evolve(st, args=st.args[:-1])
       if type(st) is Exec or (type(st) is Copy and st.src.buffer.name not in host and st.dst.buffer.name not in host):
         out.setdefault((index[q.device.name], q.engine), []).append(st)
+        if clauses is not None: clauses.setdefault((index[q.device.name], q.engine), []).append(q.launches)
   return out
+
+def _in(sts: list, clauses: list, k: int) -> list:
+  """The data commands that run in launch k (a queue outside its launches runs nothing)."""
+  return [st for st, c in zip(sts, clauses) if in_launches(c, k)]
 
 def _shape(st, sizes: dict) -> tuple:
   if type(st) is Exec: return ("exec", st.kernel.name, len(st.args))
@@ -126,7 +132,9 @@ def _matched(a: Program, b: Program, launches: int) -> list[Change]:
       out.append(Change("device", (ia.get(i) or ib[i]).name, i in ia and f"device {ia[i].name} = AMD:{i}" or None,
                         i in ib and f"device {ib[i].name} = AMD:{i}" or None))
   sa, sb = {x.name: x.size for x in a.buffers}, {x.name: x.size for x in b.buffers}
-  ca, cb = _data_commands(a), _data_commands(b)
+  la: dict = {}
+  lb: dict = {}
+  ca, cb = _data_commands(a, la), _data_commands(b, lb)
   names: dict = {}   # B's buffer -> A's
   taken: set = set()
   for key in ca.keys() & cb.keys():
@@ -152,9 +160,10 @@ def _matched(a: Program, b: Program, launches: int) -> list[Change]:
     dev = (ia.get(key[0]) or ib[key[0]]).name
     for k in range(1, launches + 1):
       at_a, at_b = _Launch(k, ua.envs[k - 1], ra, sa), _Launch(k, ub.envs[k - 1], rb, {**sb, **sb_named}, names)
-      tx = [_command(st, at_a, dev, dims=False) for st in x]
-      ty = [_command(st, at_b, dev, dims=False) for st in y]
-      out += _aligned(tx, ty, x, y, f"{dev} {key[1]}", k)
+      xk, yk = _in(x, la.get(key, []), k), _in(y, lb.get(key, []), k)
+      tx = [_command(st, at_a, dev, dims=False) for st in xk]
+      ty = [_command(st, at_b, dev, dims=False) for st in yk]
+      out += _aligned(tx, ty, xk, yk, f"{dev} {key[1]}", k)
   return out
 
 def _line(p: Program, name: str) -> Optional[int]:
@@ -196,10 +205,11 @@ def diff_programs(a: Program, b: Program, launches: int = 2, match: bool = False
                         qa and qa.span and qa.span.line, qb and qb.span and qb.span.line))
       continue
     name = qa.name if qa.name == qb.name else f"{qa.name}/{qb.name}"
-    for k in range(1, launches + 1):
-      ca = [_command(st, _Launch(k, ua.envs[k - 1], ra, sa), qa.device.name) for st in qa.body]
-      cb = [_command(st, _Launch(k, ub.envs[k - 1], rb, sb), qb.device.name) for st in qb.body]
-      out += _aligned(ca, cb, list(qa.body), list(qb.body), name, k)
+    for k in range(1, launches + 1):   # (a queue outside its launches runs nothing in them)
+      ba, bb = (list(q.body) if in_launches(q.launches, k) else [] for q in (qa, qb))
+      ca = [_command(st, _Launch(k, ua.envs[k - 1], ra, sa), qa.device.name) for st in ba]
+      cb = [_command(st, _Launch(k, ub.envs[k - 1], rb, sb), qb.device.name) for st in bb]
+      out += _aligned(ca, cb, ba, bb, name, k)
   return out
 
 def render_changes(changes: list[Change], file_a: str, file_b: str) -> str:

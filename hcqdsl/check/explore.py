@@ -102,7 +102,8 @@ def _cut(u: Unrolled, i: int, after: Optional[dict[int, int]]) -> tuple[list[tup
       sy.append((GATE, None, None, p))
       sg.append(cur)
       cur = []
-    if op[0] in (WAIT, WRITE):
+    if s.partial and s.absent(idx, k + 1): pass   # (not there in this launch: a `launches` clause)
+    elif op[0] in (WAIT, WRITE):
       sy.append((op[0], op[1], u.value(op, k + 1, i == 0), p))
       sg.append(cur)
       cur = []

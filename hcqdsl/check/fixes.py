@@ -10,8 +10,8 @@ indentation of the line it goes before, a replaced statement keeps whatever foll
 from __future__ import annotations
 from typing import Optional, Sequence
 import attrs
-from ..ir import Program, Queue, Host, split_lines
-from ..diagnostics import Diagnostic, Edit, TextEdit
+from ..ir import Program, split_lines
+from ..diagnostics import Diagnostic, Edit, TextEdit, edit_block
 
 __all__ = ["text_edits", "apply_text_edits", "apply_fixes", "fix_text", "FixResult", "MAX_ROUNDS"]
 
@@ -21,10 +21,7 @@ def _stmt_text(stmts) -> list[str]:
   from ..lang.format import format_stmt
   return [format_stmt(s) for s in stmts]
 
-def _block(program: Program, name: str):
-  for d in program.decls:
-    if (isinstance(d, Queue) and d.name == name) or (isinstance(d, Host) and name == "host"): return d
-  return None
+def _block(program: Program, name: str): return edit_block(program, name)
 
 def text_edits(program: Program, edit: Edit) -> list[TextEdit]:
   """`edit` as edits of the text `program` was parsed from (`program.source`); [] when it cannot be placed (a block

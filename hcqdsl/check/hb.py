@@ -67,6 +67,7 @@ class Trace:
   races: dict[tuple, RacePair]    # (statement, statement, buffer) -> its racing accesses
   vis_found: VisColumns
   ops: list[list[tuple]]          # each sequence's ops (what `vis` names the accesses by)
+  clocks: Optional[Clocks] = None   # the execution's clocks (check/frontier.py reads what is ordered before what)
 
   @property
   def exact(self) -> bool: return not self.violations
@@ -83,8 +84,9 @@ class Trace:
 
 def happens_before(u: Unrolled) -> Trace:
   x = execute_direct(u) or execute_loop(u)
-  races, vis = accesses(u, x.done, x.polled, Clocks.of(x.clock, x.held, _big(u)))
-  return Trace(x.done, x.values, x.blocked, x.violations, x.wstats, x.vc, races, vis, [s.ops for s in u.seqs])
+  clocks = Clocks.of(x.clock, x.held, _big(u))
+  races, vis = accesses(u, x.done, x.polled, clocks)
+  return Trace(x.done, x.values, x.blocked, x.violations, x.wstats, x.vc, races, vis, [s.ops for s in u.seqs], clocks)
 
 def _big(u: Unrolled) -> int:
   """Above every position: (sequence, position) and (column, value) pack into one int as `a * big + b`."""
@@ -178,12 +180,19 @@ def _instances(u: Unrolled, big: int, KS: int) -> Optional[tuple[_Sync, _Sync]]:
   E, cols = cols
   inst: dict[int, list[tuple]] = {WAIT: [], WRITE: []}
   for i, (at, kind, sig, var, off) in enumerate(cols):
-    L = len(u.seqs[i].ops)
+    s = u.seqs[i]
+    L = len(s.ops)
     for kd in (WAIT, WRITE):
       m = kind == kd
       if not m.any(): continue
-      a, sg, vr, of = at[m], sig[m], var[m], off[m]
+      a0, sg0, vr0, of0 = at[m], sig[m], var[m], off[m]
       for k in range(N):
+        a, sg, vr, of = a0, sg0, vr0, of0
+        if s.partial:   # (a `launches` clause: the ops absent from launch k + 1 are not instances)
+          if k + 1 in s.off: continue
+          if s.op_off:
+            keep = np.fromiter((k + 1 not in s.op_off.get(x, ()) for x in a0.tolist()), dtype=bool, count=len(a0))
+            a, sg, vr, of = a0[keep], sg0[keep], vr0[keep], of0[keep]
         pos = a + (k * L + 1)
         v = E[k][vr] + of
         # the host's waits compare 64 bits (a value past 32 bits never passes), the packets 32
@@ -230,9 +239,12 @@ def _events(u: Unrolled, w: _Waits, big: int) -> _Events:
     mi = m[cut[i]:cut[i + 1]]
     P, J, Q = w.pos[mi], w.writer[mi], w.wpos[mi]
     if i:
-      st = np.arange(N, dtype=I64) * len(seqs[i].ops) + 1
-      P, J, Q = np.concatenate([st, P]), np.concatenate([np.zeros(N, dtype=I64), J]), \
-                np.concatenate([np.arange(N, dtype=I64) * len(seqs[0].ops) + seqs[i].gate + 1, Q])
+      ks = np.arange(N, dtype=I64)
+      if seqs[i].partial: ks = np.asarray([k for k in range(N) if k + 1 not in seqs[i].off], dtype=I64)   # (its launches only)
+      st = ks * len(seqs[i].ops) + 1
+      gate = np.asarray([u.gate_pos(i, k + 1) for k in ks.tolist()], dtype=I64) if seqs[i].gates is not None else \
+        ks * len(seqs[0].ops) + seqs[i].gate + 1
+      P, J, Q = np.concatenate([st, P]), np.concatenate([np.zeros(len(ks), dtype=I64), J]), np.concatenate([gate, Q])
       H = np.concatenate([st, w.pos[mi] + 1])
       o = np.argsort(2 * P + (H > P), kind="stable")
       P, J, Q, H = P[o], J[o], Q[o], H[o]
@@ -360,7 +372,7 @@ def execute_loop(u: Unrolled) -> Execution:
 class _Loop:
   """The state of `execute_loop`: per signal, per polled word and per sequence, and the clock rows recorded so far."""
   # (slots: every op reads a few of these, and a slot is faster to get at than an entry of the instance's dict)
-  __slots__ = ("u", "N", "S", "envs", "lens", "big", "sync", "nsig", "value", "hv", "hw", "lw_s", "lw_p", "last_reset",
+  __slots__ = ("u", "N", "S", "envs", "lens", "big", "sync", "syncs", "nsig", "value", "hv", "hw", "lw_s", "lw_p", "last_reset",
                "last_wait", "waiters", "sub", "gate_blocked", "launch", "at", "cur", "started", "ready", "checks", "prev",
                "src", "raise_", "held", "lvl", "starts", "cv", "stores", "pollers", "polls_run", "poll_joins")
   def __init__(self, u: Unrolled):
@@ -369,6 +381,8 @@ class _Loop:
     self.lens = [len(s.ops) for s in seqs]
     self.big = _big(u)
     self.sync = [s.sync(u.polls) for s in seqs]   # per sequence: (op indices, ops) it stops at
+    # ... per launch, for a sequence with ops absent from some launches (`launches` clauses); else None
+    self.syncs = [[s.sync(u.polls, k + 1) for k in range(N)] if s.partial else None for s in seqs]
     self.nsig = nsig = len(u.signals)
     # per signal: its value; the values since the last lowering write (non-decreasing) and their writes (sequence,
     # -1: the initial value; position; clock row); its latest write (sequence, position); its latest lowering write;
@@ -414,9 +428,12 @@ class _Loop:
       if k >= N: continue
       (sidx, so), L, v, c = sync[i], lens[i], self.cur[i], self.at[i]
       hsub = s0[0] if i and (s0 := sub[i][k]) is not None else 0   # the host position this launch's submit joined
-      n, ib = len(so), i * big
+      n, ib, per, off = len(so), i * big, self.syncs[i], self.u.seqs[i].off
       while k < N:   # one launch of this sequence per round, from sync op c until it blocks
-        if c == 0 and i and self.started[i] <= k:   # (a queue blocked at its first op has its start row already)
+        if per is not None:   # (what is absent from this launch is not among its sync ops)
+          sidx, so = per[k]
+          n = len(so)
+        if c == 0 and i and self.started[i] <= k and k + 1 not in off:   # (a queue blocked at its first op has its start row already)
           if (st := self._start(i, k, v)) is None: break
           v, hsub = st
         base, envk = k * L + 1, envs[k]
@@ -536,7 +553,9 @@ class _Loop:
     return v
 
   def _submit(self, i: int, op: tuple, k: int, pos: int, v: int, hsub: int) -> int:
+    seqs = self.u.seqs
     for q in op[1]:
+      if seqs[q].gates is not None and self.u.gate_pos(q, k + 1) != pos: continue   # (another submit hands it over in launch k)
       self.sub[q][k] = (pos, v)
       if self.gate_blocked[q]:
         self.gate_blocked[q] = False
@@ -546,8 +565,11 @@ class _Loop:
   def finish(self) -> Execution:
     """The outcome: where each sequence stopped, the checks the end adds, the clock rows, and the violations."""
     S, N, lens, big = self.S, self.N, self.lens, self.big
+    def stops(i: int) -> list:
+      per = self.syncs[i]
+      return self.sync[i][0] if per is None else per[self.launch[i]][0]
     done = [lens[i] * N if self.launch[i] >= N else
-            self.launch[i] * lens[i] + (self.sync[i][0][self.at[i]] if self.at[i] or not self.gate_blocked[i] else 0)
+            self.launch[i] * lens[i] + (stops(i)[self.at[i]] if self.at[i] or not self.gate_blocked[i] else 0)
             for i in range(S)]
     blocked = self._blocked(done)
     self._poll_checks()
@@ -597,6 +619,11 @@ class _Loop:
       g = next((g for g in range(e + 1, len(h)) if h[g][3] & mask != need), None)
       if g is not None and h[g][0] != i: self.checks.append((h[g][2], i, pos, ("poll", (i, pos), h[g][:2], self.nsig + x)))
 
+def _present_runs(s, w: np.ndarray, runs: np.ndarray) -> np.ndarray:
+  """Of the first `runs` launches of each wait op `w` of sequence s, those it is present in (a `launches` clause)."""
+  if not s.partial: return runs
+  return np.asarray([sum(not s.absent(x, k) for k in range(1, r + 1)) for x, r in zip(w.tolist(), runs.tolist())], dtype=I64)
+
 def _wait_stats(u: Unrolled, done: list[int], not_waits: list[int], C: np.ndarray, rows: ClockRows) -> dict[tuple[int, int], tuple[int, int]]:
   """{(sequence, op index): (instances run, instances redundant)} for the wait statements with a redundant instance:
   one whose satisfying write was already ordered before it (or the initial value, or its own sequence's write)."""
@@ -605,7 +632,8 @@ def _wait_stats(u: Unrolled, done: list[int], not_waits: list[int], C: np.ndarra
   waits = [s.where_kind(WAIT) for s in u.seqs]
   keys = np.concatenate([w + n * M for n, w in enumerate(waits)])   # every wait statement, sorted
   # instances run: the launches whose instance lies at or before where its sequence stopped
-  runs = np.concatenate([(d - w - 1) // max(L, 1) + 1 for w, d, L in zip(waits, done, lens)]).clip(0, u.launches)
+  runs = np.concatenate([_present_runs(s, w, ((d - w - 1) // max(L, 1) + 1).clip(0, u.launches))
+                         for s, w, d, L in zip(u.seqs, waits, done, lens)])
   is_wait = np.ones(len(rows.prev), dtype=bool)
   is_wait[0] = False
   is_wait[not_waits] = False   # a launch start's join, a poll's

@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
 import numpy as np
-from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait, device_arch
-from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit
+from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait, device_arch, in_launches
+from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit, host_block
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW, polled_word
 from .findings import Stuck, RacePair, SignalRace, NonMonotonic, WaitStats
 if TYPE_CHECKING: from .accesses import VisColumns
@@ -62,18 +62,18 @@ def _at(u: Unrolled, i: int, pos: int) -> tuple:
   implicit submit (and its kernel-argument writes, shown at the queue they patch) happens before its first
   statement: the edit goes at the start of the host block, not at the queue's line."""
   st = u.stmt(i, pos)
+  hosts = u.program.hosts
   if i == 0 and (st is None or isinstance(st, (Queue, Buffer))):
-    host = u.program.host
+    k = _launch(u, i, pos)   # (the host block that runs first in that launch)
+    n, host = next(((n, h) for n, h in enumerate(hosts) if in_launches(h.launches, k)), (0, None))
     if host is None: return "host", 0, "in a new `host { ... }` block (the program has none; its submit is implicit)"
     if not host.body:
-      return "host", 0, f"inside its block{f' (line {host.span.line})' if host.span else ''}, before its implicit submit"
-    return "host", 0, f"at the start of its block, before line {host.body[0].span.line} (its submit is implicit)"
-  block = "host" if i == 0 else u.seqs[i].name
+      return host_block(n), 0, f"inside its block{f' (line {host.span.line})' if host.span else ''}, before its implicit submit"
+    return host_block(n), 0, f"at the start of its block, before line {host.body[0].span.line} (its submit is implicit)"
   if i == 0:
-    host = u.program.host
-    assert host is not None   # (st is one of its statements)
-    body = host.body
-  else: body = u.seqs[i].queue.body
+    n, host = next((n, h) for n, h in enumerate(hosts) if any(x is st for x in h.body))   # (st is one of its statements)
+    block, body = host_block(n), host.body
+  else: block, body = u.seqs[i].name, u.seqs[i].queue.body
   idx = next((n for n, x in enumerate(body) if x is st), 0)
   return block, idx, f"before {u.line(i, pos)}"
 
@@ -107,6 +107,7 @@ class OverflowAnalysis(Pass):
         if (op[0] not in _SYNC and op[0] != POLL) or op[2] is None: continue
         top = U64_MAX if s.index == 0 and op[0] == WAIT else U32_MAX   # the host's waits compare 64 bits
         for k in range(1, u.launches + 1):
+          if s.partial and s.absent(idx, k): continue   # (not there in launch k: a `launches` clause)
           raw = u.raw(op, k)
           if not 0 <= raw <= top:
             st = s.stmts[idx]
@@ -312,6 +313,7 @@ def _future(u: Unrolled, state: dict[int, tuple], done, values) -> dict[tuple[in
     ops = u.seqs[j].ops
     for p in range(done[j], u.total(j)):
       op = ops[p % lens[j]]
+      if u.seqs[j].partial and u.seqs[j].absent(p % lens[j], p // lens[j] + 1): continue
       if op[0] == WRITE and op[1] in wanted: future.setdefault((j, op[1]), []).append((p + 1, u.value(op, p // lens[j] + 1)))
       elif polled and op[0] == ACCESS and len(op) > 2:
         for c, pin, keep, bits in op[2]:
@@ -447,6 +449,10 @@ class RaceAnalysis(Pass):
     nxt, first = self.nxt[j]
     L = len(u.seqs[j].ops)
     k, idx = divmod(q - 1, L)
+    if u.seqs[j].partial:   # (writes absent from a launch do not count: a `launches` clause)
+      ops, stmts = u.seqs[j].ops, u.seqs[j].stmts
+      return next((p + 1 for p in range(q, u.total(j)) if ops[p % L][0] == WRITE and type(stmts[p % L]) is not Timestamp
+                   and not u.seqs[j].absent(p % L, p // L + 1)), None)
     if (n := nxt[idx]) is not None: return k * L + n + 1
     return (k + 1) * L + first + 1 if first is not None and k + 1 < u.launches else None
 
@@ -672,9 +678,10 @@ class StaleInputAnalysis(Pass):
       for (idx, n), j in sorted(pins.items()):
         op = seq.ops[idx]
         acc = op[6] if op[0] == POLL else op[1][n]   # a poll's read of its word
-        if acc[3] == W or j + 2 > u.launches: continue   # written, or never run in a later launch
+        # its first launch after launch j + 1 (a statement absent from a launch does not run there)
+        k = next((k for k in range(j + 2, u.launches + 1) if not seq.absent(idx, k)), None)
+        if acc[3] == W or k is None: continue   # written, or never run in a later launch
         st, b = seq.stmts[idx], u.buffers[acc[0]]
-        k = j + 2
         sl = f"{b.name}@{j + 1}[{acc[1]}:{acc[2]}]"
         out.append(Diagnostic("stale-input", f"{seq.name} reads {sl} at line {st.span.line if st.span else 0} in launch {k}: "
                               f"`{b.name}` is rebound, so launch {k}'s input is new memory ({b.name}@{k}), and this reads "

@@ -34,11 +34,13 @@ def _why(u: Unrolled, v) -> str:
           f"{u.line(*b)} in {who(b[0])}")
 
 def analyze(program: Program, launches: int = 2, var_values: Optional[dict] = None, max_states: int = MAX_STATES,
-            keep: Optional[list] = None) -> list[Diagnostic]:
+            keep: Optional[dict] = None) -> list[Diagnostic]:
   """deadlock, race, signal-race, non-monotonic, overflow (of `var + n`), stale-input, and the warnings
   redundant-wait, unused-signal, visibility — over `launches` launches; launch k binds every var and D.epoch to k unless
-  `var_values` pins them (a name -> int, or a list of per-launch ints). `keep`: the unrolled program is appended to it
-  (freeing its million op tuples takes ~0.13 s at 1M statements: the CLI, which ends with a hard exit, never does)."""
+  `var_values` pins them (a name -> int, or a list of per-launch ints). `keep`: a dict that gets the unrolled program
+  (`unrolled`) and the happens-before pass's trace (`trace`, None outside the exact fragment's pass), for what a caller
+  reads of the execution itself (sanitize's frontier: check/frontier.py) or frees later or never (freeing a million
+  op tuples takes ~0.13 s at 1M statements: the CLI, which ends with a hard exit, never does)."""
   # the passes allocate millions of small tuples and no cycles: the cyclic GC would rescan them all, again and again.
   # And numpy asks for 2 MB pages for its big arrays: in a process holding a million-statement program the kernel
   # compacts memory to find them (transparent huge pages, defrag=madvise), more system time than the arrays' work
@@ -55,10 +57,10 @@ def madvise_hugepage(on: bool) -> bool:
   f = getattr(np._core.multiarray, "_set_madvise_hugepage", None) if hasattr(np, "_core") else None
   return f(on) if f is not None else on
 
-def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int, keep: Optional[list]) -> list[Diagnostic]:
+def _analyze(program: Program, launches: int, var_values: Optional[dict], max_states: int, keep: Optional[dict]) -> list[Diagnostic]:
   u = unroll(program, launches, var_values)
-  if keep is not None: keep.append(u)
-  try: found = _findings(u, max_states)
+  if keep is not None: keep["unrolled"] = u
+  try: found = _findings(u, max_states, keep)
   except ClockLimit as e:   # sizes the machine cannot hold: a `bounds` error at the first queue, nothing decided
     return OverflowAnalysis().run(u, Findings()) + [Diagnostic("bounds", str(e), program.queues[0].span if program.queues else u.host_span)]
   diags = []
@@ -67,10 +69,11 @@ def _analyze(program: Program, launches: int, var_values: Optional[dict], max_st
     diags += [attrs.evolve(d, notes=d.notes + (found.note,)) for d in out] if p.dynamic and found.note else out
   return diags
 
-def _findings(u: Unrolled, max_states: int) -> Findings:
+def _findings(u: Unrolled, max_states: int, keep: Optional[dict] = None) -> Findings:
   """What the passes report: the happens-before pass's, inside the exact fragment; else the explorer's, or, when the
   exploration exceeds `max_states`, the one execution's (an incomplete verdict)."""
   t = happens_before(u)
+  if keep is not None: keep["trace"] = t
   stuck = [Stuck(t.done, t.values)] if t.blocked else []
   if t.exact: return Findings(deadlocks=stuck, races=t.races, wstats={k: WaitStats(*v) for k, v in t.wstats.items()}, vis=t.vis_found)
   why = _why(u, t.violations[0])

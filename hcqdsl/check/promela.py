@@ -53,8 +53,10 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
     lines = []
     s = seqs[i]
     for k in range(1, N + 1):
+      if k in s.off: continue   # (a `launches` clause: the queue is not in launch k)
       if i: lines.append(f"  go[{go(i, k)}];")
-      for op in s.ops:
+      for idx, op in enumerate(s.ops):
+        if s.partial and s.absent(idx, k): continue
         kind = op[0]
         if kind == WAIT: lines.append(f"  (sig[{op[1]}] >= {rank[op[1]][u.value(op, k, i == 0)]});")
         elif kind == WRITE: lines.append(f"  sig[{op[1]}] = {rank[op[1]][u.value(op, k)]};")
@@ -63,9 +65,9 @@ def to_promela(program: Program, launches: int = 2, var_values: Optional[dict] =
         elif kind == ACCESS and len(op) > 2:   # a store into polled words: one atomic step, like the packet
           sets = [f"word[{u.slot(c, pin, k)}] = (word[{u.slot(c, pin, k)}] & {i32(keep)}) | {i32(bits[k - 1])}" for c, pin, keep, bits in op[2]]
           lines.append(f"  atomic {{ {'; '.join(sets)} }};" if len(sets) > 1 else f"  {sets[0]};")
-        elif kind == SUBMIT and op[1]:
-          flags = "; ".join(f"go[{go(q, k)}] = 1" for q in op[1])
-          lines.append(f"  atomic {{ {flags} }};" if len(op[1]) > 1 else f"  {flags};")
+        elif kind == SUBMIT and (qs := [q for q in op[1] if u.gate_pos(q, k) == (k - 1) * len(s.ops) + idx + 1]):
+          flags = "; ".join(f"go[{go(q, k)}] = 1" for q in qs)
+          lines.append(f"  atomic {{ {flags} }};" if len(qs) > 1 else f"  {flags};")
     if not lines: lines.append("  skip;")
     return lines
   names = []

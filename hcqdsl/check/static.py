@@ -4,14 +4,14 @@ from __future__ import annotations
 from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll,
                 Barrier, Timestamp, Epoch, Submit, Slice, Expr, Ref, KEYWORDS, U32_MAX, U64_MAX, WRITE_SIZES, POLL_SIZE, DTYPES, split_lines,
                 declare_implicit, MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW,
-                device_arch, NV_KERNARG_MAX, nv_kernarg_error)
+                device_arch, NV_KERNARG_MAX, nv_kernarg_error, MAX_LAUNCHES, launches_text)
 from ..diagnostics import Diagnostic, did_you_mean
 from ..lang.rows import Rows, WAIT, SIGNAL, EXEC, COPY
 import operator
 from typing import Any, Optional
-import attrs
+import attrs, re
 
-__all__ = ["check_static", "StaticCheck", "check_launches"]
+__all__ = ["check_static", "StaticCheck", "check_launches", "launches_span", "valid_launches"]
 
 _KIND = {Device: "device", Buffer: "buffer", Signal: "signal", Var: "var", Kernel: "kernel", Queue: "queue"}
 _SYNC = frozenset((Wait, SignalWrite, Timestamp))
@@ -43,6 +43,7 @@ class StaticCheck:
     self._lines: Optional[list[str]] = None
     self.device_at: dict = {}   # (vendor, index) -> the first device declared there (a dict: 20,000 devices took 51 s pairwise)
     self.names = self._declare(prog)
+    self.submitted: dict = {}
     for d in prog.decls: getattr(self, f"_{type(d).__name__.lower()}")(d)
     self._address_space(prog)
     return self.diags
@@ -71,13 +72,8 @@ class StaticCheck:
 
   def _declare(self, prog: Program) -> dict:
     names: dict = {}
-    hosts = 0
     for d in prog.decls:
-      if isinstance(d, Host):
-        hosts += 1
-        if hosts > 1: self._err("syntax", "a program has at most one `host` block", d.span)
-        continue
-      if isinstance(d, Expect): continue
+      if isinstance(d, (Host, Expect)): continue
       if d.name in KEYWORDS:  # reported once here; still declared, so its uses are not `unknown` errors too
         self._err("syntax", f"`{d.name}` is a keyword and cannot be used as a name", prog.locate(d.name, d.span))
       if d.name in names:
@@ -156,7 +152,22 @@ class StaticCheck:
       if k.impl.builtin == "spin" and k.impl.args[:1] and not 0 <= k.impl.args[0] <= 1e9:
         self._err("bounds", f"spin({k.impl.args[0]}): microseconds are 0 .. 1e9", k.impl.span or k.span)
 
+  def _launches(self, d):
+    """A block's `launches` clause: launches are numbered 1 .. MAX_LAUNCHES, and a range holds at least one."""
+    if d.launches is None: return
+    first, last = d.launches
+    text = launches_text(d.launches)
+    if first < 1: self._err("bounds", f"`launches {text}`: launches are numbered from 1 (there is no launch {first})", self._launches_span(d))
+    elif last is not None and last < first:
+      self._err("bounds", f"`launches {text}` is empty: it ends before it starts (`launches {last}..{first}`?)", self._launches_span(d))
+    elif max(first, last or 0) > MAX_LAUNCHES:
+      self._err("bounds", f"`launches {text}`: launch numbers are 1 .. {MAX_LAUNCHES} (the most launches a command checks or runs)",
+                self._launches_span(d))
+
+  def _launches_span(self, d): return launches_span(self.prog, d)
+
   def _queue(self, q: Queue):
+    self._launches(q)
     dev = self._need(q.device, Device, "device", q.span)
     if dev is not None and dev.vendor == "NV": self._nv_queue(q, dev)
     if self._clean_body(q): return
@@ -269,7 +280,8 @@ class StaticCheck:
     return lo, hi
 
   def _host(self, h: Host):
-    submitted: dict = {}
+    self._launches(h)
+    submitted = self.submitted   # queue -> [(the submit's span, its host block's launches)]: named once per launch
     for s in h.body:
       seen: dict = {}
       if type(s) in _QUEUE_ONLY:
@@ -279,11 +291,12 @@ class StaticCheck:
       if isinstance(s, Submit):
         for r in s.queues:
           seen[r.name] = seen.get(r.name, 0) + 1
-          if self._need(r, Queue, "queue", s.span) is None: continue
-          if r.name in submitted:
-            self._err("name", f"queue `{r.name}` is already submitted at line {submitted[r.name].line}",
+          if (q := self._need(r, Queue, "queue", s.span)) is None: continue
+          # (two host blocks may each submit a queue, in launches they do not share: `host launches 1`, `host launches 2..`)
+          if (o := next((x for x in submitted.get(r.name, ()) if _overlap(x[1], h.launches, q.launches)), None)) is not None:
+            self._err("name", f"queue `{r.name}` is already submitted at line {o[0].line}{_shared(o[1], h.launches, q.launches)}",
                       self.prog.locate(r.name, s.span, seen[r.name]))
-          else: submitted[r.name] = s.span
+          else: submitted.setdefault(r.name, []).append((s.span, h.launches))
         continue
       if isinstance(s, HostWrite):
         self._host_write(s)
@@ -418,6 +431,37 @@ class StaticCheck:
       self._err("bounds", f"`poll` reads one aligned 32-bit word (4 bytes at a multiple of 4), not `{_fmt_slice(s.src)}` "
                 f"({hi - lo} bytes at {lo})", self._slice_span(s.src, at))
 
+def launches_span(prog: Program, d) -> Optional[Span]:
+  """`launches 2..7` in a block's header (a queue may be called `launches`: the last one before the `{`), else its span."""
+  sp = d.span
+  if sp is None or prog.source is None or sp.line < 1: return sp
+  lines = split_lines(prog.source)
+  if sp.line > len(lines): return sp
+  line = lines[sp.line - 1]
+  brace = line.find("{", sp.column - 1)
+  ms = list(_LAUNCHES.finditer(line[sp.column - 1:brace if brace >= 0 else len(line)]))
+  if not ms: return sp
+  return Span(sp.file, sp.line, sp.column + ms[-1].start(), sp.line, sp.column + ms[-1].end())
+
+def valid_launches(r: Optional[tuple]) -> bool:
+  """A clause the static check takes (numbered from 1, not empty, within MAX_LAUNCHES), or none."""
+  return r is None or (1 <= r[0] <= MAX_LAUNCHES and (r[1] is None or r[0] <= r[1] <= MAX_LAUNCHES))
+
+_LAUNCHES = re.compile(r"launches[ \t]+[0-9A-Fa-fxX_]+(?:[ \t]*\.\.(?:[ \t]*[0-9A-Fa-fxX_]+)?)?")
+
+def _overlap(*ranges) -> bool:
+  """Do blocks with these `launches` (None: every launch) share a launch?"""
+  first = max((r[0] for r in ranges if r is not None), default=1)
+  lasts = [r[1] for r in ranges if r is not None and r[1] is not None]
+  return not lasts or first <= min(lasts)
+
+def _shared(*ranges) -> str:
+  """` (both in launches 2..4)` when the blocks' clauses narrow where two submits meet."""
+  if all(r is None for r in ranges): return ""
+  first = max(r[0] for r in ranges if r is not None)
+  lasts = [r[1] for r in ranges if r is not None and r[1] is not None]
+  return f" (both run in launch{'es' * (not lasts or min(lasts) != first)} {launches_text((first, min(lasts) if lasts else None))})"
+
 def _pinned(s: Slice) -> bool: return s.launch is not None
 
 def _fmt_slice(s: Slice) -> str:
@@ -435,11 +479,22 @@ def check_launches(prog: Program, launches: int, pinned=()) -> list[Diagnostic]:
     if v.values and v.name not in pinned and len(v.values) < launches:
       out.append(Diagnostic("bounds", f"var `{v.name}` lists {len(v.values)} value{'s' * (len(v.values) != 1)}, fewer than the {launches} "
                             f"launches asked for", v.span))
+  for d in prog.decls:   # a block whose launches all lie past the ones asked for never runs
+    if isinstance(d, (Queue, Host)) and d.launches is not None and valid_launches(d.launches) and d.launches[0] > launches:
+      what = f"queue `{d.name}`" if isinstance(d, Queue) else "this host block"
+      out.append(Diagnostic("bounds", f"{what} takes part in launches {launches_text(d.launches)} only, past the {launches} "
+                            f"launch{'es' * (launches != 1)} asked for: it never runs (give at least {d.launches[0]} launches)",
+                            launches_span(prog, d)))
   for h in prog.of(Host):
+    # a host write lists one entry per launch its block runs in, from the block's first launch
+    first = h.launches[0] if h.launches is not None else 1
+    last = launches if h.launches is None or h.launches[1] is None else min(h.launches[1], launches)
     for s in h.body:
-      if type(s) is HostWrite and len(s.launch_inits) < launches:
+      if type(s) is HostWrite and first <= last and len(s.launch_inits) < last - first + 1:
+        want = f"the {launches} launches asked for" if first == 1 and last == launches else \
+               f"its block's launch{'es' * (first != last)} {launches_text((first, last))} in the {launches} asked for"
         out.append(Diagnostic("bounds", f"the host's write of `{_fmt_slice(s.dst)}` lists bytes for {len(s.launch_inits)} "
-                              f"launch{'es' * (len(s.launch_inits) != 1)}, fewer than the {launches} launches asked for", s.span))
+                              f"launch{'es' * (len(s.launch_inits) != 1)}, fewer than {want}", s.span))
   for b in prog.of(Buffer):
     if b.launch_inits and len(b.launch_inits) < launches:
       out.append(Diagnostic("bounds", f"{b.per_launch} buffer `{b.name}` lists contents for {len(b.launch_inits)} "

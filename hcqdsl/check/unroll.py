@@ -3,6 +3,12 @@
 Steps are not materialised (a 1M-statement program over 2 launches would be 2M objects): a sequence keeps one op per
 statement, and its step at 1-based position `pos` is op `(pos-1) % len(ops)` of launch `(pos-1) // len(ops) + 1`.
 Sequence 0 is always the host (it holds the implicit submit of queues no `submit` names), queues follow in order.
+
+A block with a `launches` clause is absent from the other launches: its ops stay in every launch's place (positions
+keep their meaning), and `Unrolled.absent` says in which launches an op is not there — every op of a queue outside its
+launches (`Seq.off`), the ops of a host block outside its own (`Seq.op_off`; the host's sequence is every host block in
+program order). The analyses skip an absent op as if it were not written; a queue takes its launch-k start from the
+submit that hands it over in launch k (`Seq.gates`, when that differs between launches).
 """
 from __future__ import annotations
 import itertools
@@ -14,7 +20,7 @@ import attrs
 import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
                   Slice, Timestamp,
-                  Expr, U32_MAX, POLL_SIZE, epoch_wait)
+                  Expr, U32_MAX, POLL_SIZE, epoch_wait, in_launches)
 from ..lang import rows as R_
 from ..lang.rows import Rows, Column, Pool
 
@@ -56,10 +62,13 @@ class OpColumns:
   acc: Optional[tuple]
 
 class Seq:
-  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "_kinds", "cols")
+  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "gates", "off", "op_off", "_kinds", "cols")
   def __init__(self, index, name, device, queue, stmts, ops, cols: Optional[OpColumns] = None):
     self.index, self.name, self.device, self.queue, self.stmts, self.ops = index, name, device, queue, stmts, ops
     self.gate = -1  # queues: index in the host's ops of the submit that hands this queue over, each launch
+    self.gates: Optional[list[int]] = None   # ... or per launch (0-based; -1: not in that launch), when they differ
+    self.off: frozenset = frozenset()        # the launches (1-based) the whole sequence is absent from (a queue's clause)
+    self.op_off: dict[int, frozenset] = {}   # op index -> the launches it is absent from (a host block's clause)
     self.cols = cols
     self._kinds = None if cols is None else cols.kinds
   def __repr__(self): return f"Seq({self.name})"
@@ -69,13 +78,24 @@ class Seq:
     if self._kinds is None: self._kinds = np.fromiter(map(itemgetter(0), self.ops), dtype=np.int8, count=len(self.ops))
     return np.flatnonzero(np.isin(self._kinds, kinds))
 
-  def sync(self, polls: bool = False) -> tuple[list, tuple]:
+  def sync(self, polls: bool = False, launch: Optional[int] = None) -> tuple[list, tuple]:
     """The ops the happens-before execution stops at (waits, writes, submits; with `polls`, also polls and the
-    accesses that store into polled words): their indices, and the ops."""
+    accesses that store into polled words): their indices, and the ops (`launch`: those present in it)."""
     if polls:
       at = [n for n in self.where_kind(WAIT, WRITE, SUBMIT, POLL, ACCESS).tolist() if self.ops[n][0] != ACCESS or len(self.ops[n]) > 2]
     else: at = self.where_kind(WAIT, WRITE, SUBMIT).tolist()
+    if launch is not None and (self.off or self.op_off):
+      at = [] if launch in self.off else [n for n in at if launch not in self.op_off.get(n, ())]
     return at, _gather(self.ops, at)
+
+  @property
+  def partial(self) -> bool:
+    """Some op of it is absent from some launch (a `launches` clause)."""
+    return bool(self.off or self.op_off)
+
+  def absent(self, idx: int, launch: int) -> bool:
+    """Op idx is not there in `launch` (1-based)."""
+    return launch in self.off or launch in self.op_off.get(idx, ())
 
 class Ops(Sequence):
   """A queue's ops, made from its OpColumns when read: `ops[i]` makes one, iteration (or many single reads) all, as
@@ -228,9 +248,19 @@ class Unrolled:
     return v if host and op[0] == WAIT and v > U32_MAX else v & U32_MAX
 
   def gate_pos(self, i: int, launch: int) -> int:
-    """The host position that submits queue i for `launch` (0: none needed)."""
+    """The host position that submits queue i for `launch` (0: none needed, or the queue is not in that launch)."""
     s = self.seqs[i]
-    return 0 if s.gate < 0 else (launch - 1) * len(self.seqs[0].ops) + s.gate + 1
+    g = s.gate if s.gates is None else s.gates[launch - 1]
+    return 0 if g < 0 else (launch - 1) * len(self.seqs[0].ops) + g + 1
+
+  @property
+  def partial(self) -> bool:
+    """Some sequence has ops absent from some launch (`launches` clauses)."""
+    return any(s.partial for s in self.seqs)
+
+  def absent(self, i: int, idx: int, launch: int) -> bool:
+    """Sequence i's op idx is not there in `launch` (1-based)."""
+    return self.seqs[i].absent(idx, launch)
 
   def stmt(self, i: int, pos: int):
     return self.seqs[i].stmts[self.where(i, pos)[1]]
@@ -295,13 +325,21 @@ class AccessTable:
                for s, a in zip(u.seqs, at)]
       self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)])
     else: self.role = np.zeros(rows, dtype=_I64)
-    # host writes that write nothing in some launches (a patched kernel argument whose values did not change)
+    # host writes that write nothing in some launches (a patched kernel argument whose values did not change), and the
+    # accesses absent from a launch (a `launches` clause)
     self.idle: dict[int, np.ndarray] = {}   # launch index -> rows that write nothing in it
+    def mark(k: int, rows: np.ndarray) -> None:
+      m = self.idle.setdefault(k - 1, np.zeros(len(self.seq), dtype=bool))
+      m |= rows
     for i, ops in u.idle.items():
       for n, ks in ops.items():
-        for k in ks:
-          m = self.idle.setdefault(k - 1, np.zeros(len(self.seq), dtype=bool))
-          m |= (self.seq == i) & (self.idx == n)
+        for k in ks: mark(k, (self.seq == i) & (self.idx == n))
+    for i, s in enumerate(u.seqs):
+      if not s.partial: continue
+      mine = self.seq == i
+      for k in s.off: mark(k, mine)
+      for n, ks in s.op_off.items():
+        for k in ks: mark(k, mine & (self.idx == n))
 
   def _from_ops(self, u: Unrolled) -> tuple:
     """seq, idx, sub and mode from the ops themselves; returns (buffer, start, end, rows)."""
@@ -350,11 +388,12 @@ class AccessTable:
     return ptr, np.concatenate(entries)
 
 def _table(pool: Pool, ids: set, of: Callable, extra: int = 0) -> Optional[np.ndarray]:
-  """pool id -> of(its name), for the ids given (the others 0), as a numpy lookup table; None when `of` gives None.
-  `extra` more entries at the end (0), for id -1."""
+  """pool id -> of(its name), for the ids given (the others 0), as a numpy lookup table; None when `of` gives None
+  or a value past int64 (a buffer of 2**63 bytes: `lower` takes Python ints). `extra` more entries at the end (0),
+  for id -1."""
   t = np.zeros(len(pool.names) + extra, dtype=_I64)
   for i in ids:
-    if (x := of(pool.names[i])) is None: return None
+    if (x := of(pool.names[i])) is None or not -INT64_SAFE < x < INT64_SAFE: return None
     t[i] = x
   return t
 
@@ -462,7 +501,7 @@ class _Lowering:
       self.same[kb] = frozenset(k for k in range(2, self.launches + 1) if all(e.eval(envs[k - 1]) == e.eval(envs[k - 2]) for e in vals))
     return (ACCESS, op[1] + ((kb, 0, KERNARGS_BYTES, R),)) if known else op
 
-  def store_op(self, st, acc: tuple) -> tuple:
+  def store_op(self, st, acc: tuple, first: int = 1) -> tuple:
     """The op of a `write` or a host write into the range of `acc`: also a store into the polled words it covers."""
     envs = self.envs
     if not acc or acc[0][0] not in self.by_buf: sv = None
@@ -473,7 +512,7 @@ class _Lowering:
       if sv and st.dst.launch is not None: sv = tuple((c, st.dst.launch - 1, keep, bits) for c, _, keep, bits in sv)
     else:                     # the host's store of each launch's bytes
       n = min((d.nbytes for d in st.launch_inits), default=0)
-      def data(k: int, ds: tuple = st.launch_inits) -> bytes: return ds[min(k, len(ds)) - 1].to_bytes()
+      def data(k: int, ds: tuple = st.launch_inits) -> bytes: return ds[min(max(k - first + 1, 1), len(ds)) - 1].to_bytes()
       sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
@@ -573,10 +612,11 @@ class _Lowering:
       if name in self.kcode: acc.append((where, np.full(len(at), sub, dtype=_I64), *(np.full(len(at), v, dtype=_I64) for v in self.kcode[name])))
     return _sorted(acc, 6, 2)
 
-  def lower(self, body: Sequence, q: Optional[Queue], where: Optional[Sequence[int]] = None) -> list[tuple]:
+  def lower(self, body: Sequence, q: Optional[Queue], where: Optional[Sequence[int]] = None, first: int = 1) -> list[tuple]:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
     statements are told apart by exact type and nothing is called per statement that need not be). `where`: the
-    op index of each statement (its row in its block), when they are not all of the block from its start."""
+    op index of each statement (its row in its block), when they are not all of the block from its start; `first`:
+    the block's first launch (a host write's lists count from it)."""
     ops: list[tuple] = []
     app = ops.append
     sig_id, binfo, kmodes, rebound = self.sig_id, self.binfo, self.kmodes, self.rebound
@@ -602,7 +642,7 @@ class _Lowering:
         else: app((ACCESS, tuple([x for x in (access(src, R), access(dst, W)) if x is not None])))
       elif t is Write or t is HostWrite:   # a store into the range, like a copy's destination; and into polled words
         if t is Write and st.dst.launch is not None: pin(st.dst, 0)
-        app(self.store_op(st, tuple(x for x in (access(st.dst, W),) if x is not None)))
+        app(self.store_op(st, tuple(x for x in (access(st.dst, W),) if x is not None), first))
       elif t is Poll:
         src = st.src
         bi = binfo.get(src.buffer.name)
@@ -651,6 +691,8 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   for i, q in enumerate(program.queues):
     rows = Rows.of(q)
     qseqs.append(Seq(i + 1, q.name, q.device.name, q, rows if rows.columns else rows.nodes_made, *lw.lower_rows(rows, q)))
+  for s in qseqs:   # a queue's clause: it is absent from the launches outside it
+    if s.queue.launches is not None: s.off = frozenset(k for k in range(1, launches + 1) if not in_launches(s.queue.launches, k))
   seqs: list[Optional[Seq]] = [None, *qseqs]   # the host's is made last (it names the queues')
   host = program.host
   seqs[0], idle = _host(program, seqs, lw)
@@ -665,16 +707,34 @@ def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = Non
   u.pinned = {s.index: lw.pins[s.name] for s in qseqs if s.name in lw.pins}
   return u
 
-def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, frozenset[int]]]:
-  """The host's sequence: its statements, with each submit preceded by the host's writes it implies (a `rewritten`
-  buffer's contents before the launch's first submit, the patched kernel arguments of the queues it submits), and
-  the implicit submit of the queues no `submit` names before its first statement; and {op index: the launches in
-  which that kernel-argument write writes nothing}."""
+def _coverage(program: Program, seqs: list, body: list, k: Optional[int]) -> tuple[dict[int, int], tuple]:
+  """Who submits each queue in launch k (None: every launch, a program without clauses): {queue seq: the host
+  statement (index into `body`) whose submit covers it}, and the queues no submit covers (submitted implicitly, before
+  the first host statement), among the queues in that launch."""
   queues = program.queues
   q_id = {q.name: i + 1 for i, q in enumerate(queues)}
-  body = list(program.host.body) if program.host is not None else []
+  covered: dict[int, int] = {}
+  for n, (st, r) in enumerate(body):
+    if isinstance(st, Submit) and (k is None or in_launches(r, k)):
+      names = [r.name for r in st.queues] if st.queues else [q.name for q in queues]
+      for x in names:
+        i = q_id.get(x)
+        if i is not None and i not in covered and (k is None or k not in seqs[i].off): covered[i] = n
+  return covered, tuple(i for i in range(1, len(seqs)) if i not in covered and (k is None or k not in seqs[i].off))
+
+def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, frozenset[int]]]:
+  """The host's sequence: its statements (every host block's, in program order), with each submit preceded by the
+  host's writes it implies (a `rewritten` buffer's contents before the launch's first submit, the patched kernel
+  arguments of the queues it submits), and the implicit submit of the queues no `submit` names before its first
+  statement; and {op index: the launches in which that kernel-argument write writes nothing}. With `launches`
+  clauses, who submits a queue is decided per launch (`Seq.gates`), and what is absent from a launch said (`op_off`):
+  `_host_partial`."""
+  body = [(st, h.launches) for h in program.hosts for st in h.body]
+  if any(r is not None for _, r in body) or any(s.off for s in seqs[1:]): return _host_partial(program, seqs, lw, body)
+  queues = program.queues
+  q_id = {q.name: i + 1 for i, q in enumerate(queues)}
   covered: dict[int, int] = {}  # queue seq -> the submit statement covering it (the same in every launch)
-  for n, st in enumerate(body):
+  for n, (st, _) in enumerate(body):
     if isinstance(st, Submit):
       names = [r.name for r in st.queues] if st.queues else [q.name for q in queues]
       for x in names:
@@ -705,9 +765,67 @@ def _host(program: Program, seqs: list, lw: _Lowering) -> tuple[Seq, dict[int, f
     ops.append((SUBMIT, qs))
   rest = tuple(i for i in range(1, len(seqs)) if i not in covered)
   if rest: submit(rest, None)  # queues no submit covers are submitted before the first host statement
-  for n, st in enumerate(body):
+  for n, (st, _) in enumerate(body):
     if isinstance(st, Submit): submit(tuple(i for i, m in covered.items() if m == n), st)
     else:
       stmts.append(st)
       ops += lw.lower((st,), None)
   return Seq(0, "host", None, None, stmts, ops), idle
+
+def _host_partial(program: Program, seqs: list, lw: _Lowering, body: list) -> tuple[Seq, dict[int, frozenset[int]]]:
+  """`_host` of a program with `launches` clauses: the host's statements of every block, each absent from the launches
+  outside its block's (`op_off`); each launch's submits decided over the blocks and queues of that launch, a queue
+  handed over per launch by the submit that covers it there (`Seq.gates`)."""
+  N = lw.launches
+  every = set(range(1, N + 1))
+  per = [_coverage(program, seqs, body, k) for k in range(1, N + 1)]
+  stmts: list = []
+  ops: list[tuple] = []
+  op_off: dict[int, frozenset[int]] = {}
+  rewritten = [b for b in program.buffers if b.per_launch == "rewritten"]
+  buf_id = {b.name: i for i, b in enumerate(program.buffers)}
+  idle: dict[int, frozenset[int]] = {}
+  gates = [[-1] * N for _ in seqs]   # queue seq -> per launch: the op index of the submit that hands it over
+  def first_submit(k: int) -> Optional[int]:   # launch k's first submit: the implicit one, else its first `submit`
+    cov, rest = per[k - 1]
+    return -1 if rest else next((n for n, (st, r) in enumerate(body) if isinstance(st, Submit) and in_launches(r, k)), None)
+  firsts = [first_submit(k) for k in range(1, N + 1)]
+  def add(st, op, off):
+    if off: op_off[len(ops)] = frozenset(off)
+    stmts.append(st)
+    ops.append(op)
+  def submit(n: int, st):
+    """The host's ops of submit statement n (-1: the implicit submit) and of what it implies, in every launch."""
+    here = [k for k in range(1, N + 1) if n == -1 and per[k - 1][1] or n >= 0 and in_launches(body[n][1], k)]
+    qs = tuple(dict.fromkeys(i for k in here for i in (per[k - 1][1] if n == -1 else (i for i, m in per[k - 1][0].items() if m == n))))
+    if n == -1 and not qs: return
+    # a `rewritten` buffer: the host writes launch k's contents in place just before its first submit of launch k
+    first = [k for k in range(1, N + 1) if firsts[k - 1] == n]
+    for b in rewritten if first else ():
+      x = buf_id[b.name]
+      def contents(k: int, b: Buffer = b) -> bytes: return _contents(b, k)
+      sv = lw.stores(x, 0, b.size, contents)
+      add(b, (ACCESS, ((x, 0, b.size, W),), sv) if sv else (ACCESS, ((x, 0, b.size, W),)), every - set(first))
+    # the host patches their kernel arguments (one write per exec, none in a launch where its values did not change),
+    # then submits; an implicit submit is shown at the queue it submits
+    mine = {x: {k for k in here if (x in per[k - 1][1] if n == -1 else per[k - 1][0].get(x) == n)} for x in qs}
+    for x in qs:
+      for kb in lw.kargs_of.get(seqs[x].name, ()):
+        if lw.same.get(kb): idle.setdefault(len(ops), lw.same[kb])
+        add(st if st is not None else seqs[x].queue, (ACCESS, ((kb, 0, KERNARGS_BYTES, W),)), every - mine[x])
+    for x in qs:
+      for k in mine[x]: gates[x][k - 1] = len(ops)
+    add(st, (SUBMIT, qs), every - set(here))
+  submit(-1, None)  # queues no submit covers are submitted before the first host statement of the launch
+  for n, (st, r) in enumerate(body):
+    if isinstance(st, Submit): submit(n, st)
+    else:
+      off = {k for k in range(1, N + 1) if not in_launches(r, k)} if r is not None else ()
+      for op in lw.lower((st,), None, first=r[0] if r is not None else 1): add(st, op, off)
+  for i, s in enumerate(seqs[1:], 1):   # one gate for every launch, or one per launch when they differ
+    g = [x for k, x in enumerate(gates[i], 1) if k not in s.off]
+    if len(set(g)) <= 1 and len(g) == N: s.gate = g[0] if g else -1
+    else: s.gate, s.gates = (g[0] if g else -1), gates[i]
+  h = Seq(0, "host", None, None, stmts, ops)
+  h.op_off = op_off
+  return h, idle

@@ -103,7 +103,7 @@ class _Pass(Pass):
     self.nlines = 1
     if program is None: return
     for q in program.queues: self.lines[q.name] = {s.span.line for s in q.body if s.span is not None}
-    self.lines["host"] = {s.span.line for s in program.host.body if s.span is not None} if program.host is not None else set()
+    self.lines["host"] = {s.span.line for h in program.hosts for s in h.body if s.span is not None}
     self.nlines = (program.source or "").count("\n") + 1
     self.names = {"queues": dict.fromkeys(self.lines), "buffers": memories(program), "signals": sorted(s.name for s in program.signals),
                   "vars": list(program.vars)}

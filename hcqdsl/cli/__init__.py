@@ -68,7 +68,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     if hasattr(stream, "reconfigure") and (stream.encoding or "").lower().replace("-", "") != "utf8": stream.reconfigure(errors="backslashreplace")
   command = next((x for x in argv if not x.startswith("-")), None)
   ap = build_parser(command)
-  a, extra = ap.parse_known_args(argv)
+  from .util import mark_script_dashes
+  a, extra = ap.parse_known_args(mark_script_dashes(argv, command))
   if extra: unrecognized(subparser(ap, a.command), extra)
   try: rc = a.run(a)
   except UsageError as e:

@@ -9,7 +9,7 @@ NO_DEVICE = ("no AMD or NV queue was submitted to: run the script on tinygrad's 
              "or tinygrad's mock GPUs (DEV=MOCKKFD+AMD, DEV=MOCK+NV) with a tinygrad checkout on PYTHONPATH (docs/lift.md, docs/nv.md)")
 
 def add_args(p) -> None:
-  add_script_args(p, [(("-o", "--output"), dict(metavar="FILE", help="the manifest (default: SCRIPT.capture.json); give it before SCRIPT"))])
+  add_script_args(p, [(("-o", "--output"), dict(metavar="FILE", help="the manifest (default: SCRIPT.capture.json)"))])
 
 def run(a) -> int:
   script, fn, args = script_of(a)

@@ -83,7 +83,7 @@ def _check(a) -> int:
   unusable = False            # a file that could not be read: exit 2 once the others are checked
   fixed_stdin: Optional[str] = None
   a.kept = []   # the programs live on until main's hard exit: freeing a big one object by object takes ~0.3 s
-  a.unrolled = []   # and the analyses' unrolled programs (~0.13 s to free at 1M statements)
+  a.unrolled = []   # and the analyses' unrolled programs (~0.13 s to free at 1M statements), a dict per file
   for path in paths:
     try: prog, d, text, n = _one(a, path, name[path], var_values)
     except UsageError as e:
@@ -123,10 +123,16 @@ def _check(a) -> int:
     line = summary(diags, max(launches) if queues is not None and launches else None, queues)
     unlifted = sum(read_header(t).get("unlifted", 0) for t in sources.values() if "unlifted=" in t)
     out.write(line + (f"; NOT CHECKED: {unlifted:,} captured step{'s' * (unlifted != 1)} the lift left out (its `# note:` lines; "
-                      f"`hcqdsl lift --whole` lifts every step)" if unlifted else "") + "\n")
+                      f"`hcqdsl lift` without `--folded-only` lifts every step)" if unlifted else "") + "\n")
   if unusable: return 2
   # a verdict cut short by --max-states is not a pass
   return 1 if has_errors(diags) or "incomplete" in map(attrgetter("code"), diags) else 0
+
+def kept(a) -> dict:
+  """A dict for one analysis's intermediate results, held in `a.unrolled` until the process's hard exit."""
+  keep: dict = {}
+  a.unrolled.append(keep)
+  return keep
 
 def _one(a, path: str, name: str, var_values: dict) -> tuple:
   """Check one program (and fix it with --fix): (program, diagnostics, its text as checked, launches)."""
@@ -134,7 +140,7 @@ def _one(a, path: str, name: str, var_values: dict) -> tuple:
   text = _read(path, name)
   n = launches_of(text, name, a.launches)
   def pre(p): check_vars(var_values, p, name)
-  prog, d = check_source(text, name, n, var_values, pre=pre, max_states=a.max_states, keep=a.unrolled)
+  prog, d = check_source(text, name, n, var_values, pre=pre, max_states=a.max_states, keep=kept(a))
   if a.fix and prog is not None:
     from ..check.fixes import fix_text, fixable
     if fixable(d):
@@ -144,5 +150,5 @@ def _one(a, path: str, name: str, var_values: dict) -> tuple:
         if path != "-": write_output(path, res.text)
         for f in res.applied: sys.stderr.write(f"fixed {name}: {f}\n")
         text = res.text
-        prog, d = check_source(text, name, n, var_values, pre=pre, max_states=a.max_states, keep=a.unrolled)
+        prog, d = check_source(text, name, n, var_values, pre=pre, max_states=a.max_states, keep=kept(a))
   return prog, d, text, n

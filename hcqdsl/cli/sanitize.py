@@ -3,6 +3,7 @@ races and deadlocks with the kernel names and the script's lines of both command
 are printed whatever the script did — a script is sanitized *because* it fails —, followed by its own error."""
 from __future__ import annotations
 import os, sys, time
+from typing import Optional
 from ..tinygrad.script import run_script
 from .capture import NO_DEVICE
 from .util import add_script_args, script_of, UsageError
@@ -17,7 +18,11 @@ def add_args(p) -> None:
                       (("--keep",), dict(metavar="DIR",
                                          help="write the lifted program the findings quote to DIR/sanitized.hcq and the run's capture to "
                                               "DIR/capture.json")),
-                      (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr"))])
+                      (("--quiet", "-q"), dict(action="store_true", help="no progress lines on stderr")),
+                      (("--warnings", "-v"), dict(action="store_true", dest="verbose",
+                                                  help="list every warning (default: per kind, its count and first places)")),
+                      (("--stats",), dict(action="store_true", help="print hcqdsl's own CPU time per submission (inside its hooks), "
+                                                                       "the checks made and the most steps kept live, on stderr"))])
   next(x for x in p._actions if x.dest == "script").nargs = "?"   # `hcqdsl sanitize --explain CODE` takes no script
 
 def run(a) -> int:
@@ -34,10 +39,12 @@ def run(a) -> int:
     if not a.quiet and time.perf_counter() - t0 > 5: sys.stderr.write(line + "\n")
   # --keep resolved before the script runs: it may change the working directory
   s = Sanitizer(every_call=a.every_call, progress=progress, keep=os.path.abspath(a.keep) if a.keep is not None else None)
-  return run_script(script, fn, args, s, lambda rc, err: report(a, script, s, rc, err))
+  script_prints = StdoutToStderr(a.format == "json")
+  with script_prints: return run_script(script, fn, args, s, lambda rc, err: report(a, script, s, rc, err, script_prints))
 
-def report(a, script, s, rc: int, err) -> int:
+def report(a, script, s, rc: int, err, script_prints: StdoutToStderr) -> int:
   """The report once the script ended (also when it called os._exit), and the exit code."""
+  script_prints.restore()
   for w in s.capture.warnings(): sys.stderr.write(f"hcqdsl: warning: {w}\n")
   if rc == 3 and s.failure is None:   # hcqdsl's own failure while recording: nothing trustworthy to report
     sys.stderr.write(err + "\n")
@@ -52,7 +59,8 @@ def report(a, script, s, rc: int, err) -> int:
       return rc
     sys.stderr.write(f"hcqdsl: error: {script}: {NO_DEVICE}\n")
     return 2
-  sys.stdout.write((s.to_json() if a.format == "json" else s.report()) + "\n")
+  sys.stdout.write((s.to_json() if a.format == "json" else s.report(a.verbose)) + "\n")
+  if a.stats: sys.stderr.write(s.stats_line() + "\n")
   if s.hang is not None: err = f"hcqdsl: error: {script}: tinygrad gave up waiting for the GPU at {s.hang.where()} (the hang above)"
   if err: sys.stderr.write(err + "\n")
   if s.hang is not None:   # tinygrad's devices are hung: its finalizers would each wait for the GPU again (and print tracebacks)
@@ -61,3 +69,25 @@ def report(a, script, s, rc: int, err) -> int:
     os._exit(1)
   if s.findings or s.hang is not None or rc: return 1
   return 1 if a.strict and s.incomplete else 0
+
+class StdoutToStderr:
+  """While the script runs, what it prints (Python's and C's writes to file descriptor 1) goes to stderr: `--format json`
+  prints one object on stdout, and a tool reading it must not find the script's prints mixed in. `restore` puts file
+  descriptor 1 back (the report, also from inside the script's os._exit); leaving the block does too."""
+  def __init__(self, on: bool):
+    self.on = on
+    self.saved: Optional[int] = None
+  def __enter__(self):
+    if self.on:
+      sys.stdout.flush()
+      self.saved = os.dup(1)
+      os.dup2(2, 1)
+    return self
+  def restore(self) -> None:
+    if self.saved is None: return
+    try: sys.stdout.flush()
+    except (OSError, ValueError): pass
+    os.dup2(self.saved, 1)
+    os.close(self.saved)
+    self.saved = None
+  def __exit__(self, *exc) -> None: self.restore()

@@ -126,14 +126,50 @@ def warn_check_errors(program, file: str, launches: int = 2, var_values=None, ou
   return len(errs)
 
 def add_script_args(p, first=()) -> None:
-  """SCRIPT.py[:FN] and the script's own arguments (capture, sanitize); `first`: (flag args, kwargs) given before them."""
+  """SCRIPT.py[:FN] and the script's own arguments (capture, sanitize); `first`: (flag args, kwargs) of the command's
+  own options. They are recognized before SCRIPT and after it up to `--`; everything after `--` is the script's."""
   p.add_argument("script", help="SCRIPT.py (run as __main__) or SCRIPT.py:FN (import it, then call FN())")
   for args, kw in first: p.add_argument(*args, **kw)
-  p.add_argument("args", nargs=argparse.REMAINDER, help="everything after SCRIPT goes to the script (sys.argv[1:])")
+  p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments (sys.argv[1:]): after SCRIPT this command's own options "
+                                                         "are still recognized up to `--`; everything after `--` is the script's")
+  p.set_defaults(script_options=tuple(first), command_name=p.prog.split()[-1])
+
+# the `--` after SCRIPT, kept as a word for script_of (argparse would drop it, and where it drops it differs by version)
+SCRIPT_DASHES = "\0--"
+SCRIPT_COMMANDS = ("capture", "sanitize")
+
+def mark_script_dashes(argv: list, command) -> list:
+  """`argv` with the first `--` after a script command's first argument marked as SCRIPT_DASHES."""
+  if command not in SCRIPT_COMMANDS or "--" not in argv: return argv
+  i = argv.index(command) + 1
+  at = next((j for j in range(i + 1, len(argv)) if argv[j] == "--"), None)
+  return argv if at is None else argv[:at] + [SCRIPT_DASHES] + argv[at + 1:]
+
+class _OwnOptions(argparse.ArgumentParser):
+  """The command's own options, read again from the words after SCRIPT: a bad value is a usage error, not an exit."""
+  def error(self, message: str): raise UsageError(message)
+
+def _negative_number(w: str) -> bool: return w[:1] == "-" and w[1:2].isdigit()
 
 def script_of(a) -> tuple[pathlib.Path, str, list[str]]:
-  """(script path, function name or '', the script's argv[1:]) from add_script_args' arguments; a missing file is a usage error."""
+  """(script path, function name or '', the script's argv[1:]) from add_script_args' arguments; a missing file is a usage
+  error. The words after SCRIPT up to `--` may hold the command's own options (`hcqdsl sanitize train.py --format json`):
+  they are the command's, the other words the script's; an option that is not the command's is a usage error (the
+  script's own options go after `--`), never handed to the script silently."""
   from ..tinygrad.script import split_script
+  if a.script == SCRIPT_DASHES: raise UsageError("SCRIPT comes before `--` (everything after `--` is the script's)")
   path, fn = split_script(a.script)
   if not pathlib.Path(path).is_file(): raise UsageError(f"{path}: no such file")
-  return pathlib.Path(path), fn, list(a.args)[1:] if list(a.args)[:1] == ["--"] else list(a.args)
+  words = list(a.args)
+  if words[:1] == ["--"]: words = words[1:]   # (an API caller's namespace, not marked)
+  cut = SCRIPT_DASHES if SCRIPT_DASHES in words else None
+  head, tail = (words[:words.index(cut)], words[words.index(cut) + 1:]) if cut else (words, [])
+  own = _OwnOptions(prog=f"hcqdsl {getattr(a, 'command_name', '')}", add_help=False, allow_abbrev=False)
+  for args, kw in getattr(a, "script_options", ()): own.add_argument(*args, **{**kw, "default": argparse.SUPPRESS})
+  ns, rest = own.parse_known_args(head)
+  for k, v in vars(ns).items(): setattr(a, k, v)
+  if (bad := next((w for w in rest if w[:1] == "-" and w != "-" and not _negative_number(w)), None)) is not None:
+    cmd = getattr(a, "command_name", "")
+    raise UsageError(f"{bad}: not an option of `hcqdsl {cmd}`; the script's own options go after `--` "
+                     f"(hcqdsl {cmd} {a.script} -- {bad} ...)")
+  return pathlib.Path(path), fn, rest + tail

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Optional
 from lsprotocol import types as T
-from ..ir import Device, Buffer, Signal, Var, Kernel, Queue, Host, split_lines
+from ..ir import Device, Buffer, Signal, Var, Kernel, Queue, Host, split_lines, launches_text
 from .names import Pos, Range, KINDS
 from .server import HcqServer, DELAY
 
@@ -138,12 +138,14 @@ def _symbols(names, to_client) -> list[T.DocumentSymbol]:
     if kind is None or d.span is None: continue
     s = d.span
     full = to_client(Range(Pos(s.line - 1, s.column - 1), Pos(s.end_line - 1, s.end_column - 1)))
-    if type(d) is Host: name, detail, sel = "host", f"{len(d.body)} statements", full
+    # a block's `launches` clause is in its detail (`launches 2..`): which block runs when, at a glance
+    clause = f", launches {launches_text(d.launches)}" if type(d) in (Queue, Host) and d.launches is not None else ""
+    if type(d) is Host: name, detail, sel = "host", f"{len(d.body)} statements{clause}", full
     else:
       occ = next((o for o in names.occurrences(d) if o.definition), None)
       sel = to_client(occ.range) if occ is not None else full
       name = d.name
-      detail = (f"{d.engine} on {d.device.name}, {len(d.body)} statement{'s' * (len(d.body) != 1)}" if type(d) is Queue
+      detail = (f"{d.engine} on {d.device.name}, {len(d.body)} statement{'s' * (len(d.body) != 1)}{clause}" if type(d) is Queue
                 else format_decl(d)[:120])
     out.append(T.DocumentSymbol(name=name, kind=kind, range=full, selection_range=sel, detail=detail))
   return out

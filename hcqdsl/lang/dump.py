@@ -3,7 +3,7 @@ its kind, fields and source span."""
 from __future__ import annotations
 import math
 import attrs
-from ..ir import Span
+from ..ir import Span, launches_text
 
 __all__ = ["program_to_json", "program_to_tree"]
 
@@ -15,6 +15,7 @@ def _value(v):
       x = getattr(v, f.name)
       if f.name in ("comments", "end_comments") and not x: continue
       if f.name in ("comment", "end_comment") and x is None: continue
+      if f.name == "launches" and x is None: continue   # (a block without a `launches` clause: every launch)
       out[f.name] = _value(x)
     return out
   if isinstance(v, (tuple, list)): return [_value(x) for x in v]
@@ -45,9 +46,11 @@ def program_to_tree(prog) -> str:
   """One line per node, `Kind field=value ...  @line:col`, statements of a queue or host indented under it."""
   out = [f"Program {prog.file}: {len(prog.decls)} declarations"]
   def node(n, depth):
-    fields = [f for f in attrs.fields(type(n)) if f.name not in _SKIP and f.name != "body"]
+    fields = [f for f in attrs.fields(type(n)) if f.name not in _SKIP and f.name != "body" and not (f.name == "launches" and n.launches is None)]
     at = f"  @{n.span.line}:{n.span.column}" if getattr(n, "span", None) is not None else ""
-    out.append("  " * depth + " ".join([type(n).__name__] + [f"{f.name}={_short(getattr(n, f.name))}" for f in fields]) + at)
+    def val(f):
+      return launches_text(n.launches) if f.name == "launches" else _short(getattr(n, f.name))
+    out.append("  " * depth + " ".join([type(n).__name__] + [f"{f.name}={val(f)}" for f in fields]) + at)
     for st in getattr(n, "body", ()): node(st, depth + 1)
   for d in prog.decls: node(d, 1)
   return "\n".join(out) + "\n"

@@ -7,7 +7,7 @@ import math, re
 from ..ir import (Slice, Data, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier,
                  Timestamp, Epoch, Submit, Queue, Host, Expect, Program, U32_MAX)
 from .lexical import size_text, range_text, quote, DIGITS, STRING, int_value
-from ..ir import split_lines
+from ..ir import split_lines, launches_text
 
 __all__ = ["format_program", "format_stmt", "format_decl"]
 
@@ -116,7 +116,8 @@ def format_program(prog: Program) -> str:
     block = isinstance(d, (Queue, Host))
     if i and (block or prev_block or d.comments or type(d) is not type(prog.decls[i - 1])): out.append("")
     if block:
-      head = f"queue {d.name} {d.engine} on {d.device.name} {{" if isinstance(d, Queue) else "host {"
+      clause = f"launches {launches_text(d.launches)} " if d.launches is not None else ""
+      head = f"queue {d.name} {d.engine} on {d.device.name} {clause}{{" if isinstance(d, Queue) else f"host {clause}{{"
       out += _line(head, d, "")
       for s in d.body: out += _line(format_stmt(s), s, "  ", hexes)
       out += ["  " + c for c in d.end_comments]

@@ -138,18 +138,23 @@ class _Build(Transformer):
     return Data(dtype, values, span=span, source=(path, key))
   def tolerance(self, c): return _Val((c[0].value, float(c[1].v)), _span(c, self.file))
   def queue(self, c):
-    body, lb = self._body(c)
+    body, lb, launches = self._body(c)
     span = _span(c, self.file)
     self.lbraces[(span.line, span.column)] = lb
-    return Queue(c[1].value, c[2].value, Ref(c[4].value), body, span=span)
+    return Queue(c[1].value, c[2].value, Ref(c[4].value), body, launches, span=span)
   def host(self, c):
-    body, lb = self._body(c)
+    body, lb, launches = self._body(c)
     span = _span(c, self.file)
     self.lbraces[(span.line, span.column)] = lb
-    return Host(body, span=span)
+    return Host(body, launches, span=span)
+  def launches(self, c):
+    """`launches 3` (3, 3), `launches 2..7` (2, 7), `launches 2..` (2, None): checked by the static check (`bounds`)."""
+    first = self._int(c[1])
+    return _Val((first, first if len(c) == 2 else self._int(c[3]) if len(c) > 3 else None), _span(c, self.file))
   def _body(self, c):
     lb = next(x for x in c if isinstance(x, Token) and x.type == "LBRACE")
-    return tuple(x for x in c if not isinstance(x, Token)), (lb.line, lb.column)
+    launches = next((x.v for x in c if isinstance(x, _Val)), None)
+    return tuple(x for x in c if not isinstance(x, (Token, _Val))), (lb.line, lb.column), launches
   def expect(self, c):
     tol: dict = {}
     for t in c[4:]:
@@ -225,7 +230,8 @@ class _Val:
 
 _WORDS = {"TOL": "`rtol` or `atol`", "NAME": "a name", "NUMBER": "a number", "FLOAT": "a number", "STRING": "a string", "_NL": "end of line",
           "$END": "end of input", "SEMI": "`;`", "EQ": "`=`", "EQEQ": "`==`", "APPROX": "`~=`", "GE": "`>=`",
-          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "AT": "`@`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
+          "ARROW": "`<-`", "LT": "`<`", "GT": "`>`", "COLON": "`:`", "AT": "`@`",
+          "DOTDOT": "`..`", "LAUNCHES": "`launches`", "COMMA": "`,`", "DOT": "`.`", "PLUS": "`+`",
           "MINUS": "`-`", "LPAR": "`(`", "RPAR": "`)`", "LSQB": "`[`", "RSQB": "`]`", "LBRACE": "`{`",
           "RBRACE": "`}`", "HOST": "`host`", "ENGINE": "`compute` or `copy`", "MODE": "a parameter mode (`in`, `out`, `inout`)",
           "SCALAR": "a scalar type (`i32`, `u32`)", "PERLAUNCH": "`rebound` or `rewritten`",
@@ -243,7 +249,7 @@ _RULE_ROLE = {"param_scalar": "the parameter", "arg_op": "the argument", "arg_ep
               "sigref": "the signal name", "varref": "the var name", "expr_const": "the value",
               "expr_var": "the value", "expr_add": "the value", "expr_sub": "the value", "param": "the parameter",
               "impl_builtin": "the implementation", "impl_c": "the implementation", "impl_amd": "the implementation",
-              "data": "the values", "dim3": "the dimensions", "value": "the value"}
+              "data": "the values", "dim3": "the dimensions", "value": "the value", "launches": "the launches"}
 
 def _word(term: str) -> str:
   if term in _WORDS: return _WORDS[term]
@@ -317,7 +323,7 @@ def _syntax_diag(e: UnexpectedInput, file: str) -> Diagnostic:
 # the words of the terminals that are keywords, for "did you mean `wait`?"
 _KEYWORD_TERMS = {"ENGINE": ("compute", "copy"), "MODE": ("in", "out", "inout"), "SCALAR": ("i32", "u32"),
                   "PERLAUNCH": ("rebound", "rewritten"), "HOST": ("host",), "GRID": ("grid",), "BLOCK": ("block",), "WRITE": ("write",),
-                  "POLL": ("poll",), "CODE": ("code",),
+                  "POLL": ("poll",), "CODE": ("code",), "LAUNCHES": ("launches",),
                   "TOL": ("rtol", "atol")}
 
 def _keywords(terms) -> list:

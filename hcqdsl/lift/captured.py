@@ -1,7 +1,7 @@
 """The lift of a capture (manifest version 2, `hcqdsl capture`): the program tinygrad ran — its repeating launches
 folded, or (`whole`) the run as it happened."""
 from __future__ import annotations
-import bisect, os, pathlib
+import bisect, collections, hashlib, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
@@ -14,13 +14,14 @@ from ..target.layout import TIMESTAMP_OFFSET, kernarg_layout
 from .image import lift_statements, queue_decl, lifted_program, trimmed_data
 from .schema import Manifest, MQueue, LAUNCH_VAR, ManifestError
 from ..files import write_atomic
-from .steps import launch_steps, period, Vars, graph_inputs, Readings, bytes_data
+from .steps import launch_steps, period, Vars, Naming, graph_inputs, Readings, bytes_data
+from .segments import lift_default
 from ..amd.meaning import signal_addrs, meaning, field_at, per_launch, Registers
 from .packets import hexname, epochs
 from ..amd.lift import group_packets
 
 __all__ = ["lift_capture", "CaptureLift", "AMDCaptureLift", "Submission", "Memory", "Access", "Launched", "CopyUse", "Dispatch",
-           "LIFT_RTOL", "LIFT_ATOL"]
+           "LIFT_RTOL", "LIFT_ATOL", "RunState"]
 
 # the tolerance of a lifted float32 expect: hcqdsl's RDNA3 executor and tinygrad's emulator round transcendentals (exp2,
 # log2, rcp, sqrt) differently by an ulp or two, and chains of kernels (an optimizer step) grow that; values near zero
@@ -90,19 +91,77 @@ class Dispatch:
   arg_base: int = 0  # the arguments' byte offset in the block
   qmds: tuple = ()   # NV: the QMD's address in each launch
 
+@attrs.define
+class RunState:
+  """What the whole-run lift of a window of a longer run (sanitize's windows, docs/sanitize.md, "Memory") takes from
+  the run around it, so that each step lifts as in the lift of the whole run: the run's step of each of the window's
+  steps; whether the host's write of each dispatch's kernel arguments is a statement (the whole run's rule: when the
+  block differs from the last one written there, in the run's order — decided once per dispatch, the first time it is
+  lifted, from the writes decided before it); on hcq2, each submission's count on its ring: every ring's submissions
+  are chained by the ring's own signal, numbered as in the whole run (a ring submitted once in the whole run is not
+  chained there: the caller leaves out what that adds), and a ring whose last submission before the window was dropped
+  but for its ring-order write has that write as a queue of its own (`stubs`, `fifo_R_stub`: signal fifo_R = N)."""
+  steps: list                                            # the window's step -> the run's step
+  decided: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)   # (run step, kernel-argument address) -> the write is a statement
+  written: dict = attrs.field(factory=dict)              # kernel-argument address -> [(run step, digest of the bytes)] written, in order
+  several: set = attrs.field(factory=set)                # the addresses with more than one write kept
+  nth: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)       # a submission's run step -> its count on its ring (1-based)
+  chained: set = attrs.field(factory=set)                # rings submitted more than once so far
+  stubs: dict = attrs.field(factory=dict)                # ring -> the count its dropped last submission signals
+
+  def kernarg_write(self, step: int, ka: int, block: bytes) -> bool:
+    """Is the host's write of `block` at `ka` before the submission at run step `step` a statement? (Blocks are kept
+    as 16-byte digests: the last one at each address is kept as long as the run, one per address of the
+    kernel-argument memory.)"""
+    if (step, ka) not in self.decided:
+      hist = self.written.setdefault(ka, [])
+      digest = hashlib.blake2b(block, digest_size=16).digest()
+      last = next((b for st, b in reversed(hist) if st < step), None)
+      self.decided[step, ka] = emit = last != digest
+      if emit:
+        hist.append((step, digest))
+        hist.sort(key=lambda x: x[0])
+        if len(hist) > 1: self.several.add(ka)
+    return self.decided[step, ka]
+
+  def forget(self, before: int) -> None:
+    """Drop what no step from `before` on needs: decisions of earlier steps, and all but the last write at each
+    address before it. (Decisions and counts come in the order of their steps, nearly: the oldest are dropped from
+    the front until one is needed.)"""
+    d: collections.OrderedDict
+    for d in (self.decided, self.nth):
+      while d:
+        k = next(iter(d))
+        if (k[0] if isinstance(k, tuple) else k) >= before: break
+        d.popitem(last=False)
+    for ka in list(self.several):
+      hist = self.written[ka]
+      if hist[1][0] < before:
+        i = next((n for n, (st, _) in enumerate(hist) if st >= before), len(hist))
+        del hist[:i - 1]
+      if len(hist) < 2: self.several.discard(ka)
+
 class CaptureLift:
   """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set).
   The phases are the vendors'; what a vendor's packets mean — how a stream decodes, what a submission's packets use
   and dispatch, which signals they name, which dwords change per launch, how a queue lifts — each vendor's lift fills
   in (AMDCaptureLift here, NVCaptureLift in lift/nv_capture.py), asking its packet-meaning table."""
   vendor = ""   # the runtime's vendor (the header's words)
-  def __init__(self, m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False):
-    self.m, self.code_dir, self.program_dir, self.trace, self.whole = m, code_dir, program_dir, trace, whole
+  merged = False   # the repeated launches of the default lift, which lifts the steps around them as parts of their own
+  def __init__(self, m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False,
+               steps: Optional[tuple] = None, naming: Optional[Naming] = None, base: int = 0, run: Optional[RunState] = None):
+    """`steps` (a, b): lift the capture's host steps a..b-1 only (a part of the default lift, lift/segments.py), with
+    `naming` shared by the parts and `base` program launches before this part's first. `run`: the capture is a window
+    of a longer run (sanitize's), lifted whole as the whole run's lift lifts those steps (RunState)."""
+    self.m, self.code_dir, self.program_dir, self.trace, self.whole, self.run = m, code_dir, program_dir, trace, whole or run is not None, run
     self.notes: list = []      # `# note:` lines of the header
     self.left_out: list = []   # what the lifted program does not check, in words (sanitize and `lift` say so on their summary)
     self.qmap = {q.name: q for q in m.queues}
-    self.used = {d["name"] for d in m.devices} | {LAUNCH_VAR} | set(self.qmap)   # names taken in the program
-    self.vars = Vars(self.used)
+    self.part, self.base = steps, base
+    self.naming = naming if naming is not None else Naming({d["name"] for d in m.devices} | {LAUNCH_VAR} | set(self.qmap))
+    self.used = self.naming.used   # names taken in the program
+    self.vars = Vars(self.used, base)
+    self.fifo_start: dict = {}   # ring -> its order signal's value when this part starts (the default lift's later parts)
     self.kargs_read = m.path == "hcq"   # classic HCQ: each exec also reads its kernel-argument block, which the host writes
 
   # ---- what a vendor fills in
@@ -136,18 +195,30 @@ class CaptureLift:
   def trace_extra(self) -> dict: return {}
 
   def program(self) -> Program:
+    self.prepare()
+    return self.program_rest()
+
+  def program_rest(self) -> Program:
+    """The program, once `prepare` ran."""
+    decls, queues, host = self.lift_parts()
+    decls += [Var(n, tuple(v)) for v, n in self.vars.lists.items()] + [Var(LAUNCH_VAR)] * self.vars.uses_launch
+    decls += list(self.kdecl.values()) + queues + ([Host(tuple(host))] if host else []) + self.expects()
+    return lifted_program(decls, self.m.file, self.header())
+
+  def prepare(self) -> None:
+    """The phases up to the submissions (the default lift decides which rings are chained over every part then)."""
     self.launches()
     self.submissions()
+
+  def lift_parts(self) -> tuple:
+    """The other phases: (declarations: devices, buffers, signals; queues; the host block's statements)."""
     self.memory()
     self.kernel_arguments()
     self.host_refills()
     self.names()
     self.kernels()
     self.pseudo_image()
-    decls, queues, host = self.declarations(), self.queues(), self.host_block()   # (in this order: vars are named as met)
-    decls += [Var(n, tuple(v)) for v, n in self.vars.lists.items()] + [Var(LAUNCH_VAR)] * self.vars.uses_launch
-    decls += list(self.kdecl.values()) + queues + ([Host(tuple(host))] if host else []) + self.expects()
-    return lifted_program(decls, self.m.file, self.header())
+    return self.declarations(), self.queues(), self.host_block()   # (in this order: vars are named as met)
 
   # ---- phases
   def launches(self) -> None:
@@ -156,6 +227,7 @@ class CaptureLift:
     # a fresh signal's creation (tinygrad writes its first value in HCQSignal.__init__: HCQGraph makes its signals
     # while the captured call runs) is its initial value, no step of a launch: so the captured call is launch 1
     keep = launch_steps(host, self.whole)
+    if self.part is not None: keep = [i for i in keep if self.part[0] <= i < self.part[1]]   # (a part of the default lift)
     self.n_all, self.keep = len(host), keep
     if len(keep) < len(host):
       def new(st):
@@ -166,16 +238,18 @@ class CaptureLift:
     self.ev: list = host   # the host's steps of launches
     ev = host
     self.mem_at = sorted(m.steps, key=lambda x: x[2])
-    found = None if self.whole else period([self.shape(e, i) for i, e in enumerate(ev)])
+    self.launching: set = set()   # the steps whose submission dispatches (step_shape adds them)
+    found = None if self.whole else period([self.shape(e, i) for i, e in enumerate(ev)], self.launching)
     self.start, self.P, self.K = start, P, K = found or (0, len(ev), 1)
     self.end = start + K * P
-    if self.whole: self.notes.append("the run as it happened: every step of the capture in one launch")
-    elif found is None: self.notes.append("the host's steps do not repeat: lifted as one launch of every step")
-    if start:
+    if self.whole and self.part is None: self.notes.append("the run as it happened: every step of the capture in one launch")
+    elif found is None and not self.whole: self.notes.append("the host's steps do not repeat: lifted as one launch of every step")
+    # (the default lift lifts the steps before and after the repeated launches too, as parts of their own: lift/segments.py)
+    if start and not self.merged:
       self.notes.append(f"steps 1..{self.orig(start)} (warm-up, compilation, first calls) are the initial state: signals and "
                         f"buffers start as they were at step {self.orig(start) + 1}")
       self.left_out.append(f"steps 1..{self.orig(start)} (the initial state)")
-    if self.end < len(ev):
+    if self.end < len(ev) and not self.merged:
       self.notes.append(f"steps {self.orig(self.end) + 1}..{self.n_all} after the last repeated launch are not lifted")
       self.left_out.append(f"steps {self.orig(self.end) + 1}..{self.n_all} (after the last repeated launch)")
     allocs = sorted((b["addr"], b["size"], b.get("device")) for b in m.buffers)
@@ -192,15 +266,19 @@ class CaptureLift:
       e = ev[i]
       if e["op"] != "submit": continue
       n = self.count[e["queue"]] = self.count.get(e["queue"], 0) + 1
-      name = e["queue"] if n == 1 else f"{e['queue']}_{n}"
+      at = self.naming.rings.get(e["queue"], 0) + n   # (numbered on from an earlier part's submissions of the ring)
+      name = e["queue"] if at == 1 else f"{e['queue']}_{at}"
       self.used.add(name)
       q = self.qmap[e["queue"]]
       per = [q.dwords[ev[i + k * P]["start"]:ev[i + k * P]["start"] + e["length"]] for k in range(K)]
-      self.subs.append(Submission(name, q, i, e["start"], e["length"], n, per, self.decode(q, per[0])))
+      nth = self.run.nth.get(self.run_step(i), n) if self.run is not None else n   # (a window of a run: the run's count)
+      self.subs.append(Submission(name, q, i, e["start"], e["length"], nth, per, self.decode(q, per[0])))
     # classic HCQ orders a ring's submissions itself (each waits for the timeline value the previous one signals);
     # hcq2's finalizer is a submission of its own that signals the timeline for the batch before it: the ring's order
     # (its FIFO: each packet runs after the previous one finished) is kept by a signal of the ring's own
+    for r, c in self.count.items(): self.naming.rings[r] = self.naming.rings.get(r, 0) + c
     self.chained = {r for r, c in self.count.items() if c > 1} if self.m.path == "hcq2" else set()
+    if self.run is not None and self.m.path == "hcq2": self.chained = set(self.count) | set(self.run.stubs)
     if self.chained:
       self.notes.append("a ring submitted several times in one launch is one queue per submission (`comp_gpu0_2`, ...), "
                         "ordered as the ring runs them by a signal of the ring's own (`fifo_comp_gpu0`), which no packet writes")
@@ -282,7 +360,12 @@ class CaptureLift:
     """Names of the buffers (`static_names`, `rebound_names`) and of the signals the packets and host steps name,
     without the KFD mailboxes (`signals`: addr -> name)."""
     kalloc = {al[0] for (ka, _) in self.dispatches if (al := self.alloc_of(ka)) is not None} if self.kargs_read else set()
-    self.static_names = {a: self.fresh(hexname("kargs" if a in kalloc else "b", a)) for a in sorted(self.static)}   # kargs_: kernel arguments
+    shared = self.naming.buffers   # (an allocation an earlier part named keeps its name)
+    # (kargs_: kernel arguments)
+    self.static_names = {a: shared.get(a) or self.fresh(hexname("kargs" if a in kalloc else "b", a)) for a in sorted(self.static)}
+    for a in self.rewritten:   # refilled per launch (`rebound` here): other memory than an earlier part's plain buffer of it
+      if a in shared: self.static_names[a] = self.fresh(hexname("in", a))
+    for a, nm in self.static_names.items(): shared.setdefault(a, nm)
     self.rebound_names = {t: self.fresh(f"{'kargs' if t in self.kgroups else 'in'}_{t[0]:x}") for t in self.rebound}
     mbox, ev = self.m.mailboxes, self.ev
     uses = [(s, self.signal_uses(s)) for s in self.subs]
@@ -293,20 +376,25 @@ class CaptureLift:
     stamped = {a for _, u in uses for a, st in u if st}
     synced = {a for _, u in uses for a, st in u if not st} | {e["addr"] for e in ev if e["op"] in ("signal", "wait")}
     self.signals: dict = {}
+    named = self.naming.signals   # (a signal an earlier part named keeps its name)
     for a in dict.fromkeys(sig_addrs):
+      if a in named:
+        self.signals[a] = named[a]
+        continue
       info = self.m.signals.get(a, {})
       tl = info.get("timeline") and info.get("device")
       if a in stamped and a not in synced and not info.get("timeline"): self.signals[a] = self.fresh(hexname("ts", a + TIMESTAMP_OFFSET))
-      elif tl and self.sig_value(a) == 0 and timeline_of(info["device"]) not in self.signals.values():
+      elif tl and self.sig_value(a) == 0 and self.base == 0 and timeline_of(info["device"]) not in named.values():
         self.signals[a] = timeline_of(info["device"])  # starts at 0, as the language's D.timeline does: its waits read as `epoch`
       else: self.signals[a] = self.fresh(f"tl_{info['device']}" if tl else hexname("s", a))
+      named[a] = self.signals[a]
 
   def kernels(self) -> None:
     """One declaration per (tinygrad name, code, code buffer), with its code object written (`kdecl`; `kname_of`: prog ->
     its name). A kernel whose code a lifted copy uploads (tinygrad's AMDProgram copies its ELF into VRAM) reads that
     buffer at each exec (`amd "k.co" code B`): check orders every exec after the upload."""
     uploaded = {al[0] for s in self.subs for c in self.copies(s) if len(set(c.dst)) == 1 and (al := self.alloc_of(c.dst[0])) is not None}
-    self.kdecl: dict = {}      # (name, code, code buffer) -> Kernel
+    self.kdecl: dict = self.naming.kernels   # (name, code, code buffer) -> Kernel (an earlier part's declarations too)
     self.kname_of: dict = {}   # prog -> its kernel's name
     for d in self.dispatches.values():
       if d.prog in self.kname_of: continue
@@ -392,8 +480,14 @@ class CaptureLift:
       if n.endswith(".timeline"): continue
       if v > U32_MAX: self.notes.append(f"signal {n} holds {v} (more than 32 bits): its low 32 bits are lifted")
       decls.append(Signal(n, dev(self.m.signals.get(a, {}).get("device")), v & U32_MAX))
-    self.fifo_names = {r: self.fresh(f"fifo_{r}") for r in sorted(self.chained)}
-    return decls + [Signal(n, Ref(self.qmap[r].device)) for r, n in self.fifo_names.items()]
+    self.fifo_names = {r: self.naming.fifo.get(r) or self.fresh(f"fifo_{r}") for r in sorted(self.chained)}
+    self.naming.fifo.update(self.fifo_names)
+    # (a window of a run: the ring's submissions before the window's first have signalled their counts, the last one's
+    # write a queue of its own when it stayed)
+    stubs = self.run.stubs if self.run is not None else {}
+    base = {r: stubs[r] - 1 if r in stubs else min(s.nth for s in self.subs if s.ring.name == r) - 1
+            for r in self.chained} if self.run is not None else {}
+    return decls + [Signal(n, Ref(self.qmap[r].device), base.get(r, 0)) for r, n in self.fifo_names.items()]
 
   def queues(self) -> list:
     """Each submission's statements: launch 1's dwords, with PER_LAUNCH's dwords that change per launch patched (values
@@ -406,12 +500,20 @@ class CaptureLift:
       items = [epochs(x, s.ring.device) for x in self.lift_queue(s, qi)]
       if s.ring.name in self.chained: items = self.chain(s, items)
       out.append(queue_decl(s.name, s.ring.engine, s.ring.device, items))
+    self.stub_queues = {}   # (a window of a run) ring -> the queue of its last dropped submission's ring-order write
+    for r, n in sorted(self.run.stubs.items() if self.run is not None else ()):
+      q, nm = self.qmap.get(r), self.fresh(f"fifo_{r}_stub")
+      if q is None or r not in self.fifo_names: continue
+      self.stub_queues[r] = nm
+      out.insert(0, queue_decl(nm, q.engine, q.device, [SignalWrite(Ref(self.fifo_names[r]), Expr(None, n),
+                                                                          comment="# the ring's order: its last submission before")]))
     return out
 
   def chain(self, s: Submission, items: list) -> list:
     """Submission n of a ring submitted S times per launch, in launch k: waits for (k-1)*S + n-1 on the ring's own
     signal, signals (k-1)*S + n."""
-    S, n, fifo = self.count[s.ring.name], s.nth, self.fifo_names[s.ring.name]
+    S, n, fifo = self.count[s.ring.name] if self.run is None else 0, s.nth, self.fifo_names[s.ring.name]
+    n += self.fifo_start.get(s.ring.name, 0)   # (after an earlier part's submissions of the ring)
     def fx(vals):
       f = self.vars.fit(vals, "fifo")
       return Expr(Ref(f[0]), f[1]) if f else Expr(None, vals[0])
@@ -428,7 +530,9 @@ class CaptureLift:
     out: dict = {}
     last: dict = {}
     for (ka, sname), d in sorted(self.dispatches.items(), key=lambda x: x[1].step) if self.kargs_read else ():
-      if d.kargs not in self.kgroups and (len(set(d.blocks)) == 1 if self.K > 1 else last.get(ka) == d.blocks[0]): continue
+      if self.run is not None:   # a window of a run: the run's decision
+        if not self.run.kernarg_write(self.run_step(d.step), ka, d.blocks[0]): continue
+      elif d.kargs not in self.kgroups and (len(set(d.blocks)) == 1 if self.K > 1 else last.get(ka) == d.blocks[0]): continue
       last[ka] = d.blocks[0]
       nm, off, _ = self.buf_for(d.kargs)
       out.setdefault(sname, []).append((Slice(Ref(nm), off, off + len(d.blocks[0]), True), tuple(bytes_data(b) for b in d.blocks)))
@@ -441,7 +545,8 @@ class CaptureLift:
     self.host_steps: list = []
     def add(stmt, i):
       host.append(stmt)
-      self.host_steps.append([i])
+      self.host_steps.append([i] if i is not None else [])
+    if getattr(self, "stub_queues", None): add(Submit(tuple(Ref(n) for n in self.stub_queues.values())), None)
     for i in range(self.start, self.start + P):
       e = ev[i]
       if e["op"] == "submit":
@@ -466,9 +571,9 @@ class CaptureLift:
         add(epochs((Wait if e["op"] == "wait" else SignalWrite)(Ref(self.signals[e["addr"]]), ex), None), i)
     return host
 
-  def expects(self) -> list:
-    """Each buffer a launch writes, as it was after the last launch; float32 memory (its last writer's dtype) within a
-    tolerance."""
+  def expects(self, at: Optional[int] = None) -> list:
+    """Each buffer a launch writes, as it was after the last launch (`at`: after that step, the default lift's parts:
+    after the capture's last); float32 memory (its last writer's dtype) within a tolerance."""
     written = {self.buf_for(t)[0] for d in self.dispatches.values() for t in d.pointers}
     written |= {self.static_names.get(al[0] if (al := self.alloc_of(a)) else a) for s in self.subs for c in self.copies(s)
                 if len(set(c.dst)) == 1 for a in [c.dst[0]]}
@@ -476,7 +581,7 @@ class CaptureLift:
     for key, nm in self.static_names.items():
       size = self.static[key].size
       if nm not in written or size > (1 << 20): continue
-      after = self.readings.assemble(key, size, self.end, self.m.final, after=True)
+      after = self.readings.assemble(key, size, self.end if at is None else at, self.m.final, after=True)
       if after is None: continue
       d = trimmed_data(after, size) or Data("u8", (0,))
       sl = Slice(Ref(nm), 0, len(after) if d.nbytes == len(after) else d.nbytes, True) if d.nbytes != size else Slice(Ref(nm))
@@ -508,7 +613,9 @@ class CaptureLift:
     if self.trace is not None:
       self.trace.update(start=orig(start), period=self.P, launches=K, steps=[orig(i) for i in range(start, start + self.P)],
                         left_out=self.left_out, queues={s.name: [(0, s.length, orig(s.step), s.start)] for s in self.subs},
-                        host=[[orig(i) for i in st] for st in self.host_steps], **self.trace_extra())
+                        host=[[orig(i) for i in st] for st in self.host_steps],
+                        **{"signals": dict(self.signals), "programs": {n: p for p, n in reversed(self.kname_of.items())},
+                           "stubs": {n: r for r, n in getattr(self, "stub_queues", {}).items()}, **self.trace_extra()})
     # the launch steps in no statement: the initial state, the steps after the last launch (a signal's creation is its
     # initial value and a folded lift's staged writes are its rebound buffers: both are in the program)
     unlifted = start + len(self.ev) - end
@@ -517,6 +624,11 @@ class CaptureLift:
        f"steps {orig(start) + 1}..{orig(end - 1) + 1} of {self.n_all})"] + [f"# note: {x}" for x in dict.fromkeys(self.notes)]
 
   # ---- what the phases share
+  def run_step(self, i: int) -> int:
+    """The run's step of launch step `i` (a window of a run: RunState.steps)."""
+    o = self.orig(i)
+    return self.run.steps[o] if self.run is not None else o
+
   def orig(self, i: int) -> int:
     """The capture's step number of launch step `i` (steps that are no launch's were dropped)."""
     return self.keep[i] if i < len(self.keep) else self.n_all
@@ -619,6 +731,7 @@ class AMDCaptureLift(CaptureLift):
     out, regs = [], Registers()
     for p in packets:
       d, m = regs.see(p), meaning(p)
+      if d is not None: self.launching.add(step)
       out.append((p.name, d.program if d is not None else m.size if m is not None and m.kind == "copy" else None))
     return tuple(out)
 
@@ -686,15 +799,19 @@ class AMDCaptureLift(CaptureLift):
     return out
 
 
-def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False) -> Program:
-  """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: the repeating part of the host's
-  steps (TinyJit calls, HCQGraph launches) as N launches — what came before it (warm-up, compilation) is its initial
-  state: signal values and buffer contents as they were when the first repeated step ran —, per-launch values as
-  `launch + c` or listed vars, kernel-argument pointers and copy addresses that change per launch as `rebound`
-  buffers, a ring submitted several times per launch as one queue per submission, kernels by tinygrad's names with
-  their code objects, expects from the contents after the last launch. `whole`: the run as it happened — every step of
-  the capture in one launch, nothing taken for initial state or left out (what `sanitize` checks)."""
-  return AMDCaptureLift(m, code_dir, program_dir, trace, whole).program()
+def lift_capture(m: Manifest, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False,
+                 folded_only: bool = False, run: Optional[RunState] = None) -> Program:
+  """A capture of tinygrad's AMD runtime (manifest version 2) as the program it ran: every step, the repeating part of
+  the host's steps (TinyJit calls, HCQGraph launches) folded into launches, the steps before it as launch 1 and those
+  after it as the last launch (lift/segments.py) — per-launch values as `launch + c` or listed vars, kernel-argument
+  pointers and copy addresses that change per launch as `rebound` buffers, a ring submitted several times per launch
+  as one queue per submission, kernels by tinygrad's names with their code objects, expects from the contents after
+  the last step. `folded_only`: the repeated launches alone, what came before them their initial state (signal values
+  and buffer contents as they were when the first repeated step ran), the steps after them left out. `whole`: the run
+  as it happened — every step of the capture in one launch (what `sanitize` checks). `run`: the capture is a window
+  of a longer run, lifted whole as the whole run's lift lifts those steps (RunState)."""
+  if whole or folded_only or run is not None: return AMDCaptureLift(m, code_dir, program_dir, trace, whole, run=run).program()
+  return lift_default(AMDCaptureLift, m, code_dir, program_dir, trace)
 
 def _relpath(p: pathlib.Path, base) -> str:
   return os.path.relpath(p.resolve(), pathlib.Path(base).resolve())

@@ -1,6 +1,6 @@
 """Images back to .hcq: `lift_image` recovers the whole program an image was compiled from (names, vars, host steps,
-kernels and expects from its metadata, queue statements from its packets); `lift_queue` / `as_hcq` only the queue
-statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
+kernels and expects from its metadata, queue statements from its packets), `as_hcq` the same as text; `lift_queue`
+only a queue's statements; `code_objects` the AMD code objects the lifted program names (`amd "E_2.co"`), to be written next to it.
 A queue is lifted by its vendor's lifter (`LIFTERS`: hcqdsl/amd/lift.py, hcqdsl/nv/lift.py); `lift_statements` attaches
 what is no statement as comments, for the lifts of raw dumps and captures (lift/raw.py, lift/captured.py) too."""
 from __future__ import annotations
@@ -36,14 +36,11 @@ def lift_queue(img: Image, q: QueueImage) -> list:
   return LIFTERS[vendor_of(q.arch)].statements(img, q)
 
 def as_hcq(img: Image) -> str:
-  """The queue blocks of `img` as .hcq text (`hcqdsl disasm --as-hcq`), each queue lifted by its vendor's lifter."""
-  from ..lang.format import format_stmt
-  out = [f"# lifted from {img.file} ({img.target})"]
-  for q in img.queues:
-    out.append(f"queue {q.name} {q.engine} on {q.device} {{")
-    out += [f"  {s}" if isinstance(s, str) else f"  {format_stmt(s)}" for s in lift_queue(img, q)]
-    out.append("}")
-  return "\n".join(out) + "\n"
+  """The image as a program (`hcqdsl disasm --as-hcq`): `lift_image`'s — the devices, buffers, signals, vars and
+  kernels the queues name, each queue lifted by its vendor's lifter, the host block, the expects — as text, so that it
+  parses and checks as it is. The code objects it names are not written (`hcqdsl lift` writes them)."""
+  from ..lang.format import format_program
+  return format_program(lift_image(img, by="hcqdsl disasm --as-hcq"))
 
 def attach_comments(items: list) -> list:
   """Lifted statements and comment strings: each run of comments attached to the statement after it (trailing ones
@@ -81,13 +78,13 @@ def _raw_comment(g: list, why: str, label) -> str:
   if len(g) > 1 and len({p.name for p in g}) == 1: names = f"{len(g)} x {names}"
   return f"# {label or f'@{g[0].offset}'}: {names}: cannot lift ({why}): {shown}"
 
-def queue_decl(name: str, engine: str, device: str, items: list, head: tuple = ()) -> Queue:
-  """A queue of lifted statements (strings among them are comments) with `head` comments first."""
+def queue_decl(name: str, engine: str, device: str, items: list, head: tuple = (), launches: Optional[tuple] = None) -> Queue:
+  """A queue of lifted statements (strings among them are comments) with `head` comments first (`launches`: its clause)."""
   stmts = [s for s in items if not isinstance(s, str)]
   tail = tuple(s for s in items if isinstance(s, str))
   if head and stmts: stmts[0] = attrs.evolve(stmts[0], comments=head + stmts[0].comments)
   elif head: tail = head + tail
-  return Queue(name, engine, Ref(device), tuple(stmts), end_comments=tail)
+  return Queue(name, engine, Ref(device), tuple(stmts), launches, end_comments=tail)
 
 def lifted_program(decls: list, file: str, header: list) -> Program:
   """The program of `decls` with `header` comment lines on top (at the end when there are no declarations)."""
@@ -149,7 +146,7 @@ def trimmed_data(b: bytes, size: int) -> Optional[Data]:
   if len(b) + -len(b) % 4 > size: return Data("u8", tuple(b))
   return _init_data(b + bytes(-len(b) % 4))
 
-def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
+def lift_image(img: Image, code_dir: Optional[str] = None, by: str = "hcqdsl lift") -> Program:
   """The program `img` was compiled from, up to layout: same names, declaration order (so compiling it again gives the
   same memory plan and dwords), vars, host steps, expects; queue statements recovered from the packets. A kernel with
   a real code object names its file (code_objects' names; in `code_dir`, relative to the program, when given)."""
@@ -188,10 +185,16 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
   key = 0
   for q in img.queues:
     key = next((s.line for s in q.stmts if s.line), key)
-    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, LIFTERS[vendor_of(q.arch)].items(img, q))))
-  if img.host:
+    blocks.append((key, len(blocks), queue_decl(q.name, q.engine, q.device, LIFTERS[vendor_of(q.arch)].items(img, q), launches=q.launches)))
+  # the host blocks: each run of steps with one `launches` clause (the steps of two adjacent blocks with the same clause
+  # lift as one block: it compiles to the same steps)
+  runs: list = []
+  for h in img.host:
+    if not runs or runs[-1][0] != h.get("launches"): runs.append((h.get("launches"), []))
+    runs[-1][1].append(h)
+  for n, (launches, steps) in enumerate(runs):
     body: list = []
-    for h in img.host:
+    for h in steps:
       if h["op"] == "submit": body.append(Submit(tuple(Ref(n) for n in h["queues"])))
       elif h["op"] == "write":
         base, size = img.buffers[h["buffer"]]
@@ -202,7 +205,7 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
       else:
         e = Expr(Ref(h["var"]) if h["var"] else None, h["add"])
         body.append((Wait if h["op"] == "wait" else SignalWrite)(Ref(h["signal"]), e))
-    blocks.append((min(h["line"] for h in img.host), -1, Host(tuple(body))))
+    blocks.append((min(h["line"] for h in steps), n - len(runs), Host(tuple(body), launches)))
   decls += [b for _, _, b in sorted(blocks, key=lambda b: b[:2])]
   for e in img.expects:
     a, size = img.buffers[e["buffer"]]
@@ -210,4 +213,4 @@ def lift_image(img: Image, code_dir: Optional[str] = None) -> Program:
     target = Slice(Ref(e["buffer"])) if lo == 0 and e["size"] == size else Slice(Ref(e["buffer"]), lo, lo + e["size"], True)
     vals = tuple(float(v) if isinstance(v, str) else v for v in e["values"])
     decls.append(Expect(target, Data(e["dtype"], vals), e["approx"], e.get("rtol"), e.get("atol")))
-  return lifted_program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by hcqdsl lift"])
+  return lifted_program(decls, img.file, [f"# lifted from {img.file} ({img.target}) by {by}"])

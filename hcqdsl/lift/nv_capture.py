@@ -21,6 +21,7 @@ from ..nv.targets import get_target
 from .image import attach_comments
 from .schema import MQueue
 from .captured import CaptureLift, Submission, Dispatch, Launched, CopyUse
+from .segments import lift_default
 
 __all__ = ["is_nv_capture", "NVCaptureLift", "lift_nv_capture"]
 
@@ -65,7 +66,9 @@ class NVCaptureLift(CaptureLift):
     for p in packets:
       m = meaning(p)
       extra: object = None
-      if m is not None and m.kind == "dispatch": extra = tuple(got.program for _, got in self.qmd_launches(m.addr, q, step))
+      if m is not None and m.kind == "dispatch":
+        extra = tuple(got.program for _, got in self.qmd_launches(m.addr, q, step))
+        self.launching.add(step)
       elif m is not None and m.kind == "length": extra = m.value
       out.append((p.name, extra))
     return tuple(out)
@@ -151,7 +154,7 @@ class NVCaptureLift(CaptureLift):
       if m.kind in ("copy", "write", "poll") and len({x.addr for x in ms}) > 1: out.append(Patch(m.addr_at, None, 0, "lo"))
     return out
 
-  def expects(self) -> list:
+  def expects(self, at: Optional[int] = None) -> list:
     """None: the contents after the run are no reference on NV — tinygrad's mock NV GPU runs no kernel (their outputs
     stay zeros) and NV's host copies into its staging memory are not recorded (a copy from it lifts with the bytes
     first read there)."""
@@ -168,7 +171,11 @@ class NVCaptureLift(CaptureLift):
                 submitted={s.name: (s.ring.target, s.per[0], blocks.get(s.name, [])) for s in self.subs},
                 pointers={d.prog: len(d.pointers) for d in self.dispatches.values()})
 
-def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False):
-  """The program an NV capture ran (module docstring). `trace` gets what sanitize and tools/nv_gpu_check.py read (the
-  steps of each queue and host statement, the names of captured addresses, the submitted methods)."""
-  return NVCaptureLift(m, code_dir, program_dir, trace, whole).program()
+def lift_nv_capture(m, code_dir=None, program_dir=None, trace: Optional[dict] = None, whole: bool = False, folded_only: bool = False,
+                    run=None):
+  """The program an NV capture ran (module docstring; the default lift, `folded_only` and `whole` as lift/captured.py's
+  lift_capture). `trace` gets what sanitize and tools/nv_gpu_check.py read (the steps of each queue and host statement,
+  the names of captured addresses, the submitted methods); `run`: a window of a longer run (lift/captured.py's
+  RunState)."""
+  if whole or folded_only or run is not None: return NVCaptureLift(m, code_dir, program_dir, trace, whole, run=run).program()
+  return lift_default(NVCaptureLift, m, code_dir, program_dir, trace)

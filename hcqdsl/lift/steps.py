@@ -7,7 +7,7 @@ import numpy as np
 from ..ir import Data, KEYWORDS, U32_MAX
 from .schema import Manifest, LAUNCH_VAR
 
-__all__ = ["launch_steps", "period", "Vars", "graph_inputs", "Readings", "assemble", "bytes_data"]
+__all__ = ["launch_steps", "period", "Vars", "Naming", "graph_inputs", "Readings", "assemble", "bytes_data"]
 
 def launch_steps(ev: list, whole: bool = False) -> list:
   """The indices of the host steps that are steps of a launch: all but a signal's creation (`init`) at an address no
@@ -23,9 +23,11 @@ def launch_steps(ev: list, whole: bool = False) -> list:
     keep.append(i)
   return keep
 
-def period(shapes: list) -> Optional[tuple]:
+def period(shapes: list, launching: Optional[set] = None) -> Optional[tuple]:
   """(start, P, K): the K >= 2 back-to-back repetitions of a P-step block covering the most steps (on a tie the
-  fewest steps per block, then the latest start), each containing a submission; None when nothing repeats."""
+  fewest steps per block, then the latest start), each containing a submission — with `launching` (the steps whose
+  submission dispatches a kernel), one that dispatches: a launch of a TinyJit's graph runs kernels, while two
+  identical uploads in a row are no launch; None when nothing repeats."""
   n, best = len(shapes), None
   for P in range(1, n // 2 + 1):
     run = 0  # run[i]: how many consecutive j >= i have shapes[j] == shapes[j + P], computed right to left
@@ -34,24 +36,27 @@ def period(shapes: list) -> Optional[tuple]:
       runs[i] = runs[i + 1] + 1 if shapes[i] == shapes[i + P] else 0
     for i in range(n - 2 * P + 1):
       K = 1 + runs[i] // P
-      if K < 2 or not any(s[0] == "submit" for s in shapes[i:i + P]): continue
+      if K < 2 or not any(s[0] == "submit" and (launching is None or i + j in launching) for j, s in enumerate(shapes[i:i + P])): continue
       key = (K * P, -P, i)  # on a tie the latest phase: its last launch is the one the program ended with
       if best is None or key > best[0]: best = (key, (i, P, K))
     del run
   return best[1] if best else None
 
 class Vars:
-  """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var."""
-  def __init__(self, used: set):
+  """Per-launch values as the program says them: `launch + c` when they step by one, else a listed var. `base`: the
+  program's launches before the first of these (a capture's warm-up, launch 1 of the default lift): value k is launch
+  base + k + 1's, so `launch + c` counts the program's launches."""
+  def __init__(self, used: set, base: int = 0):
     self.lists: dict = {}        # per-launch values -> the listed var that holds them
     self.used = used             # the names taken in the program (a new var's is added)
     self.uses_launch = False     # some value is `launch + c`
+    self.base = base
   def fit(self, vals: list, hint: str) -> Optional[tuple]:
     """(var, add) for values that change between launches; None when they do not."""
     vals = [v & U32_MAX for v in vals]
     if len(set(vals)) == 1: return None
-    c = vals[0] - 1
-    if all((v - (k + 1 + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
+    c = vals[0] - 1 - self.base
+    if all((v - (k + 1 + self.base + c)) & U32_MAX == 0 for k, v in enumerate(vals)):
       self.uses_launch = True
       return (LAUNCH_VAR, c if c <= U32_MAX // 2 else c - (1 << 32))
     key = tuple(vals)
@@ -61,6 +66,18 @@ class Vars:
       self.used.add(name)
       self.lists[key] = name
     return (self.lists[key], 0)
+
+class Naming:
+  """The names a capture's lifts share when several lift one program (the default lift: the warm-up, the repeated
+  launches and the steps after them, lift/segments.py): each address keeps one name — a signal's, an allocation's —,
+  a kernel one declaration, a ring's submissions are numbered on from the earlier part's, a chained ring one signal."""
+  def __init__(self, used: set):
+    self.used = used                 # every name taken in the program
+    self.signals: dict = {}          # signal address -> its name
+    self.buffers: dict = {}          # allocation address -> its name
+    self.kernels: dict = {}          # (name, code, code buffer) -> its Kernel declaration
+    self.rings: dict = {}            # ring -> the submissions named so far (the next is NAME_{n + 1})
+    self.fifo: dict = {}             # ring -> its order signal's name (hcq2's chained rings)
 
 def graph_inputs(m: Manifest, ev: list, start: int, P: int, K: int) -> dict:
   """{per-launch addresses: size} of every graph input whose memory changes between launches: launch k's address is

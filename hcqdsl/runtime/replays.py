@@ -132,9 +132,8 @@ def _hex(b: Optional[bytes]) -> str:
 
 def _stmt_text(prog: Program, queue: str, line: Optional[int]) -> str:
   from ..lang.format import format_stmt
-  blocks = [prog.host] if queue == "host" else [q for q in prog.queues if q.name == queue]
+  blocks = prog.hosts if queue == "host" else [q for q in prog.queues if q.name == queue]
   for b in blocks:
-    if b is None: continue
     for st in b.body:
       if st.span is not None and st.span.line == line: return f"`{format_stmt(st)}`"
   return "its implicit submit" if queue == "host" else "?"

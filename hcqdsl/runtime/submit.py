@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 from typing import Optional
 import numpy as np
-from ..ir import U32_MAX, NV_ARCHS, vendor_of
+from ..ir import U32_MAX, NV_ARCHS, vendor_of, in_launches
 from ..target.image import Image, QueueImage
 from ..target.layout import WINDOWS   # rings sit at its ring_offset inside each device's window
 from .device import Device, Ring
@@ -330,18 +330,21 @@ class Submitter:
   def host(self, launches: int):
     """The host program of `launches` consecutive launches, as a generator (see the module docstring)."""
     img = self.image
-    named = {q for st in img.host if st["op"] == "submit" for q in st["queues"]}
-    bare = any(st["op"] == "submit" and not st["queues"] for st in img.host)
     rewrites: dict = {}   # an image lists a rewrite's bytes; the host writes them and zeros to the buffer's end
     size_at = dict(img.buffers.values())
     for k, a, b in img.rewrites: rewrites.setdefault(k, []).append((a, b, size_at[a]))
     for k in range(1, launches + 1):
+      # what takes part in launch k (`launches` clauses): the host steps of its host blocks, its queues
+      steps = [st for st in img.host if in_launches(st.get("launches"), k)]
+      here = {q.name for q in img.queues if in_launches(q.launches, k)}
+      named = {q for st in steps if st["op"] == "submit" for q in st["queues"]}
+      bare = any(st["op"] == "submit" and not st["queues"] for st in steps)
       vec = self.env_vector(k)
       env = dict(zip(self.vars, vec.tolist()))
       done: set = set()
       def sub(names, line):
         for name in names:
-          if name in done: continue
+          if name in done or name not in here: continue   # (a queue not in this launch is not submitted in it)
           if not done:  # a `rewritten` buffer: the host writes launch k's contents in place before its first submit
             for a, b, size in rewrites.get(k, ()):
               self.dev.write(a, b)
@@ -351,11 +354,12 @@ class Submitter:
           yield from self.submit(self.queues[name], k, vec, line)
       # queues that no submit covers go first (a bare submit covers every queue)
       yield from sub([] if bare else [q.name for q in img.queues if q.name not in named], None)
-      for st in img.host:
+      for st in steps:
         op = st["op"]
         if op == "submit": yield from sub(st["queues"] or [q.name for q in img.queues], st["line"])
-        elif op == "write":   # the host stores launch k's bytes at this point of its block
-          b = st["data"][k - 1] if k <= len(st["data"]) else b""
+        elif op == "write":   # the host stores launch k's bytes at this point of its block (its lists: its block's launches)
+          n = k - (st["launches"][0] if st.get("launches") else 1)
+          b = st["data"][n] if n < len(st["data"]) else b""
           self.dev.write(st["addr"], b)
           yield HostStep(HOST_COST["signal"] + HOST_COST["submit_dword"] * len(b) / 4, f"write {st['buffer']}", st["line"], k)
         else:

@@ -8,13 +8,17 @@
   write's slice at the moment of the write and ends inside the wait's slice at its end (binding point `e`), so it
   never runs backwards in time;
 - a counter track (`C`) per signal, on its device's process, with the value after every write;
-- instant markers (`i`): a global one where each launch starts, one on the host's track per submit."""
+- instant markers (`i`): a global one where each launch starts, one on the host's track per submit;
+- a hang: a `blocked` slice on each blocked queue's track (and the host's), from the moment it stopped to the hang
+  (at least `BLOCKED_MIN_US`, so a wait that blocked last still shows), named by the statement, with what it waits
+  for, the value it read and which statement could release it; and a global `hang` marker."""
 from __future__ import annotations
 from typing import Any
 
 __all__ = ["chrome_trace"]
 
 _EPS = 1e-4   # how far inside a slice a flow point sits (slices are at least 0.001 µs long)
+BLOCKED_MIN_US = 1.0   # the shortest a hang's blocked slice is drawn
 
 def _spans(events) -> tuple[list[dict], dict]:
   """The raw events merged into slices (consecutive packets of one statement instance on one queue), and raw index ->
@@ -34,6 +38,23 @@ def _spans(events) -> tuple[list[dict], dict]:
     spans.append(s)
     index[i] = s
   return spans, index
+
+def _blocked(emu, thread, pids: dict) -> list:
+  """A hang's blocked waits as slices on their tracks (runtime/reports.py's Blocked), and the global `hang` marker."""
+  clocks = {e.name: (e.clock, e.device) for e in emu.engines}
+  if emu.host_actor is not None: clocks["host"] = (emu.host_actor.clock, None)
+  end = max([c for c, _ in clocks.values()] + [0.0])
+  ev: list = []
+  for b in emu.hang.blocked:
+    t0, dev = clocks.get(b.queue, (end, b.device))
+    pid, tid = thread(b.queue, dev)
+    args = {"waits": str(b).split(": ", 1)[1].split("\n")[0], "reason": b.reason}
+    if b.line: args.update(line=b.line, launch=b.launch)
+    if b.release: args["release"] = b.release
+    ev.append({"name": f"blocked: {b.stmt or (b.packet.name if b.packet else 'wait')}", "cat": "hang", "ph": "X", "ts": t0,
+               "dur": max(end - t0, 0.0) + BLOCKED_MIN_US, "pid": pid, "tid": tid, "args": args})
+  ev.append({"name": "hang", "cat": "hang", "ph": "i", "s": "g", "ts": end, "pid": pids.setdefault("host", len(pids) + 1), "tid": 1})
+  return ev
 
 def chrome_trace(emu) -> dict[str, Any]:
   spans, index = _spans(emu.events)
@@ -57,6 +78,7 @@ def chrome_trace(emu) -> dict[str, Any]:
       if s["launch"] is not None and s["launch"] not in launches: launches[s["launch"]] = s["t0"]
       if s["text"].startswith("submit"):
         ev.append({"name": s["text"], "cat": "submit", "ph": "i", "s": "t", "ts": s["t0"], "pid": pid, "tid": tid})
+  if getattr(emu, "hang", None) is not None: ev += _blocked(emu, thread, pids)
   for k, t in sorted(launches.items()):
     ev.append({"name": f"launch {k}", "cat": "launch", "ph": "i", "s": "g", "ts": t, "pid": pids["host"], "tid": 1})
   for n, f in enumerate(emu.flows):   # emulator.Flow

@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect, json, pathlib, struct
 from typing import Optional
 import attrs
-from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX
+from ..ir import Expr, Ref, U32_MAX, TARGETS, NV_ARCHS, DTYPES, SCALARS, DEVICE_INDEX_MAX, MAX_LAUNCHES
 from .. import schema
 from ..schema import Pass, Invalid, convert, Int, Str, Bool, Num, Opt, List, Row, Map, Obj, Rec, Variant
 from .layout import SIGNAL_SLOT, TIMESTAMP_OFFSET
@@ -76,6 +76,7 @@ class QueueImage:
   patches: list  # of Patch
   stmts: list   # of SourceEntry, in order
   mem_patches: list = attrs.field(factory=list)  # of Patch (offset = address): kernarg dwords written at its submit
+  launches: Optional[tuple] = None   # its `launches` clause (first, last or None); None: every launch
   @property
   def packet_format(self) -> str: return packet_format(self.engine, self.arch)
   def span_at(self, offset: int) -> Optional[SourceEntry]:
@@ -218,11 +219,15 @@ KERNEL = Obj({"name": Str(), "device": Str(ref="devices"), "code_addr": ADDR, "k
               "impl": Opt(Obj({"builtin": Opt(Str()), "dtype": Opt(Str()), "args": List(Num()), "c_source": Opt(Str()),
                                "amd_code": Opt(Str()), "code": Opt(Str())}, optional=("code",))),
               "code_object": Blob()}, optional=("code_object",))
-_SIGNAL_STEP = {"line": LINE, "signal": Str(ref="signals"), "addr": ADDR, "var": VAR, "add": ADD}
-HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, "queues": List(Str(ref="queues"))}),
-                           "wait": Obj({"op": Str(("wait",)), **_SIGNAL_STEP}), "signal": Obj({"op": Str(("signal",)), **_SIGNAL_STEP}),
+# a block's `launches` clause: [first, last] (last null: every launch from first on); absent: every launch
+LAUNCHES = Row(tuple, Int(1, MAX_LAUNCHES, f"launch 1..{MAX_LAUNCHES}"), Opt(Int(1, MAX_LAUNCHES, f"launch 1..{MAX_LAUNCHES}")),
+               names=("first", "last"))
+_SIGNAL_STEP = {"line": LINE, "signal": Str(ref="signals"), "addr": ADDR, "var": VAR, "add": ADD, "launches": LAUNCHES}
+_O = ("launches",)
+HOST_STEP = Variant("op", {"submit": Obj({"op": Str(("submit",)), "line": LINE, "queues": List(Str(ref="queues")), "launches": LAUNCHES}, _O),
+                           "wait": Obj({"op": Str(("wait",)), **_SIGNAL_STEP}, _O), "signal": Obj({"op": Str(("signal",)), **_SIGNAL_STEP}, _O),
                            "write": Obj({"op": Str(("write",)), "line": LINE, "buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE,
-                                         "dtype": Str(tuple(DTYPES)), "data": List(Blob())})})
+                                         "dtype": Str(tuple(DTYPES)), "data": List(Blob()), "launches": LAUNCHES}, _O)})
 
 def _arities(out: dict, c: _Pass, at: str) -> None:
   """Each exec's kernel arguments (a kernargs region's `args`, one per parameter) as many as its kernel's parameters:
@@ -252,7 +257,8 @@ IMAGE = Rec(Image, check=_arities,
   kernels=List(KERNEL),
   var_values=Map(Str(ref="vars"), List(ADD)),
   queues=List(Rec(QueueImage, name=Str(defines="queues"), engine=Str(("compute", "copy")), device=Str(ref="devices"),
-                  arch=Str(TARGETS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH))),
+                  arch=Str(TARGETS), addr=ADDR, dwords=Dwords(), patches=List(PATCH), stmts=List(STMT), mem_patches=List(MEM_PATCH),
+                  launches=LAUNCHES, sparse=("launches",))),
   data=List(Row(tuple, ADDR, Blob(), names=("address", "bytes"))),
   host=List(HOST_STEP),
   expects=List(Obj({"buffer": Str(ref="buffers"), "addr": ADDR, "size": SIZE, "dtype": Str(tuple(DTYPES)),

@@ -68,9 +68,14 @@ class Lowering:
   # ---- host steps and expects
 
   def host(self) -> list:
+    """Every host block's steps, in program order; a step of a block with a `launches` clause says its launches (a
+    host write's `data` lists its block's launches from the first)."""
     out = []
-    for s in (self.program.host.body if self.program.host is not None else ()):
-      if (lower := self.HOST_STEPS.get(type(s))) is not None: out.append(lower(self, s, s.span or NO_SPAN))
+    for h in self.program.hosts:
+      for s in h.body:
+        if (lower := self.HOST_STEPS.get(type(s))) is None: continue
+        out.append(lower(self, s, s.span or NO_SPAN))
+        if h.launches is not None: out[-1]["launches"] = tuple(h.launches)
     return out
 
   def host_submit(self, s, sp) -> dict: return {"op": "submit", "queues": [r.name for r in s.queues], "line": sp.line}
@@ -130,7 +135,8 @@ class QueueLowering(abc.ABC):
       stmts.append(SourceEntry(self.start, len(self.out) - self.start, sp.line, sp.column, sp.end_line, sp.end_column, format_stmt(s)))
     self.finish_queue()
     ca = self.plan.region(f"{q.name}.cmdbuf", "cmdbuf", self.dev, 4 * len(self.out), queue=q.name)
-    return QueueImage(q.name, q.engine, self.dev, self.t, ca, self.out, self.patches, stmts, self.mem_patches)
+    return QueueImage(q.name, q.engine, self.dev, self.t, ca, self.out, self.patches, stmts, self.mem_patches,
+                      tuple(q.launches) if q.launches is not None else None)
 
   # ---- values: launch 1's, with a patch wherever a var is used
 

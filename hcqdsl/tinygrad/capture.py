@@ -9,22 +9,27 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, traceback, types
+import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, time, types
 from typing import Optional
 import attrs
+import numpy as np
 from ..lang.lexical import identifier
 from ..ir import U32_MAX
 from ..lift.schema import MANIFEST_KIND, MANIFEST_VERSION, encode
 from ..amd import pm4 as _pm4, sdma as _sdma
 from ..amd.meaning import meaning, Registers, splice, SIGNAL_MEMORY, STORES, pointer_dwords
+from .shapes import Shapes, Shape
 
-__all__ = ["capture", "Capture", "Ring", "user_frames"]
+__all__ = ["capture", "Capture", "Ring", "user_frames", "user_stack", "source"]
 
 # the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
 # capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
 VENDOR_RECORDERS = ("capture_nv",)
 
 U64 = (1 << 64) - 1
+KEPT = 8192   # what a bounded capture keeps per address or shape, at most (the oldest go first)
+# sanitize checks what it computes the fast way against the slow way (tests; docs/sanitize.md, "Cost")
+VERIFY = bool(__import__("os").environ.get("HCQDSL_SANITIZE_VERIFY"))
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
 
 def _tinygrad_dirs() -> tuple:
@@ -46,22 +51,103 @@ def _tinygrad_dirs() -> tuple:
 def _resolved(filename: str) -> str:
   return str(pathlib.Path(filename).resolve()) if not filename.startswith("<") else filename
 
+USER, OWN, OTHER = 0, 1, 2   # a frame's file: the user's, hcqdsl's own, or one that is never the user's line
+_KINDS: dict = {}            # skipped directories -> {file name: its kind}
+
+def _kind(filename: str, skip: tuple) -> int:
+  kinds = _KINDS.setdefault(skip, {})
+  k = kinds.get(filename)
+  if k is None:
+    p = _resolved(filename)
+    k = kinds[filename] = (OWN if p.startswith(_OWN) else OTHER if p.startswith(skip) or p.startswith("<") or
+                           ("/lib/python3" in p and "site-packages" not in p) else USER)
+  return k
+
+_STACKS: dict = {}   # every stack recorded, interned: the same tuple object for the same frames (a loop's steps share one)
+
+def user_stack(skip: tuple = (), depth: int = 1) -> tuple:
+  """The user's frames of the current call stack, outermost first, as an interned tuple of (file, line, function): the
+  innermost user frame and the user frames outside it up to the first frame of hcqdsl's own (the CLI that ran the script,
+  `hcqdsl sanitize`'s console script and runpy above it, or the pytest plugin: never the user's); tinygrad's, its mock
+  GPU's, the test runner's, Python's and hcqdsl's frames are left out. A walk of the frames, no source read (`source`
+  reads a line when it is shown). `depth`: frames of the caller's own to skip."""
+  f: Optional[types.FrameType] = sys._getframe(depth + 1)
+  out: list = []
+  while f is not None:
+    code = f.f_code
+    k = _kind(code.co_filename, skip)
+    if k == USER: out.append((code.co_filename, f.f_lineno, code.co_name))
+    elif k == OWN and out: break
+    f = f.f_back
+  key = tuple(reversed(out))
+  return _STACKS.setdefault(key, key)
+
+def source(file: str, line: int) -> str:
+  """The source line (stripped) of a frame, for a report."""
+  import linecache
+  return linecache.getline(file, line).strip()
+
 def user_frames(skip: tuple = (), stack: Optional[list] = None) -> list:
-  """The call stack (or `stack`: (file, line, function, source) tuples, outermost first) without tinygrad's, hcqdsl's
-  and Python's own frames, outermost first: [(file, line, function, source line)]. The last one is the user's line
-  that caused what is being recorded."""
-  frames = stack if stack is not None else [(f.filename, f.lineno, f.name, f.line) for f in traceback.extract_stack()[:-1]]
-  out = []
-  for file, line, name, src in frames:
-    p = _resolved(file)
-    if p.startswith(_OWN + skip) or p.startswith("<") or ("/lib/python3" in p and "site-packages" not in p): continue
-    out.append((file, line, name, (src or "").strip()))
-  return out
+  """The user's frames (user_stack's rule) of the call stack, or of `stack` ((file, line, function, source) tuples,
+  outermost first), outermost first, with their source lines: [(file, line, function, source line)]. The last one is
+  the user's line that caused what is being recorded."""
+  if stack is None: return [(f, ln, n, source(f, ln)) for f, ln, n in user_stack(skip, 2)]
+  out: list = []
+  for file, line, name, src in reversed(stack):
+    k = _kind(file, skip)
+    if k == USER: out.append((file, line, name, (src or "").strip()))
+    elif k == OWN and out: break
+  return out[::-1]
+
+@functools.lru_cache(maxsize=64)
+def ring_words(addr: int, n: int) -> np.ndarray:
+  """A ring's memory (n dwords at addr) as an array, read in place."""
+  return np.ctypeslib.as_array((ctypes.c_uint32 * n).from_address(addr))
+
+class Meter:
+  """hcqdsl's own CPU time inside its hooks (`hcqdsl sanitize --stats`, docs/sanitize.md "Cost"): thread CPU time, from
+  entering hcqdsl's code to leaving it — what tinygrad and its mock do in between is not counted —, by what the program
+  is doing: `graph` inside a TinyJit replay (tinygrad's CapturedJit: its HCQGraph launches), else `eager`; and the
+  submissions made in each."""
+  def __init__(self):
+    self.depth, self.t0, self.kind = 0, 0.0, "eager"
+    self.cpu = {"graph": 0.0, "eager": 0.0}
+    self.submissions = {"graph": 0, "eager": 0}
+    self.marks: list = []   # (submissions, cpu) by kind, at 64, 128, 256, ... submissions: the cost after warm-up
+
+  def submitted(self) -> None:
+    """One more submission of the current kind."""
+    self.submissions[self.kind] += 1
+    n = self.submissions["graph"] + self.submissions["eager"]
+    if n >= 64 and n & (n - 1) == 0: self.marks.append((dict(self.submissions), dict(self.cpu)))
+
+  def recent(self) -> dict:
+    """µs per submission by kind over the run's later half (since the last mark at half its submissions or fewer)."""
+    n = self.submissions["graph"] + self.submissions["eager"]
+    base = next(((s, c) for s, c in reversed(self.marks) if sum(s.values()) * 2 <= n), ({"graph": 0, "eager": 0}, {"graph": 0.0, "eager": 0.0}))
+    return {k: ((self.cpu[k] - base[1][k]) / (self.submissions[k] - base[0][k]) * 1e6 if self.submissions[k] > base[0][k] else None)
+            for k in self.cpu}
+  def __enter__(self) -> "Meter":
+    if self.depth == 0: self.t0 = time.thread_time()
+    self.depth += 1
+    return self
+  def __exit__(self, *exc) -> None:
+    self.depth -= 1
+    if self.depth == 0: self.cpu[self.kind] += time.thread_time() - self.t0
 
 class _Allocations:
   """Every allocation tinygrad made on an AMD device (and its host buffers): address, size, device, CPU-readable."""
-  def __init__(self): self.starts, self.items = [], []
+  def __init__(self):
+    self.starts, self.items, self.version = [], [], 0
+    # the latest allocations (what may change an address's allocation): their version, start and end, as rows
+    self.added, self.nadded = np.zeros((64, 3), dtype=np.int64), 0
   def add(self, addr: int, size: int, info: dict):
+    self.version += 1
+    if self.nadded == len(self.added):
+      if self.nadded >= 4096: self.added, self.nadded = self.added[2048:].copy(), self.nadded - 2048
+      self.added = np.concatenate([self.added, np.zeros_like(self.added)])
+    self.added[self.nadded] = (self.version, addr, addr + size)
+    self.nadded += 1
     i = bisect.bisect_left(self.starts, addr)
     if i < len(self.starts) and self.starts[i] == addr:
       self.items[i] = (addr, size, info)
@@ -91,11 +177,32 @@ class Capture:
   """Installs the recording wrappers while active (`with Capture() as cap:`); `cap.manifest()` is the manifest dict,
   `cap.save(path)` writes it. `contents`: also record buffer contents (before each submission that touches them, and
   at the end), so the lift carries data and `expect`s; `stacks`: record the user's call stack of each host step (for
-  sanitize's reports). `on_step(cap, step)` is called after each host step is recorded. Nesting is refused."""
+  sanitize's reports). `on_step(cap, step)` is called after each host step is recorded. `handover`: each step holds
+  its own dwords (`dw`), the memory read before it (`mem`: [(addr, bytes)]) and the allocations it used (`uses`:
+  [(addr, size, device)]), for `on_step`; `bounded`: that, and nothing of a step is kept once `on_step` has it
+  (sanitize's checking as the run goes: its memory is the run's live part, not its length), each signal's value is
+  read once, a shape's facts are reused, and `manifest()` has no steps; `retain` (`sanitize --keep`) keeps the steps
+  for `manifest()` all the same. Every step has its index (`i`) and the tinygrad call it was made in (`call`, counted by whoever sets
+  `cap.call`). Nesting is refused."""
   _active: Optional["Capture"] = None
 
-  def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None):
-    self.path, self.contents, self.stacks, self.on_step = path, contents, stacks, on_step
+  def __init__(self, path=None, contents: bool = True, stacks: bool = False, on_step=None, bounded: bool = False, handover: bool = False,
+               retain: Optional[bool] = None):
+    self.path, self.contents, self.stacks, self.on_step, self.bounded = path, contents, stacks, on_step, bounded
+    self.retain = not bounded if retain is None else retain
+    self.handover = handover or bounded
+    self._mem_mark = 0        # handover: the readings before this are an earlier step's
+    # sanitize (handover): submissions read by shapes (shapes.py: decoded once per shape), allocations and kernel-argument
+    # blocks by address as last seen, each signal's value read once (the whole run's lift reads its first reading)
+    self.shapes: Optional[Shapes] = Shapes(self.read) if self.handover else None
+    self._found: dict = {}    # address -> its allocation (start, size, info), or None (reset when allocations change)
+    self._blocks: dict = {}   # kernel-argument address -> (bytes, the allocations its pointers use)
+    self._read_once: set = set()
+    self._shape_done: dict = {}   # shape number -> what its last submission's facts did (bounded: reused when they are the same)
+    self.call = 0             # the tinygrad call being made (the sanitizer counts them)
+    self.meter = Meter()      # hcqdsl's CPU time in its hooks
+    self._nsteps = 0
+    self._uses: list = []     # bounded: the allocations used since the last step
     self.devices: dict = {}   # id(dev) -> {"name", "index", "arch", "tinygrad", "_dev"}
     self.duplicates: list = []   # (tinygrad's name, the manifest's) of a second object of an open device (register_device)
     self.rings: dict = {}     # id(queue object) -> Ring
@@ -180,8 +287,16 @@ class Capture:
       addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
     if addr is not None and addr in self.kernels: self._set_modes(addr, outs, ins)
 
+  def find(self, addr: int) -> Optional[tuple]:
+    """The allocation holding `addr` (remembered per address until allocations change)."""
+    if self._found.get(-1) != self.allocs.version: self._found = {-1: self.allocs.version}
+    try: return self._found[addr]
+    except KeyError:
+      a = self._found[addr] = self.allocs.find(addr)
+      return a
+
   def read(self, addr: int, n: int) -> Optional[bytes]:
-    a = self.allocs.find(addr)
+    a = self.find(addr)
     if a is None or not a[2]["readable"] or n <= 0: return None
     n = min(n, a[0] + a[1] - addr)
     return ctypes.string_at(addr, n)
@@ -204,11 +319,12 @@ class Capture:
 
   def use(self, addr: int) -> Optional[tuple]:
     """The allocation holding `addr` (start, size, info), marked used: the manifest lists it (None: no allocation)."""
-    a = self.allocs.find(addr)
+    a = self.find(addr)
     if a is None: return None
     owner = a[2]["owner"]
     dev = self.register_device(owner) if owner is not None and a[2]["vram"] and hasattr(owner, "arch") else None
-    self.used[a[0]] = (a[1], dev)
+    if self.handover: self._uses.append((a[0], a[1], dev))
+    if self.retain: self.used[a[0]] = (a[1], dev)
     return a
 
   @staticmethod
@@ -250,6 +366,12 @@ class Capture:
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
+    if self.shapes is not None and k is not None and (last := self._blocks.get(ka)) is not None and last[2] is k:
+      blk = self.read(ka, len(last[0]))   # (sanitize: a block as it was at its last dispatch uses what it used then)
+      if blk == last[0]:
+        self.memory.append((ka, last[0], step))   # (the same bytes object: what reads it can tell it is unchanged)
+        self._uses += last[1]
+        return
     if k is None and prog not in self._unknown:
       if (h := next((h for f in self.program_finders if (h := f(prog)) is not None), None)) is not None: self.kernels[prog] = h
       else:
@@ -264,9 +386,10 @@ class Capture:
     size = k["kernargs"] if k and k["kernargs"] else 8 * max(nbufs, 1) + 4 * (len(sig) - nbufs)
     blk = self.read(ka, size)
     if blk is None: return
+    mark = len(self._uses)
     self.use(ka)
     self.memory.append((ka, blk, step))
-    self.last[(ka, len(blk))] = blk
+    if self.contents: self.last[(ka, len(blk))] = blk
     for i in range(min(nbufs, len(blk) // 8)):
       ptr = int.from_bytes(blk[8 * i:8 * i + 8], "little")
       if (a := self.use(ptr)) is not None and self.contents:
@@ -274,6 +397,9 @@ class Capture:
         # are the initial state of the others), a big one from the pointer over the argument's bytes
         if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
         else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
+    if self.shapes is not None and k is not None:
+      self._blocks[ka] = (blk, self._uses[mark:], k)
+      if len(self._blocks) > KEPT: self._blocks.pop(next(iter(self._blocks)))   # (the oldest: an eager loop's bump allocator moves on)
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
@@ -293,7 +419,7 @@ class Capture:
     """HCQGraph.__call__: the graph's inputs at this call, as tinygrad hands them over (`input_uops`: one buffer per
     input, a MultiBuffer's per device), with their contents. The lift reads from them which memory is a launch's input,
     so a command that kept an earlier call's input address (an input replacement missed) is recognized as such."""
-    step = len(self.host)
+    step = self.steps()
     gid = self._graphs.setdefault(id(graph), (len(self._graphs), graph))[0]
     inputs: list = []
     for u in input_uops:
@@ -327,28 +453,100 @@ class Capture:
     """Queue object `key`'s write pointer when the capture started: what the ring held before is no submission of it."""
     self._puts[id(key)] = put
 
-  def submit(self, ring: Ring, new: list, dev, path: str) -> None:
+  def submit(self, ring: Ring, new, dev, path: str) -> None:
     """A submission: `new`, the dwords between the ring's previous and new write pointer, before the GPU runs them (the
     indirect buffers they point at are read and spliced in, the memory and signals they use recorded as of now).
     `path`: the runtime that submitted (the manifest's producer: hcq, hcq2)."""
     self.path_kind = self.path_kind or path
+    if self.shapes is not None:   # (sanitize: by shapes)
+      self._submit_shaped(ring, new if isinstance(new, np.ndarray) else np.asarray(new, dtype=np.uint32), dev)
+      return
     dw = self._expand(new, ring.engine, ring.target)
     if ring.engine == "copy" and self.path_kind == "hcq":
       for addr, n in self._staged(dw, ring, dev):   # the host's write of the staged chunk comes first
         self.host_write(addr, self.read(addr, n) if self.contents else None, n, staged=True)
-    self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, len(self.host)))
+    self.submitted(ring, dw, self._scan(dw, ring.engine, ring.target, self.steps()))
 
-  def submitted(self, ring: Ring, dw: list, signals: dict) -> None:
+  def untouched(self, version: int, spans: np.ndarray) -> bool:
+    """No allocation made since `version` overlaps one of `spans` ((start, end) rows: what they were then)."""
+    if version == self.allocs.version: return True
+    added = self.allocs.added[:self.allocs.nadded]
+    if not len(added) or added[0, 0] > version + 1: return False   # (forgotten: too many since)
+    new = added[int(np.searchsorted(added[:, 0], version, side="right")):, 1:]
+    if not len(spans) or not len(new): return True
+    return not bool(((new[:, None, 0] < spans[None, :, 1]) & (spans[None, :, 0] < new[:, None, 1])).any())
+
+  def _submit_shaped(self, ring: Ring, words: np.ndarray, dev) -> None:
+    """A submission read by shapes (shapes.py): the same side effects as `submit`'s scan — the host's staged writes
+    first, the allocations used, the signals registered and read (each once), the dispatches' kernel arguments. A
+    submission with the facts its shape had last time (the same object) and untouched allocations uses what they used
+    then; only its kernel-argument blocks are read again."""
+    assert self.shapes is not None
+    dw, shape, facts = self.shapes.submission(ring.name, ring.engine, ring.target, words)
+    done = self._shape_done.get(shape.id) if self.bounded else None
+    if done is not None and done[0] is facts and self.untouched(done[1], done[5]):
+      self._shape_done[shape.id] = (facts, self.allocs.version) + done[2:]   # (untouched up to now)
+      self._staged_facts(ring, facts, dev)
+      step = self.steps()
+      self._uses += done[2]
+      for prog, ka in done[4]: self._dispatch(prog, ka, step)
+      self.submitted(ring, dw, {}, done[3], (shape.id, facts))
+      return
+    if VERIFY:   # (tests: the shape's facts are a fresh decode's)
+      _, fresh = self.shapes.splice(ring.engine, ring.target, words)
+      assert np.array_equal(fresh, dw), f"{ring.name}: expanded dwords differ from a fresh splice"
+      assert Shape(ring.engine, ring.target, words, None, fresh).facts == facts, f"{ring.name}: facts differ from a fresh decode"
+    self._staged_facts(ring, facts, dev)
+    step, sigs, named = self.steps(), {}, dict[int, None]()
+    own: list = []        # the allocations the facts use but for the dispatches'
+    dispatches: list = []
+    for _, f in facts:
+      if f.kind == "use":
+        mark = len(self._uses)
+        if self.use(f.addr) is not None and self.contents: self.remember(f.addr, f.size, step)
+        own += self._uses[mark:]
+      elif f.kind == "dispatch":
+        self._dispatch(f.addr, f.kargs, step)
+        dispatches.append((f.addr, f.kargs))
+      elif f.kind == "signal" and f.addr not in named:
+        a = f.addr
+        if a not in self.signals:
+          if self.find(a) is None: continue
+          self.register_signal(a)
+        named[a] = None
+        if self.bounded and a in self._read_once: continue
+        if (v := self._read_u64(a)) is not None:
+          sigs[a] = v
+          self._read_once.add(a)
+    if self.bounded:
+      spans = np.asarray([(a, a + n) for a, n, _ in own], dtype=np.int64).reshape(-1, 2)
+      self._shape_done[shape.id] = (facts, self.allocs.version, own, tuple(named), dispatches, spans)
+      if len(self._shape_done) > KEPT: self._shape_done.pop(next(iter(self._shape_done)))
+    self.submitted(ring, dw, sigs, tuple(named), (shape.id, facts))
+
+  def _staged_facts(self, ring: Ring, facts: list, dev) -> None:
+    """Classic HCQ's staged chunks a copy reads: the host's writes of them come first (as `_staged` says)."""
+    if ring.engine != "copy" or self.path_kind != "hcq": return
+    bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
+    spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
+    for _, f in facts:
+      if f.kind == "copy" and any(a <= f.addr and f.addr + f.size <= a + sz for a, sz in spans): self.host_write(f.addr, None, f.size, staged=True)
+
+  def submitted(self, ring: Ring, dw, signals: dict, named: tuple = (), shaped: Optional[tuple] = None) -> None:
     """A submission of `dw` to `ring`, what it refers to already recorded (`use`, `remember`, `register_signal`), with
-    the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods)."""
+    the values of the signals it names: the vendor-neutral part of `submit` (an NV recorder scans its own methods).
+    `named`: every signal it names (a bounded capture reads a signal's value once, so `signals` may leave some out);
+    `shaped`: (its shape's number, its facts) when shapes.py read it."""
     ent = {"op": "submit", "queue": ring.name, "start": len(ring.dwords), "length": len(dw)}
     if signals: ent["signals"] = signals
-    ring.dwords += dw
+    if self.handover: ent["dw"], ent["named"] = dw, named or tuple(signals)
+    if shaped is not None: ent["shape"], ent["facts"] = shaped   # (shapes.py: the shape's number, what the packets refer to)
+    if self.retain: ring.dwords.extend(dw.tolist() if isinstance(dw, np.ndarray) else dw)
     self._step(ent)
 
   def steps(self) -> int:
     """The host steps recorded so far (the next one's index)."""
-    return len(self.host)
+    return self._nsteps
 
   def add_allocation(self, buf, vram: Optional[bool] = None) -> None:
     """Record an allocation (again), `vram` overriding what its flags say (an NV buffer's metadata has none)."""
@@ -395,9 +593,19 @@ class Capture:
     setattr(obj, name, new)
 
   def _step(self, ent: dict) -> None:
-    if self.stacks: ent["stack"] = [list(f) for f in user_frames(self._skip)]
+    if self.stacks: ent["stack"] = user_stack(self._skip)
+    ent["i"], ent["call"] = self._nsteps, self.call
+    self._nsteps += 1
     self._submissions += ent["op"] == "submit"
-    self.host.append(ent)
+    if ent["op"] == "submit":
+      self.meter.submitted()
+      ent["kind"] = self.meter.kind
+    if self.handover:
+      ent["mem"], ent["uses"] = [(a, b) for a, b, _ in self.memory[self._mem_mark:]], self._uses
+      self._uses = []
+      if not self.retain: self.memory = []
+      self._mem_mark = len(self.memory)
+    if self.retain: self.host.append(ent)
     if self.on_step is not None: self.on_step(self, ent)
 
   def _staged(self, dw: list, ring: Ring, dev) -> list:
@@ -426,7 +634,11 @@ class Capture:
     old, new = ring.put, int(desc.put_value)
     ring.put = new
     if new <= old: return
-    self.submit(ring, [int(ring_dw[i % n]) & U32_MAX for i in pointer_dwords(engine, old, new)], dev, "hcq")
+    dws = pointer_dwords(engine, old, new)
+    if self.shapes is not None and isinstance(getattr(ring_dw, "addr", None), int):   # (sanitize: the ring's memory as an array)
+      self.submit(ring, ring_words(ring_dw.addr, n)[np.arange(dws.start, dws.stop) % n], dev, "hcq")
+      return
+    self.submit(ring, [int(ring_dw[i % n]) & U32_MAX for i in dws], dev, "hcq")
 
   def _on_host_write(self, sig, value):
     try: addr = int(sig.value_addr)
@@ -448,10 +660,13 @@ class Capture:
   def wrap(self, cls, name: str, before=None, after=None) -> None:
     """cls.name calls `before` and `after` around tinygrad's own (same arguments) until the capture ends."""
     orig = cls.__dict__[name]
+    meter = self.meter
     def wrapped(obj, *args, **kw):
-      if before is not None: before(obj, *args, **kw)
+      if before is not None:
+        with meter: before(obj, *args, **kw)
       ret = orig(obj, *args, **kw)
-      if after is not None: after(obj, *args, **kw)
+      if after is not None:
+        with meter: after(obj, *args, **kw)
       return ret
     setattr(wrapped, "__wrapped__", orig)
     setattr(cls, name, wrapped)
@@ -494,7 +709,7 @@ class Capture:
       self._wrap_init(HCQSignal)
       prop = HCQSignal.__dict__["value"]
       def fset(sig, v, _set=prop.fset):
-        self._on_host_write(sig, v)
+        with self.meter: self._on_host_write(sig, v)
         _set(sig, v)
       setattr(HCQSignal, "value", property(prop.fget, fset, prop.fdel, prop.__doc__))
       self._saved.append((HCQSignal, "value", prop))
@@ -520,7 +735,8 @@ class Capture:
     orig = realize.get_runtime
     def get_runtime(device, ast, *a, **kw):
       rt = orig(device, ast, *a, **kw)
-      try: self._on_runtime(device, ast, rt)
+      try:
+        with self.meter: self._on_runtime(device, ast, rt)
       except Exception: pass
       return rt
     setattr(get_runtime, "__wrapped__", orig)
@@ -577,7 +793,9 @@ class Capture:
       "signals": list(self.signals.values()),
       "buffers": [{"addr": a, "size": n, **({"device": d} if d else {})} for a, (n, d) in sorted(self.used.items())],
       "memory": [{"addr": a, "hex": b, "step": st} for a, b, st in self.memory], "final": self._final(), "kernels": self._kernels(),
-      "host": self.host, "graph_calls": self.graph_calls})
+      "host": [{k: v for k, v in h.items() if k not in ("i", "call")} | ({"stack": [[f, ln, n, source(f, ln)] for f, ln, n in h["stack"]]}
+                                                                          if "stack" in h else {}) for h in self.host],
+      "graph_calls": self.graph_calls})
 
   def _final(self) -> list:
     """The contents of each allocation used when the capture ended (its trailing zeros dropped)."""

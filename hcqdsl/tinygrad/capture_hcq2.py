@@ -11,7 +11,7 @@ CPU device's worker queue (the CPU finalizer: waits for the AMD queues that read
 CPU timeline) as the host's waits at the point the host synchronizes with the CPU device (`CPUDevice.synchronize`,
 which `Buffer.as_memoryview` runs before every such copy): the host passes that point only after those waits."""
 from __future__ import annotations
-import ctypes, sys, types
+import ctypes, sys, time, types
 from typing import Optional
 from ..amd.meaning import pointer_dwords
 
@@ -30,7 +30,7 @@ def _exec_copy(ctx, call, ast):
   rec = Hcq2Recorder.active
   assert rec is not None and rec.orig_copy is not None, "installed while a capture runs"
   ret = rec.orig_copy(ctx, call, ast)
-  rec.copied(ctx, call)
+  with rec.cap.meter: rec.copied(ctx, call)
   return ret
 
 class Hcq2Recorder:
@@ -222,9 +222,18 @@ class Hcq2Recorder:
     self.cpu_waits.clear()
     self.cpu_start = False   # a worker started while capturing: all of its commands are this capture's
     cap.program_finders.append(self.program)
+    meter = cap.meter
     def hook(obj, name: str, method):
       orig = obj.__dict__[name]
-      def wrapped(*a, **kw): return method(orig, *a, **kw)
+      def timed(*a, **kw):   # tinygrad's own function, called by a hook: not hcqdsl's time
+        meter.depth -= 1
+        if meter.depth == 0: meter.cpu[meter.kind] += time.thread_time() - meter.t0
+        try: return orig(*a, **kw)
+        finally:
+          if meter.depth == 0: meter.t0 = time.thread_time()
+          meter.depth += 1
+      def wrapped(*a, **kw):
+        with meter: return method(timed, *a, **kw)
       setattr(wrapped, "__wrapped__", orig)
       cap.replace(obj, name, wrapped)
     hook(realize, "exec_kernel", self.exec_kernel)

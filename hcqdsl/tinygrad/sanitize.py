@@ -11,40 +11,12 @@ import json, pathlib, re, time
 from typing import Optional
 import attrs
 from .capture import Capture, user_frames
-from ..lift.manifest import load_manifest, lift_manifest
-from ..lang.format import format_program
-from ..check import parse, check
-from ..ir import Program, Submit, HostWrite, Wait, KERNARGS, vendor_of
+from .findings import Command, Finding, Findings
+from .live import Live, Window
+from .graphs import GraphInputs
+from ..ir import Program, vendor_of
 
-__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "hang_of", "advice", "ADVICE"]
-
-@attrs.define
-class Command:
-  """One of the two commands of a finding: the lifted statement and what tinygrad did there."""
-  text: str            # the lifted statement, e.g. `exec E_4_4(b_7f.., in_7f..)`
-  queue: str           # the lifted queue (ring and submission), e.g. comp_gpu0
-  device: str          # tinygrad's device name, e.g. AMD:1
-  what: str            # in tinygrad's terms: kernel name with argument modes and shapes, or a copy
-  stack: list          # the user's frames at the submission, outermost first: [file, line, function, source]
-  def where(self) -> str:
-    return f"{self.stack[-1][0]}:{self.stack[-1][1]}" if self.stack else "(no user frame: submitted by tinygrad itself)"
-
-@attrs.define
-class Finding:
-  code: str            # race, deadlock, signal-race, ... (hcqdsl.diagnostics.CODES)
-  message: str         # check's message on the lifted program
-  commands: list       # of Command: the one reported and the other one involved (when there is one)
-  def format(self) -> str:
-    out = [f"hcqdsl sanitize: {self.code}: {self.message}"]
-    for i, c in enumerate(self.commands):
-      out.append(f"  {'the first' if i == 0 else 'the other'} command: {c.what} on {c.device} (queue {c.queue})")
-      out.append(f"    enqueued at {c.where()}" + (f" in {c.stack[-1][2]}: {c.stack[-1][3]}" if c.stack and c.stack[-1][3] else ""))
-      if len(c.stack) > 1:
-        out.append("    stack (most recent call last):")
-        out += [f"      {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") for f in c.stack]
-      out.append(f"    lifted as `{c.text}`")
-    return "\n".join(out)
-  def to_json(self) -> dict: return attrs.asdict(self)
+__all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "hang_of", "advice", "ADVICE", "HAZARDS"]
 
 # tinygrad's words when a wait for the GPU gives up (HCQSignal.wait, hcq2's _wait_signal -> on_device_hang)
 _HANG = re.compile(r"Wait timeout|hang detected", re.I)
@@ -99,38 +71,50 @@ class SanitizerError(RuntimeError):
 
 class Sanitizer:
   """`with hcqdsl.sanitize() as s: ...` records what tinygrad submits inside the block and checks it as the program
-  runs. The lifted program is the run as it happened (every submission, host wait and signal write in one launch,
-  `hcqdsl lift --whole`): what `capture` + `lift --whole` + `check` say of the same run. Checks are made when one of
-  tinygrad's calls that submit returns (a realize, a TinyJit call: `run_linear`) once the submissions have doubled
-  since the last check (so all checks together cost at most about twice one check of the whole run), at every such
-  call with `every_call=True` (and with `raise_on_error=True`), and once more when the block ends — also when it ends
-  with an exception: a script that fails, or tinygrad timing out on a wait for the GPU (`s.hang`), still gets its
-  findings. `s.findings` holds the errors and the host writes a kernel may read stale (`visibility` through the HDP:
-  a dropped `memory_barrier`), `s.warnings` the rest, `s.incomplete` what was captured but not checked (packets the
-  lift could not read, dispatches whose arguments were not recorded), `s.ok` whether there were no findings.
-  `raise_on_error`: raise SanitizerError with the report from the call that enqueued the first error. `progress`: a
-  callable given a one-line status after each check (the CLI prints it on stderr on long runs). `keep`: a directory
-  the lifted program of the last check is written to (`sanitized.hcq`), so the lines a finding quotes can be read."""
+  runs, in memory bounded by what is still live (live.py, docs/sanitize.md "Memory"): what `capture` + `lift --whole` +
+  `check` say of the same run. A check is made each time one of tinygrad's calls that submit returns (a realize, a
+  TinyJit call: `run_linear`), and once more when the block ends — also when it ends with an exception: a script that
+  fails, or tinygrad timing out on a wait for the GPU (`s.hang`), still gets its findings. Each problem is reported
+  once per bug (findings.py): `s.findings` holds the errors and the host writes a kernel may read stale (`visibility`
+  through the HDP: a dropped `memory_barrier`), `s.warnings` the rest, each with the calls it was seen in;
+  `s.incomplete` what was captured but not checked (packets the lift could not read, dispatches whose arguments were
+  not recorded), `s.ok` whether there were no findings. `raise_on_error`: raise SanitizerError with the report from the
+  call after which the first error is seen. `progress`: a callable given a one-line status after each check (the CLI
+  prints it on stderr on long runs). `keep`: a directory the lifted program of the check that found the first problem
+  (else the last check's) is written to (`sanitized.hcq`), with the run's capture (`capture.json`: kept whole, so its
+  memory grows with the run) and every occurrence's steps (`occurrences.json`)."""
   def __init__(self, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None):
     self.raise_on_error, self.every_call = raise_on_error, every_call or raise_on_error
     self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
-    self.capture = Capture(contents=False, stacks=True)
-    self.findings: list = []
-    self.warnings: list = []
-    self.incomplete: list = []   # what was captured and not checked, in words
-    self.program: Optional[Program] = None
+    self.capture = Capture(contents=False, stacks=True, on_step=self._on_step, bounded=True, retain=keep is not None)
+    self.live = Live(self.capture)
+    self.live.known = lambda f: Findings.key(f) in self.found.by_key
+    self.graphs = GraphInputs(self.capture, self.live.kernels)
+    self._graph_calls = 0         # the capture's graph_calls handed to `graphs` so far
+    self.found = Findings()       # every problem of the run, one per bug
+    self.incomplete: list = []    # what was captured and not checked, in words
+    self.program: Optional[Program] = None   # the lifted program of the check kept (`keep`), and its text
     self.text: Optional[str] = None
     self.kept: Optional[pathlib.Path] = None
     self.checked = False
-    self.checks = 0              # how many times the capture was lifted and checked
-    self.checked_submissions = 0  # how many submissions the last check covered
-    self.detected_at: list = []  # the user's frames of the call after which the first findings were seen
+    self.checked_submissions = 0  # how many submissions the checks so far covered
+    self.calls = 0                # tinygrad's calls that submit (run_linear), counted from 1
+    self.detected_at: list = []   # the user's frames of the call after which the first findings were seen
     self.hang: Optional[Hang] = None
     self.error: Optional[BaseException] = None     # the exception the block ended with (the script's own failure)
     self.failure: Optional[BaseException] = None   # hcqdsl's own failure in a check made while the program ran
+    self.occurrences: Optional[list] = [] if keep is not None else None   # every occurrence: [code, [[step, key], ...]]
     self._saved: list = []
-    self._depth, self._next = 0, 1
+    self._depth = 0
     self._t0 = time.perf_counter()
+    self._kept_window: Optional[Window] = None
+
+  @property
+  def findings(self) -> list: return self.found.all("error")
+  @property
+  def warnings(self) -> list: return self.found.all("warning")
+  @property
+  def checks(self) -> int: return self.live.checks
 
   def __enter__(self) -> "Sanitizer":
     self.capture.__enter__()
@@ -148,13 +132,13 @@ class Sanitizer:
       if (h := hang_of(exc[1])) is not None: self.hang = Hang(str(h).strip().splitlines()[0], self._frames_of(exc[2]))
     if self.failure is not None and exc[0] is None: raise self.failure
     if self.failure is None and self.capture.submissions() and not isinstance(exc[1], (SanitizerError, KeyboardInterrupt)):
+      had = bool(self.findings)
       try:
-        if self.checked_submissions != self.capture.submissions(): self.run_check()
-        if not self.findings: self.check_inputs()
+        with self.capture.meter: self._check(final=True)
       except Exception as e:
         if exc[0] is None: raise
         self.failure = e
-    if exc[0] is None and self.raise_on_error and self.findings and not self.detected_at: raise SanitizerError(self.report())
+      if exc[0] is None and self.raise_on_error and self.findings and not had: raise SanitizerError(self.report())
     return False
 
   def _frames_of(self, tb) -> list:
@@ -169,36 +153,63 @@ class Sanitizer:
   # ---- checking as the program runs
   def _install(self) -> None:
     """Wrap tinygrad's `run_linear` (every realize and TinyJit call goes through it; jit.py and tensor.py hold their own
-    references) so the capture is checked when the outermost call returns."""
+    references): a call is counted when the outermost one starts, and the run is checked when it returns."""
     from tinygrad.engine import realize, jit
     import tinygrad.tensor as tensor
-    orig = realize.run_linear
+    orig, meter = realize.run_linear, self.capture.meter
     def run_linear(*a, **kw):
+      if self._depth == 0:
+        self.calls += 1
+        self.capture.call = self.calls
       self._depth += 1
       try: ret = orig(*a, **kw)
       finally: self._depth -= 1
-      if self._depth == 0: self._checkpoint()
+      if self._depth == 0:
+        with meter: self._checkpoint()
       return ret
     setattr(run_linear, "__wrapped__", orig)
     for mod in (realize, jit, tensor):
       if getattr(mod, "run_linear", None) is orig:
         self._saved.append((mod, orig))
         setattr(mod, "run_linear", run_linear)   # tinygrad modules hold their own references
+    replay = jit.CapturedJit.__dict__["__call__"]
+    def captured_call(*a, **kw):   # a TinyJit replay: what hcqdsl does meanwhile is the graph's (--stats)
+      kind, meter.kind = meter.kind, "graph"
+      try: return replay(*a, **kw)
+      finally: meter.kind = kind
+    setattr(captured_call, "__wrapped__", replay)
+    self.capture.replace(jit.CapturedJit, "__call__", captured_call)
 
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
     self._saved.clear()
 
+  def _on_step(self, cap, e: dict) -> None:
+    calls = cap.graph_calls
+    while self._graph_calls < len(calls):   # an HCQGraph call came before this step
+      self.graphs.graph_call(calls[self._graph_calls])
+      self._graph_calls += 1
+    if not cap.retain:
+      calls.clear()
+      self._graph_calls = 0
+    self.graphs.step(e)
+    self.live.add(cap, e)
+    # one call that submits a great deal: checked (and forgotten) as it goes, not only when it returns
+    if self.live.new >= 4096 and self.failure is None:
+      try: self._check()
+      except Exception as ex: self.failure = ex
+
   def _checkpoint(self) -> None:
-    n = self.capture.submissions()
-    if self.findings or self.failure is not None or n == self.checked_submissions: return
-    if not self.every_call and n < self._next: return
-    self._next = 2 * n   # checks at doubling counts: their total cost is at most about twice the last one's
-    try: self.run_check()
+    if self.failure is not None or not self.live.new: return
+    # (the live part is checked once its new steps are as many as those kept from before, so that each step's share
+    # of re-reading what is kept stays bounded; `every_call`: after every call)
+    if not self.every_call and self.live.new < self.live.live_steps() - self.live.new: return
+    had = bool(self.findings)
+    try: self._check()
     except Exception as e:  # hcqdsl's own failure: reported as hcqdsl's when the block ends, never as the user's line
       self.failure = e
       return
-    if self.findings:
+    if self.findings and not had:
       self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
       if self.raise_on_error: raise SanitizerError(self.report())
 
@@ -207,131 +218,87 @@ class Sanitizer:
     vs = sorted({vendor_of(d["arch"]) for d in self.capture.devices.values()}) or ["AMD"]
     return " and ".join(vs)
 
-  def run_check(self) -> list:
-    man = self.capture.manifest()
-    m = load_manifest(man, "<sanitize>")
-    info: dict = {}
-    prog = lift_manifest(m, None, None, info, whole=True)
-    text = format_program(prog)
-    self.text = text
-    self.program = prog = parse(text, "<captured>")
-    diags = check(prog, 1)
-    self.checks += 1
+  def _check(self, final: bool = False) -> None:
+    had = bool(self.findings)
+    meter, kinds, t0 = self.capture.meter, self.live.new_kinds, time.thread_time()
+    self.live.new_kinds = {}
+    occs = self.live.check(final) + (self.graphs.finish() if final else self.graphs.take())
+    if (n := sum(kinds.values())):   # (a check's time is the share of the submissions it covered, by their kind)
+      dt = time.thread_time() - t0
+      meter.cpu[meter.kind] -= dt
+      for k, c in kinds.items(): meter.cpu[k] += dt * c / n
+    self.checked = True
     self.checked_submissions = self.capture.submissions()
-    unlifted = sum(": cannot lift (" in ln for ln in text.splitlines())
-    self.incomplete = list(info.get("left_out") or []) + ([f"{unlifted} packet group{'s' * (unlifted != 1)} the lift could not read "
-                                                          "(kept as `cannot lift` comments)"] if unlifted else [])
-    devname = {d["name"]: d.get("tinygrad", d["name"]) for d in man["devices"]}
-    host = man["host"]
-    kernels = {k.name: k for k in prog.kernels}
-    sigs = {k["name"]: k for k in man["kernels"]}
-    lines = text.splitlines()
-    host_at = {st.span.line: (i, st) for i, st in enumerate(prog.host.body)} if prog.host is not None else {}
-    def stack_of(step) -> list: return [list(f) for f in host[step].get("stack", [])] if step is not None and step < len(host) else []
-    def command(span, queue_hint: Optional[str] = None, note: str = "") -> Optional[Command]:
-      if span is None: return None
-      q = next((q for q in prog.queues if q.span and q.span.line <= span.line <= q.span.end_line), None)
-      stmt = lines[span.line - 1].split("#")[0].strip() if 0 < span.line <= len(lines) else ""
-      if q is None:
-        if not stmt: return None
-        i, st = host_at.get(span.line, (None, None))
-        steps = (info.get("host") or [])[i] if i is not None and i < len(info.get("host") or []) else []
-        step = steps[0] if steps else None
-        if isinstance(st, Submit) and queue_hint is not None:  # the submission of the queue the finding is about
-          step = next((s for r, s in zip(st.queues, steps) if r.name == queue_hint), step)
-        if isinstance(st, HostWrite) and st.dst.buffer.name.startswith("kargs_"):   # (lift --whole's kernel-argument blocks)
-          stmt = f"write {stmt[6:].split(' = ')[0]}"
-          what = (f"the host's `{stmt}`: its write of the kernel arguments of a dispatch (tinygrad's fill_kernargs, or HCQGraph's update "
-                  "of an input's address or a var)")
-        elif isinstance(st, HostWrite):   # the host's refill of host memory: its bytes per launch are no reading matter
-          stmt = f"write {stmt[6:].split(' = ')[0]}"
-          start, end = st.dst.start, st.dst.end
-          n = end - start if end is not None and start is not None else st.launch_inits[0].nbytes if st.launch_inits else 0
-          what = f"the host's `{stmt}` (its copy of {n} bytes into host memory)"
-        elif isinstance(st, Wait): what = f"the host's `{stmt}` (tinygrad waiting for the GPU: a synchronize, `.numpy()`, `.item()`)"
-        else: what = f"the host's `{stmt}`"
-        return Command(stmt, "host", "CPU", what + (f" ({note})" if note else ""), stack_of(step))
-      segs = info.get("queues", {}).get(q.name) or []
-      at = re.search(r"#\s*@(\d+)", lines[span.line - 1]) if 0 < span.line <= len(lines) else None
-      step = next((g[2] for g in segs if at and g[3] <= int(at.group(1)) < g[3] + g[1] - g[0]), segs[0][2] if segs else None)
-      what = stmt
-      if stmt.startswith("exec "):
-        kname = stmt[5:].split("(")[0]
-        k, sk = kernels.get(kname), sigs.get(kname)
-        params = []
-        for i, p in enumerate(k.params if k else ()):
-          if p.name == KERNARGS and i >= len((sk or {}).get("params", [])): continue   # lift --whole's kernel-argument block
-          s = (sk or {}).get("params", [])
-          s = s[i] if i < len(s) else {}
-          shape = "x".join(str(x) for x in s.get("shape", [])) or "?"
-          params.append(f"{p.mode} {s.get('dtype') or ''}[{shape}]" if not p.scalar else f"{s.get('name') or p.name}: {p.mode}")
-        what = f"kernel {(sk or {}).get('tinygrad_name') or kname}({', '.join(params)})"
-      elif stmt.startswith("copy "): what = f"copy ({stmt[5:]})"
-      return Command(stmt, q.name, devname.get(q.device.name, q.device.name), what + (f" ({note})" if note else ""), stack_of(step))
-    findings, warnings = [], []
-    for d in diags:
-      hdp = d.code == "visibility" and (d.extra or {}).get("cause") == "hdp"
-      if d.severity != "error" and not hdp:
-        warnings.append(d)
-        continue
-      qname = (d.extra or {}).get("queue")
-      rel = (d.related or ())[:1]
-      first = command(d.span, note="reads what the host wrote, with no memory barrier (HDP flush) after it" if hdp else "")
-      other = [command(r.span, qname, r.message.replace(" here", "") if hdp else "") for r in rel]
-      cmds = [c for c in [first] + other if c is not None]
-      findings.append(Finding(d.code, d.message, cmds))
-    self.findings, self.warnings, self.checked = findings, warnings, True
-    if self.keep is not None: self._keep(self.keep, text, man)
+    self.incomplete = list(self.live.incomplete)
+    for o in occs:
+      self.found.add(o.finding, o.call or self.calls)
+      if self.occurrences is not None: self.occurrences.append([o.finding.code, [[g, list(k)] for g, k in o.events]])
+    win = self.live.last_window
+    if win is not None and (self._kept_window is None or not had):   # the first check with a finding, else the last
+      self._kept_window = win
+      self.program, self.text = win.prog, win.text
+    if self.keep is not None and (final or (self.findings and not had)): self._keep(self.keep)
     if self.progress is not None:
+      n = len(self.findings)
       self.progress(f"hcqdsl sanitize: {self.checked_submissions} submissions seen, {self.checks} check{'s' * (self.checks != 1)} made, "
-                    f"{len(findings)} finding{'s' * (len(findings) != 1)} ({time.perf_counter() - self._t0:.1f} s)")
-    return self.findings
+                    f"{n} finding{'s' * (n != 1)}, {self.live.live_steps()} steps live ({time.perf_counter() - self._t0:.1f} s)")
 
-  def check_inputs(self) -> list:
-    """A TinyJit replay reading an earlier call's input (`stale-input`, docs/findings/stale-jit-copy.md) is no race of
-    the run as it happened: it shows only across launches, so the capture is also lifted with its launches folded
-    (HCQGraph's calls, their inputs) and checked for that one code; its findings join the run's."""
-    man = self.capture.manifest()
-    if not man.get("graph_calls"): return []
-    m = load_manifest(man, "<sanitize>")
-    info: dict = {}
-    prog = lift_manifest(m, None, None, info)
-    text = format_program(prog)
-    folded = parse(text, "<captured, launches folded>")
-    found = [d for d in check(folded, info.get("launches", 1)) if d.code == "stale-input"]
-    lines = text.splitlines()
-    host = man["host"]
-    for d in found:
-      q = next((q for q in folded.queues if d.span and q.span and q.span.line <= d.span.line <= q.span.end_line), None)
-      stmt = lines[d.span.line - 1].split("#")[0].strip() if d.span and 0 < d.span.line <= len(lines) else ""
-      segs = (info.get("queues") or {}).get(q.name) if q is not None else None
-      step = segs[0][2] if segs else None
-      stack = [list(f) for f in host[step].get("stack", [])] if step is not None and step < len(host) else []
-      self.findings.append(Finding(d.code, d.message, [Command(stmt, q.name if q else "?", q.device.name if q else "?",
-                                                               f"copy ({stmt[5:]})" if stmt.startswith("copy ") else stmt, stack)]))
-    return found
-
-  def _keep(self, keep: pathlib.Path, text: str, man: dict) -> None:
-    """DIR/sanitized.hcq (the program checked) and DIR/capture.json (the run's capture: `hcqdsl lift --whole` of it
-    gives the same program, so `check` can be rerun on exactly this run)."""
+  def _keep(self, keep: pathlib.Path) -> None:
+    """DIR/sanitized.hcq (the program the first finding quotes, else the last one checked), DIR/capture.json (the
+    run's capture: `hcqdsl lift --whole` of it gives the run as it happened) and DIR/occurrences.json (each problem
+    each check found, by the capture's steps: what `check` of the whole lift must find too)."""
     try:
       keep.mkdir(parents=True, exist_ok=True)
-      (p := keep / "sanitized.hcq").write_text(text)
-      (keep / "capture.json").write_text(json.dumps(man, indent=1) + "\n")
-      self.kept = p
+      if self.text is not None:
+        (p := keep / "sanitized.hcq").write_text(self.text)
+        self.kept = p
+      (keep / "capture.json").write_text(json.dumps(self.capture.manifest(), indent=1) + "\n")
+      (keep / "occurrences.json").write_text(json.dumps(self.occurrences) + "\n")
     except OSError as e: self.incomplete.append(f"the lifted program could not be written to {keep}: {e.strerror or e}")
+
+  # ---- the report
+  def stats(self) -> dict:
+    """hcqdsl's own CPU time (thread time inside its hooks: recording, checking; not tinygrad's nor its mock's), in
+    all and per submission, for the submissions made in a TinyJit replay (`graph`) and the others (`eager`); the
+    checks made, and the most steps kept live at once (memory)."""
+    m = self.capture.meter
+    per = {k: (m.cpu[k] / m.submissions[k] if m.submissions[k] else None) for k in m.cpu}
+    return {"cpu_s": sum(m.cpu.values()), "cpu_s_by_kind": dict(m.cpu), "submissions_by_kind": dict(m.submissions),
+            "cpu_us_per_submission": {k: None if v is None else v * 1e6 for k, v in per.items()},
+            "cpu_us_per_submission_later_half": m.recent(), "checks": self.checks,
+            "templates": self.live.templates_hit, "live_steps_max": self.live.live_max}
+
+  def stats_line(self) -> str:
+    st = self.stats()
+    def per(k: str) -> str:
+      n, us, late = st["submissions_by_kind"][k], st["cpu_us_per_submission"][k], st["cpu_us_per_submission_later_half"][k]
+      return (f"{us:,.0f} µs per {'replayed graph' if k == 'graph' else 'eager'} submission ({n:,}; "
+              f"{f'{late:,.0f} µs' if late is not None else 'none'} in the run's later half)") if n else f"no {k} submission"
+    return (f"hcqdsl sanitize --stats: hcqdsl's own CPU time {st['cpu_s']:.3f} s (recording and checking, inside its hooks); "
+            f"{per('graph')}; {per('eager')}; {st['checks']:,} checks ({st['templates']:,} by a template); at most "
+            f"{st['live_steps_max']:,} steps live")
+
+  def coverage(self) -> dict:
+    """What the run's checks covered: devices, queues, submissions, checks, the hazard kinds checked."""
+    return {"devices": len(self.capture.devices), "queues": len(self.capture.rings), "submissions": self.capture.submissions(),
+            "calls": self.calls, "checks": self.checks, "hazards": list(HAZARDS)}
 
   def summary(self) -> str:
     """The last line: the verdict, the counts, and what was left unchecked."""
     n, e, w = self.capture.submissions(), len(self.findings), len(self.warnings)
     verdict = "failed" if self.findings or self.hang else "ok"
+    cov = self.coverage()
     out = (f"{verdict}: {e} error{'s' * (e != 1)}, {w} warning{'s' * (w != 1)} in {n} submission{'s' * (n != 1)} "
            f"of tinygrad's {self.vendors()} runtime"
-           f" ({self.checks} check{'s' * (self.checks != 1)})")
+           f" ({self.checks} check{'s' * (self.checks != 1)}; {cov['devices']} device{'s' * (cov['devices'] != 1)}, "
+           f"{cov['queues']} queue{'s' * (cov['queues'] != 1)}, {self.calls} call{'s' * (self.calls != 1)}; checked for "
+           f"{', '.join(HAZARDS)})")
     if self.incomplete: out += f"; NOT CHECKED: {'; '.join(self.incomplete)}"
     return out
 
-  def report(self) -> str:
+  def report(self, verbose: bool = False) -> str:
+    """The text report: each finding with both commands, the hang, the warnings by kind with counts and their first
+    places (`verbose`: all of them), the summary line."""
     if not self.checked and self.hang is None: return "hcqdsl sanitize: nothing checked (no AMD or NV queue was submitted to)"
     out = [f.format() for f in self.findings]
     if self.hang is not None:
@@ -343,19 +310,37 @@ class Sanitizer:
     if self.findings and self.detected_at:
       f = self.detected_at[-1]
       out.append(f"found when the program had enqueued up to {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") +
-                 f" (check {self.checks} of the capture as it ran)")
+                 f" (check {self.checks} of the run as it ran)")
     for code in dict.fromkeys(f.code for f in self.findings): out.append(f"what to do about `{code}`: {advice(code)}")
     if self.kept is not None and self.findings: out.append(f"the lifted program the findings quote: {self.kept}")
+    out += self.warning_lines(verbose)
     out.append(self.summary())
     return "\n".join(out)
 
+  def warning_lines(self, verbose: bool = False, first: int = 3) -> list:
+    """The warnings by kind: how many distinct ones and in how many calls, and their first places (all: `verbose`)."""
+    by: dict = {}
+    for w in self.warnings: by.setdefault(w.code, []).append(w)
+    out = []
+    for code, ws in by.items():
+      calls = sum(w.count for w in ws)
+      out.append(f"warning: {code}: {len(ws)} distinct, seen in {calls} call{'s' * (calls != 1)}" +
+                 ("" if verbose or len(ws) <= first else f" (the first {first}; -v lists all)"))
+      for w in ws if verbose else ws[:first]:
+        out.append(f"  {w.place()}" + (f"  × {w.count} calls ({w.first_call}..{w.last_call})" if w.count > 1 else ""))
+        if verbose: out.append(f"    {w.message}")
+    return out
+
   def to_json(self) -> str:
-    warn = [{"code": d.code, "message": d.message, "line": d.span.line if d.span else None} for d in self.warnings]
-    return json.dumps({"ok": self.ok, "findings": [f.to_json() for f in self.findings], "warnings": warn,
-                       "submissions": self.capture.submissions(), "checks": self.checks, "detected_at": self.detected_at,
+    return json.dumps({"ok": self.ok, "findings": [f.to_json() for f in self.findings], "warnings": [w.to_json() for w in self.warnings],
+                       "submissions": self.capture.submissions(), "checks": self.checks, "calls": self.calls,
+                       "coverage": self.coverage(), "stats": self.stats(), "detected_at": self.detected_at,
                        "incomplete": self.incomplete, "hang": attrs.asdict(self.hang) if self.hang else None,
                        "error": f"{type(self.error).__name__}: {self.error}" if self.error is not None else None,
                        "program": str(self.kept) if self.kept else None})
+
+# the hazard kinds a check looks for (a clean run's summary names them)
+HAZARDS = ("race", "deadlock", "signal-race", "non-monotonic", "visibility", "stale-input")
 
 def sanitize(raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None) -> Sanitizer:
   """`with hcqdsl.sanitize(): model(x).realize()` — see Sanitizer. (What a run would do over more launches than it made

@@ -27,6 +27,12 @@ def _last_text(e: BaseException) -> str:
   return type(e).__name__ + (f": {lines[-1]}" if lines else "")
 
 OS_EXIT = os._exit.__name__   # the process-ending call a script may make, replaced while it runs (ScriptGuard)
+_STARTED_IN: list = []   # the working directory the last ScriptGuard was made in (a script may change it)
+
+def _resolved(filename: str) -> pathlib.Path:
+  """A frame's file, resolved as it was named: a relative name against the directory the script was started in."""
+  p = pathlib.Path(filename)
+  return (p if p.is_absolute() or not _STARTED_IN else pathlib.Path(_STARTED_IN[-1], p)).resolve()
 
 class ScriptGuard:
   """What a user's script may do to the hcqdsl process that runs it, contained: `emit`, `capture` and `sanitize` run
@@ -42,6 +48,7 @@ class ScriptGuard:
   def __init__(self, path, on_exit: Optional[Callable[[int, str], int]] = None):
     self.path, self.real, self.on_exit = str(path), pathlib.Path(path).resolve(), on_exit
     self.done = False
+    _STARTED_IN[:] = [os.getcwd()]
 
   def __enter__(self) -> "ScriptGuard":
     self.pid, self.streams, self.exit = os.getpid(), (sys.stdout, sys.stderr), os._exit
@@ -59,7 +66,7 @@ class ScriptGuard:
 
   def where(self, frame=None) -> str:
     """`PATH:LINE: ` of the innermost frame of the stack (from `frame` out) in the script, else `PATH: `."""
-    lines = [f.lineno for f in traceback.extract_stack(frame) if pathlib.Path(f.filename).resolve() == self.real]
+    lines = [f.lineno for f in traceback.extract_stack(frame) if _resolved(f.filename) == self.real]
     return f"{self.path}:{lines[-1]}: " if lines else f"{self.path}: "
 
   def _os_exit(self, status) -> None:
@@ -141,7 +148,7 @@ def script_line(e: BaseException, path: str, real: Optional[pathlib.Path] = None
   """`path:LINE: ` for the innermost frame of `e`'s traceback in the script at `path` (`real`: its resolved path, taken
   before the script ran: it may have changed the working directory), else ''."""
   p = real or pathlib.Path(path).resolve()
-  frames = [f for f in traceback.extract_tb(e.__traceback__) if pathlib.Path(f.filename).resolve() == p]
+  frames = [f for f in traceback.extract_tb(e.__traceback__) if _resolved(f.filename) == p]
   return f"{path}:{frames[-1].lineno}: " if frames else ""
 
 def script_error(e: BaseException, spec: str, what: str = "the script failed", real: Optional[pathlib.Path] = None) -> EmitError:
@@ -246,7 +253,7 @@ def _failure(e: BaseException, script: pathlib.Path, real: pathlib.Path) -> tupl
   if isinstance(e, SystemExit):
     return (0, None) if e.code in (None, 0) else (1, f"hcqdsl: error: {exit_error(e, str(script), real)}")
   for f in reversed(traceback.extract_tb(e.__traceback__)):  # the innermost frame that is the script's or hcqdsl's own (not a recording wrapper's)
-    p = pathlib.Path(f.filename).resolve()
+    p = _resolved(f.filename)
     if p == real: break
     if str(p).startswith(OWN) and f.name not in PASS_THROUGH and not p.name == "__main__.py" and p.parent.name != "cli":
       return 3, f"hcqdsl: internal error (not in {script}): {exception_text(e)} at {p.parent.name}/{p.name}:{f.lineno}"

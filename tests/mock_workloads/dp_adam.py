@@ -28,7 +28,10 @@ def step(x, y):
     opt.step()
     return loss.realize()
 
+RSS_EVERY = int(os.environ.get("RSS_EVERY", 0))   # benchmarks/sanitize.py: the process's resident memory every N calls, on stderr
 for i in range(CALLS):
+  if RSS_EVERY and i % RSS_EVERY == 0:
+    print(f"rss {i} {int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGE_SIZE') // 1024}", file=sys.stderr, flush=True)
   rng = np.random.default_rng(i)
   x = Tensor(rng.standard_normal((2 * NDEV, 8), dtype=np.float32)).shard(devs, axis=0).realize()
   y = Tensor(rng.standard_normal((2 * NDEV, 4), dtype=np.float32)).shard(devs, axis=0).realize()

@@ -1,4 +1,4 @@
-"""A TinyJit over two devices: a sharded matmul and cross-device copies, called 4 times. (The input is copied to
+"""A TinyJit over two devices: a sharded matmul and cross-device copies, called 4 times (CALLS). (The input is copied to
 the second device from a computed buffer: tinygrad 0.14's HCQGraph keeps call 1's address for a copy whose source is
 a view of a JIT input, issue 26.)"""
 import os, sys
@@ -15,7 +15,7 @@ def step(x):
   y = (h.shard((d0, d1)) @ w).realize()
   return (y.to(d1) + 1).contiguous()
 
-for i in range(4):
+for i in range(int(os.environ.get("CALLS", 4))):
   xn = np.full((2, 8), i, dtype=np.float32)
   out = step(Tensor(xn).realize()).numpy()
   # tinygrad's numbers; a bug injected into its queues (buggy_graph.py, buggy_hcq2.py: BUG) may really change them

@@ -4,7 +4,7 @@ if exists("b:current_syntax") | finish | endif
 syntax iskeyword @,48-57,_
 syntax keyword hcqDeclaration buffer device expect host kernel queue signal var
 syntax keyword hcqStatement barrier copy epoch exec poll submit timestamp wait write
-syntax keyword hcqKeyword atol block builtin code compute grid i32 in inout on out rebound rewritten rtol size u32
+syntax keyword hcqKeyword atol block builtin code compute grid i32 in inout launches on out rebound rewritten rtol size u32
 syntax match hcqKeyword /\v<%(amd|c|from)>\ze[ \t]*"/
 syntax keyword hcqType f16 f32 f64 i16 i32 i64 i8 u16 u32 u64 u8
 syntax keyword hcqTarget AMD NV gfx1100 gfx1201 gfx942 sm_120 sm_86 sm_89 sm_90
