@@ -184,7 +184,7 @@ def test_every_argument_has_help():
       if isinstance(act, (argparse._HelpAction, argparse._SubParsersAction)): continue
       assert act.help and act.help != argparse.SUPPRESS, f"hcqdsl {name}: {act.dest} has no help"
       seen += 1
-  assert set(subs.choices) == set(COMMANDS) and len(COMMANDS) == 13 and seen >= 35
+  assert set(subs.choices) == set(COMMANDS) and len(COMMANDS) == 14 and seen >= 35
   assert all(c.help for c in subs._choices_actions)
 
 # ---- diagnostics like a good compiler (exact messages)

@@ -106,9 +106,11 @@ def test_hcq2_sanitize_dp_adam_race_is_the_finding(tmp_path):
     reports.append(json.loads(r.stdout[r.stdout.index('{"ok"'):]))   # after the script's own `loss ...` line
     assert r.returncode == (0 if s == script else 1), r.stdout + r.stderr
   races = [f for f in reports[0]["findings"] if f["code"] == "race"]
-  assert len(reports[0]["findings"]) == len(races) == 1, reports[0]["findings"]
-  cmds = sorted((c["what"].split(" ")[0], c["device"], c["stack"][-1][1]) for c in races[0]["commands"])
-  assert cmds == [("copy", "AMD", 34), ("kernel", "AMD:1", 33)], races[0]   # dp_adam.py:34 is y's shard, :33 x's
+  # one per call from the second on (the kernel reads x's shard, 64 bytes: the capture's extent of its argument)
+  assert len(reports[0]["findings"]) == len(races) and 1 <= len(races) <= 2, reports[0]["findings"]
+  for race in races:
+    cmds = sorted((c["what"].split(" ")[0], c["device"], c["stack"][-1][1]) for c in race["commands"])
+    assert cmds == [("copy", "AMD", 34), ("kernel", "AMD:1", 33)], race   # dp_adam.py:34 is y's shard, :33 x's
   assert reports[1]["ok"] and reports[1]["findings"] == [], reports[1]
 
 def test_patches_apply_to_installed_tinygrad():

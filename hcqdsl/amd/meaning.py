@@ -16,7 +16,7 @@ from . import pm4, sdma
 __all__ = ["Meaning", "Rule", "Dispatch", "MEANINGS", "KINDS", "SIGNALS", "SIGNAL_MEMORY", "MEMORY_WAITS", "STORES", "DATA_BYTES", "PER_LAUNCH",
            "meaning", "field_at", "address_at", "per_launch", "signal_addrs", "written_range", "polled_range", "program_address",
            "kernarg_address", "kernarg_at", "dispatch", "Registers", "KernelRegisters", "kernel_registers", "splice", "IB_DEPTH",
-           "WPTR_BYTES", "pointer_dwords"]
+           "WPTR_BYTES", "pointer_dwords", "pm4_header"]
 
 # bytes one step of a ring's write (and read) pointer covers, per engine: the CP counts a PM4 ring's pointer in dwords,
 # the SDMA engine its ring's in bytes (tinygrad's AMDQueueDesc.put_value: `+= len(cmds)` on compute queues, `+= 4 *
@@ -27,6 +27,12 @@ def pointer_dwords(engine: str, old: int, new: int) -> range:
   """The dwords (counted from the ring's start, not wrapped) a ring's write pointer covers moving from `old` to `new`."""
   b = WPTR_BYTES[engine]
   return range(old * b >> 2, new * b >> 2)
+
+def pm4_header(h: int) -> tuple:
+  """(body dwords, opens an indirect buffer) of the PM4 packet whose header dword is `h`: what a CP stepping a ring a
+  packet at a time reads of it (tinygrad/mock_order.py's, on the mock GPU)."""
+  typ3 = pm4.packet_type(h) == pm4.pm4_nv.PACKET_TYPE3
+  return pm4.packet_count(h) if typ3 else -1, typ3 and pm4.packet_opcode(h) == pm4.pm4_nv.PACKET3_INDIRECT_BUFFER
 
 DATA_BYTES = {DATA_SEL_32: 4, DATA_SEL_64: 8}   # what a RELEASE_MEM of that data_sel stores
 

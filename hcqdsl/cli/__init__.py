@@ -1,4 +1,4 @@
-"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph|diff`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
+"""`hcqdsl parse|fmt|check|compile|disasm|run|emit|lift|capture|sanitize|graph|diff|fuzz`. Exit codes: 0 clean, 1 diagnostics with errors (or a failed
 run, or differences from `diff`), 2 unusable invocation (missing file, bad flag), 3 an internal error (a bug: one line, no traceback).
 
 The conventions of ruff, mypy and rustc (README, "CLI conventions"): options are never abbreviated (`--launch` is not
@@ -26,6 +26,7 @@ COMMANDS = {
   "graph": "draw a program's queues and signals (DOT/SVG)",
   "diff": "launch by launch, what differs between two programs (e.g. emitted vs captured)",
   "lsp": "the language server for editors (stdio; needs pygls: pip install \"hcqdsl[lsp]\")",
+  "fuzz": "random multi-device tinygrad programs on the mock GPU: sanitized, confirmed, grouped by cause",
 }
 
 def build_parser(command: Optional[str] = None) -> argparse.ArgumentParser:

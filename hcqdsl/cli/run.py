@@ -8,11 +8,18 @@ from .util import (UsageError, read_source, launches_of, launches_arg, check_out
 
 def add_args(p) -> None:
   p.add_argument("file", help="a .hcq program")
-  p.add_argument("--launches", type=int, help="consecutive launches (default: the file's `# hcq: launches=N`, else 1)")
+  p.add_argument("--launches", type=int, help="consecutive launches (default: the file's `# hcq: launches=N`, else 1; with --schedules "
+                 "2, as check)")
   g = p.add_mutually_exclusive_group()
   g.add_argument("--seed", type=int, help="a random fair interleaving of the queues and the host (default: time order)")
-  g.add_argument("--schedules", type=int, metavar="K", help=f"run K seeds (0..K-1, K at most {MAX_SCHEDULES:,}) and report final "
-                 "memory that differs")
+  g.add_argument("--schedules", type=int, metavar="K",
+                 help=f"run K schedules (K at most {MAX_SCHEDULES:,}): the time-ordered one, one steered by each witness of check's "
+                      "races and deadlocks, the rest by "
+                      "PCT (probabilistic concurrency testing); fail on a failed expect, a hang, a race of check's seen happening, or "
+                      "final memory that differs")
+  g.add_argument("--pct", type=int, metavar="SEED", help="run the one PCT schedule `--schedules` numbers SEED (with --depth)")
+  p.add_argument("--depth", type=int, metavar="D", help="PCT: --schedules cycles the bug depth 1..D (default 3); --pct runs depth D "
+                 "(d-1 priority-change points; a depth-d bug is hit with probability >= 1/(n k^(d-1)), n actors, k steps)")
   p.add_argument("--trace", metavar="FILE.json", help="write a Chrome/Perfetto trace")
   p.add_argument("--replay", metavar="W.json", help="run the interleavings `hcqdsl check FILE --witness W.json` wrote: "
                  "each race happens (what each access saw and left) or each hang; exit 1 when one does")
@@ -46,7 +53,7 @@ def parse_size(text: str) -> int:
 
 def run(a) -> int:
   from ..diagnostics import HcqError
-  from ..runtime import run as run_program, compare
+  from ..runtime import run as run_program
   launches_arg(a.launches)
   check_output(a.trace, "--trace", a.file, a.replay)
   for flag, v in (("--kernel-timeout", a.kernel_timeout), ("--timeout", a.timeout)):   # (nan and inf too: a wait without end)
@@ -54,8 +61,10 @@ def run(a) -> int:
   if a.schedules is not None and a.schedules < 1: raise UsageError("--schedules must be at least 1")
   if a.schedules is not None and a.schedules > MAX_SCHEDULES:
     raise UsageError(f"--schedules must be at most {MAX_SCHEDULES:,} (each schedule is a whole run), not {a.schedules}")
+  if a.depth is not None and a.depth < 1: raise UsageError("--depth must be at least 1")
+  if a.depth is not None and a.schedules is None and a.pct is None: raise UsageError("--depth goes with --schedules or --pct")
   text = read_source(a.file)
-  a.launches = launches_of(text, a.file, a.launches, 1)
+  a.launches = launches_of(text, a.file, a.launches, 2 if a.schedules else 1)   # (--schedules: over check's default launches)
   var_values = parse_vars(a.var)
   try: max_memory = parse_size(a.max_memory) if a.max_memory is not None else None
   except ValueError as e: raise UsageError(str(e))
@@ -68,8 +77,11 @@ def run(a) -> int:
     if prog is None or has_errors(diags): return _errors(a, diags, text)
     check_vars(var_values, prog, a.file)
     if a.replay: return _replay(a, prog, kw)
-    seeds = list(range(a.schedules)) if a.schedules else [a.seed]
-    results = [run_program(prog, seed=s, trace=bool(a.trace) and i == 0, **kw) for i, s in enumerate(seeds)]
+    if a.schedules: return _explore(a, prog, kw, text)
+    if a.pct is not None:
+      from ..runtime.schedules import run_pct, DEPTH
+      results = [run_pct(prog, a.pct, a.depth or DEPTH, trace=bool(a.trace), **kw)]
+    else: results = [run_program(prog, seed=a.seed, trace=bool(a.trace), **kw)]
   except HcqError as e:   # the run did not start (a memory plan too big, ...): that error alone, no advice about check
     return _errors(a, e.diagnostics, text)
   sys.stdout.flush()
@@ -78,22 +90,22 @@ def run(a) -> int:
   if a.trace and res.trace is not None:
     write_output(a.trace, json.dumps(res.trace))
   if a.format == "json":
-    races = compare(results) if len(results) > 1 else []
-    ok = all(r.ok for r in results) and not races
-    print(json.dumps({"file": a.file, "ok": ok, "runs": [r.to_json() for r in results],
-                      "races": [r.to_json() for r in races]}, indent=1))
-    return 0 if ok else 1
-  rc = 0
-  if len(results) == 1: print(res.summary())
-  else:
-    bad = [r for r in results if not r.ok]
-    for r in bad[:3]: print(r.summary())
-    print(f"{a.file}: {len(results)} schedules, {len(results) - len(bad)} ok, {len(bad)} failed; "
-          f"{res.time_us:.1f} us emulated in seed 0 (each schedule takes its own time)")
-    races = compare(results)
-    for race in races: print(str(race))
-    if races or bad: rc = 1
-  return 1 if rc or not res.ok else 0
+    print(json.dumps({"file": a.file, "ok": res.ok, "runs": [res.to_json()], "races": []}, indent=1))
+  else: print(res.summary())
+  return 0 if res.ok else 1
+
+def _explore(a, prog, kw, text) -> int:
+  """`--schedules K`: runtime/schedules.py's explore (the time-ordered schedule, check's witnesses, PCT)."""
+  from ..runtime.schedules import explore, DEPTH
+  e = explore(prog, a.schedules, a.depth or DEPTH, steer=not a.no_check, observe=not a.no_check, **kw)
+  if a.format == "json": print(json.dumps(e.to_json(), indent=1))
+  else: sys.stdout.write("\n".join(e.lines()) + "\n")
+  if a.trace:   # the time-ordered schedule's
+    from ..runtime import run as run_program
+    write_output(a.trace, json.dumps(run_program(prog, trace=True, **kw).trace))
+  sys.stdout.flush()
+  if not a.no_check: warn_check_errors(prog, a.file, precheck_launches(text, a.file, a.launches), kw.get("var_values"))
+  return 0 if e.ok else 1
 
 def _errors(a, diags, text: str) -> int:
   """A program that cannot run: its errors (text, or `{"file", "ok": false, "diagnostics"}`), exit 1."""

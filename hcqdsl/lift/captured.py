@@ -321,8 +321,10 @@ class CaptureLift:
       if self.kargs_read:   # the block itself: one allocation's bytes (HCQGraph's, patched per launch), or new memory per launch
         self.use(tuple(kas), need, s.step, at, True)
         if len(set(kas)) > 1: self.kgroups.add(tuple(kas))
-      self.dispatches[kas[0], s.name] = Dispatch(s.name, prog, tuple(kas), s.step, ptrs, vals, scal, [x.get("bytes") for x in bufs], blocks,
-                                                base, f.qmds)
+      # (an argument's bytes: what its kernel touches from the pointer on when the capture knows it — a view's kernel reads
+      # part of its buffer, `extent` —, else tinygrad's size of it)
+      sizes = [x.get("extent") or x.get("bytes") for x in bufs]
+      self.dispatches[kas[0], s.name] = Dispatch(s.name, prog, tuple(kas), s.step, ptrs, vals, scal, sizes, blocks, base, f.qmds)
 
   def host_refills(self) -> None:
     """The host's writes between launches (`rewritten`): memory in host RAM whose first access in a launch is a read,

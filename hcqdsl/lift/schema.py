@@ -168,10 +168,11 @@ class _Params:
   def doc(self) -> str: return "JSON"
 
 def _signature_entry(x: dict, at: str) -> None:
-  """One argument of tinygrad's signature: name (null: a buffer), dtype, bytes, mode, shape."""
-  n = x.get("bytes")
-  if n is not None and (type(n) is not int or not 0 <= n <= U32_MAX):
-    _bad(f"{at}.bytes", f"expected null or an integer in 0..{U32_MAX}, got "
+  """One argument of tinygrad's signature: name (null: a buffer), dtype, bytes, mode, shape, extent."""
+  for k in ("bytes", "extent"):
+    n = x.get(k)
+    if n is not None and (type(n) is not int or not 0 <= n <= U32_MAX):
+      _bad(f"{at}.{k}", f"expected null or an integer in 0..{U32_MAX}, got "
                         f"{json.dumps(n) if not (type(n) is float and math.isnan(n)) else 'NaN'}")
   for k in ("name", "dtype", "mode"):
     if x.get(k) is not None and type(x[k]) is not str: _bad(f"{at}.{k}", f"expected null or a string, got {json.dumps(x[k])}")
@@ -254,7 +255,8 @@ MANIFEST = _obj(("format", "version", "queues"),
   kernels=K(List(_obj(("prog_addr",), prog_addr=K(ADDR, "the entry point (COMPUTE_PGM_LO/HI << 8)"), name=K(NAME, "its name in the program"),
     tinygrad_name=K(STR, "tinygrad's name of it", since=2),
     params=K(_Params(), "`in`/`out`/`inout` per pointer argument; since version 2 also tinygrad's signature: per argument "
-                        "{name (null: a buffer), dtype, bytes (null or 0..2**32-1), mode, shape}"),
+                        "{name (null: a buffer), dtype, bytes (null or 0..2**32-1), mode, shape, extent (null or 0..2**32-1: the bytes "
+                        "its kernel touches from the pointer on, when tinygrad's kernel bounds them)}"),
     code=K(HEX, "its code object (ELF)", since=2))), "the programs, by entry point"),
   host=K(List(_obj(("op",), _host_step,
     op=K(_Op(), "`submit`, `signal`, `wait`, `write` (since 2)"),

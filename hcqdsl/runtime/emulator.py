@@ -480,7 +480,7 @@ class Emulator(Device):
   """A machine: memory, engines, kernels. `run(host)` interleaves the host program with the engines until all are
   done, a queue faults, or nothing can progress (a hang)."""
   def __init__(self, memory_map: Optional["MemoryMap"] = None, seed: Optional[int] = None, trace: bool = False,
-               max_steps: int = 50_000_000):
+               max_steps: int = 50_000_000, policy: Optional[Any] = None):
     mm = memory_map or MemoryMap()
     self.mem = Memory()
     self.engines: list[Engine] = []
@@ -505,6 +505,7 @@ class Emulator(Device):
     self.ring_top: dict = {}
     self.host_actor: Optional[HostActor] = None
     self.gate: Optional[Any] = None   # a replay's ordering (runtime/replays.py): holds an engine before a statement; runs traced
+    self.policy = policy              # picks the next actor, one step each (runtime/schedules.py's PCT): `pick(cands)`, `ran(actor)`
 
   def codec(self, kind: str, arch: str) -> Codec:
     """The codec of engine kind `kind` (KINDS' values) on `arch`, one per machine."""
@@ -587,12 +588,13 @@ class Emulator(Device):
   def run(self, host, locator=None) -> None:
     """Interleave `host` (a generator, see submit.py) with the engines. Default: the ready actor with the smallest
     emulated clock runs next (ties round-robin), for a batch while it stays the earliest; with a seed: a uniformly
-    random ready actor runs one step. Sets self.fault / self.hang. `locator` (the Submitter: `locate(ring, dword)`,
+    random ready actor runs one step; with a policy (runtime/schedules.py's PCT): the actor it picks runs one step.
+    Sets self.fault / self.hang. `locator` (the Submitter: `locate(ring, dword)`,
     `locate_ib(ring, base, pos)` -> (launch, SourceEntry)) names the statement of a fault or a hang."""
     self.locator = locator
     H = self.host_actor = HostActor(self, host)
     actors: list[Any] = [H, *self.engines]   # HostActor and Engines: busy, blocked_at, clock, index
-    n, rr, steps, rng, gate = len(actors), 0, 0, self.rng, self.gate
+    n, rr, steps, rng, gate, policy = len(actors), 0, 0, self.rng, self.gate, self.policy
     mem = self.mem
     while True:
       w = mem.writes
@@ -602,7 +604,10 @@ class Emulator(Device):
         if H.done and not any(e.busy() for e in self.engines): return
         self.hang = self.hang_report()
         return
-      if gate is not None:
+      if policy is not None:
+        a = policy.pick(cands)
+        budget, limit = 1, None
+      elif gate is not None:
         a = min(cands, key=lambda x: (x.clock, (x.index - rr) % n))
         budget, limit = 1, None
       elif rng is not None:
@@ -623,6 +628,7 @@ class Emulator(Device):
         st = a.run_batch(budget, limit)
         steps += a.packets - p0 + 1
       if st == FAULT: return
+      if policy is not None and st == PROGRESS: policy.ran(a)
       if steps > self.max_steps:
         self.fault = Fault("machine", None, None, None, f"step limit ({self.max_steps} steps) reached")
         return

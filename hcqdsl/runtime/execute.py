@@ -56,6 +56,7 @@ class RunResult:
   fault: Optional[Fault] = None
   expects: list[ExpectResult] = attrs.field(factory=list)
   trace: Optional[dict] = None
+  schedule: Optional[str] = None    # the schedule in words, when it is neither a seed's nor the time-ordered one (PCT's)
   @property
   def ok(self) -> bool: return self.hang is None and self.fault is None and all(e.ok for e in self.expects)
   def buffer(self, name: str, dtype: str = "u8") -> np.ndarray:
@@ -74,7 +75,7 @@ class RunResult:
 
   def summary(self) -> str:
     # the time is this one schedule's: another interleaving (another seed) takes another time
-    sched = f"seed {self.seed}" if self.seed is not None else "the time-ordered schedule"
+    sched = self.schedule or (f"seed {self.seed}" if self.seed is not None else "the time-ordered schedule")
     out = [f"{self.file}: {self.launches} launch{'es' * (self.launches != 1)}, {self.time_us:.1f} us emulated in {sched}"]
     blocked = {b.queue: b for b in self.hang.blocked} if self.hang is not None else {}
     for q in self.queues.values():
@@ -95,11 +96,11 @@ class Race:
   """Final memory that differs between schedules: a race witnessed at run time."""
   buffer: str
   offsets: list         # first differing byte offsets
-  values: dict          # seed -> bytes at those offsets
+  values: dict          # seed (or a schedule's label) -> bytes at those offsets
   def to_json(self) -> dict:
     return {"buffer": self.buffer, "offsets": list(self.offsets), "values": {str(s): v.hex() for s, v in self.values.items()}}
   def __str__(self):
-    vals = "; ".join(f"seed {s}: {' '.join(f'{b:02x}' for b in v)}" for s, v in self.values.items())
+    vals = "; ".join(f"{s if isinstance(s, str) else f'seed {s}'}: {' '.join(f'{b:02x}' for b in v)}" for s, v in self.values.items())
     return f"race witnessed: `{self.buffer}` differs between schedules at byte{'s' * (len(self.offsets) != 1)} " \
            f"{', '.join(hex(o) for o in self.offsets)} ({vals})"
 
@@ -176,7 +177,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
         var_values: Optional[dict] = None, trace: bool = False, filename: str = "<input>",
         ring_size: Optional[int] = None, timeout_us: float = 10_000_000.0, max_steps: int = 50_000_000,
         kernels: str = "auto", indirect: bool = False, max_memory: Optional[int] = None,
-        kernel_timeout: Optional[float] = 10.0, gate=None) -> RunResult:
+        kernel_timeout: Optional[float] = 10.0, gate=None, policy=None) -> RunResult:
   """Compile and run `launches` launches on the emulator. Raises HcqError on a program with syntax/name errors (or one
   that cannot be compiled); a hang or device fault is reported in the result, never raised. `kernels`: "amd" runs the
   machine code of every kernel that has a code object (`amd "k.co"`) on the RDNA3 executor (a device fault on a
@@ -184,7 +185,8 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   only; "auto" (default) is "amd" for the kernels on gfx11 devices and "c" for the rest. `indirect`: submit each
   launch as an INDIRECT_BUFFER to one of several resident command-buffer copies patched in place (tinygrad's bound
   path, docs/run.md), not the commands on the ring. `gate`: a replay's ordering (runtime/replays.py; `replay` is the
-  API)."""
+  API), or an observer of the order statements ran in (runtime/schedules.py); `policy`: who runs next, one step at a
+  time (runtime/schedules.py's PCT; `explore` is the API)."""
   from ..vendors import compile_program   # each queue by its device's vendor
   from .emulator import Emulator, MemoryMap
   from .reports import Fault
@@ -198,7 +200,7 @@ def run(program: Union[Program, str], launches: int = 1, seed: Optional[int] = N
   img = compile_program(prog, target)
   _check_memory(prog, img, physical_memory() if max_memory is None else max_memory)
   _check_mappings(prog, img, indirect)
-  emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps)
+  emu = Emulator(MemoryMap.of_image(img), seed=seed, trace=trace or gate is not None, max_steps=max_steps, policy=policy)
   sub = Submitter(img, emu, var_values, ring_size=ring_size, timeout_us=timeout_us, indirect=indirect)
   if gate is not None:
     gate.bind(img, emu)
@@ -293,19 +295,22 @@ def run_schedules(program: Union[Program, str], seeds, **kw) -> tuple[list[RunRe
   results = [run(prog, seed=s, **kw) for s in seeds]
   return results, compare(results)
 
-def compare(results: list[RunResult], max_offsets: int = 8) -> list[Race]:
-  done = [r for r in results if r.hang is None and r.fault is None]
+def compare(results: list[RunResult], max_offsets: int = 8, labels: Optional[list] = None) -> list[Race]:
+  """Each buffer whose final bytes differ between the results that completed; `labels` name the results (default:
+  their seeds)."""
+  names = labels if labels is not None else [r.seed for r in results]
+  done = [(r, s) for r, s in zip(results, names) if r.hang is None and r.fault is None]
   races: list[Race] = []
   if len(done) < 2: return races
-  for name in done[0].memory:
-    arrs = [np.frombuffer(r.memory[name], np.uint8) for r in done]
+  for name in done[0][0].memory:
+    arrs = [np.frombuffer(r.memory[name], np.uint8) for r, _ in done]
     diff = np.zeros(len(arrs[0]), bool)
     for a in arrs[1:]: diff |= a != arrs[0]
     if diff.any():
       offs = np.flatnonzero(diff)[:max_offsets].tolist()
       seen: dict = {}
-      for r, a in zip(done, arrs):
+      for (_, label), a in zip(done, arrs):
         key = bytes(a[offs])
-        if key not in seen.values(): seen[r.seed] = key
+        if key not in seen.values(): seen[label] = key
       races.append(Race(name, offs, seen))
   return races

@@ -16,7 +16,7 @@ from ..ir import Program
 from ..check.witness import Witnesses, Race, Deadlock, Access, Memory, load_witness, read_witness, memories
 from ..target.layout import kernargs_region
 
-__all__ = ["Replay", "replay", "SEEDS"]
+__all__ = ["Replay", "replay", "is_statement", "SEEDS"]
 
 SEEDS = 20
 SHOW = 16   # bytes of a range shown
@@ -102,12 +102,20 @@ class _Gate:
   def executed(self, actor, launch, line) -> None:
     self.events += 1
     for p in (self.first, self.then):
-      if actor.name != p.queue or (launch, line) != (p.launch, p.line) or p.state == "done": continue
+      if actor.name != p.queue or not is_statement(actor, launch, line, p.launch, p.line) or p.state == "done": continue
       if p.state == "pending": p.started = self.events
       if actor.name == "host":   # a host statement is one step
         p.before = p.before or self._bytes(p)
         p.state, p.after, p.ended, p.step = "done", self._bytes(p), self.events, actor.steps
       else: p.state = "running"
+
+def is_statement(actor, launch, line, want_launch: int, want_line: Optional[int]) -> bool:
+  """The step `actor` just executed (in `launch`, at `line`) is the witness party's statement: the same launch and
+  line, or, for the host's implicit submit (no line), its rewrite of a `rewritten` buffer before the launch's first
+  submit (check puts that write there; the emulator's step carries the line of the submit it precedes)."""
+  if launch != want_launch: return False
+  if line == want_line: return True
+  return want_line is None and actor.name == "host" and bool(actor.m.events) and actor.m.events[-1].text.startswith("rewrite ")
 
 def _patched(img, mem: Memory) -> tuple:
   """(lo, hi, block address): the bytes of an exec's kernel-argument block the host patches (the queue's memory

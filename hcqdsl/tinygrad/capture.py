@@ -86,6 +86,26 @@ def source(file: str, line: int) -> str:
   """The source line (stripped) of a frame, for a report."""
   import linecache
   return linecache.getline(file, line).strip()
+def param_extents(ast) -> dict:
+  """Buffer argument -> the bytes its kernel touches from the argument's pointer on, from tinygrad's kernel (a PROGRAM's
+  SINK: every use of a PARAM is a SHRINK(PARAM, start, width) or an INDEX(PARAM, i), whose bounds tinygrad knows):
+  the end of the last element it may touch. An argument used any other way, or unbounded, is left out (its signature's
+  bytes stand)."""
+  try:
+    from tinygrad.uop.ops import Ops
+    sink = ast.src[0] if ast.op is Ops.PROGRAM else ast
+    ends: dict = {}
+    unknown: set = set()
+    for u in sink.toposort():
+      for k, p in enumerate(u.src):
+        if p.op is not Ops.PARAM or not hasattr(p.arg, "slot"): continue
+        slot = p.arg.slot
+        end = (u.src[1].vmax + u.src[2].vmax if u.op is Ops.SHRINK and len(u.src) == 3 else
+               u.src[1].vmax + 1 if u.op is Ops.INDEX and len(u.src) >= 2 else None) if k == 0 else None
+        if not isinstance(end, int) or end <= 0: unknown.add(slot)
+        else: ends[slot] = max(ends.get(slot, 0), end * p.arg.dtype.itemsize)
+    return {s: e for s, e in ends.items() if s not in unknown}
+  except Exception: return {}   # (a kernel of another shape: the signature's bytes stand)
 
 def user_frames(skip: tuple = (), stack: Optional[list] = None) -> list:
   """The user's frames (user_stack's rule) of the call stack, or of `stack` ((file, line, function, source) tuples,
@@ -271,21 +291,24 @@ class Capture:
                           "kernargs": int(getattr(prg, "kernargs_segment_size", 0) or 0), "_prg": prg}
     if id(prg) in self._modes: self._set_modes(addr, *self._modes[id(prg)])
 
-  def _set_modes(self, addr: int, outs, ins) -> None:
-    """tinygrad's own access modes of a program's buffer arguments (its PROGRAM's ProgramInfo outs/ins)."""
+  def _set_modes(self, addr: int, outs, ins, extents: Optional[dict] = None) -> None:
+    """tinygrad's own access modes of a program's buffer arguments (its PROGRAM's ProgramInfo outs/ins), and the bytes
+    each touches from its pointer on (`extent`, when its kernel says: a view's kernel reads part of its buffer)."""
     bufs = [s for s in self.kernels[addr]["signature"] if s.get("name") is None]
-    for i, s in enumerate(bufs): s["mode"] = "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+    for i, s in enumerate(bufs):
+      s["mode"] = "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
+      if extents and extents.get(i) is not None: s["extent"] = extents[i]
 
   def _on_runtime(self, device, ast, rt) -> None:
     info = getattr(ast, "arg", None)
     outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
     if not outs and not ins: return
-    self._modes[id(rt)] = (outs, ins)
+    self._modes[id(rt)] = (outs, ins, param_extents(ast))
     addr: Optional[int]
     try: addr = int(rt.prog_addr)
     except (AttributeError, TypeError, ValueError):   # (a program with no prog_addr, NV's: by the object recorded)
       addr = next((a for a, k in self.kernels.items() if k.get("_prg") is rt), None)
-    if addr is not None and addr in self.kernels: self._set_modes(addr, outs, ins)
+    if addr is not None and addr in self.kernels: self._set_modes(addr, *self._modes[id(rt)])
 
   def find(self, addr: int) -> Optional[tuple]:
     """The allocation holding `addr` (remembered per address until allocations change)."""
@@ -326,6 +349,8 @@ class Capture:
     if self.handover: self._uses.append((a[0], a[1], dev))
     if self.retain: self.used[a[0]] = (a[1], dev)
     return a
+
+  param_extents = staticmethod(param_extents)   # (for the recorders of the recorder interface: capture_hcq2.py)
 
   @staticmethod
   def sig_entry(s) -> dict:
@@ -814,7 +839,8 @@ class Capture:
       key, base = (k["name"], hashlib.sha1(k["lib"]).hexdigest()), identifier(k["name"], "k")
       names.setdefault(key, base if not any(n == base for n in names.values()) else f"{base}_{1 + sum(n.startswith(base) for n in names.values())}")
       params = [{"name": s.get("name"), "dtype": s.get("dtype"), "bytes": s.get("bytes"), **({"mode": s["mode"]} if "mode" in s else {}),
-                 **({"shape": s["shape"]} if "shape" in s else {})} for s in k["signature"]]
+                 **({"shape": s["shape"]} if "shape" in s else {}), **({"extent": s["extent"]} if "extent" in s else {})}
+                for s in k["signature"]]
       kernels.append({"prog_addr": a, "name": names[key], "tinygrad_name": k["name"], "params": params,
                       **({"code": k["lib"]} if self.contents and k["lib"] else {})})
     return kernels

@@ -191,16 +191,18 @@ class Hcq2Recorder:
         return "inout" if i in outs and i in ins else "out" if i in outs else "in" if i in ins else "inout"
       # the argument shapes are the PROGRAM's (its TinyELF signature, as classic HCQ's AMDProgram has them): the PROGRAM
       # whose code this is, before ops_amd2 swapped its source for the loaded image
-      sig = None
+      sig, extents = None, {}
       from tinygrad.uop.ops import UOpMetaClass, Ops
       for ref in list(UOpMetaClass.ucache.values()):
         u = ref()
         if u is None or u.op is not Ops.PROGRAM or len(u.src) < 4 or getattr(u.src[3], "arg", None) != lib: continue
-        try: sig = [self.cap.sig_entry(s) for s in u.to_elf().signature]
+        try: sig, extents = [self.cap.sig_entry(s) for s in u.to_elf().signature], self.cap.param_extents(u)
         except Exception: sig = None
         if sig is not None: break
       if sig is not None:
-        for i, s in enumerate(x for x in sig if x.get("name") is None): s["mode"] = mode(i)
+        for i, s in enumerate(x for x in sig if x.get("name") is None):
+          s["mode"] = mode(i)
+          if extents.get(i) is not None: s["extent"] = extents[i]   # (the bytes its kernel touches: a view's kernel reads part of it)
       else:
         sig = [{"name": None, "mode": mode(i)} for i, _ in enumerate(getattr(info, "globals", ()))]
         sig += [{"name": getattr(v, "expr", f"v{i}"), "dtype": "int", "itemsize": 4, "bytes": 4, "fmt": "i"}

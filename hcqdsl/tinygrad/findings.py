@@ -18,6 +18,8 @@ class Command:
   what: str            # in tinygrad's terms: kernel name with argument modes and shapes, or a copy
   stack: list          # the user's frames at the submission, outermost first: [file, line, function, source]
   step: Optional[int] = None   # the capture's host step that submitted it (or is it), counted from 0
+  ring: Optional[str] = None     # the capture's ring it was submitted to (comp_gpu0), and its first dword's offset in
+  offset: Optional[int] = None   # that ring's stream (the whole lift's `# @N`): where `--confirm` finds it in another run
   def where(self) -> str:
     return f"{self.stack[-1][0]}:{self.stack[-1][1]}" if self.stack else "(no user frame: submitted by tinygrad itself)"
 
@@ -30,6 +32,9 @@ class Finding:
   first_call: Optional[int] = None   # the first and last of them (counted from 1)
   last_call: Optional[int] = None
   severity: str = "error"            # error, or warning (redundant-wait, unused-signal, visibility through L2)
+  confirmation: Optional[dict] = None   # `--confirm`'s verdict (tinygrad/confirm.py): {"status": confirmed | not-observed | not-tried, ...}
+  memory: list = attrs.field(factory=list)   # [{"name", "what"}]: the memory it names, in tinygrad's terms (tinygrad/memnames.py)
+  what_to_do: Optional[str] = None           # whose code should build the missing order, for this finding
   def format(self) -> str:
     seen = f" (× {self.count} calls: {self.first_call}..{self.last_call})" if self.count > 1 else ""
     out = [f"hcqdsl sanitize: {self.code}: {self.message}{seen}"]
@@ -40,6 +45,11 @@ class Finding:
         out.append("    stack (most recent call last):")
         out += [f"      {f[0]}:{f[1]} in {f[2]}" + (f": {f[3]}" if f[3] else "") for f in c.stack]
       out.append(f"    lifted as `{c.text}`")
+    out += [f"  memory: {m['name']} is {m['what']}" for m in self.memory]
+    if self.what_to_do: out.append(f"  what to do: {self.what_to_do}")
+    if self.confirmation is not None:
+      from .confirmation import describe
+      out += describe(self.confirmation)
     return "\n".join(out)
   def place(self) -> str:
     """Where it is, in one line: the user's line of each command and what tinygrad did there."""

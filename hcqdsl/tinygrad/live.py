@@ -177,7 +177,15 @@ class Window:
         params.append(f"{p.mode} {s.get('dtype') or ''}[{shape}]" if not p.scalar else f"{s.get('name') or p.name}: {p.mode}")
       what = f"kernel {(sk or {}).get('tinygrad_name') or kname}({', '.join(params)})"
     elif stmt.startswith("copy "): what = f"copy ({stmt[5:]})"
-    return Command(stmt, q.name, live.device_name(q.device.name), what + (f" ({note})" if note else ""), stack_of(g), g)
+    return Command(stmt, q.name, live.device_name(q.device.name), what + (f" ({note})" if note else ""), stack_of(g), g,
+                   *self.ring_offset(g, at))
+
+  def ring_offset(self, g: Optional[int], at) -> tuple:
+    """(ring, offset in its stream) of a queue's statement, when the capture keeps the rings' streams (`--confirm`, `--keep`):
+    its submission's ring and start plus the packet's offset in the submission; else (None, None)."""
+    e = self.live.rec.get(g) if g is not None else None
+    if not self.live.cap.retain or e is None or e.get("op") != "submit" or not at or at[1][0] != "q": return None, None
+    return e["queue"], e["start"] + at[1][1]
 
   def finding(self, d) -> tuple:
     """(Finding, its statements' coordinates) of one diagnostic."""

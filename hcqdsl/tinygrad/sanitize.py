@@ -14,6 +14,7 @@ from .capture import Capture, user_frames
 from .findings import Command, Finding, Findings
 from .live import Live, Window
 from .graphs import GraphInputs
+from .memnames import MemoryNames
 from ..ir import Program, vendor_of
 
 __all__ = ["Sanitizer", "SanitizerError", "Finding", "Command", "Hang", "sanitize", "hang_of", "advice", "ADVICE", "HAZARDS"]
@@ -82,17 +83,20 @@ class Sanitizer:
   call after which the first error is seen. `progress`: a callable given a one-line status after each check (the CLI
   prints it on stderr on long runs). `keep`: a directory the lifted program of the check that found the first problem
   (else the last check's) is written to (`sanitized.hcq`), with the run's capture (`capture.json`: kept whole, so its
-  memory grows with the run) and every occurrence's steps (`occurrences.json`)."""
-  def __init__(self, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None):
+  memory grows with the run) and every occurrence's steps (`occurrences.json`). `retain`: keep the rings' streams and the
+  host's steps (what `--confirm` and `--reproduce` read: memory grows with the run), as `keep` does."""
+  def __init__(self, raise_on_error: bool = False, every_call: bool = False, progress=None, keep=None, retain: bool = False):
     self.raise_on_error, self.every_call = raise_on_error, every_call or raise_on_error
     self.progress, self.keep = progress, (pathlib.Path(keep) if keep is not None else None)
-    self.capture = Capture(contents=False, stacks=True, on_step=self._on_step, bounded=True, retain=keep is not None)
+    self.capture = Capture(contents=False, stacks=True, on_step=self._on_step, bounded=True,
+                           retain=keep is not None or retain)
     self.live = Live(self.capture)
     self.live.known = lambda f: Findings.key(f) in self.found.by_key
     self.graphs = GraphInputs(self.capture, self.live.kernels)
     self._graph_calls = 0         # the capture's graph_calls handed to `graphs` so far
     self.found = Findings()       # every problem of the run, one per bug
     self.incomplete: list = []    # what was captured and not checked, in words
+    self.names = MemoryNames(self.capture)   # what each buffer is to tinygrad (tinygrad/memnames.py)
     self.program: Optional[Program] = None   # the lifted program of the check kept (`keep`), and its text
     self.text: Optional[str] = None
     self.kept: Optional[pathlib.Path] = None
@@ -138,6 +142,7 @@ class Sanitizer:
       except Exception as e:
         if exc[0] is None: raise
         self.failure = e
+      self.names.annotate(self.findings)
       if exc[0] is None and self.raise_on_error and self.findings and not had: raise SanitizerError(self.report())
     return False
 
@@ -156,6 +161,7 @@ class Sanitizer:
     references): a call is counted when the outermost one starts, and the run is checked when it returns."""
     from tinygrad.engine import realize, jit
     import tinygrad.tensor as tensor
+    self.names.install()
     orig, meter = realize.run_linear, self.capture.meter
     def run_linear(*a, **kw):
       if self._depth == 0:
@@ -183,6 +189,7 @@ class Sanitizer:
   def _restore(self) -> None:
     for mod, orig in reversed(self._saved): mod.run_linear = orig
     self._saved.clear()
+    self.names.restore()
 
   def _on_step(self, cap, e: dict) -> None:
     calls = cap.graph_calls
@@ -211,7 +218,9 @@ class Sanitizer:
       return
     if self.findings and not had:
       self.detected_at = [list(f) for f in user_frames(self.capture.skipped_dirs())]
-      if self.raise_on_error: raise SanitizerError(self.report())
+      if self.raise_on_error:
+        self.names.annotate(self.findings)
+        raise SanitizerError(self.report())
 
   def vendors(self) -> str:
     """AMD, NV or `AMD and NV`: whose queues were submitted to (the devices' architectures)."""
@@ -294,6 +303,8 @@ class Sanitizer:
            f"{cov['queues']} queue{'s' * (cov['queues'] != 1)}, {self.calls} call{'s' * (self.calls != 1)}; checked for "
            f"{', '.join(HAZARDS)})")
     if self.incomplete: out += f"; NOT CHECKED: {'; '.join(self.incomplete)}"
+    if (c := [f.confirmation["status"] for f in self.findings if f.confirmation]):   # (`--confirm`: tinygrad/confirm.py)
+      out += "; --confirm: " + ", ".join(f"{c.count(k)} {k}" for k in dict.fromkeys(c))
     return out
 
   def report(self, verbose: bool = False) -> str:
