@@ -47,12 +47,41 @@ def test_a_big_body_is_stored_as_rows_and_built_once():
 def test_rows_are_the_grammars_program():
   # the nodes built from the columns are the grammar's, spans included (tests/test_scan.py does this on every layout)
   from hcqdsl.lang.dump import program_to_json
-  def lark(text):
-    orig = hcqdsl.lang.scan.scan
-    hcqdsl.lang.scan.scan = lambda t, f, clean=False: None
-    try: return parse_syntax(text, "t.hcq")[0]
-    finally: hcqdsl.lang.scan.scan = orig
-  assert program_to_json(scanned(BIG)) == program_to_json(lark(BIG))
+  assert program_to_json(scanned(BIG)) == program_to_json(_lark(BIG))
+
+def _lark(text):
+  orig = hcqdsl.lang.scan.scan
+  hcqdsl.lang.scan.scan = lambda t, f, clean=False: None
+  try: return parse_syntax(text, "t.hcq")[0]
+  finally: hcqdsl.lang.scan.scan = orig
+
+def _odd(text: str) -> str:
+  """BIG's bodies with every 7th line tab-indented, every 11th indented deeper, every 13th with trailing blanks and
+  a blank (or blanks-only) line before every 17th: the rows' lines are not their row numbers."""
+  out = []
+  for i, line in enumerate(text.split("\n")):
+    if line.startswith("  "):
+      if i % 17 == 0: out.append("   " if i % 2 else "")
+      if i % 7 == 0: line = "\t" + line[2:]
+      elif i % 11 == 0: line = "      " + line[2:]
+      if i % 13 == 0: line += " \t "
+    out.append(line)
+  return "\n".join(out)
+
+@pytest.mark.parametrize("layout", ["fmt", "odd"])
+def test_a_rows_span_is_the_grammars(layout, monkeypatch):
+  # the column rows keep no span (rows.Spans finds it from the row's line when its node is built): each row built
+  # alone, in an order that crosses the parser's chunks, and every row built with the body, has the grammar's span
+  text = BIG if layout == "fmt" else _odd(BIG)
+  monkeypatch.setattr(hcqdsl.lang.scan, "CHUNK", 2048)   # (many chunks in a small body)
+  prog, want = scanned(text), _lark(text)
+  for q, w in zip(prog.queues, want.queues):
+    rows = stored_body(q)
+    assert type(rows) is Rows and len(rows.spans.chunks) > 4
+    order = sorted(range(len(rows)), key=lambda i: (i * 7919) % len(rows))
+    assert [rows[i].span for i in order] == [w.body[i].span for i in order]
+  again = scanned(text)
+  assert [s.span for q in again.queues for s in q.body] == [s.span for q in want.queues for s in q.body]
 
 def test_a_block_of_rows_behaves_as_its_tuple():
   a, b = scanned(BIG), scanned(BIG)
