@@ -16,7 +16,7 @@ __all__ = ["Span", "Ref", "Expr", "Slice", "Data", "Param", "Impl", "Device", "B
            "DEVICE_WINDOW", "MAX_DEVICES", "MEMORY_WINDOW", "BUFFER_ALIGN", "NV_WINDOW_BASE", "NV_DEVICE_WINDOW", "NV_MEMORY_WINDOW",
            "NV_HOST_WINDOW", "WRITE_SIZES", "POLL_SIZE", "MAX_LAUNCHES", "kernarg_layout", "NV_KERNARG_MAX", "nv_kernarg_error", "MAX_SCHEDULES",
            "DEVICE_INDEX_MAX", "in_launches", "launches_text",
-           "resolve", "resolve_var_args"]
+           "resolve", "resolve_var_args", "stored_body", "store_body"]
 
 U32_MAX = 2**32 - 1   # signals, vars and scalar values are 32 bits on the GPU; also the 32-bit mask everywhere
 # a kernel's last parameter `in kernargs`: the exec reads its kernel-argument block through that argument, and the
@@ -361,6 +361,29 @@ class Expect(Node):
   approx: bool = False  # `~=`: floats compared with numpy.allclose (its defaults, or rtol/atol)
   rtol: Optional[float] = None  # `~= ... rtol 1e-4 atol 1e-6`: numpy.allclose's rtol and atol
   atol: Optional[float] = None
+
+def _built_on_read(cls):
+  """A block's `body` is stored as given: the tuple of statements, or the columns the parser's fast path read them into
+  (lang/rows.py's `Rows`: a million-statement body is then not a million nodes and spans), which the first read of
+  `body` builds into that tuple, each node once. Everything that reads `body` sees the tuple (equality, hashing,
+  `attrs.evolve`, pickling read it too); the stages that can read columns ask `stored_body`."""
+  slot = cls.__dict__["body"]
+  def body(self): return b if type(b := slot.__get__(self, cls)) is tuple else b.nodes()
+  _STORED[cls] = slot
+  cls.body = property(body, slot.__set__, doc="the statements, a tuple (built from the parser's columns when first read)")
+
+_STORED: dict = {}
+for _cls in (Queue, Host): _built_on_read(_cls)
+
+def stored_body(block):
+  """A Queue's or Host's body as stored: its tuple, or the `lang.rows.Rows` it is built from."""
+  return _STORED[type(block)].__get__(block)
+
+def store_body(block, rows) -> None:
+  """Keep `rows` (lang.rows.Rows: the same statements as `block.body`, which reads them) as the body's storage, so the
+  stages that read columns read a tuple body's once."""
+  assert rows.nodes() is block.body
+  _STORED[type(block)].__set__(block, rows)
 
 Decl = (Device, Buffer, Signal, Var, Kernel, Queue, Host, Expect)
 

@@ -5,6 +5,7 @@ reported once, at the first launch where it shows."""
 from __future__ import annotations
 from typing import ClassVar, Mapping, Optional, Sequence, TYPE_CHECKING
 import attrs
+import numpy as np
 from ..ir import Epoch, Expr, Ref, Span, Wait, Queue, Buffer, Timestamp, U32_MAX, U64_MAX, epoch_wait, device_arch, in_launches
 from ..diagnostics import Diagnostic, LazyDiagnostic, Related, Edit, host_block
 from .unroll import Unrolled, WAIT, WRITE, ACCESS, NOP, BARRIER, SUBMIT, POLL, R, W, RW, polled_word
@@ -644,8 +645,12 @@ class UnusedSignalAnalysis(Pass):
     # usually every signal is waited on somewhere early (a queue's first waits, a finalizer): stop looking then
     exempt = {n for n, sig in enumerate(u.signals) if sig.name.endswith(".timeline")}
     waited: set = set()
-    for s in u.seqs:
-      waited.update([op[1] for op in s.ops if op[0] == WAIT])
+    cols = u.sync_columns()
+    for n, s in enumerate(u.seqs):
+      if cols is not None:
+        _, kind, sig, _, _ = cols[1][n]
+        waited.update(np.unique(sig[kind == WAIT]).tolist())
+      else: waited.update([op[1] for op in s.ops if op[0] == WAIT])
       if len(waited | exempt) == len(u.signals): return []
     first: dict = {}
     for s in u.seqs:

@@ -6,7 +6,8 @@ from ..ir import (Span, Program, Device, Buffer, Signal, Var, Kernel, Queue, Hos
                 declare_implicit, MEMORY_WINDOW, MAX_DEVICES, BUFFER_ALIGN, DEVICE_INDEX_MAX, VENDORS, NV_MEMORY_WINDOW, NV_HOST_WINDOW,
                 device_arch, NV_KERNARG_MAX, nv_kernarg_error, MAX_LAUNCHES, launches_text)
 from ..diagnostics import Diagnostic, did_you_mean
-from itertools import islice
+from ..lang.rows import Rows, WAIT, SIGNAL, EXEC, COPY
+import operator
 from typing import Any, Optional
 import attrs, re
 
@@ -170,28 +171,42 @@ class StaticCheck:
     dev = self._need(q.device, Device, "device", q.span)
     if dev is not None and dev.vendor == "NV": self._nv_queue(q, dev)
     if self._clean_body(q): return
-    for s in q.body:
-      if isinstance(s, Submit):
-        self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span)
-        continue
-      if isinstance(s, HostWrite):
-        self._err("syntax", "`write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value", s.span)
-        continue
-      if isinstance(s, Exec) and q.engine == "copy":
-        self._err("name", f"`exec` on copy queue `{q.name}`: kernels run on compute queues", s.span)
-      if isinstance(s, Copy) and q.engine == "compute":
-        self._err("name", f"`copy` on compute queue `{q.name}`: copies run on copy queues", s.span)
-      if isinstance(s, Poll) and q.engine == "copy":
-        self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's "
-                  f"{dev.vendor if dev is not None and dev.vendor in VENDORS else 'AMD'}CopyQueue has no poll_bit)", s.span)
-      self._stmt(s)
+    for s in q.body: self._queue_stmt(q, s)
+
+  def _queue_stmt(self, q: Queue, s) -> None:
+    """The checks of one statement of queue q."""
+    if isinstance(s, Submit):
+      self._err("syntax", "`submit` is a host statement; queues cannot submit", s.span)
+      return
+    if isinstance(s, HostWrite):
+      self._err("syntax", "`write B = T [..], ...` (bytes per launch) is a host statement; a queue's `write` stores one value", s.span)
+      return
+    if isinstance(s, Exec) and q.engine == "copy":
+      self._err("name", f"`exec` on copy queue `{q.name}`: kernels run on compute queues", s.span)
+    if isinstance(s, Copy) and q.engine == "compute":
+      self._err("name", f"`copy` on compute queue `{q.name}`: copies run on copy queues", s.span)
+    if isinstance(s, Poll) and q.engine == "copy":
+      dev = self.names.get(q.device.name)
+      vendor = dev.vendor if type(dev) is Device and dev.vendor in VENDORS else "AMD"
+      self._err("name", f"`poll` on copy queue `{q.name}`: a masked poll runs on compute queues (tinygrad's "
+                f"{vendor}CopyQueue has no poll_bit)", s.span)
+    self._stmt(s)
 
   def _nv_queue(self, q: Queue, dev: Device):
     """What tinygrad's NV queues do not have or mean otherwise (docs/nv.md): NVCopyQueue has no write and no poll_bit,
     NVComputeQueue.poll_bit tests one bit (ACQ_AND / ACQ_NOR: any bit of the mask set / clear), and the QMD holds the
-    block in 16- and 8-bit fields the patch table does not patch; an exec's arguments fit constant bank 0's 13-bit size."""
+    block in 16- and 8-bit fields the patch table does not patch; an exec's arguments fit constant bank 0's 13-bit size.
+    (The column rows are execs without a problem when no distinct block or kernel has one: then only the node rows
+    are looked at one by one.)"""
     arch, too_big = device_arch(dev), {}
-    for s in q.body:
+    rows = Rows.of(q)
+    stmts: Any = rows.nodes_made
+    if (c := rows.columns.get(EXEC)) is not None:
+      kernels = {rows.pool.names[i] for i in set(c.x)}
+      blocks = [rows.pool.dims[d][1] for d in set(c.z) if d >= 0]
+      if any(b is not None and any(type(x) is Expr for x in b) for b in blocks) or any(
+          type(k := self.names.get(n)) is Kernel and arch in NV_KERNARG_MAX and nv_kernarg_error(k, arch) for n in kernels): stmts = q.body
+    for s in stmts:
       t = type(s)
       if t is Write and q.engine == "copy":
         self._err("name", f"`write` on NV copy queue `{q.name}`: tinygrad's NVCopyQueue has no write (NV stores run on compute queues)", s.span)
@@ -207,73 +222,62 @@ class StaticCheck:
         if too_big[k.name] is not None: self._err("bounds", too_big[k.name], self.prog.locate(k.name, s.span))
 
   def _clean_body(self, q: Queue) -> bool:
-    run = Exec if q.engine == "compute" else Copy
-    it = iter(q.body)  # read in chunks (islice: no copy), each checked while its statements are in cache
-    return all(self._clean_run(islice(it, 4096), run) for _ in range(0, len(q.body), 4096))
-
-  def _clean_run(self, body, run) -> bool:
     """True when a queue's body has nothing to report: the common case, decided so that a million-statement program
-    checks in a fraction of a second. One loop sorts the statements by exact type and takes their parts (a big body
-    costs its memory traffic: each statement is touched once); the parts are then checked in comprehensions and C
-    loops over flat lists, each distinct name looked up once. False sends every statement through the full checks,
-    which say what is wrong."""
-    names, U = self.names, U32_MAX
-    sigs: list[Ref] = []
-    vals: list[Expr] = []
-    kerns: list[str] = []
-    argss: list[tuple] = []
-    dims: list[Any] = []   # the dims tuples (or None), then their ints and Exprs
-    slices: list[Slice] = []
-    sig, val, kern, arg, dim, sl = sigs.append, vals.append, kerns.append, argss.append, dims.append, slices.append
-    for s in body:
-      t = type(s)
-      if t is Wait or t is SignalWrite:
-        sig(s.signal)
-        val(s.value)
-      elif t is run:
-        if t is Exec:
-          kern(s.kernel.name)
-          arg(s.args)
-          dim(s.grid)
-          dim(s.block)
-        else:
-          sl(s.dst)
-          sl(s.src)
-      elif t is Timestamp: sig(s.signal)
-      elif t is not Barrier and t is not Epoch: return False
-    if any(type(names.get(n)) is not Signal for n in {r.name for r in sigs}): return False
-    ks = set(kerns)
-    if any(type(names.get(n)) is not Kernel for n in ks): return False
-    # scalar parameters take expressions, buffer parameters slices
-    want = {n: [Expr if p.scalar else Slice for p in names[n].params] for n in ks}
-    if list(map(len, argss)) != [len(want[n]) for n in kerns]: return False
-    args = [a for a in argss for a in a]
-    types = list(map(type, args))
-    if types != [t for n in kerns for t in want[n]]: return False
-    # launch dims are numbers or expressions over vars (a dims tuple is usually shared by every exec)
-    dims = [x for d in {id(d): d for d in dims if d is not None}.values() for x in d]
-    if not all(1 <= x <= U for x in dims if type(x) is int): return False
-    scalars = any(Expr in w for w in want.values())
-    if scalars: vals += [e for e, t in zip(args, types) if t is Expr]
-    vals += [x for x in dims if type(x) is not int]
-    # one pass over the expressions: the names of their vars (whose constants fit 64 bits), and whether each literal
-    # fits 32 bits
+    checks in a fraction of a second. Its statements are read as columns of ints (lang/rows.py): each distinct
+    name, value and launch dimension is looked at once, the ranges in C loops over the columns; the statements that
+    are nodes (few) by the full checks. False sends every statement through the full checks, which say what is
+    wrong, in order."""
+    rows = Rows.of(q)
+    cols, pool, names, U = rows.columns, rows.pool, self.names, U32_MAX
+    if (EXEC in cols and q.engine != "compute") or (COPY in cols and q.engine != "copy"): return False
+    if rows.nodes_made:   # (few: their own checks, the problems they find dropped; any sends the body to the full checks)
+      diags, self.diags = self.diags, []
+      try:
+        for s in rows.nodes_made: self._queue_stmt(q, s)
+      finally: diags, self.diags = self.diags, diags
+      if diags: return False
+    def named(ids, kind) -> bool: return all(type(names.get(pool.names[i])) is kind for i in set(ids))
+    if not all(named(c.x, Signal) for k in (WAIT, SIGNAL) if (c := cols.get(k)) is not None): return False
+    # values: a var's name a var; the offsets 32-bit (the parser reads no other; a negative one: only over a var)
+    for k in (WAIT, SIGNAL):
+      if (c := cols.get(k)) is None: continue
+      if not named({v for v in set(c.y) if v >= 0}, Var): return False
+      if c.z and (max(c.z) > U or (min(c.z) < 0 and any(z < 0 for y, z in zip(c.y, c.z) if y < 0))): return False
+    if (c := cols.get(EXEC)) is not None and not self._clean_execs(c, pool): return False
+    if (c := cols.get(COPY)) is not None:
+      lo, hi = self._ranges(c, pool)
+      if lo is None: return False
+      if list(map(operator.sub, hi[0::2], lo[0::2])) != list(map(operator.sub, hi[1::2], lo[1::2])): return False   # a copy's sides
+    return True
+
+  def _clean_execs(self, c, pool) -> bool:
+    """A column of execs (every argument a slice) with nothing to report: known kernels taking as many buffers, launch
+    dimensions in range or over vars, ranges inside their buffers."""
+    names, nparams = self.names, {}
+    for i in set(c.x):
+      k = names.get(pool.names[i])
+      if type(k) is not Kernel or any(p.scalar for p in k.params): return False
+      nparams[i] = len(k.params)
+    if list(map(nparams.__getitem__, c.x)) != c.y: return False
+    dims = [x for d in set(c.z) if d >= 0 for grid_block in pool.dims[d] if grid_block is not None for x in grid_block]
+    if not all(1 <= x <= U32_MAX for x in dims if type(x) is int): return False
     W = U64_MAX
-    marks = {(e.var.name if -W <= e.offset <= W else False) if e.var is not None else 0 <= e.offset <= U for e in vals}
-    if False in marks: return False
-    marks.discard(True)
-    if any(type(names.get(n)) is not Var for n in marks): return False
-    copied = len(slices)  # the copies' sides, then the buffer arguments
-    slices += [a for a, t in zip(args, types) if t is Slice] if scalars else args
-    bufs = {a.buffer.name for a in slices}
-    if any(type(names.get(n)) is not Buffer for n in bufs): return False
-    if any(map(_pinned, slices)): return False   # `x@k` (rare): checked by the slow path
-    size = {n: names[n].size for n in bufs}
-    # every range non-empty and inside its buffer (else its length here is 0); a copy's two sides of one length. Each
-    # bound is read once: the ints of a big program are scattered objects, each read a cache miss
-    lens = [h - (a.start or 0) if (h := size[a.buffer.name] if a.end is None else a.end) <= size[a.buffer.name] else 0
-            for a in slices]
-    return not (lens and min(lens) <= 0) and lens[:copied:2] == lens[1:copied:2]
+    if any(type(x) is not int and (type(names.get(x.var.name) if x.var is not None else Var) is not Var or not -W <= x.offset <= W)
+           for x in dims): return False
+    return self._ranges(c, pool)[0] is not None
+
+  def _ranges(self, c, pool) -> tuple:
+    """(starts, ends) of a column's slices, a missing bound read as the buffer's start or end; (None, None) when a
+    slice names no buffer or its range is empty or outside the buffer."""
+    names, size = self.names, {}
+    for i in set(c.buf):
+      if type(b := names.get(pool.names[i])) is not Buffer: return None, None
+      size[i] = b.size
+    lo, hi = c.lo, c.hi
+    if -1 in lo: lo = [0 if x < 0 else x for x in lo]
+    if -1 in hi: hi = [size[b] if x < 0 else x for b, x in zip(c.buf, hi)]
+    if not (all(map(operator.lt, lo, hi)) and all(map(operator.le, hi, map(size.__getitem__, c.buf)))): return None, None
+    return lo, hi
 
   def _host(self, h: Host):
     self._launches(h)

@@ -11,13 +11,18 @@ program order). The analyses skip an absent op as if it were not written; a queu
 submit that hands it over in launch k (`Seq.gates`, when that differs between launches).
 """
 from __future__ import annotations
+import itertools
+from collections import deque
 from typing import Callable, Optional, Sequence
 from itertools import chain, repeat
 from operator import itemgetter
+import attrs
 import numpy as np
 from ..ir import (KERNARGS, Program, Queue, Buffer, Wait, SignalWrite, Exec, Copy, Write, HostWrite, Poll, Barrier, Epoch, Submit, Span,
                   Slice, Timestamp,
                   Expr, U32_MAX, POLL_SIZE, epoch_wait, in_launches)
+from ..lang import rows as R_
+from ..lang.rows import Rows, Column, Pool
 
 __all__ = ["R", "W", "RW", "WAIT", "WRITE", "ACCESS", "NOP", "BARRIER", "SUBMIT", "POLL", "Seq", "Unrolled", "AccessTable", "unroll",
            "INT64_SAFE", "PLAIN", "POLL_READ", "STORE", "KERNARGS_BYTES", "kernargs_buffer", "polled_word"]
@@ -45,15 +50,27 @@ INT64_SAFE = 1 << 62   # var values and offsets past this are left to Python int
 R, W, RW = 0, 1, 2  # access modes: `mode != R` writes, `mode != W` reads
 _MODE = {"in": R, "out": W, "inout": RW}
 
+@attrs.define
+class OpColumns:
+  """A sequence's ops as numpy columns, made by the lowering of column rows (lang/rows.py) as it makes the ops, so the
+  analyses that take them at once (`Unrolled.sync_columns`, `AccessTable`) do not read a million op tuples back.
+  `kinds`: each op's kind; `sync`: its waits and writes as (op indices, kinds, signals, vars as columns of
+  `sync_columns`' E, offsets); `acc`: its ACCESS ops' accesses as (op indices, index in the op's accesses, buffer,
+  start, end, mode), None when some op also stores into polled words (the table reads the ops then)."""
+  kinds: np.ndarray
+  sync: tuple
+  acc: Optional[tuple]
+
 class Seq:
-  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "gates", "off", "op_off", "_kinds")
-  def __init__(self, index, name, device, queue, stmts, ops):
+  __slots__ = ("index", "name", "device", "queue", "stmts", "ops", "gate", "gates", "off", "op_off", "_kinds", "cols")
+  def __init__(self, index, name, device, queue, stmts, ops, cols: Optional[OpColumns] = None):
     self.index, self.name, self.device, self.queue, self.stmts, self.ops = index, name, device, queue, stmts, ops
     self.gate = -1  # queues: index in the host's ops of the submit that hands this queue over, each launch
     self.gates: Optional[list[int]] = None   # ... or per launch (0-based; -1: not in that launch), when they differ
     self.off: frozenset = frozenset()        # the launches (1-based) the whole sequence is absent from (a queue's clause)
     self.op_off: dict[int, frozenset] = {}   # op index -> the launches it is absent from (a host block's clause)
-    self._kinds = None
+    self.cols = cols
+    self._kinds = None if cols is None else cols.kinds
   def __repr__(self): return f"Seq({self.name})"
 
   def where_kind(self, *kinds) -> np.ndarray:
@@ -80,7 +97,65 @@ class Seq:
     """Op idx is not there in `launch` (1-based)."""
     return launch in self.off or launch in self.op_off.get(idx, ())
 
-def _gather(xs: list, at: list) -> tuple:
+class Ops(Sequence):
+  """A queue's ops, made from its OpColumns when read: `ops[i]` makes one, iteration (or many single reads) all, as
+  `_Lowering.lower` makes them (tests/test_rows.py holds them equal). The happens-before pass and the passes read a
+  million-statement program's ops at the statements they report, and its columns for the rest."""
+  __slots__ = ("n", "cols", "var_of", "made", "_all", "_asked")
+  ONE_BY_ONE = 256   # single reads before the rest are made at once
+
+  def __init__(self, n: int, cols: OpColumns, var_of: list, made: dict):
+    self.n, self.cols, self.var_of, self.made = n, cols, var_of, made   # var_of: a var column's name (0: None); made: node rows' ops
+    self._all: Optional[list] = None
+    self._asked = 0
+
+  def __len__(self) -> int: return self.n
+  def __iter__(self): return iter(self.all())
+  def __eq__(self, other): return list(self) == list(other) if isinstance(other, (list, Ops)) else NotImplemented
+  __hash__ = None   # type: ignore[assignment]
+
+  def __getitem__(self, i):
+    if self._all is not None or type(i) is not int: return self.all()[i]
+    if i < 0: i += self.n
+    if not 0 <= i < self.n: raise IndexError(i)
+    if (op := self.made.get(i)) is not None: return op
+    self._asked += 1
+    if self._asked > self.ONE_BY_ONE: return self.all()[i]
+    kind = int(self.cols.kinds[i])
+    if kind == WAIT or kind == WRITE:
+      at, k, sig, var, off = self.cols.sync
+      j = int(np.searchsorted(at, i))
+      return (kind, int(sig[j]), self.var_of[var[j]], int(off[j]))
+    if kind == BARRIER: return _BARRIER
+    assert kind == ACCESS and self.cols.acc is not None   # (other kinds are node rows)
+    idx, _, buf, lo, hi, mode = self.cols.acc
+    a, b = np.searchsorted(idx, [i, i + 1]).tolist()
+    return (ACCESS, tuple(zip(buf[a:b].tolist(), lo[a:b].tolist(), hi[a:b].tolist(), mode[a:b].tolist())))
+
+  def all(self) -> list:
+    """Every op (made once)."""
+    if self._all is None:
+      out: list = [None] * self.n
+      at, kind, sig, var, off = self.cols.sync
+      deque(map(out.__setitem__, at.tolist(), zip(kind.tolist(), sig.tolist(), map(self.var_of.__getitem__, var.tolist()), off.tolist())), 0)
+      kinds = self.cols.kinds
+      deque(map(out.__setitem__, np.flatnonzero(kinds == BARRIER).tolist(), repeat(_BARRIER)), 0)
+      if self.cols.acc is not None:
+        idx, _, buf, lo, hi, mode = self.cols.acc
+        ops = np.flatnonzero(kinds == ACCESS)
+        n = np.diff(np.searchsorted(idx, np.r_[ops, self.n])).tolist()
+        it = zip(buf.tolist(), lo.tolist(), hi.tolist(), mode.tolist())
+        deque(map(out.__setitem__, ops.tolist(), zip(repeat(ACCESS), map(tuple, map(itertools.islice, repeat(it), n)))), 0)
+      for i, op in self.made.items(): out[i] = op
+      self._all = out
+    return self._all
+
+def var_names(envs: list[dict]) -> list[str]:
+  """The vars of a program's launches, in the order of `Unrolled.sync_columns`' columns (from 1)."""
+  return sorted({n for env in envs for n in env})
+
+def _gather(xs, at: list) -> tuple:
+  if type(xs) is Ops: xs = xs.all()
   if len(at) > 1: return itemgetter(*at)(xs)
   return (xs[at[0]],) if at else ()
 
@@ -126,12 +201,15 @@ class Unrolled:
     indices, kinds, signals, vars, offsets)), where a var is a column of E (0: none) and E[k] holds launch k+1's
     values (column 0 is 0). None when a value or an offset is too big for int64 arithmetic (those take the ops)."""
     if self._sync is None:
-      names = sorted({n for env in self.envs for n in env})
+      names = var_names(self.envs)
       vid = {n: x + 1 for x, n in enumerate(names)}
       ok = all(-INT64_SAFE < env[n] < INT64_SAFE for env in self.envs for n in names)
       E = np.array([[0] + [env[n] for n in names] for env in self.envs] if ok else [], dtype=_I64).reshape(-1, len(names) + 1)
       cols = []
       for s in self.seqs:
+        if s.cols is not None and ok:
+          cols.append(s.cols.sync)
+          continue
         at = s.where_kind(WAIT, WRITE)
         ops = _gather(s.ops, at.tolist())
         n = len(ops)
@@ -200,6 +278,7 @@ class Unrolled:
 _I64 = np.int64
 def _col(xs) -> np.ndarray: return np.fromiter(xs, dtype=_I64)
 
+
 def _ranked(accs, rows: int) -> np.ndarray:
   """The access columns of a program with byte offsets past int64 (a buffer of 2**63 bytes, a `bounds` error the
   analyses still run past): each offset replaced by its rank among all of them, which keeps every overlap test (the
@@ -216,17 +295,12 @@ class AccessTable:
   """Every access of every sequence's ops as numpy columns, one row per access of one op (the same in every launch):
   sequence, op index, index in the op's accesses, range id, mode, buffer, role."""
   def __init__(self, u: Unrolled):
-    at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
-    accs = [tuple((op[6],) if op[0] == POLL else op[1] for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
-    counts = [_col(map(len, a)) for a in accs]
-    self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), _col(int(c.sum()) for c in counts))
-    self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
-    n = np.concatenate(counts)
-    self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
-    rows = int(n.sum())
-    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
-    except OverflowError: cols = _ranked(accs, rows)
-    buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
+    pieces = None if u.polls else _column_accesses(u)
+    if pieces is not None:
+      self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), [len(p[0]) for p in pieces])
+      self.idx, self.sub, buf, lo, hi, self.mode = (np.concatenate([p[f] for p in pieces]) for f in range(6))
+      rows = len(self.seq)
+    else: buf, lo, hi, rows = self._from_ops(u)
     # a range id per distinct (buffer, lo, hi)
     order = np.lexsort((hi, lo, buf))
     new = np.ones(len(order), dtype=bool)
@@ -244,9 +318,13 @@ class AccessTable:
     self.pin = np.full(rows, -1, dtype=_I64)
     for i, ps in u.pinned.items():
       for (n, m), k in ps.items(): self.pin[(self.seq == i) & (self.idx == n) & (self.sub == m)] = k
-    roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
-             for s, a in zip(u.seqs, at)] if u.polls else None
-    self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)]) if roles else np.zeros(rows, dtype=_I64)
+    if u.polls:
+      at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
+      counts = [_col(1 if op[0] == POLL else len(op[1]) for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
+      roles = [_col(POLL_READ if op[0] == POLL else STORE if len(op) > 2 else PLAIN for op in _gather(s.ops, a.tolist()))
+               for s, a in zip(u.seqs, at)]
+      self.role = np.concatenate([np.repeat(r, c) for r, c in zip(roles, counts)])
+    else: self.role = np.zeros(rows, dtype=_I64)
     # host writes that write nothing in some launches (a patched kernel argument whose values did not change), and the
     # accesses absent from a launch (a `launches` clause)
     self.idle: dict[int, np.ndarray] = {}   # launch index -> rows that write nothing in it
@@ -262,6 +340,21 @@ class AccessTable:
       for k in s.off: mark(k, mine)
       for n, ks in s.op_off.items():
         for k in ks: mark(k, mine & (self.idx == n))
+
+  def _from_ops(self, u: Unrolled) -> tuple:
+    """seq, idx, sub and mode from the ops themselves; returns (buffer, start, end, rows)."""
+    at = [s.where_kind(ACCESS, POLL) for s in u.seqs]
+    accs = [tuple((op[6],) if op[0] == POLL else op[1] for op in _gather(s.ops, a.tolist())) for s, a in zip(u.seqs, at)]
+    counts = [_col(map(len, a)) for a in accs]
+    self.seq = np.repeat(np.arange(len(u.seqs), dtype=_I64), _col(int(c.sum()) for c in counts))
+    self.idx = np.concatenate([np.repeat(a, c) for a, c in zip(at, counts)])
+    n = np.concatenate(counts)
+    self.sub = np.arange(len(self.seq), dtype=_I64) - np.repeat(np.cumsum(n) - n, n)
+    rows = int(n.sum())
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(chain.from_iterable(accs))), dtype=_I64, count=4 * rows)
+    except OverflowError: cols = _ranked(accs, rows)
+    buf, lo, hi, self.mode = cols.reshape(rows, 4).T.copy()
+    return buf, lo, hi, rows
 
   def neighbours(self, launches: int) -> tuple:
     """CSR over range instances (range id + nrange * launch for a rebound buffer's ranges, the range id otherwise):
@@ -293,6 +386,39 @@ class AccessTable:
     ptr = np.zeros(nr * launches + 1, dtype=_I64)
     np.cumsum(np.concatenate(counts), out=ptr[1:])
     return ptr, np.concatenate(entries)
+
+def _table(pool: Pool, ids: set, of: Callable, extra: int = 0) -> Optional[np.ndarray]:
+  """pool id -> of(its name), for the ids given (the others 0), as a numpy lookup table; None when `of` gives None
+  or a value past int64 (a buffer of 2**63 bytes: `lower` takes Python ints). `extra` more entries at the end (0),
+  for id -1."""
+  t = np.zeros(len(pool.names) + extra, dtype=_I64)
+  for i in ids:
+    if (x := of(pool.names[i])) is None or not -INT64_SAFE < x < INT64_SAFE: return None
+    t[i] = x
+  return t
+
+def _sorted(pieces: list, width: int, keys: int) -> tuple:
+  """Columns made in pieces, concatenated and sorted by their first `keys` columns (op index first)."""
+  if not pieces: return tuple(np.zeros(0, dtype=_I64) for _ in range(width))
+  cols = [np.concatenate([p[f] for p in pieces]) for f in range(width)]
+  order = np.lexsort(tuple(cols[:keys][::-1]))
+  return tuple(c[order] for c in cols)
+
+def _column_accesses(u: Unrolled) -> Optional[list[tuple]]:
+  """Per sequence (op indices, index in the op, buffer, start, end, mode) of its accesses: the lowering's columns,
+  else read from its ops; None when a byte offset is past int64 (AccessTable ranks them)."""
+  out = []
+  for s in u.seqs:
+    if s.cols is not None and s.cols.acc is not None:
+      out.append(s.cols.acc)
+      continue
+    at = s.where_kind(ACCESS)
+    accs = [op[1] for op in _gather(s.ops, at.tolist())]
+    n = _col(map(len, accs))
+    try: cols = np.fromiter(chain.from_iterable(chain.from_iterable(accs)), dtype=_I64, count=4 * int(n.sum())).reshape(-1, 4).T
+    except OverflowError: return None
+    out.append((np.repeat(at, n), np.arange(len(cols[0]), dtype=_I64) - np.repeat(np.cumsum(n) - n, n), *cols))
+  return out
 
 def _envs(program: Program, launches: int, var_values: Optional[dict]) -> list[dict]:
   out = []
@@ -334,7 +460,7 @@ class _Lowering:
     # the polled words: one cell per (buffer, offset) some `poll` reads
     self.cells: dict[tuple[int, int], int] = {}
     for q in program.queues:
-      for st in q.body:
+      for st in Rows.of(q).nodes_made:   # (a poll is never a column row)
         if type(st) is Poll and (bi := self.binfo.get(st.src.buffer.name)) is not None:
           self.cells.setdefault((bi[0], 0 if st.src.start is None else st.src.start), len(self.cells))
     self.by_buf: dict[int, list[tuple[int, int]]] = {}   # buffer id -> [(offset, cell)]
@@ -343,6 +469,8 @@ class _Lowering:
     self.nlists = {b.name: len(b.launch_inits) for b in self.buffers if b.per_launch == "rebound"}
     # on NV a `timestamp s` is a release of 0 into s (tinygrad's NVCommandQueue.timestamp: signal(s, 0)), the timer at +8
     self.nv = {d.name for d in program.devices if d.vendor == "NV"}
+    self.vid: dict[Optional[str], int] = {n: x + 1 for x, n in enumerate(var_names(envs))}   # a var's column in `Unrolled.sync_columns`
+    self.var_of: list[Optional[str]] = [None, *var_names(envs)]   # and back
 
   def stores(self, b: int, lo: int, hi: int, data: Callable[[int], bytes]) -> tuple:
     """What a store of bytes [lo, hi) of buffer b does to the polled words it touches: per cell, the bits it keeps and
@@ -388,17 +516,115 @@ class _Lowering:
       sv = self.stores(acc[0][0], acc[0][1], acc[0][1] + n, data) if n else None
     return (ACCESS, acc, sv) if sv else (ACCESS, acc)
 
-  def lower(self, body: Sequence, q: Optional[Queue], first: int = 1) -> list[tuple]:
+  def lower_rows(self, rows: Rows, q: Queue) -> tuple[Sequence[tuple], Optional[OpColumns]]:
+    """The ops of a queue's statements, and their numpy columns: its column rows (lang/rows.py) a column at a time,
+    when none of them needs more than its own fields (no kernel arguments the host patches: an order between
+    statements), its node rows by `lower`; else every statement by `lower` (a list, and no columns). The ops of
+    columns are made from the columns when read (`Ops`)."""
+    done = [(at := np.array(c.rows, dtype=_I64), self.lower_column(k, c, at, q, rows.pool)) for k, c in rows.columns.items()]
+    if any(x is None for _, x in done): return self.lower(rows.nodes(), q), None
+    n = len(rows)
+    kinds = np.empty(n, dtype=np.int8)
+    sync, acc, made = [], [], {}
+    for at, x in done:
+      assert x is not None
+      kind, sy, ac = x
+      kinds[at] = kind
+      if sy is not None: sync.append((at, *sy))
+      if ac is not None: acc.append(ac)
+    stored = False
+    if rows.nodes_made:
+      nat = rows.node_rows
+      ops = self.lower(rows.nodes_made, q, nat)
+      kinds[nat] = [op[0] for op in ops]
+      try:
+        sy = [(i, op[0], op[1], self.vid.get(op[2], 0), op[3]) for i, op in zip(nat, ops) if op[0] <= WRITE]
+        if sy: sync.append(tuple(np.array(c, dtype=_I64) for c in zip(*sy)))
+        ac = [(i, m, *a) for i, op in zip(nat, ops) if op[0] == ACCESS for m, a in enumerate(op[1])]
+        if ac: acc.append(tuple(np.array(c, dtype=_I64) for c in zip(*ac)))
+      except OverflowError: return self.lower(rows.nodes(), q), None
+      stored = any(op[0] == POLL or (op[0] == ACCESS and len(op) > 2) for op in ops)
+      made = dict(zip(nat, ops))
+    accs = _sorted(acc, 6, 2)
+    cols = OpColumns(kinds, _sorted(sync, 5, 1), None if stored else accs)
+    lazy = Ops(n, OpColumns(kinds, cols.sync, accs), self.var_of, made)
+    return (lazy.all() if stored else lazy), cols   # (stores into polled words: the table reads the ops)
+
+  def lower_column(self, kind: int, c: Column, at: np.ndarray, q: Queue, pool: Pool) -> Optional[tuple]:
+    """One column of rows (at op indices `at`) lowered as `lower` lowers each, each distinct name looked up once:
+    (their ops' kind, their sync columns (kinds, signals, vars, offsets) or None, their accesses (op index, index in
+    the op, buffer, start, end, mode) or None); None when a row needs `lower` (a patched kernel argument, an unknown
+    name)."""
+    n = len(c)
+    if kind == R_.BARRIER: return BARRIER, None, None
+    if kind == R_.EPOCH or kind == R_.WAIT or kind == R_.SIGNAL:
+      k = WRITE if kind == R_.SIGNAL else WAIT
+      if kind == R_.EPOCH:
+        w = epoch_wait(q.device.name)
+        assert w.value.var is not None   # (it waits for D.epoch - 1)
+        return k, (np.full(n, k, dtype=_I64), np.full(n, self.sig_id[w.signal.name], dtype=_I64),
+                   np.full(n, self.vid[w.value.var.name], dtype=_I64), np.full(n, w.value.offset, dtype=_I64)), None
+      sig = _table(pool, set(c.x), self.sig_id.get)
+      if sig is None: return None
+      var = _table(pool, {i for i in set(c.y) if i >= 0}, self.vid.get, extra=1)   # (var -1, none: the table's last, 0)
+      assert var is not None   # (a var the parser read is a var of the program: the static checks said so)
+      return k, (np.full(n, k, dtype=_I64), sig[np.array(c.x, dtype=_I64)], var[np.array(c.y, dtype=_I64)], np.array(c.z, dtype=_I64)), None
+    if (ends := self.ranges(c, pool)) is None: return None
+    B, L, H = ends
+    if kind == R_.COPY:   # (each row's destination, then its source; an op reads the source first)
+      def swap(x) -> np.ndarray: return x.reshape(n, 2)[:, ::-1].ravel()
+      return ACCESS, None, (np.repeat(at, 2), np.tile(np.arange(2, dtype=_I64), n), swap(B), swap(L), swap(H),
+                            np.tile(np.array([R, W], dtype=_I64), n))
+    got = self.lower_execs(c, at, pool, B, L, H)
+    return None if got is None else (ACCESS, None, got)
+
+  def ranges(self, c: Column, pool: Pool) -> Optional[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """The buffer ids, starts and ends of a column's slices (a missing bound the buffer's start or end); None when a
+    slice names no buffer."""
+    bi = _table(pool, set(c.buf), lambda name: None if (b := self.binfo.get(name)) is None else b[0])
+    size = _table(pool, set(c.buf), lambda name: None if (b := self.binfo.get(name)) is None else b[1])
+    if bi is None or size is None: return None
+    buf = np.array(c.buf, dtype=_I64)
+    lo, hi = np.array(c.lo, dtype=_I64), np.array(c.hi, dtype=_I64)
+    lo[lo < 0] = 0
+    if (m := hi < 0).any(): hi[m] = size[buf[m]]
+    return bi[buf], lo, hi
+
+  def lower_execs(self, c: Column, rows: np.ndarray, pool: Pool, B: np.ndarray, L: np.ndarray, H: np.ndarray) -> Optional[tuple]:
+    """The accesses of a column of execs (their arguments all slices), kernel by kernel: the argument in each buffer
+    parameter's position an access in its mode, the kernel's code buffer last; None when an argument is a rebound
+    buffer (the host patches its address into the kernel arguments) or the kernel unknown."""
+    if any(pool.names[i] in self.rebound for i in set(c.buf)): return None
+    argc, ker = np.array(c.y, dtype=_I64), np.array(c.x, dtype=_I64)
+    firsts = np.cumsum(argc) - argc
+    acc: list[tuple] = []
+    for k in set(c.x):
+      name = pool.names[k]
+      ms = self.kmodes.get(name)
+      if ms is None: return None
+      at = np.flatnonzero(ker == k)
+      if (argc[at] != len(ms)).any(): return None
+      first, where, sub = firsts[at], rows[at], 0
+      for p, m in enumerate(ms):
+        if m is None: continue
+        acc.append((where, np.full(len(at), sub, dtype=_I64), B[first + p], L[first + p], H[first + p], np.full(len(at), m, dtype=_I64)))
+        sub += 1
+      if name in self.kcode: acc.append((where, np.full(len(at), sub, dtype=_I64), *(np.full(len(at), v, dtype=_I64) for v in self.kcode[name])))
+    return _sorted(acc, 6, 2)
+
+  def lower(self, body: Sequence, q: Optional[Queue], where: Optional[Sequence[int]] = None, first: int = 1) -> list[tuple]:
     """The ops of a block's statements, in one loop (this runs once per statement of a possibly huge program, so
-    statements are told apart by exact type and nothing is called per statement that need not be). `first`: the
-    block's first launch (a host write's lists count from it)."""
+    statements are told apart by exact type and nothing is called per statement that need not be). `where`: the
+    op index of each statement (its row in its block), when they are not all of the block from its start; `first`:
+    the block's first launch (a host write's lists count from it)."""
     ops: list[tuple] = []
     app = ops.append
     sig_id, binfo, kmodes, rebound = self.sig_id, self.binfo, self.kmodes, self.rebound
     kcode, explicit, access = self.kcode, self.explicit, self.access
     def pin(sl, n):  # `x@k`: the access is to x's launch-k memory, whatever launch runs it
       if not 0 < sl.launch <= self.nlists.get(sl.buffer.name, 0): return   # no such memory: the static `bounds` error says so
-      self.pins.setdefault(q.name if q is not None else None, {})[(len(ops), n)] = sl.launch - 1
+      at = len(ops) if where is None else where[len(ops)]
+      self.pins.setdefault(q.name if q is not None else None, {})[(at, n)] = sl.launch - 1
     for st in body:
       t = type(st)
       if t is Wait or t is SignalWrite:
@@ -461,7 +687,10 @@ class _Lowering:
 def unroll(program: Program, launches: int = 2, var_values: Optional[dict] = None) -> Unrolled:
   envs = _envs(program, launches, var_values)
   lw = _Lowering(program, launches, envs)
-  qseqs = [Seq(i + 1, q.name, q.device.name, q, list(q.body), lw.lower(q.body, q)) for i, q in enumerate(program.queues)]
+  qseqs = []
+  for i, q in enumerate(program.queues):
+    rows = Rows.of(q)
+    qseqs.append(Seq(i + 1, q.name, q.device.name, q, rows if rows.columns else rows.nodes_made, *lw.lower_rows(rows, q)))
   for s in qseqs:   # a queue's clause: it is absent from the launches outside it
     if s.queue.launches is not None: s.off = frozenset(k for k in range(1, launches + 1) if not in_launches(s.queue.launches, k))
   seqs: list[Optional[Seq]] = [None, *qseqs]   # the host's is made last (it names the queues')
@@ -592,7 +821,7 @@ def _host_partial(program: Program, seqs: list, lw: _Lowering, body: list) -> tu
     if isinstance(st, Submit): submit(n, st)
     else:
       off = {k for k in range(1, N + 1) if not in_launches(r, k)} if r is not None else ()
-      for op in lw.lower((st,), None, r[0] if r is not None else 1): add(st, op, off)
+      for op in lw.lower((st,), None, first=r[0] if r is not None else 1): add(st, op, off)
   for i, s in enumerate(seqs[1:], 1):   # one gate for every launch, or one per launch when they differ
     g = [x for k, x in enumerate(gates[i], 1) if k not in s.off]
     if len(set(g)) <= 1 and len(g) == N: s.gate = g[0] if g else -1

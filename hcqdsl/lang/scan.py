@@ -21,11 +21,13 @@ from __future__ import annotations
 import collections, gc, itertools, math, operator, re
 from itertools import repeat
 import attrs
-from typing import Iterable, Optional
+from typing import Optional
 from ..ir import (HostWrite, Span, Ref, Expr, Slice, Data, Param, Impl, Device, Buffer, Signal, Var, Kernel, Wait, SignalWrite,
                  Exec, Copy, Write, Poll, Barrier, Timestamp, Epoch, Submit, Queue, Host, Expect, Program, DTYPES, KEYWORDS, U32_MAX,
                  resolve_var_args)
 from .lexical import NAME, DIGITS, SIZED, STRING, int_value as _int, unquote as _unquote, has_control
+from . import rows
+from .rows import RowsBuilder, Pool, fast_constructor
 
 __all__ = ["scan", "fast_constructor", "Scanner", "CHUNK"]
 
@@ -117,30 +119,7 @@ _NO_DIMS = (None, None)
 CHUNK = 1 << 18   # characters of body per findall: the rows of a 1M-statement block never all exist at once
 _CACHE = 1 << 16   # entries kept per cache of texts: past that a program's texts seldom repeat, and big dicts are slow
 
-def fast_constructor(cls, names: str, at: bool = False):
-  """A constructor of the attrs class `cls` taking every field positionally (in the order of `names`): it fills the
-  slots of a subclass that may be written (plain slot stores) and then makes the object a `cls`: the same object attrs'
-  `__init__` builds (the IR has no validators, converters or post-init hooks), in half its time (no per-field
-  `object.__setattr__` call, no keyword arguments). The subclass adds no slots, so its layout is `cls`'s. With `at`,
-  a statement and its one-line span in one call: make(file, line, column, end_column, *names but span)."""
-  fields, order = attrs.fields(cls), names.split()
-  assert sorted(order) == sorted(a.name for a in fields), cls
-  assert all(a.validator is None and a.converter is None for a in fields) and not hasattr(cls, "__attrs_post_init__")
-  draft = type(f"_Draft{cls.__name__}", (cls,), {"__slots__": (), "__setattr__": object.__setattr__,
-                                                  "__delattr__": object.__delattr__})
-  ns = {"new": object.__new__, "cls": cls, "draft": draft, "Span": Span}
-  if not at:
-    exec(f"def make({', '.join(order)}):\n  o = new(draft); {'; '.join(f'o.{n} = {n}' for n in order)}; o.__class__ = cls; return o", ns)
-    return ns["make"]
-  ns["sdraft"] = _DraftSpan
-  rest = [n for n in order if n != "span"]
-  exec(f"def make(file, line, column, end_column, {', '.join(rest)}):\n"
-       f"  s = new(sdraft); s.file = file; s.line = line; s.column = column; s.end_line = line; s.end_column = end_column\n"
-       f"  s.__class__ = Span\n  o = new(draft); o.span = s; {'; '.join(f'o.{n} = {n}' for n in rest)}; o.__class__ = cls; return o", ns)
-  return ns["make"]
-
 _span = fast_constructor(Span, "file line column end_line end_column")
-_DraftSpan = type("_DraftSpan", (Span,), {"__slots__": (), "__setattr__": object.__setattr__, "__delattr__": object.__delattr__})
 _wait = fast_constructor(Wait, "signal value span comments comment", at=True)
 _signal = fast_constructor(SignalWrite, "signal value span comments comment", at=True)
 _exec_node = fast_constructor(Exec, "kernel args grid block span comments comment")
@@ -152,6 +131,10 @@ _exec_at = fast_constructor(Exec, "kernel args grid block span comments comment"
 _copy_at = fast_constructor(Copy, "dst src span comments comment", at=True)
 # the column path's kinds of rows, told apart by a statement's third character (its keyword's, when it is one)
 _KIND = {"i": "wait", "g": "signal", "e": "exec", "p": "copy", "r": "barrier", "o": "epoch"}
+_BIG = 1 << 62   # a slice bound an int column holds
+_VALUE = re.compile(rf"(0|[1-9][0-9]*)|({_NAME}(?:\.epoch)?)(?: ([+-]) (0|[1-9][0-9]*))?")   # (fmt's spacing)
+_BOUNDS = re.compile(rf"({_SNUM1}|):({_SNUM1}|)\]")   # a slice's text after its `[`, no blanks
+_KIND_CODE = {"wait": rows.WAIT, "signal": rows.SIGNAL, "exec": rows.EXEC, "copy": rows.COPY, "barrier": rows.BARRIER, "epoch": rows.EPOCH}
 _BUT_LAST = slice(None, -1)
 
 class _GiveUp(Exception): pass
@@ -201,6 +184,19 @@ def scan(text: str, file: str, clean: bool = False) -> Optional[Program]:
   finally:
     if enabled: gc.enable()
 
+def _layout(seg: str, n: int) -> tuple:
+  """(lead, at, w, rows, cols, stops) of read_columns' `n` lines: with each line the same `w` blanks then a statement
+  (`fmt`'s layout; a blank line only when w is 0) the rows are the lines without those blanks (lead "", at 0, no cols or stops: a
+  span is found from its row's text); else as `_columns` finds them."""
+  first = seg[:seg.find("\n")]
+  w = len(first) - len(first.lstrip(" \t"))
+  rows = seg[w:-1].split("\n" + seg[:w]) if first[w:] else []
+  if len(rows) == n and " \n" not in seg and "\t\n" not in seg: return "", 0, w, rows, None, None
+  lines = seg.split("\n")
+  lines.pop()
+  lead, at, rows, cols, stops = _columns(seg, lines)
+  return lead, at, w, rows, cols, stops
+
 def _columns(seg: str, lines: list) -> tuple:
   """(lead, w, rows, cols, stops) of read_columns' lines: with every line the same blanks then a statement (`fmt`'s
   layout) the rows are the lines, their statements at column w + 1 after `lead`; else each row is its line stripped
@@ -219,9 +215,20 @@ def _columns(seg: str, lines: list) -> tuple:
   stops = list(map(add, map(len, lines), repeat(1)))
   return "", 0, rows, list(map(operator.sub, stops, map(len, rows))), stops
 
+def _without(rows: list, fields: dict, bad: list, runs: bool) -> tuple:
+  """`rows` and their `fields` without the rows at the positions `bad`; with `runs`, the slices are runs of `y` (an
+  exec's argument count) per row, else two per row (a copy's)."""
+  keep = [True] * len(rows)
+  for i in bad: keep[i] = False
+  out = {k: list(itertools.compress(v, keep)) for k, v in fields.items() if k in ("x", "y", "z")}
+  if "buf" in fields:
+    per = [v for n, k in zip(fields["y"] if runs else repeat(2, len(rows)), keep) for v in repeat(k, n)]
+    out.update({k: list(itertools.compress(fields[k], per)) for k in ("buf", "lo", "hi", "ranged")})
+  return list(itertools.compress(rows, keep)), out
+
 def _firsts(texts, found):
   """The first row of each distinct text in `texts` not `found` (found[i] None)."""
-  miss = list(itertools.compress(range(len(found)), map(operator.not_, found)))
+  miss = list(itertools.compress(range(len(found)), map(operator.is_, found, repeat(None))))
   return dict(zip(map(texts.__getitem__, reversed(miss)), reversed(miss))).values()
 
 def _tokens(raw: str, src: str, lpos: int) -> tuple:
@@ -268,7 +275,12 @@ class Scanner:
     self.bare: set = set()   # names written as a whole buffer (a var's name among them: `resolve_var_args` has work)
     self.sigs: dict = {}     # checked fields of statements by their text: a wait's or signal's signal,
     self.names: dict = {}    # an exec's kernel
-    self.heads: dict = {}    # the column path's: a statement's text up to its `>=`, `=` or `(` -> its signal or kernel
+    self.heads: dict = {}    # the column path's: a statement's text up to its `>=`, `=` or `(` -> its signal or kernel (pool ids)
+    self.pool = Pool()       # the column path's names and launch dimensions, by number
+    self.vals: dict = {}     # a wait's or signal's value text -> (var: pool id or -1, offset)
+    self.snames: dict = {}   # a slice's buffer name text -> pool id
+    self.bounds: dict = {}   # a slice's text after its `[` -> (start, end), -1 when missing
+    self.dim_ids: dict = {}  # launch dimensions' text -> their pool number
 
   def _ref(self, s: str) -> Ref:
     r = self.refs.get(s)
@@ -346,11 +358,14 @@ class Scanner:
     Returns where the next line starts (offset, line), or None to read the block line by line instead (a `{` or `"`
     in the body, a `}` followed by more than a comment); nothing is kept from a None."""
     start = h.end()
-    region = _REGION.match(src, start)
-    assert region is not None   # (it matches the empty string)
-    end = region.end()
+    end = src.find("}", start)   # the body ends at the first `{`, `}` or `"` outside comments: with no `#`, `{` or `"` before
+    if end < 0 or "#" in (body := src[start:end]) or "{" in body or '"' in body:   # the first `}`, found by C searches
+      region = _REGION.match(src, start)
+      assert region is not None   # (it matches the empty string)
+      end = region.end()
     if end >= len(src) or src[end] != "}": return None
-    f, out = self.file, []
+    f, rb = self.file, RowsBuilder(self.file, self.pool)
+    out: list = []
     hl, hcol = ln, h.start(1) - pos + 1
     st = _RowState(ln, start - pos + 1)
     try:
@@ -360,12 +375,13 @@ class Scanner:
         q = end if end - p <= CHUNK else (src.rfind("\n", p, p + CHUNK) + 1 or end)
         if st.first: q = src.find("\n", p, q) + 1 or q      # the header's line alone: the row loop reads it
         elif (r := src.rfind("\n", p, q) + 1) > p and "#" not in (seg := src[p:r]) and ";" not in seg:
-          nodes = self.read_columns(seg, st.ln)                # whole lines, one statement at most on each
-          if nodes is not None:
-            if st.pending and nodes:
-              nodes[0] = attrs.evolve(nodes[0], comments=st.pending)
-              st.pending = ()
-            out += nodes
+          chunk = self.read_columns(seg, st.ln, st.pending)    # whole lines, one statement at most on each
+          if chunk is not None:
+            rb.add_nodes(out)
+            out = []
+            rows, cols, node_rows, nodes, line_of = chunk
+            rb.add_chunk(rows, cols, node_rows, nodes, (st.ln, src, p, r, line_of))
+            if rows: st.pending = ()
             st.ln += seg.count("\n")
             p = r
         self._rows(src, p, q, out, st)
@@ -378,13 +394,15 @@ class Scanner:
     a = _AFTER.match(src, end + 1)
     if a is None: return None
     ln, pend, hcomment = st.ln, st.pending, st.header_comment
+    rb.add_nodes(out)
+    body = rb.finish()
     span = Span(f, hl, hcol, ln, end - src.rfind("\n", 0, end) + 1)
     ec = a.group(1).rstrip() if a.group(1) else None
     node: Queue | Host
     if h.group(2) is not None:
-      node = Queue(name, engine, dev, tuple(out), span=span, comments=tuple(self.pending), comment=hcomment,
+      node = Queue(name, engine, dev, body, span=span, comments=tuple(self.pending), comment=hcomment,
                    end_comments=pend, end_comment=ec)
-    else: node = Host(tuple(out), span=span, comments=tuple(self.pending), comment=hcomment, end_comments=pend, end_comment=ec)
+    else: node = Host(body, span=span, comments=tuple(self.pending), comment=hcomment, end_comments=pend, end_comment=ec)
     self.decls.append(node)
     self.pending = []
     return a.end(), ln + 1
@@ -550,30 +568,35 @@ class Scanner:
     any(map(got.__setitem__, miss, made or map(self._exec_args, new)))
     return got
 
-  def read_columns(self, seg, ln):
+  def read_columns(self, seg, ln, pending=()):
     """The statements of `seg`, whole lines of a block body (the first is line `ln`) without `#` or `;`: one statement
     at most a line, so the lines are read a column at a time. The lines are grouped by their kind (`_KIND`), each
-    kind's fields cut by `str.partition` over the group and looked up in the caches, its nodes built by one `map` of
-    their constructor. A row that is not its kind's usual text, or whose fields are not cached, is read by `read_statement`.
-    Returns the nodes; None (a `read_statement` gave up) to read `seg` row by row."""
-    lines = seg.split("\n")
-    lines.pop()
-    n, f = len(lines), self.file
-    lead, w, rows_of, cols, stops = _columns(seg, lines)
+    kind's fields cut by `str.partition` over the group and looked up in the caches of checked texts (a signal, kernel
+    or value not seen yet read once by `read_statement`; slices cut together by `_slice_ints`): its rows become a
+    column of ints (rows.Column), no node or span built. A row that is not its kind's usual text is read by
+    `read_statement` into a node row; so is the first row when own-line comments (`pending`) come before it. Returns
+    the chunk for RowsBuilder.add_chunk: (rows, [(kind, rows, fields)], node rows, nodes, each row's line in `seg` or
+    None when row i is on line i); None (a `read_statement` gave up) to read `seg` row by row."""
+    n, f = seg.count("\n"), self.file
+    lead, at, w, rows_of, cols, stops = _layout(seg, n)
     groups: collections.defaultdict[str, list[int]] = collections.defaultdict(list)   # a row's third letter (_KIND) -> its rows
     # (typeshed: operator.getitem of a str and a slice is a Sequence[str], not the str it is)
-    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(w + 2, w + 3)))), range(n)))  # type: ignore[arg-type]
-    heads, out, slow = self.heads, [None] * n, []
+    any(map(list.append, map(groups.__getitem__, map(operator.getitem, rows_of, repeat(slice(at + 2, at + 3)))), range(n)))  # type: ignore[arg-type]
+    heads, slow, made, pool = self.heads, [], {}, self.pool
     done: dict = {}          # the rows `read_statement` read
 
     def read(i):
       """Row `i` by `read_statement`; its head and fields go to the caches, so the rows like it are found there."""
-      if i in done:
-        out[i] = done[i]
-        return
-      body = rows_of[i][w:]
+      if i in done: return done[i]
+      body = rows_of[i][at:]
+      if cols is None:   # (a row of fmt's layout, or with more blanks before it)
+        c0 = w + 1 + len(body) - len(body := body.lstrip(" \t"))
+        span = _span(f, ln + i, c0, ln + i, c0 + len(body))
+      else:
+        assert stops is not None
+        span = _span(f, ln + i, cols[i], ln + i, stops[i])
       word = body.partition(" ")[0].partition("\t")[0]
-      node = out[i] = done[i] = self.read_statement(word, body, _span(f, ln + i, cols[i], ln + i, stops[i]), (), None)
+      node = done[i] = self.read_statement(word, body, span, (), None)
       if type(node) is Wait:
         h, sep, _ = body.partition(" >= ")
         x = node.signal
@@ -583,8 +606,9 @@ class Scanner:
       elif type(node) is Exec:
         h, sep, _ = body.partition("(")
         x = node.kernel
-      else: return
-      if sep and len(heads) < _CACHE: heads[lead + h] = x   # (with the lead when the rows are whole lines)
+      else: return node
+      if sep and len(heads) < _CACHE: heads[lead + h] = pool.id(x.name)   # (with the lead when the rows are whole lines)
+      return node
 
     def learn(first, rows) -> bool:
       """The rows `first` (indices into `rows`) read by `read_statement`, so the rows like them are found in the caches; False
@@ -593,63 +617,131 @@ class Scanner:
       for i in sorted(first): read(rows[i])
       return True
 
+    # (row numbers skip blank lines)
+    num = list(itertools.accumulate(map(bool, rows_of))) if "" in groups else None
+    number = (lambda xs: map(operator.sub, map(num.__getitem__, xs), repeat(1))) if num is not None else (lambda xs: xs)
+    top = next((i for i in range(n) if rows_of[i]), None) if pending else None   # the row the comments go to
+    chunk = []
     try:
       for key, rows in groups.items():
         kind = _KIND.get(key)
         if kind is None:
           slow += rows
           continue
-        at = (repeat(f), map(operator.add, rows, repeat(ln)), map(cols.__getitem__, rows), map(stops.__getitem__, rows))
-        if (got := self._column_nodes(kind, list(map(rows_of.__getitem__, rows)), at, rows, lead, w, learn)) is None: return None
-        nodes, bad = got
-        any(map(out.__setitem__, rows, nodes))
-        if bad: slow += map(rows.__getitem__, bad)
+        if (got := self._column_fields(kind, list(map(rows_of.__getitem__, rows)), rows, lead, at, learn)) is None: return None
+        fields, bad = got
+        if top is not None and rows[0] == top: bad = [0, *(bad or ())]
+        if bad:
+          slow += map(rows.__getitem__, bad)
+          rows, fields = _without(rows, fields, bad, kind == "exec")
+          if not rows: continue
+        chunk.append((_KIND_CODE[kind], list(number(rows)), fields))
       for i in slow:
-        if rows_of[i]: read(i)   # (else a blank line)
+        if rows_of[i]: made[i] = read(i)   # (else a blank line)
     except (_GiveUp, ValueError): return None
-    return list(filter(None, out)) if "" in groups else out
+    if top is not None: made[top] = attrs.evolve(made[top], comments=pending)
+    done_at = sorted(made)
+    line_of = [i for i in range(n) if rows_of[i]] if num is not None else None
+    return num[-1] if num is not None else n, chunk, list(number(done_at)), list(map(made.__getitem__, done_at)), line_of
 
-  def _column_nodes(self, kind, bs, at, rows, lead, w, learn):
-    """(the nodes of one kind's rows `bs`, at the spans `at`; the indices of those that are not its usual text or whose
-    fields are not cached), or None to read the whole segment row by row (`learn` refused)."""
-    heads, exprs, none, count = self.heads, self.exprs, repeat(None), itertools.count
+  def _column_fields(self, kind, bs, rows, lead, w, learn):
+    """(the ints of one kind's rows `bs`, {field: list} as rows.Column holds them; the indices of those that are not
+    its usual text), or None to read the whole segment row by row (`learn` refused)."""
+    heads, count = self.heads, itertools.count
     if kind == "wait" or kind == "signal":
       hs, _, vs = zip(*map(str.partition, bs, repeat(" >= " if kind == "wait" else " = ")))
-      xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
-      if not (all(xs) and all(es)):     # a new head or value: one row of each read, then all found
+      xs, es = list(map(heads.get, hs)), list(map(self.vals.get, vs))
+      if None in xs or None in es:     # a new head or value: plain numbers at once, the others one row each, then all found
+        self._value_texts([v for v, e in zip(vs, es) if e is None])
+        es = list(map(self.vals.get, vs))
         if not learn({*_firsts(hs, xs), *_firsts(vs, es)}, rows): return None
-        xs, es = list(map(heads.get, hs)), list(map(exprs.get, vs))
-      bad = not (all(xs) and all(es)) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
-      return map(_wait if kind == "wait" else _signal, *at, xs, es, repeat(()), none), bad
-    if kind == "exec":         # `exec k(args) dims`
+        xs, es = list(map(heads.get, hs)), list(map(self.vals.get, vs))
+      bad = (None in xs or None in es) and [i for i, x, e in zip(count(), xs, es) if x is None or e is None]
+      if bad: es = [e or (0, 0) for e in es]
+      var, off = zip(*es) if es else ((), ())
+      return {"x": xs, "y": var, "z": off}, bad
+    if kind == "exec":         # `exec k(args) dims`, the arguments all slices
       hs, s1, rest = zip(*map(str.partition, bs, repeat("(")))
       ats, s2, dts = zip(*map(str.partition, rest, repeat(")")))
       ks = list(map(heads.get, hs))
-      if not all(ks):
+      if None in ks:
         if not learn(_firsts(hs, ks), rows): return None
         ks = list(map(heads.get, hs))
-      bad = not (all(ks) and all(s1) and all(s2)) and [
-        i for i, k, a, b in zip(count(), ks, s1, s2) if k is None or not a or not b]
-      xas = self._arglists(ats)
-      grids: Iterable
-      blocks: Iterable
+      argc = list(map(operator.add, map(str.count, ats, repeat(",")), repeat(1)))
+      buf, lo, hi, rng = self._slice_ints(list(map(str.strip, ",".join(ats).split(","), repeat(" \t"))))
+      ok = list(map(operator.ne, buf, repeat(-1)))
+      good = list(map(all, map(itertools.islice, repeat(iter(ok)), argc)))   # every argument a slice
+      bad = not (None not in ks and all(s1) and all(s2) and all(good)) and [
+        i for i, k, a, b, g in zip(count(), ks, s1, s2, good) if k is None or not a or not b or not g]
+      dims = [-1] * len(bs)
       if any(dts):
-        dims_of = self.dims
-        for t in set(dts).difference(dims_of): self._dims(t)
-        grids, blocks = zip(*map(dims_of.__getitem__, dts))
-      else: grids = blocks = none
-      return map(_exec_at, *at, ks, xas, grids, blocks, repeat(()), none), bad
+        dim_ids = self.dim_ids
+        for t in set(dts).difference(dim_ids):
+          dim_ids[t] = len(self.pool.dims)
+          self.pool.dims.append(self._dims(t) if t else (None, None))
+        dims = list(map(dim_ids.__getitem__, dts))
+      return {"x": ks, "y": argc, "z": dims, "buf": buf, "lo": lo, "hi": hi, "ranged": rng}, bad
     if kind == "copy":         # `copy dst <- src`
       hs, s1, srcs = zip(*map(str.partition, bs, repeat(" <- ")))
-      xs = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
-      got = self._slices(xs + list(srcs))
-      xs, ys, ok = got[:len(xs)], got[len(xs):], list(map(str.startswith, hs, repeat(lead + "copy ")))
-      bad = not (all(xs) and all(ys) and all(ok) and all(s1)) and [
-        i for i, x, y, o, a in zip(count(), xs, ys, ok, s1) if x is None or y is None or not o or not a]
-      return map(_copy_at, *at, xs, ys, repeat(()), none), bad
+      texts = list(map(operator.getitem, hs, repeat(slice(w + 5, None))))
+      texts[len(texts):] = srcs
+      buf, lo, hi, rng = self._slice_ints(texts)
+      m = len(hs)
+      ok = list(map(str.startswith, hs, repeat(lead + "copy ")))
+      bad = not (all(ok) and all(s1) and -1 not in buf) and [
+        i for i, o, a, x, y in zip(count(), ok, s1, buf, buf[m:]) if not o or not a or x == -1 or y == -1]
+      order = [j for i in range(m) for j in (i, m + i)]   # (destination, source) per row
+      return {f: list(map(v.__getitem__, order)) for f, v in (("buf", buf), ("lo", lo), ("hi", hi), ("ranged", rng))}, bad
     # a barrier or an epoch: the keyword alone
     bad = bs.count(lead + kind) != len(bs) and [i for i, b in enumerate(bs) if b != lead + kind]
-    return map(_barrier if kind == "barrier" else _epoch, *at, repeat(()), none), bad
+    return {}, bad
+
+  def _value_texts(self, texts) -> None:
+    """Values written as fmt writes them (`12`, `k`, `k + 1`, `g.epoch - 1`), cached as (var in the pool or -1,
+    offset); the others are left to `read_statement`."""
+    vals, pool = self.vals, self.pool
+    for t in set(texts):
+      if t in vals or (m := _VALUE.fullmatch(t)) is None: continue
+      n, v, op, k = m.groups()
+      off = int(n if n is not None else k or 0)
+      if off <= U32_MAX: vals[t] = (-1, off) if v is None else (pool.id(self._ref(v).name), -off if op == "-" else off)
+
+  def _slice_ints(self, texts: list) -> tuple:
+    """The slices written `texts` as four lists of ints (buffer name in the pool, start, end: -1 when missing; ranged:
+    written with brackets), buffer -1 for a text that is no slice or needs more than ints (`x@k`, a bound past 2**62).
+    The usual `name[lo:hi]` is cut at its `[`: the name and the `lo:hi]` are found among the texts read before (a
+    program's byte ranges repeat from buffer to buffer), a new one read by `_BOUNDS`; the rest by `_slice_general`."""
+    names, bounds = self.snames, self.bounds
+    nm, _, rest = zip(*map(str.partition, texts, repeat("["))) if texts else ((), (), ())
+    buf, lohi = list(map(names.get, nm, repeat(-1))), list(map(bounds.get, rest))
+    if -1 in buf:
+      for v in set(nm).difference(names):
+        if _NAME_TEXT.fullmatch(v): names[v] = self.pool.id(self._ref(v).name)
+      buf = list(map(names.get, nm, repeat(-1)))
+    if None in lohi:
+      for t in set(rest).difference(bounds):
+        if len(bounds) < _CACHE and (m := _BOUNDS.fullmatch(t)) is not None:
+          lo, hi = (-1 if not x else self.ints[x] if x in self.ints else self._int(x) for x in m.groups())
+          if lo < _BIG and hi < _BIG: bounds[t] = (lo, hi)
+      lohi = list(map(bounds.get, rest))
+    rng = [1] * len(texts)
+    if -1 in buf or None in lohi:   # a bare name, blanks, a bound past int64: the general regex
+      lohi = [x or (-1, -1) for x in lohi]
+      for i in [i for i, b, x, r in zip(itertools.count(), buf, lohi, rest) if b == -1 or (x == (-1, -1) and r != ":]")]:
+        buf[i], a, b, rng[i] = self._slice_general(texts[i])
+        lohi[i] = (a, b)
+    lo, hi = zip(*lohi) if lohi else ((), ())
+    return buf, lo, hi, rng
+
+  def _slice_general(self, t: str) -> tuple:
+    m = _SLICE_ONE.fullmatch(t)
+    if m is None: return -1, -1, -1, 0
+    name, a, b = m.groups()
+    a = -1 if not a else self.ints[a] if a in self.ints else self._int(a)
+    b = -1 if not b else self.ints[b] if b in self.ints else self._int(b)
+    if a >= _BIG or b >= _BIG: return -1, -1, -1, 0
+    if "[" not in t: self.bare.add(name)
+    return self.pool.id(self._ref(name).name), a, b, int("[" in t)
 
   # ---- blocks
   def _open(self, kw, body, span, comment, brace):
@@ -921,6 +1013,7 @@ class Scanner:
         else: e = Expr(self._ref(vn), 0 if k is None else _int(k) * (1 if op == "+" else -1))
         if abs(e.offset) > U32_MAX: raise _GiveUp
         self.exprs[m.group("e")] = e
+        self.vals[m.group("e")] = (-1 if e.var is None else self.pool.id(e.var.name), e.offset)
       return (Wait if kw == "wait" else SignalWrite)(sig, e, span=span, comments=cs, comment=c)
     if kw == "exec": return self._exec(body, span, cs, c)
     if kw == "copy":
