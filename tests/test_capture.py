@@ -200,3 +200,10 @@ def test_cli_lift_every_step_by_default(tmp_path):
                              "default lift and `--whole` lift every step)"), r.stderr
   r = lift("--whole", "--folded-only")
   assert r.returncode == 2 and "--folded-only: not allowed with argument --whole" in r.stderr, r.stderr
+
+def test_an_extent_is_recorded_only_below_the_arguments_bytes():
+  """tinygrad's vmax of an index it cannot bound came out as 2**33 + 12 for a 1,152-byte argument (the mock NV
+  capture's manifests were then refused): such an extent, or one at or past the bytes, says nothing and is dropped."""
+  from hcqdsl.tinygrad.capture import useful_extent
+  assert [useful_extent(e, 1152) for e in (384, 1151, 1152, 8589934604, 0, None)] == [True, True, False, False, False, False]
+  assert useful_extent(384, None) and not useful_extent(1 << 32, None)

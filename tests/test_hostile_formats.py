@@ -9,16 +9,19 @@ from fuzz import nv_images, nv_manifest, edit_metadata
 def nv_image():
   return next(img for img in nv_images() if img.kernels and any(k["params"] for k in img.kernels))
 
-@pytest.mark.parametrize("bad,shown", [('"4"', '"4"'), ("-4", "-4"), ("1.5", "1.5"), ("NaN", "NaN"), ("1e400", "Infinity")],
-                         ids=["string", "negative", "fractional", "nan", "infinity"])
-def test_signature_bytes_that_are_no_byte_count(bad, shown, nv_image, tmp_path):
-  """A capture's `kernels[].params[].bytes` lays out the kernel arguments: a string was a TypeError, a negative,
-  fractional or NaN count a lifted program with syntax errors."""
+@pytest.mark.parametrize("field", ["bytes", "extent"])
+@pytest.mark.parametrize("bad,shown", [('"4"', '"4"'), ("-4", "-4"), ("1.5", "1.5"), ("NaN", "NaN"), ("1e400", "Infinity"),
+                                       ("8589934604", "8589934604")],
+                         ids=["string", "negative", "fractional", "nan", "infinity", "past-32-bits"])
+def test_signature_bytes_that_are_no_byte_count(field, bad, shown, nv_image, tmp_path):
+  """A capture's `kernels[].params[].bytes` lays out the kernel arguments, its `extent` bounds what the kernel reads:
+  a string was a TypeError, a negative, fractional or NaN count a lifted program with syntax errors (an extent past 32
+  bits is what tinygrad's vmax of an unbounded index gave: the capture no longer records it, a manifest may)."""
   m = nv_manifest(nv_image)
-  m["kernels"][0]["params"][0]["bytes"] = "@BAD@"
+  m["kernels"][0]["params"][0][field] = "@BAD@"
   (tmp_path / "m.json").write_text(json.dumps(m).replace('"@BAD@"', bad))
   rc, out, err = cli("lift", str(tmp_path / "m.json"), "-o", str(tmp_path / "m.hcq"))
-  assert (rc, out, err) == (1, "", f"hcqdsl: error: {tmp_path / 'm.json'}: kernels[0].params[0].bytes: expected null or an integer "
+  assert (rc, out, err) == (1, "", f"hcqdsl: error: {tmp_path / 'm.json'}: kernels[0].params[0].{field}: expected null or an integer "
                                    f"in 0..4294967295, got {shown}\n")
 
 def test_nv_raw_dump_is_refused_naming_the_field(nv_image, tmp_path):
