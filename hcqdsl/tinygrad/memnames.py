@@ -78,7 +78,9 @@ class MemoryNames:
     names, meter, live = self, self.cap.meter, self._live
     def allocate(b, *a, **kw):
       ret = orig_alloc(b, *a, **kw)
-      if getattr(getattr(b, "_buf", None), "va_addr", None) is not None and not _mock_own(sys._getframe(1)):
+      try: hcq = b._buf.va_addr is not None
+      except AttributeError: hcq = False
+      if hcq and not _mock_own(sys._getframe(1)):
         with meter: names.allocated(b)
       return ret
     def deallocate(b, *a, **kw):
