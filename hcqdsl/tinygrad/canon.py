@@ -49,9 +49,10 @@ def canon(live, order: list, final: bool) -> tuple:
   signals = uniq[np.argsort(first, kind="stable")].tolist()
   sig_of = {a: c for c, a in enumerate(signals)}
   inits, init_vals = [], []
+  readings = _first_readings(recs)
   for a in signals:
     s = live.cap.signals.get(a)
-    v = _initial(live, recs, a)
+    v = _initial(live, readings, a)
     init_vals.append(v)
     inits.append((s is not None, bool(s and s.get("timeline")), s.get("device") if s else None, bool(s and s.get("mailbox")),
                   a in live.value, v == 0))
@@ -84,8 +85,10 @@ def canon(live, order: list, final: bool) -> tuple:
   olds = tuple(live.old_key(g) for g in order)
   counts = np.asarray([[len(r[1]), len(r[3])] for r in rs], dtype=np.int64)
   rings = {e["queue"] for e in recs if e["op"] == "submit"} | set(live.run.stubs)
-  base_n = {q: live.run.stubs[q] if q in live.run.stubs else min(live.run.nth.get(g, 1) for g, e in zip(order, recs)
-                                                                  if e["op"] == "submit" and e["queue"] == q) for q in rings}
+  low: dict = {}   # ring -> the lowest number among its submissions in the window
+  for g, e in zip(order, recs):
+    if e["op"] == "submit" and (k := live.run.nth.get(g, 1)) < low.get(e["queue"], 1 << 62): low[e["queue"]] = k
+  base_n = {q: live.run.stubs[q] if q in live.run.stubs else low[q] for q in rings}
   hcq2 = tuple((q, live.run.nth.get(g, 0) - base_n[q], live.rings.get(q) == 1) for g, e in zip(order, recs) if e["op"] == "submit"
                for q in [e["queue"]]) if live.cap.path_kind == "hcq2" else ()
   key = (final, live.cap.path_kind, sids, olds, counts.tobytes(), mem.tobytes(), vsig.tobytes(), vrank.tobytes(), tuple(inits),
@@ -110,14 +113,21 @@ def _ranks(group: np.ndarray, v: np.ndarray, groups: int) -> tuple:
   for gg, vv in zip(ug, uv): sorted_vals[gg].append(vv)
   return rank, sorted_vals
 
-def _initial(live, recs: list, a: int) -> int:
-  """The signal's initial value as the window's lift takes it: its value after the dropped writes, else its first
-  reading by a submission of the window (before the host writes it), else its value when it was registered."""
-  if a in live.value: return live.value[a] & U32_MAX
+def _first_readings(recs: list) -> dict:
+  """Signal address -> its first reading by a submission of the window (None: the host writes it first), one pass."""
+  first: dict = {}
   for e in recs:
     if e.get("dropped"): continue
-    if e["op"] == "submit" and a in (e.get("signals") or {}): return e["signals"][a] & U32_MAX
-    if e["op"] == "signal" and e["addr"] == a: break
+    if e["op"] == "submit":
+      for a, v in (e.get("signals") or {}).items(): first.setdefault(a, v)
+    elif e["op"] == "signal": first.setdefault(e["addr"], None)
+  return first
+
+def _initial(live, first: dict, a: int) -> int:
+  """The signal's initial value as the window's lift takes it: its value after the dropped writes, else its first
+  reading by a submission of the window (before the host writes it: `first`), else its value when it was registered."""
+  if a in live.value: return live.value[a] & U32_MAX
+  if (v := first.get(a)) is not None: return v & U32_MAX
   s = live.cap.signals.get(a)
   return (s.get("value", 0) if s else 0) & U32_MAX
 

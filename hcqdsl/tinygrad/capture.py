@@ -245,6 +245,7 @@ class Capture:
     self._skip = ()
     self._puts: dict = {}     # id(queue object) -> its write pointer when the capture started
     self._modes: dict = {}    # id(AMDProgram) -> (outs, ins)
+    self._runtimes: dict = {} # id(runtime) -> (its PROGRAM, the runtime, its (outs, ins, extents) or None)
     self._unknown: set = set()
     self.program_finders: list = []   # fn(prog addr) -> kernel record or None: a runtime's programs without objects (hcq2)
     self.graph_calls: list = []  # per HCQGraph call: {"step", "graph", "inputs": [[(addr, nbytes) per device] per input]}
@@ -305,10 +306,13 @@ class Capture:
       if extents and useful_extent(extents.get(i), s.get("bytes")): s["extent"] = extents[i]
 
   def _on_runtime(self, device, ast, rt) -> None:
-    info = getattr(ast, "arg", None)
-    outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
-    if not outs and not ins: return
-    self._modes[id(rt)] = (outs, ins, param_extents(ast))
+    got = self._runtimes.get(id(rt))
+    if got is None or got[0] is not ast or got[1] is not rt:   # (tinygrad asks for a runtime at every call: read once per kernel)
+      info = getattr(ast, "arg", None)
+      outs, ins = tuple(getattr(info, "outs", ()) or ()), tuple(getattr(info, "ins", ()) or ())
+      got = self._runtimes[id(rt)] = (ast, rt, (outs, ins, param_extents(ast)) if outs or ins else None)
+    if got[2] is None: return
+    self._modes[id(rt)] = got[2]
     addr: Optional[int]
     try: addr = int(rt.prog_addr)
     except (AttributeError, TypeError, ValueError):   # (a program with no prog_addr, NV's: by the object recorded)

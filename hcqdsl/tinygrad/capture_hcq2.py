@@ -12,6 +12,7 @@ CPU timeline) as the host's waits at the point the host synchronizes with the CP
 which `Buffer.as_memoryview` runs before every such copy): the host passes that point only after those waits."""
 from __future__ import annotations
 import ctypes, sys, time, types
+import numpy as np
 from typing import Optional
 from ..amd.meaning import pointer_dwords
 
@@ -45,6 +46,8 @@ class Hcq2Recorder:
     self.cpu_start = True     # a worker met before the capture started: its earlier commands are not this capture's
     self.images, self.seen = None, 0   # ops_amd2's loaded program images, and the program cache size they were made at
     self.orig_copy = None     # tinygrad's exec_copy
+    self._devs: Optional[tuple] = None   # (how many devices tinygrad opened, the CPU ones, the AMD ones)
+    self._plan: Optional[tuple] = None   # (_devs, each AMD device's queues opened, the CPU devices, the AMD queues): poll's
 
   # ---- what the devices hold
   @staticmethod
@@ -91,18 +94,34 @@ class Hcq2Recorder:
     if self.polling: return
     self.polling = True
     try:
-      for dev in self.cpu_devices(): self.cpu_commands(dev)
-      for dev in self.amd_devices():
-        for engine, idx, q in self.queues(dev):
-          ring = self.cap.ring(q, dev, engine, idx)
-          new = _u64(q.write_ptr)
-          old = ring.put
-          if new <= old: continue
-          ring.put = new
-          base, n = _addr(q.ring), q.ring.nbytes // 4
-          words = (ctypes.c_uint32 * n).from_address(base)
-          self.cap.submit(ring, [int(words[i % n]) for i in pointer_dwords(engine, old, new)], dev, "hcq2")
+      cpus, amds = self.plan()
+      for dev in cpus: self.cpu_commands(dev)
+      for dev, engine, ring, q, wbuf, wptr, words, n in amds:
+        new = ctypes.c_uint64.from_address(wptr).value if q.write_ptr._buf is wbuf else _u64(q.write_ptr)
+        old = ring.put
+        if new <= old: continue
+        ring.put = new
+        dws = pointer_dwords(engine, old, new)
+        self.cap.submit(ring, words[np.arange(dws.start, dws.stop) % n], dev, "hcq2")
     finally: self.polling = False
+
+  def plan(self) -> tuple:
+    """(the CPU devices, (device, engine, Ring, queue, write pointer's buffer and address, ring's dwords, their count) of each AMD
+    queue): what `poll` reads, made again when a device or a queue was opened (the mock calls poll at every doorbell)."""
+    from tinygrad.device import Device
+    devs = self._devs
+    if devs is None or devs[0] != len(Device._opened_devices):
+      devs = self._devs = (len(Device._opened_devices), self.cpu_devices(), self.amd_devices())
+    sig = tuple(id(q) for d in devs[2] for _, _, q in self.queues(d))
+    if self._plan is None or self._plan[0] is not devs or self._plan[1] != sig:
+      amds = []
+      for dev in devs[2]:
+        for engine, idx, q in self.queues(dev):
+          wptr, n = _addr(q.write_ptr), q.ring.nbytes // 4   # (the ring's memory read in place, as an array)
+          words = np.ctypeslib.as_array((ctypes.c_uint32 * n).from_address(_addr(q.ring)))
+          amds.append((dev, engine, self.cap.ring(q, dev, engine, idx), q, q.write_ptr._buf, wptr, words, n))
+      self._plan = (devs, sig, devs[1], amds)
+    return self._plan[2], self._plan[3]
 
   # ---- the hooks: each runs tinygrad's own function with the same arguments
   def exec_kernel(self, orig, ctx, call, ast):

@@ -7,7 +7,7 @@ multi_device.py:15", "input 0 of TinyJit call 3", "the kernel-argument block of 
 buffer", "the timeline of AMD:1"; and the finding's what-to-do names the code that should order its two commands:
 HCQGraph's `_resolve_deps` (a TinyJit replay on classic HCQ), the eager path's waits (a realize), hcq2's planner."""
 from __future__ import annotations
-import re, weakref
+import re, sys, weakref
 from typing import Optional
 import attrs
 from .readback import user_site, install_sites, restore_sites
@@ -45,6 +45,19 @@ WHOSE = {
            "(`_get_enqueue_devs`); it should have made {later} wait for {earlier}"),
 }
 
+_MOCK: dict = {}   # file name -> is it tinygrad's mock GPU's (test/mockgpu)
+
+def _mock_own(f) -> bool:
+  """Is a Buffer allocated from this frame (or its two callers) one the mock GPU makes for itself?"""
+  for _ in range(3):
+    if f is None: return False
+    fn = f.f_code.co_filename
+    m = _MOCK.get(fn)
+    if m is None: m = _MOCK[fn] = "/mockgpu/" in fn
+    if m: return True
+    f = f.f_back
+  return False
+
 class MemoryNames:
   """Installed beside a Capture while the script runs (`install()`, `restore()`); then `annotate(findings)`."""
   def __init__(self, capture):
@@ -55,17 +68,24 @@ class MemoryNames:
     self._saved: list = []
     self._sites = None
     self._freed = 0                  # Buffers freed since the list was last trimmed (plus the KEPT freed ones kept)
+    self._live: dict = {}            # id(Buffer) -> its latest Alloc not freed (a free or a view's base found in O(1))
 
   def install(self) -> "MemoryNames":
     from tinygrad.device import Buffer
     orig_alloc, orig_free = Buffer.__dict__["allocate"], Buffer.__dict__["deallocate"]
-    names = self
+    # (hcqdsl's own time: `--stats` counts it; a Buffer with no address, or one tinygrad's mock GPU makes for its own
+    # emulation — a wave's registers, its LDS —, is no memory of the program's: passed by)
+    names, meter, live = self, self.cap.meter, self._live
     def allocate(b, *a, **kw):
       ret = orig_alloc(b, *a, **kw)
-      names.allocated(b)
+      try: hcq = b._buf.va_addr is not None
+      except AttributeError: hcq = False
+      if hcq and not _mock_own(sys._getframe(1)):
+        with meter: names.allocated(b)
       return ret
     def deallocate(b, *a, **kw):
-      names.freed(b)
+      if id(b) in live:
+        with meter: names.freed(b)
       return orig_free(b, *a, **kw)
     setattr(Buffer, "allocate", allocate)
     setattr(Buffer, "deallocate", deallocate)
@@ -95,23 +115,21 @@ class MemoryNames:
     view = getattr(b, "_base", None) is not None
     if view:
       base = b._base
-      for a in reversed(self.allocs):
-        if a.ref is not None and a.ref() is base and a.freed is None:
-          a.arena = True
-          break
-    self.allocs.append(Alloc(addr, addr + int(b.nbytes), str(b.dtype.name), int(b.size), str(b.device), user_site(3), self.cap.steps(),
-                             view=view, ref=weakref.ref(b)))
+      if (a := self._live.get(id(base))) is not None and a.ref is not None and a.ref() is base and a.freed is None: a.arena = True
+    a = Alloc(addr, addr + int(b.nbytes), str(b.dtype.name), int(b.size), str(b.device), user_site(3), self.cap.steps(), view=view,
+              ref=weakref.ref(b))
+    self.allocs.append(a)
+    self._live[id(b)] = a
 
   def freed(self, b) -> None:
-    for a in reversed(self.allocs):
-      if a.ref is not None and a.ref() is b and a.freed is None:
-        a.freed = self.cap.steps()
-        break
+    if (a := self._live.pop(id(b), None)) is not None and a.ref is not None and a.ref() is b and a.freed is None:
+      a.freed = self.cap.steps()
     self._freed += 1
     if self._freed > 2 * KEPT:   # (a long run: the live Buffers and the latest KEPT freed ones, memory bounded by them)
       freed = [a for a in self.allocs if a.freed is not None]
       drop = {id(a) for a in freed[:len(freed) - KEPT]}
       self.allocs = [a for a in self.allocs if id(a) not in drop]
+      for k in [k for k, a in self._live.items() if a.ref is None or a.ref() is None]: del self._live[k]   # (Buffers gone unfreed)
       self._freed = KEPT
 
   # ---- naming

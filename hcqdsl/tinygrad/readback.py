@@ -21,15 +21,18 @@ def _skip_dirs() -> tuple:
     _SKIP = (str(pathlib.Path(tinygrad.__file__).resolve().parent), str(pathlib.Path(__file__).resolve().parents[1]), "<")
   return _SKIP
 
+_USER: dict = {}   # file name -> is it the user's (user_site's rule; decided once per file)
+
 def user_site(depth: int = 2) -> tuple:
   """(file, line, source) of the innermost frame outside tinygrad, hcqdsl and Python's library: the user's line."""
   import linecache
   f: Optional[FrameType] = sys._getframe(depth)
-  skip = _skip_dirs()
   while f is not None:
     fn = f.f_code.co_filename
-    if not fn.startswith(skip) and "site-packages" not in fn and "/lib/python3" not in fn and "/mockgpu/" not in fn:
-      return fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip()
+    user = _USER.get(fn)
+    if user is None:
+      user = _USER[fn] = not fn.startswith(_skip_dirs()) and "site-packages" not in fn and "/lib/python3" not in fn and "/mockgpu/" not in fn
+    if user: return fn, f.f_lineno, linecache.getline(fn, f.f_lineno).strip()
     f = f.f_back
   return "?", 0, ""
 
