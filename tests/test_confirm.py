@@ -55,7 +55,7 @@ def test_hcq2_unordered_copy_is_confirmed():
   # docs/findings/hcq2-cross-device-reuse.md's assign case: device 1 reads t, device 0's copy queue then writes t
   r = run_hcqdsl("sanitize", "--confirm", "--confirm-limit", "1", "--format", "json", WORKLOADS / "hcq2_assign.py", hcq2=True)
   rep = report(r)
-  assert _statuses(rep) == ["confirmed", "not-tried"]
+  assert _statuses(rep) == ["confirmed"]   # (the race in each call is one finding: one report per bug)
   d = rep["findings"][0]["confirmation"]["differences"][0]
   assert d["what"].startswith(f"read 2, float[16] on AMD:1 at {WORKLOADS / 'hcq2_assign.py'}:16")
   assert (d["values"], d["total"], d["got"], d["want"]) == (16, 16, "5.0", "3.0")   # call 1 reads t's next value (2 * 2 + 1)
