@@ -56,7 +56,10 @@ def test_a_campaign_from_the_cli(tmp_path):
   assert out["summary"].startswith("1 programs, ") and out["programs"] == 1 and len(out["results"]) == 1
   res = out["results"][0]
   assert res["path"] == "classic" and (tmp_path / "results.jsonl").is_file() and (tmp_path / "prog_1_0.py").read_text() == generate(1, 0)
-  assert res["right"] is True and all(f["status"] in ("confirmed", "not-observed", "not-tried") for f in res["findings"])
+  assert all(f["status"] in ("confirmed", "not-observed", "not-tried") for f in res["findings"])
+  # no wrong numbers unreported: where tinygrad computes wrong (seed 1's program 0 is stale-jit-copy's tensor-parallel
+  # case, docs/fuzz.md) a finding is confirmed; where it computes right, nothing is
+  assert (res["right"] is False) == any(f["status"] == "confirmed" for f in res["findings"]) and res["right"] is not None, res
 
 def test_fuzz_usage():
   from cli_run import cli

@@ -93,7 +93,9 @@ def test_hcq2_jit_new_inputs(tmp_path):
   # 3 launches of the graph (the default lift: between the steps before and after them); the batch and its finalizer:
   # one ring, in ring order
   assert (2, 4) in {q.launches for q in prog.queues} and "fifo_" in text
-  assert {k.name for k in prog.kernels} == {"E_4_4", "E_4_4_2"}
+  # (the graph's two kernels; the default lift also holds the eager call's steps, whose code tinygrad loaded apart)
+  names = {k.name for k in prog.kernels}
+  assert {"E_4_4", "E_4_4_2"} <= names and all(n.startswith("E_4_4") for n in names), names
   (w,) = _host_writes(prog)
   assert w.dst.buffer.name in {b.name for b in prog.buffers if b.device is None} and len({d.values for d in w.launch_inits}) == 3, text[:3000]
 

@@ -110,7 +110,7 @@ def test_hcq2_sanitize_dp_adam_race_is_the_finding(tmp_path):
   assert len(reports[0]["findings"]) == len(races) and 1 <= len(races) <= 2, reports[0]["findings"]
   for race in races:
     cmds = sorted((c["what"].split(" ")[0], c["device"], c["stack"][-1][1]) for c in race["commands"])
-    assert cmds == [("copy", "AMD", 34), ("kernel", "AMD:1", 33)], race   # dp_adam.py:34 is y's shard, :33 x's
+    assert cmds == [("copy", "AMD", 37), ("kernel", "AMD:1", 36)], race   # dp_adam.py:37 is y's shard, :36 x's
   assert reports[1]["ok"] and reports[1]["findings"] == [], reports[1]
 
 def test_patches_apply_to_installed_tinygrad():
