@@ -5,9 +5,9 @@ executions against each other: the direct one (writes not run) equals the loop w
 from hypothesis import given, settings, HealthCheck, strategies as st
 from hcqdsl import parse
 from hcqdsl.check.unroll import unroll
-from hcqdsl.check.hb import happens_before, execute_direct, execute_loop
-import numpy as np
+from hcqdsl.check.hb import happens_before, execute_direct
 from check_gen import programs
+from check_agree import same_execution
 import hb_sequential
 
 def compare(text: str, launches: int) -> dict:
@@ -25,15 +25,6 @@ def compare(text: str, launches: int) -> dict:
     assert (k is None) == (kind == 0) and (k is None or (kacc[0] == acc[0] and kacc[1] < acc[2] and acc[1] < kacc[2])), text
   return {"races": bool(new.races), "vis": bool(new.vis), "exact": new.exact, "direct": same_execution(unroll(prog, launches), text)}
 
-def same_execution(u, text) -> bool:
-  """The direct execution, when it takes the program, equals the loop's: the same outcome and the same clock rows
-  (numbered differently: compared by the step from which each holds). True when it took it."""
-  d, l = execute_direct(u), execute_loop(u)
-  if d is None: return False
-  for f in ("done", "values", "blocked", "violations", "wstats", "vc"): assert getattr(d, f) == getattr(l, f), (f, text)
-  od, ol = np.argsort(d.held, kind="stable"), np.argsort(l.held, kind="stable")
-  assert (d.held[od] == l.held[ol]).all() and (d.clock[od] == l.clock[ol]).all(), text
-  return True
 
 SLICES = ["", "[0:32]", "[32:64]", "[0:64]", "[16:48]"]
 

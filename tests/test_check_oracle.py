@@ -6,12 +6,8 @@ import pytest
 from hypothesis import given, settings, HealthCheck, strategies as st
 from hcqdsl import parse
 from hcqdsl.check import check
-from hcqdsl.check.unroll import unroll
-from hcqdsl.check.hb import happens_before
-from hcqdsl.check.explore import explore
-from hcqdsl.check.passes import deadlock_diags, Findings, DeadlockAnalysis, RaceAnalysis
-from hcqdsl.check.findings import Stuck
 from check_gen import programs
+from check_agree import compare_hb_explorer
 from reference import verdicts, from_diagnostics
 from oracle_campaign import CODES, agree, campaign
 
@@ -59,27 +55,6 @@ def test_analyze_total_on_bigger_programs(data, launches):
   ds = analyze(parse(text, "gen.hcq"), launches, max_states=200)
   assert all(d.span is not None or d.code in ("incomplete", "race") for d in ds)
   assert sum(d.code == "incomplete" for d in ds) <= 1
-
-def _lines(diags): return {(d.code, d.span.line) for d in diags}
-
-def compare_hb_explorer(text: str, launches: int, max_states: int = 60_000):
-  """Symbolic programs (outside tests/reference.py's language): the happens-before pass against the skeleton
-  explorer inside the fragment. None if exploration was cut short."""
-  prog = parse(text, "gen.hcq")
-  u = unroll(prog, launches)
-  t = happens_before(u)
-  e = explore(u, max_states)
-  if not e.complete: return None
-  if t.exact:
-    fast_dl = {key for key, _, _ in deadlock_diags(u, t.done, t.values)} if t.blocked else set()
-    slow_dl = {key for s in e.deadlocks for key, _, _ in deadlock_diags(u, s.done, s.values)}
-    assert (fast_dl, set(t.races)) == (slow_dl, set(e.races)), text
-    assert not e.signal_races and not e.nonmono, text
-    fast = Findings(deadlocks=[Stuck(t.done, t.values)] if t.blocked else [], races=t.races)
-    slow = Findings(deadlocks=e.deadlocks, races=e.races)
-    fast, slow = ([d for p in (DeadlockAnalysis(), RaceAnalysis()) for d in p.run(u, f)] for f in (fast, slow))
-    assert _lines(fast) == _lines(slow), text
-  return t.exact
 
 def test_hb_matches_explorer_symbolic():
   """Symbolic launches (listed var values, rebound and rewritten buffers, patched kernel arguments) in both the

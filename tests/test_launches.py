@@ -118,29 +118,9 @@ def test_hb_executions_and_explorer_agree_with_clauses():
   """Symbolic programs with clauses (listed vars, rebound and rewritten buffers, patched kernel arguments): the direct
   execution equals the loop wherever it takes a program, and happens-before equals the skeleton explorer."""
   from hypothesis import given, settings, HealthCheck, strategies as st
-  import numpy as np
   from hcqdsl.check.unroll import unroll
-  from hcqdsl.check.hb import happens_before, execute_direct, execute_loop
-  from hcqdsl.check.explore import explore
-  from hcqdsl.check.passes import deadlock_diags
   from check_gen import programs
-  def same_execution(u, text) -> bool:   # (as tests/test_check_hb.py: the direct execution, where it takes one, is the loop's)
-    d, l = execute_direct(u), execute_loop(u)
-    if d is None: return False
-    for f in ("done", "values", "blocked", "violations", "wstats", "vc"): assert getattr(d, f) == getattr(l, f), (f, text)
-    od, ol = np.argsort(d.held, kind="stable"), np.argsort(l.held, kind="stable")
-    assert (d.held[od] == l.held[ol]).all() and (d.clock[od] == l.clock[ol]).all(), text
-    return True
-  def compare_hb_explorer(text, launches):   # (as tests/test_check_oracle.py: inside the fragment, the same verdicts)
-    u = unroll(hcqdsl.parse(text, "gen.hcq"), launches)
-    t, e = happens_before(u), explore(u, 60_000)
-    if not e.complete: return None
-    if t.exact:
-      fast = {key for key, _, _ in deadlock_diags(u, t.done, t.values)} if t.blocked else set()
-      slow = {key for x in e.deadlocks for key, _, _ in deadlock_diags(u, x.done, x.values)}
-      assert (fast, set(t.races)) == (slow, set(e.races)), text
-      assert not e.signal_races and not e.nonmono, text
-    return t.exact
+  from check_agree import same_execution, compare_hb_explorer
   seen = {"total": 0, "direct": 0, "explorer": 0, "partial": 0}
   @settings(max_examples=120, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck))
   @given(st.data(), st.integers(1, 3))
