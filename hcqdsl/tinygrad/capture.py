@@ -9,7 +9,7 @@ classic HCQ/HCQGraph (`AMDQueueDesc.signal_doorbell`) and hcq2 (`HCQ2=1`: each h
 queues' write pointers before and after). Recording only reads: every wrapped method calls tinygrad's own with the
 same arguments. The manifest's format is docs/lift.md's; `hcqdsl lift` turns it into a checkable program."""
 from __future__ import annotations
-import bisect, ctypes, functools, gc, hashlib, importlib, json, pathlib, sys, time, types
+import bisect, ctypes, functools, gc, hashlib, importlib, importlib.abc, importlib.util, json, pathlib, sys, time, types
 from typing import Optional
 import attrs
 import numpy as np
@@ -22,9 +22,11 @@ from .shapes import Shapes, Shape
 
 __all__ = ["capture", "Capture", "Ring", "user_frames", "user_stack", "source"]
 
-# the recorders of other vendors' queues, each a module of this package with `install(cap)`: called on entering a
-# capture, they record through Capture's public methods (device, add_allocation, use, remember, note_signal, ...)
-VENDOR_RECORDERS = ("capture_nv",)
+# the recorders of other vendors' queues: a module of this package with `install(cap)` -> the tinygrad runtime it hooks.
+# Installed on entering a capture when tinygrad has imported that runtime already, else when it does (an AMD program
+# never imports ops_nv and its generated headers, ~15 MiB: a capture must not either); they record through Capture's
+# public methods (device, add_allocation, use, remember, note_signal, ...)
+VENDOR_RECORDERS = {"capture_nv": "tinygrad.runtime.ops_nv"}
 
 U64 = (1 << 64) - 1
 KEPT = 8192   # what a bounded capture keeps per address or shape, at most (the oldest go first)
@@ -128,6 +130,29 @@ def user_frames(skip: tuple = (), stack: Optional[list] = None) -> list:
 def ring_words(addr: int, n: int) -> np.ndarray:
   """A ring's memory (n dwords at addr) as an array, read in place."""
   return np.ctypeslib.as_array((ctypes.c_uint32 * n).from_address(addr))
+
+class _OnImport:
+  """A meta-path finder that calls `then()` once module `name` has been imported (and is only watching: the module is
+  found and loaded by the finders after it, as it would be without it)."""
+  def __init__(self, name: str, then):
+    self.name, self.then, self.busy = name, then, False
+  def find_spec(self, fullname: str, path=None, target=None):
+    if fullname != self.name or self.busy: return None
+    self.busy = True
+    try: spec = importlib.util.find_spec(fullname)
+    finally: self.busy = False
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"): return spec
+    loader, then = spec.loader, self.then
+    class Watched(importlib.abc.Loader):   # (the loader's own, then `then`; a finder must not patch a shared loader)
+      def __getattr__(self, name): return getattr(loader, name)   # (get_source, is_package, ...: the loader's)
+      def create_module(self, spec): return loader.create_module(spec)
+      def exec_module(self, module):
+        loader.exec_module(module)
+        if self_ in sys.meta_path: sys.meta_path.remove(self_)
+        then()
+    self_ = self
+    spec.loader = Watched()
+    return spec
 
 class Meter:
   """hcqdsl's own CPU time inside its hooks (`hcqdsl sanitize --stats`, docs/sanitize.md "Cost"): thread CPU time, from
@@ -241,6 +266,8 @@ class Capture:
     self.path_kind: Optional[str] = None
     self._submissions = 0
     self._saved: list = []
+    self._cpu_memory = True     # record allocations of tinygrad's CPU device (not on classic HCQ: _register_alloc)
+    self._watchers: list = []   # vendor recorders waiting for tinygrad to import their runtime (_OnImport)
     self._in_init = 0
     self._skip = ()
     self._puts: dict = {}     # id(queue object) -> its write pointer when the capture started
@@ -276,6 +303,10 @@ class Capture:
     return self.devices[id(dev)]["name"]
 
   def _register_alloc(self, b) -> None:
+    # (classic HCQ: tinygrad's CPU device's memory is no AMD or NV packet's — its copies to a GPU go through the GPU's own
+    # staging memory —, and tinygrad's mock GPU allocates it for every wave it emulates: passed by. hcq2's submitter
+    # runs on a CPU-side device whose memory its queues do use)
+    if not self._cpu_memory and type(getattr(b, "owner", None)).__name__ == "CPUDevice": return
     try: addr, size = int(b.va_addr), int(b.size)
     except (TypeError, ValueError, AttributeError): return
     if size <= 0 or getattr(b, "_base", None) is not None: return
@@ -723,6 +754,7 @@ class Capture:
     from tinygrad.runtime import ops_amd
     Capture._active = self
     self._skip = _tinygrad_dirs()
+    hcq2 = self._cpu_memory = "extra.hcq2.ops_amd2" in sys.modules  # HCQ2=1: ops_amd's names are ops_amd2's (no HWQueue, no AMDProgram)
     try:
       for obj in gc.get_objects():  # what exists already: allocations, programs, rings' write pointers
         t = type(obj)
@@ -732,8 +764,13 @@ class Capture:
           try: self._puts[id(obj)] = int(obj.put_value) if isinstance(obj.put_value, int) else int(obj.put_value._buf.cpu_view().view(fmt='Q')[0])
           except Exception: pass
       self._programs_modes()
-      self.wrap(HCQBuffer, "__init__", after=lambda b, *a, **k: self._register_alloc(b))
-      hcq2 = "extra.hcq2.ops_amd2" in sys.modules  # HCQ2=1: ops_amd's names are ops_amd2's (no HWQueue, no AMDProgram)
+      init, meter, cpu = HCQBuffer.__dict__["__init__"], self.meter, self._cpu_memory
+      def buffer_init(b, *a, **kw):   # (as `wrap`, with _register_alloc's first test before the meter: the mock GPU's
+        init(b, *a, **kw)             # CPU buffers for its waves are thousands a second, and a meter costs more than the test)
+        if cpu or type(getattr(b, "owner", None)).__name__ != "CPUDevice":
+          with meter: self._register_alloc(b)
+      setattr(buffer_init, "__wrapped__", init)
+      self.replace(HCQBuffer, "__init__", buffer_init)
       if not hcq2:
         self.wrap(ops_amd.AMDProgram, "__init__", after=lambda p, *a, **k: self._register_program(p))
         self.wrap(ops_amd.AMDQueueDesc, "signal_doorbell", before=self._on_doorbell)
@@ -750,7 +787,12 @@ class Capture:
       self._saved.append((HCQSignal, "value", prop))
       if hcq2: self._install_hcq2()
       else:
-        for m in VENDOR_RECORDERS: importlib.import_module(f"{__package__}.{m}").install(self)
+        for m, runtime in VENDOR_RECORDERS.items():
+          install = importlib.import_module(f"{__package__}.{m}").install
+          if runtime in sys.modules: install(self)
+          else:
+            self._watchers.append(w := _OnImport(runtime, functools.partial(install, self)))
+            sys.meta_path.insert(0, w)
     except Exception:
       self._restore()
       raise
@@ -789,6 +831,9 @@ class Capture:
     capture_hcq2.install(self)
 
   def _restore(self):
+    for w in self._watchers:
+      if w in sys.meta_path: sys.meta_path.remove(w)
+    self._watchers.clear()
     for cls, name, orig in reversed(self._saved): setattr(cls, name, orig)
     self._saved.clear()
     Capture._active = None
