@@ -266,6 +266,7 @@ class Capture:
     self.path_kind: Optional[str] = None
     self._submissions = 0
     self._saved: list = []
+    self._staging: dict = {}     # id(device) -> (its allocator's staging buffers, how many, their spans)
     self._cpu_memory = True     # record allocations of tinygrad's CPU device (not on classic HCQ: _register_alloc)
     self._watchers: list = []   # vendor recorders waiting for tinygrad to import their runtime (_OnImport)
     self._in_init = 0
@@ -594,7 +595,10 @@ class Capture:
     """Classic HCQ's staged chunks a copy reads: the host's writes of them come first (as `_staged` says)."""
     if ring.engine != "copy" or self.path_kind != "hcq": return
     bufs = getattr(getattr(dev, "allocator", None), "b", None) or ()
-    spans = [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")]
+    got = self._staging.get(id(dev))
+    if got is None or got[0] is not bufs or got[1] != len(bufs):   # (the allocator's staging buffers: made once)
+      got = self._staging[id(dev)] = (bufs, len(bufs), [(int(b.va_addr), int(b.size)) for b in bufs if hasattr(b, "va_addr")])
+    spans = got[2]
     for _, f in facts:
       if f.kind == "copy" and any(a <= f.addr and f.addr + f.size <= a + sz for a, sz in spans): self.host_write(f.addr, None, f.size, staged=True)
 
@@ -702,7 +706,8 @@ class Capture:
     if new <= old: return
     dws = pointer_dwords(engine, old, new)
     if self.shapes is not None and isinstance(getattr(ring_dw, "addr", None), int):   # (sanitize: the ring's memory as an array)
-      self.submit(ring, ring_words(ring_dw.addr, n)[np.arange(dws.start, dws.stop) % n], dev, "hcq")
+      words, lo, k = ring_words(ring_dw.addr, n), dws.start % n, dws.stop - dws.start   # (a copy: the ring is written again)
+      self.submit(ring, words[lo:lo + k].copy() if lo + k <= n else np.concatenate([words[lo:], words[:lo + k - n]]), dev, "hcq")
       return
     self.submit(ring, [int(ring_dw[i % n]) & U32_MAX for i in dws], dev, "hcq")
 
