@@ -72,8 +72,7 @@ def canon(live, order: list, final: bool) -> tuple:
   ra = acid[ainv] if len(base) else base
   lohi = np.concatenate([r[2] for r in rs]).reshape(-1, 2) if rs else np.zeros((0, 2), dtype=np.int64)
   desc: dict = {}
-  for r in rs:
-    for b, d in r[5].items(): desc.setdefault(b, d)
+  for r in reversed(rs): desc.update(r[5])   # (each allocation's description as its first step has it)
   adesc = [desc[b] for b in ab[np.argsort(afirst, kind="stable")].tolist()]
   ends_c = np.concatenate([ra, ra, np.arange(len(adesc)), np.arange(len(adesc))])
   ends_v = np.concatenate([lohi[:, 0], lohi[:, 1], np.zeros(len(adesc), dtype=np.int64), np.asarray([d[0] if d[0] != "raw" else d[1]
@@ -82,7 +81,8 @@ def canon(live, order: list, final: bool) -> tuple:
   n = len(ra)
   mem = np.stack([ra, orank[:n], orank[n:2 * n]]) if n else np.zeros((3, 0), dtype=np.int64)
   sids = tuple(r[6] for r in rs)
-  olds = tuple(live.old_key(g) for g in order)
+  old = live.old
+  olds = tuple(live.old_key(g) if g in old else () for g in order)
   counts = np.asarray([[len(r[1]), len(r[3])] for r in rs], dtype=np.int64)
   rings = {e["queue"] for e in recs if e["op"] == "submit"} | set(live.run.stubs)
   low: dict = {}   # ring -> the lowest number among its submissions in the window
@@ -209,7 +209,8 @@ def _dispatch(live, mems: dict, f, mem, arefs: list, blocks: dict) -> tuple:
   k = live.cap.kernels.get(f.addr)
   blk = mems.get(f.kargs)
   got = live.dispatches.get((f.addr, f.kargs))
-  if got is not None and got[0] is blk and got[1] is k and got[6] == _modes(k):
+  modes = _modes(k)
+  if got is not None and got[0] is blk and got[1] is k and got[6] == modes:
     live.dispatches.move_to_end((f.addr, f.kargs))
     arefs += got[3]
     if got[4] is not None: blocks[f.kargs] = got[4]
@@ -221,7 +222,7 @@ def _dispatch(live, mems: dict, f, mem, arefs: list, blocks: dict) -> tuple:
   if k is None: out = ("d", None)
   else:
     sig = k["signature"]
-    kid = (live.kernel_id(k), _modes(k))
+    kid = (live.kernel_id(k), modes)
     bufs, scal = [x for x in sig if x.get("name") is None], [x for x in sig if x.get("name") is not None]
     need = kernarg_layout([8] * len(bufs) + [x.get("bytes") or 4 for x in scal])[1]
     if blk is None or len(blk) < need: out = ("d", kid, "unrecorded")
@@ -230,7 +231,7 @@ def _dispatch(live, mems: dict, f, mem, arefs: list, blocks: dict) -> tuple:
       mem(f.kargs, need, arefs)
       for i, x in enumerate(bufs): mem(int.from_bytes(blk[8 * i:8 * i + 8], "little"), x.get("bytes") or 1, arefs)
       out = ("d", kid, len(bufs))
-  live.dispatches[(f.addr, f.kargs)] = (blk, k, 0, arefs[mark:], block, out, _modes(k))
+  live.dispatches[(f.addr, f.kargs)] = (blk, k, 0, arefs[mark:], block, out, modes)
   while len(live.dispatches) > DISPATCHES: live.dispatches.popitem(last=False)
   return out
 

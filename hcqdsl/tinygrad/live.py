@@ -331,11 +331,11 @@ class Live:
     cn, key = canon(self, order, final)
     t = self.templates.get(key) if key is not None else None
     calls = (min(self.rec[g].get("call", 0) for g in order[-new:]), max(self.rec[g].get("call", 0) for g in order[-new:])) if new else (0, 0)
-    if t is not None and not VERIFY and self.reusable(t, cn):
+    if t is not None and not VERIFY and (found := self.reusable(t, cn)) is not None:
       self.templates.move_to_end(key)
       self.templates_hit += 1
       self.log.append(("template", calls, len(order)))
-      return self.commit(t, cn, final, own=False)
+      return self.commit(t, cn, final, own=False, found=found)
     self.log.append(("verified" if t is not None else "checked", calls, len(order)))
     out = self.outcome(order, cn, final)
     if out is None:
@@ -347,10 +347,11 @@ class Live:
       while len(self.templates) > TEMPLATES: self.templates.popitem(last=False)
     return self.commit(out, cn, final)
 
-  def reusable(self, t: "Outcome", cn: Canon) -> bool:
-    """A template's reports, read back in this window, count only bugs already reported (a new one is checked, so its
-    report quotes its own program)."""
-    return all(self.known(self.rebuilt(f, cn)) for f, _ in t.reports)
+  def reusable(self, t: "Outcome", cn: Canon) -> Optional[list]:
+    """A template's reports read back in this window, when they count only bugs already reported (else None: a new one
+    is checked, so its report quotes its own program)."""
+    found = [self.rebuilt(f, cn) for f, _ in t.reports]
+    return found if all(self.known(f) for f in found) else None
 
   def outcome(self, order: list, cn: Canon, final: bool) -> Optional["Outcome"]:
     """Lift and check the live part; what to report, hold, note and forget, in the window's canonical terms."""
@@ -463,16 +464,16 @@ class Live:
       cmds.append(attrs.evolve(c, stack=stack, step=g))
     return attrs.evolve(f, commands=cmds)
 
-  def occurrence(self, f: Finding, at: tuple, cn: Canon) -> Occurrence:
+  def occurrence(self, f: Finding, at: tuple, cn: Canon, rebuilt: Optional[Finding] = None) -> Occurrence:
     events = tuple((cn.order[p], k) for p, k in at)
     g = events[0][0] if events else None
-    return Occurrence(self.rebuilt(f, cn), events, self.rec[g].get("call", 0) if g in self.rec else 0)
+    return Occurrence(rebuilt or self.rebuilt(f, cn), events, self.rec[g].get("call", 0) if g in self.rec else 0)
 
-  def commit(self, out: "Outcome", cn: Canon, final: bool, own: bool = True) -> list:
+  def commit(self, out: "Outcome", cn: Canon, final: bool, own: bool = True, found: Optional[list] = None) -> list:
     """Report, hold, note and forget as `out` says (in this window's terms; `own`: the window's own check's outcome,
-    whose values are its own, else a template's, whose values are ranks here)."""
+    whose values are its own, else a template's, whose values are ranks here; `found`: its reports read back already)."""
     self.checks += 1
-    occs = [self.occurrence(f, at, cn) for f, at in out.reports]
+    occs = [self.occurrence(f, at, cn, found[i] if found is not None else None) for i, (f, at) in enumerate(out.reports)]
     for pos, f, at in out.holds: self.first_wait[self.rec[cn.order[pos]]["queue"]] = self.occurrence(f, at, cn)
     occs, self.released = self.released + occs, []
     for x in out.incomplete: self.incomplete[x] = self.incomplete.get(x, 0) + 1

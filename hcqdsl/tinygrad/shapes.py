@@ -75,6 +75,8 @@ class Shape:
         self.facts.append((n, Fact("dispatch", d.program, kargs=d.kernargs)))
         for w in (d.program_at, d.program_at + 1, d.kernargs_at, d.kernargs_at + 1): self.sites[w] = ("dispatch", i, d.program_at, d.kernargs_at)
         for w in range(d.grid_at, d.grid_at + 3): self.sites[w] = ("grid",)   # (a grid's dims order nothing)
+    self.fixed = np.ones(len(words), dtype=bool)   # the dwords that are no site: a submission of this shape has them all
+    self.fixed[[d for d in self.sites if 0 <= d < len(words)]] = False
 
   def refacts(self, words: np.ndarray, changed: np.ndarray) -> Optional[list]:
     """The facts of `words`, equal to this shape's but at `changed` (dwords that differ): None when one of them is no
@@ -124,7 +126,9 @@ class Shapes:
     for n, s in enumerate(cands):
       words = self.expanded(s, ring_words)
       if words is None or len(words) != len(s.words): continue
-      changed = np.flatnonzero(words != s.words)
+      diff = words != s.words
+      if (diff & s.fixed).any(): continue   # (a dword that is no site differs: another shape, told apart in numpy)
+      changed = np.flatnonzero(diff)
       facts = s.refacts(words, changed) if len(changed) else s.facts
       if facts is None: continue
       if n: cands.insert(0, cands.pop(n))
