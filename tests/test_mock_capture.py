@@ -227,3 +227,45 @@ def test_default_lift_finds_what_whole_and_folded_find(tmp_path, workload, hcq2,
   # --whole also reports, after a deadlock, what the ring's later submissions would do: the ring runs them in order,
   # which the default lift keeps and --whole does not (each submission a queue of its own)
   assert not r["after_deadlock"]["whole"] or "deadlock" in codes, r["after_deadlock"]
+
+# what a capture loads and records beside the run (issue 39: an AMD run's capture imported ops_nv and its generated
+# headers, ~15 MiB of a sanitized run's resident memory, and recorded every CPU buffer tinygrad's mock GPU allocates
+# for the waves it emulates, thousands a second)
+CAPTURE_FOOTPRINT = r'''
+import sys, json
+from tinygrad import Tensor, Device
+from tinygrad.device import Buffer
+from tinygrad.dtype import dtypes
+import hcqdsl
+finders = list(sys.meta_path)
+with hcqdsl.capture() as cap:
+  out = (Tensor([1.0, 2.0, 3.0]) + 1).numpy()
+  cpu = Buffer("CPU", 16, dtypes.float32).ensure_allocated()
+  cpu_addr = int(cpu._buf.va_addr)
+  nv_loaded_inside = "tinygrad.runtime.ops_nv" in sys.modules
+print(json.dumps({"nv_loaded": nv_loaded_inside, "finders_restored": sys.meta_path == finders, "out": out.tolist(),
+                  "cpu_recorded": cap.find(cpu_addr) is not None, "devices": sorted(d["arch"] for d in cap.devices.values())}))
+'''
+
+@pytest.mark.parametrize("hcq2", [False, pytest.param(True, marks=pytest.mark.slow)], ids=["classic", "hcq2"])
+def test_an_amd_capture_loads_no_nv_runtime_and_records_no_cpu_buffer(tmp_path, hcq2):
+  """An AMD run's capture does not import tinygrad's NV runtime (it is installed when tinygrad imports it: the NV tests
+  open their device inside the capture), leaves Python's import finders as they were, and on classic HCQ records no
+  buffer of tinygrad's CPU device (no AMD packet reads one; hcq2's submitter runs on a CPU-side device, so there it does)."""
+  import json, subprocess, sys
+  from mock_gpu import env
+  (tmp_path / "s.py").write_text(CAPTURE_FOOTPRINT)
+  r = subprocess.run([sys.executable, str(tmp_path / "s.py")], capture_output=True, text=True, env=env(hcq2), timeout=600)
+  assert r.returncode == 0, r.stderr[-3000:]
+  got = json.loads(r.stdout.strip().splitlines()[-1])
+  assert got == {"nv_loaded": False, "finders_restored": True, "out": [2.0, 3.0, 4.0], "cpu_recorded": hcq2, "devices": ["gfx1100"]}, got
+
+def test_an_nv_capture_installs_its_recorder_when_tinygrad_imports_ops_nv(tmp_path):
+  """The NV recorder waits for tinygrad to import ops_nv, then records: the device opened inside the capture is there."""
+  import json, subprocess, sys
+  from mock_gpu import env, NV
+  (tmp_path / "s.py").write_text(CAPTURE_FOOTPRINT)
+  r = subprocess.run([sys.executable, str(tmp_path / "s.py")], capture_output=True, text=True, env=env(**NV), timeout=600)
+  assert r.returncode == 0, r.stderr[-3000:]
+  got = json.loads(r.stdout.strip().splitlines()[-1])
+  assert got["nv_loaded"] and got["finders_restored"] and got["devices"] and all(a.startswith("sm_") for a in got["devices"]), got
