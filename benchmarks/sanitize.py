@@ -48,7 +48,10 @@ def main():
   ap.add_argument("--out", default="sanitize-bench.json")
   ap.add_argument("--table", metavar="RESULTS", help="print the table of a results file")
   a = ap.parse_args()
-  if a.table: return table(json.loads(pathlib.Path(a.table).read_text()))
+  if a.table:
+    results = json.loads(pathlib.Path(a.table).read_text())
+    table(results)
+    return curves(results)
   if (why := unavailable()): sys.exit(f"benchmarks/sanitize.py: {why}")
   out = pathlib.Path(a.out)
   results = json.loads(out.read_text()) if out.exists() else {}
@@ -68,6 +71,7 @@ def main():
         out.write_text(json.dumps(results, indent=1))
         print(f"{path:7s} {calls:6d} {which:8s} {r['wall_s']:9.1f} s {r['peak_rss_mib']:7.0f} MiB", flush=True)
   table(results)
+  curves(results)
 
 def table(results: dict) -> None:
   print("| calls | path | plain | sanitize | × | plain RSS | sanitize RSS | × | submissions | warnings (distinct) | "
@@ -81,5 +85,23 @@ def table(results: dict) -> None:
     print(f"| {int(calls):,} | {path} | {p['wall_s']:.1f} s | {s['wall_s']:.1f} s | {s['wall_s'] / p['wall_s']:.2f} | "
           f"{p['peak_rss_mib']:.0f} MiB | {s['peak_rss_mib']:.0f} MiB | {s['peak_rss_mib'] / p['peak_rss_mib']:.2f} | {s['submissions']:,} | "
           f"{s['warnings']} | {st['graph'] or 0:,.0f} µs / {st['eager'] or 0:,.0f} µs |")
+
+def curves(results: dict) -> None:
+  """The RSS curves (MiB at each tenth of the run) of the runs of 1,000 calls or more, plain and sanitized side by side,
+  with their difference: hcqdsl's share of the process's memory as the run goes (docs/sanitize.md)."""
+  for key in sorted({tuple(k.split("/")[:2]) for k in results}, key=lambda x: (x[0], int(x[1]))):
+    path, calls = key[0], int(key[1])
+    runs = {w: results.get(f"{path}/{calls}/{w}") for w in ("plain", "sanitize")}
+    if calls < 1000 or not any(runs.values()): continue
+    at = {w: {c: kib / 1024 for c, kib in (r or {}).get("curve_kib", [])} for w, r in runs.items()}
+    points = sorted(set(at["plain"]) | set(at["sanitize"]))
+    points = [c for c in points if c % max(1, calls // 10) == 0 or c == points[-1]]
+    print(f"\n{path}, {calls:,} calls: resident memory (MiB) at call")
+    print("| | " + " | ".join(f"{c:,}" for c in points) + " |")
+    print("| --- |" + " ---: |" * len(points))
+    for w in ("plain", "sanitize"):
+      print(f"| {w} | " + " | ".join(f"{at[w][c]:.0f}" if c in at[w] else "" for c in points) + " |")
+    print("| sanitize − plain | " + " | ".join(f"{at['sanitize'][c] - at['plain'][c]:.0f}" if c in at["plain"] and c in at["sanitize"] else ""
+                                             for c in points) + " |")
 
 if __name__ == "__main__": main()
