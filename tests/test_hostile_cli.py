@@ -372,8 +372,11 @@ def children(pid: int) -> list:
 def test_an_interrupted_run_ends_its_looping_kernel(tmp_path):
   (tmp_path / "loop.hcq").write_text(LOOP)
   e = {**os.environ, "PYTHONPATH": str(ROOT)}
+  # (SIGINT's default action in the run, whatever the test runner's: a shell starts a background job with it ignored,
+  # and the run would inherit that and never see the interrupt)
   p = subprocess.Popen([sys.executable, "-m", "hcqdsl", "run", "loop.hcq", "--kernel-timeout", "1e10"], cwd=tmp_path, env=e,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
   worker = None
   try:
     for _ in range(600):   # the worker process is forked at the first kernel call
