@@ -140,6 +140,7 @@ class _OnImport:
     if fullname != self.name or self.busy: return None
     self.busy = True
     try: spec = importlib.util.find_spec(fullname)
+    except Exception: return None   # (the finders after this one say so again, to the importer)
     finally: self.busy = False
     if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"): return spec
     loader, then = spec.loader, self.then
@@ -149,7 +150,8 @@ class _OnImport:
       def exec_module(self, module):
         loader.exec_module(module)
         if self_ in sys.meta_path: sys.meta_path.remove(self_)
-        then()
+        try: then()
+        except Exception: pass   # (a recorder that cannot install records nothing; the program's import goes on)
     self_ = self
     spec.loader = Watched()
     return spec
