@@ -131,6 +131,16 @@ def ring_words(addr: int, n: int) -> np.ndarray:
   """A ring's memory (n dwords at addr) as an array, read in place."""
   return np.ctypeslib.as_array((ctypes.c_uint32 * n).from_address(addr))
 
+def ring_span(words: np.ndarray, dws: range) -> np.ndarray:
+  """The dwords `dws` (pointer_dwords': counted from the ring's start, not wrapped) of a ring's memory `words`, wrapped,
+  as a copy (the ring is written again)."""
+  n, lo, k = len(words), dws.start % len(words), dws.stop - dws.start
+  return words[lo:lo + k].copy() if lo + k <= n else np.concatenate([words[lo:], words[:lo + k - n]])
+
+def _cpu_buffer(b) -> bool:
+  """Is HCQBuffer `b` tinygrad's CPU device's (classic HCQ records none: `_register_alloc`)?"""
+  return type(getattr(b, "owner", None)).__name__ == "CPUDevice"
+
 class _OnImport:
   """A meta-path finder that calls `then()` once module `name` has been imported (and is only watching: the module is
   found and loaded by the finders after it, as it would be without it)."""
@@ -309,7 +319,7 @@ class Capture:
     # (classic HCQ: tinygrad's CPU device's memory is no AMD or NV packet's — its copies to a GPU go through the GPU's own
     # staging memory —, and tinygrad's mock GPU allocates it for every wave it emulates: passed by. hcq2's submitter
     # runs on a CPU-side device whose memory its queues do use)
-    if not self._cpu_memory and type(getattr(b, "owner", None)).__name__ == "CPUDevice": return
+    if not self._cpu_memory and _cpu_buffer(b): return
     try: addr, size = int(b.va_addr), int(b.size)
     except (TypeError, ValueError, AttributeError): return
     if size <= 0 or getattr(b, "_base", None) is not None: return
@@ -394,6 +404,8 @@ class Capture:
     return a
 
   param_extents = staticmethod(param_extents)   # (for the recorders of the recorder interface: capture_hcq2.py)
+  ring_words = staticmethod(ring_words)
+  ring_span = staticmethod(ring_span)
   useful_extent = staticmethod(useful_extent)
 
   @staticmethod
@@ -708,8 +720,7 @@ class Capture:
     if new <= old: return
     dws = pointer_dwords(engine, old, new)
     if self.shapes is not None and isinstance(getattr(ring_dw, "addr", None), int):   # (sanitize: the ring's memory as an array)
-      words, lo, k = ring_words(ring_dw.addr, n), dws.start % n, dws.stop - dws.start   # (a copy: the ring is written again)
-      self.submit(ring, words[lo:lo + k].copy() if lo + k <= n else np.concatenate([words[lo:], words[:lo + k - n]]), dev, "hcq")
+      self.submit(ring, ring_span(ring_words(ring_dw.addr, n), dws), dev, "hcq")
       return
     self.submit(ring, [int(ring_dw[i % n]) & U32_MAX for i in dws], dev, "hcq")
 
@@ -774,7 +785,7 @@ class Capture:
       init, meter, cpu = HCQBuffer.__dict__["__init__"], self.meter, self._cpu_memory
       def buffer_init(b, *a, **kw):   # (as `wrap`, with _register_alloc's first test before the meter: the mock GPU's
         init(b, *a, **kw)             # CPU buffers for its waves are thousands a second, and a meter costs more than the test)
-        if cpu or type(getattr(b, "owner", None)).__name__ != "CPUDevice":
+        if cpu or not _cpu_buffer(b):
           with meter: self._register_alloc(b)
       setattr(buffer_init, "__wrapped__", init)
       self.replace(HCQBuffer, "__init__", buffer_init)

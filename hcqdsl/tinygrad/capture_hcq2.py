@@ -12,7 +12,6 @@ CPU timeline) as the host's waits at the point the host synchronizes with the CP
 which `Buffer.as_memoryview` runs before every such copy): the host passes that point only after those waits."""
 from __future__ import annotations
 import ctypes, sys, time, types
-import numpy as np
 from typing import Optional
 from ..amd.meaning import pointer_dwords
 
@@ -96,18 +95,16 @@ class Hcq2Recorder:
     try:
       cpus, amds = self.plan()
       for dev in cpus: self.cpu_commands(dev)
-      for dev, engine, ring, q, wbuf, wptr, words, n in amds:
+      for dev, engine, ring, q, wbuf, wptr, words in amds:
         new = ctypes.c_uint64.from_address(wptr).value if q.write_ptr._buf is wbuf else _u64(q.write_ptr)
         old = ring.put
         if new <= old: continue
         ring.put = new
-        dws = pointer_dwords(engine, old, new)
-        lo, k = dws.start % n, dws.stop - dws.start   # (a copy: the ring is written again)
-        self.cap.submit(ring, words[lo:lo + k].copy() if lo + k <= n else np.concatenate([words[lo:], words[:lo + k - n]]), dev, "hcq2")
+        self.cap.submit(ring, self.cap.ring_span(words, pointer_dwords(engine, old, new)), dev, "hcq2")
     finally: self.polling = False
 
   def plan(self) -> tuple:
-    """(the CPU devices, (device, engine, Ring, queue, write pointer's buffer and address, ring's dwords, their count) of each AMD
+    """(the CPU devices, (device, engine, Ring, queue, write pointer's buffer and address, ring's dwords) of each AMD
     queue): what `poll` reads, made again when a device or a queue was opened (the mock calls poll at every doorbell)."""
     from tinygrad.device import Device
     devs = self._devs
@@ -118,9 +115,8 @@ class Hcq2Recorder:
       amds = []
       for dev in devs[2]:
         for engine, idx, q in self.queues(dev):
-          wptr, n = _addr(q.write_ptr), q.ring.nbytes // 4   # (the ring's memory read in place, as an array)
-          words = np.ctypeslib.as_array((ctypes.c_uint32 * n).from_address(_addr(q.ring)))
-          amds.append((dev, engine, self.cap.ring(q, dev, engine, idx), q, q.write_ptr._buf, wptr, words, n))
+          words = self.cap.ring_words(_addr(q.ring), q.ring.nbytes // 4)   # (the ring's memory read in place, as an array)
+          amds.append((dev, engine, self.cap.ring(q, dev, engine, idx), q, q.write_ptr._buf, _addr(q.write_ptr), words))
       self._plan = (devs, sig, devs[1], amds)
     return self._plan[2], self._plan[3]
 
