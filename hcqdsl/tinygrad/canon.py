@@ -162,12 +162,13 @@ def _refs(live, g: int, e: dict) -> Optional[tuple]:
 def _submission(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
   """A submission's structure (its ring, shape, facts' kinds, kernels, kernel-argument writes) and its ranges and values.
   A submission with its shape's facts (the same object: only values changed), the same kernel-argument blocks (the
-  same objects: unchanged) and the same allocations as the last one of its shape has its ranges: only its values and
-  its blocks' writes are read."""
+  same objects: unchanged) and the same allocations as one of the last few of its shape has its ranges: only its
+  values and its blocks' writes are read."""
   blocks_seen = tuple(b for _, b in e.get("mem", ()))
-  last = live.by_shape.get(e["shape"])
-  if last is not None and last[0] is e["facts"] and len(last[1]) == len(blocks_seen) and all(x is y for x, y in zip(last[1], blocks_seen)) \
-     and last[2] == e.get("uses"):
+  seen = live.by_shape.get(e["shape"]) or []
+  last = next((x for x in seen if x[0] is e["facts"] and len(x[1]) == len(blocks_seen) and all(a is b for a, b in zip(x[1], blocks_seen))
+               and x[2] == e.get("uses")), None)
+  if last is not None:
     struct, ar, vaddr, vat, blocks = last[3]
     arefs += ar
     dw = e["dw"]
@@ -177,8 +178,9 @@ def _submission(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
   out = _submission_read(live, g, e, mem, arefs, vrefs)
   sig_facts = [f for _, f in e["facts"] if f.kind == "signal"]
   if len(live.by_shape) > 4096: live.by_shape.pop(next(iter(live.by_shape)))   # (shapes replaced long ago)
-  live.by_shape[e["shape"]] = (e["facts"], blocks_seen, e.get("uses"), (out, list(arefs), [f.addr for f in sig_facts],
-                                                                           [f.value_at for f in sig_facts], live.last_blocks))
+  seen = live.by_shape[e["shape"]] = [(e["facts"], blocks_seen, e.get("uses"), (out, list(arefs), [f.addr for f in sig_facts],
+                                                                               [f.value_at for f in sig_facts], live.last_blocks))] + seen
+  del seen[VARIANTS:]
   return out
 
 def _submission_read(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
@@ -205,13 +207,14 @@ def _dispatch(live, mems: dict, f, mem, arefs: list, blocks: dict) -> tuple:
   """A dispatch: its kernel (with tinygrad's access modes), its program's memory, its kernel-argument block and the
   block's pointers (ranges); the block as the lift compares it goes into `blocks`. A dispatch whose block is the one
   its last dispatch read (the same bytes object: the capture saw it unchanged) of the same kernel at the same address
-  has the same ranges (kept per (program, block address), the most recent few thousand)."""
+  has the same ranges (kept per (program, block address, block), the most recent few thousand)."""
   k = live.cap.kernels.get(f.addr)
   blk = mems.get(f.kargs)
-  got = live.dispatches.get((f.addr, f.kargs))
+  key = (f.addr, f.kargs, id(blk))   # (the block is kept with its reading: its id is no other's while it is)
+  got = live.dispatches.get(key)
   modes = _modes(k)
   if got is not None and got[0] is blk and got[1] is k and got[6] == modes:
-    live.dispatches.move_to_end((f.addr, f.kargs))
+    live.dispatches.move_to_end(key)
     arefs += got[3]
     if got[4] is not None: blocks[f.kargs] = got[4]
     return got[5]
@@ -231,10 +234,11 @@ def _dispatch(live, mems: dict, f, mem, arefs: list, blocks: dict) -> tuple:
       mem(f.kargs, need, arefs)
       for i, x in enumerate(bufs): mem(int.from_bytes(blk[8 * i:8 * i + 8], "little"), x.get("bytes") or 1, arefs)
       out = ("d", kid, len(bufs))
-  live.dispatches[(f.addr, f.kargs)] = (blk, k, 0, arefs[mark:], block, out, modes)
+  live.dispatches[key] = (blk, k, 0, arefs[mark:], block, out, modes)
   while len(live.dispatches) > DISPATCHES: live.dispatches.popitem(last=False)
   return out
 
 DISPATCHES = 4096   # dispatches whose ranges are kept (a graph's, an eager loop's)
+VARIANTS = 4        # readings kept per shape (an HCQGraph replay's inputs alternate between buffers)
 
 def _modes(k: Optional[dict]) -> tuple: return tuple(x.get("mode") for x in k["signature"]) if k is not None else ()

@@ -30,6 +30,8 @@ VENDOR_RECORDERS = {"capture_nv": "tinygrad.runtime.ops_nv"}
 
 U64 = (1 << 64) - 1
 KEPT = 8192   # what a bounded capture keeps per address or shape, at most (the oldest go first)
+BLOCK_VARIANTS = 4   # kernel-argument blocks kept per address (the least recently seen go first)
+GROUP_BYTES = 1 << 16   # a submission's kernel-argument blocks read at once when they lie within this many bytes
 # sanitize checks what it computes the fast way against the slow way (tests; docs/sanitize.md, "Cost")
 VERIFY = bool(__import__("os").environ.get("HCQDSL_SANITIZE_VERIFY"))
 _OWN = (str(pathlib.Path(__file__).resolve().parents[1]),)  # hcqdsl's own frames are never the user's line
@@ -258,9 +260,11 @@ class Capture:
     # blocks by address as last seen, each signal's value read once (the whole run's lift reads its first reading)
     self.shapes: Optional[Shapes] = Shapes(self.read) if self.handover else None
     self._found: dict = {}    # address -> its allocation (start, size, info), or None (reset when allocations change)
-    self._blocks: dict = {}   # kernel-argument address -> (bytes, the allocations its pointers use)
+    # kernel-argument address -> its last few blocks (an HCQGraph's inputs alternate between buffers), the latest first:
+    # (bytes, the allocations its pointers use, the kernel)
+    self._blocks: dict = {}
     self._read_once: set = set()
-    self._shape_done: dict = {}   # shape number -> what its last submission's facts did (bounded: reused when they are the same)
+    self._shape_done: dict = {}   # (shape number, id of its facts) -> what they did last (bounded: reused when they are the same)
     self.call = 0             # the tinygrad call being made (the sanitizer counts them)
     self.meter = Meter()      # hcqdsl's CPU time in its hooks
     self._nsteps = 0
@@ -447,12 +451,15 @@ class Capture:
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
-    if self.shapes is not None and k is not None and (last := self._blocks.get(ka)) is not None and last[2] is k:
-      blk = self.read(ka, len(last[0]))   # (sanitize: a block as it was at its last dispatch uses what it used then)
-      if blk == last[0]:
-        self.memory.append((ka, last[0], step))   # (the same bytes object: what reads it can tell it is unchanged)
-        self._uses += last[1]
-        return
+    if self.shapes is not None and k is not None and (seen := self._blocks.get(ka)) is not None and seen[0][2] is k:
+      # (sanitize: a block as it was at one of its last dispatches uses what it used then)
+      blk = self.read(ka, len(seen[0][0]))
+      for n, last in enumerate(seen):
+        if blk == last[0] and last[2] is k:
+          self.memory.append((ka, last[0], step))   # (the same bytes object: what reads it can tell it is unchanged)
+          self._uses += last[1]
+          if n: seen.insert(0, seen.pop(n))
+          return
     if k is None and prog not in self._unknown:
       if (h := next((h for f in self.program_finders if (h := f(prog)) is not None), None)) is not None: self.kernels[prog] = h
       else:
@@ -479,8 +486,39 @@ class Capture:
         if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
         else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
     if self.shapes is not None and k is not None:
-      self._blocks[ka] = (blk, self._uses[mark:], k)
+      seen = self._blocks.get(ka)
+      if seen is None or seen[0][2] is not k: seen = self._blocks[ka] = []
+      seen.insert(0, (blk, self._uses[mark:], k))
+      del seen[BLOCK_VARIANTS:]
       if len(self._blocks) > KEPT: self._blocks.pop(next(iter(self._blocks)))   # (the oldest: an eager loop's bump allocator moves on)
+
+  def _dispatches(self, dispatches: list, step: int, seen: list) -> None:
+    """`_dispatch` of each of a submission's dispatches, their blocks read at once: a replay of an HCQGraph has the
+    kernel-argument blocks of its dispatches side by side in one allocation, and as they were at one of its last few
+    submissions (`seen`: (bytes from the first block's start to the last one's end, [(address, block)], the
+    allocations they use, their kernels), the latest first) they use what they used then — the same block objects."""
+    if len(dispatches) < 2 or self.contents:
+      for prog, ka in dispatches: self._dispatch(prog, ka, step)
+      return
+    kernels = self.kernels
+    if seen:
+      lo, hi = seen[0][0]
+      now = self.read(lo, hi - lo)
+      for n, (_, blob, blocks, uses, ks) in enumerate(seen):
+        if now == blob and all(kernels.get(prog) is k for (prog, _), k in zip(dispatches, ks)):
+          self.memory += [(ka, b, step) for ka, b in blocks]
+          self._uses += uses
+          if n: seen.insert(0, seen.pop(n))
+          return
+    mark, umark = len(self.memory), len(self._uses)
+    for prog, ka in dispatches: self._dispatch(prog, ka, step)
+    blocks = [(ka, b) for ka, b, _ in self.memory[mark:]]
+    ks = tuple(kernels.get(prog) for prog, _ in dispatches)
+    if len(blocks) != len(dispatches) or any(k is None for k in ks): return
+    lo, hi = min(ka for ka, _ in blocks), max(ka + len(b) for ka, b in blocks)
+    if hi - lo > GROUP_BYTES or (blob := self.read(lo, hi - lo)) is None or len(blob) != hi - lo: return
+    seen.insert(0, ((lo, hi), blob, blocks, self._uses[umark:], ks))
+    del seen[BLOCK_VARIANTS:]
 
   # ---- hooks
   def _on_exec(self, q, prg, args_state, *rest, **kw) -> None:
@@ -564,13 +602,13 @@ class Capture:
     then; only its kernel-argument blocks are read again."""
     assert self.shapes is not None
     dw, shape, facts = self.shapes.submission(ring.name, ring.engine, ring.target, words)
-    done = self._shape_done.get(shape.id) if self.bounded else None
+    done = self._shape_done.get((shape.id, id(facts))) if self.bounded else None
     if done is not None and done[0] is facts and self.untouched(done[1], done[5]):
-      self._shape_done[shape.id] = (facts, self.allocs.version) + done[2:]   # (untouched up to now)
+      self._shape_done[shape.id, id(facts)] = (facts, self.allocs.version) + done[2:]   # (untouched up to now)
       self._staged_facts(ring, facts, dev)
       step = self.steps()
       self._uses += done[2]
-      for prog, ka in done[4]: self._dispatch(prog, ka, step)
+      self._dispatches(done[4], step, done[6])
       self.submitted(ring, dw, {}, done[3], (shape.id, facts))
       return
     if VERIFY:   # (tests: the shape's facts are a fresh decode's)
@@ -601,7 +639,7 @@ class Capture:
           self._read_once.add(a)
     if self.bounded:
       spans = np.asarray([(a, a + n) for a, n, _ in own], dtype=np.int64).reshape(-1, 2)
-      self._shape_done[shape.id] = (facts, self.allocs.version, own, tuple(named), dispatches, spans)
+      self._shape_done[shape.id, id(facts)] = (facts, self.allocs.version, own, tuple(named), dispatches, spans, [])
       if len(self._shape_done) > KEPT: self._shape_done.pop(next(iter(self._shape_done)))
     self.submitted(ring, dw, sigs, tuple(named), (shape.id, facts))
 

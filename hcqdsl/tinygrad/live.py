@@ -247,8 +247,8 @@ class Live:
     self._kid: dict = {}       # id(kernel record) -> its number
     self._sid: dict = {}       # a step's structure -> its number
     self._serial = 0
-    self.by_shape: dict = {}   # shape number -> what canon.py read of the last submission of that shape
-    self.dispatches: collections.OrderedDict = collections.OrderedDict()   # (program, kernel arguments) -> canon.py's reading
+    self.by_shape: dict = {}   # shape number -> what canon.py read of the last few submissions of that shape, the latest first
+    self.dispatches: collections.OrderedDict = collections.OrderedDict()   # (program, kernel arguments, id of the block) -> canon.py's reading
     self.last_blocks: dict = {}
     self.templates: collections.OrderedDict = collections.OrderedDict()   # key (canon.py) -> Outcome
     self.known: Callable[[Finding], bool] = lambda f: True   # is this bug reported already (the sanitizer's Findings)?

@@ -77,6 +77,21 @@ class Shape:
         for w in range(d.grid_at, d.grid_at + 3): self.sites[w] = ("grid",)   # (a grid's dims order nothing)
     self.fixed = np.ones(len(words), dtype=bool)   # the dwords that are no site: a submission of this shape has them all
     self.fixed[[d for d in self.sites if 0 <= d < len(words)]] = False
+    # the sites that change a fact (an address, a program): a submission's facts are known by their dwords there, the
+    # last few sets of facts kept by them (an HCQGraph replay's inputs alternate between buffers: its facts too), each
+    # the same object every time it comes back
+    self.fact_sites = np.asarray(sorted(d for d, x in self.sites.items() if x[0] in ("packet", "dispatch") and 0 <= d < len(words)), dtype=np.intp)
+    self.variants: dict = {words[self.fact_sites].tobytes(): self.facts}
+
+  def facts_of(self, words: np.ndarray, changed: np.ndarray) -> Optional[list]:
+    """`refacts`, the same object for the same dwords at the fact sites (the last VARIANTS of them kept)."""
+    key = words[self.fact_sites].tobytes()
+    facts = self.variants.get(key)
+    if facts is None:
+      if (facts := self.refacts(words, changed)) is None: return None
+      self.variants[key] = facts
+      if len(self.variants) > VARIANTS: self.variants.pop(next(iter(self.variants)))
+    return facts
 
   def refacts(self, words: np.ndarray, changed: np.ndarray) -> Optional[list]:
     """The facts of `words`, equal to this shape's but at `changed` (dwords that differ): None when one of them is no
@@ -109,6 +124,7 @@ class Shape:
     return facts
 
 SHAPES = 16           # shapes kept per ring and length (the least recently matched go first)
+VARIANTS = 8          # sets of facts kept per shape (the oldest go first)
 NOCACHE = "nocache"   # a plan that splices again every time (an indirect buffer inside one, or one not readable)
 
 class Shapes:
@@ -129,7 +145,7 @@ class Shapes:
       diff = words != s.words
       if (diff & s.fixed).any(): continue   # (a dword that is no site differs: another shape, told apart in numpy)
       changed = np.flatnonzero(diff)
-      facts = s.refacts(words, changed) if len(changed) else s.facts
+      facts = s.facts_of(words, changed) if len(changed) else s.facts
       if facts is None: continue
       if n: cands.insert(0, cands.pop(n))
       self.hits += 1
