@@ -1,7 +1,7 @@
 """The lift of a capture (manifest version 2, `hcqdsl capture`): the program tinygrad ran — its repeating launches
 folded, or (`whole`) the run as it happened."""
 from __future__ import annotations
-import bisect, collections, hashlib, os, pathlib
+import bisect, collections, functools, hashlib, os, pathlib
 from typing import Optional
 import attrs
 import numpy as np
@@ -91,6 +91,11 @@ class Dispatch:
   arg_base: int = 0  # the arguments' byte offset in the block
   qmds: tuple = ()   # NV: the QMD's address in each launch
 
+@functools.lru_cache(maxsize=4096)
+def _digest(block: bytes) -> bytes:
+  """A kernel-argument block's digest (a replay's blocks are the same objects again: their hash is kept with them)."""
+  return hashlib.blake2b(block, digest_size=16).digest()
+
 @attrs.define
 class RunState:
   """What the whole-run lift of a window of a longer run (sanitize's windows, docs/sanitize.md, "Memory") takes from
@@ -115,7 +120,7 @@ class RunState:
     kernel-argument memory.)"""
     if (step, ka) not in self.decided:
       hist = self.written.setdefault(ka, [])
-      digest = hashlib.blake2b(block, digest_size=16).digest()
+      digest = _digest(block)
       last = next((b for st, b in reversed(hist) if st < step), None)
       self.decided[step, ka] = emit = last != digest
       if emit:

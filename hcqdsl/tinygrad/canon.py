@@ -144,23 +144,32 @@ def _refs(live, g: int, e: dict) -> Optional[tuple]:
     if i >= 0 and own[i][0] <= a < own[i][0] + own[i][1]: out.append((own[i][0], own[i][1:], a - own[i][0], a - own[i][0] + size))
     elif (al := live.cap.find(a)) is not None and al[0] <= a: out.append((al[0], (al[1], None), a - al[0], a - al[0] + size))
     else: out.append((-1 - a, ("raw", max(size, 1)), 0, size))   # (an address in no allocation: its own, keyed below 0)
+  ranges: Optional[tuple] = _NO_RANGES
   if e.get("dropped"): struct: tuple = ("dropped",)
   elif e["op"] in ("signal", "wait"):
     vrefs.append((e["addr"], e["value"] & U32_MAX))
     struct = (e["op"],)
   elif e["op"] == "write":
     mem(e["addr"], e.get("size", len(e.get("hex") or b"")), arefs)
-    struct = ("write", bool(e.get("staged")))
-  else: struct = _submission(live, g, e, mem, arefs, vrefs)
+    struct, ranges = ("write", bool(e.get("staged"))), None
+  else: struct, ranges = _submission(live, g, e, mem, arefs, vrefs)
   i64 = np.int64
-  out = (struct, np.asarray([x[0] for x in arefs], dtype=i64), np.asarray([y for x in arefs for y in x[2:]], dtype=i64),
-         np.asarray([a for a, _ in vrefs], dtype=i64), np.asarray([v for _, v in vrefs], dtype=i64), {x[0]: x[1] for x in arefs},
-         live.struct_id(struct))
+  if ranges is None: ranges = _ranges(arefs)
+  out = (struct, ranges[0], ranges[1], np.asarray([a for a, _ in vrefs], dtype=i64), np.asarray([v for _, v in vrefs], dtype=i64),
+         ranges[2], live.struct_id(struct))
   e["_refs"] = out
   return out
 
+_NO_RANGES = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {})   # (a host's signal or wait: read, never changed)
+
+def _ranges(arefs: list) -> tuple:
+  """(allocations, their (start, end) offsets, each allocation's description) of a step's ranges, as `_refs` keeps them."""
+  return (np.asarray([x[0] for x in arefs], dtype=np.int64), np.asarray([y for x in arefs for y in x[2:]], dtype=np.int64),
+          {x[0]: x[1] for x in arefs})
+
 def _submission(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
-  """A submission's structure (its ring, shape, facts' kinds, kernels, kernel-argument writes) and its ranges and values.
+  """(A submission's structure (its ring, shape, facts' kinds, kernels, kernel-argument writes), its ranges as `_ranges`
+  has them), its values into `vrefs`.
   A submission with its shape's facts (the same object: only values changed), the same kernel-argument blocks (the
   same objects: unchanged) and the same allocations as one of the last few of its shape has its ranges: only its
   values and its blocks' writes are read."""
@@ -169,19 +178,19 @@ def _submission(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
   last = next((x for x in seen if x[0] is e["facts"] and len(x[1]) == len(blocks_seen) and all(a is b for a, b in zip(x[1], blocks_seen))
                and x[2] == e.get("uses")), None)
   if last is not None:
-    struct, ar, vaddr, vat, blocks = last[3]
-    arefs += ar
+    struct, ranges, vaddr, vat, blocks = last[3]
     dw = e["dw"]
     vrefs += [(a, int(dw[at]) & U32_MAX if at >= 0 else -1) for a, at in zip(vaddr, vat)]
     writes = ("w", tuple(live.run.kernarg_write(g, ka, b) for ka, b in blocks.items())) if live.cap.path_kind == "hcq" else None
-    return struct[:-1] + ((struct[-1][:-1] + (writes,)) if writes is not None else struct[-1],)
+    return struct[:-1] + ((struct[-1][:-1] + (writes,)) if writes is not None else struct[-1],), ranges
   out = _submission_read(live, g, e, mem, arefs, vrefs)
   sig_facts = [f for _, f in e["facts"] if f.kind == "signal"]
   if len(live.by_shape) > 4096: live.by_shape.pop(next(iter(live.by_shape)))   # (shapes replaced long ago)
-  seen = live.by_shape[e["shape"]] = [(e["facts"], blocks_seen, e.get("uses"), (out, list(arefs), [f.addr for f in sig_facts],
+  ranges = _ranges(arefs)
+  seen = live.by_shape[e["shape"]] = [(e["facts"], blocks_seen, e.get("uses"), (out, ranges, [f.addr for f in sig_facts],
                                                                                [f.value_at for f in sig_facts], live.last_blocks))] + seen
   del seen[VARIANTS:]
-  return out
+  return out, ranges
 
 def _submission_read(live, g: int, e: dict, mem, arefs: list, vrefs: list) -> tuple:
   """_submission's reading of a submission's facts."""

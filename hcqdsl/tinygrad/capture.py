@@ -77,9 +77,12 @@ def user_stack(skip: tuple = (), depth: int = 1) -> tuple:
   reads a line when it is shown). `depth`: frames of the caller's own to skip."""
   f: Optional[types.FrameType] = sys._getframe(depth + 1)
   out: list = []
+  kinds = _KINDS.get(skip)
+  if kinds is None: kinds = _KINDS.setdefault(skip, {})
   while f is not None:
     code = f.f_code
-    k = _kind(code.co_filename, skip)
+    k = kinds.get(code.co_filename)
+    if k is None: k = _kind(code.co_filename, skip)
     if k == USER: out.append((code.co_filename, f.f_lineno, code.co_name))
     elif k == OWN and out: break
     f = f.f_back

@@ -480,7 +480,8 @@ class Live:
     for c, name, waited, host, queue in out.uses:
       a = cn.signals[c]
       self.whole_name.setdefault(a, name.replace("{}", f"{a:x}"))
-      use = self.uses.setdefault(a, _SignalUse(exempt=name.endswith(".timeline")))
+      use = self.uses.get(a)
+      if use is None: use = self.uses[a] = _SignalUse(exempt=name.endswith(".timeline"))
       use.waited |= waited
       if use.host is None and host is not None: use.host = (self.rebuilt(host[0], cn), (cn.order[host[1][0]], host[1][1]))
       if use.queue is None and queue is not None: use.queue = (self.rebuilt(queue[0], cn), (cn.order[queue[1][0]], queue[1][1]))
