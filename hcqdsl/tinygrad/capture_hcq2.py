@@ -46,6 +46,7 @@ class Hcq2Recorder:
     self.images, self.seen = None, 0   # ops_amd2's loaded program images, and the program cache size they were made at
     self.orig_copy = None     # tinygrad's exec_copy
     self._devs: Optional[tuple] = None   # (how many devices tinygrad opened, the CPU ones, the AMD ones)
+    self._cpu: dict = {}   # id(CPU device) -> (it, its workers' count, wait_prog's address, (id, write pointer, ring, worker) each)
     self._plan: Optional[tuple] = None   # (_devs, each AMD device's queues opened, the CPU devices, the AMD queues): poll's
 
   # ---- what the devices hold
@@ -77,13 +78,18 @@ class Hcq2Recorder:
     """New commands on the CPU device's worker rings (64 words each: the program's address, its arguments): the waits
     (`wait_prog`: address, value) are kept until the host synchronizes with the CPU device."""
     from tinygrad.runtime import ops_cpu
-    wait_addr = dev.prgs[ops_cpu.wait_prog].addr
-    for w in list(dev.workers):
-      put, ring = _u64(w.put), w.ring.ensure_allocated()._buf
-      old = self.cpu_puts.setdefault(id(w), put if self.cpu_start else 0)
+    got = self._cpu.get(id(dev))
+    if got is None or got[0] is not dev or got[1] != len(dev.workers):   # (its workers' rings and write pointers: found once)
+      got = self._cpu[id(dev)] = (dev, len(dev.workers), dev.prgs[ops_cpu.wait_prog].addr,
+                                  [(id(w), ctypes.c_uint64.from_address(_addr(w.put)),
+                                    (ctypes.c_uint64 * (ops_cpu.RING_SLOTS * ops_cpu.CMD_SIZE)).from_address(_addr(w.ring)), w)
+                                   for w in list(dev.workers)])
+    wait_addr = got[2]
+    for wid, put_word, words, _ in got[3]:
+      put = put_word.value
+      old = self.cpu_puts.setdefault(wid, put if self.cpu_start else 0)
       if put <= old: continue
-      self.cpu_puts[id(w)] = put
-      words = (ctypes.c_uint64 * (ops_cpu.RING_SLOTS * ops_cpu.CMD_SIZE)).from_address(int(ring.va_addr))
+      self.cpu_puts[wid] = put
       for i in range(old, put):
         e = (i % ops_cpu.RING_SLOTS) * ops_cpu.CMD_SIZE
         if int(words[e]) == wait_addr: self.cpu_waits.append((int(words[e + 1]), int(words[e + 2])))
@@ -110,7 +116,8 @@ class Hcq2Recorder:
     devs = self._devs
     if devs is None or devs[0] != len(Device._opened_devices):
       devs = self._devs = (len(Device._opened_devices), self.cpu_devices(), self.amd_devices())
-    sig = tuple(id(q) for d in devs[2] for _, _, q in self.queues(d))
+    # (the queues' ids: the plan keeps the queues, so an id is no other queue's while it is the plan's)
+    sig = tuple(id(x) for d in devs[2] for x in (d.__dict__.get("compute_queue"), *(getattr(d, "sdma_queues", None) or {}).values()))
     if self._plan is None or self._plan[0] is not devs or self._plan[1] != sig:
       amds = []
       for dev in devs[2]:
