@@ -160,7 +160,7 @@ def _refs(live, g: int, e: dict) -> Optional[tuple]:
   e["_refs"] = out
   return out
 
-_NO_RANGES = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {})   # (a host's signal or wait: read, never changed)
+_NO_RANGES: tuple = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64), {})   # (a host's signal or wait: read, never changed)
 
 def _ranges(arefs: list) -> tuple:
   """(allocations, their (start, end) offsets, each allocation's description) of a step's ranges, as `_refs` keeps them."""
