@@ -442,9 +442,10 @@ def test_replays_with_alternating_inputs_are_read_as_they_are(tmp_path, hcq2):
   against a fresh decode and every template hit against its own check; what it finds is `lift --whole` + `check`'s."""
   r = run_hcqdsl("sanitize", "--format", "json", "--stats", "--keep", tmp_path / "kept", WORKLOADS / "dp_adam.py", hcq2=hcq2,
                  NDEV="2", CALLS="10", HCQDSL_SANITIZE_VERIFY="1", timeout=1200)
-  assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+  assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr[-3000:]
   rep = report(r)
-  assert rep["incomplete"] == [] and rep["stats"]["checks"] >= 10, rep["stats"]   # (verified: every check is made)
-  assert rep["ok"] or hcq2, rep["findings"]   # (hcq2's planner races on this step: docs/findings)
+  assert (r.returncode == 0) == rep["ok"] and rep["incomplete"] == [] and rep["stats"]["checks"] >= 10, rep["stats"]
+  # (hcq2's planner races on this step, docs/findings: its copy on the source device waits for no earlier batch)
+  assert {f["code"] for f in rep["findings"]} <= ({"race"} if hcq2 else set()), rep["findings"]
   found, whole = verdicts(tmp_path / "kept")
   assert found == whole, (found - whole, whole - found)
