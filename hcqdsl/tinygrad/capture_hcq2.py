@@ -102,7 +102,7 @@ class Hcq2Recorder:
       cpus, amds = self.plan()
       for dev in cpus: self.cpu_commands(dev)
       for dev, engine, ring, q, wbuf, wptr, words in amds:
-        new = ctypes.c_uint64.from_address(wptr).value if q.write_ptr._buf is wbuf else _u64(q.write_ptr)
+        new = wptr.value if q.write_ptr._buf is wbuf else _u64(q.write_ptr)
         old = ring.put
         if new <= old: continue
         ring.put = new
@@ -110,7 +110,7 @@ class Hcq2Recorder:
     finally: self.polling = False
 
   def plan(self) -> tuple:
-    """(the CPU devices, (device, engine, Ring, queue, write pointer's buffer and address, ring's dwords) of each AMD
+    """(the CPU devices, (device, engine, Ring, queue, write pointer's buffer and its word, ring's dwords) of each AMD
     queue): what `poll` reads, made again when a device or a queue was opened (the mock calls poll at every doorbell)."""
     from tinygrad.device import Device
     devs = self._devs
@@ -123,7 +123,7 @@ class Hcq2Recorder:
       for dev in devs[2]:
         for engine, idx, q in self.queues(dev):
           words = self.cap.ring_words(_addr(q.ring), q.ring.nbytes // 4)   # (the ring's memory read in place, as an array)
-          amds.append((dev, engine, self.cap.ring(q, dev, engine, idx), q, q.write_ptr._buf, _addr(q.write_ptr), words))
+          amds.append((dev, engine, self.cap.ring(q, dev, engine, idx), q, q.write_ptr._buf, ctypes.c_uint64.from_address(_addr(q.write_ptr)), words))
       self._plan = (devs, sig, devs[1], amds)
     return self._plan[2], self._plan[3]
 

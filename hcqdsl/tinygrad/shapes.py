@@ -58,6 +58,7 @@ class Shape:
 
   def __init__(self, engine: str, target: str, ring_words: np.ndarray, plan, words: np.ndarray):
     self.engine, self.target, self.ring_words, self.plan, self.words = engine, target, ring_words, plan, words
+    self.ring_key = ring_words.tobytes() if plan is not None and plan != NOCACHE else None   # (its ring words, when a plan reads them)
     Shape.serial += 1
     self.id = Shape.serial
     self.packets = decoder(engine, target).decode(words.tolist())
@@ -139,7 +140,11 @@ class Shapes:
     """(the expanded dwords, their Shape, their facts) of a submission of `ring_words` to `ring`: by the first of the
     ring's shapes of its length it matches (the most recently matched first), else decoded as a new one."""
     cands = self.by.setdefault((ring, len(ring_words)), [])
+    key = None
     for n, s in enumerate(cands):
+      if s.ring_key is not None:   # (indirect buffers: only a shape of these very ring words reads the same ones)
+        if key is None: key = ring_words.tobytes()
+        if key != s.ring_key: continue
       words = self.expanded(s, ring_words)
       if words is None or len(words) != len(s.words): continue
       diff = words != s.words
