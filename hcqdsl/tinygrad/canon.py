@@ -44,7 +44,8 @@ def canon(live, order: list, final: bool) -> tuple:
   rs = [r for r in refs if r is not None]
   # signals: by first appearance (the values each step compares or writes, then the ones only named), with the
   # initial value each starts the window with
-  sa = np.concatenate([r[3] for r in rs] + [np.asarray([a for e in recs for a in e.get("named") or ()], dtype=np.int64)])
+  sv = np.concatenate([r[3] for r in rs]) if rs else np.zeros(0, dtype=np.int64)   # (the signals with a value, in order)
+  sa = np.concatenate([sv, np.asarray([a for e in recs for a in e.get("named") or ()], dtype=np.int64)])
   uniq, first = np.unique(sa, return_index=True)
   signals = uniq[np.argsort(first, kind="stable")].tolist()
   sig_of = {a: c for c, a in enumerate(signals)}
@@ -56,7 +57,7 @@ def canon(live, order: list, final: bool) -> tuple:
     init_vals.append(v)
     inits.append((s is not None, bool(s and s.get("timeline")), s.get("device") if s else None, bool(s and s.get("mailbox")),
                   a in live.value, v == 0))
-  vsig = np.concatenate([np.searchsorted(uniq, r[3]) for r in rs] + [np.searchsorted(uniq, np.asarray(signals, dtype=np.int64))])
+  vsig = np.searchsorted(uniq, np.concatenate([sv, np.asarray(signals, dtype=np.int64)]))
   vv = np.concatenate([r[4] for r in rs] + [np.asarray(init_vals, dtype=np.int64)])
   cid = np.empty(len(uniq), dtype=np.int64)
   cid[np.searchsorted(uniq, np.asarray(signals, dtype=np.int64))] = np.arange(len(signals))
