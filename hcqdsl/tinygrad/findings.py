@@ -3,7 +3,7 @@ two commands involved (`Command`: the lifted statement and what tinygrad did the
 bug: occurrences with the same code, the same user lines and the same pattern of tinygrad's commands are one Finding
 with a count of the calls it was seen in and the first and last of them (`Findings`)."""
 from __future__ import annotations
-import re
+import functools, re
 from typing import Optional
 import attrs
 
@@ -63,7 +63,11 @@ _TIMELINE = re.compile(r"\btl_(\w+?)(?:_\d+)?\b")          # a device's timeline
 def pattern(c: Command) -> str:
   """What tinygrad did, without what changes from call to call: the addresses in names, the signal values (and a
   device's timeline by one name: `gpu0.timeline`, `tl_gpu0` where a check began with it past 0)."""
-  what = _TIMELINE.sub(lambda m: m.group(1) + ".timeline", c.what)
+  return _pattern(c.what)
+
+@functools.lru_cache(maxsize=4096)
+def _pattern(what: str) -> str:   # (a template's findings say the same `what` at every hit)
+  what = _TIMELINE.sub(lambda m: m.group(1) + ".timeline", what)
   return _VALUE.sub(lambda m: m.group(1) + "N", _ADDRESSED.sub(lambda m: m.group(1) + "_*", what))
 
 class Findings:
