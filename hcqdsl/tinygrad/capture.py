@@ -31,6 +31,8 @@ VENDOR_RECORDERS = {"capture_nv": "tinygrad.runtime.ops_nv"}
 U64 = (1 << 64) - 1
 KEPT = 8192   # what a bounded capture keeps per address or shape, at most (the oldest go first)
 BLOCK_VARIANTS = 4   # kernel-argument blocks kept per address (the least recently seen go first)
+SHAPE_FACTS = 1024   # (shape, facts) whose reading a bounded capture keeps (an eager dispatch's facts name a fresh
+                     # kernel-argument address each time and never come back: they go first)
 GROUP_BYTES = 1 << 16   # a submission's kernel-argument blocks read at once when they lie within this many bytes
 # sanitize checks what it computes the fast way against the slow way (tests; docs/sanitize.md, "Cost")
 VERIFY = bool(__import__("os").environ.get("HCQDSL_SANITIZE_VERIFY"))
@@ -643,7 +645,7 @@ class Capture:
     if self.bounded:
       spans = np.asarray([(a, a + n) for a, n, _ in own], dtype=np.int64).reshape(-1, 2)
       self._shape_done[shape.id, id(facts)] = (facts, self.allocs.version, own, tuple(named), dispatches, spans, [])
-      if len(self._shape_done) > KEPT: self._shape_done.pop(next(iter(self._shape_done)))
+      if len(self._shape_done) > SHAPE_FACTS: self._shape_done.pop(next(iter(self._shape_done)))
     self.submitted(ring, dw, sigs, tuple(named), (shape.id, facts))
 
   def _staged_facts(self, ring: Ring, facts: list, dev) -> None:
