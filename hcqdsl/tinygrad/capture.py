@@ -264,7 +264,7 @@ class Capture:
     # sanitize (handover): submissions read by shapes (shapes.py: decoded once per shape), allocations and kernel-argument
     # blocks by address as last seen, each signal's value read once (the whole run's lift reads its first reading)
     self.shapes: Optional[Shapes] = Shapes(self.read) if self.handover else None
-    self._found: dict = {}    # address -> its allocation (start, size, info), or None (reset when allocations change)
+    self._found: dict = {}    # address -> its allocation (start, size, info), or None (reset when allocations change, or full)
     # kernel-argument address -> its last few blocks (an HCQGraph's inputs alternate between buffers), the latest first:
     # (bytes, the allocations its pointers use, the kernel)
     self._blocks: dict = {}
@@ -374,7 +374,9 @@ class Capture:
 
   def find(self, addr: int) -> Optional[tuple]:
     """The allocation holding `addr` (remembered per address until allocations change)."""
-    if self._found.get(-1) != self.allocs.version: self._found = {-1: self.allocs.version}
+    # (started again when allocations change, or when it holds KEPT addresses: an eager loop's kernel arguments take a
+    # fresh address each dispatch, ~8 a call on a 2-GPU step, and tinygrad allocates nothing for thousands of calls)
+    if self._found.get(-1) != self.allocs.version or len(self._found) > KEPT: self._found = {-1: self.allocs.version}
     try: return self._found[addr]
     except KeyError:
       a = self._found[addr] = self.allocs.find(addr)
