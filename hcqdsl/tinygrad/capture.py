@@ -265,8 +265,8 @@ class Capture:
     # blocks by address as last seen, each signal's value read once (the whole run's lift reads its first reading)
     self.shapes: Optional[Shapes] = Shapes(self.read) if self.handover else None
     self._found: dict = {}    # address -> its allocation (start, size, info), or None (reset when allocations change, or full)
-    # kernel-argument address -> its last few blocks (an HCQGraph's inputs alternate between buffers), the latest first:
-    # (bytes, the allocations its pointers use, the kernel)
+    # kernel-argument address -> (the kernel, its last few blocks there: (bytes, the allocations its pointers use), the
+    # latest first; an HCQGraph's inputs alternate between buffers)
     self._blocks: dict = {}
     self._read_once: set = set()
     self._shape_done: dict = {}   # (shape number, id of its facts) -> what they did last (bounded: reused when they are the same)
@@ -458,13 +458,14 @@ class Capture:
 
   def _dispatch(self, prog: int, ka: int, step: int) -> None:
     k = self.kernels.get(prog)
-    if self.shapes is not None and k is not None and (seen := self._blocks.get(ka)) is not None and seen[0][2] is k:
+    if self.shapes is not None and k is not None and (got := self._blocks.get(ka)) is not None and got[0] is k:
       # (sanitize: a block as it was at one of its last dispatches uses what it used then)
+      seen = got[1]
       blk = self.read(ka, len(seen[0][0]))
-      for n, last in enumerate(seen):
-        if blk == last[0] and last[2] is k:
-          self.memory.append((ka, last[0], step))   # (the same bytes object: what reads it can tell it is unchanged)
-          self._uses += last[1]
+      for n, (last, uses) in enumerate(seen):
+        if blk == last:
+          self.memory.append((ka, last, step))   # (the same bytes object: what reads it can tell it is unchanged)
+          self._uses += uses
           if n: seen.insert(0, seen.pop(n))
           return
     if k is None and prog not in self._unknown:
@@ -493,10 +494,10 @@ class Capture:
         if a[1] <= (1 << 16): self.remember(a[0], a[1], step)
         else: self.remember(ptr, min(sig[i].get("bytes") or (a[0] + a[1] - ptr), a[0] + a[1] - ptr), step)
     if self.shapes is not None and k is not None:
-      seen = self._blocks.get(ka)
-      if seen is None or seen[0][2] is not k: seen = self._blocks[ka] = []
-      seen.insert(0, (blk, self._uses[mark:], k))
-      del seen[BLOCK_VARIANTS:]
+      got = self._blocks.get(ka)
+      if got is None or got[0] is not k: got = self._blocks[ka] = (k, list[tuple]())
+      got[1].insert(0, (blk, self._uses[mark:]))
+      del got[1][BLOCK_VARIANTS:]
       if len(self._blocks) > KEPT: self._blocks.pop(next(iter(self._blocks)))   # (the oldest: an eager loop's bump allocator moves on)
 
   def _dispatches(self, dispatches: list, step: int, seen: list) -> None:

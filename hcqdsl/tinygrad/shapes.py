@@ -57,8 +57,8 @@ class Shape:
   serial = 0   # shapes made so far: each has its number (a window's key names a shape by it)
 
   def __init__(self, engine: str, target: str, ring_words: np.ndarray, plan, words: np.ndarray):
-    self.engine, self.target, self.ring_words, self.plan, self.words = engine, target, ring_words, plan, words
-    self.ring_key = ring_words.tobytes() if plan is not None and plan != NOCACHE else None   # (its ring words, when a plan reads them)
+    self.engine, self.target, self.plan, self.words = engine, target, plan, words
+    self.ring_key = ring_words.tobytes()   # (its ring words: a plan's indirect buffers are read for these only)
     Shape.serial += 1
     self.id = Shape.serial
     self.packets = decoder(engine, target).decode(words.tolist())
@@ -140,12 +140,9 @@ class Shapes:
     """(the expanded dwords, their Shape, their facts) of a submission of `ring_words` to `ring`: by the first of the
     ring's shapes of its length it matches (the most recently matched first), else decoded as a new one."""
     cands = self.by.setdefault((ring, len(ring_words)), [])
-    key = None
+    key = ring_words.tobytes()
     for n, s in enumerate(cands):
-      if s.ring_key is not None:   # (indirect buffers: only a shape of these very ring words reads the same ones)
-        if key is None: key = ring_words.tobytes()
-        if key != s.ring_key: continue
-      words = self.expanded(s, ring_words)
+      words = self.expanded(s, ring_words, key)
       if words is None or len(words) != len(s.words): continue
       diff = words != s.words
       if (diff & s.fixed).any(): continue   # (a dword that is no site differs: another shape, told apart in numpy)
@@ -162,12 +159,11 @@ class Shapes:
     del cands[SHAPES:]
     return words, s, s.facts
 
-  def expanded(self, s: Shape, ring_words: np.ndarray) -> Optional[np.ndarray]:
-    """The dwords of `ring_words` with the indirect buffers of `s`'s plan read in (None: the ring's words are not the
-    shape's own, so its indirect buffers may be others)."""
+  def expanded(self, s: Shape, ring_words: np.ndarray, key: bytes) -> Optional[np.ndarray]:
+    """The dwords of `ring_words` (`key`: their bytes) with the indirect buffers of `s`'s plan read in (None: the
+    ring's words are not the shape's own, so its indirect buffers may be others)."""
     if s.plan is None: return ring_words
-    if s.plan == NOCACHE: return None
-    if not np.array_equal(ring_words, s.ring_words): return None
+    if s.plan == NOCACHE or key != s.ring_key: return None
     parts = []
     for lo, hi, addr, size in s.plan:
       if addr is None: parts.append(ring_words[lo:hi])
