@@ -108,26 +108,38 @@ class RunState:
   but for its ring-order write has that write as a queue of its own (`stubs`, `fifo_R_stub`: signal fifo_R = N)."""
   steps: list                                            # the window's step -> the run's step
   decided: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)   # (run step, kernel-argument address) -> the write is a statement
-  written: dict = attrs.field(factory=dict)              # kernel-argument address -> [(run step, digest of the bytes)] written, in order
-  several: set = attrs.field(factory=set)                # the addresses with more than one write kept
+  written: dict = attrs.field(factory=dict)              # kernel-argument address -> its last write: run step (8 bytes) + digest (16)
+  several: dict = attrs.field(factory=dict)              # the addresses with more than one write kept -> [(run step, digest)], in order
   nth: collections.OrderedDict = attrs.field(factory=collections.OrderedDict)       # a submission's run step -> its count on its ring (1-based)
   chained: set = attrs.field(factory=set)                # rings submitted more than once so far
   stubs: dict = attrs.field(factory=dict)                # ring -> the count its dropped last submission signals
 
   def kernarg_write(self, step: int, ka: int, block: bytes) -> bool:
-    """Is the host's write of `block` at `ka` before the submission at run step `step` a statement? (Blocks are kept
-    as 16-byte digests: the last one at each address is kept as long as the run, one per address of the
-    kernel-argument memory.)"""
-    if (step, ka) not in self.decided:
-      hist = self.written.setdefault(ka, [])
-      digest = _digest(block)
+    """Is the host's write of `block` at `ka` before the submission at run step `step` a statement? (The last write
+    at each address is kept as long as the run, one per address of tinygrad's kernel-argument ring: as one bytes
+    object of its step and the block's 16-byte digest, ~120 bytes with its dict entry; an address with several
+    writes still needed, in a list.)"""
+    got = self.decided.get((step, ka))
+    if got is not None: return got
+    digest = _digest(block)
+    hist = self.several.get(ka)
+    if hist is None:
+      w = self.written.get(ka)
+      before = w is not None and int.from_bytes(w[:8], "little") < step
+      emit = not before or w[8:] != digest   # (w is not None when `before`)
+      if emit:
+        if w is None: self.written[ka] = step.to_bytes(8, "little") + digest
+        else:
+          self.several[ka] = sorted([(int.from_bytes(w[:8], "little"), w[8:]), (step, digest)], key=lambda x: x[0])
+          del self.written[ka]
+    else:
       last = next((b for st, b in reversed(hist) if st < step), None)
-      self.decided[step, ka] = emit = last != digest
+      emit = last != digest
       if emit:
         hist.append((step, digest))
         hist.sort(key=lambda x: x[0])
-        if len(hist) > 1: self.several.add(ka)
-    return self.decided[step, ka]
+    self.decided[step, ka] = emit
+    return emit
 
   def forget(self, before: int) -> None:
     """Drop what no step from `before` on needs: decisions of earlier steps, and all but the last write at each
@@ -139,12 +151,13 @@ class RunState:
         k = next(iter(d))
         if (k[0] if isinstance(k, tuple) else k) >= before: break
         d.popitem(last=False)
-    for ka in list(self.several):
-      hist = self.written[ka]
+    for ka, hist in list(self.several.items()):
       if hist[1][0] < before:
         i = next((n for n, (st, _) in enumerate(hist) if st >= before), len(hist))
         del hist[:i - 1]
-      if len(hist) < 2: self.several.discard(ka)
+      if len(hist) < 2:
+        del self.several[ka]
+        self.written[ka] = hist[0][0].to_bytes(8, "little") + hist[0][1]
 
 class CaptureLift:
   """The lift of one capture, phase by phase (`program()` runs them in order; each reads what the earlier ones set).
