@@ -451,7 +451,10 @@ class Live:
       r = cn.rank(c, v)
       if r >= len(cn.values[c]) or cn.values[c][r] != v: out.reusable = False   # (a value the key did not see: no template)
       values[c] = (r, v)
-    return (dropped, stubbed, cut, tuple(sorted((cn.pos[g], k) for g, k in ran if g in cn.pos)), values, gone_stubs)
+    by_pos: dict = {}   # (what ran, per step: a later window's forget visits each step once, not each statement)
+    for g, k in ran:
+      if (p := cn.pos.get(g)) is not None: by_pos.setdefault(p, []).append(k)
+    return (dropped, stubbed, cut, tuple((p, frozenset(ks)) for p, ks in sorted(by_pos.items())), values, gone_stubs)
 
   # ---- committing an outcome (the check's own, or a template's read back)
   def rebuilt(self, f: Finding, cn: Canon) -> Finding:
@@ -498,20 +501,15 @@ class Live:
       g = order[p]
       self.run.stubs[self.rec[g]["queue"]] = self.run.nth[g]
     gone = {order[p] for p in dropped + stubbed}
-    nf = len(self.front)
     host_gone = self.host if cut is None else [g for g in self.host if cn.pos[g] < cut]
     self.host = [] if cut is None else [g for g in self.host if cn.pos[g] >= cut]
     self.front = sorted(g for g in self.front + [g for g in host_gone if self.rec[g]["op"] == "submit"] if g not in gone)
-    del nf
     live = set(self.front) | set(self.host)
     for g in [g for g in self.rec if g not in live]:
       del self.rec[g]
       self.old.pop(g, None)
-    fresh: dict = {}
-    for p, key in ran:
-      if (g := order[p]) in live: fresh.setdefault(g, set()).add(key)
-    for g, keys in fresh.items():
-      if not keys.issubset(self.old.get(g, ())): self.old[g] = set(self.old.get(g, ())) | keys
+    for p, keys in ran:   # (a step's keys: a frozenset the template shares; old sets are replaced, never changed)
+      if (g := order[p]) in live and not keys.issubset(o := self.old.get(g, ())): self.old[g] = set(o) | keys if o else keys
     for c, (r, v) in values.items(): self.value[cn.signals[c]] = v if own else cn.value(c, r)
     if live: self.run.forget(min(live))
 
@@ -535,7 +533,9 @@ class Outcome:
   holds: list              # (position of the submission, Finding, statements): hcq2's first chain waits, held
   uses: list               # (signal, its name here, waited, (Finding, statement) of the host's first new write, of a queue's)
   incomplete: list         # what was not checked, in words
-  forget: Optional[tuple]  # (dropped, stubbed, host cut, ran, values: signal -> (rank, value), stub rings dropped); None: nothing
+  # (dropped, stubbed, host cut, ran: (position, frozenset of keys) per step, values: signal -> (rank, value), stub
+  # rings dropped); None: nothing
+  forget: Optional[tuple]
   reusable: bool = True    # False: its values are not all the key's (it is not kept as a template)
 
 def _positioned(f: Finding, cn: Canon) -> Finding:
