@@ -125,8 +125,7 @@ class RunState:
     hist = self.several.get(ka)
     if hist is None:
       w = self.written.get(ka)
-      before = w is not None and int.from_bytes(w[:8], "little") < step
-      emit = not before or w[8:] != digest   # (w is not None when `before`)
+      emit = w is None or int.from_bytes(w[:8], "little") >= step or w[8:] != digest
       if emit:
         if w is None: self.written[ka] = step.to_bytes(8, "little") + digest
         else:
