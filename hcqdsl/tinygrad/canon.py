@@ -57,10 +57,11 @@ def canon(live, order: list, final: bool) -> tuple:
     init_vals.append(v)
     inits.append((s is not None, bool(s and s.get("timeline")), s.get("device") if s else None, bool(s and s.get("mailbox")),
                   a in live.value, v == 0))
-  vsig = np.searchsorted(uniq, np.concatenate([sv, np.asarray(signals, dtype=np.int64)]))
+  sig_arr = np.asarray(signals, dtype=np.int64)
+  vsig = np.searchsorted(uniq, np.concatenate([sv, sig_arr]))
   vv = np.concatenate([r[4] for r in rs] + [np.asarray(init_vals, dtype=np.int64)])
   cid = np.empty(len(uniq), dtype=np.int64)
-  cid[np.searchsorted(uniq, np.asarray(signals, dtype=np.int64))] = np.arange(len(signals))
+  cid[np.searchsorted(uniq, sig_arr)] = np.arange(len(signals))
   vsig = cid[vsig] if len(vsig) else vsig
   vrank, values = _ranks(vsig, vv, len(signals))
   cn = Canon(list(order), {g: i for i, g in enumerate(order)}, signals, sig_of, values)
